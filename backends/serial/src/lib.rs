@@ -1,0 +1,398 @@
+//! # hoplite-serial
+//!
+//! The serial backend: every kernel runs on the calling thread, in index order, before the
+//! launch returns. It is the reference semantics every other backend is tested against, and
+//! the cheapest way to run small problems (a launch costs a few nanoseconds).
+//!
+//! Teams have exactly one thread; asking for more is [`hoplite_core::Error::TeamSizeTooLarge`].
+//!
+//! ```
+//! use hoplite_core::{parallel_reduce, RangePolicy, Sum};
+//! use hoplite_serial::Serial;
+//! let n = parallel_reduce("n", RangePolicy::new(Serial::default(), 0..10), |i, acc| *acc += *i, Sum::<usize>::new())?;
+//! assert_eq!(n, 45);
+//! # Ok::<(), hoplite_core::Error>(())
+//! ```
+
+use std::cell::Cell;
+use std::io;
+use std::ops::Range;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hoplite_core::policy::for_each_point;
+use hoplite_core::{
+    ExecutionPolicy, ExecutionSpace, HostSpace, Idx, LayoutRight, MDRangePolicy, MdIdx, NestedLevel,
+    ParallelFor, ParallelReduce, ParallelScan, RangePolicy, Reducer, Result, SCRATCH_LEVELS, ScanValue,
+    ScratchBuffer, ScratchPad, TeamMember, TeamPolicy, TokenPool, UniqueTokenSpace,
+};
+
+/// Largest level-0 scratch per team: 1 MiB (host scratch is ordinary memory).
+pub const MAX_SCRATCH_LEVEL0: usize = 1 << 20;
+/// Largest level-1 scratch per team: 256 MiB.
+pub const MAX_SCRATCH_LEVEL1: usize = 1 << 28;
+
+/// The serial execution space. `Serial::default()` is the default instance;
+/// [`Serial::new`] makes an independent one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Serial {
+    /// 0 is the default instance; [`Serial::new`] numbers the others from 1.
+    instance: u64,
+}
+
+impl Serial {
+    /// A new instance, distinct from every other.
+    pub fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Serial {
+            instance: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// The instance number (0 for the default instance).
+    pub fn instance_id(&self) -> u64 {
+        self.instance
+    }
+}
+
+thread_local! {
+    /// How many serial kernels the current thread is inside (nested launches nest).
+    static KERNEL_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Marks the current thread as running a kernel while alive; panic-safe.
+struct InKernel;
+
+impl InKernel {
+    #[inline(always)]
+    fn enter() -> Self {
+        KERNEL_DEPTH.with(|d| d.set(d.get() + 1));
+        InKernel
+    }
+}
+
+impl Drop for InKernel {
+    #[inline(always)]
+    fn drop(&mut self) {
+        KERNEL_DEPTH.with(|d| d.set(d.get() - 1));
+    }
+}
+
+impl ExecutionSpace for Serial {
+    type MemorySpace = HostSpace;
+    type ScratchMemorySpace = HostSpace;
+    type ArrayLayout = LayoutRight;
+    type TeamMember<'t> = SerialTeamMember<'t>;
+
+    fn name(&self) -> &'static str {
+        "Serial"
+    }
+
+    fn fence(&self) -> Result<()> {
+        // Every launch completes before it returns.
+        Ok(())
+    }
+
+    fn in_parallel(&self) -> bool {
+        KERNEL_DEPTH.with(|d| d.get() > 0)
+    }
+
+    fn concurrency(&self) -> usize {
+        1
+    }
+
+    fn max_team_size(&self) -> usize {
+        1
+    }
+
+    fn max_vector_length(&self) -> usize {
+        1
+    }
+
+    fn max_scratch_size(&self, level: usize) -> usize {
+        match level {
+            0 => MAX_SCRATCH_LEVEL0,
+            1 => MAX_SCRATCH_LEVEL1,
+            _ => 0,
+        }
+    }
+
+    fn print_configuration(&self, out: &mut dyn io::Write, detail: bool) -> io::Result<()> {
+        writeln!(
+            out,
+            "Serial execution space (instance {}): 1 thread, synchronous",
+            self.instance
+        )?;
+        if detail {
+            writeln!(out, "  memory space: HostSpace, layout: LayoutRight")?;
+            writeln!(out, "  teams: 1 thread, vector length 1")?;
+            writeln!(
+                out,
+                "  scratch per team: level 0 up to {MAX_SCRATCH_LEVEL0} bytes, level 1 up to {MAX_SCRATCH_LEVEL1} bytes"
+            )?;
+            writeln!(out, "  hoplite-serial {}", env!("CARGO_PKG_VERSION"))?;
+        }
+        Ok(())
+    }
+}
+
+/// The team member of a serial team: one thread, so collectives return at once.
+#[derive(Debug)]
+pub struct SerialTeamMember<'t> {
+    league_rank: usize,
+    league_size: usize,
+    team_scratch: [ScratchPad<'t>; SCRATCH_LEVELS],
+    thread_scratch: [ScratchPad<'t>; SCRATCH_LEVELS],
+}
+
+impl TeamMember for SerialTeamMember<'_> {
+    fn league_rank(&self) -> usize {
+        self.league_rank
+    }
+
+    fn league_size(&self) -> usize {
+        self.league_size
+    }
+
+    fn team_rank(&self) -> usize {
+        0
+    }
+
+    fn team_size(&self) -> usize {
+        1
+    }
+
+    fn vector_length(&self) -> usize {
+        1
+    }
+
+    fn team_barrier(&self) {}
+
+    fn team_broadcast<T: Clone + Send + Sync>(&self, value: T, source: usize) -> T {
+        assert!(
+            source == 0,
+            "team_broadcast: source rank {source} is not below the team size 1"
+        );
+        value
+    }
+
+    fn team_reduce<R>(&self, _reducer: &R, value: R::Value) -> R::Value
+    where
+        R: Reducer,
+        R::Value: Clone + Sync,
+    {
+        value
+    }
+
+    fn team_scan<T: ScanValue>(&self, value: T) -> (T, T) {
+        (T::zero(), value)
+    }
+
+    fn team_scratch(&self, level: usize) -> &ScratchPad<'_> {
+        scratch_level(&self.team_scratch, level)
+    }
+
+    fn thread_scratch(&self, level: usize) -> &ScratchPad<'_> {
+        scratch_level(&self.thread_scratch, level)
+    }
+
+    fn nested_for<F>(&self, _level: NestedLevel, range: Range<usize>, kernel: F)
+    where
+        F: for<'i> Fn(Idx<'i>) + Sync,
+    {
+        for i in range {
+            // SAFETY: a sequential loop hands each index to one iteration at a time, on this
+            // thread, through a kernel generic over the brand.
+            kernel(unsafe { Idx::new_unchecked(i) });
+        }
+    }
+
+    fn nested_reduce<R, F>(
+        &self,
+        _level: NestedLevel,
+        range: Range<usize>,
+        kernel: F,
+        reducer: &R,
+    ) -> R::Value
+    where
+        R: Reducer,
+        R::Value: Clone + Send + Sync,
+        F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync,
+    {
+        let mut acc = reducer.init();
+        for i in range {
+            // SAFETY: as in `nested_for`.
+            kernel(unsafe { Idx::new_unchecked(i) }, &mut acc);
+        }
+        acc
+    }
+
+    fn nested_scan<T, F>(&self, _level: NestedLevel, range: Range<usize>, kernel: F) -> T
+    where
+        T: ScanValue,
+        F: for<'i> Fn(Idx<'i>, &mut T, bool) + Sync,
+    {
+        let mut partial = T::zero();
+        for i in range {
+            // SAFETY: as in `nested_for`.
+            kernel(unsafe { Idx::new_unchecked(i) }, &mut partial, true);
+        }
+        partial
+    }
+}
+
+fn scratch_level<'a, 't>(pads: &'a [ScratchPad<'t>; SCRATCH_LEVELS], level: usize) -> &'a ScratchPad<'t> {
+    pads.get(level)
+        .unwrap_or_else(|| panic!("scratch level {level} does not exist; levels are 0 and 1"))
+}
+
+/// How the serial backend walks each kind of policy: every point, in order, on this thread.
+pub trait SerialPolicy: ExecutionPolicy<Space = Serial> {
+    /// Calls `visit` once per point of the policy, in the policy's iteration order.
+    fn visit_all<V>(&self, visit: V)
+    where
+        V: for<'it> FnMut(Self::Item<'it>);
+}
+
+impl SerialPolicy for RangePolicy<Serial> {
+    #[inline(always)]
+    fn visit_all<V>(&self, mut visit: V)
+    where
+        V: for<'it> FnMut(Idx<'it>),
+    {
+        for i in self.begin()..self.end() {
+            // SAFETY: a sequential loop hands each index to exactly one iteration, on this
+            // thread; `visit` is generic over the brand, so the token cannot outlive it.
+            visit(unsafe { Idx::new_unchecked(i) });
+        }
+    }
+}
+
+impl<const R: usize> SerialPolicy for MDRangePolicy<Serial, R> {
+    fn visit_all<V>(&self, mut visit: V)
+    where
+        V: for<'it> FnMut(MdIdx<'it, R>),
+    {
+        let inner = self.inner_order();
+        for t in 0..self.num_tiles() {
+            let (lo, hi) = self.tile_bounds(t);
+            for_each_point(lo, hi, inner, |p| {
+                // SAFETY: tiles partition the box and each point of a tile is visited once,
+                // sequentially, on this thread; `visit` is generic over the brand.
+                visit(unsafe { MdIdx::new_unchecked(p) })
+            });
+        }
+    }
+}
+
+impl SerialPolicy for TeamPolicy<Serial> {
+    fn visit_all<V>(&self, mut visit: V)
+    where
+        V: for<'it> FnMut(&'it SerialTeamMember<'it>),
+    {
+        let buffers: [(ScratchBuffer, usize); SCRATCH_LEVELS] = std::array::from_fn(|level| {
+            let (team, thread) = self.scratch_size(level);
+            let team_words = team.div_ceil(8);
+            (ScratchBuffer::new(team_words * 8 + thread), team_words)
+        });
+        for league_rank in 0..self.league_size() {
+            let member = SerialTeamMember {
+                league_rank,
+                league_size: self.league_size(),
+                team_scratch: std::array::from_fn(|l| ScratchPad::new(&buffers[l].0.words()[..buffers[l].1])),
+                thread_scratch: std::array::from_fn(|l| {
+                    ScratchPad::new(&buffers[l].0.words()[buffers[l].1..])
+                }),
+            };
+            visit(&member);
+        }
+    }
+}
+
+impl<P, F> ParallelFor<P, F> for Serial
+where
+    P: SerialPolicy,
+    F: for<'it> Fn(P::Item<'it>) + Send + Sync,
+{
+    #[inline]
+    fn parallel_for(&self, _label: &str, policy: &P, kernel: F) -> Result<()> {
+        let _in = InKernel::enter();
+        policy.visit_all(|item| kernel(item));
+        Ok(())
+    }
+}
+
+impl<P, F, R> ParallelReduce<P, F, R> for Serial
+where
+    P: SerialPolicy,
+    R: Reducer,
+    F: for<'it> Fn(P::Item<'it>, &mut R::Value) + Send + Sync,
+{
+    #[inline]
+    fn parallel_reduce(&self, _label: &str, policy: &P, kernel: F, reducer: &R) -> Result<R::Value> {
+        let _in = InKernel::enter();
+        let mut acc = reducer.init();
+        policy.visit_all(|item| kernel(item, &mut acc));
+        reducer.finalize(&mut acc);
+        Ok(acc)
+    }
+}
+
+impl<F, T> ParallelScan<RangePolicy<Serial>, F, T> for Serial
+where
+    T: ScanValue,
+    F: for<'it> Fn(Idx<'it>, &mut T, bool) + Send + Sync,
+{
+    #[inline]
+    fn parallel_scan(&self, _label: &str, policy: &RangePolicy<Serial>, kernel: F) -> Result<T> {
+        let _in = InKernel::enter();
+        let mut partial = T::zero();
+        policy.visit_all(|i| kernel(i, &mut partial, true));
+        Ok(partial)
+    }
+}
+
+impl UniqueTokenSpace for Serial {
+    type InstanceToken = TokenPool;
+    type GlobalToken = TokenPool;
+
+    fn unique_token(&self) -> TokenPool {
+        // A pool of one id (the concurrency) cannot fail to build.
+        match TokenPool::new(self.concurrency(), "Serial") {
+            Ok(pool) => pool,
+            Err(e) => unreachable!("a pool of one id is valid: {e}"),
+        }
+    }
+
+    fn unique_token_with_size(&self, size: usize) -> Result<TokenPool> {
+        TokenPool::new(size, "Serial")
+    }
+
+    fn global_unique_token() -> TokenPool {
+        // Serial instances may run on several application threads at once; global scope ids
+        // are shared by all of them, one per concurrently running serial kernel.
+        static GLOBAL: OnceLock<TokenPool> = OnceLock::new();
+        GLOBAL
+            .get_or_init(|| match TokenPool::new(1, "Serial") {
+                Ok(pool) => pool,
+                Err(e) => unreachable!("a pool of one id is valid: {e}"),
+            })
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hoplite_core::Error;
+
+    #[test]
+    fn instances_compare_by_identity() {
+        let a = Serial::new();
+        assert_eq!(a, a);
+        assert_ne!(a, Serial::new());
+        assert_eq!(Serial::default(), Serial::default());
+        let err: Error = TokenPool::new(0, "Serial").expect_err("size 0");
+        assert!(err.to_string().contains("at least one id"));
+    }
+}

@@ -1,0 +1,181 @@
+//! The one error type of hoplite: every misuse and every failed launch is a value of [`Error`].
+
+/// Short for `std::result::Result<T, hoplite_core::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, with the label of the launch or allocation, the offending value and the limit.
+///
+/// Every message says what to change. The enum is `#[non_exhaustive]`: backends and later
+/// versions add variants (a device error, a transfer failure) without breaking matches.
+///
+/// ```
+/// use hoplite_core::Error;
+/// let e = Error::InvalidRange { label: "axpy".into(), dim: None, begin: 5, end: 3 };
+/// assert!(e.to_string().contains("begin 5"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A range (or one dimension of a multi-dimensional range) starts after it ends.
+    #[error(
+        "`{label}`: range begin {begin} is greater than end {end}{}; a range needs begin <= end",
+        dim_suffix(*dim)
+    )]
+    InvalidRange {
+        /// Label of the launch.
+        label: String,
+        /// Dimension of an MDRange, `None` for a one-dimensional range.
+        dim: Option<usize>,
+        /// The requested begin.
+        begin: usize,
+        /// The requested end.
+        end: usize,
+    },
+    /// A tile extent of an MDRange is zero.
+    #[error("`{label}`: tile extent 0 in dimension {dim}; every tile extent must be at least 1")]
+    ZeroTile {
+        /// Label of the launch.
+        label: String,
+        /// The dimension whose tile is zero.
+        dim: usize,
+    },
+    /// A chunk size of zero was requested.
+    #[error("`{label}`: chunk size 0; a chunk size must be at least 1 (leave it unset for the default)")]
+    ZeroChunk {
+        /// Label of the launch.
+        label: String,
+    },
+    /// A multi-dimensional argument has the wrong number of entries for the policy's rank.
+    #[error("{what}: rank mismatch, expected {expected} entries (the policy's rank) but got {found}")]
+    RankMismatch {
+        /// What was being built (e.g. "MDRangePolicy tiles").
+        what: String,
+        /// The rank the policy has.
+        expected: usize,
+        /// The number of entries given.
+        found: usize,
+    },
+    /// A team size above the backend's limit.
+    #[error(
+        "`{label}`: team size {requested} exceeds the maximum team size {max} of the `{space}` execution space; request at most {max} or use TeamSize::Auto"
+    )]
+    TeamSizeTooLarge {
+        /// Label of the launch.
+        label: String,
+        /// The team size asked for.
+        requested: usize,
+        /// The largest team size the space supports for this policy.
+        max: usize,
+        /// The execution space's name.
+        space: &'static str,
+    },
+    /// A vector length above the backend's limit (or not a power of two).
+    #[error(
+        "`{label}`: vector length {requested} is not supported by the `{space}` execution space; use a power of two no larger than {max}"
+    )]
+    InvalidVectorLength {
+        /// Label of the launch.
+        label: String,
+        /// The vector length asked for.
+        requested: usize,
+        /// The largest vector length the space supports.
+        max: usize,
+        /// The execution space's name.
+        space: &'static str,
+    },
+    /// A team policy asked for a team size of zero.
+    #[error(
+        "`{label}`: team size 0; a team has at least one thread (use TeamSize::Auto to let the backend choose)"
+    )]
+    ZeroTeamSize {
+        /// Label of the launch.
+        label: String,
+    },
+    /// Scratch memory asked for at a level the space does not have.
+    #[error("`{label}`: scratch level {level} does not exist; levels are 0 (fast, small) and 1 (large)")]
+    InvalidScratchLevel {
+        /// Label of the launch.
+        label: String,
+        /// The level asked for.
+        level: usize,
+    },
+    /// More scratch memory than the space offers at that level.
+    #[error("`{label}`: {requested} bytes of level-{level} scratch per team exceed the limit of {max} bytes")]
+    ScratchTooLarge {
+        /// Label of the launch.
+        label: String,
+        /// The scratch level.
+        level: usize,
+        /// Bytes per team asked for (team part plus team size times the thread part).
+        requested: usize,
+        /// The largest amount the space offers.
+        max: usize,
+    },
+    /// A policy cannot be converted into another kind.
+    #[error("cannot convert {from} into {to}: {reason}")]
+    PolicyConversion {
+        /// The source policy.
+        from: &'static str,
+        /// The target policy.
+        to: &'static str,
+        /// Why not, and what to do instead.
+        reason: String,
+    },
+    /// A user kernel panicked. The runtime is still usable.
+    #[error("`{label}`: a kernel panicked: {message}")]
+    KernelPanicked {
+        /// Label of the launch.
+        label: String,
+        /// The panic payload, if it was a string.
+        message: String,
+    },
+    /// An allocation could not be made.
+    #[error("allocation `{label}` of {bytes} bytes in {space} failed: {reason}")]
+    AllocationFailed {
+        /// Label of the allocation.
+        label: String,
+        /// Bytes requested.
+        bytes: usize,
+        /// Name of the memory space.
+        space: &'static str,
+        /// Why (out of memory, size overflow, bad alignment).
+        reason: String,
+    },
+    /// A unique-token pool of size zero, or one larger than the space allows.
+    #[error("unique token of size {requested} for `{space}`: {reason}")]
+    InvalidTokenSize {
+        /// The size asked for.
+        requested: usize,
+        /// The execution space's name.
+        space: &'static str,
+        /// The rule that was broken.
+        reason: String,
+    },
+}
+
+fn dim_suffix(dim: Option<usize>) -> String {
+    dim.map(|d| format!(" in dimension {d}")).unwrap_or_default()
+}
+
+impl Error {
+    /// Turns a caught panic payload into [`Error::KernelPanicked`].
+    ///
+    /// ```
+    /// let payload = std::panic::catch_unwind(|| panic!("boom")).unwrap_err();
+    /// let e = hoplite_core::Error::from_panic("k", payload);
+    /// assert_eq!(e.to_string(), "`k`: a kernel panicked: boom");
+    /// ```
+    pub fn from_panic(label: &str, payload: Box<dyn std::any::Any + Send>) -> Self {
+        let message = if let Some(s) = payload.downcast_ref::<&'static str>() {
+            (*s).to_owned()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_owned()
+        };
+        Error::KernelPanicked {
+            label: label.to_owned(),
+            message,
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! # hoplite-core
+//!
+//! The concepts of hoplite as Rust traits with documented axioms, plus the policies,
+//! reducers, iteration tokens and dispatch functions every backend shares.
+//!
+//! | Concept (Kokkos)   | hoplite                                                         |
+//! |--------------------|-----------------------------------------------------------------|
+//! | `ExecutionSpace`   | [`ExecutionSpace`] (+ dispatch traits [`ParallelFor`], ...)     |
+//! | `MemorySpace`      | [`MemorySpace`], [`MemorySpaceAccess`], [`HostSpace`]           |
+//! | `ExecutionPolicy`  | [`ExecutionPolicy`]: [`RangePolicy`], [`MDRangePolicy`], [`TeamPolicy`] |
+//! | `TeamMember`       | [`TeamMember`], [`TeamThreadRange`], [`ThreadVectorRange`], [`TeamVectorRange`] |
+//! | `Reducer`          | [`Reducer`] and the built-ins ([`Sum`], [`MinLoc`], ...)        |
+//! | `UniqueToken`      | [`UniqueToken`], [`UniqueTokenSpace`]                           |
+//! | `MemoryLayout`     | [`ArrayLayout`]: [`LayoutRight`], [`LayoutLeft`]                |
+//! | Functor            | closures `for<'it> Fn(P::Item<'it>, ..)` taking an [`Idx`] token |
+//!
+//! Applications usually depend on the facade crate `hoplite`, which re-exports all of this,
+//! picks a default execution space from the enabled backends and accepts plain `usize`
+//! ranges. Backend authors implement the traits here; `docs/concepts.md` states every axiom.
+//!
+//! ```
+//! use hoplite_core::{parallel_reduce, RangePolicy, Sum};
+//! use hoplite_serial::Serial;
+//! let x: Vec<f64> = (0..1000).map(|i| i as f64).collect();
+//! let total = parallel_reduce("sum", RangePolicy::new(Serial::default(), 0..x.len()),
+//!     |i, acc| *acc += x[*i], Sum::<f64>::new())?;
+//! assert_eq!(total, 499_500.0);
+//! # Ok::<(), hoplite_core::Error>(())
+//! ```
+
+pub mod dispatch;
+pub mod error;
+pub mod index;
+pub mod policy;
+pub mod reducer;
+pub mod space;
+pub mod team;
+pub mod unique_token;
+
+pub use dispatch::{
+    ParallelFor, ParallelReduce, ParallelScan, ScanValue, parallel_for, parallel_reduce, parallel_scan,
+};
+pub use error::{Error, Result};
+pub use index::{Idx, MdIdx};
+pub use policy::{
+    ExecutionPolicy, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK, MDRangePolicy, PerTeam, PerThread,
+    RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize,
+};
+pub use reducer::*;
+pub use space::{
+    ArrayLayout, ExecutionSpace, HostSpace, LayoutLeft, LayoutRight, MemorySpace, MemorySpaceAccess,
+};
+pub use team::{
+    NestedBounds, NestedLevel, ScratchBuffer, ScratchElement, ScratchPad, ScratchSlice, TeamMember,
+    TeamThreadRange, TeamVectorRange, ThreadVectorRange,
+};
+pub use unique_token::{TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};

@@ -1,0 +1,719 @@
+//! The `ExecutionPolicy` concept: [`RangePolicy`], [`MDRangePolicy`] and [`TeamPolicy`].
+//!
+//! Builders are infallible and cheap; a policy is checked once, when it is launched, so the
+//! error can name the launch's label. The seed's wish that a range be "an MDRange of rank 1"
+//! and "a team policy of one-thread teams" is provided by conversions:
+//! `RangePolicy -> MDRangePolicy<_, 1> -> TeamPolicy`.
+
+use std::fmt::Debug;
+use std::ops::Range;
+
+use crate::error::{Error, Result};
+use crate::index::{Idx, MdIdx};
+use crate::space::ExecutionSpace;
+
+/// How iterations are distributed over threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// Equal shares fixed up front (Kokkos `Schedule<Static>`): lowest overhead.
+    #[default]
+    Static,
+    /// Chunks handed out on demand (Kokkos `Schedule<Dynamic>`): balances uneven work.
+    Dynamic,
+}
+
+/// Which index runs fastest (Kokkos `Iterate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IterationOrder {
+    /// The last index runs fastest (row-major).
+    #[default]
+    Right,
+    /// The first index runs fastest (column-major).
+    Left,
+}
+
+/// The `ExecutionPolicy` concept: what to iterate over, on which instance, and how.
+///
+/// # Requirements
+///
+/// `Clone + Send + Sync + Debug`; the execution space instance it runs on; the kernel argument
+/// type `Item<'it>` (the iteration token, or a team member); a launch-time check.
+///
+/// # Axioms
+///
+/// 1. *Exactly once.* A launch calls the kernel once for every point of the policy's index
+///    space and for no other point.
+/// 2. *Validation.* [`validate`](Self::validate) returns `Ok` exactly when the policy can be
+///    launched on a space whose limits are those of [`space`](Self::space); every dispatch
+///    calls it first, so a launched policy is a valid one.
+/// 3. *Scheduling does not change results.* Chunk size, schedule and tiles change only how
+///    work is distributed, never which points are visited; only the order of visits and,
+///    for floating-point reductions, the rounding may differ.
+///
+/// ```
+/// use hoplite_core::{ExecutionPolicy, RangePolicy};
+/// use hoplite_serial::Serial;
+/// let p = RangePolicy::new(Serial::default(), 0..100).with_chunk_size(16);
+/// assert!(p.validate("ok").is_ok());
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an execution policy",
+    label = "expected a RangePolicy, MDRangePolicy or TeamPolicy",
+    note = "the facade `hoplite` also accepts a plain `usize` or `Range<usize>` on the default execution space"
+)]
+pub trait ExecutionPolicy: Clone + Send + Sync + Debug {
+    /// The execution space this policy launches on.
+    type Space: ExecutionSpace;
+    /// What the kernel receives for one iteration.
+    type Item<'it>;
+    /// The policy's name in messages.
+    const KIND: &'static str;
+    /// The instance this policy launches on.
+    fn space(&self) -> &Self::Space;
+    /// Checks the policy against its space's limits; `label` names the launch in the error.
+    fn validate(&self, label: &str) -> Result<()>;
+}
+
+/// Turns something into an execution policy on space `S`: a policy itself, or on the
+/// facade's default space a plain `usize` (`0..n`) or `Range<usize>`.
+///
+/// ```
+/// use hoplite_core::{IntoPolicy, RangePolicy};
+/// use hoplite_serial::Serial;
+/// let p: RangePolicy<Serial> = IntoPolicy::<Serial>::into_policy(10usize);
+/// assert_eq!((p.begin(), p.end()), (0, 10));
+/// ```
+pub trait IntoPolicy<S: ExecutionSpace> {
+    /// The policy it becomes.
+    type Policy: ExecutionPolicy;
+    /// Converts.
+    fn into_policy(self) -> Self::Policy;
+}
+
+impl<S: ExecutionSpace, P: ExecutionPolicy> IntoPolicy<S> for P {
+    type Policy = P;
+    fn into_policy(self) -> P {
+        self
+    }
+}
+
+impl<S: ExecutionSpace> IntoPolicy<S> for usize {
+    type Policy = RangePolicy<S>;
+    fn into_policy(self) -> RangePolicy<S> {
+        RangePolicy::new(S::default(), 0..self)
+    }
+}
+
+impl<S: ExecutionSpace> IntoPolicy<S> for Range<usize> {
+    type Policy = RangePolicy<S>;
+    fn into_policy(self) -> RangePolicy<S> {
+        RangePolicy::new(S::default(), self)
+    }
+}
+
+fn check_chunk(label: &str, chunk: Option<usize>) -> Result<()> {
+    match chunk {
+        Some(0) => Err(Error::ZeroChunk {
+            label: label.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A one-dimensional range `begin..end` (Kokkos `RangePolicy`). Kernels receive an [`Idx`].
+///
+/// ```
+/// use hoplite_core::{RangePolicy, Schedule};
+/// use hoplite_serial::Serial;
+/// let p = RangePolicy::new(Serial::default(), 10..20)
+///     .with_schedule(Schedule::Dynamic)
+///     .with_chunk_size(4);
+/// assert_eq!(p.len(), 10);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangePolicy<S: ExecutionSpace> {
+    space: S,
+    begin: usize,
+    end: usize,
+    chunk: Option<usize>,
+    schedule: Schedule,
+}
+
+impl<S: ExecutionSpace> RangePolicy<S> {
+    /// The range `range` on the instance `space`.
+    pub fn new(space: S, range: Range<usize>) -> Self {
+        RangePolicy {
+            space,
+            begin: range.start,
+            end: range.end,
+            chunk: None,
+            schedule: Schedule::Static,
+        }
+    }
+
+    /// Sets how many consecutive iterations a thread takes at a time (at least 1).
+    pub fn with_chunk_size(mut self, chunk: usize) -> Self {
+        self.chunk = Some(chunk);
+        self
+    }
+
+    /// Sets the schedule.
+    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+
+    /// Runs the same range on another instance.
+    pub fn with_space(mut self, space: S) -> Self {
+        self.space = space;
+        self
+    }
+
+    /// First index.
+    pub fn begin(&self) -> usize {
+        self.begin
+    }
+
+    /// One past the last index.
+    pub fn end(&self) -> usize {
+        self.end
+    }
+
+    /// Number of iterations (0 when `begin >= end`).
+    pub fn len(&self) -> usize {
+        self.end.saturating_sub(self.begin)
+    }
+
+    /// Whether there are no iterations.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The chunk size asked for, if any.
+    pub fn chunk_size(&self) -> Option<usize> {
+        self.chunk
+    }
+
+    /// The schedule.
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+}
+
+impl<S: ExecutionSpace> ExecutionPolicy for RangePolicy<S> {
+    type Space = S;
+    type Item<'it> = Idx<'it>;
+    const KIND: &'static str = "RangePolicy";
+
+    fn space(&self) -> &S {
+        &self.space
+    }
+
+    fn validate(&self, label: &str) -> Result<()> {
+        if self.begin > self.end {
+            return Err(Error::InvalidRange {
+                label: label.to_owned(),
+                dim: None,
+                begin: self.begin,
+                end: self.end,
+            });
+        }
+        check_chunk(label, self.chunk)
+    }
+}
+
+/// The largest rank of an [`MDRangePolicy`], as in Kokkos.
+pub const MAX_MDRANGE_RANK: usize = 6;
+
+/// A rank-`R` box `begin..end` cut into tiles (Kokkos `MDRangePolicy<Rank<R>>`), `R` in 1..=6.
+/// Kernels receive an [`MdIdx`].
+///
+/// Tiles are visited in the *outer* iteration order and the points of a tile in the *inner*
+/// order. Tiles need not divide the extents: edge tiles are cut short. Without explicit
+/// tiles, a tile spans the whole fastest dimension (by the inner order) and one index of the
+/// others, so the visit order is that of plain nested loops.
+///
+/// ```
+/// use hoplite_core::{IterationOrder, MDRangePolicy};
+/// use hoplite_serial::Serial;
+/// let p = MDRangePolicy::new(Serial::default(), [0, 0], [100, 50])
+///     .with_tiles([16, 16])
+///     .with_iteration(IterationOrder::Right, IterationOrder::Left);
+/// assert_eq!(p.tile_counts(), [7, 4]);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct MDRangePolicy<S: ExecutionSpace, const R: usize> {
+    space: S,
+    begin: [usize; R],
+    end: [usize; R],
+    tiles: Option<[usize; R]>,
+    outer: IterationOrder,
+    inner: IterationOrder,
+}
+
+impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
+    const RANK_OK: () = assert!(
+        R >= 1 && R <= MAX_MDRANGE_RANK,
+        "MDRangePolicy rank must be between 1 and 6"
+    );
+
+    /// The box `begin..end` on `space`. A rank outside 1..=6 fails to compile.
+    pub fn new(space: S, begin: [usize; R], end: [usize; R]) -> Self {
+        let () = Self::RANK_OK;
+        MDRangePolicy {
+            space,
+            begin,
+            end,
+            tiles: None,
+            outer: IterationOrder::Right,
+            inner: IterationOrder::Right,
+        }
+    }
+
+    /// The box from slices, checking that both have `R` entries.
+    pub fn from_slices(space: S, begin: &[usize], end: &[usize]) -> Result<Self> {
+        let begin = to_array::<R>("MDRangePolicy begin", begin)?;
+        let end = to_array::<R>("MDRangePolicy end", end)?;
+        Ok(Self::new(space, begin, end))
+    }
+
+    /// Sets the tile extents (each at least 1; checked at launch).
+    pub fn with_tiles(mut self, tiles: [usize; R]) -> Self {
+        self.tiles = Some(tiles);
+        self
+    }
+
+    /// Sets the tile extents from a slice, checking that it has `R` entries.
+    pub fn try_with_tiles(self, tiles: &[usize]) -> Result<Self> {
+        Ok(self.with_tiles(to_array::<R>("MDRangePolicy tiles", tiles)?))
+    }
+
+    /// Sets the order of tiles (`outer`) and of points within a tile (`inner`).
+    pub fn with_iteration(mut self, outer: IterationOrder, inner: IterationOrder) -> Self {
+        self.outer = outer;
+        self.inner = inner;
+        self
+    }
+
+    /// Runs the same box on another instance.
+    pub fn with_space(mut self, space: S) -> Self {
+        self.space = space;
+        self
+    }
+
+    /// Lower corner.
+    pub fn begin(&self) -> [usize; R] {
+        self.begin
+    }
+
+    /// Upper corner (exclusive).
+    pub fn end(&self) -> [usize; R] {
+        self.end
+    }
+
+    /// Order of tiles.
+    pub fn outer_order(&self) -> IterationOrder {
+        self.outer
+    }
+
+    /// Order of points within a tile.
+    pub fn inner_order(&self) -> IterationOrder {
+        self.inner
+    }
+
+    /// Extent of each dimension.
+    pub fn extents(&self) -> [usize; R] {
+        std::array::from_fn(|d| self.end[d].saturating_sub(self.begin[d]))
+    }
+
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.extents().iter().product()
+    }
+
+    /// Whether the box has no points.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The tile extents in effect: the ones set, or the default described on the type.
+    pub fn tiles(&self) -> [usize; R] {
+        self.tiles.unwrap_or_else(|| {
+            let fast = fastest_dim::<R>(self.inner);
+            let ext = self.extents();
+            std::array::from_fn(|d| if d == fast { ext[d].max(1) } else { 1 })
+        })
+    }
+
+    /// Number of tiles along each dimension.
+    pub fn tile_counts(&self) -> [usize; R] {
+        let ext = self.extents();
+        let tiles = self.tiles();
+        std::array::from_fn(|d| ext[d].div_ceil(tiles[d].max(1)))
+    }
+
+    /// Total number of tiles.
+    pub fn num_tiles(&self) -> usize {
+        self.tile_counts().iter().product()
+    }
+
+    /// The bounds `(lo, hi)` of tile number `t`, counting tiles in the outer order.
+    ///
+    /// Backends split `0..num_tiles()` among threads and call this per tile.
+    pub fn tile_bounds(&self, t: usize) -> ([usize; R], [usize; R]) {
+        let counts = self.tile_counts();
+        let tiles = self.tiles();
+        let mut coord = [0usize; R];
+        let mut rest = t;
+        for step in 0..R {
+            let d = match self.outer {
+                IterationOrder::Right => R - 1 - step,
+                IterationOrder::Left => step,
+            };
+            coord[d] = rest % counts[d];
+            rest /= counts[d];
+        }
+        let lo: [usize; R] = std::array::from_fn(|d| self.begin[d] + coord[d] * tiles[d]);
+        let hi: [usize; R] = std::array::from_fn(|d| (lo[d] + tiles[d]).min(self.end[d]));
+        (lo, hi)
+    }
+}
+
+/// The dimension that runs fastest in `order`.
+fn fastest_dim<const R: usize>(order: IterationOrder) -> usize {
+    match order {
+        IterationOrder::Right => R - 1,
+        IterationOrder::Left => 0,
+    }
+}
+
+fn to_array<const R: usize>(what: &str, s: &[usize]) -> Result<[usize; R]> {
+    s.try_into().map_err(|_| Error::RankMismatch {
+        what: what.to_owned(),
+        expected: R,
+        found: s.len(),
+    })
+}
+
+/// Calls `f` for every point of the box `lo..hi` in `order`, the fastest dimension innermost.
+///
+/// The helper every host backend uses to walk one MDRange tile.
+///
+/// ```
+/// use hoplite_core::{policy::for_each_point, IterationOrder};
+/// let mut seen = Vec::new();
+/// for_each_point([0, 0], [2, 2], IterationOrder::Left, |p| seen.push(p));
+/// assert_eq!(seen, [[0, 0], [1, 0], [0, 1], [1, 1]]);
+/// ```
+#[inline]
+pub fn for_each_point<const R: usize>(
+    lo: [usize; R],
+    hi: [usize; R],
+    order: IterationOrder,
+    mut f: impl FnMut([usize; R]),
+) {
+    if (0..R).any(|d| lo[d] >= hi[d]) {
+        return;
+    }
+    let fast = fastest_dim::<R>(order);
+    let mut idx = lo;
+    loop {
+        for k in lo[fast]..hi[fast] {
+            idx[fast] = k;
+            f(idx);
+        }
+        // Advance the slower dimensions like an odometer.
+        let mut done = true;
+        for step in 1..R {
+            let d = match order {
+                IterationOrder::Right => R - 1 - step,
+                IterationOrder::Left => step,
+            };
+            idx[d] += 1;
+            if idx[d] < hi[d] {
+                done = false;
+                break;
+            }
+            idx[d] = lo[d];
+        }
+        if done {
+            return;
+        }
+    }
+}
+
+impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy<S, R> {
+    type Space = S;
+    type Item<'it> = MdIdx<'it, R>;
+    const KIND: &'static str = "MDRangePolicy";
+
+    fn space(&self) -> &S {
+        &self.space
+    }
+
+    fn validate(&self, label: &str) -> Result<()> {
+        for d in 0..R {
+            if self.begin[d] > self.end[d] {
+                return Err(Error::InvalidRange {
+                    label: label.to_owned(),
+                    dim: Some(d),
+                    begin: self.begin[d],
+                    end: self.end[d],
+                });
+            }
+        }
+        if let Some(tiles) = self.tiles
+            && let Some(dim) = tiles.iter().position(|&t| t == 0)
+        {
+            return Err(Error::ZeroTile {
+                label: label.to_owned(),
+                dim,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<S: ExecutionSpace> From<RangePolicy<S>> for MDRangePolicy<S, 1> {
+    /// The same points as a rank-1 box; the chunk size becomes the tile.
+    fn from(p: RangePolicy<S>) -> Self {
+        let md = MDRangePolicy::new(p.space, [p.begin], [p.end]);
+        match p.chunk {
+            Some(c) => md.with_tiles([c]),
+            None => md,
+        }
+    }
+}
+
+/// The team size of a [`TeamPolicy`]: a number, or the backend's choice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TeamSize {
+    /// The backend picks (Kokkos `AUTO`): its maximum team size.
+    #[default]
+    Auto,
+    /// Exactly this many threads per team.
+    Fixed(usize),
+}
+
+impl From<usize> for TeamSize {
+    fn from(n: usize) -> Self {
+        TeamSize::Fixed(n)
+    }
+}
+
+/// Scratch bytes per team (Kokkos `PerTeam`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PerTeam(pub usize);
+
+/// Scratch bytes per thread of a team (Kokkos `PerThread`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PerThread(pub usize);
+
+/// Number of scratch levels (0: small and fast, 1: large).
+pub const SCRATCH_LEVELS: usize = 2;
+
+/// A league of teams (Kokkos `TeamPolicy`). Kernels receive a
+/// [`TeamMember`](crate::TeamMember) of the space.
+///
+/// ```
+/// use hoplite_core::{PerTeam, PerThread, TeamPolicy, TeamSize};
+/// use hoplite_serial::Serial;
+/// let p = TeamPolicy::new(Serial::default(), 64, TeamSize::Auto)
+///     .with_scratch_size(0, PerTeam(1024), PerThread(64));
+/// assert_eq!(p.team_size(), 1); // Serial teams have one thread
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct TeamPolicy<S: ExecutionSpace> {
+    space: S,
+    league_size: usize,
+    team_size: TeamSize,
+    vector_length: usize,
+    scratch: [(PerTeam, PerThread); SCRATCH_LEVELS],
+    bad_scratch_level: Option<usize>,
+    chunk: Option<usize>,
+    schedule: Schedule,
+}
+
+impl<S: ExecutionSpace> TeamPolicy<S> {
+    /// `league_size` teams of `team_size` threads on `space`.
+    pub fn new(space: S, league_size: usize, team_size: impl Into<TeamSize>) -> Self {
+        TeamPolicy {
+            space,
+            league_size,
+            team_size: team_size.into(),
+            vector_length: 1,
+            scratch: Default::default(),
+            bad_scratch_level: None,
+            chunk: None,
+            schedule: Schedule::Static,
+        }
+    }
+
+    /// Sets the vector length (a power of two, at most the space's maximum).
+    pub fn with_vector_length(mut self, vector_length: usize) -> Self {
+        self.vector_length = vector_length;
+        self
+    }
+
+    /// Requests scratch memory at `level` (0 or 1): `per_team` bytes shared by the team and
+    /// `per_thread` bytes private to each thread.
+    pub fn with_scratch_size(mut self, level: usize, per_team: PerTeam, per_thread: PerThread) -> Self {
+        match self.scratch.get_mut(level) {
+            Some(slot) => *slot = (per_team, per_thread),
+            None => self.bad_scratch_level = Some(level),
+        }
+        self
+    }
+
+    /// Sets how many teams a thread takes at a time.
+    pub fn with_chunk_size(mut self, chunk: usize) -> Self {
+        self.chunk = Some(chunk);
+        self
+    }
+
+    /// Sets the schedule.
+    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+
+    /// Runs the same league on another instance.
+    pub fn with_space(mut self, space: S) -> Self {
+        self.space = space;
+        self
+    }
+
+    /// Number of teams.
+    pub fn league_size(&self) -> usize {
+        self.league_size
+    }
+
+    /// The team size as asked for.
+    pub fn requested_team_size(&self) -> TeamSize {
+        self.team_size
+    }
+
+    /// The team size a launch uses: the fixed size, or for `Auto` the space's maximum.
+    pub fn team_size(&self) -> usize {
+        match self.team_size {
+            TeamSize::Fixed(n) => n,
+            TeamSize::Auto => self.space.max_team_size(),
+        }
+    }
+
+    /// The largest team size this policy's space accepts (Kokkos `team_size_max`).
+    pub fn team_size_max(&self) -> usize {
+        self.space.max_team_size()
+    }
+
+    /// The vector length.
+    pub fn vector_length(&self) -> usize {
+        self.vector_length
+    }
+
+    /// Scratch bytes requested at `level`: `(per team, per thread)`; zero for unknown levels.
+    pub fn scratch_size(&self, level: usize) -> (usize, usize) {
+        self.scratch
+            .get(level)
+            .map_or((0, 0), |(team, thread)| (team.0, thread.0))
+    }
+
+    /// The chunk size asked for, if any.
+    pub fn chunk_size(&self) -> Option<usize> {
+        self.chunk
+    }
+
+    /// The schedule.
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+}
+
+impl<S: ExecutionSpace> ExecutionPolicy for TeamPolicy<S> {
+    type Space = S;
+    type Item<'it> = &'it S::TeamMember<'it>;
+    const KIND: &'static str = "TeamPolicy";
+
+    fn space(&self) -> &S {
+        &self.space
+    }
+
+    fn validate(&self, label: &str) -> Result<()> {
+        let space = &self.space;
+        let team_size = self.team_size();
+        if team_size == 0 {
+            return Err(Error::ZeroTeamSize {
+                label: label.to_owned(),
+            });
+        }
+        if team_size > space.max_team_size() {
+            return Err(Error::TeamSizeTooLarge {
+                label: label.to_owned(),
+                requested: team_size,
+                max: space.max_team_size(),
+                space: space.name(),
+            });
+        }
+        let max_vector = space.max_vector_length();
+        if self.vector_length == 0 || !self.vector_length.is_power_of_two() || self.vector_length > max_vector
+        {
+            return Err(Error::InvalidVectorLength {
+                label: label.to_owned(),
+                requested: self.vector_length,
+                max: max_vector,
+                space: space.name(),
+            });
+        }
+        if let Some(level) = self.bad_scratch_level {
+            return Err(Error::InvalidScratchLevel {
+                label: label.to_owned(),
+                level,
+            });
+        }
+        for level in 0..SCRATCH_LEVELS {
+            let (team, thread) = self.scratch_size(level);
+            let requested = thread.saturating_mul(team_size).saturating_add(team);
+            let max = space.max_scratch_size(level);
+            if requested > max {
+                return Err(Error::ScratchTooLarge {
+                    label: label.to_owned(),
+                    level,
+                    requested,
+                    max,
+                });
+            }
+        }
+        check_chunk(label, self.chunk)
+    }
+}
+
+impl<S: ExecutionSpace> TryFrom<MDRangePolicy<S, 1>> for TeamPolicy<S> {
+    type Error = Error;
+    /// `end` one-thread teams; league rank `r` is index `r`. The box must start at 0 because
+    /// league ranks do; the tile becomes the chunk size.
+    fn try_from(p: MDRangePolicy<S, 1>) -> Result<Self> {
+        if p.begin[0] != 0 {
+            return Err(Error::PolicyConversion {
+                from: "MDRangePolicy<1>",
+                to: "TeamPolicy",
+                reason: format!(
+                    "the range starts at {} but league ranks start at 0; shift the index in the kernel instead",
+                    p.begin[0]
+                ),
+            });
+        }
+        let team = TeamPolicy::new(p.space, p.end[0], TeamSize::Fixed(1));
+        Ok(match p.tiles {
+            Some([t]) => team.with_chunk_size(t),
+            None => team,
+        })
+    }
+}
+
+impl<S: ExecutionSpace> TryFrom<RangePolicy<S>> for TeamPolicy<S> {
+    type Error = Error;
+    /// Through [`MDRangePolicy<S, 1>`]: `end` one-thread teams, for ranges starting at 0.
+    fn try_from(p: RangePolicy<S>) -> Result<Self> {
+        TeamPolicy::try_from(MDRangePolicy::from(p))
+    }
+}

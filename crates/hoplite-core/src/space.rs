@@ -1,0 +1,298 @@
+//! The `ExecutionSpace`, `MemorySpace` and `ArrayLayout` concepts, and [`HostSpace`].
+
+use std::alloc::Layout;
+use std::fmt::Debug;
+use std::io;
+use std::ptr::NonNull;
+
+use crate::error::{Error, Result};
+use crate::team::TeamMember;
+
+/// Where and how kernels run (Kokkos `ExecutionSpace`).
+///
+/// A value is an *instance* — a pool of threads, a stream. Clones are the same instance;
+/// `Default` gives the space's default instance.
+///
+/// # Requirements
+///
+/// `Clone + Default + Send + Sync + PartialEq + Debug + 'static` (the C++ concept's
+/// `CopyConstructible && DefaultConstructible && Destructible`, plus `operator==` that the seed
+/// asks for to make it semiregular), the associated memory, scratch and layout types, and the
+/// methods below. The dispatch traits ([`ParallelFor`](crate::ParallelFor),
+/// [`ParallelReduce`](crate::ParallelReduce), [`ParallelScan`](crate::ParallelScan)) are the
+/// seed's `ExecutionSpaceOf` requirements, kept separate so a space can support a subset.
+///
+/// # Axioms
+///
+/// 1. *Instances are values.* `a == a.clone()`; `S::default() == S::default()`.
+/// 2. *In-order execution.* Work submitted to one instance runs in submission order: a launch
+///    observes every effect of the launches submitted before it to the same instance.
+/// 3. *Fence.* When [`fence`](Self::fence) returns `Ok`, every launch submitted to the instance
+///    before the call has completed and its effects are visible to the caller.
+/// 4. *Concurrency.* [`concurrency`](Self::concurrency) is at least 1 and no more kernel
+///    iterations of one launch run at the same time than it says.
+/// 5. *In parallel.* [`in_parallel`](Self::in_parallel) is `true` exactly while the calling
+///    thread is running a kernel of this space.
+/// 6. *Team limits.* A team policy whose team size is at most
+///    [`max_team_size`](Self::max_team_size) can be launched; one above it is rejected with
+///    [`Error::TeamSizeTooLarge`].
+///
+/// ```
+/// use hoplite_core::ExecutionSpace;
+/// fn describe<S: ExecutionSpace>(space: &S) -> String {
+///     format!("{} runs {} iterations at once", space.name(), space.concurrency())
+/// }
+/// # let _ = describe::<hoplite_serial::Serial>;
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an execution space",
+    label = "this type does not implement the ExecutionSpace concept",
+    note = "an execution space implements `hoplite_core::ExecutionSpace` (see docs/writing-a-backend.md); enable a backend feature such as `serial` or `rayon` and use its space"
+)]
+pub trait ExecutionSpace: Clone + Default + Send + Sync + PartialEq + Debug + 'static {
+    /// Where this space's kernels allocate by default.
+    type MemorySpace: MemorySpace;
+    /// Where team scratch memory lives.
+    type ScratchMemorySpace: MemorySpace;
+    /// The layout that makes the innermost loop of this space contiguous.
+    type ArrayLayout: ArrayLayout;
+    /// The handle a team kernel receives: league and team ranks, barriers, collectives.
+    type TeamMember<'t>: TeamMember;
+
+    /// The space's name, such as `"Serial"`.
+    fn name(&self) -> &'static str;
+
+    /// Waits until every launch submitted to this instance has completed.
+    ///
+    /// A device space reports an asynchronous launch failure here.
+    fn fence(&self) -> Result<()>;
+
+    /// Whether the calling thread is currently running a kernel of this space.
+    fn in_parallel(&self) -> bool;
+
+    /// How many kernel iterations of this instance can run at the same time.
+    fn concurrency(&self) -> usize;
+
+    /// The largest team size a team policy may request.
+    fn max_team_size(&self) -> usize;
+
+    /// The largest vector length a team policy may request (a power of two).
+    fn max_vector_length(&self) -> usize;
+
+    /// The largest scratch allocation per team at `level` (0 or 1), in bytes.
+    fn max_scratch_size(&self, level: usize) -> usize;
+
+    /// Prints the space's configuration: threads, devices, versions; more with `detail`.
+    fn print_configuration(&self, out: &mut dyn io::Write, detail: bool) -> io::Result<()>;
+}
+
+/// Where data lives (Kokkos `MemorySpace`).
+///
+/// # Axioms
+///
+/// 1. [`allocate`](Self::allocate) returns memory aligned to [`ALIGNMENT`](Self::ALIGNMENT) or
+///    an [`Error::AllocationFailed`]; it never aborts the process.
+/// 2. Memory from `allocate(label, n)` stays valid until `deallocate(ptr, n)`.
+/// 3. A zero-byte allocation succeeds and returns an aligned, dangling pointer.
+///
+/// The seed also names a default execution space per memory space. That link points from the
+/// core to a backend, which the crate graph does not allow, so it lives in the facade:
+/// `hoplite::DefaultHostExecutionSpace` is the one for [`HostSpace`].
+///
+/// ```
+/// use hoplite_core::{HostSpace, MemorySpace};
+/// let p = HostSpace.allocate("buffer", 1024)?;
+/// assert_eq!(p.as_ptr() as usize % HostSpace::ALIGNMENT, 0);
+/// // SAFETY: `p` came from `allocate` with the same size and is not used afterwards.
+/// unsafe { HostSpace.deallocate(p, 1024) };
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a memory space",
+    label = "this type does not implement the MemorySpace concept",
+    note = "memory spaces implement `hoplite_core::MemorySpace`; `HostSpace` is the one every host backend uses"
+)]
+pub trait MemorySpace: Clone + Default + Send + Sync + Debug + 'static {
+    /// The alignment of every allocation, in bytes (a power of two).
+    const ALIGNMENT: usize;
+
+    /// The space's name, such as `"HostSpace"`.
+    fn name(&self) -> &'static str;
+
+    /// Allocates `bytes` bytes, aligned to [`ALIGNMENT`](Self::ALIGNMENT).
+    fn allocate(&self, label: &str, bytes: usize) -> Result<NonNull<u8>>;
+
+    /// Frees memory from [`allocate`](Self::allocate).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` came from `self.allocate(_, bytes)` of an equal space with the same `bytes`, and is
+    /// not used afterwards.
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, bytes: usize);
+}
+
+/// How memory spaces relate (Kokkos `MemorySpaceAccess`): implemented for `Self` as the
+/// destination and `Src` as the source.
+///
+/// # Axioms
+///
+/// `ASSIGNABLE` implies `ACCESSIBLE`; `ACCESSIBLE` implies `DEEPCOPY`; every space is
+/// assignable from itself.
+///
+/// ```
+/// use hoplite_core::{HostSpace, MemorySpaceAccess};
+/// assert!(<HostSpace as MemorySpaceAccess<HostSpace>>::ACCESSIBLE);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "no MemorySpaceAccess relation from `{Src}` to `{Self}`",
+    note = "the backend that defines these spaces states how they relate by implementing `MemorySpaceAccess`"
+)]
+pub trait MemorySpaceAccess<Src: MemorySpace>: MemorySpace {
+    /// A view of `Src` can be assigned to a view of `Self` (same address space and layout).
+    const ASSIGNABLE: bool;
+    /// Code running where `Self` is accessible can dereference `Src` memory.
+    const ACCESSIBLE: bool;
+    /// `deep_copy` from `Src` into `Self` is implemented.
+    const DEEPCOPY: bool;
+}
+
+/// The ordinary host heap, aligned to a cache line (64 bytes).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct HostSpace;
+
+impl MemorySpace for HostSpace {
+    const ALIGNMENT: usize = 64;
+
+    fn name(&self) -> &'static str {
+        "HostSpace"
+    }
+
+    fn allocate(&self, label: &str, bytes: usize) -> Result<NonNull<u8>> {
+        let fail = |reason: String| Error::AllocationFailed {
+            label: label.to_owned(),
+            bytes,
+            space: "HostSpace",
+            reason,
+        };
+        if bytes == 0 {
+            return Ok(dangling_aligned(Self::ALIGNMENT));
+        }
+        let layout = Layout::from_size_align(bytes, Self::ALIGNMENT)
+            .map_err(|e| fail(format!("invalid size: {e}")))?;
+        // SAFETY: `layout` has a non-zero size (checked above).
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        NonNull::new(ptr).ok_or_else(|| fail("out of memory".to_owned()))
+    }
+
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        // The layout was valid when the same `bytes` were allocated, so it is valid now.
+        if let Ok(layout) = Layout::from_size_align(bytes, Self::ALIGNMENT) {
+            // SAFETY: the caller guarantees `ptr` came from `allocate` with this size, which
+            // used exactly this layout.
+            unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+impl MemorySpaceAccess<HostSpace> for HostSpace {
+    const ASSIGNABLE: bool = true;
+    const ACCESSIBLE: bool = true;
+    const DEEPCOPY: bool = true;
+}
+
+/// An aligned, dangling, non-null pointer: what a zero-byte allocation returns.
+fn dangling_aligned(align: usize) -> NonNull<u8> {
+    NonNull::new(std::ptr::without_provenance_mut(align)).unwrap_or(NonNull::dangling())
+}
+
+/// How a multi-dimensional array maps indices to memory (Kokkos `MemoryLayout`).
+///
+/// # Axioms
+///
+/// The strides it computes describe a bijection between the index space of the extents and
+/// `0..product(extents)`.
+///
+/// ```
+/// use hoplite_core::{ArrayLayout, LayoutLeft, LayoutRight};
+/// let mut s = [0; 3];
+/// LayoutRight::strides(&[2, 3, 4], &mut s);
+/// assert_eq!(s, [12, 4, 1]);
+/// LayoutLeft::strides(&[2, 3, 4], &mut s);
+/// assert_eq!(s, [1, 2, 6]);
+/// ```
+pub trait ArrayLayout: Copy + Default + Send + Sync + Debug + 'static {
+    /// The layout's name.
+    const NAME: &'static str;
+    /// Writes the element stride of each dimension for a contiguous array of `extents`.
+    ///
+    /// `strides` must have the same length as `extents`.
+    fn strides(extents: &[usize], strides: &mut [usize]);
+}
+
+/// Row-major: the last index is contiguous (C, Kokkos host default).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct LayoutRight;
+
+/// Column-major: the first index is contiguous (Fortran, Kokkos device default).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct LayoutLeft;
+
+impl ArrayLayout for LayoutRight {
+    const NAME: &'static str = "LayoutRight";
+    fn strides(extents: &[usize], strides: &mut [usize]) {
+        let mut s = 1;
+        for (stride, extent) in strides.iter_mut().zip(extents).rev() {
+            *stride = s;
+            s *= *extent;
+        }
+    }
+}
+
+impl ArrayLayout for LayoutLeft {
+    const NAME: &'static str = "LayoutLeft";
+    fn strides(extents: &[usize], strides: &mut [usize]) {
+        let mut s = 1;
+        for (stride, extent) in strides.iter_mut().zip(extents) {
+            *stride = s;
+            s *= *extent;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_allocation_is_aligned_and_huge_requests_fail_cleanly() {
+        let p = HostSpace.allocate("a", 100).expect("100 bytes");
+        assert_eq!(p.as_ptr() as usize % 64, 0);
+        // SAFETY: allocated just above with 100 bytes, not used again.
+        unsafe { HostSpace.deallocate(p, 100) };
+
+        let zero = HostSpace.allocate("z", 0).expect("zero bytes");
+        assert_eq!(zero.as_ptr() as usize % 64, 0);
+        // SAFETY: a zero-byte allocation; deallocate is a no-op for it.
+        unsafe { HostSpace.deallocate(zero, 0) };
+
+        let err = HostSpace
+            .allocate("huge", 1 << 62)
+            .expect_err("2^62 bytes must fail");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("huge") && msg.contains(&(1usize << 62).to_string()),
+            "{msg}"
+        );
+        let err = HostSpace.allocate("overflow", usize::MAX).expect_err("must fail");
+        assert!(matches!(
+            err,
+            Error::AllocationFailed {
+                bytes: usize::MAX,
+                ..
+            }
+        ));
+    }
+}

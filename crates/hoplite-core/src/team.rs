@@ -1,0 +1,426 @@
+//! The `TeamMember` concept, nested ranges and team scratch memory.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::dispatch::ScanValue;
+use crate::error::{Error, Result};
+use crate::index::Idx;
+use crate::reducer::Reducer;
+
+/// Which threads of a team share a nested range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NestedLevel {
+    /// Split over the threads of the team (Kokkos `TeamThreadRange`).
+    TeamThread,
+    /// Split over the vector lanes of the calling thread (Kokkos `ThreadVectorRange`).
+    ThreadVector,
+    /// Split over all threads and vector lanes of the team (Kokkos `TeamVectorRange`).
+    TeamVector,
+}
+
+/// The handle a team kernel receives (Kokkos `TeamHandle` concept).
+///
+/// Every thread of a team gets its own member; the collectives (`team_barrier`,
+/// `team_broadcast`, `team_reduce`, `team_scan`, the nested ranges of level `TeamThread` and
+/// `TeamVector`) must be called by *all* threads of the team, in the same order — as in
+/// Kokkos. Calling them from only some threads deadlocks on a multi-threaded team.
+///
+/// # Axioms
+///
+/// 1. `league_rank() < league_size()`, `team_rank() < team_size()`; within one launch each
+///    pair `(league_rank, team_rank)` is handed to exactly one member.
+/// 2. *Barrier.* Writes a thread makes before `team_barrier` are visible to every thread of
+///    the team after it.
+/// 3. *Broadcast.* `team_broadcast(v, r)` returns, on every thread, the `v` of team rank `r`.
+/// 4. *Reduce.* `team_reduce` returns on every thread the join of all threads' values in
+///    team-rank order.
+/// 5. *Scan.* `team_scan(v)` returns `(prefix, total)`: the sum of the values of lower team
+///    ranks (exclusive), and the sum over the team.
+/// 6. *Nested ranges.* A nested `parallel_for` visits every index of its range exactly once
+///    across the threads it is split over; a nested reduce or scan returns its result on
+///    every participating thread.
+/// 7. *Scratch.* [`team_scratch`](Self::team_scratch) is one region per team, shared by its
+///    threads, of the size the policy requested; [`thread_scratch`](Self::thread_scratch)
+///    is private to the thread. Contents are unspecified at the start of a team.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a team member",
+    note = "team kernels receive `&S::TeamMember<'_>` of their execution space; backends implement `hoplite_core::TeamMember`"
+)]
+pub trait TeamMember {
+    /// Index of this team in the league.
+    fn league_rank(&self) -> usize;
+    /// Number of teams.
+    fn league_size(&self) -> usize;
+    /// Index of this thread in its team.
+    fn team_rank(&self) -> usize;
+    /// Number of threads in the team.
+    fn team_size(&self) -> usize;
+    /// Vector lanes per thread.
+    fn vector_length(&self) -> usize;
+
+    /// Waits for every thread of the team.
+    fn team_barrier(&self);
+
+    /// Returns the `value` of team rank `source` on every thread.
+    fn team_broadcast<T: Clone + Send + Sync>(&self, value: T, source: usize) -> T;
+
+    /// Joins every thread's `value` with `reducer`; every thread gets the result.
+    fn team_reduce<R>(&self, reducer: &R, value: R::Value) -> R::Value
+    where
+        R: Reducer,
+        R::Value: Clone + Sync;
+
+    /// Exclusive prefix sum over the team: returns `(sum of lower ranks' values, team total)`.
+    fn team_scan<T: ScanValue>(&self, value: T) -> (T, T);
+
+    /// The team's shared scratch at `level` (0 or 1).
+    fn team_scratch(&self, level: usize) -> &ScratchPad<'_>;
+
+    /// This thread's private scratch at `level` (0 or 1).
+    fn thread_scratch(&self, level: usize) -> &ScratchPad<'_>;
+
+    /// Runs `kernel` once per index of `range`, split as `level` says.
+    fn nested_for<F>(&self, level: NestedLevel, range: Range<usize>, kernel: F)
+    where
+        F: for<'i> Fn(Idx<'i>) + Sync;
+
+    /// Reduces over `range`, split as `level` says; every participating thread gets the result.
+    fn nested_reduce<R, F>(
+        &self,
+        level: NestedLevel,
+        range: Range<usize>,
+        kernel: F,
+        reducer: &R,
+    ) -> R::Value
+    where
+        R: Reducer,
+        R::Value: Clone + Send + Sync,
+        F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync;
+
+    /// Scans over `range` (Kokkos scan functor: `(i, partial, is_final)`), split as `level`
+    /// says; returns the total on every participating thread.
+    fn nested_scan<T, F>(&self, level: NestedLevel, range: Range<usize>, kernel: F) -> T
+    where
+        T: ScanValue,
+        F: for<'i> Fn(Idx<'i>, &mut T, bool) + Sync;
+}
+
+/// The bounds of a nested range: a count `n` (`0..n`) or a `Range<usize>`.
+pub trait NestedBounds {
+    /// The range.
+    fn into_range(self) -> Range<usize>;
+}
+
+impl NestedBounds for usize {
+    fn into_range(self) -> Range<usize> {
+        0..self
+    }
+}
+
+impl NestedBounds for Range<usize> {
+    fn into_range(self) -> Range<usize> {
+        self
+    }
+}
+
+fn checked_nested(kind: &str, range: Range<usize>) -> Range<usize> {
+    // Inside a kernel there is no Result to return: a bad nested range panics, and the launch
+    // turns the panic into `Error::KernelPanicked` naming this message.
+    assert!(
+        range.start <= range.end,
+        "{kind}: begin {} is greater than end {}; a nested range needs begin <= end",
+        range.start,
+        range.end
+    );
+    range
+}
+
+macro_rules! nested_range {
+    ($(#[$doc:meta])* $name:ident, $level:expr) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name<'m, M: TeamMember> {
+            member: &'m M,
+            range: Range<usize>,
+        }
+
+        impl<'m, M: TeamMember> $name<'m, M> {
+            /// The range `bounds` (a count or `begin..end`) of `member`'s team.
+            ///
+            /// # Panics
+            ///
+            /// If `begin > end`; inside a launch the panic becomes
+            /// [`Error::KernelPanicked`] with this message.
+            pub fn new(member: &'m M, bounds: impl NestedBounds) -> Self {
+                let range = checked_nested(stringify!($name), bounds.into_range());
+                $name { member, range }
+            }
+
+            /// Runs `kernel` once per index.
+            pub fn parallel_for<F>(self, kernel: F)
+            where
+                F: for<'i> Fn(Idx<'i>) + Sync,
+            {
+                self.member.nested_for($level, self.range, kernel)
+            }
+
+            /// Reduces with `reducer`; every participating thread gets the result.
+            pub fn parallel_reduce<R, F>(self, kernel: F, reducer: R) -> R::Value
+            where
+                R: Reducer,
+                R::Value: Clone + Send + Sync,
+                F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync,
+            {
+                self.member.nested_reduce($level, self.range, kernel, &reducer)
+            }
+
+            /// Scans (`(i, partial, is_final)`); returns the total.
+            pub fn parallel_scan<T, F>(self, kernel: F) -> T
+            where
+                T: ScanValue,
+                F: for<'i> Fn(Idx<'i>, &mut T, bool) + Sync,
+            {
+                self.member.nested_scan($level, self.range, kernel)
+            }
+        }
+    };
+}
+
+nested_range!(
+    /// A range split over the threads of a team (Kokkos `TeamThreadRange`).
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_reduce, Sum, TeamMember, TeamPolicy, TeamThreadRange};
+    /// use hoplite_serial::Serial;
+    /// let rows = parallel_reduce("rows", TeamPolicy::new(Serial::default(), 4, 1), |m, acc: &mut usize| {
+    ///     let row = m.league_rank();
+    ///     let s = TeamThreadRange::new(m, 10).parallel_reduce(|j, s: &mut usize| *s += row * 10 + *j, Sum::new());
+    ///     if m.team_rank() == 0 { *acc += s; }
+    /// }, Sum::new())?;
+    /// assert_eq!(rows, (0..40).sum());
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    TeamThreadRange,
+    NestedLevel::TeamThread
+);
+nested_range!(
+    /// A range split over the vector lanes of one thread (Kokkos `ThreadVectorRange`).
+    ThreadVectorRange,
+    NestedLevel::ThreadVector
+);
+nested_range!(
+    /// A range split over all threads and lanes of a team (Kokkos `TeamVectorRange`).
+    TeamVectorRange,
+    NestedLevel::TeamVector
+);
+
+/// An element type that can live in scratch memory: a primitive number.
+///
+/// Scratch is shared between the threads of a team, so elements are stored in atomics and
+/// accessed with relaxed loads and stores (plain moves on every mainstream CPU); the team
+/// barrier orders them. That keeps scratch sound in safe code without a per-access cost.
+pub trait ScratchElement: Copy + Send + Sync + 'static {
+    /// The atomic type that stores one element.
+    type Atomic: Send + Sync + 'static;
+    /// Relaxed load.
+    fn load(cell: &Self::Atomic) -> Self;
+    /// Relaxed store.
+    fn store(cell: &Self::Atomic, value: Self);
+}
+
+macro_rules! scratch_element {
+    ($($t:ty => $atomic:ty, $to:expr, $from:expr;)*) => {$(
+        impl ScratchElement for $t {
+            type Atomic = $atomic;
+            #[inline(always)]
+            fn load(cell: &$atomic) -> $t {
+                let f: fn(_) -> $t = $from;
+                f(cell.load(Ordering::Relaxed))
+            }
+            #[inline(always)]
+            fn store(cell: &$atomic, value: $t) {
+                let f: fn($t) -> _ = $to;
+                cell.store(f(value), Ordering::Relaxed)
+            }
+        }
+    )*};
+}
+
+scratch_element! {
+    u32 => AtomicU32, |v| v, |v| v;
+    i32 => AtomicI32, |v| v, |v| v;
+    f32 => AtomicU32, f32::to_bits, f32::from_bits;
+    u64 => AtomicU64, |v| v, |v| v;
+    i64 => AtomicI64, |v| v, |v| v;
+    f64 => AtomicU64, f64::to_bits, f64::from_bits;
+    usize => AtomicUsize, |v| v, |v| v;
+}
+
+/// A team's (or a thread's) scratch memory: a bump allocator over a region of 8-byte words.
+///
+/// Every thread of a team makes the same allocations in the same order and so gets the same
+/// slices, as in Kokkos. Backends make one per member with [`ScratchPad::new`].
+#[derive(Debug)]
+pub struct ScratchPad<'s> {
+    words: &'s [AtomicU64],
+    used_bytes: Cell<usize>,
+}
+
+impl<'s> ScratchPad<'s> {
+    /// A pad over `words`, with nothing allocated.
+    pub fn new(words: &'s [AtomicU64]) -> Self {
+        ScratchPad {
+            words,
+            used_bytes: Cell::new(0),
+        }
+    }
+
+    /// Capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.words.len() * 8
+    }
+
+    /// Bytes still free.
+    pub fn remaining(&self) -> usize {
+        self.capacity() - self.used_bytes.get()
+    }
+
+    /// Forgets every allocation (backends call this between teams).
+    pub fn reset(&self) {
+        self.used_bytes.set(0);
+    }
+
+    /// Allocates `len` elements of `T`.
+    ///
+    /// Fails with [`Error::ScratchTooLarge`] if the pad has less room than `len` elements
+    /// need; ask for more with `TeamPolicy::with_scratch_size`.
+    pub fn alloc<T: ScratchElement>(&self, len: usize) -> Result<ScratchSlice<'s, T>> {
+        let size = size_of::<T::Atomic>();
+        let align = align_of::<T::Atomic>();
+        // Atomics are at most 8 bytes and 8-aligned, so the word-aligned base serves every T.
+        let start = self.used_bytes.get().next_multiple_of(align);
+        let bytes = len.checked_mul(size);
+        let end = bytes.and_then(|b| start.checked_add(b));
+        match end {
+            Some(end) if end <= self.capacity() => {
+                self.used_bytes.set(end);
+                let base = self.words.as_ptr().cast::<u8>();
+                // SAFETY: `start..end` lies inside `words` (checked above), `start` is a
+                // multiple of `align_of::<T::Atomic>()` and the base is 8-aligned, so the
+                // pointer is aligned for `T::Atomic`. The atomics used here have no invalid bit
+                // patterns and the same size as their storage, so reading the bytes of the
+                // `AtomicU64` words as `len` values of `T::Atomic` is valid; every access goes
+                // through atomic operations, so threads sharing the region do not race. The
+                // bump pointer never hands out the same bytes twice before `reset`, which
+                // backends call only between teams (after a barrier).
+                let cells = unsafe { std::slice::from_raw_parts(base.add(start).cast::<T::Atomic>(), len) };
+                Ok(ScratchSlice {
+                    cells,
+                    _t: PhantomData,
+                })
+            }
+            _ => Err(Error::ScratchTooLarge {
+                label: "scratch allocation".to_owned(),
+                level: 0,
+                requested: bytes.unwrap_or(usize::MAX),
+                max: self.remaining(),
+            }),
+        }
+    }
+}
+
+/// `len` elements of `T` in scratch memory.
+#[derive(Debug)]
+pub struct ScratchSlice<'s, T: ScratchElement> {
+    cells: &'s [T::Atomic],
+    _t: PhantomData<T>,
+}
+
+impl<T: ScratchElement> ScratchSlice<'_, T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// The element at `i` (panics if out of bounds).
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> T {
+        T::load(&self.cells[i])
+    }
+
+    /// Stores `value` at `i` (panics if out of bounds).
+    #[inline(always)]
+    pub fn set(&self, i: usize, value: T) {
+        T::store(&self.cells[i], value)
+    }
+
+    /// Stores `value` everywhere.
+    pub fn fill(&self, value: T) {
+        for c in self.cells {
+            T::store(c, value);
+        }
+    }
+}
+
+/// Owns the scratch words of one level for a launch; backends carve pads out of it.
+#[derive(Debug, Default)]
+pub struct ScratchBuffer {
+    words: Box<[AtomicU64]>,
+}
+
+impl ScratchBuffer {
+    /// A zeroed buffer of at least `bytes` bytes.
+    pub fn new(bytes: usize) -> Self {
+        let words = bytes.div_ceil(8);
+        ScratchBuffer {
+            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The words.
+    pub fn words(&self) -> &[AtomicU64] {
+        &self.words
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_allocations_are_aligned_disjoint_and_bounded() {
+        let buffer = ScratchBuffer::new(64);
+        let pad = ScratchPad::new(buffer.words());
+        let a = pad.alloc::<f32>(3).expect("12 bytes fit");
+        let b = pad.alloc::<f64>(2).expect("16 more bytes fit");
+        a.fill(1.5);
+        b.set(0, 2.5);
+        b.set(1, -1.0);
+        assert_eq!((a.get(0), a.get(2), b.get(0), b.get(1)), (1.5, 1.5, 2.5, -1.0));
+        // 12 bytes rounded up to 16 for the f64s, plus 16: 32 used, 32 left.
+        assert_eq!(pad.remaining(), 32);
+        let err = pad.alloc::<u64>(5).expect_err("40 bytes do not fit in 32");
+        assert!(
+            matches!(
+                err,
+                Error::ScratchTooLarge {
+                    requested: 40,
+                    max: 32,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        pad.reset();
+        assert_eq!(pad.remaining(), 64);
+        assert!(pad.alloc::<u32>(0).is_ok_and(|s| s.is_empty()));
+    }
+}

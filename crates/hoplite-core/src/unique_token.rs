@@ -1,0 +1,276 @@
+//! The `UniqueToken` concept: small integer ids that no two concurrent holders share.
+//!
+//! A kernel that needs per-thread state (a private accumulator row, a random-number stream)
+//! acquires an id in `[0, size)`, uses the slot of that id, and releases it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crossbeam_utils::Backoff;
+
+use crate::error::{Error, Result};
+use crate::space::ExecutionSpace;
+
+/// The `UniqueToken` concept (Kokkos `Experimental::UniqueToken`).
+///
+/// # Axioms
+///
+/// 1. Every id returned by `acquire` or `try_acquire` is in `[0, size())`.
+/// 2. No two live ids (acquired and not yet released) of one token — or of clones of it — are
+///    equal.
+/// 3. `try_acquire` returns `None` only when `size()` ids are live.
+/// 4. `acquire` waits until an id is free. Holding `size()` ids on one thread and asking for
+///    another therefore never returns, as in Kokkos; use `try_acquire` where that can happen.
+///
+/// ```
+/// use hoplite_core::{UniqueToken, UniqueTokenSpace};
+/// use hoplite_serial::Serial;
+/// let tokens = Serial::default().unique_token_with_size(4)?;
+/// let a = tokens.guard();
+/// let b = tokens.guard();
+/// assert_ne!(*a, *b);
+/// assert!(*a < 4 && *b < 4);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a unique token",
+    note = "get one from `UniqueTokenSpace::unique_token` of an execution space"
+)]
+pub trait UniqueToken: Clone + Send + Sync {
+    /// The number of distinct ids.
+    fn size(&self) -> usize;
+
+    /// An id nobody else holds, or `None` if all are taken.
+    fn try_acquire(&self) -> Option<usize>;
+
+    /// Gives `id` back.
+    ///
+    /// # Panics
+    ///
+    /// If `id` is not currently held: releasing an id twice would let two holders share it.
+    fn release(&self, id: usize);
+
+    /// An id nobody else holds, waiting (spinning, then yielding) until one is free.
+    fn acquire(&self) -> usize {
+        let backoff = Backoff::new();
+        loop {
+            if let Some(id) = self.try_acquire() {
+                return id;
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+
+    /// Acquires an id that is released when the guard drops.
+    fn guard(&self) -> TokenGuard<'_, Self>
+    where
+        Self: Sized,
+    {
+        TokenGuard {
+            id: self.acquire(),
+            token: self,
+        }
+    }
+}
+
+/// An execution space that hands out unique tokens of both scopes.
+///
+/// *Instance* scope: ids unique among the work of one instance, `size() ==
+/// concurrency()` by default. *Global* scope: ids unique among all instances of the space.
+pub trait UniqueTokenSpace: ExecutionSpace {
+    /// The instance-scope token.
+    type InstanceToken: UniqueToken;
+    /// The global-scope token.
+    type GlobalToken: UniqueToken;
+
+    /// An instance-scope token sized to the instance's concurrency.
+    fn unique_token(&self) -> Self::InstanceToken;
+
+    /// An instance-scope token of `size` ids (at least 1).
+    fn unique_token_with_size(&self, size: usize) -> Result<Self::InstanceToken>;
+
+    /// The global-scope token of this space type.
+    fn global_unique_token() -> Self::GlobalToken;
+}
+
+/// RAII holder of one id: released on drop. Derefs to the id.
+pub struct TokenGuard<'t, T: UniqueToken> {
+    id: usize,
+    token: &'t T,
+}
+
+impl<T: UniqueToken> TokenGuard<'_, T> {
+    /// The id held.
+    pub fn id(&self) -> usize {
+        self.id
+    }
+}
+
+impl<T: UniqueToken> std::ops::Deref for TokenGuard<'_, T> {
+    type Target = usize;
+    fn deref(&self) -> &usize {
+        &self.id
+    }
+}
+
+impl<T: UniqueToken> Drop for TokenGuard<'_, T> {
+    fn drop(&mut self) {
+        self.token.release(self.id);
+    }
+}
+
+impl<T: UniqueToken> fmt::Debug for TokenGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("TokenGuard").field(&self.id).finish()
+    }
+}
+
+/// A lock-free pool of ids `[0, size)`: one bit per id, claimed with compare-and-swap.
+///
+/// Host backends use it for their tokens. Clones share the pool.
+#[derive(Clone)]
+pub struct TokenPool {
+    inner: Arc<PoolInner>,
+}
+
+struct PoolInner {
+    size: usize,
+    words: Box<[AtomicU64]>,
+}
+
+impl TokenPool {
+    /// A pool of `size` ids for a token of `space` (named in the error for size 0).
+    pub fn new(size: usize, space: &'static str) -> Result<Self> {
+        if size == 0 {
+            return Err(Error::InvalidTokenSize {
+                requested: 0,
+                space,
+                reason: "a unique token needs at least one id".to_owned(),
+            });
+        }
+        let words = size.div_ceil(64);
+        Ok(TokenPool {
+            inner: Arc::new(PoolInner {
+                size,
+                words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            }),
+        })
+    }
+
+    /// Number of ids currently held.
+    pub fn live(&self) -> usize {
+        let ones: u32 = self
+            .inner
+            .words
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed).count_ones())
+            .sum();
+        ones as usize
+    }
+}
+
+impl UniqueToken for TokenPool {
+    fn size(&self) -> usize {
+        self.inner.size
+    }
+
+    fn try_acquire(&self) -> Option<usize> {
+        let size = self.inner.size;
+        for (w, word) in self.inner.words.iter().enumerate() {
+            let bits_here = (size - w * 64).min(64);
+            let full = if bits_here == 64 {
+                u64::MAX
+            } else {
+                (1u64 << bits_here) - 1
+            };
+            let mut current = word.load(Ordering::Relaxed);
+            while current & full != full {
+                let bit = (!current).trailing_zeros();
+                match word.compare_exchange_weak(
+                    current,
+                    current | (1 << bit),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Some(w * 64 + bit as usize),
+                    Err(now) => current = now,
+                }
+            }
+        }
+        None
+    }
+
+    fn release(&self, id: usize) {
+        assert!(
+            id < self.inner.size,
+            "unique token id {id} is out of range 0..{}",
+            self.inner.size
+        );
+        let mask = 1u64 << (id % 64);
+        let before = self.inner.words[id / 64].fetch_and(!mask, Ordering::Release);
+        assert!(before & mask != 0, "unique token id {id} released but not held");
+    }
+}
+
+impl fmt::Debug for TokenPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenPool")
+            .field("size", &self.inner.size)
+            .field("live", &self.live())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_hands_out_each_id_once_until_released() {
+        let pool = TokenPool::new(70, "test").expect("size 70");
+        let mut ids: Vec<usize> = (0..70).map(|_| pool.try_acquire().expect("free id")).collect();
+        assert_eq!(pool.try_acquire(), None);
+        ids.sort_unstable();
+        assert_eq!(ids, (0..70).collect::<Vec<_>>());
+        pool.release(65);
+        assert_eq!(pool.try_acquire(), Some(65));
+        assert_eq!(pool.live(), 70);
+        assert!(matches!(
+            TokenPool::new(0, "x"),
+            Err(Error::InvalidTokenSize { requested: 0, .. })
+        ));
+    }
+
+    #[test]
+    fn double_release_is_caught() {
+        let pool = TokenPool::new(2, "test").expect("size 2");
+        let id = pool.acquire();
+        pool.release(id);
+        let twice = std::panic::catch_unwind(|| pool.release(id));
+        assert!(twice.is_err());
+    }
+
+    #[test]
+    fn concurrent_holders_never_share_an_id() {
+        let pool = TokenPool::new(3, "test").expect("size 3");
+        let held: Vec<AtomicU64> = (0..3).map(|_| AtomicU64::new(0)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                s.spawn(|| {
+                    for _ in 0..2000 {
+                        let g = pool.guard();
+                        assert!(*g < 3);
+                        assert_eq!(held[*g].fetch_add(1, Ordering::SeqCst), 0, "id shared");
+                        held[*g].fetch_sub(1, Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        assert_eq!(pool.live(), 0);
+    }
+}
