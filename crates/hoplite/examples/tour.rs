@@ -1,0 +1,279 @@
+//! A tour of hoplite on the default execution space: every feature that works today, what it
+//! computed, and how long it took.
+//!
+//! Run it with `cargo run --release --example tour`.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use hoplite::prelude::*;
+
+fn main() -> Result<()> {
+    let start = Instant::now();
+    println!("hoplite tour\n============\n");
+    let mut config = Vec::new();
+    // Printing into memory cannot fail.
+    let _ = hoplite::print_configuration(&mut config, true);
+    print!("{}", String::from_utf8_lossy(&config));
+
+    reductions()?;
+    scans()?;
+    md_range()?;
+    teams()?;
+    unique_tokens()?;
+    errors()?;
+
+    println!("\ntour finished in {:.2} s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn section(title: &str) {
+    println!("\n-- {title} --");
+}
+
+/// Runs `f` `reps` times and returns its last result and the best time.
+fn timed<T>(reps: usize, mut f: impl FnMut() -> T) -> (T, Duration) {
+    let mut best = Duration::MAX;
+    let mut out = None;
+    for _ in 0..reps {
+        let t = Instant::now();
+        let r = black_box(f());
+        best = best.min(t.elapsed());
+        out = Some(r);
+    }
+    match out {
+        Some(r) => (r, best),
+        None => unreachable!("reps is at least 1"),
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn reductions() -> Result<()> {
+    section("parallel_reduce: dot product and location reducers");
+    let n = 1 << 22;
+    let x: Vec<f64> = (0..n).map(|i| ((i % 1000) as f64) * 0.5).collect();
+    let y: Vec<f64> = (0..n).map(|i| ((i % 7) as f64) - 3.0).collect();
+
+    let (dot, t_hoplite) = timed(5, || {
+        parallel_reduce("dot", n, |i, acc| *acc += x[*i] * y[*i], Sum::<f64>::new())
+    });
+    let dot = dot?;
+    let (raw, t_raw) = timed(5, || x.iter().zip(&y).map(|(a, b)| a * b).sum::<f64>());
+    println!(
+        "dot of {n} doubles = {dot} in {} (raw loop: {raw} in {}, ratio {:.2})",
+        ms(t_hoplite),
+        ms(t_raw),
+        t_hoplite.as_secs_f64() / t_raw.as_secs_f64()
+    );
+
+    let v: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 10007 - 5000).collect();
+    let (mm, t) = timed(3, || {
+        parallel_reduce(
+            "minmaxloc",
+            n,
+            |i, acc: &mut MinMaxLocScalar<i64>| acc.update(v[*i], *i),
+            MinMaxLoc::<i64>::new(),
+        )
+    });
+    let mm = mm?;
+    println!(
+        "MinMaxLoc over {n} values: min {} at {:?}, max {} at {:?} (ties go to the lowest index) in {}",
+        mm.min_val,
+        mm.min_loc,
+        mm.max_val,
+        mm.max_loc,
+        ms(t)
+    );
+    let first_negative = parallel_reduce(
+        "firstloc",
+        n,
+        |i, acc| {
+            if v[*i] < -4990 {
+                FirstLoc::update(acc, *i)
+            }
+        },
+        FirstLoc::new(),
+    )?;
+    let all_small = parallel_reduce(
+        "land",
+        n,
+        |i, acc| *acc = *acc && v[*i].abs() <= 5006,
+        LAnd::new(),
+    )?;
+    println!("first index below -4990: {first_negative:?}; every |v| <= 5006: {all_small}");
+    Ok(())
+}
+
+fn scans() -> Result<()> {
+    section("parallel_scan: exclusive and inclusive prefix sums with total");
+    let n = 1_000_000;
+    let counts: Vec<i64> = (0..n).map(|i| (i % 5) as i64).collect();
+    let offsets: Vec<AtomicI64> = (0..n).map(|_| AtomicI64::new(0)).collect();
+    let (total, t) = timed(3, || {
+        parallel_scan("offsets", n, |i, partial: &mut i64, is_final| {
+            if is_final {
+                offsets[*i].store(*partial, Ordering::Relaxed); // exclusive: store, then add
+            }
+            *partial += counts[*i];
+        })
+    });
+    let total: i64 = total?;
+    println!(
+        "exclusive scan of {n} counts: offsets[0..6] = {:?}, total {total}, in {}",
+        offsets[..6]
+            .iter()
+            .map(|o| o.load(Ordering::Relaxed))
+            .collect::<Vec<_>>(),
+        ms(t)
+    );
+    let running: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
+    let total: f64 = parallel_scan("running-mean", 8, |i, partial: &mut f64, is_final| {
+        *partial += 0.5 * (*i as f64 + 1.0); // inclusive: add, then store
+        if is_final {
+            running[*i].store(partial.to_bits(), Ordering::Relaxed);
+        }
+    })?;
+    println!(
+        "inclusive scan of 0.5, 1.0, ..., 4.0: {:?} (total {total})",
+        running
+            .iter()
+            .map(|b| f64::from_bits(b.load(Ordering::Relaxed)))
+            .collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
+fn md_range() -> Result<()> {
+    section("MDRangePolicy: a 2-D box in tiles");
+    let (rows, cols) = (1500, 1700);
+    let space = DefaultExecutionSpace::default();
+    let grid: Vec<f64> = (0..rows * cols).map(|k| ((k % 13) as f64) - 6.0).collect();
+    let policy = MDRangePolicy::new(space, [1, 1], [rows - 1, cols - 1]).with_tiles([64, 100]);
+    println!(
+        "interior of a {rows}x{cols} grid: {} tiles of 64x100 ({:?} per dimension, edge tiles cut short)",
+        policy.num_tiles(),
+        policy.tile_counts()
+    );
+    // A 5-point Laplacian, reduced to its sum of squares.
+    let (energy, t) = timed(3, || {
+        parallel_reduce(
+            "laplacian-energy",
+            policy.clone(),
+            |ij, acc| {
+                let [i, j] = *ij;
+                let at = |i: usize, j: usize| grid[i * cols + j];
+                let lap = at(i - 1, j) + at(i + 1, j) + at(i, j - 1) + at(i, j + 1) - 4.0 * at(i, j);
+                *acc += lap * lap;
+            },
+            Sum::<f64>::new(),
+        )
+    });
+    println!("sum of squared Laplacian = {} in {}", energy?, ms(t));
+    Ok(())
+}
+
+fn teams() -> Result<()> {
+    section("TeamPolicy: one team per matrix row, nested ranges and scratch");
+    let (rows, cols) = (2000, 1000);
+    let a: Vec<f64> = (0..rows * cols).map(|k| ((k % 17) as f64) * 0.25).collect();
+    let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 3) as f64).collect();
+    let space = DefaultExecutionSpace::default();
+    let bytes = cols * size_of::<f64>();
+    let policy =
+        TeamPolicy::new(space, rows, TeamSize::Auto).with_scratch_size(0, PerTeam(bytes), PerThread(0));
+    println!(
+        "league of {rows} teams of team size {} (team_size_max {}), {bytes} bytes of team scratch each",
+        policy.team_size(),
+        policy.team_size_max()
+    );
+    let (norm2, t) = timed(3, || {
+        parallel_reduce(
+            "row-norms",
+            policy.clone(),
+            |member, acc: &mut f64| {
+                let row = member.league_rank();
+                // Stage x in team scratch, then reduce the row against it.
+                let Ok(xs) = member.team_scratch(0).alloc::<f64>(cols) else {
+                    panic!("the policy requested {bytes} bytes of scratch");
+                };
+                TeamThreadRange::new(member, cols).parallel_for(|j| xs.set(*j, x[*j]));
+                member.team_barrier();
+                let dot = TeamThreadRange::new(member, cols)
+                    .parallel_reduce(|j, s: &mut f64| *s += a[row * cols + *j] * xs.get(*j), Sum::new());
+                if member.team_rank() == 0 {
+                    *acc += dot * dot;
+                }
+            },
+            Sum::<f64>::new(),
+        )
+    });
+    println!("|A x|^2 = {} in {}", norm2?, ms(t));
+    Ok(())
+}
+
+fn unique_tokens() -> Result<()> {
+    section("UniqueToken: private histogram rows without atomics contention");
+    let space = DefaultExecutionSpace::default();
+    let tokens = space.unique_token();
+    let bins = 16;
+    let rows: Vec<AtomicU64> = (0..tokens.size() * bins).map(|_| AtomicU64::new(0)).collect();
+    let n = 100_000;
+    parallel_for("histogram", n, |i| {
+        let id = tokens.guard();
+        rows[*id * bins + (*i * 31) % bins].fetch_add(1, Ordering::Relaxed);
+    })?;
+    let counts: Vec<u64> = (0..bins)
+        .map(|b| {
+            (0..tokens.size())
+                .map(|r| rows[r * bins + b].load(Ordering::Relaxed))
+                .sum()
+        })
+        .collect();
+    println!(
+        "{} token id(s) for concurrency {}; {n} samples in {bins} bins: {:?}",
+        tokens.size(),
+        space.concurrency(),
+        counts
+    );
+    Ok(())
+}
+
+fn errors() -> Result<()> {
+    section("Errors: bad input and panics come back as typed errors");
+    let space = DefaultExecutionSpace::default();
+    let reversed = RangePolicy::new(space.clone(), 10..3);
+    if let Err(e) = parallel_for("reversed", reversed, |_| {}) {
+        println!("begin > end:        {e}");
+    }
+    let too_big = TeamPolicy::new(space.clone(), 8, space.max_team_size() + 1);
+    if let Err(e) = parallel_for("big-teams", too_big, |_| {}) {
+        println!("team too large:     {e}");
+    }
+    let zero_tile = MDRangePolicy::new(space, [0, 0], [4, 4]).with_tiles([2, 0]);
+    if let Err(e) = parallel_for("zero-tile", zero_tile, |_| {}) {
+        println!("zero tile:          {e}");
+    }
+    // The panic below is on purpose; keep the default hook from printing it.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let panicked = parallel_reduce(
+        "fragile",
+        100,
+        |i, acc| {
+            assert!(*i != 42, "index {} is cursed", *i);
+            *acc += 1;
+        },
+        Sum::<usize>::new(),
+    );
+    std::panic::set_hook(default_hook);
+    if let Err(e) = panicked {
+        println!("kernel panic:       {e}");
+    }
+    let after = parallel_reduce("after-panic", 100, |_, acc| *acc += 1, Sum::<usize>::new())?;
+    println!("next launch after the panic counted {after} of 100 iterations: the runtime is fine");
+    Ok(())
+}

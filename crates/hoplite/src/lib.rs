@@ -1,0 +1,146 @@
+//! # hoplite
+//!
+//! Write a parallel algorithm once against a small set of concept traits, then run it on any
+//! enabled backend. This facade re-exports [`hoplite_core`], enables backends through cargo
+//! features (`serial` is on by default) and picks the [`DefaultExecutionSpace`].
+//!
+//! The launch functions here accept, besides any policy, a plain `usize` (`0..n`) or a
+//! `Range<usize>`, which run on the default execution space — the Kokkos
+//! `parallel_for("label", n, functor)` shorthand:
+//!
+//! ```
+//! use hoplite::prelude::*;
+//! let x: Vec<f64> = (0..1000).map(|i| i as f64).collect();
+//! let dot = parallel_reduce("dot", x.len(), |i, acc| *acc += x[*i] * x[*i], Sum::<f64>::new())?;
+//! assert_eq!(dot, 332_833_500.0);
+//! # Ok::<(), hoplite::Error>(())
+//! ```
+
+/// The README's example, compiled and run as a doctest so it cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctest;
+
+#[cfg(not(any(feature = "serial")))]
+compile_error!("hoplite needs at least one backend feature: enable `serial` (the default)");
+
+pub use hoplite_core::*;
+
+#[cfg(feature = "serial")]
+pub use hoplite_serial::{self as serial, Serial};
+
+/// The execution space used when a launch names none: the most parallel enabled backend.
+#[cfg(feature = "serial")]
+pub type DefaultExecutionSpace = hoplite_serial::Serial;
+
+/// The default execution space for host memory ([`HostSpace`]).
+#[cfg(feature = "serial")]
+pub type DefaultHostExecutionSpace = hoplite_serial::Serial;
+
+/// The policy a launch argument `P` becomes on the default execution space.
+pub type DefaultPolicy<P> = <P as IntoPolicy<DefaultExecutionSpace>>::Policy;
+
+/// Runs `kernel` once for every point of `policy` — a policy, or a `usize` / `Range<usize>` on
+/// the [`DefaultExecutionSpace`]. See [`hoplite_core::parallel_for`].
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// let sum = AtomicUsize::new(0);
+/// hoplite::parallel_for("sum", 10..20, |i| { sum.fetch_add(*i, Ordering::Relaxed); })?;
+/// assert_eq!(sum.into_inner(), 145);
+/// # Ok::<(), hoplite::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// An invalid policy, a panicking kernel or a backend failure, as a typed [`Error`].
+pub fn parallel_for<P, F>(label: &str, policy: P, kernel: F) -> Result<()>
+where
+    P: IntoPolicy<DefaultExecutionSpace>,
+    <DefaultPolicy<P> as ExecutionPolicy>::Space: ParallelFor<DefaultPolicy<P>, F>,
+    F: for<'it> Fn(<DefaultPolicy<P> as ExecutionPolicy>::Item<'it>) + Send + Sync,
+{
+    hoplite_core::parallel_for(label, policy.into_policy(), kernel)
+}
+
+/// Folds `kernel`'s contributions with `reducer` and returns the result. See
+/// [`hoplite_core::parallel_reduce`].
+///
+/// ```
+/// use hoplite::prelude::*;
+/// let x = [4, 1, 3, 1];
+/// let min = parallel_reduce("min", x.len(), |i, acc: &mut ValLoc<i32>| acc.update_min(x[*i], *i), MinLoc::<i32>::new())?;
+/// assert_eq!((min.val, min.loc), (1, Some(1)));
+/// # Ok::<(), hoplite::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As for [`parallel_for`].
+pub fn parallel_reduce<P, F, R>(label: &str, policy: P, kernel: F, reducer: R) -> Result<R::Value>
+where
+    P: IntoPolicy<DefaultExecutionSpace>,
+    R: Reducer,
+    <DefaultPolicy<P> as ExecutionPolicy>::Space: ParallelReduce<DefaultPolicy<P>, F, R>,
+    F: for<'it> Fn(<DefaultPolicy<P> as ExecutionPolicy>::Item<'it>, &mut R::Value) + Send + Sync,
+{
+    hoplite_core::parallel_reduce(label, policy.into_policy(), kernel, reducer)
+}
+
+/// Prefix sum with a Kokkos scan kernel `(i, partial, is_final)`; returns the total. See
+/// [`hoplite_core::parallel_scan`].
+///
+/// ```
+/// let total: u64 = hoplite::parallel_scan("count", 100, |_, partial, _| *partial += 1)?;
+/// assert_eq!(total, 100);
+/// # Ok::<(), hoplite::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As for [`parallel_for`].
+pub fn parallel_scan<P, F, T>(label: &str, policy: P, kernel: F) -> Result<T>
+where
+    P: IntoPolicy<DefaultExecutionSpace>,
+    T: ScanValue,
+    <DefaultPolicy<P> as ExecutionPolicy>::Space: ParallelScan<DefaultPolicy<P>, F, T>,
+    F: for<'it> Fn(<DefaultPolicy<P> as ExecutionPolicy>::Item<'it>, &mut T, bool) + Send + Sync,
+{
+    hoplite_core::parallel_scan(label, policy.into_policy(), kernel)
+}
+
+/// Prints the configuration of every enabled backend's default instance (Kokkos
+/// `print_configuration`).
+///
+/// ```
+/// let mut out = Vec::new();
+/// hoplite::print_configuration(&mut out, false)?;
+/// assert!(String::from_utf8_lossy(&out).contains("Serial"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// Only errors of `out`.
+pub fn print_configuration(out: &mut dyn std::io::Write, detail: bool) -> std::io::Result<()> {
+    writeln!(out, "hoplite {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(
+        out,
+        "default execution space: {}",
+        DefaultExecutionSpace::default().name()
+    )?;
+    #[cfg(feature = "serial")]
+    Serial::default().print_configuration(out, detail)?;
+    Ok(())
+}
+
+/// The names most programs need: `use hoplite::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        DefaultExecutionSpace, DefaultHostExecutionSpace, Error, ExecutionPolicy, ExecutionSpace, Idx,
+        IterationOrder, MDRangePolicy, MdIdx, PerTeam, PerThread, RangePolicy, Reducer, Result, Schedule,
+        TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange, ThreadVectorRange, UniqueToken,
+        UniqueTokenSpace, parallel_for, parallel_reduce, parallel_scan,
+    };
+    pub use hoplite_core::reducer::*;
+}
