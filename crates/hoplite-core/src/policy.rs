@@ -137,6 +137,7 @@ pub struct RangePolicy<S: ExecutionSpace> {
     end: usize,
     chunk: Option<usize>,
     schedule: Schedule,
+    deterministic: bool,
 }
 
 impl<S: ExecutionSpace> RangePolicy<S> {
@@ -148,7 +149,22 @@ impl<S: ExecutionSpace> RangePolicy<S> {
             end: range.end,
             chunk: None,
             schedule: Schedule::Static,
+            deterministic: false,
         }
+    }
+
+    /// Asks for a deterministic reduction: the same bits for any number of threads and any
+    /// run. Backends split the range by size and chunk alone (never by thread count) and
+    /// join the partial results in a fixed order. Costs a little speed on parallel backends;
+    /// the serial backend is always deterministic.
+    pub fn with_deterministic_reduction(mut self, deterministic: bool) -> Self {
+        self.deterministic = deterministic;
+        self
+    }
+
+    /// Whether a deterministic reduction was asked for.
+    pub fn deterministic_reduction(&self) -> bool {
+        self.deterministic
     }
 
     /// Sets how many consecutive iterations a thread takes at a time (at least 1).
@@ -249,6 +265,7 @@ pub struct MDRangePolicy<S: ExecutionSpace, const R: usize> {
     tiles: Option<[usize; R]>,
     outer: IterationOrder,
     inner: IterationOrder,
+    deterministic: bool,
 }
 
 impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
@@ -267,7 +284,20 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
             tiles: None,
             outer: IterationOrder::Right,
             inner: IterationOrder::Right,
+            deterministic: false,
         }
+    }
+
+    /// Asks for a deterministic reduction (see [`RangePolicy::with_deterministic_reduction`]):
+    /// partial results per tile, joined in tile order.
+    pub fn with_deterministic_reduction(mut self, deterministic: bool) -> Self {
+        self.deterministic = deterministic;
+        self
+    }
+
+    /// Whether a deterministic reduction was asked for.
+    pub fn deterministic_reduction(&self) -> bool {
+        self.deterministic
     }
 
     /// The box from slices, checking that both have `R` entries.
@@ -477,7 +507,8 @@ impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy<S, R> 
 impl<S: ExecutionSpace> From<RangePolicy<S>> for MDRangePolicy<S, 1> {
     /// The same points as a rank-1 box; the chunk size becomes the tile.
     fn from(p: RangePolicy<S>) -> Self {
-        let md = MDRangePolicy::new(p.space, [p.begin], [p.end]);
+        let md =
+            MDRangePolicy::new(p.space, [p.begin], [p.end]).with_deterministic_reduction(p.deterministic);
         match p.chunk {
             Some(c) => md.with_tiles([c]),
             None => md,
