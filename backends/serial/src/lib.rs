@@ -22,9 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use hoplite_core::policy::for_each_point;
 use hoplite_core::{
-    ExecutionPolicy, ExecutionSpace, HostSpace, Idx, LayoutRight, MDRangePolicy, MdIdx, NestedLevel,
-    ParallelFor, ParallelReduce, ParallelScan, RangePolicy, Reducer, Result, SCRATCH_LEVELS, ScanValue,
-    ScratchBuffer, ScratchPad, TeamMember, TeamPolicy, TokenPool, UniqueTokenSpace,
+    ExecutionPolicy, ExecutionSpace, ForKernel, HostSpace, Idx, LayoutRight, MDRangePolicy, MdIdx,
+    NestedLevel, ParallelFor, ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result,
+    SCRATCH_LEVELS, ScanKernel, ScanValue, ScratchBuffer, ScratchPad, TeamMember, TeamPolicy, TokenPool,
+    UniqueTokenSpace,
 };
 
 /// Largest level-0 scratch per team: 1 MiB (host scratch is ordinary memory).
@@ -34,7 +35,7 @@ pub const MAX_SCRATCH_LEVEL1: usize = 1 << 28;
 
 /// The serial execution space. `Serial::default()` is the default instance;
 /// [`Serial::new`] makes an independent one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Serial {
     /// 0 is the default instance; [`Serial::new`] numbers the others from 1.
     instance: u64,
@@ -299,9 +300,11 @@ impl SerialPolicy for TeamPolicy<Serial> {
             let member = SerialTeamMember {
                 league_rank,
                 league_size: self.league_size(),
-                team_scratch: std::array::from_fn(|l| ScratchPad::new(&buffers[l].0.words()[..buffers[l].1])),
+                team_scratch: std::array::from_fn(|l| {
+                    ScratchPad::with_level(&buffers[l].0.words()[..buffers[l].1], l)
+                }),
                 thread_scratch: std::array::from_fn(|l| {
-                    ScratchPad::new(&buffers[l].0.words()[buffers[l].1..])
+                    ScratchPad::with_level(&buffers[l].0.words()[buffers[l].1..], l)
                 }),
             };
             visit(&member);
@@ -309,45 +312,43 @@ impl SerialPolicy for TeamPolicy<Serial> {
     }
 }
 
-impl<P, F> ParallelFor<P, F> for Serial
-where
-    P: SerialPolicy,
-    F: for<'it> Fn(P::Item<'it>) + Send + Sync,
-{
+impl<P: SerialPolicy> ParallelFor<P> for Serial {
     #[inline]
-    fn parallel_for(&self, _label: &str, policy: &P, kernel: F) -> Result<()> {
+    fn parallel_for<K: ForKernel<P>>(&self, _label: &str, policy: &P, kernel: K) -> Result<()> {
         let _in = InKernel::enter();
-        policy.visit_all(|item| kernel(item));
+        policy.visit_all(|item| kernel.call(item));
         Ok(())
     }
 }
 
-impl<P, F, R> ParallelReduce<P, F, R> for Serial
-where
-    P: SerialPolicy,
-    R: Reducer,
-    F: for<'it> Fn(P::Item<'it>, &mut R::Value) + Send + Sync,
-{
+impl<P: SerialPolicy> ParallelReduce<P> for Serial {
     #[inline]
-    fn parallel_reduce(&self, _label: &str, policy: &P, kernel: F, reducer: &R) -> Result<R::Value> {
+    fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
+        &self,
+        _label: &str,
+        policy: &P,
+        kernel: K,
+        reducer: &R,
+    ) -> Result<R::Value> {
         let _in = InKernel::enter();
         let mut acc = reducer.init();
-        policy.visit_all(|item| kernel(item, &mut acc));
+        policy.visit_all(|item| kernel.call(item, &mut acc));
         reducer.finalize(&mut acc);
         Ok(acc)
     }
 }
 
-impl<F, T> ParallelScan<RangePolicy<Serial>, F, T> for Serial
-where
-    T: ScanValue,
-    F: for<'it> Fn(Idx<'it>, &mut T, bool) + Send + Sync,
-{
+impl ParallelScan<RangePolicy<Serial>> for Serial {
     #[inline]
-    fn parallel_scan(&self, _label: &str, policy: &RangePolicy<Serial>, kernel: F) -> Result<T> {
+    fn parallel_scan<T: ScanValue, K: ScanKernel<RangePolicy<Serial>, T>>(
+        &self,
+        _label: &str,
+        policy: &RangePolicy<Serial>,
+        kernel: K,
+    ) -> Result<T> {
         let _in = InKernel::enter();
         let mut partial = T::zero();
-        policy.visit_all(|i| kernel(i, &mut partial, true));
+        policy.visit_all(|i| kernel.call(i, &mut partial, true));
         Ok(partial)
     }
 }

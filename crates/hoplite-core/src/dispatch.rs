@@ -8,6 +8,11 @@
 //!
 //! Kernels are closures. A launch is generic over the iteration brand `'it`
 //! (`for<'it> Fn(P::Item<'it>)`), which is what keeps iteration tokens inside their iteration.
+//!
+//! A launch is a policy, or a policy with the view handles it uses — `(policy, (y.write(),
+//! x.read()))` — in which case each iteration receives `(token, (bound_y, bound_x))`. Backends
+//! never see the handles: the free functions check them once against the policy and bind them
+//! inside the kernel they pass on.
 
 use std::ops::Add;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -16,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::policy::ExecutionPolicy;
 use crate::reducer::{Reducer, ReductionIdentity};
 use crate::space::ExecutionSpace;
+use crate::view::LaunchArgs;
 
 /// A value a scan can accumulate: summed, starting from zero.
 pub trait ScanValue: Copy + Send + Sync + Add<Output = Self> + 'static {
@@ -33,91 +39,276 @@ where
     }
 }
 
-/// A space that can run a `parallel_for` of kernel `F` over policy `P`.
-///
-/// Implementations may assume `policy.validate(label)` returned `Ok` and must call `kernel`
-/// exactly once per point of the policy (the `ExecutionPolicy` axioms).
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot run a parallel_for over `{P}` with this kernel",
-    label = "no parallel_for dispatch for this policy and kernel",
-    note = "the policy must belong to the space that runs it, and the kernel must take the policy's item: `Idx` for RangePolicy, `MdIdx<R>` for MDRangePolicy, `&TeamMember` for TeamPolicy"
-)]
-pub trait ParallelFor<P: ExecutionPolicy, F>: ExecutionSpace {
-    /// Runs the launch. Returns when the kernel has been called for every point (synchronous
-    /// spaces) or once it is enqueued (asynchronous spaces; `fence` waits).
-    fn parallel_for(&self, label: &str, policy: &P, kernel: F) -> Result<()>;
+/// A `parallel_for` kernel over policy `P`, as backends call it. Every closure
+/// `for<'it> Fn(P::Item<'it>) + Send + Sync` is one.
+pub trait ForKernel<P: ExecutionPolicy>: Send + Sync {
+    /// Runs one iteration.
+    fn call<'it>(&self, item: P::Item<'it>);
 }
 
-/// A space that can run a `parallel_reduce` of kernel `F` with reducer `R` over policy `P`.
+impl<P: ExecutionPolicy, F> ForKernel<P> for F
+where
+    F: for<'it> Fn(P::Item<'it>) + Send + Sync,
+{
+    #[inline(always)]
+    fn call<'it>(&self, item: P::Item<'it>) {
+        self(item)
+    }
+}
+
+/// A `parallel_reduce` kernel over policy `P` accumulating `V`. Every closure
+/// `for<'it> Fn(P::Item<'it>, &mut V) + Send + Sync` is one.
+pub trait ReduceKernel<P: ExecutionPolicy, V>: Send + Sync {
+    /// Runs one iteration, adding its contribution to `acc`.
+    fn call<'it>(&self, item: P::Item<'it>, acc: &mut V);
+}
+
+impl<P: ExecutionPolicy, V, F> ReduceKernel<P, V> for F
+where
+    F: for<'it> Fn(P::Item<'it>, &mut V) + Send + Sync,
+{
+    #[inline(always)]
+    fn call<'it>(&self, item: P::Item<'it>, acc: &mut V) {
+        self(item, acc)
+    }
+}
+
+/// A `parallel_scan` kernel over policy `P` accumulating `T` (Kokkos scan functor). Every
+/// closure `for<'it> Fn(P::Item<'it>, &mut T, bool) + Send + Sync` is one.
+pub trait ScanKernel<P: ExecutionPolicy, T>: Send + Sync {
+    /// Runs one iteration: adds its contribution to `partial`; when `is_final`, `partial`
+    /// holds the sum over all lower indices on entry.
+    fn call<'it>(&self, item: P::Item<'it>, partial: &mut T, is_final: bool);
+}
+
+impl<P: ExecutionPolicy, T, F> ScanKernel<P, T> for F
+where
+    F: for<'it> Fn(P::Item<'it>, &mut T, bool) + Send + Sync,
+{
+    #[inline(always)]
+    fn call<'it>(&self, item: P::Item<'it>, partial: &mut T, is_final: bool) {
+        self(item, partial, is_final)
+    }
+}
+
+/// A space that can run `parallel_for` over policy `P` (the seed's `ExecutionSpaceOf`).
+///
+/// Implementations may assume `policy.validate(label)` returned `Ok` and must call the kernel
+/// exactly once per point of the policy (the `ExecutionPolicy` axioms), handing each token to
+/// one iteration at a time.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot run a parallel_for over `{P}`",
+    label = "no parallel_for dispatch for this policy",
+    note = "a policy launches on the execution space it names; that space's backend implements `ParallelFor` for it"
+)]
+pub trait ParallelFor<P: ExecutionPolicy>: ExecutionSpace {
+    /// Runs the launch. Returns when the kernel has been called for every point (synchronous
+    /// spaces) or once it is enqueued (asynchronous spaces; `fence` waits).
+    fn parallel_for<K: ForKernel<P>>(&self, label: &str, policy: &P, kernel: K) -> Result<()>;
+}
+
+/// A space that can run `parallel_reduce` over policy `P`.
 ///
 /// The result is returned to the host, so the launch has completed when this returns.
 /// Implementations start every partial result from `reducer.init()`, join partials in index
 /// order (lower indices as `dst`), and call `reducer.finalize` once on the total.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot run a parallel_reduce over `{P}` with reducer `{R}`",
-    label = "no parallel_reduce dispatch for this policy, kernel and reducer",
-    note = "the kernel takes the policy's item and `&mut R::Value` of the reducer, e.g. `|i, acc: &mut f64| *acc += x[*i]` with `Sum::<f64>::new()`"
+    message = "`{Self}` cannot run a parallel_reduce over `{P}`",
+    label = "no parallel_reduce dispatch for this policy",
+    note = "a policy launches on the execution space it names; that space's backend implements `ParallelReduce` for it"
 )]
-pub trait ParallelReduce<P: ExecutionPolicy, F, R: Reducer>: ExecutionSpace {
+pub trait ParallelReduce<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the reduction and returns the finalized total.
-    fn parallel_reduce(&self, label: &str, policy: &P, kernel: F, reducer: &R) -> Result<R::Value>;
+    fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
+        &self,
+        label: &str,
+        policy: &P,
+        kernel: K,
+        reducer: &R,
+    ) -> Result<R::Value>;
 }
 
-/// A space that can run a `parallel_scan` of kernel `F` over policy `P`, accumulating `T`.
+/// A space that can run `parallel_scan` over policy `P`.
 ///
-/// The kernel is Kokkos' scan functor: `(i, partial, is_final)`. Implementations call it with
-/// `is_final == true` exactly once per index, in which call `partial` holds the sum of the
-/// contributions of all lower indices (so a kernel that stores before adding computes an
-/// exclusive scan, one that adds before storing an inclusive scan). They may also call it with
-/// `is_final == false` to compute partial sums; those calls must not have side effects the
-/// kernel relies on.
+/// Implementations call the kernel with `is_final == true` exactly once per index, in which
+/// call `partial` holds the sum of the contributions of all lower indices (so a kernel that
+/// stores before adding computes an exclusive scan, one that adds before storing an inclusive
+/// scan). They may also call it with `is_final == false` to compute partial sums; those calls
+/// must not have side effects the kernel relies on.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot run a parallel_scan over `{P}` with this kernel",
-    label = "no parallel_scan dispatch for this policy and kernel",
+    message = "`{Self}` cannot run a parallel_scan over `{P}`",
+    label = "no parallel_scan dispatch for this policy",
     note = "scans run over a RangePolicy with a kernel `|i, partial: &mut T, is_final: bool|`"
 )]
-pub trait ParallelScan<P: ExecutionPolicy, F, T: ScanValue>: ExecutionSpace {
+pub trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the scan and returns the total over the whole range.
-    fn parallel_scan(&self, label: &str, policy: &P, kernel: F) -> Result<T>;
+    fn parallel_scan<T: ScanValue, K: ScanKernel<P, T>>(
+        &self,
+        label: &str,
+        policy: &P,
+        kernel: K,
+    ) -> Result<T>;
 }
 
-/// Runs a validated launch, turning a panic in the kernel into [`Error::KernelPanicked`].
-fn launch<P: ExecutionPolicy, T>(label: &str, policy: &P, run: impl FnOnce() -> Result<T>) -> Result<T> {
+/// What a launch runs over: a policy alone, or `(policy, args)` with the view handles the
+/// kernel uses. The kernel receives [`Item`](Self::Item): the policy's item, or
+/// `(item, bound_args)`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a launch",
+    label = "expected a policy, or `(policy, (handles...))`",
+    note = "e.g. `RangePolicy::new(space, 0..n)` or `(RangePolicy::new(space, 0..n), (y.write(), x.read()))`"
+)]
+pub trait LaunchSpec {
+    /// The policy.
+    type Policy: ExecutionPolicy;
+    /// The handles handed to the launch (`()` for none).
+    type Args: LaunchArgs;
+    /// What the kernel receives per iteration.
+    type Item<'it>;
+    /// Separates the policy from the handles.
+    fn into_parts(self) -> (Self::Policy, Self::Args);
+    /// Combines a policy item with the handles bound to the same iteration.
+    fn item<'it>(
+        item: <Self::Policy as ExecutionPolicy>::Item<'it>,
+        args: <Self::Args as LaunchArgs>::Bound<'it>,
+    ) -> Self::Item<'it>;
+}
+
+impl<P: ExecutionPolicy> LaunchSpec for P {
+    type Policy = P;
+    type Args = ();
+    type Item<'it> = P::Item<'it>;
+
+    #[inline(always)]
+    fn into_parts(self) -> (P, ()) {
+        (self, ())
+    }
+
+    #[inline(always)]
+    fn item<'it>(item: P::Item<'it>, _args: ()) -> P::Item<'it> {
+        item
+    }
+}
+
+impl<P: ExecutionPolicy, A: LaunchArgs> LaunchSpec for (P, A) {
+    type Policy = P;
+    type Args = A;
+    type Item<'it> = (P::Item<'it>, A::Bound<'it>);
+
+    #[inline(always)]
+    fn into_parts(self) -> (P, A) {
+        self
+    }
+
+    #[inline(always)]
+    fn item<'it>(item: P::Item<'it>, args: A::Bound<'it>) -> Self::Item<'it> {
+        (item, args)
+    }
+}
+
+/// A user kernel with the launch's handles: binds them for every iteration it runs.
+struct BoundKernel<'a, L: LaunchSpec, F> {
+    kernel: F,
+    args: &'a L::Args,
+}
+
+impl<L: LaunchSpec, F> BoundKernel<'_, L, F> {
+    /// The iteration's item with the handles bound to its brand.
+    #[inline(always)]
+    fn item<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) -> L::Item<'it> {
+        // SAFETY: `launch` checked the handles against this policy's index space before
+        // dispatching, `args` outlives the dispatch (it is owned by the launching function),
+        // and the bound handles carry the brand of this iteration's item, which the backend
+        // hands to one iteration at a time and which cannot outlive the kernel call.
+        L::item(item, unsafe { self.args.bind() })
+    }
+}
+
+impl<L, F> ForKernel<L::Policy> for BoundKernel<'_, L, F>
+where
+    L: LaunchSpec,
+    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
+{
+    #[inline(always)]
+    fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) {
+        (self.kernel)(self.item(item))
+    }
+}
+
+impl<L, F, V> ReduceKernel<L::Policy, V> for BoundKernel<'_, L, F>
+where
+    L: LaunchSpec,
+    F: for<'it> Fn(L::Item<'it>, &mut V) + Send + Sync,
+{
+    #[inline(always)]
+    fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>, acc: &mut V) {
+        (self.kernel)(self.item(item), acc)
+    }
+}
+
+impl<L, F, T> ScanKernel<L::Policy, T> for BoundKernel<'_, L, F>
+where
+    L: LaunchSpec,
+    F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
+{
+    #[inline(always)]
+    fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>, partial: &mut T, is_final: bool) {
+        (self.kernel)(self.item(item), partial, is_final)
+    }
+}
+
+/// Validates the policy and the handles, runs the launch, and turns a panic in the kernel into
+/// [`Error::KernelPanicked`]. The handles (and their borrows) live until the launch returns.
+fn launch<L: LaunchSpec, F, T>(
+    label: &str,
+    spec: L,
+    kernel: F,
+    run: impl FnOnce(&L::Policy, BoundKernel<'_, L, F>) -> Result<T>,
+) -> Result<T> {
+    let (policy, args) = spec.into_parts();
     policy.validate(label)?;
-    catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|payload| Err(Error::from_panic(label, payload)))
+    args.check(label, &policy.index_bounds())?;
+    let bound = BoundKernel { kernel, args: &args };
+    let result = catch_unwind(AssertUnwindSafe(|| run(&policy, bound)));
+    result.unwrap_or_else(|payload| Err(Error::from_panic(label, payload)))
 }
 
-/// Runs `kernel` once for every point of `policy` (Kokkos `parallel_for`).
+/// Runs `kernel` once for every point of the launch (Kokkos `parallel_for`).
+///
+/// The launch is a policy, or `(policy, handles)`; see [`LaunchSpec`].
 ///
 /// ```
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use hoplite_core::{parallel_for, RangePolicy};
+/// use hoplite_core::{parallel_for, RangePolicy, View};
 /// use hoplite_serial::Serial;
-/// let hits = AtomicUsize::new(0);
-/// parallel_for("count", RangePolicy::new(Serial::default(), 0..100), |i| {
-///     hits.fetch_add(*i, Ordering::Relaxed);
+/// let x: View<f64, 1> = View::from_slice("x", [4], &[1.0, 2.0, 3.0, 4.0])?;
+/// let y: View<f64, 1> = View::new("y", [4])?;
+/// let policy = RangePolicy::new(Serial::default(), 0..4);
+/// parallel_for("axpy", (policy, (y.write(), x.read())), |(i, (y, x))| {
+///     y.set(i, 2.0 * x.get(i) + y.get(i))
 /// })?;
-/// assert_eq!(hits.into_inner(), 4950);
+/// assert_eq!(y.to_vec()?, [2.0, 4.0, 6.0, 8.0]);
 /// # Ok::<(), hoplite_core::Error>(())
 /// ```
 ///
 /// # Errors
 ///
 /// An invalid policy ([`Error::InvalidRange`], [`Error::ZeroTile`], [`Error::TeamSizeTooLarge`],
-/// ...), a panic in the kernel ([`Error::KernelPanicked`]), or a backend failure.
-pub fn parallel_for<P, F>(label: &str, policy: P, kernel: F) -> Result<()>
+/// ...), a handle that conflicts ([`Error::BorrowConflict`]) or is too small for the policy
+/// ([`Error::OutOfExtent`]), a panic in the kernel ([`Error::KernelPanicked`]), or a backend
+/// failure.
+pub fn parallel_for<L, F>(label: &str, launch_spec: L, kernel: F) -> Result<()>
 where
-    P: ExecutionPolicy,
-    P::Space: ParallelFor<P, F>,
-    F: for<'it> Fn(P::Item<'it>) + Send + Sync,
+    L: LaunchSpec,
+    <L::Policy as ExecutionPolicy>::Space: ParallelFor<L::Policy>,
+    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
 {
-    launch(label, &policy, || {
-        policy.space().parallel_for(label, &policy, kernel)
+    launch(label, launch_spec, kernel, |policy, k| {
+        policy.space().parallel_for(label, policy, k)
     })
 }
 
-/// Folds `kernel`'s contributions over `policy` with `reducer` and returns the result (Kokkos
-/// `parallel_reduce` into a host scalar: the call waits for the launch).
+/// Folds `kernel`'s contributions over the launch with `reducer` and returns the result
+/// (Kokkos `parallel_reduce` into a host scalar: the call waits for the launch).
 ///
 /// ```
 /// use hoplite_core::{parallel_reduce, MinLoc, RangePolicy, Sum, ValLoc};
@@ -134,47 +325,46 @@ where
 /// # Errors
 ///
 /// As for [`parallel_for`].
-pub fn parallel_reduce<P, F, R>(label: &str, policy: P, kernel: F, reducer: R) -> Result<R::Value>
+pub fn parallel_reduce<L, F, R>(label: &str, launch_spec: L, kernel: F, reducer: R) -> Result<R::Value>
 where
-    P: ExecutionPolicy,
+    L: LaunchSpec,
     R: Reducer,
-    P::Space: ParallelReduce<P, F, R>,
-    F: for<'it> Fn(P::Item<'it>, &mut R::Value) + Send + Sync,
+    <L::Policy as ExecutionPolicy>::Space: ParallelReduce<L::Policy>,
+    F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
 {
-    launch(label, &policy, || {
-        policy.space().parallel_reduce(label, &policy, kernel, &reducer)
+    launch(label, launch_spec, kernel, |policy, k| {
+        policy.space().parallel_reduce(label, policy, k, &reducer)
     })
 }
 
-/// Prefix sum over `policy` with a Kokkos scan kernel `(i, partial, is_final)`; returns the
+/// Prefix sum over the launch with a Kokkos scan kernel `(i, partial, is_final)`; returns the
 /// total. Store before adding for an exclusive scan, after adding for an inclusive one.
 ///
 /// ```
-/// use std::sync::atomic::{AtomicI64, Ordering};
-/// use hoplite_core::{parallel_scan, RangePolicy};
+/// use hoplite_core::{parallel_scan, RangePolicy, View};
 /// use hoplite_serial::Serial;
-/// let x = [1i64, 2, 3, 4];
-/// let exclusive: Vec<AtomicI64> = (0..4).map(|_| AtomicI64::new(0)).collect();
-/// let total: i64 = parallel_scan("scan", RangePolicy::new(Serial::default(), 0..4), |i, partial, is_final| {
-///     if is_final { exclusive[*i].store(*partial, Ordering::Relaxed); }
-///     *partial += x[*i];
+/// let x: View<i64, 1> = View::from_slice("x", [4], &[1, 2, 3, 4])?;
+/// let offsets: View<i64, 1> = View::new("offsets", [4])?;
+/// let policy = RangePolicy::new(Serial::default(), 0..4);
+/// let total: i64 = parallel_scan("scan", (policy, (offsets.write(), x.read())), |(i, (out, x)), partial, is_final| {
+///     if is_final { out.set(i, *partial); } // exclusive: store, then add
+///     *partial += x.get(i);
 /// })?;
-/// assert_eq!(total, 10);
-/// assert_eq!(exclusive.iter().map(|v| v.load(Ordering::Relaxed)).collect::<Vec<_>>(), [0, 1, 3, 6]);
+/// assert_eq!((total, offsets.to_vec()?), (10, vec![0, 1, 3, 6]));
 /// # Ok::<(), hoplite_core::Error>(())
 /// ```
 ///
 /// # Errors
 ///
 /// As for [`parallel_for`].
-pub fn parallel_scan<P, F, T>(label: &str, policy: P, kernel: F) -> Result<T>
+pub fn parallel_scan<L, F, T>(label: &str, launch_spec: L, kernel: F) -> Result<T>
 where
-    P: ExecutionPolicy,
+    L: LaunchSpec,
     T: ScanValue,
-    P::Space: ParallelScan<P, F, T>,
-    F: for<'it> Fn(P::Item<'it>, &mut T, bool) + Send + Sync,
+    <L::Policy as ExecutionPolicy>::Space: ParallelScan<L::Policy>,
+    F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
 {
-    launch(label, &policy, || {
-        policy.space().parallel_scan(label, &policy, kernel)
+    launch(label, launch_spec, kernel, |policy, k| {
+        policy.space().parallel_scan(label, policy, k)
     })
 }

@@ -151,6 +151,74 @@ pub enum Error {
         /// The rule that was broken.
         reason: String,
     },
+    /// A handle conflicts with a live handle of the same data (one writer or many readers).
+    #[error(
+        "{kind} of view `{label}` conflicts with a live {other_kind} of view `{other_label}` over the same elements; drop one handle first (one writer or many readers, and atomic handles only beside atomic handles)"
+    )]
+    BorrowConflict {
+        /// Label of the view whose handle was asked for.
+        label: String,
+        /// What was asked for: "reader", "writer" or "atomic handle".
+        kind: &'static str,
+        /// Label of the view holding the conflicting handle.
+        other_label: String,
+        /// What it holds.
+        other_kind: &'static str,
+    },
+    /// A launch iterates past the extent of a view handed to it.
+    #[error(
+        "`{label}`: the launch covers indices up to {end} in dimension {dim}, past the extent {extent} of view `{view}`"
+    )]
+    OutOfExtent {
+        /// Label of the launch.
+        label: String,
+        /// Label of the view.
+        view: String,
+        /// The dimension.
+        dim: usize,
+        /// One past the largest index the launch visits in that dimension.
+        end: usize,
+        /// The view's extent there.
+        extent: usize,
+    },
+    /// Two views that must have the same extents do not.
+    #[error("{what}: extents {left:?} of `{left_label}` and {right:?} of `{right_label}` differ")]
+    ExtentMismatch {
+        /// The operation (e.g. "deep_copy").
+        what: &'static str,
+        /// Label of the first view.
+        left_label: String,
+        /// Its extents.
+        left: Vec<usize>,
+        /// Label of the second view.
+        right_label: String,
+        /// Its extents.
+        right: Vec<usize>,
+    },
+    /// A subview or index range outside a view.
+    #[error("view `{label}`: {what} {begin}..{end} is outside the extent {extent} of dimension {dim}")]
+    SubviewOutOfBounds {
+        /// Label of the view.
+        label: String,
+        /// What was asked ("range" or "index").
+        what: &'static str,
+        /// The dimension.
+        dim: usize,
+        /// Start asked for.
+        begin: usize,
+        /// End asked for.
+        end: usize,
+        /// The extent of that dimension.
+        extent: usize,
+    },
+    /// Strides that would map two indices to one element, or a shape too large to address.
+    #[error("view `{label}`: {reason}")]
+    InvalidLayout {
+        /// Label of the view.
+        label: String,
+        /// What is wrong with the extents or strides.
+        reason: String,
+    },
 }
 
 fn dim_suffix(dim: Option<usize>) -> String {

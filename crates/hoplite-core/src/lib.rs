@@ -36,22 +36,31 @@ pub mod reducer;
 pub mod space;
 pub mod team;
 pub mod unique_token;
+pub mod view;
 
 pub use dispatch::{
-    ParallelFor, ParallelReduce, ParallelScan, ScanValue, parallel_for, parallel_reduce, parallel_scan,
+    ForKernel, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceKernel, ScanKernel, ScanValue,
+    parallel_for, parallel_reduce, parallel_scan,
 };
 pub use error::{Error, Result};
 pub use index::{Idx, MdIdx};
 pub use policy::{
-    ExecutionPolicy, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK, MDRangePolicy, PerTeam, PerThread,
-    RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize,
+    ExecutionPolicy, IntoLaunch, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK, MDRangePolicy, PerTeam,
+    PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize,
 };
 pub use reducer::*;
 pub use space::{
-    ArrayLayout, ExecutionSpace, HostSpace, LayoutLeft, LayoutRight, MemorySpace, MemorySpaceAccess,
+    ArrayLayout, ExecutionSpace, HostSpace, LayoutLeft, LayoutRight, LayoutStride, MemorySpace,
+    MemorySpaceAccess,
 };
 pub use team::{
     NestedBounds, NestedLevel, ScratchBuffer, ScratchElement, ScratchPad, ScratchSlice, TeamMember,
     TeamThreadRange, TeamVectorRange, ThreadVectorRange,
 };
 pub use unique_token::{TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
+pub use view::copy::HostAccessibleSpace;
+pub use view::{
+    AtomicHandle, AtomicValue, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs, Reader, Slice,
+    View, ViewIndex, ViewValue, Writer, create_mirror_view, create_mirror_view_and_copy, deep_copy,
+    deep_copy_fill,
+};

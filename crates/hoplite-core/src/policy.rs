@@ -11,6 +11,7 @@ use std::ops::Range;
 use crate::error::{Error, Result};
 use crate::index::{Idx, MdIdx};
 use crate::space::ExecutionSpace;
+use crate::view::access::IndexBounds;
 
 /// How iterations are distributed over threads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -72,6 +73,8 @@ pub trait ExecutionPolicy: Clone + Send + Sync + Debug {
     fn space(&self) -> &Self::Space;
     /// Checks the policy against its space's limits; `label` names the launch in the error.
     fn validate(&self, label: &str) -> Result<()>;
+    /// The index space the launch's tokens cover, to check view handles against once.
+    fn index_bounds(&self) -> IndexBounds;
 }
 
 /// Turns something into an execution policy on space `S`: a policy itself, or on the
@@ -108,6 +111,41 @@ impl<S: ExecutionSpace> IntoPolicy<S> for Range<usize> {
     type Policy = RangePolicy<S>;
     fn into_policy(self) -> RangePolicy<S> {
         RangePolicy::new(S::default(), self)
+    }
+}
+
+/// Turns something into a launch on space `S`: a policy or `usize` / `Range<usize>` (see
+/// [`IntoPolicy`]), optionally paired with view handles: `(n, (y.write(), x.read()))`.
+pub trait IntoLaunch<S: ExecutionSpace> {
+    /// The launch it becomes.
+    type Launch: crate::dispatch::LaunchSpec;
+    /// Converts.
+    fn into_launch(self) -> Self::Launch;
+}
+
+macro_rules! into_launch_alone {
+    ($(impl[$($g:tt)*] $t:ty;)*) => {$(
+        impl<S: ExecutionSpace, $($g)*> IntoLaunch<S> for $t {
+            type Launch = <$t as IntoPolicy<S>>::Policy;
+            fn into_launch(self) -> Self::Launch {
+                IntoPolicy::<S>::into_policy(self)
+            }
+        }
+    )*};
+}
+
+into_launch_alone! {
+    impl[] usize;
+    impl[] Range<usize>;
+    impl[S2: ExecutionSpace] RangePolicy<S2>;
+    impl[S2: ExecutionSpace, const R: usize] MDRangePolicy<S2, R>;
+    impl[S2: ExecutionSpace] TeamPolicy<S2>;
+}
+
+impl<S: ExecutionSpace, P: IntoPolicy<S>, A: crate::view::LaunchArgs> IntoLaunch<S> for (P, A) {
+    type Launch = (P::Policy, A);
+    fn into_launch(self) -> (P::Policy, A) {
+        (self.0.into_policy(), self.1)
     }
 }
 
@@ -223,6 +261,13 @@ impl<S: ExecutionSpace> ExecutionPolicy for RangePolicy<S> {
 
     fn space(&self) -> &S {
         &self.space
+    }
+
+    fn index_bounds(&self) -> IndexBounds {
+        IndexBounds::Range {
+            begin: self.begin,
+            end: self.end,
+        }
     }
 
     fn validate(&self, label: &str) -> Result<()> {
@@ -387,16 +432,24 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
         self.tile_counts().iter().product()
     }
 
-    /// The bounds `(lo, hi)` of tile number `t`, counting tiles in the outer order.
+    /// The bounds `(lo, hi)` of tile number `t`, counting tiles in the outer order (in the
+    /// inner order for the default tiles, which makes the visit order that of nested loops).
     ///
     /// Backends split `0..num_tiles()` among threads and call this per tile.
     pub fn tile_bounds(&self, t: usize) -> ([usize; R], [usize; R]) {
         let counts = self.tile_counts();
         let tiles = self.tiles();
+        // Default tiles are single lines along the inner order's fastest dimension; walking them
+        // in the outer order would interleave the slower dimensions when outer != inner.
+        let tile_order = if self.tiles.is_some() {
+            self.outer
+        } else {
+            self.inner
+        };
         let mut coord = [0usize; R];
         let mut rest = t;
         for step in 0..R {
-            let d = match self.outer {
+            let d = match tile_order {
                 IterationOrder::Right => R - 1 - step,
                 IterationOrder::Left => step,
             };
@@ -479,6 +532,14 @@ impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy<S, R> 
 
     fn space(&self) -> &S {
         &self.space
+    }
+
+    fn index_bounds(&self) -> IndexBounds {
+        let mut lo = [0; 8];
+        let mut hi = [0; 8];
+        lo[..R].copy_from_slice(&self.begin);
+        hi[..R].copy_from_slice(&self.end);
+        IndexBounds::Box { rank: R, lo, hi }
     }
 
     fn validate(&self, label: &str) -> Result<()> {
@@ -667,6 +728,12 @@ impl<S: ExecutionSpace> ExecutionPolicy for TeamPolicy<S> {
 
     fn space(&self) -> &S {
         &self.space
+    }
+
+    fn index_bounds(&self) -> IndexBounds {
+        IndexBounds::League {
+            size: self.league_size,
+        }
     }
 
     fn validate(&self, label: &str) -> Result<()> {

@@ -7,6 +7,7 @@ use std::ptr::NonNull;
 
 use crate::error::{Error, Result};
 use crate::team::TeamMember;
+use crate::view::AllocationRecords;
 
 /// Where and how kernels run (Kokkos `ExecutionSpace`).
 ///
@@ -122,7 +123,34 @@ pub trait MemorySpace: Clone + Default + Send + Sync + Debug + 'static {
     /// Allocates `bytes` bytes, aligned to [`ALIGNMENT`](Self::ALIGNMENT).
     fn allocate(&self, label: &str, bytes: usize) -> Result<NonNull<u8>>;
 
-    /// Frees memory from [`allocate`](Self::allocate).
+    /// Allocates `bytes` bytes set to zero. The default allocates and clears; spaces with a
+    /// cheaper way (the OS hands out zeroed pages) override it.
+    fn allocate_zeroed(&self, label: &str, bytes: usize) -> Result<NonNull<u8>> {
+        let ptr = self.allocate(label, bytes)?;
+        // SAFETY: `ptr` is valid for `bytes` bytes of writes (just allocated).
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, bytes) };
+        Ok(ptr)
+    }
+
+    /// The records of this space's live tracked allocations (those of views).
+    fn records(&self) -> &'static AllocationRecords;
+
+    /// Prints the live tracked allocations and the byte totals (Kokkos `print_records`).
+    fn print_records(&self, out: &mut dyn io::Write, detail: bool) -> io::Result<()> {
+        self.records().print(out, self.name(), detail)
+    }
+
+    /// Bytes of tracked allocations currently live in this space.
+    fn current_bytes(&self) -> usize {
+        self.records().current_bytes()
+    }
+
+    /// The most bytes of tracked allocations ever live at once in this space.
+    fn high_water_bytes(&self) -> usize {
+        self.records().high_water_bytes()
+    }
+
+    /// Frees memory from [`allocate`](Self::allocate) or [`allocate_zeroed`](Self::allocate_zeroed).
     ///
     /// # Safety
     ///
@@ -184,6 +212,29 @@ impl MemorySpace for HostSpace {
         NonNull::new(ptr).ok_or_else(|| fail("out of memory".to_owned()))
     }
 
+    fn allocate_zeroed(&self, label: &str, bytes: usize) -> Result<NonNull<u8>> {
+        let fail = |reason: String| Error::AllocationFailed {
+            label: label.to_owned(),
+            bytes,
+            space: "HostSpace",
+            reason,
+        };
+        if bytes == 0 {
+            return Ok(dangling_aligned(Self::ALIGNMENT));
+        }
+        let layout = Layout::from_size_align(bytes, Self::ALIGNMENT)
+            .map_err(|e| fail(format!("invalid size: {e}")))?;
+        // SAFETY: `layout` has a non-zero size (checked above). Large zeroed allocations come
+        // straight from the OS as untouched pages, so the first touch is the first kernel's.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        NonNull::new(ptr).ok_or_else(|| fail("out of memory".to_owned()))
+    }
+
+    fn records(&self) -> &'static AllocationRecords {
+        static HOST_RECORDS: AllocationRecords = AllocationRecords::new();
+        &HOST_RECORDS
+    }
+
     unsafe fn deallocate(&self, ptr: NonNull<u8>, bytes: usize) {
         if bytes == 0 {
             return;
@@ -210,29 +261,43 @@ fn dangling_aligned(align: usize) -> NonNull<u8> {
 
 /// How a multi-dimensional array maps indices to memory (Kokkos `MemoryLayout`).
 ///
+/// A view stores one stride per dimension; the layout says which strides are fixed, so the
+/// compiler can drop a multiplication (`LayoutRight`'s last stride is always 1) and so the
+/// innermost loop vectorizes.
+///
 /// # Axioms
 ///
-/// The strides it computes describe a bijection between the index space of the extents and
-/// `0..product(extents)`.
+/// 1. The strides from [`strides`](Self::strides) describe a bijection between the index space
+///    of the extents and `0..product(extents)`, and [`accepts`](Self::accepts) them.
+/// 2. [`offset`](Self::offset) equals `sum(index[d] * strides[d])` for strides it accepts.
 ///
 /// ```
 /// use hoplite_core::{ArrayLayout, LayoutLeft, LayoutRight};
 /// let mut s = [0; 3];
 /// LayoutRight::strides(&[2, 3, 4], &mut s);
 /// assert_eq!(s, [12, 4, 1]);
+/// assert_eq!(LayoutRight::offset(&s, &[1, 2, 3]), 23);
 /// LayoutLeft::strides(&[2, 3, 4], &mut s);
 /// assert_eq!(s, [1, 2, 6]);
 /// ```
 pub trait ArrayLayout: Copy + Default + Send + Sync + Debug + 'static {
     /// The layout's name.
     const NAME: &'static str;
+
     /// Writes the element stride of each dimension for a contiguous array of `extents`.
     ///
     /// `strides` must have the same length as `extents`.
     fn strides(extents: &[usize], strides: &mut [usize]);
+
+    /// Whether a view with these strides has this layout (the fixed strides are right).
+    fn accepts(strides: &[usize]) -> bool;
+
+    /// The element offset of `index`.
+    fn offset<const R: usize>(strides: &[usize; R], index: &[usize; R]) -> usize;
 }
 
-/// Row-major: the last index is contiguous (C, Kokkos host default).
+/// Row-major: the last index is contiguous (C, Kokkos host default). Other strides may be
+/// padded, as for a row of a larger matrix.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
 pub struct LayoutRight;
 
@@ -240,25 +305,85 @@ pub struct LayoutRight;
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
 pub struct LayoutLeft;
 
+/// Any strides (Kokkos `LayoutStride`): what a general subview has.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct LayoutStride;
+
 impl ArrayLayout for LayoutRight {
     const NAME: &'static str = "LayoutRight";
+
     fn strides(extents: &[usize], strides: &mut [usize]) {
         let mut s = 1;
         for (stride, extent) in strides.iter_mut().zip(extents).rev() {
             *stride = s;
-            s *= *extent;
+            s = s.saturating_mul(*extent);
         }
+    }
+
+    fn accepts(strides: &[usize]) -> bool {
+        strides.last().is_none_or(|&s| s == 1)
+    }
+
+    #[inline(always)]
+    fn offset<const R: usize>(strides: &[usize; R], index: &[usize; R]) -> usize {
+        if R == 0 {
+            return 0;
+        }
+        let mut off = index[R - 1];
+        for d in 0..R - 1 {
+            off += index[d] * strides[d];
+        }
+        off
     }
 }
 
 impl ArrayLayout for LayoutLeft {
     const NAME: &'static str = "LayoutLeft";
+
     fn strides(extents: &[usize], strides: &mut [usize]) {
         let mut s = 1;
         for (stride, extent) in strides.iter_mut().zip(extents) {
             *stride = s;
-            s *= *extent;
+            s = s.saturating_mul(*extent);
         }
+    }
+
+    fn accepts(strides: &[usize]) -> bool {
+        strides.first().is_none_or(|&s| s == 1)
+    }
+
+    #[inline(always)]
+    fn offset<const R: usize>(strides: &[usize; R], index: &[usize; R]) -> usize {
+        if R == 0 {
+            return 0;
+        }
+        let mut off = index[0];
+        for d in 1..R {
+            off += index[d] * strides[d];
+        }
+        off
+    }
+}
+
+impl ArrayLayout for LayoutStride {
+    const NAME: &'static str = "LayoutStride";
+
+    /// Contiguous row-major strides, the default shape of a new strided view.
+    fn strides(extents: &[usize], strides: &mut [usize]) {
+        LayoutRight::strides(extents, strides)
+    }
+
+    fn accepts(_strides: &[usize]) -> bool {
+        true
+    }
+
+    #[inline(always)]
+    fn offset<const R: usize>(strides: &[usize; R], index: &[usize; R]) -> usize {
+        let mut off = 0;
+        for d in 0..R {
+            off += index[d] * strides[d];
+        }
+        off
     }
 }
 

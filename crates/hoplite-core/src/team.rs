@@ -262,19 +262,27 @@ scratch_element! {
 /// A team's (or a thread's) scratch memory: a bump allocator over a region of 8-byte words.
 ///
 /// Every thread of a team makes the same allocations in the same order and so gets the same
-/// slices, as in Kokkos. Backends make one per member with [`ScratchPad::new`].
+/// slices, as in Kokkos. Backends make one per member with [`ScratchPad::with_level`].
 #[derive(Debug)]
 pub struct ScratchPad<'s> {
     words: &'s [AtomicU64],
     used_bytes: Cell<usize>,
+    level: usize,
 }
 
 impl<'s> ScratchPad<'s> {
-    /// A pad over `words`, with nothing allocated.
+    /// A level-0 pad over `words`, with nothing allocated.
     pub fn new(words: &'s [AtomicU64]) -> Self {
+        Self::with_level(words, 0)
+    }
+
+    /// A pad of scratch level `level` over `words`, with nothing allocated; the level is what
+    /// a failed [`alloc`](Self::alloc) reports.
+    pub fn with_level(words: &'s [AtomicU64], level: usize) -> Self {
         ScratchPad {
             words,
             used_bytes: Cell::new(0),
+            level,
         }
     }
 
@@ -324,7 +332,7 @@ impl<'s> ScratchPad<'s> {
             }
             _ => Err(Error::ScratchTooLarge {
                 label: "scratch allocation".to_owned(),
-                level: 0,
+                level: self.level,
                 requested: bytes.unwrap_or(usize::MAX),
                 max: self.remaining(),
             }),

@@ -245,6 +245,7 @@ fn unique_tokens() -> Result<()> {
 fn errors() -> Result<()> {
     section("Errors: bad input and panics come back as typed errors");
     let space = DefaultExecutionSpace::default();
+    #[expect(clippy::reversed_empty_ranges, reason = "the point is to show the error")]
     let reversed = RangePolicy::new(space.clone(), 10..3);
     if let Err(e) = parallel_for("reversed", reversed, |_| {}) {
         println!("begin > end:        {e}");

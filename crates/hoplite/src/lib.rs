@@ -37,30 +37,39 @@ pub type DefaultExecutionSpace = hoplite_serial::Serial;
 #[cfg(feature = "serial")]
 pub type DefaultHostExecutionSpace = hoplite_serial::Serial;
 
-/// The policy a launch argument `P` becomes on the default execution space.
-pub type DefaultPolicy<P> = <P as IntoPolicy<DefaultExecutionSpace>>::Policy;
+/// The launch an argument `L` becomes on the default execution space.
+pub type DefaultLaunch<L> = <L as IntoLaunch<DefaultExecutionSpace>>::Launch;
 
-/// Runs `kernel` once for every point of `policy` — a policy, or a `usize` / `Range<usize>` on
-/// the [`DefaultExecutionSpace`]. See [`hoplite_core::parallel_for`].
+/// The policy of such a launch.
+pub type DefaultPolicy<L> = <DefaultLaunch<L> as LaunchSpec>::Policy;
+
+/// What the kernel of such a launch receives per iteration.
+pub type DefaultItem<'it, L> = <DefaultLaunch<L> as LaunchSpec>::Item<'it>;
+
+/// Runs `kernel` once for every point of the launch: a policy or a `usize` / `Range<usize>`
+/// on the [`DefaultExecutionSpace`], optionally paired with view handles,
+/// `(n, (y.write(), x.read()))`. See [`hoplite_core::parallel_for`].
 ///
 /// ```
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// let sum = AtomicUsize::new(0);
-/// hoplite::parallel_for("sum", 10..20, |i| { sum.fetch_add(*i, Ordering::Relaxed); })?;
-/// assert_eq!(sum.into_inner(), 145);
+/// use hoplite::prelude::*;
+/// let x: View<f64, 1> = View::from_slice("x", [3], &[1.0, 2.0, 3.0])?;
+/// let y: View<f64, 1> = View::new("y", [3])?;
+/// parallel_for("axpy", (3, (y.write(), x.read())), |(i, (y, x))| y.set(i, 2.0 * x.get(i) + y.get(i)))?;
+/// assert_eq!(y.to_vec()?, [2.0, 4.0, 6.0]);
 /// # Ok::<(), hoplite::Error>(())
 /// ```
 ///
 /// # Errors
 ///
-/// An invalid policy, a panicking kernel or a backend failure, as a typed [`Error`].
-pub fn parallel_for<P, F>(label: &str, policy: P, kernel: F) -> Result<()>
+/// An invalid policy, a conflicting or too small view handle, a panicking kernel or a backend
+/// failure, as a typed [`Error`].
+pub fn parallel_for<L, F>(label: &str, launch: L, kernel: F) -> Result<()>
 where
-    P: IntoPolicy<DefaultExecutionSpace>,
-    <DefaultPolicy<P> as ExecutionPolicy>::Space: ParallelFor<DefaultPolicy<P>, F>,
-    F: for<'it> Fn(<DefaultPolicy<P> as ExecutionPolicy>::Item<'it>) + Send + Sync,
+    L: IntoLaunch<DefaultExecutionSpace>,
+    <DefaultPolicy<L> as ExecutionPolicy>::Space: ParallelFor<DefaultPolicy<L>>,
+    F: for<'it> Fn(DefaultItem<'it, L>) + Send + Sync,
 {
-    hoplite_core::parallel_for(label, policy.into_policy(), kernel)
+    hoplite_core::parallel_for(label, launch.into_launch(), kernel)
 }
 
 /// Folds `kernel`'s contributions with `reducer` and returns the result. See
@@ -77,14 +86,14 @@ where
 /// # Errors
 ///
 /// As for [`parallel_for`].
-pub fn parallel_reduce<P, F, R>(label: &str, policy: P, kernel: F, reducer: R) -> Result<R::Value>
+pub fn parallel_reduce<L, F, R>(label: &str, launch: L, kernel: F, reducer: R) -> Result<R::Value>
 where
-    P: IntoPolicy<DefaultExecutionSpace>,
+    L: IntoLaunch<DefaultExecutionSpace>,
     R: Reducer,
-    <DefaultPolicy<P> as ExecutionPolicy>::Space: ParallelReduce<DefaultPolicy<P>, F, R>,
-    F: for<'it> Fn(<DefaultPolicy<P> as ExecutionPolicy>::Item<'it>, &mut R::Value) + Send + Sync,
+    <DefaultPolicy<L> as ExecutionPolicy>::Space: ParallelReduce<DefaultPolicy<L>>,
+    F: for<'it> Fn(DefaultItem<'it, L>, &mut R::Value) + Send + Sync,
 {
-    hoplite_core::parallel_reduce(label, policy.into_policy(), kernel, reducer)
+    hoplite_core::parallel_reduce(label, launch.into_launch(), kernel, reducer)
 }
 
 /// Prefix sum with a Kokkos scan kernel `(i, partial, is_final)`; returns the total. See
@@ -99,14 +108,14 @@ where
 /// # Errors
 ///
 /// As for [`parallel_for`].
-pub fn parallel_scan<P, F, T>(label: &str, policy: P, kernel: F) -> Result<T>
+pub fn parallel_scan<L, F, T>(label: &str, launch: L, kernel: F) -> Result<T>
 where
-    P: IntoPolicy<DefaultExecutionSpace>,
+    L: IntoLaunch<DefaultExecutionSpace>,
     T: ScanValue,
-    <DefaultPolicy<P> as ExecutionPolicy>::Space: ParallelScan<DefaultPolicy<P>, F, T>,
-    F: for<'it> Fn(<DefaultPolicy<P> as ExecutionPolicy>::Item<'it>, &mut T, bool) + Send + Sync,
+    <DefaultPolicy<L> as ExecutionPolicy>::Space: ParallelScan<DefaultPolicy<L>>,
+    F: for<'it> Fn(DefaultItem<'it, L>, &mut T, bool) + Send + Sync,
 {
-    hoplite_core::parallel_scan(label, policy.into_policy(), kernel)
+    hoplite_core::parallel_scan(label, launch.into_launch(), kernel)
 }
 
 /// Prints the configuration of every enabled backend's default instance (Kokkos
@@ -143,4 +152,8 @@ pub mod prelude {
         UniqueTokenSpace, parallel_for, parallel_reduce, parallel_scan,
     };
     pub use hoplite_core::reducer::*;
+    pub use hoplite_core::{
+        LayoutLeft, LayoutRight, LayoutStride, Slice, View, create_mirror_view, create_mirror_view_and_copy,
+        deep_copy, deep_copy_fill,
+    };
 }

@@ -1,0 +1,953 @@
+//! Access handles: how kernels touch view data without data races or per-element cost.
+//!
+//! | handle            | made by         | in a kernel                                        |
+//! |-------------------|-----------------|----------------------------------------------------|
+//! | [`Reader`]        | `x.read()`      | `get(i)` at any index (checked)                    |
+//! | [`Writer`]        | `y.write()`     | nothing until handed to a launch, then [`BoundWriter`] |
+//! | [`AtomicHandle`]  | `h.atomic()`    | `fetch_add`, `fetch_min`, ... at any index         |
+//!
+//! Making a handle borrows the elements the view covers, like `RefCell` at kernel
+//! granularity: one writer, or many readers, or many atomic handles. A conflicting handle is
+//! made anyway but carries the conflict, and the launch it is handed to fails with
+//! [`Error::BorrowConflict`] naming both views.
+//!
+//! Handles handed to a launch — `parallel_for("axpy", (n, (y.write(), x.read())), |(i, (y, x))| ..)`
+//! — come back *bound* to the launch's iteration brand `'it`: a [`BoundWriter<'it, ..>`] stores
+//! only at the tokens of that launch, and a [`BoundReader<'it, ..>`] reads at them without a
+//! bounds check, because the launch checked the policy against every handle's extents once.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{self, Ordering};
+
+use crate::error::{Error, Result};
+use crate::index::{Idx, MdIdx};
+use crate::space::{ArrayLayout, MemorySpace};
+use crate::view::alloc::BorrowGuard;
+use crate::view::copy::HostAccessibleSpace;
+use crate::view::{AccessKind, View, ViewValue};
+
+/// The index space a launch covers, for checking handles against it once per launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexBounds {
+    /// A one-dimensional range `begin..end`.
+    Range {
+        /// First index.
+        begin: usize,
+        /// One past the last index.
+        end: usize,
+    },
+    /// A box `lo..hi` of rank `rank` (entries past the rank are unused).
+    Box {
+        /// Rank of the box.
+        rank: usize,
+        /// Lower corner.
+        lo: [usize; 8],
+        /// Upper corner (exclusive).
+        hi: [usize; 8],
+    },
+    /// A league of teams; team kernels have no element tokens of the launch.
+    League {
+        /// Number of teams.
+        size: usize,
+    },
+}
+
+impl IndexBounds {
+    /// The rank of the iteration tokens, and the exclusive upper bound of each dimension.
+    fn token_extents(&self) -> Option<(usize, [usize; 8], [usize; 8])> {
+        match *self {
+            IndexBounds::Range { begin, end } => {
+                let mut lo = [0; 8];
+                let mut hi = [0; 8];
+                lo[0] = begin;
+                hi[0] = end;
+                Some((1, lo, hi))
+            }
+            IndexBounds::Box { rank, lo, hi } => Some((rank, lo, hi)),
+            IndexBounds::League { .. } => None,
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An index a handle accepts anywhere: a number for rank 1, an array, or a token (read as its
+/// plain value). Such accesses are bounds-checked.
+pub trait ViewIndex<const R: usize>: Copy + sealed::Sealed {
+    /// The multi-index.
+    fn index(self) -> [usize; R];
+}
+
+impl sealed::Sealed for usize {}
+impl<const R: usize> sealed::Sealed for [usize; R] {}
+impl sealed::Sealed for Idx<'_> {}
+impl<const R: usize> sealed::Sealed for MdIdx<'_, R> {}
+
+impl ViewIndex<1> for usize {
+    #[inline(always)]
+    fn index(self) -> [usize; 1] {
+        [self]
+    }
+}
+
+impl<const R: usize> ViewIndex<R> for [usize; R] {
+    #[inline(always)]
+    fn index(self) -> [usize; R] {
+        self
+    }
+}
+
+impl ViewIndex<1> for Idx<'_> {
+    #[inline(always)]
+    fn index(self) -> [usize; 1] {
+        [self.get()]
+    }
+}
+
+impl<const R: usize> ViewIndex<R> for MdIdx<'_, R> {
+    #[inline(always)]
+    fn index(self) -> [usize; R] {
+        self.get()
+    }
+}
+
+/// An iteration token of the launch with brand `'it`, of rank `R`: what bound handles take
+/// for unchecked access. Only [`Idx`] (rank 1) and [`MdIdx`] are tokens; the trait is sealed.
+pub trait Token<'it, const R: usize>: Copy + sealed::Sealed {
+    /// The multi-index.
+    fn index(self) -> [usize; R];
+}
+
+impl<'it> Token<'it, 1> for Idx<'it> {
+    #[inline(always)]
+    fn index(self) -> [usize; 1] {
+        [self.get()]
+    }
+}
+
+impl<'it, const R: usize> Token<'it, R> for MdIdx<'it, R> {
+    #[inline(always)]
+    fn index(self) -> [usize; R] {
+        self.get()
+    }
+}
+
+/// What a bound reader takes: a token of its launch (unchecked) or any plain index (checked).
+pub trait ReadIndex<'it, const R: usize>: Copy + sealed::Sealed {
+    /// Whether the index must be checked against the extents.
+    const CHECKED: bool;
+    /// The multi-index.
+    fn index(self) -> [usize; R];
+}
+
+impl<'it> ReadIndex<'it, 1> for Idx<'it> {
+    const CHECKED: bool = false;
+    #[inline(always)]
+    fn index(self) -> [usize; 1] {
+        [self.get()]
+    }
+}
+
+impl<'it, const R: usize> ReadIndex<'it, R> for MdIdx<'it, R> {
+    const CHECKED: bool = false;
+    #[inline(always)]
+    fn index(self) -> [usize; R] {
+        self.get()
+    }
+}
+
+impl ReadIndex<'_, 1> for usize {
+    const CHECKED: bool = true;
+    #[inline(always)]
+    fn index(self) -> [usize; 1] {
+        [self]
+    }
+}
+
+impl<const R: usize> ReadIndex<'_, R> for [usize; R] {
+    const CHECKED: bool = true;
+    #[inline(always)]
+    fn index(self) -> [usize; R] {
+        self
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_bounds(label: &str, index: &[usize], extents: &[usize], conflict: Option<&Error>) -> ! {
+    match conflict {
+        Some(e) => panic!("{e}"),
+        None => panic!("view `{label}`: index {index:?} is out of bounds for extents {extents:?}"),
+    }
+}
+
+#[inline(always)]
+fn in_bounds<const R: usize>(index: &[usize; R], extents: &[usize; R]) -> bool {
+    let mut ok = true;
+    for d in 0..R {
+        ok &= index[d] < extents[d];
+    }
+    ok
+}
+
+/// The part shared by every handle: the view and its borrow, or the conflict that refused it.
+struct Handle<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
+    view: View<T, R, L, S>,
+    /// `Ok` while the borrow is held; `Err` carries the conflict. A handle with a conflict
+    /// has zero extents so that every access takes the checked path and reports it.
+    borrow: std::result::Result<BorrowGuard<S>, Error>,
+    extents: [usize; R],
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, L, S> {
+    fn new(view: &View<T, R, L, S>, kind: AccessKind) -> Self {
+        let borrow = view.borrow(kind);
+        let extents = if borrow.is_ok() { view.extents } else { [0; R] };
+        Handle {
+            view: view.clone(),
+            borrow,
+            extents,
+        }
+    }
+
+    fn conflict(&self) -> Option<&Error> {
+        self.borrow.as_ref().err()
+    }
+
+    /// Checks the handle for a launch over `bounds`: no conflict, and every token in bounds.
+    fn check(&self, label: &str, bounds: &IndexBounds) -> Result<()> {
+        if let Err(e) = &self.borrow {
+            return Err(e.clone());
+        }
+        let Some((rank, _lo, hi)) = bounds.token_extents() else {
+            return Ok(());
+        };
+        // Tokens of another rank cannot index this handle, so they need no check.
+        if rank != R {
+            return Ok(());
+        }
+        if !bounds_nonempty(bounds) {
+            return Ok(());
+        }
+        for (dim, (&end, &extent)) in hi.iter().zip(&self.view.extents).enumerate() {
+            if end > extent {
+                return Err(Error::OutOfExtent {
+                    label: label.to_owned(),
+                    view: self.view.label().to_owned(),
+                    dim,
+                    end,
+                    extent,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn bounds_nonempty(bounds: &IndexBounds) -> bool {
+    match *bounds {
+        IndexBounds::Range { begin, end } => begin < end,
+        IndexBounds::Box { rank, lo, hi } => (0..rank).all(|d| lo[d] < hi[d]),
+        IndexBounds::League { size } => size > 0,
+    }
+}
+
+/// A shared read borrow of a view. Loads at any index, bounds-checked; hand it to a launch to
+/// read at that launch's tokens without a check.
+pub struct Reader<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
+    handle: Handle<T, R, L, S>,
+}
+
+/// An exclusive write borrow of a view. It does nothing by itself: handed to a launch it
+/// becomes a [`BoundWriter`] that loads and stores at the launch's tokens.
+pub struct Writer<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
+    handle: Handle<T, R, L, S>,
+}
+
+/// A shared atomic borrow of a view: atomic read-modify-writes at any index (scatter-add,
+/// histograms). Excludes readers and writers of the same elements.
+pub struct AtomicHandle<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
+    handle: Handle<T, R, L, S>,
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
+    /// A reader: shared borrow, loads at any index.
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// let x: View<f64, 1> = View::from_slice("x", [3], &[1.0, 2.0, 3.0])?;
+    /// let r = x.read();
+    /// assert_eq!(r.get(2), 3.0);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn read(&self) -> Reader<T, R, L, S> {
+        Reader {
+            handle: Handle::new(self, AccessKind::Read),
+        }
+    }
+
+    /// A writer: exclusive borrow, to hand to a launch.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, RangePolicy, View};
+    /// use hoplite_serial::Serial;
+    /// let y: View<f64, 1> = View::new("y", [4])?;
+    /// parallel_for("iota", (RangePolicy::new(Serial::default(), 0..4), (y.write(),)), |(i, (y,))| {
+    ///     y.set(i, *i as f64)
+    /// })?;
+    /// assert_eq!(y.to_vec()?, [0.0, 1.0, 2.0, 3.0]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn write(&self) -> Writer<T, R, L, S> {
+        Writer {
+            handle: Handle::new(self, AccessKind::Write),
+        }
+    }
+}
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
+    /// An atomic handle: shared with other atomic handles only.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, RangePolicy, View};
+    /// use hoplite_serial::Serial;
+    /// let hist: View<u32, 1> = View::new("hist", [4])?;
+    /// let h = hist.atomic();
+    /// parallel_for("hist", RangePolicy::new(Serial::default(), 0..100), |i| {
+    ///     h.fetch_add(*i % 4, 1);
+    /// })?;
+    /// drop(h);
+    /// assert_eq!(hist.to_vec()?, [25, 25, 25, 25]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn atomic(&self) -> AtomicHandle<T, R, L, S> {
+        AtomicHandle {
+            handle: Handle::new(self, AccessKind::Atomic),
+        }
+    }
+}
+
+macro_rules! handle_common {
+    ($name:ident, $bound:ident) => {
+        impl<T: $bound, const R: usize, L: ArrayLayout, S: MemorySpace> $name<T, R, L, S> {
+            /// The view's label.
+            pub fn label(&self) -> &str {
+                self.handle.view.label()
+            }
+
+            /// The view's extents.
+            pub fn extents(&self) -> [usize; R] {
+                self.handle.view.extents
+            }
+
+            /// The view this handle borrows.
+            pub fn view(&self) -> &View<T, R, L, S> {
+                &self.handle.view
+            }
+
+            /// The conflict that kept this handle from borrowing, if any (a launch given this
+            /// handle fails with it).
+            pub fn conflict(&self) -> Option<&Error> {
+                self.handle.conflict()
+            }
+        }
+
+        impl<T: $bound, const R: usize, L: ArrayLayout, S: MemorySpace> fmt::Debug for $name<T, R, L, S> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($name))
+                    .field("view", &self.handle.view.label())
+                    .field("extents", &self.handle.view.extents)
+                    .field("conflict", &self.handle.conflict().map(ToString::to_string))
+                    .finish()
+            }
+        }
+    };
+}
+
+handle_common!(Reader, ViewValue);
+handle_common!(Writer, ViewValue);
+handle_common!(AtomicHandle, AtomicValue);
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Reader<T, R, L, S> {
+    /// The element at `index` (panics if out of bounds, or if the reader was refused by a
+    /// conflicting handle — inside a launch that becomes `Error::KernelPanicked`).
+    #[inline(always)]
+    pub fn get(&self, index: impl ViewIndex<R>) -> T {
+        let index = index.index();
+        if !in_bounds(&index, &self.handle.extents) {
+            out_of_bounds(
+                self.label(),
+                &index,
+                &self.handle.view.extents,
+                self.handle.conflict(),
+            );
+        }
+        // SAFETY: `index` is inside the extents and the reader holds a shared borrow, so no
+        // writer or atomic handle touches these elements while it lives.
+        unsafe { self.handle.view.element_ptr(&index).read() }
+    }
+}
+
+/// A value type with atomic operations in views: integers natively, floats by
+/// compare-and-swap on their bits.
+pub trait AtomicValue: ViewValue + PartialOrd {
+    /// The atomic type of the same size and alignment.
+    type Atom: Send + Sync;
+    /// Atomically adds `v`; returns the old value.
+    fn fetch_add(a: &Self::Atom, v: Self) -> Self;
+    /// Atomically keeps the smaller; returns the old value.
+    fn fetch_min(a: &Self::Atom, v: Self) -> Self;
+    /// Atomically keeps the larger; returns the old value.
+    fn fetch_max(a: &Self::Atom, v: Self) -> Self;
+    /// Atomically replaces `current` with `new`; the old value in `Err` if it was not `current`.
+    fn compare_exchange(a: &Self::Atom, current: Self, new: Self) -> std::result::Result<Self, Self>;
+    /// Atomic load.
+    fn load(a: &Self::Atom) -> Self;
+    /// Atomic store.
+    fn store(a: &Self::Atom, v: Self);
+}
+
+macro_rules! atomic_int {
+    ($($t:ty => $atom:ty),*) => {$(
+        impl AtomicValue for $t {
+            type Atom = $atom;
+            #[inline(always)]
+            fn fetch_add(a: &$atom, v: $t) -> $t { a.fetch_add(v, Ordering::Relaxed) }
+            #[inline(always)]
+            fn fetch_min(a: &$atom, v: $t) -> $t { a.fetch_min(v, Ordering::Relaxed) }
+            #[inline(always)]
+            fn fetch_max(a: &$atom, v: $t) -> $t { a.fetch_max(v, Ordering::Relaxed) }
+            #[inline(always)]
+            fn compare_exchange(a: &$atom, current: $t, new: $t) -> std::result::Result<$t, $t> {
+                a.compare_exchange(current, new, Ordering::AcqRel, Ordering::Relaxed)
+            }
+            #[inline(always)]
+            fn load(a: &$atom) -> $t { a.load(Ordering::Relaxed) }
+            #[inline(always)]
+            fn store(a: &$atom, v: $t) { a.store(v, Ordering::Relaxed) }
+        }
+    )*};
+}
+
+atomic_int!(
+    i32 => atomic::AtomicI32, i64 => atomic::AtomicI64, u32 => atomic::AtomicU32,
+    u64 => atomic::AtomicU64, usize => atomic::AtomicUsize, isize => atomic::AtomicIsize
+);
+
+macro_rules! atomic_float {
+    ($($t:ty => $atom:ty),*) => {$(
+        impl AtomicValue for $t {
+            type Atom = $atom;
+            #[inline(always)]
+            fn fetch_add(a: &$atom, v: $t) -> $t { float_rmw(a, |x: $t| x + v) }
+            #[inline(always)]
+            fn fetch_min(a: &$atom, v: $t) -> $t { float_rmw(a, |x: $t| if v < x { v } else { x }) }
+            #[inline(always)]
+            fn fetch_max(a: &$atom, v: $t) -> $t { float_rmw(a, |x: $t| if v > x { v } else { x }) }
+            #[inline(always)]
+            fn compare_exchange(a: &$atom, current: $t, new: $t) -> std::result::Result<$t, $t> {
+                a.compare_exchange(current.to_bits(), new.to_bits(), Ordering::AcqRel, Ordering::Relaxed)
+                    .map(<$t>::from_bits)
+                    .map_err(<$t>::from_bits)
+            }
+            #[inline(always)]
+            fn load(a: &$atom) -> $t { <$t>::from_bits(a.load(Ordering::Relaxed)) }
+            #[inline(always)]
+            fn store(a: &$atom, v: $t) { a.store(v.to_bits(), Ordering::Relaxed) }
+        }
+    )*};
+}
+
+atomic_float!(f32 => atomic::AtomicU32, f64 => atomic::AtomicU64);
+
+/// A compare-and-swap loop applying `f` to a float stored as bits.
+#[inline(always)]
+fn float_rmw<A: FloatAtom>(a: &A, f: impl Fn(A::Float) -> A::Float) -> A::Float {
+    let mut old = a.load_bits();
+    loop {
+        let new = f(A::from_bits(old));
+        match a.cas_bits(old, A::to_bits(new)) {
+            Ok(_) => return A::from_bits(old),
+            Err(now) => old = now,
+        }
+    }
+}
+
+trait FloatAtom {
+    type Float: Copy;
+    type Bits: Copy;
+    fn load_bits(&self) -> Self::Bits;
+    fn cas_bits(&self, old: Self::Bits, new: Self::Bits) -> std::result::Result<Self::Bits, Self::Bits>;
+    fn from_bits(b: Self::Bits) -> Self::Float;
+    fn to_bits(f: Self::Float) -> Self::Bits;
+}
+
+macro_rules! float_atom {
+    ($($atom:ty => $f:ty, $bits:ty),*) => {$(
+        impl FloatAtom for $atom {
+            type Float = $f;
+            type Bits = $bits;
+            #[inline(always)]
+            fn load_bits(&self) -> $bits { self.load(Ordering::Relaxed) }
+            #[inline(always)]
+            fn cas_bits(&self, old: $bits, new: $bits) -> std::result::Result<$bits, $bits> {
+                self.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed)
+            }
+            #[inline(always)]
+            fn from_bits(b: $bits) -> $f { <$f>::from_bits(b) }
+            #[inline(always)]
+            fn to_bits(f: $f) -> $bits { f.to_bits() }
+        }
+    )*};
+}
+
+float_atom!(atomic::AtomicU32 => f32, u32, atomic::AtomicU64 => f64, u64);
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> AtomicHandle<T, R, L, S> {
+    #[inline(always)]
+    fn atom(&self, index: impl ViewIndex<R>) -> &T::Atom {
+        let index = index.index();
+        if !in_bounds(&index, &self.handle.extents) {
+            out_of_bounds(
+                self.label(),
+                &index,
+                &self.handle.view.extents,
+                self.handle.conflict(),
+            );
+        }
+        let ptr = self.handle.view.element_ptr(&index).cast::<T::Atom>();
+        // SAFETY: `index` is inside the extents, so `ptr` points at a live element. `T::Atom`
+        // has the size and alignment of `T` (checked at compile time below) and every bit
+        // pattern of `T` is one of it. While this handle lives only atomic handles touch these
+        // elements (the borrow excludes readers and writers), so all concurrent accesses are
+        // atomic.
+        unsafe {
+            let () = AtomLayout::<T>::SAME;
+            &*ptr
+        }
+    }
+
+    /// Atomically adds `v` at `index`; returns the old value.
+    #[inline(always)]
+    pub fn fetch_add(&self, index: impl ViewIndex<R>, v: T) -> T {
+        T::fetch_add(self.atom(index), v)
+    }
+
+    /// Atomically keeps the smaller of the element and `v`; returns the old value.
+    #[inline(always)]
+    pub fn fetch_min(&self, index: impl ViewIndex<R>, v: T) -> T {
+        T::fetch_min(self.atom(index), v)
+    }
+
+    /// Atomically keeps the larger of the element and `v`; returns the old value.
+    #[inline(always)]
+    pub fn fetch_max(&self, index: impl ViewIndex<R>, v: T) -> T {
+        T::fetch_max(self.atom(index), v)
+    }
+
+    /// Atomically replaces `current` with `new` at `index`: `Ok(old)` on success, `Err(actual)`
+    /// otherwise.
+    #[inline(always)]
+    pub fn compare_exchange(
+        &self,
+        index: impl ViewIndex<R>,
+        current: T,
+        new: T,
+    ) -> std::result::Result<T, T> {
+        T::compare_exchange(self.atom(index), current, new)
+    }
+
+    /// Atomic load.
+    #[inline(always)]
+    pub fn load(&self, index: impl ViewIndex<R>) -> T {
+        T::load(self.atom(index))
+    }
+
+    /// Atomic store.
+    #[inline(always)]
+    pub fn store(&self, index: impl ViewIndex<R>, v: T) {
+        T::store(self.atom(index), v)
+    }
+}
+
+struct AtomLayout<T: AtomicValue>(PhantomData<T>);
+
+impl<T: AtomicValue> AtomLayout<T> {
+    const SAME: () = assert!(
+        size_of::<T>() == size_of::<T::Atom>() && align_of::<T::Atom>() <= size_of::<T>(),
+        "an atomic element type must have the size of its value and an alignment its size provides"
+    );
+}
+
+/// Brand type: invariant in `'it`, and neither `Send` nor `Sync`.
+type Brand<'it> = PhantomData<(fn(&'it ()) -> &'it (), *const ())>;
+
+/// A writer bound to one launch: loads and stores only at that launch's tokens, without a
+/// bounds check (the launch checked its range against the view once).
+pub struct BoundWriter<'it, T: ViewValue, const R: usize, L: ArrayLayout> {
+    ptr: NonNull<T>,
+    strides: [usize; R],
+    brand: Brand<'it>,
+    _layout: PhantomData<L>,
+}
+
+impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundWriter<'it, T, R, L> {
+    #[inline(always)]
+    fn slot(&self, token: impl Token<'it, R>) -> *mut T {
+        let index = token.index();
+        // The launch checked that every token it makes is inside the extents.
+        self.ptr.as_ptr().wrapping_add(L::offset(&self.strides, &index))
+    }
+
+    /// The element at the current iteration's token.
+    #[inline(always)]
+    pub fn get(&self, token: impl Token<'it, R>) -> T {
+        // SAFETY: the token is one the launch handed to this iteration, inside the extents
+        // (checked at launch); the writer's exclusive borrow keeps other handles away, and
+        // no other iteration holds this token, so nobody stores here concurrently.
+        unsafe { self.slot(token).read() }
+    }
+
+    /// Stores `value` at the current iteration's token.
+    #[inline(always)]
+    pub fn set(&self, token: impl Token<'it, R>, value: T) {
+        // SAFETY: as in `get`: the element is inside the allocation and owned by this
+        // iteration for the duration of the launch.
+        unsafe { self.slot(token).write(value) }
+    }
+
+    /// Replaces the element at the token with `f(old)`.
+    #[inline(always)]
+    pub fn update(&self, token: impl Token<'it, R>, f: impl FnOnce(T) -> T) {
+        let slot = self.slot(token);
+        // SAFETY: as in `get` and `set`.
+        unsafe { slot.write(f(slot.read())) }
+    }
+}
+
+/// A reader bound to one launch: unchecked loads at the launch's tokens, checked loads at any
+/// other index.
+pub struct BoundReader<'it, T: ViewValue, const R: usize, L: ArrayLayout> {
+    ptr: NonNull<T>,
+    strides: [usize; R],
+    extents: [usize; R],
+    label: *const str,
+    brand: Brand<'it>,
+    _layout: PhantomData<L>,
+}
+
+impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundReader<'it, T, R, L> {
+    /// The element at `index`: a token of this launch (no check) or a plain index (checked).
+    #[inline(always)]
+    pub fn get<I: ReadIndex<'it, R>>(&self, index: I) -> T {
+        let index = index.index();
+        if I::CHECKED && !in_bounds(&index, &self.extents) {
+            // SAFETY: the label belongs to the view of the reader this was bound from, which
+            // the launch keeps alive while bound handles exist.
+            let label = unsafe { &*self.label };
+            out_of_bounds(label, &index, &self.extents, None);
+        }
+        // SAFETY: `index` is inside the extents: checked just above for plain indices, and at
+        // launch for every token of the launch. The shared borrow excludes writers.
+        unsafe {
+            self.ptr
+                .as_ptr()
+                .wrapping_add(L::offset(&self.strides, &index))
+                .read()
+        }
+    }
+
+    /// The extents.
+    pub fn extents(&self) -> [usize; R] {
+        self.extents
+    }
+}
+
+/// The handles a launch takes (a handle, or a tuple of up to eight): checked once against the
+/// launch's index space, then bound to its iteration brand.
+///
+/// Implemented for [`Reader`], [`Writer`], [`AtomicHandle`], `()` and tuples of them.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be handed to a launch",
+    label = "expected view handles such as `(y.write(), x.read())`",
+    note = "launch arguments are a tuple of handles made with `read()`, `write()` or `atomic()`"
+)]
+pub trait LaunchArgs: Send + Sync {
+    /// The handles bound to a launch with brand `'it`.
+    type Bound<'it>;
+
+    /// Checks every handle: no borrow conflict, and the index space inside its extents.
+    fn check(&self, label: &str, bounds: &IndexBounds) -> Result<()>;
+
+    /// Binds the handles to brand `'it`.
+    ///
+    /// # Safety
+    ///
+    /// [`check`](Self::check) returned `Ok` for the launch's index space, the bound handles are
+    /// used only with tokens of that launch (brand `'it`) while `self` is alive, and the launch
+    /// hands each token to one iteration at a time.
+    unsafe fn bind<'it>(&self) -> Self::Bound<'it>;
+}
+
+impl LaunchArgs for () {
+    type Bound<'it> = ();
+    fn check(&self, _label: &str, _bounds: &IndexBounds) -> Result<()> {
+        Ok(())
+    }
+    unsafe fn bind<'it>(&self) -> Self::Bound<'it> {}
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Writer<T, R, L, S> {
+    type Bound<'it> = BoundWriter<'it, T, R, L>;
+
+    fn check(&self, label: &str, bounds: &IndexBounds) -> Result<()> {
+        self.handle.check(label, bounds)
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(&self) -> BoundWriter<'it, T, R, L> {
+        BoundWriter {
+            ptr: self.handle.view.ptr,
+            strides: self.handle.view.strides,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Reader<T, R, L, S> {
+    type Bound<'it> = BoundReader<'it, T, R, L>;
+
+    fn check(&self, label: &str, bounds: &IndexBounds) -> Result<()> {
+        self.handle.check(label, bounds)
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(&self) -> BoundReader<'it, T, R, L> {
+        BoundReader {
+            ptr: self.handle.view.ptr,
+            strides: self.handle.view.strides,
+            extents: self.handle.extents,
+            label: self.handle.view.label() as *const str,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs
+    for AtomicHandle<T, R, L, S>
+{
+    type Bound<'it> = BoundAtomic<'it, T, R, L, S>;
+
+    fn check(&self, _label: &str, _bounds: &IndexBounds) -> Result<()> {
+        // Atomic accesses are checked per element; only the borrow matters here.
+        match self.handle.conflict() {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(&self) -> BoundAtomic<'it, T, R, L, S> {
+        BoundAtomic {
+            handle: self as *const Self,
+            brand: PhantomData,
+        }
+    }
+}
+
+/// An atomic handle handed to a launch; derefs to the [`AtomicHandle`].
+pub struct BoundAtomic<'it, T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> {
+    handle: *const AtomicHandle<T, R, L, S>,
+    brand: Brand<'it>,
+}
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> std::ops::Deref
+    for BoundAtomic<'_, T, R, L, S>
+{
+    type Target = AtomicHandle<T, R, L, S>;
+    #[inline(always)]
+    fn deref(&self) -> &AtomicHandle<T, R, L, S> {
+        // SAFETY: the launch keeps the handle alive while bound handles exist (the `bind`
+        // contract), and a bound handle cannot leave its iteration (brand `'it`).
+        unsafe { &*self.handle }
+    }
+}
+
+macro_rules! tuple_args {
+    ($($name:ident),+) => {
+        impl<$($name: LaunchArgs),+> LaunchArgs for ($($name,)+) {
+            type Bound<'it> = ($($name::Bound<'it>,)+);
+
+            fn check(&self, label: &str, bounds: &IndexBounds) -> Result<()> {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = self;
+                $($name.check(label, bounds)?;)+
+                Ok(())
+            }
+
+            #[inline(always)]
+            unsafe fn bind<'it>(&self) -> Self::Bound<'it> {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = self;
+                // SAFETY: the caller upholds `bind`'s contract for the whole tuple, hence for
+                // each element.
+                unsafe { ($($name.bind(),)+) }
+            }
+        }
+    };
+}
+
+tuple_args!(A);
+tuple_args!(A, B);
+tuple_args!(A, B, C);
+tuple_args!(A, B, C, D);
+tuple_args!(A, B, C, D, E);
+tuple_args!(A, B, C, D, E, F);
+tuple_args!(A, B, C, D, E, F, G);
+tuple_args!(A, B, C, D, E, F, G, H);
+
+/// A host-side shared borrow: reads any element; a contiguous view derefs to a slice.
+pub struct HostRead<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
+    view: &'v View<T, R, L, S>,
+    _borrow: BorrowGuard<S>,
+}
+
+/// A host-side exclusive borrow: reads and writes any element.
+pub struct HostWrite<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
+    view: &'v View<T, R, L, S>,
+    _borrow: BorrowGuard<S>,
+}
+
+impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> HostRead<'v, T, R, L, S> {
+    pub(crate) fn new(view: &'v View<T, R, L, S>) -> Result<Self> {
+        Ok(HostRead {
+            _borrow: view.borrow(AccessKind::Read)?,
+            view,
+        })
+    }
+
+    /// The element at `index` (panics if out of bounds).
+    pub fn get(&self, index: impl ViewIndex<R>) -> T {
+        let index = index.index();
+        if !in_bounds(&index, &self.view.extents) {
+            out_of_bounds(self.view.label(), &index, &self.view.extents, None);
+        }
+        // SAFETY: in bounds; the shared borrow excludes writers.
+        unsafe { self.view.element_ptr(&index).read() }
+    }
+
+    /// The elements as a slice in the view's own order, if the view is contiguous.
+    pub fn as_slice(&self) -> Option<&[T]> {
+        self.view.is_contiguous().then(|| {
+            // SAFETY: a contiguous view covers `len` consecutive initialized elements from
+            // `ptr`; the shared borrow keeps writers away while the guard (and so the slice)
+            // lives.
+            unsafe { std::slice::from_raw_parts(self.view.ptr.as_ptr(), self.view.len()) }
+        })
+    }
+
+    /// Calls `f` with every element in the view's own order.
+    pub fn for_each_in_order(&self, mut f: impl FnMut(T)) {
+        if let Some(s) = self.as_slice() {
+            s.iter().for_each(|&v| f(v));
+            return;
+        }
+        for_each_index::<R, L>(&self.view.extents, |idx| {
+            // SAFETY: `for_each_index` yields only indices inside the extents; shared borrow.
+            f(unsafe { self.view.element_ptr(&idx).read() })
+        });
+    }
+}
+
+impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> HostWrite<'v, T, R, L, S> {
+    pub(crate) fn new(view: &'v View<T, R, L, S>) -> Result<Self> {
+        Ok(HostWrite {
+            _borrow: view.borrow(AccessKind::Write)?,
+            view,
+        })
+    }
+
+    /// The element at `index` (panics if out of bounds).
+    pub fn get(&self, index: impl ViewIndex<R>) -> T {
+        let index = index.index();
+        if !in_bounds(&index, &self.view.extents) {
+            out_of_bounds(self.view.label(), &index, &self.view.extents, None);
+        }
+        // SAFETY: in bounds; the exclusive borrow excludes every other handle.
+        unsafe { self.view.element_ptr(&index).read() }
+    }
+
+    /// Stores `value` at `index` (panics if out of bounds).
+    pub fn set(&mut self, index: impl ViewIndex<R>, value: T) {
+        let index = index.index();
+        if !in_bounds(&index, &self.view.extents) {
+            out_of_bounds(self.view.label(), &index, &self.view.extents, None);
+        }
+        // SAFETY: in bounds; the exclusive borrow excludes every other handle, and `&mut self`
+        // excludes other uses of this guard.
+        unsafe { self.view.element_ptr(&index).write(value) }
+    }
+
+    /// The elements as a mutable slice in the view's own order, if the view is contiguous.
+    pub fn as_mut_slice(&mut self) -> Option<&mut [T]> {
+        self.view.is_contiguous().then(|| {
+            // SAFETY: contiguous elements from `ptr`; the exclusive borrow and `&mut self`
+            // make this the only access while the slice lives.
+            unsafe { std::slice::from_raw_parts_mut(self.view.ptr.as_ptr(), self.view.len()) }
+        })
+    }
+
+    /// Sets every element to `value`.
+    pub fn fill(&self, value: T) {
+        for_each_index::<R, L>(&self.view.extents, |idx| {
+            // SAFETY: in bounds by construction; the exclusive borrow excludes other handles.
+            unsafe { self.view.element_ptr(&idx).write(value) }
+        });
+    }
+
+    /// Copies `data`, given in the view's own order, into the view.
+    pub fn copy_from_slice(&self, label: &str, data: &[T]) -> Result<()> {
+        if data.len() != self.view.len() {
+            return Err(Error::ExtentMismatch {
+                what: "copy from slice",
+                left_label: label.to_owned(),
+                left: self.view.extents.to_vec(),
+                right_label: "slice".to_owned(),
+                right: vec![data.len()],
+            });
+        }
+        let mut next = data.iter();
+        for_each_index::<R, L>(&self.view.extents, |idx| {
+            if let Some(&v) = next.next() {
+                // SAFETY: in bounds by construction; exclusive borrow.
+                unsafe { self.view.element_ptr(&idx).write(v) }
+            }
+        });
+        Ok(())
+    }
+}
+
+/// Calls `f` with every index of `extents` in the layout's natural order: the last index
+/// fastest except for `LayoutLeft`, whose first index is fastest.
+pub(crate) fn for_each_index<const R: usize, L: ArrayLayout>(
+    extents: &[usize; R],
+    f: impl FnMut([usize; R]),
+) {
+    let order = if L::NAME == crate::space::LayoutLeft::NAME {
+        crate::policy::IterationOrder::Left
+    } else {
+        crate::policy::IterationOrder::Right
+    };
+    if R == 0 {
+        let mut f = f;
+        f([0; R]);
+        return;
+    }
+    crate::policy::for_each_point([0; R], *extents, order, f);
+}

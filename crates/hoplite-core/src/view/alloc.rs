@@ -1,0 +1,409 @@
+//! Tracked allocations: every view's memory has a record (label, bytes, space), and run-time
+//! borrows that enforce "one writer or many readers" per region of an allocation.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::space::MemorySpace;
+
+/// The live allocations of one memory space, with current and high-water byte counts.
+///
+/// Each memory space owns one (a `static`), returned by
+/// [`MemorySpace::records`](crate::MemorySpace::records).
+#[derive(Debug, Default)]
+pub struct AllocationRecords {
+    live: Mutex<BTreeMap<u64, RecordEntry>>,
+    current: AtomicUsize,
+    high_water: AtomicUsize,
+}
+
+#[derive(Debug, Clone)]
+struct RecordEntry {
+    label: Arc<str>,
+    bytes: usize,
+    address: usize,
+}
+
+/// One live allocation, as listed by [`AllocationRecords::snapshot`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocationRecord {
+    /// The label given at allocation.
+    pub label: String,
+    /// Size in bytes.
+    pub bytes: usize,
+    /// Start address (for matching with other tools).
+    pub address: usize,
+}
+
+impl AllocationRecords {
+    /// An empty set of records (for a `static`).
+    pub const fn new() -> Self {
+        AllocationRecords {
+            live: Mutex::new(BTreeMap::new()),
+            current: AtomicUsize::new(0),
+            high_water: AtomicUsize::new(0),
+        }
+    }
+
+    fn insert(&self, id: u64, label: Arc<str>, bytes: usize, address: usize) {
+        self.live.lock().insert(
+            id,
+            RecordEntry {
+                label,
+                bytes,
+                address,
+            },
+        );
+        let now = self.current.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.high_water.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn remove(&self, id: u64) {
+        if let Some(entry) = self.live.lock().remove(&id) {
+            self.current.fetch_sub(entry.bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Bytes currently allocated.
+    pub fn current_bytes(&self) -> usize {
+        self.current.load(Ordering::Relaxed)
+    }
+
+    /// The most bytes ever allocated at once.
+    pub fn high_water_bytes(&self) -> usize {
+        self.high_water.load(Ordering::Relaxed)
+    }
+
+    /// The live allocations, oldest first.
+    pub fn snapshot(&self) -> Vec<AllocationRecord> {
+        self.live
+            .lock()
+            .values()
+            .map(|e| AllocationRecord {
+                label: e.label.to_string(),
+                bytes: e.bytes,
+                address: e.address,
+            })
+            .collect()
+    }
+
+    /// Prints the live allocations of `space_name` (Kokkos `print_records`): one line each
+    /// with label and bytes, plus addresses with `detail`, then the totals.
+    pub fn print(&self, out: &mut dyn io::Write, space_name: &str, detail: bool) -> io::Result<()> {
+        let live = self.snapshot();
+        writeln!(out, "{space_name}: {} live allocation(s)", live.len())?;
+        for r in &live {
+            if detail {
+                writeln!(out, "  {:#018x}  {:>14} bytes  {}", r.address, r.bytes, r.label)?;
+            } else {
+                writeln!(out, "  {:>14} bytes  {}", r.bytes, r.label)?;
+            }
+        }
+        writeln!(
+            out,
+            "  current {} bytes, high-water {} bytes",
+            self.current_bytes(),
+            self.high_water_bytes()
+        )
+    }
+}
+
+/// How a handle uses an allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AccessKind {
+    /// Loads only; shared with other readers.
+    Read,
+    /// Loads and stores; exclusive.
+    Write,
+    /// Atomic read-modify-writes; shared with other atomic handles only.
+    Atomic,
+}
+
+impl AccessKind {
+    fn compatible(self, other: AccessKind) -> bool {
+        matches!(
+            (self, other),
+            (AccessKind::Read, AccessKind::Read) | (AccessKind::Atomic, AccessKind::Atomic)
+        )
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            AccessKind::Read => "reader",
+            AccessKind::Write => "writer",
+            AccessKind::Atomic => "atomic handle",
+        }
+    }
+}
+
+/// Largest rank of a view.
+pub const MAX_VIEW_RANK: usize = 8;
+
+/// The region of an allocation a view covers: a box of index ranges in the coordinates of
+/// the allocation's original (root) view. Two views of one allocation overlap exactly when
+/// their boxes intersect in every root dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Footprint {
+    rank: usize,
+    ranges: [(usize, usize); MAX_VIEW_RANK],
+}
+
+impl Footprint {
+    /// The whole of a root view of `extents`.
+    pub fn whole(extents: &[usize]) -> Self {
+        let mut ranges = [(0, 0); MAX_VIEW_RANK];
+        for (r, &e) in ranges.iter_mut().zip(extents) {
+            *r = (0, e);
+        }
+        Footprint {
+            rank: extents.len(),
+            ranges,
+        }
+    }
+
+    /// Narrows root dimension `dim` to `lo..hi` (relative to the root).
+    pub(crate) fn narrow(&mut self, dim: usize, lo: usize, hi: usize) {
+        self.ranges[dim] = (lo, hi);
+    }
+
+    /// The range of root dimension `dim`.
+    pub(crate) fn range(&self, dim: usize) -> (usize, usize) {
+        self.ranges[dim]
+    }
+
+    /// Whether the box holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.ranges[..self.rank].iter().any(|(lo, hi)| lo >= hi)
+    }
+
+    /// Whether the two boxes share an element.
+    pub fn overlaps(&self, other: &Footprint) -> bool {
+        !self.is_empty()
+            && !other.is_empty()
+            && self.ranges[..self.rank]
+                .iter()
+                .zip(&other.ranges[..other.rank])
+                .all(|(a, b)| a.0 < b.1 && b.0 < a.1)
+    }
+}
+
+#[derive(Debug)]
+struct ActiveBorrow {
+    id: u64,
+    kind: AccessKind,
+    footprint: Footprint,
+    label: Arc<str>,
+}
+
+/// Memory of one space, allocated and freed with a record, plus the borrows of its handles.
+pub(crate) struct TrackedAllocation<S: MemorySpace> {
+    ptr: NonNull<u8>,
+    bytes: usize,
+    id: u64,
+    label: Arc<str>,
+    space: S,
+    borrows: Mutex<Vec<ActiveBorrow>>,
+}
+
+// SAFETY: the allocation is plain memory owned by this value; every access to its elements
+// goes through handles whose borrows (checked under the mutex) exclude data races, and the
+// record bookkeeping is internally synchronized.
+unsafe impl<S: MemorySpace> Send for TrackedAllocation<S> {}
+// SAFETY: as above; shared references only reach the memory through borrow-checked handles.
+unsafe impl<S: MemorySpace> Sync for TrackedAllocation<S> {}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl<S: MemorySpace> TrackedAllocation<S> {
+    /// Allocates `bytes` zeroed bytes in `space` and records them under `label`.
+    pub(crate) fn zeroed(space: S, label: &str, bytes: usize) -> Result<Arc<Self>> {
+        let ptr = space.allocate_zeroed(label, bytes)?;
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let label: Arc<str> = Arc::from(label);
+        space
+            .records()
+            .insert(id, label.clone(), bytes, ptr.as_ptr() as usize);
+        Ok(Arc::new(TrackedAllocation {
+            ptr,
+            bytes,
+            id,
+            label,
+            space,
+            borrows: Mutex::new(Vec::new()),
+        }))
+    }
+
+    pub(crate) fn ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    pub(crate) fn label(&self) -> &Arc<str> {
+        &self.label
+    }
+
+    pub(crate) fn space(&self) -> &S {
+        &self.space
+    }
+
+    /// Registers a borrow of `footprint` for `kind`, or says which live borrow conflicts.
+    pub(crate) fn borrow(
+        self: &Arc<Self>,
+        kind: AccessKind,
+        footprint: Footprint,
+        label: &Arc<str>,
+    ) -> Result<BorrowGuard<S>> {
+        let mut borrows = self.borrows.lock();
+        if let Some(other) = borrows
+            .iter()
+            .find(|b| !kind.compatible(b.kind) && b.footprint.overlaps(&footprint))
+        {
+            return Err(Error::BorrowConflict {
+                label: label.to_string(),
+                kind: kind.noun(),
+                other_label: other.label.to_string(),
+                other_kind: other.kind.noun(),
+            });
+        }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        borrows.push(ActiveBorrow {
+            id,
+            kind,
+            footprint,
+            label: label.clone(),
+        });
+        Ok(BorrowGuard {
+            allocation: self.clone(),
+            id,
+        })
+    }
+}
+
+impl<S: MemorySpace> Drop for TrackedAllocation<S> {
+    fn drop(&mut self) {
+        self.space.records().remove(self.id);
+        // SAFETY: `ptr` came from `allocate_zeroed(_, self.bytes)` of this space and no
+        // handle outlives the allocation (each holds an `Arc` to it).
+        unsafe { self.space.deallocate(self.ptr, self.bytes) };
+    }
+}
+
+impl<S: MemorySpace> fmt::Debug for TrackedAllocation<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TrackedAllocation")
+            .field("label", &self.label)
+            .field("bytes", &self.bytes)
+            .field("space", &self.space.name())
+            .finish()
+    }
+}
+
+/// A live borrow; released on drop.
+pub(crate) struct BorrowGuard<S: MemorySpace> {
+    allocation: Arc<TrackedAllocation<S>>,
+    id: u64,
+}
+
+impl<S: MemorySpace> Drop for BorrowGuard<S> {
+    fn drop(&mut self) {
+        let mut borrows = self.allocation.borrows.lock();
+        if let Some(pos) = borrows.iter().position(|b| b.id == self.id) {
+            borrows.swap_remove(pos);
+        }
+    }
+}
+
+impl<S: MemorySpace> fmt::Debug for BorrowGuard<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BorrowGuard")
+            .field("allocation", &self.allocation.label)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HostSpace;
+
+    #[test]
+    fn footprints_overlap_only_when_every_dimension_does() {
+        let whole = Footprint::whole(&[10, 20]);
+        let mut left = whole;
+        left.narrow(1, 0, 10);
+        let mut right = whole;
+        right.narrow(1, 10, 20);
+        let mut row3 = whole;
+        row3.narrow(0, 3, 4);
+        assert!(!left.overlaps(&right));
+        assert!(left.overlaps(&row3) && right.overlaps(&row3));
+        let mut empty = whole;
+        empty.narrow(0, 5, 5);
+        assert!(!empty.overlaps(&whole));
+    }
+
+    #[test]
+    fn borrows_follow_one_writer_or_many_readers() {
+        let alloc = TrackedAllocation::zeroed(HostSpace, "buf", 64).expect("64 bytes");
+        let label: Arc<str> = Arc::from("buf");
+        let whole = Footprint::whole(&[8]);
+        let r1 = alloc
+            .borrow(AccessKind::Read, whole, &label)
+            .expect("first reader");
+        let _r2 = alloc
+            .borrow(AccessKind::Read, whole, &label)
+            .expect("second reader");
+        let err = alloc
+            .borrow(AccessKind::Write, whole, &label)
+            .expect_err("writer beside readers");
+        assert!(
+            matches!(
+                err,
+                Error::BorrowConflict {
+                    kind: "writer",
+                    other_kind: "reader",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = alloc
+            .borrow(AccessKind::Atomic, whole, &label)
+            .expect_err("atomic beside readers");
+        assert!(err.to_string().contains("buf"));
+        drop(r1);
+        drop(_r2);
+        let _a1 = alloc.borrow(AccessKind::Atomic, whole, &label).expect("atomic");
+        let _a2 = alloc
+            .borrow(AccessKind::Atomic, whole, &label)
+            .expect("atomics share");
+    }
+
+    #[test]
+    fn records_track_current_and_high_water_bytes() {
+        static RECORDS: AllocationRecords = AllocationRecords::new();
+        RECORDS.insert(1, Arc::from("a"), 100, 0x1000);
+        RECORDS.insert(2, Arc::from("b"), 50, 0x2000);
+        RECORDS.remove(1);
+        assert_eq!((RECORDS.current_bytes(), RECORDS.high_water_bytes()), (50, 150));
+        let mut out = Vec::new();
+        RECORDS
+            .print(&mut out, "TestSpace", true)
+            .expect("print to memory");
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.contains("1 live allocation") && text.contains("50 bytes  b"),
+            "{text}"
+        );
+        assert!(
+            text.contains("0x0000000000002000") && text.contains("high-water 150"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,571 @@
+//! Views: labelled, reference-counted, multi-dimensional arrays in a memory space, and the
+//! access handles through which kernels read and write them.
+//!
+//! A [`View`] is a handle: a clone is the same data (Kokkos semantics). Elements are never
+//! reached through the view itself but through *access handles* that declare intent — see
+//! [`access`] — which is how hoplite keeps data-parallel kernels free of data races in safe
+//! Rust. `docs/views.md` explains the model and why it is sound.
+
+pub mod access;
+mod alloc;
+pub mod copy;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+pub use access::{
+    AtomicHandle, AtomicValue, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs, Reader, ViewIndex,
+    Writer,
+};
+pub use alloc::{AccessKind, AllocationRecord, AllocationRecords, Footprint, MAX_VIEW_RANK};
+pub use copy::{create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill};
+
+use crate::error::{Error, Result};
+use crate::space::{ArrayLayout, HostSpace, LayoutRight, MemorySpace};
+use alloc::{BorrowGuard, TrackedAllocation};
+use copy::HostAccessibleSpace;
+
+/// What a view can hold: plain data that is valid as all-zero bytes.
+///
+/// Implemented for every type that is `Copy + Send + Sync + Default + bytemuck::Zeroable`:
+/// the numbers, `bool`, arrays of them, and `#[derive(Clone, Copy, Default, Zeroable)]`
+/// structs. Zero-validity is what lets a view be created without an initialization pass
+/// while staying sound.
+pub trait ViewValue: Copy + Send + Sync + Default + bytemuck::Zeroable + 'static {}
+
+impl<T: Copy + Send + Sync + Default + bytemuck::Zeroable + 'static> ViewValue for T {}
+
+/// One entry of a subview request: a whole dimension, a range of it, or one index (which
+/// drops the dimension).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slice {
+    /// The whole dimension (Kokkos `ALL`).
+    All,
+    /// `begin..end` of the dimension.
+    Range(Range<usize>),
+    /// One index; the dimension disappears from the subview.
+    Index(usize),
+}
+
+/// A labelled, reference-counted, rank-`R` array of `T` in memory space `S` with layout `L`
+/// (Kokkos `View<T*..., L, S>`). `R` runs from 0 (a scalar) to 8.
+///
+/// ```
+/// use hoplite_core::{View, LayoutLeft};
+/// let a: View<f64, 2> = View::new("a", [3, 4])?;
+/// assert_eq!((a.label(), a.extents(), a.strides(), a.len()), ("a", [3, 4], [4, 1], 12));
+/// let b: View<f64, 2, LayoutLeft> = View::new("b", [3, 4])?;
+/// assert_eq!(b.strides(), [1, 3]);
+/// let c = a.clone(); // the same data
+/// assert!(c.same_allocation(&a));
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+pub struct View<T: ViewValue, const R: usize, L: ArrayLayout = LayoutRight, S: MemorySpace = HostSpace> {
+    pub(crate) alloc: Arc<TrackedAllocation<S>>,
+    pub(crate) ptr: NonNull<T>,
+    pub(crate) extents: [usize; R],
+    pub(crate) strides: [usize; R],
+    /// The root dimension each dimension of this view walks (subviews drop and narrow them).
+    pub(crate) root_dims: [usize; R],
+    pub(crate) footprint: Footprint,
+    _layout: PhantomData<L>,
+}
+
+// SAFETY: a view is a handle to memory of `Send + Sync` elements; it never touches elements
+// itself, and the handles that do are borrow-checked.
+unsafe impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Send for View<T, R, L, S> {}
+// SAFETY: as above.
+unsafe impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Sync for View<T, R, L, S> {}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Clone for View<T, R, L, S> {
+    fn clone(&self) -> Self {
+        View {
+            alloc: self.alloc.clone(),
+            ptr: self.ptr,
+            extents: self.extents,
+            strides: self.strides,
+            root_dims: self.root_dims,
+            footprint: self.footprint,
+            _layout: PhantomData,
+        }
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> fmt::Debug for View<T, R, L, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("View")
+            .field("label", &self.label())
+            .field("extents", &self.extents)
+            .field("strides", &self.strides)
+            .field("layout", &L::NAME)
+            .field("space", &self.alloc.space().name())
+            .finish()
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> View<T, R, L, S> {
+    /// A view of `extents` in the default instance of `S`, every element `T::default()`.
+    pub fn new(label: &str, extents: [usize; R]) -> Result<Self> {
+        Self::new_in(S::default(), label, extents)
+    }
+
+    /// A view of `extents` in `space`, every element `T::default()`.
+    pub fn new_in(space: S, label: &str, extents: [usize; R]) -> Result<Self> {
+        let view = Self::without_initializing_in(space, label, extents)?;
+        view.fill_host(T::default())?;
+        Ok(view)
+    }
+
+    /// A new view holding a copy of `data` (row-major for `LayoutRight`, column-major for
+    /// `LayoutLeft`: the view's own element order). Fails if `data.len()` is not the number
+    /// of elements.
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// let v: View<i32, 2> = View::from_slice("v", [2, 3], &[1, 2, 3, 4, 5, 6])?;
+    /// assert_eq!(v.to_vec()?, [1, 2, 3, 4, 5, 6]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn from_slice(label: &str, extents: [usize; R], data: &[T]) -> Result<Self> {
+        let view = Self::without_initializing(label, extents)?;
+        view.host_write()?.copy_from_slice(label, data)?;
+        Ok(view)
+    }
+
+    /// Borrows the view for reading on the host; the guard reads any element and, for a
+    /// contiguous view, gives the elements as a slice.
+    pub fn host_read(&self) -> Result<HostRead<'_, T, R, L, S>> {
+        HostRead::new(self)
+    }
+
+    /// Borrows the view exclusively for writing on the host.
+    pub fn host_write(&self) -> Result<HostWrite<'_, T, R, L, S>> {
+        HostWrite::new(self)
+    }
+
+    /// The elements in the view's own order (row-major for `LayoutRight`, column-major for
+    /// `LayoutLeft`, row-major by index otherwise).
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let guard = self.host_read()?;
+        let mut out = Vec::with_capacity(self.len());
+        guard.for_each_in_order(|v| out.push(v));
+        Ok(out)
+    }
+
+    /// Sets every element to `value` on the host.
+    pub fn fill_host(&self, value: T) -> Result<()> {
+        let guard = self.host_write()?;
+        guard.fill(value);
+        Ok(())
+    }
+
+    /// Replaces this handle's data with a new allocation of `extents`, keeping the elements
+    /// whose indices exist in both (Kokkos `resize`). Other clones keep the old data.
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// let mut v: View<i32, 1> = View::from_slice("v", [3], &[1, 2, 3])?;
+    /// v.resize([5])?;
+    /// assert_eq!(v.to_vec()?, [1, 2, 3, 0, 0]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn resize(&mut self, extents: [usize; R]) -> Result<()> {
+        let fresh = Self::new_in(self.space().clone(), self.label(), extents)?;
+        let common: [usize; R] = std::array::from_fn(|d| self.extents[d].min(extents[d]));
+        let whole = |e: usize| Slice::Range(0..e);
+        let from: View<T, R, crate::space::LayoutStride, S> = self.subview(common.map(whole))?;
+        let to: View<T, R, crate::space::LayoutStride, S> = fresh.subview(common.map(whole))?;
+        deep_copy(&to, &from)?;
+        *self = fresh;
+        Ok(())
+    }
+
+    /// Replaces this handle's data with a new, default-initialized allocation of `extents`
+    /// (Kokkos `realloc`). Other clones keep the old data.
+    pub fn realloc(&mut self, extents: [usize; R]) -> Result<()> {
+        *self = Self::new_in(self.space().clone(), self.label(), extents)?;
+        Ok(())
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
+    const RANK_OK: () = assert!(R <= MAX_VIEW_RANK, "a view has rank 0 to 8");
+    /// A view of `extents` without an initialization pass (Kokkos `WithoutInitializing`): the
+    /// memory comes zeroed from the allocator, untouched, so the first kernel to write it
+    /// places its pages.
+    pub fn without_initializing(label: &str, extents: [usize; R]) -> Result<Self> {
+        Self::without_initializing_in(S::default(), label, extents)
+    }
+
+    /// As [`without_initializing`](Self::without_initializing), in `space`.
+    pub fn without_initializing_in(space: S, label: &str, extents: [usize; R]) -> Result<Self> {
+        let mut strides = [0; R];
+        L::strides(&extents, &mut strides);
+        Self::allocate(space, label, extents, strides)
+    }
+
+    /// A view with explicit `strides` (element units), allocated to cover its span.
+    ///
+    /// Fails with [`Error::InvalidLayout`] if the strides would map two indices to one element
+    /// (which would let two iterations write the same element) or do not suit `L`.
+    ///
+    /// ```
+    /// use hoplite_core::{LayoutStride, View};
+    /// let padded: View<f32, 2, LayoutStride> = View::with_strides("padded", [4, 3], [8, 1])?;
+    /// assert_eq!((padded.span(), padded.is_contiguous()), (27, false));
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn with_strides(label: &str, extents: [usize; R], strides: [usize; R]) -> Result<Self> {
+        check_injective(label, &extents, &strides)?;
+        if !L::accepts(&strides) {
+            return Err(Error::InvalidLayout {
+                label: label.to_owned(),
+                reason: format!("strides {strides:?} do not have layout {}", L::NAME),
+            });
+        }
+        Self::allocate(S::default(), label, extents, strides)
+    }
+
+    fn allocate(space: S, label: &str, extents: [usize; R], strides: [usize; R]) -> Result<Self> {
+        let () = Self::RANK_OK;
+        let span = span_of(&extents, &strides)
+            .ok_or_else(|| too_large::<T>(label, S::default().name(), &extents))?;
+        let bytes = span
+            .checked_mul(size_of::<T>())
+            .ok_or_else(|| too_large::<T>(label, space.name(), &extents))?;
+        if align_of::<T>() > S::ALIGNMENT {
+            return Err(Error::AllocationFailed {
+                label: label.to_owned(),
+                bytes,
+                space: space.name(),
+                reason: format!(
+                    "the element alignment {} exceeds the space's alignment {}",
+                    align_of::<T>(),
+                    S::ALIGNMENT
+                ),
+            });
+        }
+        let alloc = TrackedAllocation::zeroed(space, label, bytes)?;
+        let ptr = alloc.ptr().cast::<T>();
+        Ok(View {
+            alloc,
+            ptr,
+            extents,
+            strides,
+            root_dims: std::array::from_fn(|d| d),
+            footprint: Footprint::whole(&extents),
+            _layout: PhantomData,
+        })
+    }
+
+    /// The label.
+    pub fn label(&self) -> &str {
+        self.alloc.label()
+    }
+
+    /// The rank (number of dimensions).
+    pub const fn rank(&self) -> usize {
+        R
+    }
+
+    /// Extent of every dimension.
+    pub fn extents(&self) -> [usize; R] {
+        self.extents
+    }
+
+    /// Extent of dimension `d` (Kokkos `extent(d)`); 1 past the rank.
+    pub fn extent(&self, d: usize) -> usize {
+        self.extents.get(d).copied().unwrap_or(1)
+    }
+
+    /// Element stride of every dimension.
+    pub fn strides(&self) -> [usize; R] {
+        self.strides
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.extents.iter().product()
+    }
+
+    /// Whether the view has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Elements from the first to one past the last, counting gaps between strided elements.
+    pub fn span(&self) -> usize {
+        // A view that exists was allocated with this span, so it does not overflow.
+        span_of(&self.extents, &self.strides).unwrap_or(usize::MAX)
+    }
+
+    /// Whether the elements are contiguous in the view's own order (span == len).
+    pub fn is_contiguous(&self) -> bool {
+        self.span() == self.len() && {
+            let mut natural = [0; R];
+            L::strides(&self.extents, &mut natural);
+            (0..R).all(|d| self.extents[d] <= 1 || natural[d] == self.strides[d])
+        }
+    }
+
+    /// The memory space instance.
+    pub fn space(&self) -> &S {
+        self.alloc.space()
+    }
+
+    /// Whether `other` uses the same allocation (it may cover other elements of it).
+    pub fn same_allocation<T2: ViewValue, const R2: usize, L2: ArrayLayout>(
+        &self,
+        other: &View<T2, R2, L2, S>,
+    ) -> bool {
+        Arc::ptr_eq(&self.alloc, &other.alloc)
+    }
+
+    /// The part of the allocation this view covers (what its handles borrow).
+    pub fn footprint(&self) -> Footprint {
+        self.footprint
+    }
+
+    /// A subview (Kokkos `subview`): per dimension all of it, a range, or one index (which
+    /// drops the dimension). The result shares the data. Its rank `R2` is the number of
+    /// non-index entries and its layout `L2` must suit the resulting strides (a row of a
+    /// `LayoutRight` matrix is `LayoutRight`; anything is `LayoutStride`).
+    ///
+    /// ```
+    /// use hoplite_core::{LayoutStride, Slice, View};
+    /// let m: View<f64, 2> = View::new("m", [4, 5])?;
+    /// let row: View<f64, 1> = m.subview([Slice::Index(2), Slice::All])?;
+    /// let col: View<f64, 1, LayoutStride> = m.subview([Slice::All, Slice::Index(1)])?;
+    /// let block: View<f64, 2, LayoutStride> = m.subview([Slice::Range(1..3), Slice::Range(2..5)])?;
+    /// assert_eq!((row.extents(), col.strides(), block.extents()), ([5], [5], [2, 3]));
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn subview<const R2: usize, L2: ArrayLayout>(
+        &self,
+        slices: [Slice; R],
+    ) -> Result<View<T, R2, L2, S>> {
+        let kept = slices.iter().filter(|s| !matches!(s, Slice::Index(_))).count();
+        if kept != R2 {
+            return Err(Error::RankMismatch {
+                what: format!("subview of `{}`", self.label()),
+                expected: R2,
+                found: kept,
+            });
+        }
+        let mut offset = 0usize;
+        let mut extents = [0; R2];
+        let mut strides = [0; R2];
+        let mut root_dims = [0; R2];
+        let mut footprint = self.footprint;
+        let mut out = 0;
+        for (d, slice) in slices.iter().enumerate() {
+            let extent = self.extents[d];
+            let (lo, hi, keep) = match slice {
+                Slice::All => (0, extent, true),
+                Slice::Range(r) => (r.start, r.end, true),
+                Slice::Index(i) => (*i, i.saturating_add(1), false),
+            };
+            if lo > hi || hi > extent {
+                return Err(Error::SubviewOutOfBounds {
+                    label: self.label().to_owned(),
+                    what: if keep { "range" } else { "index" },
+                    dim: d,
+                    begin: lo,
+                    end: hi,
+                    extent,
+                });
+            }
+            offset += lo * self.strides[d];
+            let root = self.root_dims[d];
+            let (root_lo, _) = footprint.range(root);
+            footprint.narrow(root, root_lo + lo, root_lo + hi);
+            if keep {
+                extents[out] = hi - lo;
+                strides[out] = self.strides[d];
+                root_dims[out] = root;
+                out += 1;
+            }
+        }
+        if !L2::accepts(&strides) {
+            return Err(Error::InvalidLayout {
+                label: self.label().to_owned(),
+                reason: format!(
+                    "the subview has strides {strides:?}, which are not {}; ask for LayoutStride",
+                    L2::NAME
+                ),
+            });
+        }
+        // An empty subview may start one past the end; it is never dereferenced.
+        let ptr = if extents.contains(&0) && R2 > 0 {
+            self.ptr
+        } else {
+            // SAFETY: `offset` is the offset of an element inside this view (every `lo` is
+            // below its extent when the subview is non-empty), hence inside the allocation.
+            unsafe { self.ptr.add(offset) }
+        };
+        Ok(View {
+            alloc: self.alloc.clone(),
+            ptr,
+            extents,
+            strides,
+            root_dims,
+            footprint,
+            _layout: PhantomData,
+        })
+    }
+
+    /// Borrows the elements this view covers for `kind`, naming the view in a conflict.
+    pub(crate) fn borrow(&self, kind: AccessKind) -> Result<BorrowGuard<S>> {
+        self.alloc.borrow(kind, self.footprint, self.alloc.label())
+    }
+
+    /// The address of the element at `index`.
+    #[inline(always)]
+    pub(crate) fn element_ptr(&self, index: &[usize; R]) -> *mut T {
+        // The caller has checked `index` against the extents.
+        self.ptr.as_ptr().wrapping_add(L::offset(&self.strides, index))
+    }
+}
+
+/// One past the largest element offset, or `None` on overflow; 0 for an empty view.
+fn span_of<const R: usize>(extents: &[usize; R], strides: &[usize; R]) -> Option<usize> {
+    if extents.contains(&0) {
+        return Some(0);
+    }
+    let mut last = 0usize;
+    for d in 0..R {
+        last = last.checked_add((extents[d] - 1).checked_mul(strides[d])?)?;
+    }
+    last.checked_add(1)
+}
+
+fn too_large<T>(label: &str, space: &'static str, extents: &[usize]) -> Error {
+    Error::AllocationFailed {
+        label: label.to_owned(),
+        bytes: usize::MAX,
+        space,
+        reason: format!(
+            "extents {extents:?} of {}-byte elements overflow the address space",
+            size_of::<T>()
+        ),
+    }
+}
+
+/// Checks that no two indices of `extents` share an element under `strides`: sorted by
+/// stride, each dimension must step over everything the smaller ones cover.
+fn check_injective<const R: usize>(label: &str, extents: &[usize; R], strides: &[usize; R]) -> Result<()> {
+    let mut dims: Vec<usize> = (0..R).filter(|&d| extents[d] > 1).collect();
+    dims.sort_by_key(|&d| strides[d]);
+    let mut covered = 1usize;
+    for d in dims {
+        if strides[d] < covered {
+            return Err(Error::InvalidLayout {
+                label: label.to_owned(),
+                reason: format!(
+                    "stride {} of dimension {d} is smaller than the {covered} elements the smaller strides already cover, so two indices would share an element",
+                    strides[d]
+                ),
+            });
+        }
+        covered = strides[d]
+            .checked_mul(extents[d])
+            .ok_or_else(|| Error::InvalidLayout {
+                label: label.to_owned(),
+                reason: "the strides overflow the address space".to_owned(),
+            })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::space::{LayoutLeft, LayoutStride};
+
+    #[test]
+    fn strides_span_and_contiguity() {
+        let v: View<u8, 3> = View::new("v", [2, 3, 4]).expect("alloc");
+        assert_eq!((v.strides(), v.span(), v.is_contiguous()), ([12, 4, 1], 24, true));
+        let l: View<u8, 3, LayoutLeft> = View::new("l", [2, 3, 4]).expect("alloc");
+        assert_eq!((l.strides(), l.is_contiguous()), ([1, 2, 6], true));
+        let s: View<u8, 0> = View::new("scalar", []).expect("alloc");
+        assert_eq!((s.len(), s.span()), (1, 1));
+        let e: View<u8, 2> = View::new("empty", [0, 5]).expect("alloc");
+        assert_eq!((e.len(), e.span(), e.is_empty()), (0, 0, true));
+    }
+
+    #[test]
+    fn aliasing_strides_are_rejected() {
+        let err = View::<f64, 2, LayoutStride>::with_strides("bad", [4, 4], [2, 1]).expect_err("aliasing");
+        assert!(matches!(err, Error::InvalidLayout { .. }), "{err}");
+        let err = View::<f64, 1, LayoutStride>::with_strides("zero", [3], [0]).expect_err("stride 0");
+        assert!(err.to_string().contains("share an element"), "{err}");
+        assert!(View::<f64, 2, LayoutStride>::with_strides("ok", [4, 4], [5, 1]).is_ok());
+        let err = View::<f64, 1, LayoutRight>::with_strides("notright", [4], [2]).expect_err("not right");
+        assert!(err.to_string().contains("LayoutRight"), "{err}");
+    }
+
+    #[test]
+    fn subviews_compose_offsets_and_footprints() {
+        let m: View<i64, 3> = View::new("m", [4, 5, 6]).expect("alloc");
+        let plane: View<i64, 2> = m
+            .subview([Slice::Index(2), Slice::All, Slice::All])
+            .expect("plane");
+        let line: View<i64, 1, LayoutStride> = plane
+            .subview([Slice::Range(1..4), Slice::Index(3)])
+            .expect("line");
+        assert_eq!((line.extents(), line.strides()), ([3], [6]));
+        // SAFETY: pointer arithmetic comparison only, no dereference.
+        let offset = unsafe { line.ptr.offset_from(m.ptr) };
+        assert_eq!(offset, 2 * 30 + 6 + 3);
+        let fp = line.footprint();
+        assert_eq!((fp.range(0), fp.range(1), fp.range(2)), ((2, 3), (1, 4), (3, 4)));
+        let err = m
+            .subview::<1, LayoutStride>([Slice::Index(4), Slice::Index(0), Slice::All])
+            .expect_err("oob");
+        assert!(
+            matches!(
+                err,
+                Error::SubviewOutOfBounds {
+                    dim: 0,
+                    extent: 4,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = m
+            .subview::<2, LayoutStride>([Slice::All, Slice::Index(0), Slice::Index(0)])
+            .expect_err("rank");
+        assert!(
+            matches!(
+                err,
+                Error::RankMismatch {
+                    expected: 2,
+                    found: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = m
+            .subview::<1, LayoutRight>([Slice::Index(0), Slice::All, Slice::Index(0)])
+            .expect_err("layout");
+        assert!(err.to_string().contains("LayoutStride"), "{err}");
+    }
+
+    #[test]
+    fn huge_allocations_fail_with_the_label_and_size() {
+        let err = View::<u8, 1>::new("huge", [1 << 62]).expect_err("2^62 bytes");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("huge") && msg.contains(&(1usize << 62).to_string()),
+            "{msg}"
+        );
+        let err = View::<f64, 2>::new("overflow", [1 << 40, 1 << 40]).expect_err("overflow");
+        assert!(matches!(err, Error::AllocationFailed { .. }), "{err}");
+    }
+}
