@@ -270,6 +270,7 @@ impl SerialPolicy for RangePolicy<Serial> {
 }
 
 impl<const R: usize> SerialPolicy for MDRangePolicy<Serial, R> {
+    #[inline(always)]
     fn visit_all<V>(&self, mut visit: V)
     where
         V: for<'it> FnMut(MdIdx<'it, R>),

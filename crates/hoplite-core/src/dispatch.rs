@@ -206,21 +206,21 @@ impl<P: ExecutionPolicy, A: LaunchArgs> LaunchSpec for (P, A) {
     }
 }
 
-/// A user kernel with the launch's handles: binds them for every iteration it runs.
+/// A user kernel with the launch's prepared handles: binds them for every iteration it runs.
 struct BoundKernel<'a, L: LaunchSpec, F> {
     kernel: F,
-    args: &'a L::Args,
+    prepared: &'a <L::Args as LaunchArgs>::Prepared,
 }
 
 impl<L: LaunchSpec, F> BoundKernel<'_, L, F> {
     /// The iteration's item with the handles bound to its brand.
     #[inline(always)]
     fn item<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) -> L::Item<'it> {
-        // SAFETY: `launch` checked the handles against this policy's index space before
-        // dispatching, `args` outlives the dispatch (it is owned by the launching function),
+        // SAFETY: `launch` prepared the handles for this policy's index space before
+        // dispatching, the handles outlive the dispatch (the launching function owns them),
         // and the bound handles carry the brand of this iteration's item, which the backend
         // hands to one iteration at a time and which cannot outlive the kernel call.
-        L::item(item, unsafe { self.args.bind() })
+        L::item(item, unsafe { <L::Args as LaunchArgs>::bind(self.prepared) })
     }
 }
 
@@ -267,9 +267,14 @@ fn launch<L: LaunchSpec, F, T>(
 ) -> Result<T> {
     let (policy, args) = spec.into_parts();
     policy.validate(label)?;
-    args.check(label, &policy.index_bounds())?;
-    let bound = BoundKernel { kernel, args: &args };
+    let prepared = args.prepare(label, &policy.index_bounds())?;
+    let bound = BoundKernel {
+        kernel,
+        prepared: &prepared,
+    };
     let result = catch_unwind(AssertUnwindSafe(|| run(&policy, bound)));
+    // The handles, and so their borrows, are released only now that the launch is over.
+    drop(args);
     result.unwrap_or_else(|payload| Err(Error::from_panic(label, payload)))
 }
 

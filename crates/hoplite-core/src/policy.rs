@@ -488,7 +488,7 @@ fn to_array<const R: usize>(what: &str, s: &[usize]) -> Result<[usize; R]> {
 /// for_each_point([0, 0], [2, 2], IterationOrder::Left, |p| seen.push(p));
 /// assert_eq!(seen, [[0, 0], [1, 0], [0, 1], [1, 1]]);
 /// ```
-#[inline]
+#[inline(always)]
 pub fn for_each_point<const R: usize>(
     lo: [usize; R],
     hi: [usize; R],
