@@ -1,8 +1,13 @@
 //! `cargo xtask <command>`: the project's automation, in Rust so it runs wherever cargo does.
 //!
-//! * `test` — installs what the tests need on this machine, then runs the formatter check,
-//!   clippy with warnings denied, and every test of the workspace (unit, integration, doc).
-//!   This is the one command CI runs (`.ci/run`).
+//! * `test` — the formatter check, clippy with warnings denied, and every test of the
+//!   workspace (unit, integration, doc). This is the one command CI runs (`.ci/run`).
+//! * `bench` — the criterion benchmarks, then `target/hoplite-bench/summary.json` pairing every
+//!   hoplite measurement with the baselines measured in the same run.
+//! * `conformance` — the conformance suite, for every backend or one.
+//! * `miri` — the core's unit tests under Miri (needs a nightly toolchain with miri).
+
+mod bench;
 
 use std::env;
 use std::process::{Command, ExitCode};
@@ -15,12 +20,23 @@ commands:
   test [--no-lint] [-- <cargo test args>]
         check formatting, run clippy (-D warnings) and every test of the workspace;
         --no-lint skips the formatting and clippy steps
+  bench [--quick] [-- <criterion filter>]
+        run the criterion benchmarks and write target/hoplite-bench/summary.json;
+        --quick uses short warm-up and measurement times (a few minutes on 2 cores)
+  conformance [--backend NAME]
+        run the conformance suite on every backend, or on NAME (serial, thread-scope)
+  miri  run hoplite-core's unit tests under Miri (installs the nightly miri component
+        with rustup when it is missing)
   help  print this message";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or_default();
     let result = match args.first().map(String::as_str) {
-        Some("test") => test(&args[1..]),
+        Some("test") => test(rest),
+        Some("bench") => bench::run(rest),
+        Some("conformance") => conformance(rest),
+        Some("miri") => miri(rest),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())
@@ -36,28 +52,47 @@ fn main() -> ExitCode {
     }
 }
 
-/// One step of a task: a cargo invocation with a name for the log.
-struct Step {
+/// One step of a task: a program invocation (cargo unless said otherwise) with a name.
+pub(crate) struct Step {
     name: &'static str,
+    program: String,
     args: Vec<String>,
 }
 
 impl Step {
-    fn new(name: &'static str, args: &[&str]) -> Self {
+    pub(crate) fn cargo(name: &'static str, args: &[&str]) -> Self {
         Step {
             name,
+            program: env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()),
             args: args.iter().map(|s| (*s).to_owned()).collect(),
         }
     }
 
-    fn run(&self) -> Result<(), String> {
-        let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        println!("xtask: == {} == cargo {}", self.name, self.args.join(" "));
+    fn program(name: &'static str, program: &str, args: &[&str]) -> Self {
+        Step {
+            name,
+            program: program.to_owned(),
+            args: args.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    pub(crate) fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub(crate) fn run(&self) -> Result<(), String> {
+        println!(
+            "xtask: == {} == {} {}",
+            self.name,
+            self.program,
+            self.args.join(" ")
+        );
         let start = Instant::now();
-        let status = Command::new(&cargo)
+        let status = Command::new(&self.program)
             .args(&self.args)
             .status()
-            .map_err(|e| format!("could not start `{cargo}`: {e}"))?;
+            .map_err(|e| format!("could not start `{}`: {e}", self.program))?;
         println!("xtask: {} took {:.1} s", self.name, start.elapsed().as_secs_f64());
         if status.success() {
             Ok(())
@@ -67,11 +102,16 @@ impl Step {
     }
 }
 
-fn test(args: &[String]) -> Result<(), String> {
-    let (own, passthrough) = match args.iter().position(|a| a == "--") {
+/// Splits `args` at `--` into this command's options and what is passed through.
+pub(crate) fn split_passthrough(args: &[String]) -> (&[String], &[String]) {
+    match args.iter().position(|a| a == "--") {
         Some(split) => (&args[..split], &args[split + 1..]),
-        None => (args, &[][..]),
-    };
+        None => (args, &[]),
+    }
+}
+
+fn test(args: &[String]) -> Result<(), String> {
+    let (own, passthrough) = split_passthrough(args);
     let mut lint = true;
     for arg in own {
         match arg.as_str() {
@@ -81,15 +121,17 @@ fn test(args: &[String]) -> Result<(), String> {
     }
     let mut steps = Vec::new();
     if lint {
-        steps.push(Step::new("format", &["fmt", "--all", "--", "--check"]));
-        steps.push(Step::new(
+        steps.push(Step::cargo("format", &["fmt", "--all", "--", "--check"]));
+        steps.push(Step::cargo(
             "clippy",
             &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
         ));
     }
-    let mut test = Step::new("tests", &["test", "--workspace"]);
-    test.args.extend(passthrough.iter().cloned());
-    steps.push(test);
+    let mut tests = Step::cargo("tests", &["test", "--workspace"]);
+    for arg in passthrough {
+        tests = tests.arg(arg.clone());
+    }
+    steps.push(tests);
 
     let start = Instant::now();
     for step in &steps {
@@ -100,4 +142,75 @@ fn test(args: &[String]) -> Result<(), String> {
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// The backends whose crates run the conformance suite, and the test target that does.
+const CONFORMANCE_BACKENDS: &[(&str, &str)] =
+    &[("serial", "serial"), ("thread-scope", "thread_scope_backend")];
+
+fn conformance(args: &[String]) -> Result<(), String> {
+    let backend = match args {
+        [] => None,
+        [flag, name] if flag == "--backend" => Some(name.as_str()),
+        _ => {
+            return Err(format!(
+                "usage: cargo xtask conformance [--backend NAME]\n\n{USAGE}"
+            ));
+        }
+    };
+    let selected: Vec<_> = CONFORMANCE_BACKENDS
+        .iter()
+        .filter(|(name, _)| backend.is_none_or(|b| b == *name))
+        .collect();
+    if selected.is_empty() {
+        let known: Vec<_> = CONFORMANCE_BACKENDS.iter().map(|(n, _)| *n).collect();
+        return Err(format!(
+            "unknown backend `{}`; known: {}",
+            backend.unwrap_or_default(),
+            known.join(", ")
+        ));
+    }
+    for (name, target) in selected {
+        println!("xtask: conformance suite on `{name}`");
+        Step::cargo(
+            "conformance",
+            &["test", "-p", "hoplite-conformance", "--test", target],
+        )
+        .run()?;
+    }
+    Ok(())
+}
+
+fn miri(args: &[String]) -> Result<(), String> {
+    if !args.is_empty() {
+        return Err(format!("`miri` takes no options\n\n{USAGE}"));
+    }
+    let has_miri = Command::new("cargo")
+        .args(["+nightly", "miri", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_miri {
+        Step::program(
+            "install miri",
+            "rustup",
+            &[
+                "toolchain",
+                "install",
+                "nightly",
+                "--profile",
+                "minimal",
+                "--component",
+                "miri,rust-src",
+            ],
+        )
+        .run()?;
+    }
+    // A target folder of its own: Miri's artifacts cannot share the stable toolchain's.
+    Step::cargo(
+        "miri",
+        &["+nightly", "miri", "test", "-p", "hoplite-core", "--lib"],
+    )
+    .arg("--target-dir")
+    .arg("target/miri")
+    .run()
 }

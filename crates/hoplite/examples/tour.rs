@@ -17,6 +17,7 @@ fn main() -> Result<()> {
     let _ = hoplite::print_configuration(&mut config, true);
     print!("{}", String::from_utf8_lossy(&config));
 
+    views()?;
     reductions()?;
     scans()?;
     md_range()?;
@@ -50,6 +51,104 @@ fn timed<T>(reps: usize, mut f: impl FnMut() -> T) -> (T, Duration) {
 
 fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn views() -> Result<()> {
+    section("Views and the access model: axpy, a 2-D stencil, a histogram");
+    let n = 1 << 22;
+    let x_data: Vec<f64> = (0..n).map(|i| (i % 100) as f64 * 0.01).collect();
+    let x = View::<f64, 1>::from_slice("x", [n], &x_data)?;
+    let y = View::<f64, 1>::new("y", [n])?;
+    let a = 2.0;
+    // Writers are handed to the launch and come back bound to it: `y.set` takes only this
+    // launch's tokens, so no two iterations can store to one element.
+    let (done, t) = timed(5, || {
+        parallel_for("axpy", (n, (y.write(), x.read())), |(i, (y, x))| {
+            y.set(i, a * x.get(i) + y.get(i))
+        })
+    });
+    done?;
+    let (ys, xs) = (y.host_read()?, x.host_read()?);
+    println!(
+        "axpy over {n} doubles ({} GB/s): y[123] = {} after 5 runs (5 * {a} * x[123] = {})",
+        gbps(3 * n * size_of::<f64>(), t),
+        ys.get(123),
+        5.0 * a * xs.get(123)
+    );
+    drop((ys, xs));
+
+    let side = 2048;
+    let u = View::<f64, 2>::from_slice(
+        "u",
+        [side, side],
+        &(0..side * side)
+            .map(|k| ((k * 7) % 23) as f64)
+            .collect::<Vec<_>>(),
+    )?;
+    let lap = View::<f64, 2>::new("laplacian", [side, side])?;
+    let interior = MDRangePolicy::new(DefaultExecutionSpace::default(), [1, 1], [side - 1, side - 1]);
+    let (done, t) = timed(3, || {
+        parallel_for(
+            "stencil",
+            (interior.clone(), (lap.write(), u.read())),
+            |(ij, (out, u))| {
+                let sum = u.neighbor(ij, [-1, 0])
+                    + u.neighbor(ij, [1, 0])
+                    + u.neighbor(ij, [0, -1])
+                    + u.neighbor(ij, [0, 1]);
+                out.set(ij, sum - 4.0 * u.get(ij));
+            },
+        )
+    });
+    done?;
+    let check = {
+        let (l, u) = (lap.host_read()?, u.host_read()?);
+        let (i, j) = (700, 900);
+        let expect = u.get([i - 1, j]) + u.get([i + 1, j]) + u.get([i, j - 1]) + u.get([i, j + 1])
+            - 4.0 * u.get([i, j]);
+        (l.get([i, j]), expect)
+    };
+    println!(
+        "5-point Laplacian of a {side}x{side} grid in {} ({} GB/s): lap[700][900] = {} (by hand {})",
+        ms(t),
+        gbps(2 * side * side * size_of::<f64>(), t),
+        check.0,
+        check.1
+    );
+
+    // Atomic handles may be captured: scatter-add into 10 bins.
+    let bins = View::<u64, 1>::new("bins", [10])?;
+    {
+        let hist = bins.atomic();
+        let (done, t) = timed(1, || {
+            parallel_for("histogram", n, |i| {
+                hist.fetch_add((*i * 7919) % 10, 1);
+            })
+        });
+        done?;
+        println!("histogram of {n} samples in {}", ms(t));
+    }
+    println!("bins: {:?}", bins.to_vec()?);
+
+    // Handles borrow like RefCell: a reader beside a writer of the same data is an error.
+    let w = y.write();
+    if let Err(e) = parallel_reduce(
+        "conflict",
+        (n, (y.read(),)),
+        |(i, (y,)), acc| *acc += y.get(i),
+        Sum::<f64>::new(),
+    ) {
+        println!("reader beside a live writer: {e}");
+    }
+    drop(w);
+    let mut records = Vec::new();
+    let _ = HostSpace.print_records(&mut records, false);
+    print!("{}", String::from_utf8_lossy(&records));
+    Ok(())
+}
+
+fn gbps(bytes: usize, t: Duration) -> String {
+    format!("{:.1}", bytes as f64 / t.as_secs_f64() / 1e9)
 }
 
 fn reductions() -> Result<()> {

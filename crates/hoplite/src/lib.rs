@@ -153,7 +153,7 @@ pub mod prelude {
     };
     pub use hoplite_core::reducer::*;
     pub use hoplite_core::{
-        LayoutLeft, LayoutRight, LayoutStride, Slice, View, create_mirror_view, create_mirror_view_and_copy,
-        deep_copy, deep_copy_fill,
+        HostSpace, LayoutLeft, LayoutRight, LayoutStride, MemorySpace, Slice, View, create_mirror_view,
+        create_mirror_view_and_copy, deep_copy, deep_copy_fill,
     };
 }
