@@ -169,7 +169,7 @@ impl TeamMember for SerialTeamMember<'_> {
 
     fn team_barrier(&self) {}
 
-    fn team_broadcast<T: Clone + Send + Sync>(&self, value: T, source: usize) -> T {
+    fn team_broadcast<T: Clone + Send + Sync + 'static>(&self, value: T, source: usize) -> T {
         assert!(
             source == 0,
             "team_broadcast: source rank {source} is not below the team size 1"
@@ -180,7 +180,7 @@ impl TeamMember for SerialTeamMember<'_> {
     fn team_reduce<R>(&self, _reducer: &R, value: R::Value) -> R::Value
     where
         R: Reducer,
-        R::Value: Clone + Sync,
+        R::Value: Clone + Sync + 'static,
     {
         value
     }
@@ -217,7 +217,7 @@ impl TeamMember for SerialTeamMember<'_> {
     ) -> R::Value
     where
         R: Reducer,
-        R::Value: Clone + Send + Sync,
+        R::Value: Clone + Send + Sync + 'static,
         F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync,
     {
         let mut acc = reducer.init();

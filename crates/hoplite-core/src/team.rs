@@ -65,13 +65,16 @@ pub trait TeamMember {
     fn team_barrier(&self);
 
     /// Returns the `value` of team rank `source` on every thread.
-    fn team_broadcast<T: Clone + Send + Sync>(&self, value: T, source: usize) -> T;
+    ///
+    /// Values crossing between team threads are `'static`: a reference into one thread's
+    /// stack must not reach another thread, which may outlive that frame.
+    fn team_broadcast<T: Clone + Send + Sync + 'static>(&self, value: T, source: usize) -> T;
 
     /// Joins every thread's `value` with `reducer`; every thread gets the result.
     fn team_reduce<R>(&self, reducer: &R, value: R::Value) -> R::Value
     where
         R: Reducer,
-        R::Value: Clone + Sync;
+        R::Value: Clone + Sync + 'static;
 
     /// Exclusive prefix sum over the team: returns `(sum of lower ranks' values, team total)`.
     fn team_scan<T: ScanValue>(&self, value: T) -> (T, T);
@@ -97,7 +100,7 @@ pub trait TeamMember {
     ) -> R::Value
     where
         R: Reducer,
-        R::Value: Clone + Send + Sync,
+        R::Value: Clone + Send + Sync + 'static,
         F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync;
 
     /// Scans over `range` (Kokkos scan functor: `(i, partial, is_final)`), split as `level`
@@ -171,7 +174,7 @@ macro_rules! nested_range {
             pub fn parallel_reduce<R, F>(self, kernel: F, reducer: R) -> R::Value
             where
                 R: Reducer,
-                R::Value: Clone + Send + Sync,
+                R::Value: Clone + Send + Sync + 'static,
                 F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync,
             {
                 self.member.nested_reduce($level, self.range, kernel, &reducer)

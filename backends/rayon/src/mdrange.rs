@@ -1,0 +1,189 @@
+//! `MDRangePolicy`: tiles are the unit of work. Each thread gets a contiguous share of the
+//! tiles (in the policy's tile order) and visits the points of each tile in the inner order.
+//! (The core's MDRange policy has no schedule setting, so it is always static here.)
+
+use hoplite_core::policy::for_each_point;
+use hoplite_core::{ExecutionPolicy, ForKernel, MDRangePolicy, MdIdx, ReduceKernel, Reducer};
+
+use crate::pool::Job;
+use crate::split::{Slot, join_in_order, join_tree, share};
+use crate::{Mode, RayonPolicy, RayonSpace};
+
+type Md<const R: usize> = MDRangePolicy<RayonSpace, R>;
+
+/// Calls `kernel` for every point of tiles `tiles`, tile by tile, on this thread.
+#[inline(always)]
+fn for_each_tile_point<K: ForKernel<Md<R>>, const R: usize>(
+    policy: &Md<R>,
+    tiles: std::ops::Range<usize>,
+    kernel: &K,
+) {
+    let inner = policy.inner_order();
+    for t in tiles {
+        let (lo, hi) = policy.tile_bounds(t);
+        for_each_point(lo, hi, inner, |p| {
+            // SAFETY: tiles partition the box, each tile is handed to one participant, and
+            // `for_each_point` visits each point of a tile once, on this thread; the kernel is
+            // generic over the brand.
+            kernel.call(unsafe { MdIdx::new_unchecked(p) })
+        });
+    }
+}
+
+/// Folds `kernel` over every point of tiles `tiles` into `acc`, on this thread.
+#[inline(always)]
+fn fold_tile_points<K: ReduceKernel<Md<R>, V>, V, const R: usize>(
+    policy: &Md<R>,
+    tiles: std::ops::Range<usize>,
+    kernel: &K,
+    acc: &mut V,
+) {
+    let inner = policy.inner_order();
+    for t in tiles {
+        let (lo, hi) = policy.tile_bounds(t);
+        for_each_point(lo, hi, inner, |p| {
+            // SAFETY: as in `for_each_tile_point`.
+            kernel.call(unsafe { MdIdx::new_unchecked(p) }, acc)
+        });
+    }
+}
+
+fn tile_partial<F, Red, const R: usize>(policy: &Md<R>, t: usize, kernel: &F, reducer: &Red) -> Red::Value
+where
+    Red: Reducer,
+    F: ReduceKernel<Md<R>, Red::Value>,
+{
+    let mut acc = reducer.init();
+    fold_tile_points(policy, t..t + 1, kernel, &mut acc);
+    acc
+}
+
+struct ForJob<'a, F, const R: usize> {
+    policy: &'a Md<R>,
+    tiles: usize,
+    parts: usize,
+    kernel: &'a F,
+}
+
+impl<K: ForKernel<Md<R>>, const R: usize> Job for ForJob<'_, K, R> {
+    fn run(&self, rank: usize) {
+        let (lo, hi) = share(self.tiles, self.parts, rank);
+        for_each_tile_point(self.policy, lo..hi, self.kernel);
+    }
+}
+
+/// Ordinary reduction (`per_tile == false`: one partial per participant) or deterministic
+/// reduction (`per_tile == true`: one partial per tile).
+struct ReduceJob<'a, F, Red: Reducer, const R: usize> {
+    policy: &'a Md<R>,
+    tiles: usize,
+    parts: usize,
+    kernel: &'a F,
+    reducer: &'a Red,
+    per_tile: bool,
+    slots: &'a [Slot<Vec<Red::Value>>],
+}
+
+impl<F, Red, const R: usize> Job for ReduceJob<'_, F, Red, R>
+where
+    Red: Reducer,
+    F: ReduceKernel<Md<R>, Red::Value>,
+{
+    fn run(&self, rank: usize) {
+        let (lo, hi) = share(self.tiles, self.parts, rank);
+        let partials = if self.per_tile {
+            (lo..hi)
+                .map(|t| tile_partial(self.policy, t, self.kernel, self.reducer))
+                .collect()
+        } else {
+            let mut acc = self.reducer.init();
+            fold_tile_points(self.policy, lo..hi, self.kernel, &mut acc);
+            vec![acc]
+        };
+        self.slots[rank].put(partials);
+    }
+}
+
+impl<const R: usize> RayonPolicy for Md<R> {
+    fn rayon_for<K: ForKernel<Self>>(&self, kernel: &K) {
+        let tiles = if self.is_empty() { 0 } else { self.num_tiles() };
+        if tiles == 0 {
+            return;
+        }
+        let space = self.space();
+        let guard = match space.mode() {
+            Mode::Inline => {
+                let _in = space.enter_inline();
+                return for_each_tile_point(self, 0..tiles, kernel);
+            }
+            Mode::Team(guard) => guard,
+        };
+        let threads = space.threads();
+        if tiles == 1 || threads == 1 {
+            return space.execute_here(&guard, || for_each_tile_point(self, 0..tiles, kernel));
+        }
+        let job = ForJob {
+            policy: self,
+            tiles,
+            parts: threads,
+            kernel,
+        };
+        space.execute(&guard, &job);
+    }
+
+    fn rayon_reduce<Red: Reducer, K: ReduceKernel<Self, Red::Value>>(
+        &self,
+        kernel: &K,
+        reducer: &Red,
+    ) -> Red::Value {
+        let deterministic = self.deterministic_reduction();
+        let finish = |partials: Vec<Red::Value>| {
+            if deterministic {
+                join_tree(reducer, partials)
+            } else {
+                join_in_order(reducer, partials)
+            }
+        };
+        let tiles = if self.is_empty() { 0 } else { self.num_tiles() };
+        if tiles == 0 {
+            return finish(Vec::new());
+        }
+        let space = self.space();
+        let sequential = |policy: &Self| -> Vec<Red::Value> {
+            if deterministic {
+                (0..tiles)
+                    .map(|t| tile_partial(policy, t, kernel, reducer))
+                    .collect()
+            } else {
+                let mut acc = reducer.init();
+                fold_tile_points(policy, 0..tiles, kernel, &mut acc);
+                vec![acc]
+            }
+        };
+        let guard = match space.mode() {
+            Mode::Inline => {
+                let _in = space.enter_inline();
+                return finish(sequential(self));
+            }
+            Mode::Team(guard) => guard,
+        };
+        let threads = space.threads();
+        if tiles == 1 || threads == 1 {
+            let partials = space.execute_here(&guard, || sequential(self));
+            return finish(partials);
+        }
+        let slots = Slot::many(threads);
+        let job = ReduceJob {
+            policy: self,
+            tiles,
+            parts: threads,
+            kernel,
+            reducer,
+            per_tile: deterministic,
+            slots: &slots,
+        };
+        space.execute(&guard, &job);
+        drop(guard);
+        finish(slots.iter().filter_map(Slot::take).flatten().collect())
+    }
+}

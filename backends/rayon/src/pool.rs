@@ -1,0 +1,377 @@
+//! The hot team of an instance: `n - 1` dedicated worker threads plus the calling thread.
+//!
+//! # Protocol
+//!
+//! A launch is a [`Job`]: a `Sync` value whose `run(rank)` does participant `rank`'s share.
+//! The caller holds the instance's launch lock (one job at a time), then
+//!
+//! 1. stores a pointer to the job in `Shared::job` and `n - 1` in `Shared::pending`,
+//! 2. increments `Shared::epoch` (release) and unparks workers that went to sleep,
+//! 3. runs rank 0 itself, inside `catch_unwind`,
+//! 4. waits until `pending` is 0 (acquire), spinning, then yielding, then parking,
+//! 5. re-raises the first panic of any participant with `resume_unwind`.
+//!
+//! A worker waits for the epoch to change (spinning, yielding, then parking), runs its rank
+//! inside `catch_unwind`, records a panic, and decrements `pending` (release). Back-to-back
+//! launches find the workers still spinning, so a launch costs one cache-line round trip
+//! instead of a thread wake-up.
+//!
+//! # Why handing a borrowed job to other threads is sound
+//!
+//! The job lives on the caller's stack and may borrow anything the caller can (it is not
+//! `'static`). Workers dereference the job pointer only between observing the new epoch and
+//! decrementing `pending`, and the caller does not leave [`HotTeam::execute`] — neither by
+//! returning nor by unwinding — before `pending` is 0: rank 0 runs inside `catch_unwind`, and
+//! nothing between publishing the job and the end of the wait can panic (atomics, `park`,
+//! `Instant`, and a poison-tolerant mutex). A worker cannot start a *later* job with a stale
+//! pointer either: the next job is published only after every worker decremented `pending`
+//! for this one, and each worker runs each epoch exactly once.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::thread::{JoinHandle, Thread};
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::context::{self, InKernel};
+use crate::sync::{SpinWait, is_poison_echo, lock};
+
+/// A caught panic.
+pub(crate) type Payload = Box<dyn Any + Send>;
+
+/// One launch, split among a fixed number of participants (ranks).
+pub(crate) trait Job: Sync {
+    /// Runs participant `rank`'s share.
+    fn run(&self, rank: usize);
+
+    /// Called right after participant `rank` panicked, before anybody waits for it (team
+    /// launches poison the team's barrier here so its other threads do not wait forever).
+    /// Must not panic.
+    fn abort(&self, _rank: usize) {}
+}
+
+/// Runs `rank` of `job`, returning its panic if it panicked (after calling `abort`).
+pub(crate) fn run_participant<J: Job + ?Sized>(job: &J, rank: usize) -> Option<Payload> {
+    match catch_unwind(AssertUnwindSafe(|| job.run(rank))) {
+        Ok(()) => None,
+        Err(payload) => {
+            job.abort(rank);
+            Some(payload)
+        }
+    }
+}
+
+/// Of several panics of one launch, the one to report: the first that is not only the echo of
+/// another thread's panic.
+pub(crate) fn pick_panic(payloads: impl IntoIterator<Item = Payload>) -> Option<Payload> {
+    let mut echo = None;
+    for p in payloads {
+        if !is_poison_echo(&*p) {
+            return Some(p);
+        }
+        echo.get_or_insert(p);
+    }
+    echo
+}
+
+/// The type-erased head of a published job.
+struct JobHeader {
+    run: unsafe fn(*const JobHeader, usize) -> Option<Payload>,
+}
+
+/// A job together with its erased entry point; `header` is the first field, so a pointer to
+/// the cell is a pointer to its header.
+#[repr(C)]
+struct JobCell<'a, J> {
+    header: JobHeader,
+    job: &'a J,
+}
+
+/// The monomorphized entry point of `JobCell<J>`: one indirect call per participant.
+///
+/// # Safety
+///
+/// `header` points to the header of a live `JobCell<'_, J>` with this very `J`.
+unsafe fn run_erased<J: Job>(header: *const JobHeader, rank: usize) -> Option<Payload> {
+    // SAFETY: the caller guarantees `header` is the first field of a live `JobCell<J>`
+    // (`repr(C)`, so the cell starts at its header, and the pointer was made from a reference
+    // to the whole cell, so it may read all of it).
+    let job = unsafe { (*header.cast::<JobCell<'_, J>>()).job };
+    run_participant(job, rank)
+}
+
+/// State shared by the caller and the workers of one hot team.
+struct Shared {
+    /// Incremented once per job (and once for shutdown).
+    epoch: CachePadded<AtomicU64>,
+    /// The current job; valid while `pending > 0` for the current epoch.
+    job: AtomicPtr<JobHeader>,
+    /// Workers that have not finished the current job.
+    pending: CachePadded<AtomicUsize>,
+    /// The thread waiting for `pending` to reach 0, when it parks.
+    caller: Mutex<Option<Thread>>,
+    caller_parked: AtomicBool,
+    /// Per worker (rank - 1): whether it is parked or about to park.
+    sleeping: Box<[CachePadded<AtomicBool>]>,
+    sleepers: AtomicUsize,
+    shutdown: AtomicBool,
+    /// The first panic of a worker in the current job.
+    panic: Mutex<Option<Payload>>,
+    /// The instance id (for `in_parallel`).
+    instance: u64,
+}
+
+impl Shared {
+    fn record_panic(&self, payload: Payload) {
+        let mut slot = lock(&self.panic);
+        let replace = match &*slot {
+            None => true,
+            Some(old) => is_poison_echo(&**old) && !is_poison_echo(&*payload),
+        };
+        if replace {
+            *slot = Some(payload);
+        }
+    }
+
+    /// Waits until the epoch differs from `seen` and returns it. Worker `rank` only.
+    fn wait_epoch(&self, rank: usize, seen: u64) -> u64 {
+        let mut spin = SpinWait::new(WORKER_SPIN, WORKER_BUSY);
+        loop {
+            let epoch = self.epoch.load(Ordering::Acquire);
+            if epoch != seen {
+                return epoch;
+            }
+            if !spin.wait() {
+                break;
+            }
+        }
+        // Announce the sleep before the final check; the caller bumps the epoch (SeqCst) and
+        // then reads `sleepers`/`sleeping` (SeqCst), so one of us sees the other.
+        let flag = &self.sleeping[rank - 1];
+        flag.store(true, Ordering::SeqCst);
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let epoch = loop {
+            let epoch = self.epoch.load(Ordering::SeqCst);
+            if epoch != seen {
+                break epoch;
+            }
+            std::thread::park();
+        };
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        flag.store(false, Ordering::Relaxed);
+        epoch
+    }
+}
+
+/// How long an idle worker spins on the epoch before yielding.
+const WORKER_SPIN: Duration = Duration::from_micros(50);
+/// How long an idle worker busy-waits (spinning, then yielding) before it parks.
+const WORKER_BUSY: Duration = Duration::from_micros(300);
+/// How long the caller spins for the workers to finish before yielding.
+const CALLER_SPIN: Duration = Duration::from_micros(50);
+/// How long the caller busy-waits before it parks.
+const CALLER_BUSY: Duration = Duration::from_micros(500);
+
+fn worker_main(shared: Arc<Shared>, rank: usize, preferred_global: Option<usize>) {
+    context::set_preferred_global(preferred_global);
+    let mut seen = 0;
+    loop {
+        seen = shared.wait_epoch(rank, seen);
+        if shared.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        let header = shared.job.load(Ordering::Relaxed);
+        let payload = {
+            let _in = InKernel::enter(shared.instance, None);
+            // SAFETY: the epoch was read with acquire ordering after the caller stored the
+            // pointer and released the epoch, so `header` is the current job's header. That
+            // job stays alive until this worker decrements `pending` below (see the module
+            // docs), and `run` is the entry point made for exactly that job's type.
+            unsafe { ((*header).run)(header, rank) }
+        };
+        if let Some(payload) = payload {
+            shared.record_panic(payload);
+        }
+        // Last access to the job happened above; from here on only `shared` is touched.
+        if shared.pending.fetch_sub(1, Ordering::SeqCst) == 1 && shared.caller_parked.load(Ordering::SeqCst) {
+            let caller = lock(&shared.caller).clone();
+            if let Some(caller) = caller {
+                caller.unpark();
+            }
+        }
+    }
+}
+
+/// Proof that the instance's launch lock is held.
+pub(crate) struct LaunchGuard<'a> {
+    _guard: MutexGuard<'a, ()>,
+}
+
+/// The worker threads of one instance and its launch lock.
+pub(crate) struct HotTeam {
+    shared: Arc<Shared>,
+    threads: Vec<Thread>,
+    handles: Vec<JoinHandle<()>>,
+    launch: Mutex<()>,
+}
+
+impl HotTeam {
+    /// Starts up to `threads - 1` workers for instance `instance`. If the OS refuses a thread,
+    /// the team keeps the workers it got (at least the caller remains). `preferred_global`
+    /// gives each worker rank its preferred global-token id.
+    pub(crate) fn start(
+        instance: u64,
+        threads: usize,
+        preferred_global: impl Fn(usize) -> Option<usize>,
+    ) -> Self {
+        let wanted = threads.max(1) - 1;
+        let shared = Arc::new(Shared {
+            epoch: CachePadded::new(AtomicU64::new(0)),
+            job: AtomicPtr::new(ptr::null_mut()),
+            pending: CachePadded::new(AtomicUsize::new(0)),
+            caller: Mutex::new(None),
+            caller_parked: AtomicBool::new(false),
+            sleeping: (0..wanted)
+                .map(|_| CachePadded::new(AtomicBool::new(false)))
+                .collect(),
+            sleepers: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            panic: Mutex::new(None),
+            instance,
+        });
+        let mut handles = Vec::with_capacity(wanted);
+        for rank in 1..=wanted {
+            let worker_shared = Arc::clone(&shared);
+            let preferred = preferred_global(rank);
+            let spawned = std::thread::Builder::new()
+                .name(format!("hoplite-rayon-{instance}-w{rank}"))
+                .spawn(move || worker_main(worker_shared, rank, preferred));
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(_) => break,
+            }
+        }
+        HotTeam {
+            threads: handles.iter().map(|h| h.thread().clone()).collect(),
+            shared,
+            handles,
+            launch: Mutex::new(()),
+        }
+    }
+
+    /// Number of participants: the workers plus the calling thread.
+    pub(crate) fn size(&self) -> usize {
+        self.handles.len() + 1
+    }
+
+    /// Takes the launch lock, waiting for a launch of another thread to finish.
+    pub(crate) fn lock(&self) -> LaunchGuard<'_> {
+        LaunchGuard {
+            _guard: lock(&self.launch),
+        }
+    }
+
+    /// Takes the launch lock if no other launch is running.
+    pub(crate) fn try_lock(&self) -> Option<LaunchGuard<'_>> {
+        match self.launch.try_lock() {
+            Ok(guard) => Some(LaunchGuard { _guard: guard }),
+            Err(TryLockError::Poisoned(p)) => Some(LaunchGuard {
+                _guard: p.into_inner(),
+            }),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Runs `job` with ranks `0..self.size()`: rank 0 on the calling thread, the others on
+    /// the workers. Returns when every rank has finished; re-raises the first panic.
+    pub(crate) fn execute<J: Job>(&self, _held: &LaunchGuard<'_>, job: &J, preferred_global: Option<usize>) {
+        let shared = &*self.shared;
+        let workers = self.handles.len();
+        if workers == 0 {
+            let _in = InKernel::enter(shared.instance, preferred_global);
+            if let Some(payload) = run_participant(job, 0) {
+                resume_unwind(payload);
+            }
+            return;
+        }
+        // Taken before publishing: nothing after the publication may panic.
+        let me = std::thread::current();
+        let cell = JobCell {
+            header: JobHeader { run: run_erased::<J> },
+            job,
+        };
+        shared.job.store(
+            ptr::from_ref(&cell).cast::<JobHeader>().cast_mut(),
+            Ordering::Relaxed,
+        );
+        shared.pending.store(workers, Ordering::Relaxed);
+        shared.epoch.fetch_add(1, Ordering::SeqCst);
+        if shared.sleepers.load(Ordering::SeqCst) > 0 {
+            for (flag, thread) in shared.sleeping.iter().zip(&self.threads) {
+                if flag.load(Ordering::SeqCst) {
+                    thread.unpark();
+                }
+            }
+        }
+        let own = {
+            let _in = InKernel::enter(shared.instance, preferred_global);
+            run_participant(job, 0)
+        };
+        self.wait_workers(me);
+        // Every worker is done with `cell`; it may now go out of scope.
+        let theirs = lock(&shared.panic).take();
+        if let Some(payload) = pick_panic(own.into_iter().chain(theirs)) {
+            resume_unwind(payload);
+        }
+    }
+
+    /// Waits until every worker finished the current job. Never panics.
+    fn wait_workers(&self, me: Thread) {
+        let shared = &*self.shared;
+        let mut spin = SpinWait::new(CALLER_SPIN, CALLER_BUSY);
+        while shared.pending.load(Ordering::Acquire) != 0 {
+            if !spin.wait() {
+                *lock(&shared.caller) = Some(me);
+                shared.caller_parked.store(true, Ordering::SeqCst);
+                while shared.pending.load(Ordering::SeqCst) != 0 {
+                    std::thread::park();
+                }
+                shared.caller_parked.store(false, Ordering::Relaxed);
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for HotTeam {
+    fn drop(&mut self) {
+        // No launch is running: the team is dropped with its last instance handle, and a
+        // launch borrows a handle for its whole duration.
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        for thread in &self.threads {
+            thread.unpark();
+        }
+        let me = std::thread::current().id();
+        for handle in self.handles.drain(..) {
+            // A worker that drops the last handle of its own instance cannot join itself; it
+            // exits on its own once its current job returns.
+            if handle.thread().id() != me {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for HotTeam {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HotTeam")
+            .field("threads", &self.size())
+            .field("sleeping", &self.shared.sleepers.load(Ordering::Relaxed))
+            .finish()
+    }
+}

@@ -1,0 +1,267 @@
+//! Waiting primitives: a spin-then-yield budget, and the team barrier.
+//!
+//! Every wait in this crate has three phases. It *spins* (busy-waits with `spin_loop` hints)
+//! for a few microseconds, because the event it waits for is usually just about to happen;
+//! it then *yields* the core for a while, so that an oversubscribed machine (more runnable
+//! threads than cores) makes progress; and only then it *parks* (blocks in the kernel), so
+//! that idle threads cost nothing.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+
+/// Locks `m`, ignoring poisoning: every mutex of this crate guards data that stays consistent
+/// when a holder panics (a slot that is either written or not, or nothing at all).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A budget for busy-waiting: spin for `spin`, then yield until `total` has passed.
+pub(crate) struct SpinWait {
+    start: Option<Instant>,
+    iterations: u32,
+    yielding: bool,
+    spin: Duration,
+    total: Duration,
+}
+
+impl SpinWait {
+    /// A budget that spins for `spin` and gives up after `total`.
+    pub(crate) fn new(spin: Duration, total: Duration) -> Self {
+        SpinWait {
+            start: None,
+            iterations: 0,
+            yielding: false,
+            spin,
+            total,
+        }
+    }
+
+    /// Waits a little. Returns `false` once the budget is spent: time to block.
+    #[inline]
+    pub(crate) fn wait(&mut self) -> bool {
+        self.iterations = self.iterations.wrapping_add(1);
+        // The first few rounds are pure spins: the common case is an event a few hundred
+        // nanoseconds away, and reading the clock would cost more than that.
+        if self.iterations > 32 && (self.yielding || self.iterations.is_multiple_of(16)) {
+            let now = Instant::now();
+            let elapsed = now.duration_since(*self.start.get_or_insert(now));
+            if elapsed >= self.total {
+                return false;
+            }
+            self.yielding = elapsed >= self.spin;
+        }
+        if self.yielding {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+        true
+    }
+}
+
+/// Marker payload of the panic a team thread raises when another thread of its team panicked
+/// (so the barrier it waits in can never complete). The dispatcher reports the original panic
+/// instead of this one.
+#[derive(Debug)]
+pub(crate) struct TeamPoisoned;
+
+/// Whether a panic payload is only the echo of another thread's panic.
+pub(crate) fn is_poison_echo(payload: &(dyn std::any::Any + Send)) -> bool {
+    payload.is::<TeamPoisoned>()
+}
+
+/// Raises the [`TeamPoisoned`] echo panic, without running the panic hook (the original
+/// panic already printed its message).
+pub(crate) fn raise_poisoned() -> ! {
+    std::panic::resume_unwind(Box::new(TeamPoisoned))
+}
+
+/// A reusable barrier for the `n` threads of one team, with acquire/release semantics, that
+/// can be *poisoned*.
+///
+/// Arrivals are counted with an acquire-release read-modify-write; the last thread to arrive
+/// resets the count and publishes a new generation with a release store, and waiters leave
+/// when they observe it with an acquire load. So every write a thread made before
+/// [`wait`](Self::wait) happens before every read any thread makes after it.
+///
+/// *Poisoning.* A team thread whose kernel panics never arrives again, so the threads
+/// waiting for it would wait forever. The dispatcher poisons the team's barrier when it
+/// catches such a panic; a [poisonable wait](Self::wait) then leaves by raising
+/// [`TeamPoisoned`]. Only a member of the team poisons it, and only while it is outside the
+/// barrier (running user code), so a generation that is poisoned can never complete: no
+/// thread can have passed it while another one left it because of the poison.
+pub(crate) struct Barrier {
+    n: usize,
+    arrived: CachePadded<AtomicUsize>,
+    generation: CachePadded<AtomicUsize>,
+    poisoned: AtomicBool,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl Barrier {
+    /// Spinning budget of a barrier wait.
+    const SPIN: Duration = Duration::from_micros(20);
+    /// Total busy-waiting budget of a barrier wait before it blocks.
+    const BUSY: Duration = Duration::from_micros(200);
+
+    /// A barrier for `n` threads.
+    pub(crate) fn new(n: usize) -> Self {
+        Barrier {
+            n,
+            arrived: CachePadded::new(AtomicUsize::new(0)),
+            generation: CachePadded::new(AtomicUsize::new(0)),
+            poisoned: AtomicBool::new(false),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// The current generation: how many times the barrier has completed. It cannot change
+    /// before the calling team thread arrives.
+    pub(crate) fn generation(&self) -> usize {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Waits for every thread of the team; raises [`TeamPoisoned`] if the team is poisoned
+    /// before the barrier completes.
+    pub(crate) fn wait(&self) {
+        if !self.wait_inner(true) {
+            raise_poisoned();
+        }
+    }
+
+    /// Waits for every thread of the team, ignoring poisoning. Used only where every thread
+    /// of the team is known to arrive (see `TeamMemberImpl::exchange`).
+    pub(crate) fn wait_unpoisonable(&self) {
+        let completed = self.wait_inner(false);
+        debug_assert!(completed);
+    }
+
+    /// Marks the team as failed and wakes every waiter.
+    pub(crate) fn poison(&self) {
+        self.poisoned.store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// Returns `true` when the barrier completed, `false` when a poisonable wait left
+    /// because of poisoning.
+    fn wait_inner(&self, poisonable: bool) -> bool {
+        if self.n <= 1 {
+            return true;
+        }
+        // The generation cannot move before this thread arrives.
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
+            // Last to arrive: nobody can arrive for the next generation before seeing the
+            // new generation, which is published after the reset.
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation
+                .store(generation.wrapping_add(1), Ordering::SeqCst);
+            self.wake_all();
+            return true;
+        }
+        let done = || self.generation.load(Ordering::Acquire) != generation;
+        let poisoned = || poisonable && self.poisoned.load(Ordering::Acquire);
+        let mut spin = SpinWait::new(Self::SPIN, Self::BUSY);
+        loop {
+            if done() {
+                return true;
+            }
+            if poisoned() {
+                return false;
+            }
+            if !spin.wait() {
+                break;
+            }
+        }
+        // Slow path: block. Announce the sleeper before re-checking under the lock, so the
+        // waker (SeqCst store, then SeqCst load of `sleepers`) either sees us or we see it.
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let mut guard = lock(&self.lock);
+        let completed = loop {
+            if self.generation.load(Ordering::SeqCst) != generation {
+                break true;
+            }
+            if poisonable && self.poisoned.load(Ordering::SeqCst) {
+                break false;
+            }
+            guard = self.wake.wait(guard).unwrap_or_else(PoisonError::into_inner);
+        };
+        drop(guard);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        completed
+    }
+
+    fn wake_all(&self) {
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            // Taking the lock orders this wake-up after any sleeper's check of the condition.
+            drop(lock(&self.lock));
+            self.wake.notify_all();
+        }
+    }
+}
+
+impl std::fmt::Debug for Barrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Barrier")
+            .field("n", &self.n)
+            .field("generation", &self.generation.load(Ordering::Relaxed))
+            .field("poisoned", &self.poisoned.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn barrier_orders_writes_across_generations() {
+        let barrier = Barrier::new(3);
+        let cells: Vec<AtomicU64> = (0..3).map(|_| AtomicU64::new(0)).collect();
+        std::thread::scope(|s| {
+            for me in 0..3u64 {
+                let (barrier, cells) = (&barrier, &cells);
+                s.spawn(move || {
+                    for round in 1..=200u64 {
+                        cells[me as usize].store(round * 10 + me, Ordering::Relaxed);
+                        barrier.wait();
+                        for (k, c) in cells.iter().enumerate() {
+                            assert_eq!(c.load(Ordering::Relaxed), round * 10 + k as u64);
+                        }
+                        barrier.wait();
+                    }
+                });
+            }
+        });
+        assert_eq!(barrier.generation(), 400);
+    }
+
+    #[test]
+    fn poisoning_releases_waiters_with_the_echo_panic() {
+        let barrier = Barrier::new(3);
+        std::thread::scope(|s| {
+            let waiters: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| barrier.wait()))
+                            .map_err(|p| is_poison_echo(&*p))
+                    })
+                })
+                .collect();
+            // Let the waiters reach the blocking phase, then fail the third member.
+            std::thread::sleep(Duration::from_millis(5));
+            barrier.poison();
+            for w in waiters {
+                assert_eq!(w.join().expect("waiter thread"), Err(true));
+            }
+        });
+    }
+}
