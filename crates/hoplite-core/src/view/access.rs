@@ -240,6 +240,13 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
         self.borrow.as_ref().err()
     }
 
+    /// Whether an element access at `index` may go ahead: inside the extents, and (for rank 0,
+    /// where zero extents cannot express "no element") the borrow was granted.
+    #[inline(always)]
+    fn admits(&self, index: &[usize; R]) -> bool {
+        in_bounds(index, &self.extents) && (R > 0 || self.borrow.is_ok())
+    }
+
     /// Checks the handle for a launch over `bounds`: no conflict, and every token in bounds.
     fn check(&self, label: &str, bounds: &IndexBounds) -> Result<()> {
         if let Err(e) = &self.borrow {
@@ -400,7 +407,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Reade
     #[inline(always)]
     pub fn get(&self, index: impl ViewIndex<R>) -> T {
         let index = index.index();
-        if !in_bounds(&index, &self.handle.extents) {
+        if !self.handle.admits(&index) {
             out_of_bounds(
                 self.label(),
                 index,
@@ -533,7 +540,7 @@ impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Ato
     #[inline(always)]
     fn atom(&self, index: impl ViewIndex<R>) -> &T::Atom {
         let index = index.index();
-        if !in_bounds(&index, &self.handle.extents) {
+        if !self.handle.admits(&index) {
             out_of_bounds(
                 self.label(),
                 index,
@@ -1054,7 +1061,7 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> H
     }
 
     /// Sets every element to `value`.
-    pub fn fill(&self, value: T) {
+    pub fn fill(&mut self, value: T) {
         for_each_index::<R, L>(&self.view.extents, |idx| {
             // SAFETY: in bounds by construction; the exclusive borrow excludes other handles.
             unsafe { self.view.element_ptr(&idx).write(value) }
@@ -1062,7 +1069,7 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> H
     }
 
     /// Copies `data`, given in the view's own order, into the view.
-    pub fn copy_from_slice(&self, label: &str, data: &[T]) -> Result<()> {
+    pub fn copy_from_slice(&mut self, label: &str, data: &[T]) -> Result<()> {
         if data.len() != self.view.len() {
             return Err(Error::ExtentMismatch {
                 what: "copy from slice",

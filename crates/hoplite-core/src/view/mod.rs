@@ -157,7 +157,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> View<
 
     /// Sets every element to `value` on the host.
     pub fn fill_host(&self, value: T) -> Result<()> {
-        let guard = self.host_write()?;
+        let mut guard = self.host_write()?;
         guard.fill(value);
         Ok(())
     }
@@ -558,7 +558,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "Miri stops at an allocation it cannot make instead of returning null")]
+    #[cfg_attr(
+        miri,
+        ignore = "Miri stops at an allocation it cannot make instead of returning null"
+    )]
     fn huge_allocations_fail_with_the_label_and_size() {
         let err = View::<u8, 1>::new("huge", [1 << 62]).expect_err("2^62 bytes");
         let msg = err.to_string();
