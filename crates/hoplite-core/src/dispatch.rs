@@ -207,12 +207,17 @@ impl<P: ExecutionPolicy, A: LaunchArgs> LaunchSpec for (P, A) {
 }
 
 /// A user kernel with the launch's prepared handles: binds them for every iteration it runs.
-struct BoundKernel<'a, L: LaunchSpec, F> {
+///
+/// The prepared handles are held by value, not by reference: a backend that runs the kernel
+/// behind a shared reference (a worker thread) then has the addresses and strides one load
+/// away from an argument the compiler knows nothing stores to, so it keeps them in registers
+/// and vectorizes the loop.
+struct BoundKernel<L: LaunchSpec, F> {
     kernel: F,
-    prepared: &'a <L::Args as LaunchArgs>::Prepared,
+    prepared: <L::Args as LaunchArgs>::Prepared,
 }
 
-impl<L: LaunchSpec, F> BoundKernel<'_, L, F> {
+impl<L: LaunchSpec, F> BoundKernel<L, F> {
     /// The iteration's item with the handles bound to its brand.
     #[inline(always)]
     fn item<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) -> L::Item<'it> {
@@ -220,11 +225,11 @@ impl<L: LaunchSpec, F> BoundKernel<'_, L, F> {
         // dispatching, the handles outlive the dispatch (the launching function owns them),
         // and the bound handles carry the brand of this iteration's item, which the backend
         // hands to one iteration at a time and which cannot outlive the kernel call.
-        L::item(item, unsafe { <L::Args as LaunchArgs>::bind(self.prepared) })
+        L::item(item, unsafe { <L::Args as LaunchArgs>::bind(&self.prepared) })
     }
 }
 
-impl<L, F> ForKernel<L::Policy> for BoundKernel<'_, L, F>
+impl<L, F> ForKernel<L::Policy> for BoundKernel<L, F>
 where
     L: LaunchSpec,
     F: for<'it> Fn(L::Item<'it>) + Send + Sync,
@@ -235,7 +240,7 @@ where
     }
 }
 
-impl<L, F, V> ReduceKernel<L::Policy, V> for BoundKernel<'_, L, F>
+impl<L, F, V> ReduceKernel<L::Policy, V> for BoundKernel<L, F>
 where
     L: LaunchSpec,
     F: for<'it> Fn(L::Item<'it>, &mut V) + Send + Sync,
@@ -246,7 +251,7 @@ where
     }
 }
 
-impl<L, F, T> ScanKernel<L::Policy, T> for BoundKernel<'_, L, F>
+impl<L, F, T> ScanKernel<L::Policy, T> for BoundKernel<L, F>
 where
     L: LaunchSpec,
     F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
@@ -263,15 +268,12 @@ fn launch<L: LaunchSpec, F, T>(
     label: &str,
     spec: L,
     kernel: F,
-    run: impl FnOnce(&L::Policy, BoundKernel<'_, L, F>) -> Result<T>,
+    run: impl FnOnce(&L::Policy, BoundKernel<L, F>) -> Result<T>,
 ) -> Result<T> {
     let (policy, args) = spec.into_parts();
     policy.validate(label)?;
     let prepared = args.prepare(label, &policy.index_bounds())?;
-    let bound = BoundKernel {
-        kernel,
-        prepared: &prepared,
-    };
+    let bound = BoundKernel { kernel, prepared };
     let result = catch_unwind(AssertUnwindSafe(|| run(&policy, bound)));
     // The handles, and so their borrows, are released only now that the launch is over.
     drop(args);

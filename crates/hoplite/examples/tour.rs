@@ -18,6 +18,7 @@ fn main() -> Result<()> {
     print!("{}", String::from_utf8_lossy(&config));
 
     views()?;
+    backends_side_by_side()?;
     reductions()?;
     scans()?;
     md_range()?;
@@ -144,6 +145,117 @@ fn views() -> Result<()> {
     let mut records = Vec::new();
     let _ = HostSpace.print_records(&mut records, false);
     print!("{}", String::from_utf8_lossy(&records));
+    Ok(())
+}
+
+fn backends_side_by_side() -> Result<()> {
+    use rayon::prelude::*;
+    section("Backends side by side: the same kernels on serial and rayon, beside raw loops");
+    let serial = hoplite::Serial::default();
+    let pool = hoplite::RayonSpace::default();
+    println!("rayon instance: {} threads", pool.concurrency());
+    let n = 1 << 24;
+    let x_data: Vec<f64> = (0..n).map(|i| (i % 1000) as f64 * 1e-3).collect();
+    let x = View::<f64, 1>::from_slice("x", [n], &x_data)?;
+    let y = View::<f64, 1>::new("y", [n])?;
+
+    let dot = |label: &str, t: Duration, v: f64| {
+        println!(
+            "  dot  {label:<12} {:>10} {:>6} GB/s  = {v:.3}",
+            ms(t),
+            gbps(n * size_of::<f64>(), t)
+        )
+    };
+    let (v, t) = timed(5, || {
+        parallel_reduce(
+            "dot",
+            (RangePolicy::new(serial.clone(), 0..n), (x.read(),)),
+            |(i, (x,)), acc| *acc += x.get(i) * x.get(i),
+            Sum::<f64>::new(),
+        )
+    });
+    dot("serial", t, v?);
+    let (v, t) = timed(5, || {
+        parallel_reduce(
+            "dot",
+            (RangePolicy::new(pool.clone(), 0..n), (x.read(),)),
+            |(i, (x,)), acc| *acc += x.get(i) * x.get(i),
+            Sum::<f64>::new(),
+        )
+    });
+    dot("rayon", t, v?);
+    let (v, t) = timed(5, || x_data.iter().map(|v| v * v).sum::<f64>());
+    dot("raw loop", t, v);
+    let (v, t) = timed(5, || {
+        pool.install(|| x_data.par_iter().map(|v| v * v).sum::<f64>())
+    });
+    dot("raw rayon", t, v);
+
+    let triad = |label: &str, t: Duration| {
+        println!(
+            "  axpy {label:<12} {:>10} {:>6} GB/s",
+            ms(t),
+            gbps(3 * n * size_of::<f64>(), t)
+        )
+    };
+    let (r, t) = timed(5, || {
+        parallel_for(
+            "axpy",
+            (RangePolicy::new(serial.clone(), 0..n), (y.write(), x.read())),
+            |(i, (y, x))| y.set(i, 0.5 * x.get(i) + y.get(i)),
+        )
+    });
+    r?;
+    triad("serial", t);
+    let (r, t) = timed(5, || {
+        parallel_for(
+            "axpy",
+            (RangePolicy::new(pool.clone(), 0..n), (y.write(), x.read())),
+            |(i, (y, x))| y.set(i, 0.5 * x.get(i) + y.get(i)),
+        )
+    });
+    r?;
+    triad("rayon", t);
+    let mut ys = vec![0.0f64; n];
+    let (_, t) = timed(5, || ys.iter_mut().zip(&x_data).for_each(|(y, x)| *y += 0.5 * x));
+    triad("raw loop", t);
+    let (_, t) = timed(5, || {
+        pool.install(|| {
+            ys.par_chunks_mut(1 << 14)
+                .zip(x_data.par_chunks(1 << 14))
+                .for_each(|(y, x)| y.iter_mut().zip(x).for_each(|(y, x)| *y += 0.5 * x))
+        })
+    });
+    triad("raw rayon", t);
+
+    let empty = |label: &str, t: Duration| {
+        println!(
+            "  empty parallel_for {label:<8} {:>8.2} µs",
+            t.as_secs_f64() * 1e6
+        )
+    };
+    let (r, t) = timed(2000, || {
+        parallel_for("empty", RangePolicy::new(serial.clone(), 0..2), |_| {})
+    });
+    r?;
+    empty("serial", t);
+    let (r, t) = timed(2000, || {
+        parallel_for(
+            "empty",
+            RangePolicy::new(pool.clone(), 0..pool.concurrency()),
+            |_| {},
+        )
+    });
+    r?;
+    empty("rayon", t);
+    let (_, t) = timed(2000, || {
+        pool.install(|| {
+            (0..pool.concurrency()).into_par_iter().for_each(|i| {
+                black_box(i);
+            })
+        })
+    });
+    empty("raw rayon", t);
     Ok(())
 }
 

@@ -21,21 +21,30 @@
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctest;
 
-#[cfg(not(any(feature = "serial")))]
-compile_error!("hoplite needs at least one backend feature: enable `serial` (the default)");
+#[cfg(not(any(feature = "serial", feature = "rayon")))]
+compile_error!("hoplite needs at least one backend feature: enable `rayon` or `serial` (both are default)");
 
 pub use hoplite_core::*;
 
 #[cfg(feature = "serial")]
 pub use hoplite_serial::{self as serial, Serial};
 
-/// The execution space used when a launch names none: the most parallel enabled backend.
-#[cfg(feature = "serial")]
+#[cfg(feature = "rayon")]
+pub use hoplite_rayon::{self as rayon, RayonSpace};
+
+/// The execution space used when a launch names none: the most parallel enabled backend
+/// (rayon, else serial).
+#[cfg(feature = "rayon")]
+pub type DefaultExecutionSpace = hoplite_rayon::RayonSpace;
+
+/// The execution space used when a launch names none: the most parallel enabled backend
+/// (rayon, else serial).
+#[cfg(all(feature = "serial", not(feature = "rayon")))]
 pub type DefaultExecutionSpace = hoplite_serial::Serial;
 
-/// The default execution space for host memory ([`HostSpace`]).
-#[cfg(feature = "serial")]
-pub type DefaultHostExecutionSpace = hoplite_serial::Serial;
+/// The default execution space for host memory ([`HostSpace`]): the same as
+/// [`DefaultExecutionSpace`], since every enabled backend runs on the host.
+pub type DefaultHostExecutionSpace = DefaultExecutionSpace;
 
 /// The launch an argument `L` becomes on the default execution space.
 pub type DefaultLaunch<L> = <L as IntoLaunch<DefaultExecutionSpace>>::Launch;
@@ -124,7 +133,7 @@ where
 /// ```
 /// let mut out = Vec::new();
 /// hoplite::print_configuration(&mut out, false)?;
-/// assert!(String::from_utf8_lossy(&out).contains("Serial"));
+/// assert!(String::from_utf8_lossy(&out).contains("default execution space"));
 /// # Ok::<(), std::io::Error>(())
 /// ```
 ///
@@ -138,6 +147,8 @@ pub fn print_configuration(out: &mut dyn std::io::Write, detail: bool) -> std::i
         "default execution space: {}",
         DefaultExecutionSpace::default().name()
     )?;
+    #[cfg(feature = "rayon")]
+    RayonSpace::default().print_configuration(out, detail)?;
     #[cfg(feature = "serial")]
     Serial::default().print_configuration(out, detail)?;
     Ok(())

@@ -1,0 +1,325 @@
+//! Every pattern on serial and rayon beside its baselines, in one run: the raw serial loop for
+//! serial, hand-written rayon on a pool of the same size for rayon.
+//!
+//! Ids follow `<backend>-hoplite` / `<backend>-<baseline>` within a group, so `cargo xtask
+//! bench` pairs each hoplite measurement with its baselines.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use hoplite::prelude::*;
+use hoplite::{ParallelFor, ParallelScan, RayonSpace, Serial};
+use rayon::prelude::*;
+
+/// A hand-written rayon pool with as many threads as the default rayon instance.
+fn raw_pool(space: &RayonSpace) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(space.concurrency())
+        .build()
+        .expect("a rayon pool")
+}
+
+const CHUNK: usize = 1 << 14;
+
+/// `a = b + s * c` through the access model on `space`.
+fn triad_on<S: ParallelFor<RangePolicy<S>>>(
+    space: S,
+    n: usize,
+    s: f64,
+    a: &View<f64, 1>,
+    b: &View<f64, 1>,
+    c: &View<f64, 1>,
+) {
+    parallel_for(
+        "triad",
+        (RangePolicy::new(space, 0..n), (a.write(), b.read(), c.read())),
+        |(i, (a, b, c))| a.set(i, b.get(i) + s * c.get(i)),
+    )
+    .expect("triad")
+}
+
+/// Inclusive prefix sum of `x` into `out` through the access model on `space`.
+fn scan_on<S: ParallelScan<RangePolicy<S>>>(space: S, n: usize, x: &View<i64, 1>, out: &View<i64, 1>) -> i64 {
+    parallel_scan(
+        "scan",
+        (RangePolicy::new(space, 0..n), (out.write(), x.read())),
+        |(i, (out, x)), partial: &mut i64, is_final| {
+            *partial += x.get(i);
+            if is_final {
+                out.set(i, *partial);
+            }
+        },
+    )
+    .expect("scan")
+}
+
+fn triad(c: &mut Criterion) {
+    let mut group = c.benchmark_group("triad");
+    let space = RayonSpace::default();
+    let pool = raw_pool(&space);
+    for log2 in [20, 24] {
+        let n = 1usize << log2;
+        let s = 3.0f64;
+        group.throughput(Throughput::Bytes((3 * n * size_of::<f64>()) as u64));
+        let b_data: Vec<f64> = (0..n).map(|i| (i % 1000) as f64).collect();
+        let c_data: Vec<f64> = (0..n).map(|i| (i % 7) as f64).collect();
+        let a = View::<f64, 1>::new("a", [n]).expect("a");
+        let b = View::<f64, 1>::from_slice("b", [n], &b_data).expect("b");
+        let cv = View::<f64, 1>::from_slice("c", [n], &c_data).expect("c");
+        let mut raw_a = vec![0.0f64; n];
+        group.bench_with_input(BenchmarkId::new("serial-hoplite", n), &n, |bench, &n| {
+            bench.iter(|| triad_on(Serial::default(), n, s, &a, &b, &cv))
+        });
+        group.bench_with_input(BenchmarkId::new("rayon-hoplite", n), &n, |bench, &n| {
+            bench.iter(|| triad_on(space.clone(), n, s, &a, &b, &cv))
+        });
+        group.bench_with_input(BenchmarkId::new("serial-raw-loop", n), &n, |bench, _| {
+            bench.iter(|| {
+                for ((a, b), c) in raw_a.iter_mut().zip(&b_data).zip(&c_data) {
+                    *a = b + s * c;
+                }
+                black_box(&mut raw_a);
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("rayon-raw-par-chunks", n), &n, |bench, _| {
+            bench.iter(|| {
+                pool.install(|| {
+                    raw_a
+                        .par_chunks_mut(CHUNK)
+                        .zip(b_data.par_chunks(CHUNK))
+                        .zip(c_data.par_chunks(CHUNK))
+                        .for_each(|((a, b), c)| {
+                            for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+                                *a = b + s * c;
+                            }
+                        })
+                });
+                black_box(&mut raw_a);
+            })
+        });
+    }
+    group.finish();
+}
+
+fn dot(c: &mut Criterion) {
+    let mut group = c.benchmark_group("dot");
+    let space = RayonSpace::default();
+    let pool = raw_pool(&space);
+    for log2 in [20, 24] {
+        let n = 1usize << log2;
+        group.throughput(Throughput::Bytes((2 * n * size_of::<f64>()) as u64));
+        let x_data: Vec<f64> = (0..n).map(|i| (i % 1000) as f64 * 1e-3).collect();
+        let y_data: Vec<f64> = (0..n).map(|i| (i % 7) as f64).collect();
+        let x = View::<f64, 1>::from_slice("x", [n], &x_data).expect("x");
+        let y = View::<f64, 1>::from_slice("y", [n], &y_data).expect("y");
+        group.bench_with_input(BenchmarkId::new("serial-hoplite", n), &n, |bench, &n| {
+            bench.iter(|| {
+                let policy = RangePolicy::new(Serial::default(), 0..n);
+                parallel_reduce(
+                    "dot",
+                    (policy, (x.read(), y.read())),
+                    |(i, (x, y)), acc| *acc += x.get(i) * y.get(i),
+                    Sum::<f64>::new(),
+                )
+                .expect("dot")
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("rayon-hoplite", n), &n, |bench, &n| {
+            bench.iter(|| {
+                let policy = RangePolicy::new(space.clone(), 0..n);
+                parallel_reduce(
+                    "dot",
+                    (policy, (x.read(), y.read())),
+                    |(i, (x, y)), acc| *acc += x.get(i) * y.get(i),
+                    Sum::<f64>::new(),
+                )
+                .expect("dot")
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("serial-raw-loop", n), &n, |bench, _| {
+            bench.iter(|| x_data.iter().zip(&y_data).map(|(x, y)| x * y).sum::<f64>())
+        });
+        group.bench_with_input(BenchmarkId::new("rayon-raw-par-iter-sum", n), &n, |bench, _| {
+            bench.iter(|| pool.install(|| x_data.par_iter().zip(&y_data).map(|(x, y)| x * y).sum::<f64>()))
+        });
+    }
+    group.finish();
+}
+
+fn dispatch(c: &mut Criterion) {
+    let mut group = c.benchmark_group("empty-dispatch");
+    let space = RayonSpace::default();
+    let pool = raw_pool(&space);
+    let n = space.concurrency();
+    group.bench_function(BenchmarkId::new("serial-hoplite", n), |bench| {
+        bench.iter(|| {
+            parallel_for("empty", RangePolicy::new(Serial::default(), 0..n), |i| {
+                black_box(i);
+            })
+        })
+    });
+    group.bench_function(BenchmarkId::new("serial-raw-loop", n), |bench| {
+        bench.iter(|| {
+            for i in 0..black_box(n) {
+                black_box(i);
+            }
+        })
+    });
+    group.bench_function(BenchmarkId::new("rayon-hoplite", n), |bench| {
+        bench.iter(|| {
+            parallel_for("empty", RangePolicy::new(space.clone(), 0..n), |i| {
+                black_box(i);
+            })
+        })
+    });
+    group.bench_function(BenchmarkId::new("rayon-raw-install", n), |bench| {
+        bench.iter(|| {
+            pool.install(|| {
+                (0..n).into_par_iter().for_each(|i| {
+                    black_box(i);
+                })
+            })
+        })
+    });
+    group.finish();
+}
+
+fn stencil(c: &mut Criterion) {
+    let mut group = c.benchmark_group("stencil-2d");
+    let space = RayonSpace::default();
+    let pool = raw_pool(&space);
+    let side = 4096usize;
+    let n = side * side;
+    group.throughput(Throughput::Bytes((2 * n * size_of::<f64>()) as u64));
+    let data: Vec<f64> = (0..n).map(|k| (k % 13) as f64).collect();
+    let input = View::<f64, 2>::from_slice("in", [side, side], &data).expect("in");
+    let output = View::<f64, 2>::new("out", [side, side]).expect("out");
+    group.bench_with_input(BenchmarkId::new("rayon-hoplite", n), &side, |bench, &side| {
+        bench.iter(|| {
+            let policy =
+                MDRangePolicy::new(space.clone(), [1, 1], [side - 1, side - 1]).with_tiles([16, side]);
+            parallel_for(
+                "stencil",
+                (policy, (output.write(), input.read())),
+                |(ij, (out, u))| {
+                    let lap = u.neighbor(ij, [-1, 0])
+                        + u.neighbor(ij, [1, 0])
+                        + u.neighbor(ij, [0, -1])
+                        + u.neighbor(ij, [0, 1]);
+                    out.set(ij, 0.25 * lap - u.get(ij));
+                },
+            )
+            .expect("stencil")
+        })
+    });
+    let mut out = vec![0.0f64; n];
+    group.bench_with_input(
+        BenchmarkId::new("rayon-raw-par-chunks", n),
+        &side,
+        |bench, &side| {
+            bench.iter(|| {
+                pool.install(|| {
+                    out.par_chunks_mut(side).enumerate().for_each(|(i, dst)| {
+                        if i == 0 || i == side - 1 {
+                            return;
+                        }
+                        let (up, row, down) = (
+                            &data[(i - 1) * side..],
+                            &data[i * side..],
+                            &data[(i + 1) * side..],
+                        );
+                        for j in 1..side - 1 {
+                            let lap = up[j] + down[j] + row[j - 1] + row[j + 1];
+                            dst[j] = 0.25 * lap - row[j];
+                        }
+                    })
+                });
+                black_box(&mut out);
+            })
+        },
+    );
+    group.finish();
+}
+
+fn scan(c: &mut Criterion) {
+    let mut group = c.benchmark_group("inclusive-scan");
+    let space = RayonSpace::default();
+    let pool = raw_pool(&space);
+    let n = 1usize << 24;
+    // 16 bytes per element: one i64 read, one written.
+    group.throughput(Throughput::Bytes((16 * n) as u64));
+    let x_data: Vec<i64> = (0..n as i64).map(|i| i % 17 - 8).collect();
+    let x = View::<i64, 1>::from_slice("x", [n], &x_data).expect("x");
+    let out = View::<i64, 1>::new("out", [n]).expect("out");
+    group.bench_with_input(BenchmarkId::new("serial-hoplite", n), &n, |bench, &n| {
+        bench.iter(|| scan_on(Serial::default(), n, &x, &out))
+    });
+    group.bench_with_input(BenchmarkId::new("rayon-hoplite", n), &n, |bench, &n| {
+        bench.iter(|| scan_on(space.clone(), n, &x, &out))
+    });
+    let mut raw = vec![0i64; n];
+    group.bench_with_input(BenchmarkId::new("serial-raw-loop", n), &n, |bench, _| {
+        bench.iter(|| {
+            let mut acc = 0i64;
+            for (o, x) in raw.iter_mut().zip(&x_data) {
+                acc += x;
+                *o = acc;
+            }
+            black_box(&mut raw);
+        })
+    });
+    group.bench_with_input(BenchmarkId::new("rayon-raw-two-pass", n), &n, |bench, _| {
+        bench.iter(|| {
+            pool.install(|| {
+                let chunk = n.div_ceil(4 * pool.current_num_threads());
+                let sums: Vec<i64> = x_data.par_chunks(chunk).map(|c| c.iter().sum()).collect();
+                let mut offsets = Vec::with_capacity(sums.len());
+                let mut acc = 0;
+                for s in &sums {
+                    offsets.push(acc);
+                    acc += s;
+                }
+                raw.par_chunks_mut(chunk)
+                    .zip(x_data.par_chunks(chunk))
+                    .zip(&offsets)
+                    .for_each(|((o, x), &off)| {
+                        let mut acc = off;
+                        for (o, x) in o.iter_mut().zip(x) {
+                            acc += x;
+                            *o = acc;
+                        }
+                    });
+            });
+            black_box(&mut raw);
+        })
+    });
+    group.finish();
+}
+
+fn deterministic(c: &mut Criterion) {
+    let mut group = c.benchmark_group("deterministic-sum");
+    let space = RayonSpace::default();
+    let n = 1usize << 24;
+    group.throughput(Throughput::Bytes((n * size_of::<f64>()) as u64));
+    let x_data: Vec<f64> = (0..n).map(|i| 1.0 / (1.0 + i as f64)).collect();
+    let x = View::<f64, 1>::from_slice("x", [n], &x_data).expect("x");
+    for (name, deterministic) in [("rayon-hoplite", true), ("rayon-ordinary", false)] {
+        group.bench_with_input(BenchmarkId::new(name, n), &n, |bench, &n| {
+            bench.iter(|| {
+                let policy =
+                    RangePolicy::new(space.clone(), 0..n).with_deterministic_reduction(deterministic);
+                parallel_reduce(
+                    "sum",
+                    (policy, (x.read(),)),
+                    |(i, (x,)), acc| *acc += x.get(i),
+                    Sum::<f64>::new(),
+                )
+                .expect("sum")
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, triad, dot, dispatch, stencil, scan, deterministic);
+criterion_main!(benches);
