@@ -264,6 +264,10 @@ where
 
 /// Validates the policy and the handles, runs the launch, and turns a panic in the kernel into
 /// [`Error::KernelPanicked`]. The handles (and their borrows) live until the launch returns.
+///
+/// Inlined so that the policy is built in place in the caller's frame: passed by value it was
+/// copied through memory, which cost more than the serial launch itself.
+#[inline(always)]
 fn launch<L: LaunchSpec, F, T>(
     label: &str,
     spec: L,
@@ -303,6 +307,7 @@ fn launch<L: LaunchSpec, F, T>(
 /// ...), a handle that conflicts ([`Error::BorrowConflict`]) or is too small for the policy
 /// ([`Error::OutOfExtent`]), a panic in the kernel ([`Error::KernelPanicked`]), or a backend
 /// failure.
+#[inline]
 pub fn parallel_for<L, F>(label: &str, launch_spec: L, kernel: F) -> Result<()>
 where
     L: LaunchSpec,
@@ -332,6 +337,7 @@ where
 /// # Errors
 ///
 /// As for [`parallel_for`].
+#[inline]
 pub fn parallel_reduce<L, F, R>(label: &str, launch_spec: L, kernel: F, reducer: R) -> Result<R::Value>
 where
     L: LaunchSpec,
@@ -364,6 +370,7 @@ where
 /// # Errors
 ///
 /// As for [`parallel_for`].
+#[inline]
 pub fn parallel_scan<L, F, T>(label: &str, launch_spec: L, kernel: F) -> Result<T>
 where
     L: LaunchSpec,

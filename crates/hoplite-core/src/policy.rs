@@ -6,6 +6,7 @@
 //! `RangePolicy -> MDRangePolicy<_, 1> -> TeamPolicy`.
 
 use std::fmt::Debug;
+use std::num::NonZeroUsize;
 use std::ops::Range;
 
 use crate::error::{Error, Result};
@@ -149,6 +150,7 @@ impl<S: ExecutionSpace, P: IntoPolicy<S>, A: crate::view::LaunchArgs> IntoLaunch
     }
 }
 
+#[inline(always)]
 fn check_chunk(label: &str, chunk: Option<usize>) -> Result<()> {
     match chunk {
         Some(0) => Err(Error::ZeroChunk {
@@ -173,7 +175,11 @@ pub struct RangePolicy<S: ExecutionSpace> {
     space: S,
     begin: usize,
     end: usize,
-    chunk: Option<usize>,
+    // Eight bytes with a niche rather than `Option<usize>`'s sixteen: building a policy then
+    // takes single stores, and the serial launch no longer stalls on reading it back.
+    chunk: Option<NonZeroUsize>,
+    /// `with_chunk_size(0)` was asked for; reported at launch.
+    zero_chunk: bool,
     schedule: Schedule,
     deterministic: bool,
 }
@@ -186,6 +192,7 @@ impl<S: ExecutionSpace> RangePolicy<S> {
             begin: range.start,
             end: range.end,
             chunk: None,
+            zero_chunk: false,
             schedule: Schedule::Static,
             deterministic: false,
         }
@@ -207,7 +214,8 @@ impl<S: ExecutionSpace> RangePolicy<S> {
 
     /// Sets how many consecutive iterations a thread takes at a time (at least 1).
     pub fn with_chunk_size(mut self, chunk: usize) -> Self {
-        self.chunk = Some(chunk);
+        self.chunk = NonZeroUsize::new(chunk);
+        self.zero_chunk = chunk == 0;
         self
     }
 
@@ -245,7 +253,11 @@ impl<S: ExecutionSpace> RangePolicy<S> {
 
     /// The chunk size asked for, if any.
     pub fn chunk_size(&self) -> Option<usize> {
-        self.chunk
+        if self.zero_chunk {
+            Some(0)
+        } else {
+            self.chunk.map(NonZeroUsize::get)
+        }
     }
 
     /// The schedule.
@@ -270,7 +282,20 @@ impl<S: ExecutionSpace> ExecutionPolicy for RangePolicy<S> {
         }
     }
 
+    #[inline(always)]
     fn validate(&self, label: &str) -> Result<()> {
+        // The common case stays inline and branch-cheap; building the error is out of line.
+        if self.begin <= self.end && !self.zero_chunk {
+            return Ok(());
+        }
+        self.invalid(label)
+    }
+}
+
+impl<S: ExecutionSpace> RangePolicy<S> {
+    #[cold]
+    #[inline(never)]
+    fn invalid(&self, label: &str) -> Result<()> {
         if self.begin > self.end {
             return Err(Error::InvalidRange {
                 label: label.to_owned(),
@@ -279,7 +304,7 @@ impl<S: ExecutionSpace> ExecutionPolicy for RangePolicy<S> {
                 end: self.end,
             });
         }
-        check_chunk(label, self.chunk)
+        check_chunk(label, self.chunk_size())
     }
 }
 
@@ -568,9 +593,10 @@ impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy<S, R> 
 impl<S: ExecutionSpace> From<RangePolicy<S>> for MDRangePolicy<S, 1> {
     /// The same points as a rank-1 box; the chunk size becomes the tile.
     fn from(p: RangePolicy<S>) -> Self {
+        let chunk = p.chunk_size();
         let md =
             MDRangePolicy::new(p.space, [p.begin], [p.end]).with_deterministic_reduction(p.deterministic);
-        match p.chunk {
+        match chunk {
             Some(c) => md.with_tiles([c]),
             None => md,
         }
