@@ -24,7 +24,7 @@ commands:
         run the criterion benchmarks and write target/hoplite-bench/summary.json;
         --quick uses short warm-up and measurement times (a few minutes on 2 cores)
   conformance [--backend NAME]
-        run the conformance suite on every backend, or on NAME (serial, thread-scope)
+        run the conformance suite on every backend, or on NAME (serial, rayon, thread-scope)
   miri  run hoplite-core's unit tests under Miri (installs the nightly miri component
         with rustup when it is missing)
   help  print this message";

@@ -392,7 +392,10 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg_attr(miri, ignore = "Miri stops at an allocation it cannot make instead of returning null")]
+    #[cfg_attr(
+        miri,
+        ignore = "Miri stops at an allocation it cannot make instead of returning null"
+    )]
     fn host_allocation_is_aligned_and_huge_requests_fail_cleanly() {
         let p = HostSpace.allocate("a", 100).expect("100 bytes");
         assert_eq!(p.as_ptr() as usize % 64, 0);

@@ -1,0 +1,223 @@
+//! Bad input (ExecutionPolicy axiom 2, validation): each launch is refused with a typed error
+//! that names the launch, the offending value and the limit, and the kernel never runs.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hoplite_core::{
+    Error, ExecutionPolicy, MDRangePolicy, ParallelFor, PerTeam, PerThread, RangePolicy, Sum, TeamPolicy,
+    parallel_for, parallel_reduce, parallel_scan,
+};
+
+use crate::util::mentions;
+use crate::{ConformantSpace, Failure, Outcome, check};
+
+/// Launches `policy` as a `parallel_for` that counts its iterations; returns the error and
+/// fails if the launch succeeded or any iteration ran.
+fn refused<P>(label: &str, policy: P) -> Result<Error, Failure>
+where
+    P: ExecutionPolicy,
+    P::Space: ParallelFor<P>,
+{
+    let runs = AtomicUsize::new(0);
+    let result = parallel_for(label, policy, |_: P::Item<'_>| {
+        runs.fetch_add(1, Ordering::Relaxed);
+    });
+    let ran = runs.into_inner();
+    match result {
+        Err(e) if ran == 0 => Ok(e),
+        Err(e) => Err(Failure::msg(format!(
+            "`{label}` was refused ({e}) after {ran} iterations ran"
+        ))),
+        Ok(()) => Err(Failure::msg(format!(
+            "`{label}` was launched ({ran} iterations) but must be refused"
+        ))),
+    }
+}
+
+/// Fails with the error unless it is the expected one.
+fn is(what: &str, ok: bool, err: &Error) -> Outcome {
+    ensure!(ok, "{what}: wrong error {err:?}");
+    Ok(())
+}
+
+/// A range (or one MDRange dimension) with begin after end is `Error::InvalidRange`, for
+/// `parallel_for`, `parallel_reduce` and `parallel_scan`.
+pub fn reversed_range_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        #[expect(
+            clippy::reversed_empty_ranges,
+            reason = "a reversed range is the bad input under test"
+        )]
+        let (r1, r2, r3) = (5..3, 9..2, 4..1);
+        let err = refused("reversed", RangePolicy::new(space.clone(), r1))?;
+        is(
+            "reversed range",
+            matches!(&err, Error::InvalidRange { label, dim: None, begin: 5, end: 3 } if label == "reversed"),
+            &err,
+        )?;
+        mentions(&err.to_string(), &["`reversed`", "begin 5", "end 3"])?;
+        let err = parallel_reduce(
+            "reversed-reduce",
+            RangePolicy::new(space.clone(), r2),
+            |_, a: &mut f64| *a += 1.0,
+            Sum::new(),
+        );
+        ensure!(
+            matches!(err, Err(Error::InvalidRange { begin: 9, end: 2, .. })),
+            "a reversed reduction gave {err:?}"
+        );
+        let err = parallel_scan(
+            "reversed-scan",
+            RangePolicy::new(space.clone(), r3),
+            |_, p: &mut i64, _| *p += 1,
+        );
+        ensure!(
+            matches!(err, Err(Error::InvalidRange { begin: 4, end: 1, .. })),
+            "a reversed scan gave {err:?}"
+        );
+        let err = refused(
+            "reversed-md",
+            MDRangePolicy::new(space.clone(), [0, 8, 1], [4, 6, 5]),
+        )?;
+        is(
+            "reversed MDRange dimension",
+            matches!(
+                &err,
+                Error::InvalidRange {
+                    dim: Some(1),
+                    begin: 8,
+                    end: 6,
+                    ..
+                }
+            ),
+            &err,
+        )?;
+        mentions(&err.to_string(), &["`reversed-md`", "dimension 1"])
+    })
+}
+
+/// A chunk size of 0 is `Error::ZeroChunk`, for range and team policies.
+pub fn zero_chunk_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let err = refused(
+            "chunk0",
+            RangePolicy::new(space.clone(), 0..10).with_chunk_size(0),
+        )?;
+        is(
+            "range chunk 0",
+            matches!(&err, Error::ZeroChunk { label } if label == "chunk0"),
+            &err,
+        )?;
+        let err = refused(
+            "team-chunk0",
+            TeamPolicy::new(space.clone(), 3, 1).with_chunk_size(0),
+        )?;
+        is(
+            "team chunk 0",
+            matches!(&err, Error::ZeroChunk { label } if label == "team-chunk0"),
+            &err,
+        )
+    })
+}
+
+/// A tile extent of 0 is `Error::ZeroTile` naming the dimension.
+pub fn zero_tile_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let err = refused(
+            "tile0",
+            MDRangePolicy::new(space.clone(), [0, 0, 0], [4, 4, 4]).with_tiles([2, 2, 0]),
+        )?;
+        is(
+            "tile 0",
+            matches!(&err, Error::ZeroTile { label, dim: 2 } if label == "tile0"),
+            &err,
+        )?;
+        let md = MDRangePolicy::<S, 1>::from(RangePolicy::new(space.clone(), 0..4).with_chunk_size(0));
+        let err = refused("converted-chunk0", md)?;
+        is(
+            "a chunk of 0 converted to a tile",
+            matches!(&err, Error::ZeroTile { dim: 0, .. }),
+            &err,
+        )
+    })
+}
+
+/// A team size of 0 is `Error::ZeroTeamSize`.
+pub fn zero_team_size_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let err = refused("team0", TeamPolicy::new(space.clone(), 4, 0))?;
+        is(
+            "team size 0",
+            matches!(&err, Error::ZeroTeamSize { label } if label == "team0"),
+            &err,
+        )
+    })
+}
+
+/// A vector length of 0, not a power of two, or above `max_vector_length` is
+/// `Error::InvalidVectorLength` naming the space; the maximum itself launches.
+pub fn bad_vector_length_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let max = space.max_vector_length();
+        ensure!(
+            max.is_power_of_two(),
+            "max_vector_length {max} is not a power of two"
+        );
+        for bad in [0, 3, max * 2] {
+            let err = refused(
+                "vector",
+                TeamPolicy::new(space.clone(), 2, 1).with_vector_length(bad),
+            )?;
+            let ok = matches!(&err, Error::InvalidVectorLength { requested, max: m, space: name, .. }
+                if *requested == bad && *m == max && *name == space.name());
+            is(&format!("vector length {bad}"), ok, &err)?;
+        }
+        let members = parallel_reduce(
+            "vector-max",
+            TeamPolicy::new(space.clone(), 2, 1).with_vector_length(max),
+            |_, a: &mut usize| *a += 1,
+            Sum::new(),
+        )?;
+        ensure_eq!(members, 2, "members of teams with the maximum vector length");
+        Ok(())
+    })
+}
+
+/// Scratch above `max_scratch_size(level)` is `Error::ScratchTooLarge`, a level other than
+/// 0 or 1 is `Error::InvalidScratchLevel`.
+pub fn scratch_above_the_maximum_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        for level in [0, 1] {
+            let max = space.max_scratch_size(level);
+            if max == usize::MAX {
+                continue;
+            }
+            let p = TeamPolicy::new(space.clone(), 2, 1).with_scratch_size(level, PerTeam(max), PerThread(1));
+            let err = refused("scratch", p)?;
+            let ok = matches!(&err, Error::ScratchTooLarge { level: l, requested, max: m, .. }
+                if *l == level && *requested == max + 1 && *m == max);
+            is(&format!("level-{level} scratch of {max} + 1 bytes"), ok, &err)?;
+        }
+        let p = TeamPolicy::new(space.clone(), 2, 1).with_scratch_size(2, PerTeam(8), PerThread(0));
+        let err = refused("level2", p)?;
+        is(
+            "scratch level 2",
+            matches!(&err, Error::InvalidScratchLevel { level: 2, .. }),
+            &err,
+        )
+    })
+}
+
+/// A range not starting at 0 does not convert to a team policy: `Error::PolicyConversion`.
+pub fn range_not_starting_at_zero_does_not_convert_to_teams<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        match TeamPolicy::try_from(RangePolicy::new(space.clone(), 3..10)) {
+            Err(err @ Error::PolicyConversion { .. }) => {
+                mentions(&err.to_string(), &["starts at 3", "TeamPolicy"])
+            }
+            other => Err(Failure::msg(format!(
+                "converting 3..10 to a team policy gave {other:?}"
+            ))),
+        }
+    })
+}

@@ -1,0 +1,517 @@
+//! # hoplite-conformance
+//!
+//! One suite that checks any backend against the concepts of `hoplite-core`. Every axiom that
+//! `docs/concepts.md` states is a generic check function, named after the axiom, in the module
+//! of its concept:
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`execution_space`] | `ExecutionSpace`: instances, fence, launch order, `in_parallel`, concurrency |
+//! | [`memory_space`] | `MemorySpace` of the space, `MemorySpaceAccess` of `HostSpace` |
+//! | [`range_policy`] | `RangePolicy`: exactly once, chunks and schedules, conversions |
+//! | [`mdrange_policy`] | `MDRangePolicy` of ranks 1 to 3, odd tiles, every iteration order |
+//! | [`team`] | `TeamPolicy` and `TeamMember`: ranks, barrier, collectives, nested ranges, scratch |
+//! | [`reducer`] | every built-in reducer and custom ones, through `parallel_reduce` |
+//! | [`scan`] | `parallel_scan`: exclusive and inclusive prefix sums through views |
+//! | [`unique_token`] | `UniqueToken` of both scopes |
+//! | [`views`] | views and the access model, through launches on the space |
+//! | [`errors`] | bad input: typed errors, and the kernel never runs |
+//! | [`panics`] | a panicking kernel is `Error::KernelPanicked` and the space stays usable |
+//! | [`properties`] | property tests: results equal those of the serial backend |
+//!
+//! A check is a function `fn(&S) -> Result<(), Failure>` for any [`ConformantSpace`] `S`; a
+//! [`Failure`] names the axiom and says what went wrong. The checks never panic on a broken
+//! backend (kernel panics come back as errors, and [`run_check`] also catches panics of the
+//! check itself), so a test can run the suite against a deliberately broken backend and assert
+//! which axioms it breaks.
+//!
+//! A backend runs the whole suite with [`suite!`]:
+//!
+//! ```
+//! // tests/conformance.rs of a backend crate
+//! use hoplite_serial::Serial as MySpace;
+//! hoplite_conformance::suite!(my_space, MySpace::default, MySpace);
+//! # fn main() {}
+//! ```
+//!
+//! which expands to a module `my_space` with one `#[test]` per check
+//! (`my_space::reducer::min_loc_ties_go_to_lowest_index`, ...) and compile-time assertions
+//! that the space implements the concept traits. The checks are also plain functions:
+//!
+//! ```
+//! use hoplite_conformance::{reducer, run_all};
+//! let space = hoplite_serial::Serial::default();
+//! reducer::min_loc_ties_go_to_lowest_index(&space)?;
+//! assert!(run_all(&space).is_empty());
+//! # Ok::<(), hoplite_conformance::Failure>(())
+//! ```
+//!
+//! Every check returns [`Outcome`]; its error is a [`Failure`] naming the check's axiom.
+//! `docs/writing-a-backend.md` explains the traits to implement.
+
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use hoplite_core::{
+    Error, ExecutionSpace, MDRangePolicy, ParallelFor, ParallelReduce, ParallelScan, RangePolicy, TeamPolicy,
+    UniqueTokenSpace,
+};
+
+#[macro_use]
+mod macros;
+mod util;
+
+pub mod errors;
+pub mod execution_space;
+pub mod mdrange_policy;
+pub mod memory_space;
+pub mod panics;
+pub mod properties;
+pub mod range_policy;
+pub mod reducer;
+pub mod scan;
+pub mod team;
+pub mod unique_token;
+pub mod views;
+
+/// Everything the suite launches on a space, in one bound.
+///
+/// A space is conformant-testable when it is an execution space with unique tokens that runs
+/// `parallel_for` and `parallel_reduce` over range policies, MDRange policies of rank 1 to 3
+/// and team policies, and `parallel_scan` over range policies. The blanket implementation
+/// makes every such space a `ConformantSpace`; nothing needs to be implemented by hand.
+pub trait ConformantSpace:
+    ExecutionSpace
+    + UniqueTokenSpace
+    + ParallelFor<RangePolicy<Self>>
+    + ParallelReduce<RangePolicy<Self>>
+    + ParallelScan<RangePolicy<Self>>
+    + ParallelFor<MDRangePolicy<Self, 1>>
+    + ParallelReduce<MDRangePolicy<Self, 1>>
+    + ParallelFor<MDRangePolicy<Self, 2>>
+    + ParallelReduce<MDRangePolicy<Self, 2>>
+    + ParallelFor<MDRangePolicy<Self, 3>>
+    + ParallelReduce<MDRangePolicy<Self, 3>>
+    + ParallelFor<TeamPolicy<Self>>
+    + ParallelReduce<TeamPolicy<Self>>
+{
+}
+
+impl<S> ConformantSpace for S where
+    S: ExecutionSpace
+        + UniqueTokenSpace
+        + ParallelFor<RangePolicy<S>>
+        + ParallelReduce<RangePolicy<S>>
+        + ParallelScan<RangePolicy<S>>
+        + ParallelFor<MDRangePolicy<S, 1>>
+        + ParallelReduce<MDRangePolicy<S, 1>>
+        + ParallelFor<MDRangePolicy<S, 2>>
+        + ParallelReduce<MDRangePolicy<S, 2>>
+        + ParallelFor<MDRangePolicy<S, 3>>
+        + ParallelReduce<MDRangePolicy<S, 3>>
+        + ParallelFor<TeamPolicy<S>>
+        + ParallelReduce<TeamPolicy<S>>
+{
+}
+
+/// A broken axiom: which one, and what the backend did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The check that failed, as `concept::axiom` (for example
+    /// `"reducer::min_loc_ties_go_to_lowest_index"`).
+    pub axiom: &'static str,
+    /// What was observed, and what was expected.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure of `axiom` with `message`.
+    pub fn new(axiom: &'static str, message: impl Into<String>) -> Self {
+        Failure {
+            axiom,
+            message: message.into(),
+        }
+    }
+
+    /// A failure whose axiom the enclosing check fills in.
+    pub(crate) fn msg(message: impl Into<String>) -> Self {
+        Failure::new("", message)
+    }
+
+    /// Names the axiom, keeping the message; `path` is a module path of this crate.
+    pub(crate) fn in_axiom(mut self, path: &'static str) -> Self {
+        self.axiom = path.strip_prefix("hoplite_conformance::").unwrap_or(path);
+        self
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "axiom `{}` does not hold: {}", self.axiom, self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::msg(format!("unexpected error: {e}"))
+    }
+}
+
+/// The outcome of one check.
+pub type Outcome = Result<(), Failure>;
+
+/// Runs the body of the check `axiom` (a path from `axiom!()`) and names its failures after
+/// it. Inside the body, `?` turns a `hoplite_core::Error` into a failure.
+pub(crate) fn check(axiom: &'static str, body: impl FnOnce() -> Outcome) -> Outcome {
+    body().map_err(|f| f.in_axiom(axiom))
+}
+
+/// One check of the suite: its axiom name and the function that runs it.
+pub struct Check<S> {
+    /// `concept::axiom`, the same as [`Failure::axiom`] of its failures.
+    pub axiom: &'static str,
+    /// Runs the check on a space.
+    pub run: fn(&S) -> Outcome,
+}
+
+impl<S> Clone for Check<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Check<S> {}
+
+impl<S> fmt::Debug for Check<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Check").field(&self.axiom).finish()
+    }
+}
+
+/// Every check of the suite, in the order of the modules.
+pub fn checks<S: ConformantSpace>() -> Vec<Check<S>> {
+    crate::__for_each_check!(__registry! { S })
+}
+
+/// Runs one check and turns a panic of the check itself (not of a kernel: those are errors
+/// already) into a [`Failure`] of its axiom.
+pub fn run_check<S: ConformantSpace>(check: &Check<S>, space: &S) -> Outcome {
+    match catch_unwind(AssertUnwindSafe(|| (check.run)(space))) {
+        // The registry's name is the authoritative one.
+        Ok(outcome) => outcome.map_err(|f| Failure::new(check.axiom, f.message)),
+        Err(payload) => {
+            let message = match Error::from_panic(check.axiom, payload) {
+                Error::KernelPanicked { message, .. } => message,
+                other => other.to_string(),
+            };
+            Err(Failure::new(
+                check.axiom,
+                format!("the check panicked: {message}"),
+            ))
+        }
+    }
+}
+
+/// Runs every check on `space` and returns the failures (empty when the space conforms).
+pub fn run_all<S: ConformantSpace>(space: &S) -> Vec<Failure> {
+    checks::<S>()
+        .iter()
+        .filter_map(|check| run_check(check, space).err())
+        .collect()
+}
+
+/// Panics with the failure's message: what the tests of [`suite!`] call.
+#[track_caller]
+pub fn assert_passes(outcome: Outcome) {
+    if let Err(failure) = outcome {
+        panic!("{failure}");
+    }
+}
+
+// Backend-independent facts the access model relies on: tokens and bound writers never cross
+// threads.
+static_assertions::assert_not_impl_any!(hoplite_core::Idx<'static>: Send, Sync);
+static_assertions::assert_not_impl_any!(hoplite_core::MdIdx<'static, 3>: Send, Sync);
+static_assertions::assert_not_impl_any!(
+    hoplite_core::BoundWriter<'static, f64, 1, hoplite_core::LayoutRight>: Send, Sync
+);
+static_assertions::assert_impl_all!(Failure: Send, Sync, Clone, std::error::Error);
+
+#[doc(hidden)]
+pub mod __private {
+    pub use hoplite_core;
+    pub use static_assertions;
+
+    use super::ConformantSpace;
+    use hoplite_core::{UniqueToken, UniqueTokenSpace};
+    use std::fmt::Debug;
+
+    /// Compiles only when `make` returns a space with every concept trait.
+    pub fn assert_concepts<S, F>(make: F) -> F
+    where
+        S: ConformantSpace + Send + Sync + Clone + Default + PartialEq + Debug + 'static,
+        <S as UniqueTokenSpace>::InstanceToken: UniqueToken + Clone + Send + Sync,
+        <S as UniqueTokenSpace>::GlobalToken: UniqueToken + Clone + Send + Sync,
+        F: Fn() -> S,
+    {
+        make
+    }
+}
+
+/// Expands to a module `$name` with one `#[test]` per check of the suite, run on the space
+/// that `$make` (a function or closure without arguments) returns.
+///
+/// ```
+/// hoplite_conformance::suite!(serial, hoplite_serial::Serial::default);
+/// // or, naming the type too, which adds `static_assertions` checks of it:
+/// hoplite_conformance::suite!(serial_typed, hoplite_serial::Serial::default, hoplite_serial::Serial);
+/// # fn main() {}
+/// ```
+///
+/// The tests are `$name::<concept>::<axiom>`, so `cargo test reducer::` runs one concept. The
+/// space must implement [`ConformantSpace`] and `Send + Sync + Clone + Default + PartialEq +
+/// Debug` (checked at compile time). `$make` is resolved in the module that invokes the macro.
+#[macro_export]
+macro_rules! suite {
+    ($name:ident, $make:expr $(,)?) => {
+        $crate::suite!(@module $name, $make, {});
+    };
+    ($name:ident, $make:expr, $space:ty $(,)?) => {
+        $crate::suite!(@module $name, $make, {
+            $crate::__private::static_assertions::assert_impl_all!(
+                $space: $crate::ConformantSpace,
+                $crate::__private::hoplite_core::ExecutionSpace,
+                $crate::__private::hoplite_core::UniqueTokenSpace,
+                ::core::marker::Send,
+                ::core::marker::Sync,
+                ::core::clone::Clone,
+                ::core::default::Default,
+                ::core::cmp::PartialEq,
+                ::core::fmt::Debug
+            );
+            $crate::__private::static_assertions::assert_impl_all!(
+                <$space as $crate::__private::hoplite_core::UniqueTokenSpace>::InstanceToken:
+                    $crate::__private::hoplite_core::UniqueToken,
+                ::core::marker::Send,
+                ::core::marker::Sync,
+                ::core::clone::Clone
+            );
+            $crate::__private::static_assertions::assert_impl_all!(
+                <$space as $crate::__private::hoplite_core::UniqueTokenSpace>::GlobalToken:
+                    $crate::__private::hoplite_core::UniqueToken,
+                ::core::marker::Send,
+                ::core::marker::Sync,
+                ::core::clone::Clone
+            );
+            #[allow(dead_code)]
+            fn __make_returns_the_named_space() -> $space {
+                ($make)()
+            }
+        });
+    };
+    (@module $name:ident, $make:expr, { $($typed:tt)* }) => {
+        #[allow(unused_imports, non_snake_case)]
+        mod $name {
+            use super::*;
+
+            $($typed)*
+
+            #[allow(dead_code)]
+            fn __make_returns_a_conformant_space() {
+                let _ = $crate::__private::assert_concepts($make);
+            }
+
+            $crate::__for_each_check!(__suite_tests! { $make });
+        }
+    };
+}
+
+/// The list of every check, handed to `$callback` (a macro of this crate) after `$extra`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __for_each_check {
+    ($callback:ident! { $($extra:tt)* }) => {
+        $crate::$callback! {
+            { $($extra)* }
+            execution_space {
+                clones_are_the_same_instance,
+                default_instances_are_equal,
+                fence_waits_for_prior_launches,
+                launches_run_in_submission_order,
+                in_parallel_is_true_exactly_inside_kernels,
+                concurrency_is_at_least_one,
+                concurrency_bounds_simultaneous_iterations,
+                print_configuration_is_not_empty,
+                nested_launches_complete,
+            }
+            memory_space {
+                allocation_is_aligned,
+                zero_byte_allocation_succeeds,
+                allocation_failure_is_typed,
+                view_allocations_are_recorded,
+                host_space_access_flags_are_ordered,
+                deep_copy_between_host_views_copies_every_element,
+            }
+            range_policy {
+                visits_every_index_exactly_once,
+                chunked_schedules_visit_every_index_exactly_once,
+                schedule_does_not_change_results,
+                conversions_visit_the_same_points,
+            }
+            mdrange_policy {
+                rank_1_visits_every_point_exactly_once,
+                rank_2_visits_every_point_exactly_once,
+                rank_3_visits_every_point_exactly_once,
+                empty_box_runs_no_iteration,
+                reduce_covers_every_point_once,
+            }
+            team {
+                each_league_team_rank_pair_seen_once,
+                auto_team_size_is_the_maximum,
+                team_size_above_the_maximum_is_rejected,
+                barrier_orders_scratch_writes,
+                broadcast_returns_the_source_value,
+                team_reduce_joins_in_rank_order,
+                team_scan_returns_exclusive_prefix_and_total,
+                team_thread_range_visits_every_index_once,
+                thread_vector_range_visits_every_index_once_per_thread,
+                team_vector_range_visits_every_index_once,
+                nested_reduce_returns_the_result_on_every_thread,
+                nested_scan_matches_sequential_prefix,
+                team_scratch_has_the_requested_size,
+                thread_scratch_is_private,
+                team_policy_reduce_sums_over_teams,
+            }
+            reducer {
+                sum_matches_sequential_fold,
+                prod_matches_sequential_fold,
+                min_and_max_match_sequential_fold,
+                min_and_max_ignore_nan,
+                minmax_matches_sequential_fold,
+                min_loc_ties_go_to_lowest_index,
+                max_loc_ties_go_to_lowest_index,
+                minmax_loc_ties_go_to_lowest_index,
+                minmax_first_last_loc_max_ties_go_to_highest_index,
+                loc_reducers_report_an_index_for_identity_values,
+                first_loc_and_last_loc_find_the_extremes,
+                logical_and_or_match_sequential_fold,
+                bitwise_and_or_match_sequential_fold,
+                empty_range_gives_the_identity,
+                custom_join_keeps_index_order,
+                finalize_runs_once_on_the_total,
+            }
+            scan {
+                exclusive_scan_matches_sequential_prefix,
+                inclusive_scan_matches_sequential_prefix,
+                scan_over_an_offset_range_matches_sequential_prefix,
+                final_pass_runs_once_per_index,
+            }
+            unique_token {
+                ids_are_in_range,
+                live_ids_are_distinct,
+                try_acquire_fails_only_when_every_id_is_live,
+                clones_share_ids,
+                guard_releases_on_drop,
+                instance_token_is_sized_to_the_concurrency,
+                zero_size_is_rejected,
+                global_live_ids_are_distinct,
+            }
+            views {
+                writer_stores_at_every_token,
+                md_writer_stores_at_every_token,
+                reader_neighbor_reads_stencil_points,
+                atomic_handle_scatter_adds_exactly,
+                writer_conflicts_with_reader_of_clone,
+                two_writers_of_one_view_conflict,
+                atomic_handle_conflicts_with_writer,
+                disjoint_subview_writers_do_not_conflict,
+                launch_past_the_extent_is_rejected,
+                handles_are_released_after_the_launch,
+            }
+            errors {
+                reversed_range_is_rejected,
+                zero_chunk_is_rejected,
+                zero_tile_is_rejected,
+                zero_team_size_is_rejected,
+                bad_vector_length_is_rejected,
+                scratch_above_the_maximum_is_rejected,
+                range_not_starting_at_zero_does_not_convert_to_teams,
+            }
+            panics {
+                panic_in_parallel_for_becomes_kernel_panicked,
+                panic_in_parallel_reduce_becomes_kernel_panicked,
+                panic_in_parallel_scan_becomes_kernel_panicked,
+                panic_in_mdrange_and_team_kernels_becomes_kernel_panicked,
+                panic_in_nested_range_becomes_kernel_panicked,
+                non_string_payload_is_reported,
+                space_stays_usable_after_a_panic,
+            }
+            properties {
+                sum_i64_matches_serial,
+                min_max_loc_match_serial,
+                scan_matches_serial,
+                mdrange_matches_serial,
+            }
+        }
+    };
+}
+
+/// Builds the `Vec<Check<S>>` of [`checks`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __registry {
+    ({ $space:ident } $($module:ident { $($check:ident),* $(,)? })*) => {
+        vec![$($(
+            $crate::Check::<$space> {
+                axiom: concat!(stringify!($module), "::", stringify!($check)),
+                run: $crate::$module::$check::<$space>,
+            },
+        )*)*]
+    };
+}
+
+/// The `#[test]` functions of [`suite!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __suite_tests {
+    ({ $make:expr } $($module:ident { $($check:ident),* $(,)? })*) => {$(
+        mod $module {
+            use super::*;
+            $(
+                #[test]
+                fn $check() {
+                    let space = ($make)();
+                    $crate::assert_passes($crate::$module::$check(&space));
+                }
+            )*
+        }
+    )*};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe<T>() -> Outcome {
+        check(axiom!(), || Err(Failure::msg(std::any::type_name::<T>())))
+    }
+
+    #[test]
+    fn failures_name_the_enclosing_check() {
+        let failure = probe::<u8>().expect_err("the probe fails");
+        assert_eq!((failure.axiom, failure.message.as_str()), ("tests::probe", "u8"));
+        assert_eq!(failure.to_string(), "axiom `tests::probe` does not hold: u8");
+    }
+
+    #[test]
+    fn every_check_is_registered_once() {
+        let checks = checks::<hoplite_serial::Serial>();
+        let mut names: Vec<&str> = checks.iter().map(|c| c.axiom).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), checks.len());
+        assert!(names.contains(&"reducer::min_loc_ties_go_to_lowest_index"));
+    }
+}

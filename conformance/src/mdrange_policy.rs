@@ -1,0 +1,169 @@
+//! The `ExecutionPolicy` axioms for `MDRangePolicy` of ranks 1 to 3: every point exactly
+//! once for odd tiles, edge tiles and all four combinations of iteration orders.
+
+use hoplite_core::{
+    ExecutionSpace, IterationOrder, MDRangePolicy, ParallelFor, ParallelReduce, Sum, View, parallel_for,
+    parallel_reduce,
+};
+
+use crate::util::same;
+use crate::{ConformantSpace, Outcome, check};
+
+use IterationOrder::{Left, Right};
+
+/// Every combination of outer (tile) and inner (point) order.
+pub(crate) const ORDERS: [(IterationOrder, IterationOrder); 4] =
+    [(Right, Right), (Right, Left), (Left, Right), (Left, Left)];
+
+/// Every point of `[0, end)` in row-major order, flagged whether it lies in `begin..end`.
+fn inside<const R: usize>(begin: [usize; R], end: [usize; R]) -> Vec<u32> {
+    let total: usize = end.iter().product();
+    (0..total)
+        .map(|mut flat| {
+            let mut ok = true;
+            for d in (0..R).rev() {
+                let x = flat % end[d];
+                flat /= end[d];
+                ok &= x >= begin[d];
+            }
+            u32::from(ok)
+        })
+        .collect()
+}
+
+/// Launches the box with the given tiles and orders and checks each point was visited once.
+fn md_visits_once<S, const R: usize>(
+    space: &S,
+    begin: [usize; R],
+    end: [usize; R],
+    tiles: Option<[usize; R]>,
+    (outer, inner): (IterationOrder, IterationOrder),
+) -> Outcome
+where
+    S: ExecutionSpace + ParallelFor<MDRangePolicy<S, R>>,
+{
+    let mut policy = MDRangePolicy::new(space.clone(), begin, end).with_iteration(outer, inner);
+    if let Some(t) = tiles {
+        policy = policy.with_tiles(t);
+    }
+    let counts: View<u32, R> = View::new("md-visits", end)?;
+    let hits = counts.atomic();
+    parallel_for("md-visits", policy, |p| {
+        hits.fetch_add(p, 1);
+    })?;
+    drop(hits);
+    same(&counts.to_vec()?, &inside(begin, end), || {
+        format!(
+            "visit counts (row-major over [0, end)) of {begin:?}..{end:?}, \
+             tiles {tiles:?}, outer {outer:?}, inner {inner:?}"
+        )
+    })
+}
+
+/// A weight per point that makes a wrong, missing or repeated point change the sum.
+fn weight<const R: usize>(p: [usize; R]) -> i64 {
+    p.iter().fold(17i64, |acc, &x| {
+        acc.wrapping_mul(1_000_003).wrapping_add(x as i64 * 7 + 1)
+    }) % 1_000_000
+}
+
+fn md_reduce<S, const R: usize>(space: &S, begin: [usize; R], end: [usize; R], tiles: [usize; R]) -> Outcome
+where
+    S: ExecutionSpace + ParallelReduce<MDRangePolicy<S, R>>,
+{
+    let mut want = 0i64;
+    hoplite_core::policy::for_each_point(begin, end, Right, |p| want += weight(p));
+    for order in ORDERS {
+        for tiles in [None, Some(tiles)] {
+            let mut policy = MDRangePolicy::new(space.clone(), begin, end).with_iteration(order.0, order.1);
+            if let Some(t) = tiles {
+                policy = policy.with_tiles(t);
+            }
+            let got = parallel_reduce(
+                "md-sum",
+                policy,
+                |p, acc: &mut i64| *acc += weight(*p),
+                Sum::new(),
+            )?;
+            ensure_eq!(
+                got,
+                want,
+                "Sum over {begin:?}..{end:?}, tiles {tiles:?}, orders {order:?}"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Axiom 1 for rank 1: tiles of 1, odd tiles, a tile larger than the range, any order.
+pub fn rank_1_visits_every_point_exactly_once<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        for tiles in [None, Some([1]), Some([4]), Some([7]), Some([50])] {
+            for order in ORDERS {
+                md_visits_once(space, [3], [40], tiles, order)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Axiom 1 for rank 2: default tiles, odd tiles that leave short edge tiles, tiles larger
+/// than the box, all four order combinations, a box not starting at the origin.
+pub fn rank_2_visits_every_point_exactly_once<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        for tiles in [
+            None,
+            Some([3, 2]),
+            Some([2, 3]),
+            Some([5, 4]),
+            Some([1, 1]),
+            Some([16, 16]),
+        ] {
+            for order in ORDERS {
+                md_visits_once(space, [1, 2], [12, 9], tiles, order)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Axiom 1 for rank 3: as for rank 2.
+pub fn rank_3_visits_every_point_exactly_once<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        for tiles in [None, Some([2, 3, 2]), Some([3, 1, 4]), Some([5, 7, 6])] {
+            for order in ORDERS {
+                md_visits_once(space, [0, 1, 2], [5, 7, 6], tiles, order)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A box that is empty in one dimension runs no iteration, and reduces to the identity.
+pub fn empty_box_runs_no_iteration<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        for order in ORDERS {
+            md_visits_once(space, [2, 3], [2, 9], Some([2, 2]), order)?;
+            md_visits_once(space, [0, 4, 0], [3, 4, 5], None, order)?;
+        }
+        let sum = parallel_reduce(
+            "md-empty",
+            MDRangePolicy::new(space.clone(), [0, 5], [4, 5]).with_tiles([3, 3]),
+            |_, acc: &mut i64| *acc += 1,
+            Sum::new(),
+        )?;
+        ensure_eq!(sum, 0, "a reduction over an empty box");
+        Ok(())
+    })
+}
+
+/// `parallel_reduce` over an MDRange adds every point's contribution once, for any tiles
+/// and orders, ranks 1 to 3.
+pub fn reduce_covers_every_point_once<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        md_reduce(space, [5], [301], [13])?;
+        md_reduce(space, [1, 0], [23, 17], [4, 5])?;
+        md_reduce(space, [0, 2, 1], [6, 9, 8], [5, 2, 3])?;
+        Ok(())
+    })
+}

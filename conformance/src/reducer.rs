@@ -1,0 +1,678 @@
+//! The `Reducer` axioms through `parallel_reduce` on the space: every built-in reducer against
+//! a sequential fold, tie rules of the location reducers, identities of empty ranges, index
+//! order of joins and `finalize` once.
+//!
+//! Each reduction runs with the default policy, small static chunks and dynamic chunks, so
+//! a backend that splits the range has to join many partial results.
+
+use std::fmt::Debug;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hoplite_core::{
+    BAnd, BOr, Custom, FirstLoc, Idx, LAnd, LOr, LastLoc, Max, MaxLoc, Min, MinLoc, MinMax,
+    MinMaxFirstLastLoc, MinMaxLoc, MinMaxLocScalar, MinMaxScalar, Prod, RangePolicy, Reducer, Schedule, Sum,
+    ValLoc, parallel_reduce,
+};
+
+use crate::util::{exact_f64_data, int_data, same};
+use crate::{ConformantSpace, Outcome, check};
+
+const N: usize = 1000;
+
+/// The policies every reduction runs with.
+fn policies<S: ConformantSpace>(space: &S, range: Range<usize>) -> [(RangePolicy<S>, &'static str); 4] {
+    let p = || RangePolicy::new(space.clone(), range.clone());
+    [
+        (p(), "default policy"),
+        (p().with_chunk_size(7), "static chunks of 7"),
+        (p().with_chunk_size(1), "static chunks of 1"),
+        (
+            p().with_schedule(Schedule::Dynamic).with_chunk_size(64),
+            "dynamic chunks of 64",
+        ),
+    ]
+}
+
+/// Reduces `range` with `reducer` and `kernel` under every policy and compares with `want`.
+fn reduce_all<S, R, F>(
+    space: &S,
+    range: Range<usize>,
+    reducer: &R,
+    kernel: F,
+    want: &R::Value,
+    what: &str,
+) -> Outcome
+where
+    S: ConformantSpace,
+    R: Reducer,
+    R::Value: PartialEq + Debug,
+    F: for<'it> Fn(Idx<'it>, &mut R::Value) + Send + Sync,
+{
+    for (policy, how) in policies(space, range.clone()) {
+        let got = parallel_reduce("reduce", policy, &kernel, reducer)?;
+        ensure_eq!(got, *want, "{what} over {range:?} with the {how}");
+    }
+    Ok(())
+}
+
+/// Values with repeated minima (-3 at 333, 600, 999) and maxima (40 at 100, 700, 800).
+fn tie_data() -> Vec<i64> {
+    let mut v: Vec<i64> = (0..N).map(|i| 5 + (i * 3 % 7) as i64).collect();
+    for i in [333, 600, 999] {
+        v[i] = -3;
+    }
+    for i in [100, 700, 800] {
+        v[i] = 40;
+    }
+    v
+}
+
+/// Powers of two and their signs, so that every product is exact.
+fn prod_data() -> Vec<f64> {
+    (0..N)
+        .map(|i| [1.0, 2.0, 0.5, -1.0, 1.0, 0.5, 2.0][i % 7])
+        .collect()
+}
+
+/// `Sum` of integers (i64, u32) and of exactly representable floats equals the sequential
+/// sum, for ranges starting at zero or not.
+pub fn sum_matches_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = int_data(N);
+        let f = exact_f64_data(N);
+        for range in [0..N, 13..N, 0..1, 500..502] {
+            let want: i64 = x[range.clone()].iter().sum();
+            reduce_all(
+                space,
+                range.clone(),
+                &Sum::new(),
+                |i, acc: &mut i64| *acc += x[*i],
+                &want,
+                "Sum<i64>",
+            )?;
+            let want: f64 = f[range.clone()].iter().sum();
+            reduce_all(
+                space,
+                range.clone(),
+                &Sum::new(),
+                |i, acc: &mut f64| *acc += f[*i],
+                &want,
+                "Sum<f64>",
+            )?;
+            let want: u32 = range.clone().map(|i| i as u32).sum();
+            reduce_all(
+                space,
+                range,
+                &Sum::new(),
+                |i, acc: &mut u32| *acc += *i as u32,
+                &want,
+                "Sum<u32>",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// `Prod` equals the sequential product (f64 powers of two; small integers).
+pub fn prod_matches_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let f = prod_data();
+        let want: f64 = f.iter().product();
+        reduce_all(
+            space,
+            0..N,
+            &Prod::new(),
+            |i, acc: &mut f64| *acc *= f[*i],
+            &want,
+            "Prod<f64>",
+        )?;
+        let small = |i: usize| -> i64 {
+            if i % 50 == 7 {
+                2
+            } else if i % 31 == 3 {
+                -1
+            } else {
+                1
+            }
+        };
+        let want: i64 = (0..N).map(small).product();
+        reduce_all(
+            space,
+            0..N,
+            &Prod::new(),
+            |i, acc: &mut i64| *acc *= small(*i),
+            &want,
+            "Prod<i64>",
+        )
+    })
+}
+
+/// `Min` and `Max` equal the sequential minimum and maximum.
+pub fn min_and_max_match_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = int_data(N);
+        for range in [0..N, 77..N, 3..4] {
+            let lo = x[range.clone()].iter().copied().fold(i64::MAX, i64::min);
+            let hi = x[range.clone()].iter().copied().fold(i64::MIN, i64::max);
+            reduce_all(
+                space,
+                range.clone(),
+                &Min::new(),
+                |i, acc: &mut i64| *acc = (*acc).min(x[*i]),
+                &lo,
+                "Min<i64>",
+            )?;
+            reduce_all(
+                space,
+                range.clone(),
+                &Max::new(),
+                |i, acc: &mut i64| *acc = (*acc).max(x[*i]),
+                &hi,
+                "Max<i64>",
+            )?;
+            let (lo, hi) = (lo as f64 * 0.25, hi as f64 * 0.25);
+            reduce_all(
+                space,
+                range.clone(),
+                &Min::new(),
+                |i, acc: &mut f64| *acc = acc.min(x[*i] as f64 * 0.25),
+                &lo,
+                "Min<f64>",
+            )?;
+            reduce_all(
+                space,
+                range,
+                &Max::new(),
+                |i, acc: &mut f64| *acc = acc.max(x[*i] as f64 * 0.25),
+                &hi,
+                "Max<f64>",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// `Min` and `Max` ignore NaN; a range of only NaNs reduces to the identity.
+pub fn min_and_max_ignore_nan<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let v = |i: usize| if i.is_multiple_of(3) { f64::NAN } else { i as f64 };
+        let update_min = |i: Idx<'_>, acc: &mut f64| {
+            let x = v(*i);
+            if x < *acc {
+                *acc = x;
+            }
+        };
+        let update_max = |i: Idx<'_>, acc: &mut f64| {
+            let x = v(*i);
+            if x > *acc {
+                *acc = x;
+            }
+        };
+        reduce_all(space, 0..N, &Min::new(), update_min, &1.0, "Min<f64> with NaNs")?;
+        reduce_all(space, 0..N, &Max::new(), update_max, &998.0, "Max<f64> with NaNs")?;
+        let only_nan = |_: Idx<'_>, acc: &mut f64| *acc = acc.min(f64::NAN);
+        reduce_all(
+            space,
+            0..N,
+            &Min::new(),
+            only_nan,
+            &f64::INFINITY,
+            "Min<f64> of only NaNs",
+        )
+    })
+}
+
+/// `MinMax` equals the sequential minimum and maximum.
+pub fn minmax_matches_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = int_data(N);
+        let want = MinMaxScalar {
+            min: *x.iter().min().unwrap_or(&0),
+            max: *x.iter().max().unwrap_or(&0),
+        };
+        reduce_all(
+            space,
+            0..N,
+            &MinMax::new(),
+            |i, acc: &mut MinMaxScalar<i64>| acc.update(x[*i]),
+            &want,
+            "MinMax<i64>",
+        )
+    })
+}
+
+/// `MinLoc` finds the minimum at its lowest index, however the range is split.
+pub fn min_loc_ties_go_to_lowest_index<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        for (range, loc) in [(0..N, 333), (50..N, 333), (334..N, 600), (601..N, 999)] {
+            let want = ValLoc {
+                val: -3,
+                loc: Some(loc),
+            };
+            reduce_all(
+                space,
+                range.clone(),
+                &MinLoc::new(),
+                |i, acc: &mut ValLoc<i64>| acc.update_min(x[*i], *i),
+                &want,
+                "MinLoc<i64>",
+            )?;
+            let want = ValLoc {
+                val: -1.5,
+                loc: Some(loc),
+            };
+            reduce_all(
+                space,
+                range,
+                &MinLoc::new(),
+                |i, acc: &mut ValLoc<f64>| acc.update_min(x[*i] as f64 * 0.5, *i),
+                &want,
+                "MinLoc<f64>",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// `MaxLoc` finds the maximum at its lowest index, however the range is split.
+pub fn max_loc_ties_go_to_lowest_index<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        for (range, loc) in [(0..N, 100), (101..N, 700), (701..N, 800)] {
+            let want = ValLoc {
+                val: 40,
+                loc: Some(loc),
+            };
+            reduce_all(
+                space,
+                range,
+                &MaxLoc::new(),
+                |i, acc: &mut ValLoc<i64>| acc.update_max(x[*i], *i),
+                &want,
+                "MaxLoc<i64>",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// `MinMaxLoc` keeps the lowest index on both sides.
+pub fn minmax_loc_ties_go_to_lowest_index<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        let want = MinMaxLocScalar {
+            min_val: -3,
+            max_val: 40,
+            min_loc: Some(333),
+            max_loc: Some(100),
+        };
+        reduce_all(
+            space,
+            0..N,
+            &MinMaxLoc::new(),
+            |i, acc: &mut MinMaxLocScalar<i64>| acc.update(x[*i], *i),
+            &want,
+            "MinMaxLoc<i64>",
+        )
+    })
+}
+
+/// `MinMaxFirstLastLoc` keeps the lowest index on the min side and the highest on the max
+/// side.
+pub fn minmax_first_last_loc_max_ties_go_to_highest_index<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        let want = MinMaxLocScalar {
+            min_val: -3,
+            max_val: 40,
+            min_loc: Some(333),
+            max_loc: Some(800),
+        };
+        reduce_all(
+            space,
+            0..N,
+            &MinMaxFirstLastLoc::new(),
+            |i, acc: &mut MinMaxLocScalar<i64>| acc.update_first_last(x[*i], *i),
+            &want,
+            "MinMaxFirstLastLoc<i64>",
+        )
+    })
+}
+
+/// A range whose values all equal the identity still reports an index (the lowest): a
+/// location of `None` always loses.
+pub fn loc_reducers_report_an_index_for_identity_values<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let range = 17..N;
+        let want = ValLoc {
+            val: i64::MAX,
+            loc: Some(17),
+        };
+        reduce_all(
+            space,
+            range.clone(),
+            &MinLoc::new(),
+            |i, acc: &mut ValLoc<i64>| acc.update_min(i64::MAX, *i),
+            &want,
+            "MinLoc of +inf values",
+        )?;
+        let want = ValLoc {
+            val: f64::NEG_INFINITY,
+            loc: Some(17),
+        };
+        reduce_all(
+            space,
+            range.clone(),
+            &MaxLoc::new(),
+            |i, acc: &mut ValLoc<f64>| acc.update_max(f64::NEG_INFINITY, *i),
+            &want,
+            "MaxLoc of -inf values",
+        )?;
+        for v in [i64::MAX, i64::MIN] {
+            let want = MinMaxLocScalar {
+                min_val: v,
+                max_val: v,
+                min_loc: Some(17),
+                max_loc: Some(17),
+            };
+            reduce_all(
+                space,
+                range.clone(),
+                &MinMaxLoc::new(),
+                |i, acc: &mut MinMaxLocScalar<i64>| acc.update(v, *i),
+                &want,
+                "MinMaxLoc of identity values",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// `FirstLoc` and `LastLoc` report the smallest and largest index where a predicate holds,
+/// and `None` where it never does.
+pub fn first_loc_and_last_loc_find_the_extremes<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        let hit = |i: usize| x[i] == -3;
+        reduce_all(
+            space,
+            0..N,
+            &FirstLoc,
+            |i, acc: &mut Option<usize>| {
+                if hit(*i) {
+                    FirstLoc::update(acc, *i)
+                }
+            },
+            &Some(333),
+            "FirstLoc",
+        )?;
+        reduce_all(
+            space,
+            0..N,
+            &LastLoc,
+            |i, acc: &mut Option<usize>| {
+                if hit(*i) {
+                    LastLoc::update(acc, *i)
+                }
+            },
+            &Some(999),
+            "LastLoc",
+        )?;
+        reduce_all(
+            space,
+            0..333,
+            &FirstLoc,
+            |i, acc: &mut Option<usize>| {
+                if hit(*i) {
+                    FirstLoc::update(acc, *i)
+                }
+            },
+            &None,
+            "FirstLoc without a hit",
+        )
+    })
+}
+
+/// `LAnd` and `LOr` equal the sequential `all` and `any`.
+pub fn logical_and_or_match_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        for (threshold, all, any) in [
+            (-4, true, true),
+            (-3, false, true),
+            (39, false, true),
+            (40, false, false),
+        ] {
+            reduce_all(
+                space,
+                0..N,
+                &LAnd,
+                |i, acc: &mut bool| *acc = *acc && x[*i] > threshold,
+                &all,
+                &format!("LAnd of x > {threshold}"),
+            )?;
+            reduce_all(
+                space,
+                0..N,
+                &LOr,
+                |i, acc: &mut bool| *acc = *acc || x[*i] > threshold,
+                &any,
+                &format!("LOr of x > {threshold}"),
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// `BAnd` and `BOr` equal the sequential bitwise folds.
+pub fn bitwise_and_or_match_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let bit = |i: usize| 1u64 << (i % 61);
+        for range in [0..N, 10..40, 200..201] {
+            let any = range.clone().fold(0u64, |a, i| a | bit(i));
+            let all = range.clone().fold(!0u64, |a, i| a & !bit(i));
+            reduce_all(
+                space,
+                range.clone(),
+                &BOr::new(),
+                |i, acc: &mut u64| *acc |= bit(*i),
+                &any,
+                "BOr<u64>",
+            )?;
+            reduce_all(
+                space,
+                range,
+                &BAnd::new(),
+                |i, acc: &mut u64| *acc &= !bit(*i),
+                &all,
+                "BAnd<u64>",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// An empty range reduces to each reducer's identity.
+pub fn empty_range_gives_the_identity<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let e = 5..5;
+        reduce_all(
+            space,
+            e.clone(),
+            &Sum::new(),
+            |_, a: &mut f64| *a += 1.0,
+            &0.0,
+            "Sum",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            &Prod::new(),
+            |_, a: &mut i32| *a *= 3,
+            &1,
+            "Prod",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            &Min::new(),
+            |_, a: &mut i32| *a = 0,
+            &i32::MAX,
+            "Min",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            &Max::new(),
+            |_, a: &mut f32| *a = 0.0,
+            &f32::NEG_INFINITY,
+            "Max",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            &MinMax::new(),
+            |_, a: &mut MinMaxScalar<u8>| a.update(3),
+            &MinMaxScalar { min: u8::MAX, max: 0 },
+            "MinMax",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            &MinLoc::new(),
+            |i, a: &mut ValLoc<i64>| a.update_min(0, *i),
+            &ValLoc {
+                val: i64::MAX,
+                loc: None,
+            },
+            "MinLoc",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            &MaxLoc::new(),
+            |i, a: &mut ValLoc<i64>| a.update_max(0, *i),
+            &ValLoc {
+                val: i64::MIN,
+                loc: None,
+            },
+            "MaxLoc",
+        )?;
+        let none = MinMaxLocScalar {
+            min_val: f64::INFINITY,
+            max_val: f64::NEG_INFINITY,
+            min_loc: None,
+            max_loc: None,
+        };
+        reduce_all(
+            space,
+            e.clone(),
+            &MinMaxLoc::new(),
+            |i, a: &mut MinMaxLocScalar<f64>| a.update(0.0, *i),
+            &none,
+            "MinMaxLoc",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            &FirstLoc,
+            |i, a: &mut Option<usize>| FirstLoc::update(a, *i),
+            &None,
+            "FirstLoc",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            &LastLoc,
+            |i, a: &mut Option<usize>| LastLoc::update(a, *i),
+            &None,
+            "LastLoc",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            &LAnd,
+            |_, a: &mut bool| *a = false,
+            &true,
+            "LAnd",
+        )?;
+        reduce_all(space, e.clone(), &LOr, |_, a: &mut bool| *a = true, &false, "LOr")?;
+        reduce_all(
+            space,
+            e.clone(),
+            &BAnd::new(),
+            |_, a: &mut u16| *a = 0,
+            &u16::MAX,
+            "BAnd",
+        )?;
+        reduce_all(space, e, &BOr::new(), |_, a: &mut u16| *a = 1, &0, "BOr")
+    })
+}
+
+/// Reducer axiom 3 (index order): partial results are joined with `dst` covering lower
+/// indices than `src`, so a non-commutative concatenation yields the indices in order.
+pub fn custom_join_keeps_index_order<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let concat = Custom::new(Vec::new, |dst: &mut Vec<usize>, src: Vec<usize>| dst.extend(src));
+        for range in [0..N, 3..N, 0..1, 7..7] {
+            let want: Vec<usize> = range.clone().collect();
+            for (policy, how) in policies(space, range.clone()) {
+                let got = parallel_reduce("concat", policy, |i, acc: &mut Vec<usize>| acc.push(*i), &concat)?;
+                same(&got, &want, || {
+                    format!("concatenation of the indices over {range:?} with the {how}")
+                })?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Reducer axiom 4: `finalize` runs exactly once per launch, on the total (also on the
+/// identity of an empty range).
+pub fn finalize_runs_once_on_the_total<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let calls = AtomicUsize::new(0);
+        let counted = Custom::with_finalize(
+            || (0u64, 0i64),
+            |dst: &mut (u64, i64), src: (u64, i64)| {
+                dst.0 += src.0;
+                dst.1 += src.1;
+            },
+            |v: &mut (u64, i64)| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                v.1 = v.1 * 3 + 1;
+            },
+        );
+        for (range, want) in [
+            (0..N, (N as u64, (N * (N - 1) / 2) as i64 * 3 + 1)),
+            (9..9, (0, 1)),
+        ] {
+            for (policy, how) in policies(space, range.clone()) {
+                let before = calls.load(Ordering::Relaxed);
+                let got = parallel_reduce(
+                    "finalize",
+                    policy,
+                    |i, acc: &mut (u64, i64)| {
+                        acc.0 += 1;
+                        acc.1 += *i as i64;
+                    },
+                    &counted,
+                )?;
+                let ran = calls.load(Ordering::Relaxed) - before;
+                ensure_eq!(
+                    ran,
+                    1,
+                    "finalize calls for one launch over {range:?} with the {how}"
+                );
+                ensure_eq!(
+                    got,
+                    want,
+                    "a finalized (count, 3 * sum + 1) over {range:?} with the {how}"
+                );
+            }
+        }
+        Ok(())
+    })
+}
