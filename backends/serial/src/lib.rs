@@ -371,13 +371,17 @@ impl UniqueTokenSpace for Serial {
     }
 
     fn global_unique_token() -> TokenPool {
-        // Serial instances may run on several application threads at once; global scope ids
-        // are shared by all of them, one per concurrently running serial kernel.
+        // Serial instances may run on several application threads at once, and global scope ids
+        // are unique across all of them: one id per thread the machine can run at once, so
+        // that many serial kernels on different threads hold ids without waiting.
         static GLOBAL: OnceLock<TokenPool> = OnceLock::new();
         GLOBAL
-            .get_or_init(|| match TokenPool::new(1, "Serial") {
-                Ok(pool) => pool,
-                Err(e) => unreachable!("a pool of one id is valid: {e}"),
+            .get_or_init(|| {
+                let ids = std::thread::available_parallelism().map_or(1, usize::from);
+                match TokenPool::new(ids, "Serial") {
+                    Ok(pool) => pool,
+                    Err(e) => unreachable!("a pool of at least one id is valid: {e}"),
+                }
             })
             .clone()
     }
