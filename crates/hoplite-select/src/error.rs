@@ -1,0 +1,67 @@
+//! The error type of dynamic selection.
+
+/// What went wrong while selecting a resource, submitting to it or waiting for it.
+///
+/// Every message names the policy and says what to change. The enum is `#[non_exhaustive]`.
+///
+/// ```
+/// use hoplite_select::SelectError;
+/// let e = SelectError::NotInitialized { policy: "round-robin" };
+/// assert!(e.to_string().contains("initialize"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectError {
+    /// A deferred policy was used before [`Policy::initialize`](crate::Policy::initialize).
+    #[error(
+        "the {policy} policy was used before it was initialized; call `initialize(resources)` (or `initialize_with_backend`) on a deferred policy before selecting or submitting"
+    )]
+    NotInitialized {
+        /// The policy's name.
+        policy: &'static str,
+    },
+    /// `initialize` was called on a policy that already has its resources.
+    #[error(
+        "the {policy} policy is already initialized; `initialize` may be called once, on a policy made with `deferred()`"
+    )]
+    AlreadyInitialized {
+        /// The policy's name.
+        policy: &'static str,
+    },
+    /// The policy has no resources to select from.
+    #[error(
+        "the {policy} policy has no resources; construct it with at least one resource (a policy made by default over `DefaultBackend` has none)"
+    )]
+    NoResources {
+        /// The policy's name.
+        policy: &'static str,
+    },
+    /// Every resource is busy (a dynamic-load policy with a limit of unfinished submissions).
+    #[error(
+        "the {policy} policy has no available resource: each of its {resources} resources has {limit} unfinished submissions; wait for a submission or use `try_submit`"
+    )]
+    NoResourceAvailable {
+        /// The policy's name.
+        policy: &'static str,
+        /// How many resources the policy has.
+        resources: usize,
+        /// The limit of unfinished submissions per resource.
+        limit: usize,
+    },
+    /// A fixed-resource policy whose offset is past its resources.
+    #[error(
+        "the fixed-resource policy selects resource {offset} but has only {resources} resources; use an offset below {resources}"
+    )]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        offset: usize,
+        /// How many resources the policy has.
+        resources: usize,
+    },
+    /// Waiting on an execution space (a fence) failed.
+    #[error("waiting on a resource failed: {0}")]
+    Resource(#[from] hoplite_core::Error),
+    /// Waiting on a user resource failed; the message comes from its [`Wait`](crate::Wait) impl.
+    #[error("waiting failed: {0}")]
+    Wait(String),
+}

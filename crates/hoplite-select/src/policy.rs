@@ -1,0 +1,517 @@
+//! The generic policy: [`Policy`] holds a backend and a selection [`Logic`]; a [`Selection`]
+//! is one choice of resource.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::backend::{Backend, BackendFor, FromResources, Submission, SubmissionGroup, WaitAll};
+use crate::error::SelectError;
+use crate::info::{InfoSet, Report};
+
+/// How a policy chooses: the part that differs between round robin, fixed resource, dynamic
+/// load and auto-tune. [`Policy`] supplies the rest (resources, construction, submission).
+///
+/// A logic value holds the policy's configuration; its [`State`](Self::State) is built when the
+/// policy gets its resources. Implement it (and [`KeyFor`]) to write a new policy.
+///
+/// ```
+/// use hoplite_select::{submit, KeyFor, Logic, Policy, SelectError};
+/// use hoplite_serial::Serial;
+/// /// Always the last resource.
+/// #[derive(Default)]
+/// struct Last;
+/// impl Logic for Last {
+///     const NAME: &'static str = "last";
+///     type Infos = ();
+///     type State = ();
+///     type Ticket = ();
+///     type Key = ();
+///     fn new_state(&self, _resources: usize) {}
+///     fn try_select(&self, _: &(), resources: usize, _: ()) -> Result<Option<(usize, ())>, SelectError> {
+///         Ok(Some((resources - 1, ())))
+///     }
+/// }
+/// impl<F, A> KeyFor<F, A> for Last {
+///     fn key(_: &F, _: &A) {}
+/// }
+/// let p: Policy<Last, Serial> = Policy::new(vec![Serial::new(), Serial::new()]);
+/// assert_eq!(submit(&p, |_, ()| (), ())?.index(), 1);
+/// # Ok::<(), SelectError>(())
+/// ```
+pub trait Logic: Send + Sync {
+    /// The policy's name, for messages.
+    const NAME: &'static str;
+    /// The execution infos the policy needs backends to report (a tuple of markers).
+    type Infos: InfoSet;
+    /// Shared state built for a number of resources.
+    type State: Send + Sync;
+    /// What the policy remembers about one selection until the reports for it arrive.
+    type Ticket: Send;
+    /// The key a selection is made for (from the submitted function and its arguments).
+    type Key;
+
+    /// The state for `resources` resources.
+    fn new_state(&self, resources: usize) -> Self::State;
+
+    /// Chooses one of `resources` (at least one) resources, or `None` if none is available
+    /// now.
+    ///
+    /// # Errors
+    ///
+    /// A configuration that cannot select (a fixed offset past the resources).
+    fn try_select(
+        &self,
+        state: &Self::State,
+        resources: usize,
+        key: Self::Key,
+    ) -> Result<Option<(usize, Self::Ticket)>, SelectError>;
+
+    /// How many unfinished submissions make a resource unavailable, for the message of
+    /// [`SelectError::NoResourceAvailable`]; the default is `usize::MAX` (never).
+    fn busy_limit(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Receives a report about the selection of resource `index` that produced `ticket`. Only
+    /// reports in [`Infos`](Self::Infos) arrive. The default ignores them.
+    fn report(&self, state: &Self::State, index: usize, ticket: &Self::Ticket, report: Report) {
+        let _ = (state, index, ticket, report);
+    }
+}
+
+/// The key a logic derives from the submitted function (type `F`) and its arguments (`A`).
+/// Policies that ignore keys implement it for all `F` and `A`; auto-tune needs `F: 'static`
+/// and arguments that match its key type.
+pub trait KeyFor<F, A>: Logic {
+    /// The key of a submission of `f` with `args`.
+    fn key(f: &F, args: &A) -> Self::Key;
+}
+
+/// The resources a policy got: its backend and the logic's state for them.
+struct Ready<L: Logic, B> {
+    backend: B,
+    state: L::State,
+}
+
+/// A selection policy over resources of type `R` held by backend `B` (by default the one
+/// [`BackendFor`] names for `R`), choosing by [`Logic`] `L`.
+///
+/// Use it through the aliases [`RoundRobin`](crate::RoundRobin),
+/// [`FixedResource`](crate::FixedResource), [`DynamicLoad`](crate::DynamicLoad) and
+/// [`AutoTune`](crate::AutoTune). A policy is built with resources ([`new`](Self::new),
+/// [`with_resources`](Self::with_resources), [`with_backend`](Self::with_backend)), by default
+/// (`Default`: the backend's default resources) or deferred ([`deferred`](Self::deferred), then
+/// [`initialize`](Self::initialize) once; using it before that is
+/// [`SelectError::NotInitialized`]). It is `Sync`: many threads may select and submit at once.
+///
+/// ```
+/// use hoplite_select::{RoundRobin, SelectError};
+/// use hoplite_serial::Serial;
+/// let p = RoundRobin::<Serial>::deferred();
+/// assert_eq!(p.submit(|_, ()| (), ()).err(), Some(SelectError::NotInitialized { policy: "round-robin" }));
+/// p.initialize(vec![Serial::new()])?;
+/// assert_eq!(p.submit(|_, x: i32| x + 1, 1)?.unwrap(), 2);
+/// # Ok::<(), SelectError>(())
+/// ```
+pub struct Policy<L: Logic, R, B = <R as BackendFor>::Backend> {
+    logic: L,
+    ready: OnceLock<Ready<L, B>>,
+    resource: PhantomData<fn() -> R>,
+}
+
+impl<L: Logic, R, B: Backend> fmt::Debug for Policy<L, R, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Policy")
+            .field("logic", &L::NAME)
+            .field(
+                "resources",
+                &self.ready.get().map(|r| r.backend.resources().len()),
+            )
+            .finish()
+    }
+}
+
+impl<L, R, B> Default for Policy<L, R, B>
+where
+    L: Logic + Default,
+    B: FromResources<Resource = R>,
+{
+    /// A policy over the backend's default resources ([`FromResources::by_default`]).
+    fn default() -> Self {
+        Self::with_backend(B::by_default())
+    }
+}
+
+impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
+    /// A policy over `resources`, with the backend [`BackendFor`] names for `R`.
+    ///
+    /// ```
+    /// use hoplite_select::RoundRobin;
+    /// use hoplite_serial::Serial;
+    /// let p = RoundRobin::new(vec![Serial::new(), Serial::new()]);
+    /// assert_eq!(p.get_resources()?.len(), 2);
+    /// # Ok::<(), hoplite_select::SelectError>(())
+    /// ```
+    pub fn new(resources: Vec<R>) -> Self
+    where
+        R: BackendFor<Backend = B>,
+        B: FromResources,
+        L: Default,
+    {
+        Self::with_resources(resources)
+    }
+
+    /// A policy over `resources` with the backend named in its type.
+    pub fn with_resources(resources: Vec<R>) -> Self
+    where
+        B: FromResources,
+        L: Default,
+    {
+        Self::with_backend(B::from_resources(resources))
+    }
+
+    /// A policy over a ready-made backend.
+    pub fn with_backend(backend: B) -> Self
+    where
+        L: Default,
+    {
+        Self::with_logic(L::default(), backend)
+    }
+
+    /// A policy with a configured logic over a ready-made backend.
+    pub fn with_logic(logic: L, backend: B) -> Self {
+        let policy = Self::deferred_with_logic(logic);
+        let state = policy.logic.new_state(backend.resources().len());
+        // A fresh lock is empty, so `set` cannot fail here.
+        let _ = policy.ready.set(Ready { backend, state });
+        policy
+    }
+
+    /// A policy without resources yet: call [`initialize`](Self::initialize) before using it.
+    pub fn deferred() -> Self
+    where
+        L: Default,
+    {
+        Self::deferred_with_logic(L::default())
+    }
+
+    /// A deferred policy with a configured logic.
+    pub fn deferred_with_logic(logic: L) -> Self {
+        Policy {
+            logic,
+            ready: OnceLock::new(),
+            resource: PhantomData,
+        }
+    }
+
+    /// Gives a deferred policy its resources.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::AlreadyInitialized`] if the policy has its resources already.
+    pub fn initialize(&self, resources: Vec<R>) -> Result<(), SelectError>
+    where
+        B: FromResources,
+    {
+        self.initialize_with_backend(B::from_resources(resources))
+    }
+
+    /// Gives a deferred policy its backend.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::AlreadyInitialized`] if the policy has its resources already.
+    pub fn initialize_with_backend(&self, backend: B) -> Result<(), SelectError> {
+        let state = self.logic.new_state(backend.resources().len());
+        self.ready
+            .set(Ready { backend, state })
+            .map_err(|_| SelectError::AlreadyInitialized { policy: L::NAME })
+    }
+
+    /// Whether the policy has its resources.
+    pub fn is_initialized(&self) -> bool {
+        self.ready.get().is_some()
+    }
+
+    /// The policy's logic (its configuration).
+    pub fn logic(&self) -> &L {
+        &self.logic
+    }
+
+    /// Changes the logic's configuration (before the policy is shared).
+    pub(crate) fn logic_mut(&mut self) -> &mut L {
+        &mut self.logic
+    }
+
+    #[inline(always)]
+    fn ready(&self) -> Result<&Ready<L, B>, SelectError> {
+        self.ready
+            .get()
+            .ok_or(SelectError::NotInitialized { policy: L::NAME })
+    }
+
+    /// The logic's state.
+    pub(crate) fn state(&self) -> Result<&L::State, SelectError> {
+        Ok(&self.ready()?.state)
+    }
+
+    /// The backend.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotInitialized`] before [`initialize`](Self::initialize).
+    pub fn backend(&self) -> Result<&B, SelectError> {
+        Ok(&self.ready()?.backend)
+    }
+
+    /// The resources, by reference.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotInitialized`] before [`initialize`](Self::initialize).
+    pub fn resources(&self) -> Result<&[R], SelectError> {
+        Ok(self.ready()?.backend.resources())
+    }
+
+    /// The resources (the backend's [`get_resources`](Backend::get_resources)).
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotInitialized`] before [`initialize`](Self::initialize).
+    pub fn get_resources(&self) -> Result<Vec<R>, SelectError>
+    where
+        R: Clone,
+    {
+        Ok(self.ready()?.backend.get_resources())
+    }
+
+    /// The group of all submissions, to wait on (the backend's
+    /// [`get_submission_group`](Backend::get_submission_group)); compiles only for backends
+    /// that can wait ([`WaitAll`]).
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotInitialized`] before [`initialize`](Self::initialize).
+    pub fn get_submission_group(&self) -> Result<SubmissionGroup<'_, B>, SelectError>
+    where
+        B: WaitAll,
+    {
+        Ok(self.ready()?.backend.get_submission_group())
+    }
+
+    /// Chooses a resource for submitting `f` with `args`, or `None` if none is available now.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotInitialized`], or what the logic reports.
+    #[inline]
+    pub fn try_select<F, A>(&self, f: &F, args: &A) -> Result<Option<Selection<'_, L, B>>, SelectError>
+    where
+        L: KeyFor<F, A>,
+    {
+        let ready = self.ready()?;
+        let count = ready.backend.resources().len();
+        if count == 0 {
+            return Ok(None);
+        }
+        if B::LAZY_REPORT {
+            ready.backend.lazy_report();
+        }
+        let choice = self.logic.try_select(&ready.state, count, L::key(f, args))?;
+        Ok(choice.map(|(index, ticket)| Selection {
+            logic: &self.logic,
+            backend: &ready.backend,
+            state: &ready.state,
+            index,
+            ticket,
+            scratch: Default::default(),
+            open: AtomicBool::new(false),
+        }))
+    }
+
+    /// Chooses a resource for submitting `f` with `args`.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotInitialized`], [`SelectError::NoResources`],
+    /// [`SelectError::NoResourceAvailable`], or what the logic reports.
+    #[inline]
+    pub fn select<F, A>(&self, f: &F, args: &A) -> Result<Selection<'_, L, B>, SelectError>
+    where
+        L: KeyFor<F, A>,
+    {
+        match self.try_select(f, args)? {
+            Some(selection) => Ok(selection),
+            None => Err(self.unavailable()),
+        }
+    }
+
+    #[cold]
+    fn unavailable(&self) -> SelectError {
+        match self.ready.get().map(|r| r.backend.resources().len()) {
+            None => SelectError::NotInitialized { policy: L::NAME },
+            Some(0) => SelectError::NoResources { policy: L::NAME },
+            Some(resources) => SelectError::NoResourceAvailable {
+                policy: L::NAME,
+                resources,
+                limit: self.logic.busy_limit(),
+            },
+        }
+    }
+
+    /// Selects a resource and submits `f(resource, args)` to it.
+    ///
+    /// # Errors
+    ///
+    /// As [`select`](Self::select).
+    #[inline]
+    pub fn submit<F, A, W>(&self, f: F, args: A) -> Result<Submission<'_, L, B, W>, SelectError>
+    where
+        L: KeyFor<F, A>,
+        F: FnOnce(&R, A) -> W,
+    {
+        let selection = self.select(&f, &args)?;
+        Ok(selection.submit(f, args))
+    }
+
+    /// Like [`submit`](Self::submit), but `Ok(None)` when no resource is available now.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotInitialized`], or what the logic reports.
+    #[inline]
+    pub fn try_submit<F, A, W>(&self, f: F, args: A) -> Result<Option<Submission<'_, L, B, W>>, SelectError>
+    where
+        L: KeyFor<F, A>,
+        F: FnOnce(&R, A) -> W,
+    {
+        Ok(self
+            .try_select(&f, &args)?
+            .map(|selection| selection.submit(f, args)))
+    }
+
+    /// Submits, waits for the submission and returns what `f` returned.
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit), and what waiting reports.
+    #[inline]
+    pub fn submit_and_wait<F, A, W>(&self, f: F, args: A) -> Result<W, SelectError>
+    where
+        L: KeyFor<F, A>,
+        F: FnOnce(&R, A) -> W,
+    {
+        let submission = self.submit(f, args)?;
+        submission.wait()?;
+        Ok(submission.unwrap())
+    }
+}
+
+/// One choice of resource by a policy (the seed's *Selection*): the resource, the policy's
+/// ticket for the reports about it, and the backend's scratch space.
+///
+/// ```
+/// use hoplite_select::{select, RoundRobin};
+/// use hoplite_serial::Serial;
+/// let p = RoundRobin::new(vec![Serial::new(), Serial::new()]);
+/// let f = |s: &Serial, ()| s.instance_id();
+/// let sel = select(&p, &f, &())?;
+/// assert_eq!(sel.index(), 0);
+/// assert_eq!(sel.submit(f, ()).unwrap(), p.resources()?[0].instance_id());
+/// # Ok::<(), hoplite_select::SelectError>(())
+/// ```
+pub struct Selection<'p, L: Logic, B: Backend> {
+    logic: &'p L,
+    backend: &'p B,
+    state: &'p L::State,
+    index: usize,
+    ticket: L::Ticket,
+    scratch: B::Scratch<L::Infos>,
+    /// Reported as submitted and not yet as completed.
+    open: AtomicBool,
+}
+
+impl<L: Logic, B: Backend> Drop for Selection<'_, L, B> {
+    /// Reports the completion of a submitted task that was not waited on (it was unwrapped or
+    /// dropped, or its function panicked), so that counts of unfinished work never leak.
+    #[inline(always)]
+    fn drop(&mut self) {
+        if <L::Infos as InfoSet>::TASK_COMPLETION && *self.open.get_mut() {
+            self.logic
+                .report(self.state, self.index, &self.ticket, Report::TaskCompletion);
+        }
+    }
+}
+
+impl<'p, L: Logic, B: Backend> Selection<'p, L, B> {
+    /// Index of the selected resource.
+    #[inline(always)]
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The selected resource (the seed's `unwrap(selection)`).
+    #[inline(always)]
+    pub fn resource(&self) -> &'p B::Resource {
+        &self.backend.resources()[self.index]
+    }
+
+    /// The backend that holds the resource.
+    #[inline(always)]
+    pub fn backend(&self) -> &'p B {
+        self.backend
+    }
+
+    /// Reports execution info about this selection to the policy. Infos the policy did not ask
+    /// for are dropped (decided at compile time).
+    ///
+    /// A [`Report::TaskSubmission`] opens the selection; the first [`Report::TaskCompletion`]
+    /// after it closes it and later ones are dropped, and a selection still open when it is
+    /// dropped reports its completion then. So a backend that reports submissions gets each
+    /// completion reported exactly once — also when the submitted function panics.
+    #[inline(always)]
+    pub fn report(&self, report: Report) {
+        let forward = match report {
+            Report::TaskSubmission => {
+                self.open.store(true, Ordering::Release);
+                true
+            }
+            Report::TaskCompletion => self.open.swap(false, Ordering::AcqRel),
+            Report::TaskTime(_) => true,
+        };
+        if <L::Infos as InfoSet>::wants(&report) && forward {
+            self.logic.report(self.state, self.index, &self.ticket, report);
+        }
+    }
+
+    /// The backend's scratch space for this selection.
+    #[inline(always)]
+    pub fn scratch(&self) -> &B::Scratch<L::Infos> {
+        &self.scratch
+    }
+
+    /// The backend's scratch space for this selection, to fill in
+    /// [`instrument_before`](Backend::instrument_before).
+    #[inline(always)]
+    pub fn scratch_mut(&mut self) -> &mut B::Scratch<L::Infos> {
+        &mut self.scratch
+    }
+
+    /// Submits `f(resource, args)` to the selected resource through the backend.
+    #[inline(always)]
+    pub fn submit<A, W>(self, f: impl FnOnce(&B::Resource, A) -> W, args: A) -> Submission<'p, L, B, W> {
+        let backend = self.backend;
+        backend.submit(self, f, args)
+    }
+}
+
+impl<L: Logic, B: Backend> fmt::Debug for Selection<'_, L, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Selection")
+            .field("policy", &L::NAME)
+            .field("index", &self.index)
+            .finish()
+    }
+}
