@@ -9,6 +9,7 @@
 pub mod access;
 mod alloc;
 pub mod copy;
+pub mod graph_support;
 
 use std::fmt;
 use std::marker::PhantomData;

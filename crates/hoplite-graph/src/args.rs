@@ -1,0 +1,171 @@
+//! What a graph node records about its launch: the views and intents of its handles (made
+//! afresh each time the node runs) and a policy it can move to another instance.
+
+use std::sync::Arc;
+
+use hoplite_core::view::graph_support::AllocationKey;
+use hoplite_core::view::{AccessKind, Footprint};
+use hoplite_core::{
+    ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, LaunchArgs,
+    LaunchSpec, MDRangePolicy, RangePolicy, Reader, TeamPolicy, View, ViewValue, Writer,
+};
+
+/// One access a node makes: which allocation, which part of it, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// The allocation the view uses.
+    pub allocation: AllocationKey,
+    /// The elements of the allocation the view covers.
+    pub footprint: Footprint,
+    /// Read, write or atomic.
+    pub kind: AccessKind,
+    /// The view's label.
+    pub view: Arc<str>,
+}
+
+impl Access {
+    /// Whether two accesses can touch one element in a conflicting way (the borrow rules: one
+    /// writer, or many readers, or many atomic handles).
+    pub fn conflicts_with(&self, other: &Access) -> bool {
+        let compatible = matches!(
+            (self.kind, other.kind),
+            (AccessKind::Read, AccessKind::Read) | (AccessKind::Atomic, AccessKind::Atomic)
+        );
+        !compatible && self.allocation == other.allocation && self.footprint.overlaps(&other.footprint)
+    }
+
+    fn of<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace>(
+        view: &View<T, R, L, S>,
+        kind: AccessKind,
+    ) -> Self {
+        Access {
+            allocation: view.allocation_key(),
+            footprint: view.footprint(),
+            kind,
+            view: Arc::from(view.label()),
+        }
+    }
+}
+
+/// The handles of a graph node's launch (a handle or a tuple of up to eight).
+///
+/// A node keeps the *views* of its handles, not the handles: handles hold borrows, and a graph
+/// that held them for its whole life would keep the host from reading results between
+/// submits. Each run of the node makes fresh handles ([`attach`](Self::attach)), so borrows
+/// are held exactly while the node's kernel runs, as for an eager launch.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be handed to a graph node",
+    label = "expected view handles such as `(y.write(), x.read())`",
+    note = "graph nodes take the same handles as eager launches: `read()`, `write()` or `atomic()` of host views"
+)]
+pub trait GraphArgs: LaunchArgs + Sized + 'static {
+    /// The views and access kinds, without borrows.
+    type Views: Send + Sync + 'static;
+    /// Gives up the handles (and their borrows), keeping their views.
+    fn detach(self) -> Self::Views;
+    /// Makes fresh handles of the same kinds (new borrows; a conflict is carried by the handle
+    /// and reported when the launch prepares it).
+    fn attach(views: &Self::Views) -> Self;
+    /// Appends the accesses the handles make.
+    fn record(views: &Self::Views, out: &mut Vec<Access>);
+}
+
+impl GraphArgs for () {
+    type Views = ();
+    fn detach(self) {}
+    fn attach(_views: &()) {}
+    fn record(_views: &(), _out: &mut Vec<Access>) {}
+}
+
+macro_rules! handle_args {
+    ($handle:ident, $bound:ident, $make:ident, $kind:expr) => {
+        impl<T: $bound, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> GraphArgs
+            for $handle<T, R, L, S>
+        {
+            type Views = View<T, R, L, S>;
+            fn detach(self) -> Self::Views {
+                self.view().clone()
+            }
+            fn attach(views: &Self::Views) -> Self {
+                views.$make()
+            }
+            fn record(views: &Self::Views, out: &mut Vec<Access>) {
+                out.push(Access::of(views, $kind));
+            }
+        }
+    };
+}
+
+handle_args!(Reader, ViewValue, read, AccessKind::Read);
+handle_args!(Writer, ViewValue, write, AccessKind::Write);
+handle_args!(AtomicHandle, AtomicValue, atomic, AccessKind::Atomic);
+
+macro_rules! tuple_args {
+    ($($name:ident),+) => {
+        impl<$($name: GraphArgs),+> GraphArgs for ($($name,)+) {
+            type Views = ($($name::Views,)+);
+            fn detach(self) -> Self::Views {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = self;
+                ($($name.detach(),)+)
+            }
+            fn attach(views: &Self::Views) -> Self {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = views;
+                ($(<$name as GraphArgs>::attach($name),)+)
+            }
+            fn record(views: &Self::Views, out: &mut Vec<Access>) {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = views;
+                $(<$name as GraphArgs>::record($name, out);)+
+            }
+        }
+    };
+}
+
+tuple_args!(A);
+tuple_args!(A, B);
+tuple_args!(A, B, C);
+tuple_args!(A, B, C, D);
+tuple_args!(A, B, C, D, E);
+tuple_args!(A, B, C, D, E, F);
+tuple_args!(A, B, C, D, E, F, G);
+tuple_args!(A, B, C, D, E, F, G, H);
+
+/// A policy a graph node can run on another instance of its space (for
+/// [`Graph::submit_on`](crate::Graph::submit_on)). Implemented for [`RangePolicy`],
+/// [`MDRangePolicy`] and [`TeamPolicy`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a graph node's policy on `{S}`",
+    label = "expected a RangePolicy, MDRangePolicy or TeamPolicy of the graph's space",
+    note = "a graph runs every node on the graph's space instance; use a policy of that space (or a plain `usize` / range)"
+)]
+pub trait GraphPolicy<S: ExecutionSpace>: ExecutionPolicy<Space = S> + 'static {
+    /// The same policy on `space`.
+    fn on_instance(&self, space: &S) -> Self;
+}
+
+impl<S: ExecutionSpace> GraphPolicy<S> for RangePolicy<S> {
+    fn on_instance(&self, space: &S) -> Self {
+        self.clone().with_space(space.clone())
+    }
+}
+
+impl<S: ExecutionSpace, const R: usize> GraphPolicy<S> for MDRangePolicy<S, R> {
+    fn on_instance(&self, space: &S) -> Self {
+        self.clone().with_space(space.clone())
+    }
+}
+
+impl<S: ExecutionSpace> GraphPolicy<S> for TeamPolicy<S> {
+    fn on_instance(&self, space: &S) -> Self {
+        self.clone().with_space(space.clone())
+    }
+}
+
+/// A launch a graph node accepts: a [`GraphPolicy`] of the graph's space, alone or with
+/// [`GraphArgs`] handles — the same shapes as an eager launch. Implemented for every such
+/// [`LaunchSpec`].
+pub trait GraphLaunch<S: ExecutionSpace>: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> {}
+
+impl<S: ExecutionSpace, L> GraphLaunch<S> for L where L: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> {}

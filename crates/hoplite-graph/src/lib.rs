@@ -1,0 +1,183 @@
+//! # hoplite-graph
+//!
+//! Explicit graphs (Kokkos Graphs / CUDA Graphs): build a DAG of kernels once, inside a
+//! closure, then submit it any number of times to amortize launch costs.
+//!
+//! ```
+//! use hoplite_core::{RangePolicy, Sum, View};
+//! use hoplite_graph::{ReduceResult, create_graph};
+//! use hoplite_serial::Serial;
+//!
+//! let space = Serial::default();
+//! let n = 1000;
+//! let x: View<f64, 1> = View::new("x", [n])?;
+//! let y: View<f64, 1> = View::new("y", [n])?;
+//! let dot = ReduceResult::<f64>::new();
+//! let range = RangePolicy::new(space.clone(), 0..n);
+//!
+//! let mut graph = create_graph(&space, |g| {
+//!     let fill_x = g.parallel_for("fill x", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 1.0));
+//!     let fill_y = g.parallel_for("fill y", (range.clone(), (y.write(),)), |(i, (y,))| y.set(i, 2.0));
+//!     g.when_all([fill_x.erase(), fill_y.erase()]).then_parallel_reduce(
+//!         "dot",
+//!         (range.clone(), (x.read(), y.read())),
+//!         |(i, (x, y)), acc| *acc += x.get(i) * y.get(i),
+//!         Sum::<f64>::new(),
+//!         dot.clone(),
+//!     );
+//! })?;
+//!
+//! for _ in 0..10 {
+//!     graph.submit()?;
+//! }
+//! assert_eq!(dot.get(), Some(2000.0));
+//! println!("{}", graph.to_dot());
+//! # Ok::<(), hoplite_graph::GraphError>(())
+//! ```
+//!
+//! # Phases in the types
+//!
+//! The closure given to [`create_graph`] *is* the construction phase. It receives a
+//! [`GraphBuilder<'g, S>`](GraphBuilder) whose brand `'g` is fresh for each graph and
+//! invariant; every node handle ([`Node`], [`NodeRef`]) carries it. So a builder or node
+//! cannot leave the closure, nodes of two graphs cannot be joined, a builder has no `submit`,
+//! and the returned [`Graph`] has no way to add nodes — all compile errors.
+//!
+//! # Nodes
+//!
+//! `parallel_for`, `parallel_reduce` (into a rank-0 view or a [`ReduceResult`]),
+//! `parallel_scan` and host functions, on the builder (after the root) or as `then_*` on a
+//! node; [`GraphBuilder::when_all`] joins any number of nodes. Node handles have reference
+//! semantics (`Copy`). Launches take the same shape as eager ones: a policy (or `usize` /
+//! range), or `(policy, (y.write(), x.read()))` with a kernel `|(i, (y, x))| ...`.
+//!
+//! # Data
+//!
+//! A node records the *views and intents* of its handles, not the handles: each run of the
+//! node makes fresh handles, borrowing the views exactly while its kernel runs (as an eager
+//! launch does), so the host can read results between submits and a conflict with a handle
+//! held elsewhere is a typed error at submit. At instantiation the graph checks the recorded
+//! accesses: two nodes with no path between them that touch overlapping elements of one
+//! allocation, one of them writing (or one reading while the other updates atomically), are an
+//! unordered data race — [`GraphError::UnorderedRace`], naming both nodes.
+//!
+//! # Backends
+//!
+//! [`GraphBackend`] holds the customization points of the Kokkos Graphs design
+//! (`create_root_node`, `add_node`, `add_predecessor`, `create_aggregate`, `instantiate`,
+//! `submit`, `execution_space`). [`HostGraph`] is the generic host implementation that
+//! [`create_graph`] uses for every space that can run a range `parallel_for`: one pass in a
+//! topological order computed at instantiation on serial; wave by wave on concurrent
+//! instances such as rayon (see [`HostGraph`] for when independent nodes run at the same
+//! time). A device backend passes its own implementation to [`create_graph_with`].
+
+mod args;
+mod backend;
+mod builder;
+mod graph;
+mod node;
+
+use std::cell::RefCell;
+
+use hoplite_core::{ExecutionSpace, ParallelFor, RangePolicy};
+
+pub use args::{Access, GraphArgs, GraphLaunch, GraphPolicy};
+pub use backend::{GraphBackend, HostGraph, INLINE_MAX_WORK, NodeId, SHARE_MAX_WORK, WAVE_MIN_WORK};
+pub use builder::{GraphBuilder, Node, NodeRef, WhenAll};
+pub use graph::Graph;
+pub use node::{NodeKernel, NodeKind, ReduceResult, ReduceTarget};
+
+use builder::State;
+
+/// Errors of graph construction, instantiation and submission.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum GraphError {
+    /// `instantiate` was called on a graph that is already instantiated.
+    #[error(
+        "the graph is already instantiated (by an earlier `instantiate` or its first `submit`); instantiate a graph at most once"
+    )]
+    AlreadyInstantiated,
+    /// Two nodes with no path between them make conflicting accesses to the same elements.
+    #[error("{0}")]
+    UnorderedRace(Box<UnorderedRace>),
+    /// An error of the core: an invalid policy, a borrow conflict, a panicking kernel, ...
+    #[error(transparent)]
+    Core(#[from] hoplite_core::Error),
+}
+
+/// The two nodes of an unordered data race found at instantiation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "graph nodes `{first}` ({first_access} `{first_view}`) and `{second}` ({second_access} `{second_view}`) have no path between them: an unordered data race; order them with `then_*` or `when_all`, or give them disjoint subviews"
+)]
+pub struct UnorderedRace {
+    /// The label of the earlier node.
+    pub first: String,
+    /// How the earlier node uses the view ("writes", "reads", ...).
+    pub first_access: &'static str,
+    /// The view the earlier node touches.
+    pub first_view: String,
+    /// The label of the later node.
+    pub second: String,
+    /// How the later node uses the view.
+    pub second_access: &'static str,
+    /// The view the later node touches (same allocation, overlapping elements).
+    pub second_view: String,
+}
+
+impl GraphError {
+    /// The core error, if this is one.
+    pub fn as_core(&self) -> Option<&hoplite_core::Error> {
+        match self {
+            GraphError::Core(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// `Result` with [`GraphError`].
+pub type Result<T, E = GraphError> = std::result::Result<T, E>;
+
+/// Builds a graph on `space` with the generic host backend [`HostGraph`]: `build` adds the
+/// nodes; the graph is returned once it is done.
+///
+/// ```
+/// use hoplite_graph::create_graph;
+/// use hoplite_serial::Serial;
+/// let mut empty = create_graph(&Serial::default(), |_g| {})?;
+/// empty.submit()?;
+/// # Ok::<(), hoplite_graph::GraphError>(())
+/// ```
+///
+/// # Errors
+///
+/// The first invalid policy given to a node (reported here rather than at the node, so that
+/// the closure needs no `?`).
+pub fn create_graph<S, F>(space: &S, build: F) -> Result<Graph<S>>
+where
+    S: ExecutionSpace + ParallelFor<RangePolicy<S>>,
+    F: for<'g> FnOnce(&GraphBuilder<'g, S>),
+{
+    create_graph_with(space, HostGraph::new(space.clone()), build)
+}
+
+/// As [`create_graph`] with a given backend implementation (a device backend's graphs).
+///
+/// # Errors
+///
+/// As for [`create_graph`].
+pub fn create_graph_with<S, B, F>(space: &S, backend: B, build: F) -> Result<Graph<S>>
+where
+    S: ExecutionSpace,
+    B: GraphBackend<S> + 'static,
+    F: for<'g> FnOnce(&GraphBuilder<'g, S>),
+{
+    let state = RefCell::new(State::new(space.clone(), Box::new(backend)));
+    build(&GraphBuilder::new(&state));
+    let state = state.into_inner();
+    if let Some(e) = state.error {
+        return Err(e);
+    }
+    Ok(Graph::new(state.space, state.backend, state.nodes, state.preds))
+}

@@ -1,0 +1,471 @@
+//! The type-erased work of one node, as backends receive it, and the concrete nodes the front
+//! end makes for each pattern.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use hoplite_core::view::access::IndexBounds;
+use hoplite_core::{
+    ExecutionPolicy, ExecutionSpace, ForKernel, HostAccessibleSpace, LaunchArgs, LaunchSpec, ParallelFor,
+    ParallelReduce, ParallelScan, ReduceKernel, Reducer, ScanKernel, ScanValue, View, ViewValue,
+};
+use parking_lot::Mutex;
+
+use crate::args::{Access, GraphArgs, GraphPolicy};
+
+/// What a node does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// The root every graph starts from (no work).
+    Root,
+    /// A join of several nodes (`when_all`; no work).
+    Aggregate,
+    /// A `parallel_for` launch.
+    For,
+    /// A `parallel_reduce` launch.
+    Reduce,
+    /// A `parallel_scan` launch.
+    Scan,
+    /// A function run on the host thread that submits.
+    Host,
+}
+
+impl NodeKind {
+    /// The name used in DOT exports and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeKind::Root => "root",
+            NodeKind::Aggregate => "when_all",
+            NodeKind::For => "parallel_for",
+            NodeKind::Reduce => "parallel_reduce",
+            NodeKind::Scan => "parallel_scan",
+            NodeKind::Host => "host",
+        }
+    }
+
+    /// Whether the node has no work (root and aggregates).
+    pub fn is_trivial(self) -> bool {
+        matches!(self, NodeKind::Root | NodeKind::Aggregate)
+    }
+}
+
+/// The work of one node, type-erased: what a [`GraphBackend`](crate::GraphBackend) stores and
+/// runs (the seed's `GraphNodeImpl` with its kernel).
+pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
+    /// The node's label.
+    fn label(&self) -> &str;
+    /// What the node does.
+    fn kind(&self) -> NodeKind;
+    /// The accesses its handles make.
+    fn accesses(&self) -> &[Access];
+    /// How many iterations one run takes (`None` for host functions, teams and trivial nodes),
+    /// for a backend deciding whether a kernel is small enough to share a thread with others.
+    fn work(&self) -> Option<usize>;
+    /// Runs the node once: on the instance its policy was made for, or on `on` (another
+    /// instance of the same space). Borrows its handles for the duration of the run (they are
+    /// released also when the kernel panics).
+    ///
+    /// A panic in the kernel unwinds out of `run`: a backend catches it — once around a
+    /// sequence of nodes, which is cheaper than once per node — and reports
+    /// [`hoplite_core::Error::KernelPanicked`] with the node's label.
+    ///
+    /// # Errors
+    ///
+    /// A borrow conflict with a handle held elsewhere, an invalid policy on `on`, or a backend
+    /// failure.
+    fn run(&self, on: Option<&S>) -> hoplite_core::Result<()>;
+}
+
+/// A node without work: the root, or a `when_all` join.
+pub(crate) struct EmptyNode {
+    pub(crate) label: String,
+    pub(crate) kind: NodeKind,
+}
+
+impl<S: ExecutionSpace> NodeKernel<S> for EmptyNode {
+    fn label(&self) -> &str {
+        &self.label
+    }
+    fn kind(&self) -> NodeKind {
+        self.kind
+    }
+    fn accesses(&self) -> &[Access] {
+        &[]
+    }
+    fn work(&self) -> Option<usize> {
+        None
+    }
+    fn run(&self, _on: Option<&S>) -> hoplite_core::Result<()> {
+        Ok(())
+    }
+}
+
+/// A host function node.
+pub(crate) struct HostNode<F> {
+    pub(crate) label: String,
+    pub(crate) f: F,
+}
+
+impl<S: ExecutionSpace, F: Fn() + Send + Sync> NodeKernel<S> for HostNode<F> {
+    fn label(&self) -> &str {
+        &self.label
+    }
+    fn kind(&self) -> NodeKind {
+        NodeKind::Host
+    }
+    fn accesses(&self) -> &[Access] {
+        &[]
+    }
+    fn work(&self) -> Option<usize> {
+        None
+    }
+    fn run(&self, _on: Option<&S>) -> hoplite_core::Result<()> {
+        (self.f)();
+        Ok(())
+    }
+}
+
+/// A user kernel with the run's prepared handles: binds them for every iteration (the graph's
+/// counterpart of the core's launch binding).
+struct Bound<'k, L: LaunchSpec, F> {
+    kernel: &'k F,
+    prepared: <L::Args as LaunchArgs>::Prepared,
+    _launch: PhantomData<fn() -> L>,
+}
+
+impl<L: LaunchSpec, F> Bound<'_, L, F> {
+    #[inline(always)]
+    fn item<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) -> L::Item<'it> {
+        // SAFETY: `run_launch` prepared these handles for this policy's index space, keeps the
+        // handles (and their borrows) alive until the dispatch has returned, and the bound
+        // handles carry the brand of this iteration's item, which the backend hands to one
+        // iteration at a time and which cannot outlive the kernel call.
+        L::item(item, unsafe { <L::Args as LaunchArgs>::bind(&self.prepared) })
+    }
+}
+
+impl<L, F> ForKernel<L::Policy> for Bound<'_, L, F>
+where
+    L: LaunchSpec,
+    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
+{
+    #[inline(always)]
+    fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) {
+        (self.kernel)(self.item(item))
+    }
+}
+
+impl<L, F, V> ReduceKernel<L::Policy, V> for Bound<'_, L, F>
+where
+    L: LaunchSpec,
+    F: for<'it> Fn(L::Item<'it>, &mut V) + Send + Sync,
+{
+    #[inline(always)]
+    fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>, acc: &mut V) {
+        (self.kernel)(self.item(item), acc)
+    }
+}
+
+impl<L, F, T> ScanKernel<L::Policy, T> for Bound<'_, L, F>
+where
+    L: LaunchSpec,
+    F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
+{
+    #[inline(always)]
+    fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>, partial: &mut T, is_final: bool) {
+        (self.kernel)(self.item(item), partial, is_final)
+    }
+}
+
+/// Number of iterations (or teams) of an index space.
+fn bounds_len(bounds: &IndexBounds) -> usize {
+    match *bounds {
+        IndexBounds::Range { begin, end } => end.saturating_sub(begin),
+        IndexBounds::Box { rank, lo, hi } => (0..rank).map(|d| hi[d].saturating_sub(lo[d])).product(),
+        IndexBounds::League { size } => size,
+    }
+}
+
+/// A kernel launch recorded in a graph: policy, views of the handles, kernel, pattern.
+pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
+    pub(crate) label: String,
+    pub(crate) policy: L::Policy,
+    pub(crate) views: <L::Args as GraphArgs>::Views,
+    pub(crate) accesses: Vec<Access>,
+    pub(crate) kernel: F,
+    pub(crate) pattern: P,
+}
+
+impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
+    pub(crate) fn new(
+        label: &str,
+        policy: L::Policy,
+        args: L::Args,
+        kernel: F,
+        pattern: P,
+        extra: Option<Access>,
+    ) -> Self {
+        let views = args.detach();
+        let mut accesses = Vec::new();
+        <L::Args as GraphArgs>::record(&views, &mut accesses);
+        accesses.extend(extra);
+        LaunchNode {
+            label: label.to_owned(),
+            policy,
+            views,
+            accesses,
+            kernel,
+            pattern,
+        }
+    }
+
+    /// Attaches fresh handles, prepares them for `policy`, runs `dispatch`, and releases the
+    /// handles only once the dispatch has returned (or unwound).
+    #[inline(always)]
+    fn run_launch<T>(
+        &self,
+        policy: &L::Policy,
+        dispatch: impl FnOnce(&L::Policy, Bound<'_, L, F>) -> hoplite_core::Result<T>,
+    ) -> hoplite_core::Result<T> {
+        let args = <L::Args as GraphArgs>::attach(&self.views);
+        let prepared = args.prepare(&self.label, &policy.index_bounds())?;
+        let bound = Bound {
+            kernel: &self.kernel,
+            prepared,
+            _launch: PhantomData,
+        };
+        let result = dispatch(policy, bound);
+        // The handles, and so their borrows, are released only now that the launch is over
+        // (on a panic, unwinding drops them after the dispatch has unwound).
+        drop(args);
+        result
+    }
+
+    /// Runs `go` with the stored policy, or with it moved to `on` (validated there).
+    #[inline(always)]
+    fn with_policy<S, T>(
+        &self,
+        on: Option<&S>,
+        go: impl FnOnce(&L::Policy) -> hoplite_core::Result<T>,
+    ) -> hoplite_core::Result<T>
+    where
+        S: ExecutionSpace,
+        L::Policy: GraphPolicy<S>,
+    {
+        match on {
+            None => go(&self.policy),
+            Some(space) => {
+                let moved = self.policy.on_instance(space);
+                moved.validate(&self.label)?;
+                go(&moved)
+            }
+        }
+    }
+}
+
+/// The `parallel_for` pattern.
+pub(crate) struct ForPattern;
+
+impl<S, L, F> NodeKernel<S> for LaunchNode<L, F, ForPattern>
+where
+    S: ExecutionSpace + ParallelFor<L::Policy>,
+    L: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> + 'static,
+    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
+{
+    fn label(&self) -> &str {
+        &self.label
+    }
+    fn kind(&self) -> NodeKind {
+        NodeKind::For
+    }
+    fn accesses(&self) -> &[Access] {
+        &self.accesses
+    }
+    fn work(&self) -> Option<usize> {
+        work_of(&self.policy.index_bounds())
+    }
+    fn run(&self, on: Option<&S>) -> hoplite_core::Result<()> {
+        self.with_policy(on, |policy| {
+            self.run_launch(policy, |p, k| p.space().parallel_for(&self.label, p, k))
+        })
+    }
+}
+
+fn work_of(bounds: &IndexBounds) -> Option<usize> {
+    match bounds {
+        IndexBounds::League { .. } => None,
+        b => Some(bounds_len(b)),
+    }
+}
+
+/// Where a reduce node puts its result after each run.
+pub trait ReduceTarget<V>: Send + Sync + 'static {
+    /// Stores the result of one run.
+    ///
+    /// # Errors
+    ///
+    /// A borrow conflict on a target view.
+    fn store(&self, label: &str, value: V) -> hoplite_core::Result<()>;
+    /// The access the store makes, if it writes a view (for race detection).
+    fn access(&self) -> Option<Access>;
+}
+
+impl<T: ViewValue, L: hoplite_core::ArrayLayout, S: HostAccessibleSpace> ReduceTarget<T>
+    for View<T, 0, L, S>
+{
+    fn store(&self, _label: &str, value: T) -> hoplite_core::Result<()> {
+        self.host_write()?.set([], value);
+        Ok(())
+    }
+    fn access(&self) -> Option<Access> {
+        Some(Access {
+            allocation: self.allocation_key(),
+            footprint: self.footprint(),
+            kind: hoplite_core::view::AccessKind::Write,
+            view: Arc::from(self.label()),
+        })
+    }
+}
+
+/// A host-side cell a reduce node stores its result in; read it after the submit (Kokkos'
+/// reduction into a host scalar, made asynchronous-safe). Clones share the cell.
+///
+/// ```
+/// use hoplite_core::{RangePolicy, Sum};
+/// use hoplite_graph::{ReduceResult, create_graph};
+/// use hoplite_serial::Serial;
+/// let space = Serial::default();
+/// let total = ReduceResult::<u64>::new();
+/// let t = total.clone();
+/// let mut graph = create_graph(&space, |g| {
+///     g.parallel_reduce("sum", RangePolicy::new(Serial::default(), 0..10), |i, acc: &mut u64| *acc += *i as u64, Sum::new(), t);
+/// })?;
+/// assert_eq!(total.get(), None);
+/// graph.submit()?;
+/// assert_eq!(total.get(), Some(45));
+/// # Ok::<(), hoplite_graph::GraphError>(())
+/// ```
+pub struct ReduceResult<V> {
+    cell: Arc<Mutex<Option<V>>>,
+}
+
+impl<V> ReduceResult<V> {
+    /// An empty cell.
+    pub fn new() -> Self {
+        ReduceResult {
+            cell: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+impl<V: Clone> ReduceResult<V> {
+    /// The result of the last completed run, if any.
+    pub fn get(&self) -> Option<V> {
+        self.cell.lock().clone()
+    }
+}
+
+impl<V> Default for ReduceResult<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V> Clone for ReduceResult<V> {
+    fn clone(&self) -> Self {
+        ReduceResult {
+            cell: self.cell.clone(),
+        }
+    }
+}
+
+impl<V: fmt::Debug> fmt::Debug for ReduceResult<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ReduceResult").field(&*self.cell.lock()).finish()
+    }
+}
+
+impl<V: Send + 'static> ReduceTarget<V> for ReduceResult<V> {
+    fn store(&self, _label: &str, value: V) -> hoplite_core::Result<()> {
+        *self.cell.lock() = Some(value);
+        Ok(())
+    }
+    fn access(&self) -> Option<Access> {
+        None
+    }
+}
+
+/// The `parallel_reduce` pattern: reducer and target.
+pub(crate) struct ReducePattern<R, Tg> {
+    pub(crate) reducer: R,
+    pub(crate) target: Tg,
+}
+
+impl<S, L, F, R, Tg> NodeKernel<S> for LaunchNode<L, F, ReducePattern<R, Tg>>
+where
+    S: ExecutionSpace + ParallelReduce<L::Policy>,
+    L: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> + 'static,
+    R: Reducer + Send + Sync,
+    Tg: ReduceTarget<R::Value>,
+    F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
+{
+    fn label(&self) -> &str {
+        &self.label
+    }
+    fn kind(&self) -> NodeKind {
+        NodeKind::Reduce
+    }
+    fn accesses(&self) -> &[Access] {
+        &self.accesses
+    }
+    fn work(&self) -> Option<usize> {
+        work_of(&self.policy.index_bounds())
+    }
+    fn run(&self, on: Option<&S>) -> hoplite_core::Result<()> {
+        let value = self.with_policy(on, |policy| {
+            self.run_launch(policy, |p, k| {
+                p.space()
+                    .parallel_reduce(&self.label, p, k, &self.pattern.reducer)
+            })
+        })?;
+        self.pattern.target.store(&self.label, value)
+    }
+}
+
+/// The `parallel_scan` pattern over values `T`, with an optional target for the total.
+pub(crate) struct ScanPattern<T, Tg> {
+    pub(crate) target: Option<Tg>,
+    pub(crate) _value: PhantomData<fn() -> T>,
+}
+
+impl<S, L, F, T, Tg> NodeKernel<S> for LaunchNode<L, F, ScanPattern<T, Tg>>
+where
+    S: ExecutionSpace + ParallelScan<L::Policy>,
+    L: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> + 'static,
+    T: ScanValue,
+    Tg: ReduceTarget<T>,
+    F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
+{
+    fn label(&self) -> &str {
+        &self.label
+    }
+    fn kind(&self) -> NodeKind {
+        NodeKind::Scan
+    }
+    fn accesses(&self) -> &[Access] {
+        &self.accesses
+    }
+    fn work(&self) -> Option<usize> {
+        work_of(&self.policy.index_bounds())
+    }
+    fn run(&self, on: Option<&S>) -> hoplite_core::Result<()> {
+        let total: T = self.with_policy(on, |policy| {
+            self.run_launch(policy, |p, k| p.space().parallel_scan(&self.label, p, k))
+        })?;
+        match &self.pattern.target {
+            Some(t) => t.store(&self.label, total),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,679 @@
+//! Explicit graphs on the serial and rayon backends.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use hoplite_core::{
+    Error, ExecutionSpace, ParallelFor, ParallelReduce, ParallelScan, Prod, RangePolicy, Slice, Sum, View,
+};
+use hoplite_graph::{GraphError, NodeRef, ReduceResult, WAVE_MIN_WORK, create_graph};
+use hoplite_rayon::RayonSpace;
+use hoplite_serial::Serial;
+
+/// What the tests need of a space.
+trait Space:
+    ExecutionSpace
+    + ParallelFor<RangePolicy<Self>>
+    + ParallelReduce<RangePolicy<Self>>
+    + ParallelScan<RangePolicy<Self>>
+{
+}
+
+impl<S> Space for S where
+    S: ExecutionSpace
+        + ParallelFor<RangePolicy<S>>
+        + ParallelReduce<RangePolicy<S>>
+        + ParallelScan<RangePolicy<S>>
+{
+}
+
+fn rayon() -> RayonSpace {
+    RayonSpace::with_threads(2).expect("a rayon instance")
+}
+
+/// Runs a generic test on serial and on a two-thread rayon instance.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod serial {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(hoplite_serial::Serial::default());
+                }
+            )*
+        }
+        mod rayon {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(super::rayon());
+                }
+            )*
+        }
+    };
+}
+
+on_both!(
+    dependency_order_chain,
+    fan_out_after_when_all,
+    when_all_with_redundant_edges,
+    diamond,
+    several_sinks,
+    repeated_submits_give_the_same_result,
+    empty_graph,
+    empty_reduce_writes_identity,
+    unordered_race_is_an_error,
+    panicking_node_then_resubmit,
+    instantiate_twice_is_an_error,
+    conflict_at_submit_then_host_reads,
+    scan_node,
+    concurrent_wave,
+);
+
+fn cells() -> (View<usize, 1>, View<usize, 1>) {
+    let count = View::new("count", [1]).expect("count");
+    let bugs = View::new("bugs", [1]).expect("bugs");
+    (count, bugs)
+}
+
+fn get(v: &View<usize, 1>) -> usize {
+    v.host_read().expect("no conflict").get(0)
+}
+
+fn dependency_order_chain<S: Space>(space: S) {
+    let (count, bugs) = cells();
+    let one = RangePolicy::new(space.clone(), 0..1);
+    let mut graph = create_graph(&space, |g| {
+        let mut last: NodeRef<'_, S> = g.root();
+        for k in 0..20 {
+            last = last
+                .then_parallel_for(
+                    &format!("step {k}"),
+                    (one.clone(), (count.atomic(), bugs.atomic())),
+                    move |(_i, (count, bugs))| {
+                        if count.load(0) != k {
+                            bugs.fetch_add(0, 1);
+                        }
+                        count.fetch_add(0, 1);
+                    },
+                )
+                .erase();
+        }
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    space.fence().expect("fence");
+    assert_eq!((get(&count), get(&bugs)), (20, 0));
+}
+
+fn fan_out_after_when_all<S: Space>(space: S) {
+    let (count, bugs) = cells();
+    let setup: View<usize, 1> = View::new("setup", [1]).expect("setup");
+    let data: View<u64, 1> = View::new("data", [6 * 100]).expect("data");
+    let one = RangePolicy::new(space.clone(), 0..1);
+    let mut graph = create_graph(&space, |g| {
+        let a = g.parallel_for("setup a", (one.clone(), (setup.atomic(),)), |(_i, (s,))| {
+            s.fetch_add(0, 1);
+        });
+        let b = g.parallel_for("setup b", (one.clone(), (setup.atomic(),)), |(_i, (s,))| {
+            s.fetch_add(0, 1);
+        });
+        let ready = g.when_all([a.erase(), b.erase()]);
+        let mut fan = Vec::new();
+        for k in 0..6 {
+            let part: View<u64, 1> = data
+                .subview([Slice::Range(k * 100..(k + 1) * 100)])
+                .expect("subview");
+            let node = ready.then_parallel_for(
+                &format!("fan {k}"),
+                (
+                    RangePolicy::new(space.clone(), 0..100),
+                    (part.write(), setup.atomic(), count.atomic(), bugs.atomic()),
+                ),
+                move |(i, (part, setup, count, bugs))| {
+                    if setup.load(0) != 2 {
+                        bugs.fetch_add(0, 1);
+                    }
+                    part.set(i, (k * 100 + *i) as u64);
+                    if *i == 0 {
+                        count.fetch_add(0, 1);
+                    }
+                },
+            );
+            fan.push(node.erase());
+        }
+        g.when_all(fan).then_parallel_for(
+            "check",
+            (one.clone(), (count.read(), bugs.atomic())),
+            |(_i, (c, bugs))| {
+                if c.get(0) != 6 {
+                    bugs.fetch_add(0, 1);
+                }
+            },
+        );
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    assert_eq!((get(&setup), get(&count), get(&bugs)), (2, 6, 0));
+    let expected: Vec<u64> = (0..600).collect();
+    assert_eq!(data.to_vec().expect("data"), expected);
+}
+
+fn when_all_with_redundant_edges<S: Space>(space: S) {
+    let runs: Arc<[AtomicUsize; 4]> = Arc::new(Default::default());
+    let bugs = Arc::new(AtomicUsize::new(0));
+    let one = RangePolicy::new(space.clone(), 0..1);
+    let mut graph = create_graph(&space, |g| {
+        let r = runs.clone();
+        let a = g.parallel_for("a", one.clone(), move |_i| {
+            r[0].fetch_add(1, Ordering::SeqCst);
+        });
+        let r = runs.clone();
+        let b = a.then_parallel_for("b", one.clone(), move |_i| {
+            r[1].fetch_add(1, Ordering::SeqCst);
+        });
+        // a is already before b; the root is before everything; repeats on purpose.
+        let join = g.when_all([a.erase(), b.erase(), a.erase(), g.root(), b.erase()]);
+        let join2 = g.when_all([join.erase(), a.erase(), join.erase()]);
+        let (r, bg) = (runs.clone(), bugs.clone());
+        join2.then_parallel_for("c", one.clone(), move |_i| {
+            if r[0].load(Ordering::SeqCst) != r[1].load(Ordering::SeqCst) {
+                bg.fetch_add(1, Ordering::SeqCst);
+            }
+            r[2].fetch_add(1, Ordering::SeqCst);
+        });
+        let r = runs.clone();
+        g.when_all(Vec::<NodeRef<'_, S>>::new()).then_host("d", move || {
+            r[3].fetch_add(1, Ordering::SeqCst);
+        });
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    graph.submit().expect("submit again");
+    let counts: Vec<usize> = runs.iter().map(|r| r.load(Ordering::SeqCst)).collect();
+    assert_eq!(counts, [2, 2, 2, 2]);
+    assert_eq!(bugs.load(Ordering::SeqCst), 0);
+}
+
+fn diamond<S: Space>(space: S) {
+    let n = 64;
+    let x: View<f64, 1> = View::new("x", [n]).expect("x");
+    let y: View<f64, 1> = View::new("y", [n]).expect("y");
+    let z: View<f64, 1> = View::new("z", [n]).expect("z");
+    let w: View<f64, 1> = View::new("w", [n]).expect("w");
+    let range = RangePolicy::new(space.clone(), 0..n);
+    let mut graph = create_graph(&space, |g| {
+        let a = g.parallel_for("a", (range.clone(), (x.write(),)), |(i, (x,))| {
+            x.set(i, *i as f64)
+        });
+        let b = a.then_parallel_for("b", (range.clone(), (y.write(), x.read())), |(i, (y, x))| {
+            y.set(i, 2.0 * x.get(i))
+        });
+        let c = a.then_parallel_for("c", (range.clone(), (z.write(), x.read())), |(i, (z, x))| {
+            z.set(i, 3.0 * x.get(i))
+        });
+        g.when_all([b.erase(), c.erase()]).then_parallel_for(
+            "d",
+            (range.clone(), (w.write(), y.read(), z.read())),
+            |(i, (w, y, z))| w.set(i, y.get(i) + z.get(i)),
+        );
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    let expected: Vec<f64> = (0..n).map(|i| 5.0 * i as f64).collect();
+    assert_eq!(w.to_vec().expect("w"), expected);
+}
+
+fn several_sinks<S: Space>(space: S) {
+    let hits: View<usize, 1> = View::new("hits", [4]).expect("hits");
+    let one = RangePolicy::new(space.clone(), 0..1);
+    let mut graph = create_graph(&space, |g| {
+        let a = g.parallel_for("a", (one.clone(), (hits.atomic(),)), |(_i, (h,))| {
+            h.fetch_add(0, 1);
+        });
+        a.then_parallel_for("sink b", (one.clone(), (hits.atomic(),)), |(_i, (h,))| {
+            h.fetch_add(1, 1);
+        });
+        a.then_parallel_for("sink c", (one.clone(), (hits.atomic(),)), |(_i, (h,))| {
+            h.fetch_add(2, 1);
+        });
+        g.parallel_for("sink d", (one.clone(), (hits.atomic(),)), |(_i, (h,))| {
+            h.fetch_add(3, 1);
+        });
+    })
+    .expect("graph");
+    for _ in 0..3 {
+        graph.submit().expect("submit");
+    }
+    assert_eq!(hits.to_vec().expect("hits"), [3, 3, 3, 3]);
+}
+
+fn repeated_submits_give_the_same_result<S: Space>(space: S) {
+    let n = 1000;
+    let y: View<f64, 1> = View::new("y", [n]).expect("y");
+    let total = ReduceResult::<f64>::new();
+    let range = RangePolicy::new(space.clone(), 0..n);
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for("init", (range.clone(), (y.write(),)), |(i, (y,))| {
+            y.set(i, *i as f64)
+        })
+        .then_parallel_for("scale", (range.clone(), (y.write(),)), |(i, (y,))| {
+            y.set(i, 0.5 * y.get(i))
+        })
+        .then_parallel_reduce(
+            "sum",
+            (range.clone(), (y.read(),)),
+            |(i, (y,)), acc| *acc += y.get(i),
+            Sum::<f64>::new(),
+            total.clone(),
+        );
+    })
+    .expect("graph");
+    let mut results = Vec::new();
+    for _ in 0..10 {
+        graph.submit().expect("submit");
+        space.fence().expect("fence");
+        results.push(total.get().expect("a result"));
+        // The host may read (and write) between submits: no borrow is kept by the graph.
+        y.fill_host(-1.0).expect("host write between submits");
+    }
+    assert!(results.iter().all(|&r| r == 249_750.0), "{results:?}");
+}
+
+fn empty_graph<S: Space>(space: S) {
+    let mut graph = create_graph(&space, |_g| {}).expect("graph");
+    assert!(graph.is_empty());
+    graph.submit().expect("submit");
+    graph.submit_on(&space).expect("submit on");
+    graph.execution_space().fence().expect("fence");
+}
+
+fn empty_reduce_writes_identity<S: Space>(space: S) {
+    let sum: View<f64, 0> = View::new("sum", []).expect("sum");
+    sum.fill_host(42.0).expect("fill");
+    let prod = ReduceResult::<i64>::new();
+    let empty = RangePolicy::new(space.clone(), 5..5);
+    let mut graph = create_graph(&space, |g| {
+        let a = g.parallel_reduce(
+            "sum",
+            empty.clone(),
+            |_i, acc: &mut f64| *acc += 1.0,
+            Sum::new(),
+            sum.clone(),
+        );
+        a.then_parallel_reduce(
+            "prod",
+            empty.clone(),
+            |_i, acc: &mut i64| *acc *= 2,
+            Prod::new(),
+            prod.clone(),
+        );
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    assert_eq!(sum.host_read().expect("read").get([]), 0.0);
+    assert_eq!(prod.get(), Some(1));
+}
+
+fn unordered_race_is_an_error<S: Space>(space: S) {
+    let y: View<f64, 1> = View::new("y", [10]).expect("y");
+    let x: View<f64, 1> = View::new("x", [10]).expect("x");
+    let range = RangePolicy::new(space.clone(), 0..10);
+    // Two writers of y with no path between them.
+    let mut graph = create_graph(&space, |g| {
+        let a = g.parallel_for("first writer", (range.clone(), (y.write(),)), |(i, (y,))| {
+            y.set(i, 1.0)
+        });
+        a.then_parallel_for("ordered writer", (range.clone(), (y.write(),)), |(i, (y,))| {
+            y.set(i, 2.0)
+        });
+        g.parallel_for(
+            "second writer",
+            (range.clone(), (y.write(), x.read())),
+            |(i, (y, x))| y.set(i, x.get(i)),
+        );
+    })
+    .expect("graph");
+    let err = graph.instantiate().expect_err("a race");
+    match &err {
+        GraphError::UnorderedRace(race) => {
+            assert_eq!(
+                (race.first.as_str(), race.second.as_str()),
+                ("first writer", "second writer")
+            );
+            assert_eq!((race.first_access, race.second_access), ("writes", "writes"));
+        }
+        other => panic!("unexpected {other}"),
+    }
+    let msg = err.to_string();
+    assert!(
+        msg.contains("first writer") && msg.contains("second writer") && msg.contains("`y`"),
+        "{msg}"
+    );
+    assert!(graph.submit().is_err(), "a racy graph never runs");
+
+    // A reader and a writer of one subview region, unordered: also a race.
+    let left: View<f64, 1> = y.subview([Slice::Range(0..5)]).expect("left");
+    let right: View<f64, 1> = y.subview([Slice::Range(5..10)]).expect("right");
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for(
+            "read all",
+            (range.clone(), (x.write(), y.read())),
+            |(i, (x, y))| x.set(i, y.get(i)),
+        );
+        g.parallel_for(
+            "write left",
+            (RangePolicy::new(space.clone(), 0..5), (left.write(),)),
+            |(i, (l,))| l.set(i, 0.0),
+        );
+    })
+    .expect("graph");
+    assert!(matches!(graph.instantiate(), Err(GraphError::UnorderedRace(_))));
+
+    // Disjoint subviews and shared readers are fine.
+    let mut graph = create_graph(&space, |g| {
+        let five = RangePolicy::new(space.clone(), 0..5);
+        g.parallel_for("left", (five.clone(), (left.write(), x.read())), |(i, (l, x))| {
+            l.set(i, x.get(i))
+        });
+        g.parallel_for(
+            "right",
+            (five.clone(), (right.write(), x.read())),
+            |(i, (r, x))| r.set(i, x.get(i)),
+        );
+    })
+    .expect("graph");
+    graph.instantiate().expect("no race");
+    graph.submit().expect("submit");
+}
+
+fn panicking_node_then_resubmit<S: Space>(space: S) {
+    let fail = Arc::new(AtomicBool::new(true));
+    let y: View<u32, 1> = View::new("y", [16]).expect("y");
+    let range = RangePolicy::new(space.clone(), 0..16);
+    let f = fail.clone();
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for("fill", (range.clone(), (y.write(),)), |(i, (y,))| y.set(i, 1))
+            .then_parallel_for("maybe panic", (range.clone(), (y.write(),)), move |(i, (y,))| {
+                if f.load(Ordering::SeqCst) && *i == 7 {
+                    panic!("boom at 7");
+                }
+                y.set(i, y.get(i) + 1);
+            });
+    })
+    .expect("graph");
+    let err = graph.submit().expect_err("the node panics");
+    match err {
+        GraphError::Core(Error::KernelPanicked { label, message }) => {
+            assert_eq!(label, "maybe panic");
+            assert!(message.contains("boom"), "{message}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+    fail.store(false, Ordering::SeqCst);
+    graph.submit().expect("usable again");
+    assert_eq!(y.to_vec().expect("y"), [2; 16]);
+}
+
+fn instantiate_twice_is_an_error<S: Space>(space: S) {
+    let mut graph = create_graph(&space, |g| {
+        g.host("h", || {});
+    })
+    .expect("graph");
+    graph.instantiate().expect("first");
+    assert!(matches!(
+        graph.instantiate(),
+        Err(GraphError::AlreadyInstantiated)
+    ));
+    graph.submit().expect("submit");
+    // Implicit instantiation at the first submit counts too.
+    let mut graph = create_graph(&space, |g| {
+        g.host("h", || {});
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    assert!(graph.is_instantiated());
+    assert!(matches!(
+        graph.instantiate(),
+        Err(GraphError::AlreadyInstantiated)
+    ));
+}
+
+fn conflict_at_submit_then_host_reads<S: Space>(space: S) {
+    let y: View<f64, 1> = View::new("y", [4]).expect("y");
+    let range = RangePolicy::new(space.clone(), 0..4);
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for("write y", (range.clone(), (y.write(),)), |(i, (y,))| {
+            y.set(i, 3.0)
+        });
+    })
+    .expect("graph");
+    {
+        let held = y.host_read().expect("host reader");
+        let err = graph.submit().expect_err("conflict");
+        assert!(
+            matches!(err, GraphError::Core(Error::BorrowConflict { .. })),
+            "{err}"
+        );
+        assert_eq!(held.get(0), 0.0);
+    }
+    graph.submit().expect("submit");
+    assert_eq!(y.host_read().expect("read between submits").get(3), 3.0);
+}
+
+fn scan_node<S: Space>(space: S) {
+    let x: View<i64, 1> = View::from_slice("x", [5], &[1, 2, 3, 4, 5]).expect("x");
+    let offsets: View<i64, 1> = View::new("offsets", [5]).expect("offsets");
+    let total = ReduceResult::<i64>::new();
+    let range = RangePolicy::new(space.clone(), 0..5);
+    let mut graph = create_graph(&space, |g| {
+        g.root().then_parallel_scan_into(
+            "offsets",
+            (range.clone(), (offsets.write(), x.read())),
+            |(i, (out, x)), partial: &mut i64, is_final| {
+                if is_final {
+                    out.set(i, *partial);
+                }
+                *partial += x.get(i);
+            },
+            total.clone(),
+        );
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    assert_eq!(offsets.to_vec().expect("offsets"), [0, 1, 3, 6, 10]);
+    assert_eq!(total.get(), Some(15));
+}
+
+/// A wave big enough to run its nodes at the same time on concurrent instances.
+fn concurrent_wave<S: Space>(space: S) {
+    let parts = 4;
+    let len = WAVE_MIN_WORK;
+    let data: View<u64, 1> = View::new("data", [parts * len]).expect("data");
+    let sums = ReduceResult::<u64>::new();
+    let fail = Arc::new(AtomicBool::new(true));
+    let mut graph = create_graph(&space, |g| {
+        let mut fills = Vec::new();
+        for k in 0..parts {
+            let part: View<u64, 1> = data
+                .subview([Slice::Range(k * len..(k + 1) * len)])
+                .expect("part");
+            let f = fail.clone();
+            fills.push(
+                g.parallel_for(
+                    &format!("fill {k}"),
+                    (RangePolicy::new(space.clone(), 0..len), (part.write(),)),
+                    move |(i, (p,))| {
+                        if k == 2 && *i == 5 && f.load(Ordering::SeqCst) {
+                            panic!("part 2 fails");
+                        }
+                        p.set(i, (k * len + *i) as u64);
+                    },
+                )
+                .erase(),
+            );
+        }
+        g.when_all(fills).then_parallel_reduce(
+            "sum",
+            (RangePolicy::new(space.clone(), 0..parts * len), (data.read(),)),
+            |(i, (d,)), acc| *acc += d.get(i),
+            Sum::<u64>::new(),
+            sums.clone(),
+        );
+    })
+    .expect("graph");
+    let err = graph.submit().expect_err("part 2 panics");
+    assert!(matches!(err, GraphError::Core(Error::KernelPanicked { ref label, .. }) if label == "fill 2"));
+    assert_eq!(sums.get(), None, "the reduction depends on the failed node");
+    fail.store(false, Ordering::SeqCst);
+    let n = (parts * len) as u64;
+    for _ in 0..3 {
+        graph.submit().expect("submit");
+        assert_eq!(sums.get(), Some(n * (n - 1) / 2));
+    }
+}
+
+#[test]
+fn submit_on_another_instance_of_a_partitioned_rayon_space() {
+    let space = RayonSpace::with_threads(2).expect("pool");
+    let parts = space.partition_space(2).expect("partition");
+    let n = 3 * WAVE_MIN_WORK;
+    let y: View<u64, 1> = View::new("y", [n]).expect("y");
+    let total = ReduceResult::<u64>::new();
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for(
+            "iota",
+            (RangePolicy::new(space.clone(), 0..n), (y.write(),)),
+            |(i, (y,))| y.set(i, *i as u64),
+        )
+        .then_parallel_reduce(
+            "sum",
+            (RangePolicy::new(space.clone(), 0..n), (y.read(),)),
+            |(i, (y,)), acc| *acc += y.get(i),
+            Sum::<u64>::new(),
+            total.clone(),
+        );
+    })
+    .expect("graph");
+    let expected = (n as u64) * (n as u64 - 1) / 2;
+    for part in &parts {
+        y.fill_host(0).expect("reset");
+        graph.submit_on(part).expect("submit on a partition");
+        part.fence().expect("fence");
+        assert_eq!(total.get(), Some(expected));
+    }
+    graph.submit().expect("submit on the graph's own instance");
+    assert_eq!(total.get(), Some(expected));
+}
+
+#[test]
+fn dot_export_has_labels_and_edges() {
+    let y: View<f64, 1> = View::new("y \"quoted\"", [4]).expect("y");
+    let graph = create_graph(&Serial::default(), |g| {
+        let a = g.parallel_for("produce", (4usize, (y.write(),)), |(i, (y,))| y.set(i, 1.0));
+        let b = g.host("side", || {});
+        g.when_all([a.erase(), b.erase()]).then_parallel_for(
+            "consume",
+            (4usize, (y.read(),)),
+            |(i, (y,))| {
+                let _ = y.get(i);
+            },
+        );
+    })
+    .expect("graph");
+    let dot = graph.to_dot();
+    assert!(dot.starts_with("digraph"), "{dot}");
+    assert!(
+        dot.contains("produce\\nparallel_for\\nW y \\\"quoted\\\""),
+        "{dot}"
+    );
+    assert!(dot.contains("consume\\nparallel_for\\nR y"), "{dot}");
+    assert!(
+        dot.contains("shape=diamond") && dot.contains("shape=hexagon"),
+        "{dot}"
+    );
+    for edge in ["n0 -> n1", "n0 -> n2", "n1 -> n3", "n2 -> n3", "n3 -> n4"] {
+        assert!(dot.contains(edge), "{edge} missing in\n{dot}");
+    }
+}
+
+#[test]
+#[expect(clippy::reversed_empty_ranges, reason = "an invalid range on purpose")]
+fn invalid_policy_is_reported_by_create_graph() {
+    let space = Serial::default();
+    let result = create_graph(&space, |g| {
+        g.parallel_for("backwards", RangePolicy::new(space.clone(), 5..2), |_i| {});
+    });
+    assert!(matches!(
+        result,
+        Err(GraphError::Core(Error::InvalidRange { .. }))
+    ));
+}
+
+#[test]
+fn graphs_are_send_and_policies_move_to_the_graphs_instance() {
+    fn send<T: Send + 'static>() {}
+    send::<hoplite_graph::Graph<Serial>>();
+    send::<hoplite_graph::Graph<RayonSpace>>();
+    let space = RayonSpace::with_threads(2).expect("pool");
+    let other = RayonSpace::with_threads(2).expect("another pool");
+    let seen = Arc::new(parking_lot_free::Seen::default());
+    let s = seen.clone();
+    let mut graph = create_graph(&space, |g| {
+        // The policy names another instance; the graph moves it to its own.
+        g.parallel_for("where", RangePolicy::new(other.clone(), 0..1), move |_i| s.hit());
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    assert_eq!(seen.count(), 1);
+}
+
+mod parking_lot_free {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[derive(Default)]
+    pub struct Seen(AtomicUsize);
+
+    impl Seen {
+        pub fn hit(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+        pub fn count(&self) -> usize {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+}
+
+/// On a two-thread rayon instance, the two nodes of a wave worth sharing meet: each waits (with
+/// a time limit) until the other has started, which only happens if they run at the same time.
+#[test]
+fn independent_nodes_run_at_the_same_time_on_rayon() {
+    use std::time::{Duration, Instant};
+    let space = RayonSpace::with_threads(2).expect("pool");
+    let started = Arc::new(AtomicUsize::new(0));
+    let met = Arc::new(AtomicUsize::new(0));
+    let mut graph = create_graph(&space, |g| {
+        for k in 0..2 {
+            let (started, met) = (started.clone(), met.clone());
+            g.parallel_for(
+                &format!("side {k}"),
+                RangePolicy::new(space.clone(), 0..WAVE_MIN_WORK),
+                move |i| {
+                    if *i == 0 {
+                        started.fetch_add(1, Ordering::SeqCst);
+                        let deadline = Instant::now() + Duration::from_secs(5);
+                        while started.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+                            std::hint::spin_loop();
+                        }
+                        if started.load(Ordering::SeqCst) >= 2 {
+                            met.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                },
+            );
+        }
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    assert_eq!(met.load(Ordering::SeqCst), 2, "the two nodes did not overlap");
+}
