@@ -26,6 +26,14 @@ compile_error!("hoplite needs at least one backend feature: enable `rayon` or `s
 
 pub use hoplite_core::*;
 
+/// Explicit graphs (Kokkos Graphs): build a DAG of kernels once, submit it many times. See
+/// [`hoplite_graph`].
+pub use hoplite_graph as graph;
+
+/// Dynamic selection (oneDPL style): policies that pick a resource — a pool instance, a
+/// partition of one, any execution space — for each submission. See [`hoplite_select`].
+pub use hoplite_select as select;
+
 #[cfg(feature = "serial")]
 pub use hoplite_serial::{self as serial, Serial};
 
