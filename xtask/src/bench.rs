@@ -42,7 +42,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     let started = SystemTime::now();
-    let mut step = Step::cargo("bench", &["bench", "--workspace", "--benches", "--"]);
+    let mut step = Step::cargo("bench", &["bench", "--workspace", "--bench", "*", "--"]);
     if quick {
         for a in QUICK {
             step = step.arg(*a);
