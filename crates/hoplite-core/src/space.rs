@@ -196,38 +196,13 @@ impl MemorySpace for HostSpace {
     }
 
     fn allocate(&self, label: &str, bytes: usize) -> Result<NonNull<u8>> {
-        let fail = |reason: String| Error::AllocationFailed {
-            label: label.to_owned(),
-            bytes,
-            space: "HostSpace",
-            reason,
-        };
-        if bytes == 0 {
-            return Ok(dangling_aligned(Self::ALIGNMENT));
-        }
-        let layout = Layout::from_size_align(bytes, Self::ALIGNMENT)
-            .map_err(|e| fail(format!("invalid size: {e}")))?;
-        // SAFETY: `layout` has a non-zero size (checked above).
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        NonNull::new(ptr).ok_or_else(|| fail("out of memory".to_owned()))
+        host_allocate(label, bytes, std::alloc::alloc)
     }
 
     fn allocate_zeroed(&self, label: &str, bytes: usize) -> Result<NonNull<u8>> {
-        let fail = |reason: String| Error::AllocationFailed {
-            label: label.to_owned(),
-            bytes,
-            space: "HostSpace",
-            reason,
-        };
-        if bytes == 0 {
-            return Ok(dangling_aligned(Self::ALIGNMENT));
-        }
-        let layout = Layout::from_size_align(bytes, Self::ALIGNMENT)
-            .map_err(|e| fail(format!("invalid size: {e}")))?;
-        // SAFETY: `layout` has a non-zero size (checked above). Large zeroed allocations come
-        // straight from the OS as untouched pages, so the first touch is the first kernel's.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        NonNull::new(ptr).ok_or_else(|| fail("out of memory".to_owned()))
+        // Large zeroed allocations come straight from the OS as untouched pages, so the first
+        // touch is the first kernel's.
+        host_allocate(label, bytes, std::alloc::alloc_zeroed)
     }
 
     fn records(&self) -> &'static AllocationRecords {
@@ -246,6 +221,26 @@ impl MemorySpace for HostSpace {
             unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
         }
     }
+}
+
+/// Allocates `bytes` bytes aligned to [`HostSpace::ALIGNMENT`] with `alloc` (the global
+/// allocator's `alloc` or `alloc_zeroed`); zero bytes give an aligned dangling pointer.
+fn host_allocate(label: &str, bytes: usize, alloc: unsafe fn(Layout) -> *mut u8) -> Result<NonNull<u8>> {
+    let fail = |reason: String| Error::AllocationFailed {
+        label: label.to_owned(),
+        bytes,
+        space: "HostSpace",
+        reason,
+    };
+    if bytes == 0 {
+        return Ok(dangling_aligned(HostSpace::ALIGNMENT));
+    }
+    let layout = Layout::from_size_align(bytes, HostSpace::ALIGNMENT)
+        .map_err(|e| fail(format!("invalid size: {e}")))?;
+    // SAFETY: `layout` has a non-zero size (checked above), as both global allocator functions
+    // passed here require.
+    let ptr = unsafe { alloc(layout) };
+    NonNull::new(ptr).ok_or_else(|| fail("out of memory".to_owned()))
 }
 
 impl MemorySpaceAccess<HostSpace> for HostSpace {
