@@ -991,12 +991,9 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> H
 
     /// The element at `index` (panics if out of bounds).
     pub fn get(&self, index: impl ViewIndex<R>) -> T {
-        let index = index.index();
-        if !in_bounds(&index, &self.view.extents) {
-            out_of_bounds(self.view.label(), index, self.view.extents, None);
-        }
-        // SAFETY: in bounds; the shared borrow excludes writers.
-        unsafe { self.view.element_ptr(&index).read() }
+        // SAFETY: `checked_element_ptr` points at an element inside the view; the shared borrow
+        // excludes writers.
+        unsafe { checked_element_ptr(self.view, index).read() }
     }
 
     /// The elements as a slice in the view's own order, if the view is contiguous.
@@ -1032,23 +1029,16 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> H
 
     /// The element at `index` (panics if out of bounds).
     pub fn get(&self, index: impl ViewIndex<R>) -> T {
-        let index = index.index();
-        if !in_bounds(&index, &self.view.extents) {
-            out_of_bounds(self.view.label(), index, self.view.extents, None);
-        }
-        // SAFETY: in bounds; the exclusive borrow excludes every other handle.
-        unsafe { self.view.element_ptr(&index).read() }
+        // SAFETY: `checked_element_ptr` points at an element inside the view; the exclusive
+        // borrow excludes every other handle.
+        unsafe { checked_element_ptr(self.view, index).read() }
     }
 
     /// Stores `value` at `index` (panics if out of bounds).
     pub fn set(&mut self, index: impl ViewIndex<R>, value: T) {
-        let index = index.index();
-        if !in_bounds(&index, &self.view.extents) {
-            out_of_bounds(self.view.label(), index, self.view.extents, None);
-        }
-        // SAFETY: in bounds; the exclusive borrow excludes every other handle, and `&mut self`
-        // excludes other uses of this guard.
-        unsafe { self.view.element_ptr(&index).write(value) }
+        // SAFETY: `checked_element_ptr` points at an element inside the view; the exclusive
+        // borrow excludes every other handle, and `&mut self` other uses of this guard.
+        unsafe { checked_element_ptr(self.view, index).write(value) }
     }
 
     /// The elements as a mutable slice in the view's own order, if the view is contiguous.
@@ -1088,6 +1078,19 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> H
         });
         Ok(())
     }
+}
+
+/// The address of the element at `index`, after checking it against the extents (panics with
+/// the view's label otherwise): the one bounds check of the host guards.
+fn checked_element_ptr<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace>(
+    view: &View<T, R, L, S>,
+    index: impl ViewIndex<R>,
+) -> *mut T {
+    let index = index.index();
+    if !in_bounds(&index, &view.extents) {
+        out_of_bounds(view.label(), index, view.extents, None);
+    }
+    view.element_ptr(&index)
 }
 
 /// Calls `f` with every index of `extents` in the layout's natural order: the last index
