@@ -305,6 +305,11 @@ macro_rules! suite {
                 ::core::marker::Sync,
                 ::core::clone::Clone
             );
+            // Team tokens rest on a member staying on its thread (the `TeamMember` contract).
+            $crate::__private::static_assertions::assert_not_impl_any!(
+                <$space as $crate::__private::hoplite_core::ExecutionSpace>::TeamMember<'static>:
+                    ::core::marker::Sync
+            );
             #[allow(dead_code)]
             fn __make_returns_the_named_space() -> $space {
                 ($make)()
@@ -378,6 +383,7 @@ macro_rules! __for_each_check {
                 team_thread_range_visits_every_index_once,
                 thread_vector_range_visits_every_index_once_per_thread,
                 team_vector_range_visits_every_index_once,
+                team_rows_and_league_tokens_store_once,
                 nested_reduce_returns_the_result_on_every_thread,
                 nested_scan_matches_sequential_prefix,
                 team_scratch_has_the_requested_size,

@@ -12,6 +12,8 @@ use hoplite_core::{
     TeamThreadRange, TeamVectorRange, ThreadVectorRange, View, parallel_for, parallel_reduce,
 };
 
+use hoplite_core::index::team_owner;
+
 use crate::util::{Problems, same, team_sizes};
 use crate::{ConformantSpace, Outcome, check};
 
@@ -20,24 +22,39 @@ const LEAGUES: [usize; 3] = [1, 4, 9];
 /// Runs a nested `parallel_for` of `level` over `3..n` in every team and checks how often
 /// each (team, thread, index) was visited: once per team for the levels that split over the
 /// team, once per thread for `ThreadVector`.
+/// The ownership block of a member type (what `team_owner` splits by).
+fn team_block<M: TeamMember>(_member: &M) -> usize {
+    M::TEAM_BLOCK
+}
+
 fn nested_for_counts<S: ConformantSpace>(space: &S, level: NestedLevel) -> Outcome {
     let n = 29;
     for ts in team_sizes(space) {
         for league in LEAGUES {
             let counts: View<u32, 3> = View::new("nested-visits", [league, ts, n])?;
             let hits = counts.atomic();
+            let misplaced = AtomicUsize::new(0);
             parallel_for("nested-for", TeamPolicy::new(space.clone(), league, ts), |m| {
                 let (lr, tr) = (m.league_rank(), m.team_rank());
-                let body = |j: hoplite_core::Idx<'_>| {
-                    hits.fetch_add([lr, tr, *j], 1);
+                let body = |j: usize| {
+                    hits.fetch_add([lr, tr, j], 1);
+                    // Team-level loops give each index to its owner, whatever the range.
+                    if level != NestedLevel::ThreadVector && team_owner(j, ts, team_block(m)) != tr {
+                        misplaced.fetch_add(1, Ordering::Relaxed);
+                    }
                 };
                 match level {
-                    NestedLevel::TeamThread => TeamThreadRange::new(m, 3..n).parallel_for(body),
-                    NestedLevel::ThreadVector => ThreadVectorRange::new(m, 3..n).parallel_for(body),
-                    NestedLevel::TeamVector => TeamVectorRange::new(m, 3..n).parallel_for(body),
+                    NestedLevel::TeamThread => TeamThreadRange::new(m, 3..n).parallel_for(|j| body(*j)),
+                    NestedLevel::ThreadVector => ThreadVectorRange::new(m, 3..n).parallel_for(|j| body(*j)),
+                    NestedLevel::TeamVector => TeamVectorRange::new(m, 3..n).parallel_for(|j| body(*j)),
                 }
             })?;
             drop(hits);
+            ensure_eq!(
+                misplaced.load(Ordering::Relaxed),
+                0,
+                "{level:?} indices run on a thread other than their owner (team size {ts})"
+            );
             let got = counts.to_vec()?;
             for lr in 0..league {
                 for j in 0..n {
@@ -309,6 +326,57 @@ pub fn thread_vector_range_visits_every_index_once_per_thread<S: ConformantSpace
 /// Axiom 6: a `TeamVectorRange` visits every index of its range once across the team.
 pub fn team_vector_range_visits_every_index_once<S: ConformantSpace>(space: &S) -> Outcome {
     check(axiom!(), || nested_for_counts(space, NestedLevel::TeamVector))
+}
+
+/// Team tokens: a team stores into its row of a rank-2 writer through team loops of
+/// different ranges (each element stored once, by its owner, with no barrier between the
+/// loops), and one thread of the team stores the row sum at its league token.
+pub fn team_rows_and_league_tokens_store_once<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let cols = 41;
+        for ts in team_sizes(space) {
+            for league in LEAGUES {
+                let a: View<u64, 2> = View::new("team-rows", [league, cols])?;
+                let sums: View<u64, 1> = View::new("row-sums", [league])?;
+                let policy = TeamPolicy::new(space.clone(), league, ts);
+                parallel_for(
+                    "team-rows",
+                    (policy, (a.write(), sums.write())),
+                    |(m, (a, sums))| {
+                        let league_token = m.league_token();
+                        let row = a.team_row(league_token);
+                        let base = 1000 * m.league_rank() as u64;
+                        // Two loops over overlapping ranges: ownership is by column, so the second
+                        // loop updates what the same thread stored in the first.
+                        TeamThreadRange::new(m, 0..cols).parallel_for(|j| row.set(j, base + *j as u64));
+                        TeamVectorRange::new(m, 5..cols - 3).parallel_for(|j| row.update(j, |v| v + 1));
+                        let mine = TeamThreadRange::new(m, cols)
+                            .parallel_reduce(|j, acc: &mut u64| *acc += base + *j as u64, Sum::new());
+                        if let Some(i) = league_token.single() {
+                            sums.set(i, mine);
+                        }
+                    },
+                )?;
+                let got = a.to_vec()?;
+                let want: Vec<u64> = (0..league)
+                    .flat_map(|i| {
+                        (0..cols)
+                            .map(move |j| 1000 * i as u64 + j as u64 + u64::from((5..cols - 3).contains(&j)))
+                    })
+                    .collect();
+                same(&got, &want, || {
+                    format!("row elements, league {league}, team size {ts}")
+                })?;
+                let want_sums: Vec<u64> = (0..league)
+                    .map(|i| (0..cols).map(|j| 1000 * i as u64 + j as u64).sum())
+                    .collect();
+                same(&sums.to_vec()?, &want_sums, || {
+                    format!("sums stored at league tokens, league {league}, team size {ts}")
+                })?;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Axiom 6: a nested reduce returns the full result on every participating thread, and

@@ -169,7 +169,10 @@ fn nested<'i>(i: usize) -> Idx<'i> {
     unsafe { Idx::new_unchecked(i) }
 }
 
-impl TeamMember for Member<'_> {
+// SAFETY: each scoped thread makes the members of its own league ranks, one at a time, each
+// of team rank 0 in a team of one; `Member` is not `Sync` (its scratch pads hold `Cell`s) and
+// is passed by reference to a kernel generic over its brand. Provided methods not overridden.
+unsafe impl TeamMember for Member<'_> {
     fn league_rank(&self) -> usize {
         self.league_rank
     }
@@ -208,9 +211,6 @@ impl TeamMember for Member<'_> {
     fn thread_scratch(&self, level: usize) -> &ScratchPad<'_> {
         &self.thread_scratch[level]
     }
-    fn nested_for<F: for<'i> Fn(Idx<'i>) + Sync>(&self, _level: NestedLevel, range: Range<usize>, kernel: F) {
-        range.for_each(|i| kernel(nested(i)));
-    }
     fn nested_reduce<R, F>(
         &self,
         _level: NestedLevel,
@@ -221,7 +221,7 @@ impl TeamMember for Member<'_> {
     where
         R: Reducer,
         R::Value: Clone + Send + Sync,
-        F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync,
+        F: for<'i> Fn(Idx<'i>, &mut R::Value),
     {
         let mut acc = reducer.init();
         range.for_each(|i| kernel(nested(i), &mut acc));
@@ -230,7 +230,7 @@ impl TeamMember for Member<'_> {
     fn nested_scan<T, F>(&self, _level: NestedLevel, range: Range<usize>, kernel: F) -> T
     where
         T: ScanValue,
-        F: for<'i> Fn(Idx<'i>, &mut T, bool) + Sync,
+        F: for<'i> Fn(Idx<'i>, &mut T, bool),
     {
         let mut partial = T::zero();
         range.for_each(|i| kernel(nested(i), &mut partial, true));

@@ -599,25 +599,14 @@ fn scratch_level<'a, 't>(pads: &'a [ScratchPad<'t>; SCRATCH_LEVELS], level: usiz
 }
 
 #[inline(always)]
-fn nested_indices<F>(range: Range<usize>, kernel: &F)
-where
-    F: for<'i> Fn(Idx<'i>),
-{
-    for i in range {
-        // SAFETY: the nested range is split into disjoint shares (or walked by one thread);
-        // each index is handed to one iteration of this nested launch, on this thread, and
-        // the kernel is generic over the brand.
-        kernel(unsafe { Idx::new_unchecked(i) });
-    }
-}
-
-#[inline(always)]
 fn nested_fold<F, V>(range: Range<usize>, kernel: &F, acc: &mut V)
 where
     F: for<'i> Fn(Idx<'i>, &mut V),
 {
     for i in range {
-        // SAFETY: as in `nested_indices`.
+        // SAFETY: the nested range is split into disjoint shares (or walked by one
+        // thread); each index is handed to one iteration of this nested launch, on this
+        // thread, and the kernel is generic over the brand.
         kernel(unsafe { Idx::new_unchecked(i) }, acc);
     }
 }
@@ -628,12 +617,16 @@ where
     F: for<'i> Fn(Idx<'i>, &mut T, bool),
 {
     for i in range {
-        // SAFETY: as in `nested_indices`.
+        // SAFETY: as in `nested_fold`.
         kernel(unsafe { Idx::new_unchecked(i) }, partial, is_final);
     }
 }
 
-impl TeamMember for RayonTeamMember<'_> {
+// SAFETY: a launch hands each league rank to one team and each team rank of it to one
+// thread (`run_team`), every member of a team carries the team's `team_size`, the member is
+// not `Sync` (its scratch pads hold `Cell`s) and is passed by reference to a kernel generic
+// over its brand on the thread that runs it. The provided methods are not overridden.
+unsafe impl TeamMember for RayonTeamMember<'_> {
     fn league_rank(&self) -> usize {
         self.league_rank
     }
@@ -708,22 +701,11 @@ impl TeamMember for RayonTeamMember<'_> {
         scratch_level(&self.thread_scratch, level)
     }
 
-    fn nested_for<F>(&self, level: NestedLevel, range: Range<usize>, kernel: F)
-    where
-        F: for<'i> Fn(Idx<'i>) + Sync,
-    {
-        let range = match level {
-            NestedLevel::ThreadVector => range,
-            NestedLevel::TeamThread | NestedLevel::TeamVector => self.team_share(range),
-        };
-        nested_indices(range, &kernel);
-    }
-
     fn nested_reduce<R, F>(&self, level: NestedLevel, range: Range<usize>, kernel: F, reducer: &R) -> R::Value
     where
         R: Reducer,
         R::Value: Clone + Send + Sync + 'static,
-        F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync,
+        F: for<'i> Fn(Idx<'i>, &mut R::Value),
     {
         let mut acc = reducer.init();
         if level == NestedLevel::ThreadVector || self.team_size == 1 {
@@ -744,7 +726,7 @@ impl TeamMember for RayonTeamMember<'_> {
     fn nested_scan<T, F>(&self, level: NestedLevel, range: Range<usize>, kernel: F) -> T
     where
         T: ScanValue,
-        F: for<'i> Fn(Idx<'i>, &mut T, bool) + Sync,
+        F: for<'i> Fn(Idx<'i>, &mut T, bool),
     {
         let mut partial = T::zero();
         if level == NestedLevel::ThreadVector || self.team_size == 1 {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use hoplite_core::{
     Error, ExecutionSpace, Max, PerTeam, PerThread, Schedule, Sum, TeamMember, TeamPolicy, TeamSize,
-    TeamThreadRange, TeamVectorRange, ThreadVectorRange, parallel_for, parallel_reduce,
+    TeamThreadRange, TeamVectorRange, ThreadVectorRange, View, parallel_for, parallel_reduce,
 };
 use hoplite_rayon::RayonSpace;
 
@@ -330,5 +330,44 @@ fn team_size_limits() {
         )
         .expect_err("vector length 2");
         assert!(matches!(err, Error::InvalidVectorLength { max: 1, .. }), "{err}");
+    }
+}
+
+#[test]
+fn teams_store_their_rows_through_team_tokens() {
+    // Row scaling and row sums of a league x 70 matrix: each team owns its row, each thread the
+    // columns `team_owner` gives it; loops over different ranges need no barrier between them.
+    let cols = 70;
+    for (space, team, schedule, chunk) in configs() {
+        for league in [0, 1, 5, 37] {
+            let a: View<f64, 2> = View::new("a", [league, cols]).expect("alloc");
+            let sums: View<f64, 1> = View::new("sums", [league]).expect("alloc");
+            let policy = team_policy(&space, league, team, schedule, chunk);
+            parallel_for("rows", (policy, (a.write(), sums.write())), |(m, (a, sums))| {
+                let league = m.league_token();
+                let row = a.team_row(league);
+                let i = *league as f64;
+                TeamThreadRange::new(m, cols).parallel_for(|j| row.set(j, i + *j as f64));
+                TeamVectorRange::new(m, 10..50).parallel_for(|j| row.update(j, |v| 2.0 * v));
+                let mut mine = 0.0;
+                // Each thread reads back only the columns it owns: its own stores.
+                TeamThreadRange::new(m, cols).parallel_for(|j| mine += row.get(j));
+                let total = m.team_reduce(&Sum::new(), mine);
+                if let Some(t) = league.single() {
+                    sums.set(t, total);
+                }
+            })
+            .expect("launch");
+            let scaled = |i: usize, j: usize| (i + j) as f64 * if (10..50).contains(&j) { 2.0 } else { 1.0 };
+            let want: Vec<f64> = (0..league)
+                .flat_map(|i| (0..cols).map(move |j| scaled(i, j)))
+                .collect();
+            let context = format!("{space:?} team {team} {schedule:?} {chunk:?} league {league}");
+            assert_eq!(a.to_vec().expect("read"), want, "{context}");
+            let want_sums: Vec<f64> = (0..league)
+                .map(|i| (0..cols).map(|j| scaled(i, j)).sum())
+                .collect();
+            assert_eq!(sums.to_vec().expect("read"), want_sums, "{context}");
+        }
     }
 }

@@ -146,7 +146,11 @@ pub struct SerialTeamMember<'t> {
     thread_scratch: [ScratchPad<'t>; SCRATCH_LEVELS],
 }
 
-impl TeamMember for SerialTeamMember<'_> {
+// SAFETY: a serial launch makes one member per league rank, in sequence, each of team rank 0
+// in a team of one; `SerialTeamMember` is not `Sync` (its scratch pads hold `Cell`s), and
+// `visit_all` passes `&member` to a kernel generic over its brand. The provided methods are
+// not overridden.
+unsafe impl TeamMember for SerialTeamMember<'_> {
     fn league_rank(&self) -> usize {
         self.league_rank
     }
@@ -197,17 +201,6 @@ impl TeamMember for SerialTeamMember<'_> {
         scratch_level(&self.thread_scratch, level)
     }
 
-    fn nested_for<F>(&self, _level: NestedLevel, range: Range<usize>, kernel: F)
-    where
-        F: for<'i> Fn(Idx<'i>) + Sync,
-    {
-        for i in range {
-            // SAFETY: a sequential loop hands each index to one iteration at a time, on this
-            // thread, through a kernel generic over the brand.
-            kernel(unsafe { Idx::new_unchecked(i) });
-        }
-    }
-
     fn nested_reduce<R, F>(
         &self,
         _level: NestedLevel,
@@ -218,11 +211,12 @@ impl TeamMember for SerialTeamMember<'_> {
     where
         R: Reducer,
         R::Value: Clone + Send + Sync + 'static,
-        F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync,
+        F: for<'i> Fn(Idx<'i>, &mut R::Value),
     {
         let mut acc = reducer.init();
         for i in range {
-            // SAFETY: as in `nested_for`.
+            // SAFETY: a sequential loop hands each index to one iteration at a time, on
+            // this thread, through a kernel generic over the brand.
             kernel(unsafe { Idx::new_unchecked(i) }, &mut acc);
         }
         acc
@@ -231,11 +225,11 @@ impl TeamMember for SerialTeamMember<'_> {
     fn nested_scan<T, F>(&self, _level: NestedLevel, range: Range<usize>, kernel: F) -> T
     where
         T: ScanValue,
-        F: for<'i> Fn(Idx<'i>, &mut T, bool) + Sync,
+        F: for<'i> Fn(Idx<'i>, &mut T, bool),
     {
         let mut partial = T::zero();
         for i in range {
-            // SAFETY: as in `nested_for`.
+            // SAFETY: as in `nested_reduce`.
             kernel(unsafe { Idx::new_unchecked(i) }, &mut partial, true);
         }
         partial

@@ -156,6 +156,219 @@ impl<const R: usize> fmt::Debug for MdIdx<'_, R> {
     }
 }
 
+/// The league rank of a team, as every thread of the team holds it (from
+/// [`TeamMember::league_token`](crate::TeamMember::league_token)).
+///
+/// It is not a write token — all threads of the team hold the same one — but it selects the
+/// row of a rank-2 writer that the team owns ([`BoundWriter::team_row`](crate::BoundWriter::team_row)),
+/// and on one thread of the team it becomes the write token of the league rank itself
+/// ([`single`](Self::single)). Like every token it is branded with its launch, `Copy`, and
+/// neither `Send` nor `Sync`.
+///
+/// ```
+/// use hoplite_core::{parallel_for, TeamMember, TeamPolicy, View};
+/// use hoplite_serial::Serial;
+/// let y: View<usize, 1> = View::new("y", [4])?;
+/// parallel_for("ranks", (TeamPolicy::new(Serial::default(), 4, 1), (y.write(),)), |(m, (y,))| {
+///     let league = m.league_token();
+///     if let Some(i) = league.single() {
+///         y.set(i, 10 * *league);
+///     }
+/// })?;
+/// assert_eq!(y.to_vec()?, [0, 10, 20, 30]);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LeagueToken<'it> {
+    rank: usize,
+    leader: bool,
+    brand: Brand<'it>,
+}
+
+impl<'it> LeagueToken<'it> {
+    /// Makes the league token of a team thread.
+    ///
+    /// # Safety
+    ///
+    /// For backend authors (the provided [`TeamMember::league_token`](crate::TeamMember::league_token)
+    /// calls it). Within one launch, `rank` is the league rank of exactly one team, every token
+    /// of brand `'it` with that rank is made on a thread of that team, and `leader` is true on
+    /// exactly one of those threads. The token is used only on the thread that made it, and the
+    /// launch passes it (through the team member) to a kernel generic over `'it`.
+    #[inline(always)]
+    pub unsafe fn new_unchecked(rank: usize, leader: bool) -> Self {
+        LeagueToken {
+            rank,
+            leader,
+            brand: PhantomData,
+        }
+    }
+
+    /// The league rank as a plain number.
+    #[inline(always)]
+    pub fn get(self) -> usize {
+        self.rank
+    }
+
+    /// The league rank as a write token, on one thread of the team (team rank 0) and `None`
+    /// on the others: the Kokkos `single(PerTeam(member), ..)` of a store at the league rank.
+    #[inline(always)]
+    pub fn single(self) -> Option<LeagueIdx<'it>> {
+        self.leader.then_some(LeagueIdx {
+            index: self.rank,
+            brand: PhantomData,
+        })
+    }
+}
+
+impl Deref for LeagueToken<'_> {
+    type Target = usize;
+    #[inline(always)]
+    fn deref(&self) -> &usize {
+        &self.rank
+    }
+}
+
+impl fmt::Debug for LeagueToken<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LeagueToken({})", self.rank)
+    }
+}
+
+/// The league rank as a write token, held by one thread of the team
+/// ([`LeagueToken::single`]). A rank-1 writer stores at it; because a team kernel has no
+/// launch-wide range to check it against, that store checks the extent (one compare per
+/// team).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LeagueIdx<'it> {
+    index: usize,
+    brand: Brand<'it>,
+}
+
+impl LeagueIdx<'_> {
+    /// The league rank as a plain number.
+    #[inline(always)]
+    pub fn get(self) -> usize {
+        self.index
+    }
+}
+
+impl Deref for LeagueIdx<'_> {
+    type Target = usize;
+    #[inline(always)]
+    fn deref(&self) -> &usize {
+        &self.index
+    }
+}
+
+impl fmt::Debug for LeagueIdx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LeagueIdx({})", self.index)
+    }
+}
+
+/// The index of one iteration of a team-level nested loop
+/// ([`TeamThreadRange`](crate::TeamThreadRange), [`TeamVectorRange`](crate::TeamVectorRange)).
+///
+/// Team loops hand index `j` always to the same thread of the team — the owner of `j`'s block,
+/// see [`team_owner`] — whatever the loop's range. So a team's row
+/// ([`BoundWriter::team_row`](crate::BoundWriter::team_row)) has one owner per element for the
+/// whole launch, and stores through it need no barrier to be race-free, even across loops of
+/// different lengths.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TeamIdx<'i> {
+    index: usize,
+    brand: Brand<'i>,
+}
+
+impl TeamIdx<'_> {
+    /// Makes the token of index `index` for one iteration of a team-level nested loop.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread has team rank `r` in a team of `n` threads of a
+    /// [`TeamMember`](crate::TeamMember) type `M`, `team_owner(index, n, M::TEAM_BLOCK) == r`,
+    /// the token is used only on this thread, and it is passed to a kernel generic over `'i`.
+    #[inline(always)]
+    pub(crate) unsafe fn new_unchecked(index: usize) -> Self {
+        TeamIdx {
+            index,
+            brand: PhantomData,
+        }
+    }
+
+    /// The index as a plain number.
+    #[inline(always)]
+    pub fn get(self) -> usize {
+        self.index
+    }
+}
+
+impl Deref for TeamIdx<'_> {
+    type Target = usize;
+    #[inline(always)]
+    fn deref(&self) -> &usize {
+        &self.index
+    }
+}
+
+impl Add<usize> for TeamIdx<'_> {
+    type Output = usize;
+    #[inline(always)]
+    fn add(self, rhs: usize) -> usize {
+        self.index + rhs
+    }
+}
+
+impl fmt::Debug for TeamIdx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TeamIdx({})", self.index)
+    }
+}
+
+/// The team rank that owns index `index` in team-level nested loops of a team of `team_size`
+/// threads: indices go to threads in blocks of `block`, round robin. The owner depends on the
+/// index alone, never on a loop's range.
+///
+/// ```
+/// use hoplite_core::index::team_owner;
+/// assert_eq!([0, 15, 16, 31, 32].map(|j| team_owner(j, 2, 16)), [0, 0, 1, 1, 0]);
+/// ```
+#[inline(always)]
+pub fn team_owner(index: usize, team_size: usize, block: usize) -> usize {
+    (index / block.max(1)) % team_size.max(1)
+}
+
+/// Calls `f` with every index of `range` that [`team_owner`] gives to `team_rank`, in order.
+#[inline(always)]
+pub(crate) fn for_each_owned(
+    range: std::ops::Range<usize>,
+    team_rank: usize,
+    team_size: usize,
+    block: usize,
+    mut f: impl FnMut(usize),
+) {
+    if team_size <= 1 {
+        range.for_each(f);
+        return;
+    }
+    let block = block.max(1);
+    if range.start >= range.end {
+        return;
+    }
+    let first = range.start / block;
+    // The first block at or after `first` whose owner is `team_rank`.
+    let mut b = first + (team_rank + team_size - first % team_size) % team_size;
+    while let Some(lo) = b.checked_mul(block).filter(|&lo| lo < range.end) {
+        let hi = lo.saturating_add(block).min(range.end);
+        (lo.max(range.start)..hi).for_each(&mut f);
+        match b.checked_add(team_size) {
+            Some(next) => b = next,
+            None => break,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +386,33 @@ mod tests {
         let ij = unsafe { MdIdx::new_unchecked([1, 2]) };
         assert_eq!(ij[0] * 10 + ij[1], 12);
         assert_eq!(ij.get(), [1, 2]);
+    }
+
+    #[test]
+    fn owned_shares_partition_any_range_by_index_alone() {
+        for team_size in 1..5 {
+            for block in [1, 3, 16] {
+                for range in [0..0, 0..1, 5..70, 15..17, 31..200] {
+                    let mut seen = vec![0u8; range.end];
+                    for rank in 0..team_size {
+                        for_each_owned(range.clone(), rank, team_size, block, |j| {
+                            assert_eq!(
+                                team_owner(j, team_size, block),
+                                rank,
+                                "{j} given to the wrong rank"
+                            );
+                            seen[j] += 1;
+                        });
+                    }
+                    for (j, &count) in seen.iter().enumerate() {
+                        assert_eq!(count, u8::from(range.contains(&j)), "index {j} of {range:?}");
+                    }
+                }
+            }
+        }
+        // Near the top of usize the block arithmetic saturates instead of overflowing.
+        let mut last = Vec::new();
+        for_each_owned(usize::MAX - 3..usize::MAX, 0, 2, 1, |j| last.push(j));
+        assert_eq!(last.len(), 2);
     }
 }

@@ -43,7 +43,7 @@ pub use dispatch::{
     parallel_for, parallel_reduce, parallel_scan,
 };
 pub use error::{Error, Result};
-pub use index::{Idx, MdIdx};
+pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
 pub use policy::{
     ExecutionPolicy, IntoLaunch, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK, MDRangePolicy, PerTeam,
     PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize,
@@ -60,7 +60,7 @@ pub use team::{
 pub use unique_token::{TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
 pub use view::copy::HostAccessibleSpace;
 pub use view::{
-    AtomicHandle, AtomicValue, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs, Reader, Slice,
-    View, ViewIndex, ViewValue, Writer, create_mirror_view, create_mirror_view_and_copy, deep_copy,
-    deep_copy_fill,
+    AtomicHandle, AtomicValue, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs, Reader, RowReader,
+    Slice, TeamRow, View, ViewIndex, ViewValue, Writer, create_mirror_view, create_mirror_view_and_copy,
+    deep_copy, deep_copy_fill,
 };

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize,
 
 use crate::dispatch::ScanValue;
 use crate::error::{Error, Result};
-use crate::index::Idx;
+use crate::index::{Idx, LeagueToken, TeamIdx, for_each_owned};
 use crate::reducer::Reducer;
 
 /// Which threads of a team share a nested range.
@@ -24,9 +24,10 @@ pub enum NestedLevel {
 /// The handle a team kernel receives (Kokkos `TeamHandle` concept).
 ///
 /// Every thread of a team gets its own member; the collectives (`team_barrier`,
-/// `team_broadcast`, `team_reduce`, `team_scan`, the nested ranges of level `TeamThread` and
-/// `TeamVector`) must be called by *all* threads of the team, in the same order — as in
-/// Kokkos. Calling them from only some threads deadlocks on a multi-threaded team.
+/// `team_broadcast`, `team_reduce`, `team_scan`, the nested reduces and scans of level
+/// `TeamThread` and `TeamVector`) must be called by *all* threads of the team, in the same
+/// order — as in Kokkos. Calling them from only some threads deadlocks on a multi-threaded
+/// team. Nested `parallel_for` loops are not collectives: see axiom 6.
 ///
 /// # Axioms
 ///
@@ -40,16 +41,46 @@ pub enum NestedLevel {
 /// 5. *Scan.* `team_scan(v)` returns `(prefix, total)`: the sum of the values of lower team
 ///    ranks (exclusive), and the sum over the team.
 /// 6. *Nested ranges.* A nested `parallel_for` visits every index of its range exactly once
-///    across the threads it is split over; a nested reduce or scan returns its result on
-///    every participating thread.
+///    across the threads it is split over; a team-level one hands index `j` to the thread
+///    [`team_owner`](crate::index::team_owner)`(j, team_size, TEAM_BLOCK)`, whatever the
+///    range (the core runs these loops, so every backend agrees). A nested reduce or scan
+///    returns its result on every participating thread.
 /// 7. *Scratch.* [`team_scratch`](Self::team_scratch) is one region per team, shared by its
 ///    threads, of the size the policy requested; [`thread_scratch`](Self::thread_scratch)
 ///    is private to the thread. Contents are unspecified at the start of a team.
+///
+/// # Safety
+///
+/// Team kernels write views through tokens derived from the member (its
+/// [`league_token`](Self::league_token) and the [`TeamIdx`] of team loops), so the member is
+/// part of the proof that no two threads store to one element. An implementation promises:
+///
+/// * axiom 1, and that every member of a team reports the same `team_size()`;
+/// * a member is used only on the thread that runs it: the type is not `Sync` (so a kernel
+///   cannot hand `&member` to another thread), and the launch passes `&member` to a kernel
+///   generic over its brand;
+/// * the provided methods are not overridden.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a team member",
     note = "team kernels receive `&S::TeamMember<'_>` of their execution space; backends implement `hoplite_core::TeamMember`"
 )]
-pub trait TeamMember {
+pub unsafe trait TeamMember {
+    /// Team-level nested loops hand indices to threads in blocks of this many, round robin
+    /// (see [`team_owner`](crate::index::team_owner)). Blocks keep each thread's indices
+    /// contiguous, for vectorized inner loops and no false sharing within a block.
+    const TEAM_BLOCK: usize = 16;
+
+    /// This team's league rank as a token: it selects the row the team owns in a rank-2
+    /// writer ([`BoundWriter::team_row`](crate::BoundWriter::team_row)), and one thread of the
+    /// team gets it as a write token ([`LeagueToken::single`]).
+    #[inline(always)]
+    fn league_token(&self) -> LeagueToken<'_> {
+        // SAFETY: by the trait's contract, the league rank belongs to this member's team alone
+        // in this launch, team rank 0 exists once per team, and the member (hence the token,
+        // borrowed from it) stays on its thread and inside the kernel call.
+        unsafe { LeagueToken::new_unchecked(self.league_rank(), self.team_rank() == 0) }
+    }
+
     /// Index of this team in the league.
     fn league_rank(&self) -> usize;
     /// Number of teams.
@@ -85,12 +116,9 @@ pub trait TeamMember {
     /// This thread's private scratch at `level` (0 or 1).
     fn thread_scratch(&self, level: usize) -> &ScratchPad<'_>;
 
-    /// Runs `kernel` once per index of `range`, split as `level` says.
-    fn nested_for<F>(&self, level: NestedLevel, range: Range<usize>, kernel: F)
-    where
-        F: for<'i> Fn(Idx<'i>) + Sync;
-
     /// Reduces over `range`, split as `level` says; every participating thread gets the result.
+    /// Each thread passes its own kernel, which runs only on that thread (so it need not be
+    /// `Sync` and may capture the member and the team's rows); only the values cross threads.
     fn nested_reduce<R, F>(
         &self,
         level: NestedLevel,
@@ -101,14 +129,15 @@ pub trait TeamMember {
     where
         R: Reducer,
         R::Value: Clone + Send + Sync + 'static,
-        F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync;
+        F: for<'i> Fn(Idx<'i>, &mut R::Value);
 
     /// Scans over `range` (Kokkos scan functor: `(i, partial, is_final)`), split as `level`
-    /// says; returns the total on every participating thread.
+    /// says; returns the total on every participating thread. As for `nested_reduce`, each
+    /// thread's kernel runs only on that thread.
     fn nested_scan<T, F>(&self, level: NestedLevel, range: Range<usize>, kernel: F) -> T
     where
         T: ScanValue,
-        F: for<'i> Fn(Idx<'i>, &mut T, bool) + Sync;
+        F: for<'i> Fn(Idx<'i>, &mut T, bool);
 }
 
 /// The bounds of a nested range: a count `n` (`0..n`) or a `Range<usize>`.
@@ -162,20 +191,12 @@ macro_rules! nested_range {
                 $name { member, range }
             }
 
-            /// Runs `kernel` once per index.
-            pub fn parallel_for<F>(self, kernel: F)
-            where
-                F: for<'i> Fn(Idx<'i>) + Sync,
-            {
-                self.member.nested_for($level, self.range, kernel)
-            }
-
             /// Reduces with `reducer`; every participating thread gets the result.
             pub fn parallel_reduce<R, F>(self, kernel: F, reducer: R) -> R::Value
             where
                 R: Reducer,
                 R::Value: Clone + Send + Sync + 'static,
-                F: for<'i> Fn(Idx<'i>, &mut R::Value) + Sync,
+                F: for<'i> Fn(Idx<'i>, &mut R::Value),
             {
                 self.member.nested_reduce($level, self.range, kernel, &reducer)
             }
@@ -184,7 +205,7 @@ macro_rules! nested_range {
             pub fn parallel_scan<T, F>(self, kernel: F) -> T
             where
                 T: ScanValue,
-                F: for<'i> Fn(Idx<'i>, &mut T, bool) + Sync,
+                F: for<'i> Fn(Idx<'i>, &mut T, bool),
             {
                 self.member.nested_scan($level, self.range, kernel)
             }
@@ -219,6 +240,60 @@ nested_range!(
     TeamVectorRange,
     NestedLevel::TeamVector
 );
+
+macro_rules! team_level_for {
+    ($name:ident) => {
+        impl<M: TeamMember> $name<'_, M> {
+            /// Runs `kernel` once per index, each on the thread of the team that owns it (see
+            /// [`team_owner`](crate::index::team_owner)). The kernel gets a [`TeamIdx`], with
+            /// which it stores into the team's row of a writer
+            /// ([`BoundWriter::team_row`](crate::BoundWriter::team_row)). There is no barrier
+            /// at the end (as in Kokkos): call `team_barrier` before reading what other threads
+            /// stored. The kernel runs on the calling thread, so it may capture the member and
+            /// the team's rows (which are not `Sync`) and update local state (`FnMut`).
+            #[inline]
+            pub fn parallel_for<F>(self, mut kernel: F)
+            where
+                F: for<'i> FnMut(TeamIdx<'i>),
+            {
+                let m = self.member;
+                for_each_owned(
+                    self.range,
+                    m.team_rank(),
+                    m.team_size(),
+                    M::TEAM_BLOCK,
+                    |j| {
+                        // SAFETY: `for_each_owned` yields only the indices `team_owner` gives this
+                        // thread's team rank, for the block size of this member type; the member
+                        // (and so this loop) runs on one thread, and `kernel` is generic over the
+                        // brand, so the token stays in its iteration.
+                        kernel(unsafe { TeamIdx::new_unchecked(j) })
+                    },
+                )
+            }
+        }
+    };
+}
+
+team_level_for!(TeamThreadRange);
+team_level_for!(TeamVectorRange);
+
+impl<M: TeamMember> ThreadVectorRange<'_, M> {
+    /// Runs `kernel` once per index on the calling thread (its vector lanes), in order; the
+    /// kernel may update local state (`FnMut`). The tokens index reads and thread-private
+    /// data; stores into views go through team-level loops.
+    #[inline]
+    pub fn parallel_for<F>(self, mut kernel: F)
+    where
+        F: for<'i> FnMut(Idx<'i>),
+    {
+        for j in self.range {
+            // SAFETY: a sequential loop on this thread hands each index to one iteration at a
+            // time, through a kernel generic over the brand.
+            kernel(unsafe { Idx::new_unchecked(j) })
+        }
+    }
+}
 
 /// An element type that can live in scratch memory: a primitive number.
 ///

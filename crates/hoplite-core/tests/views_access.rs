@@ -6,8 +6,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_core::{
-    Error, LayoutStride, MDRangePolicy, RangePolicy, Slice, Sum, View, parallel_for, parallel_reduce,
-    parallel_scan,
+    Error, LayoutLeft, LayoutStride, MDRangePolicy, RangePolicy, Slice, Sum, TeamMember, TeamPolicy,
+    TeamThreadRange, View, parallel_for, parallel_reduce, parallel_scan,
 };
 use hoplite_serial::Serial;
 
@@ -687,4 +687,98 @@ fn nested_launches() {
             "{msg}"
         );
     }
+}
+
+// ---- team launches ---------------------------------------------------------------------
+
+fn teams(league: usize) -> TeamPolicy<Serial> {
+    TeamPolicy::new(Serial::default(), league, 1)
+}
+
+/// Asserts a kernel panic of launch `label` whose message names the view and the index.
+#[track_caller]
+fn assert_kernel_panic(err: Error, label: &str, needles: &[&str]) {
+    match &err {
+        Error::KernelPanicked { label: l, message } => {
+            assert_eq!(l, label);
+            for needle in needles {
+                assert!(message.contains(needle), "{needle} in {message}");
+            }
+        }
+        other => panic!("expected KernelPanicked, got {other}"),
+    }
+}
+
+#[test]
+fn team_rows_and_league_tokens_write_both_layouts() {
+    let right: View<f64, 2> = View::new("right", [3, 20]).expect("alloc");
+    let left: View<f64, 2, LayoutLeft> = View::new("left", [3, 20]).expect("alloc");
+    let norms: View<f64, 1> = View::new("norms", [3]).expect("alloc");
+    parallel_for(
+        "rows",
+        (teams(3), (right.write(), left.write(), norms.write())),
+        |(m, (right, left, norms))| {
+            let league = m.league_token();
+            let (r, l) = (right.team_row(league), left.team_row(league));
+            assert_eq!((r.row(), r.len(), r.is_empty()), (*league, 20, false));
+            TeamThreadRange::new(m, 20).parallel_for(|j| {
+                r.set(j, (*league * 100 + *j) as f64);
+                l.set(j, r.get(j));
+                l.update(j, |v| -v);
+            });
+            // A nested reduce's kernel runs on its thread, so it may capture the league token.
+            let norm = TeamThreadRange::new(m, 20)
+                .parallel_reduce(|j, acc: &mut f64| *acc += (*league * 100 + *j) as f64, Sum::new());
+            if let Some(i) = league.single() {
+                norms.set(i, norm);
+                norms.update(i, |v| v + 0.5);
+            }
+        },
+    )
+    .expect("team launch");
+    let r = right.host_read().expect("read");
+    let l = left.host_read().expect("read");
+    for i in 0..3 {
+        for j in 0..20 {
+            assert_eq!(
+                (r.get([i, j]), l.get([i, j])),
+                ((i * 100 + j) as f64, -((i * 100 + j) as f64))
+            );
+        }
+    }
+    let want: Vec<f64> = (0..3)
+        .map(|i| (0..20).map(|j| (i * 100 + j) as f64).sum::<f64>() + 0.5)
+        .collect();
+    assert_eq!(norms.to_vec().expect("read"), want);
+}
+
+#[test]
+fn team_tokens_past_the_extents_panic_with_the_view_and_leave_it_usable() {
+    // A league larger than the view's rows: the team that has no row panics at `team_row`.
+    let a: View<u32, 2> = View::new("short-rows", [2, 4]).expect("alloc");
+    let err = parallel_for("too many teams", (teams(3), (a.write(),)), |(m, (a,))| {
+        let row = a.team_row(m.league_token());
+        TeamThreadRange::new(m, 4).parallel_for(|j| row.set(j, 1));
+    })
+    .expect_err("team 2 has no row");
+    assert_kernel_panic(err, "too many teams", &["short-rows", "[2, 0]", "[2, 4]"]);
+    // A team loop wider than the row panics at the first column past it.
+    let err = parallel_for("too many columns", (teams(2), (a.write(),)), |(m, (a,))| {
+        let row = a.team_row(m.league_token());
+        TeamThreadRange::new(m, 5).parallel_for(|j| row.set(j, 2));
+    })
+    .expect_err("column 4 is past the row");
+    assert_kernel_panic(err, "too many columns", &["short-rows", "[0, 4]"]);
+    // A league token past a rank-1 writer's extent.
+    let y: View<u32, 1> = View::new("short-y", [2]).expect("alloc");
+    let err = parallel_for("league past y", (teams(3), (y.write(),)), |(m, (y,))| {
+        if let Some(i) = m.league_token().single() {
+            y.set(i, 7);
+        }
+    })
+    .expect_err("team 2 has no element");
+    assert_kernel_panic(err, "league past y", &["short-y", "[2]"]);
+    // The borrows went with the launches; what was stored before the panic stays.
+    assert_eq!(y.to_vec().expect("read"), [7, 7]);
+    assert_eq!(a.to_vec().expect("read"), [2, 2, 2, 2, 1, 1, 1, 1]);
 }

@@ -1,5 +1,6 @@
 //! The access model against raw slices: axpy and a 2-D 5-point stencil through writers and
-//! readers bound to the launch, beside the same loops on plain slices, in one run.
+//! readers bound to the launch, and a row scaling through team rows, beside the same loops on
+//! plain slices (and rayon's `par_chunks_mut` for the rows), in one run.
 //!
 //! Ids follow `<backend>-hoplite` / `<backend>-<baseline>` within a group so that
 //! `cargo xtask bench` can pair each hoplite measurement with its baseline.
@@ -9,6 +10,8 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hoplite::prelude::*;
 use hoplite::serial::Serial;
+use hoplite::{ExecutionSpace, ParallelFor, RayonSpace};
+use rayon::prelude::*;
 
 fn axpy(c: &mut Criterion) {
     let mut group = c.benchmark_group("axpy");
@@ -86,5 +89,78 @@ fn stencil(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, axpy, stencil);
+/// `b(i, j) = a(i, j) * s(i)` with one team per row: the team's row of `b` through
+/// `team_row`, its columns through a team loop, and `s(i)` read at the league rank.
+fn scale_rows_on<S>(space: S, a: &View<f64, 2>, s: &View<f64, 1>, b: &View<f64, 2>)
+where
+    S: ExecutionSpace + ParallelFor<TeamPolicy<S>>,
+{
+    let [rows, cols] = a.extents();
+    // One-thread teams: the league spreads over the pool, as Kokkos' CPU backends recommend.
+    let policy = TeamPolicy::new(space, rows, 1);
+    parallel_for(
+        "scale-rows",
+        (policy, (b.write(), a.read(), s.read())),
+        |(m, (b, a, s))| {
+            let league = m.league_token();
+            let (i, scale) = (*league, s.get(*league));
+            let row = b.team_row(league);
+            let src = a.row(i);
+            TeamThreadRange::new(m, cols).parallel_for(|j| row.set(j, src.get(j) * scale));
+        },
+    )
+    .expect("scale rows");
+}
+
+fn team_rows(c: &mut Criterion) {
+    let mut group = c.benchmark_group("team-rows");
+    let (rows, cols) = (4096usize, 1024usize);
+    let n = rows * cols;
+    group.throughput(Throughput::Bytes((2 * n * size_of::<f64>()) as u64));
+    let a_data: Vec<f64> = (0..n).map(|k| (k % 13) as f64).collect();
+    let s_data: Vec<f64> = (0..rows).map(|i| 1.0 + (i % 5) as f64).collect();
+    let a = View::<f64, 2>::from_slice("a", [rows, cols], &a_data).expect("a");
+    let s = View::<f64, 1>::from_slice("s", [rows], &s_data).expect("s");
+    let b = View::<f64, 2>::new("b", [rows, cols]).expect("b");
+    group.bench_with_input(BenchmarkId::new("serial-hoplite", n), &n, |bench, _| {
+        bench.iter(|| scale_rows_on(Serial::default(), &a, &s, &b))
+    });
+    let mut out = vec![0.0f64; n];
+    group.bench_with_input(BenchmarkId::new("serial-raw-loop", n), &n, |bench, _| {
+        bench.iter(|| {
+            for ((dst, src), scale) in out.chunks_mut(cols).zip(a_data.chunks(cols)).zip(&s_data) {
+                for (d, x) in dst.iter_mut().zip(src) {
+                    *d = x * scale;
+                }
+            }
+            black_box(&mut out);
+        })
+    });
+    let space = RayonSpace::default();
+    group.bench_with_input(BenchmarkId::new("rayon-hoplite", n), &n, |bench, _| {
+        bench.iter(|| scale_rows_on(space.clone(), &a, &s, &b))
+    });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(space.concurrency())
+        .build()
+        .expect("a rayon pool");
+    group.bench_with_input(BenchmarkId::new("rayon-par-chunks", n), &n, |bench, _| {
+        bench.iter(|| {
+            pool.install(|| {
+                out.par_chunks_mut(cols)
+                    .zip(a_data.par_chunks(cols))
+                    .zip(&s_data)
+                    .for_each(|((dst, src), scale)| {
+                        for (d, x) in dst.iter_mut().zip(src) {
+                            *d = x * scale;
+                        }
+                    })
+            });
+            black_box(&mut out);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, axpy, stencil, team_rows);
 criterion_main!(benches);

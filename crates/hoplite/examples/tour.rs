@@ -429,6 +429,37 @@ fn teams() -> Result<()> {
         )
     });
     println!("|A x|^2 = {} in {}", norm2?, ms(t));
+
+    // Team tokens: each team owns its row of a rank-2 writer (each column stored by the one
+    // thread that owns it), and one thread of the team stores the row's result at the league
+    // rank. Here: y = A x, and each row of A scaled by its y.
+    let av: View<f64, 2> = View::from_slice("A", [rows, cols], &a)?;
+    let xv: View<f64, 1> = View::from_slice("x", [cols], &x)?;
+    let scaled: View<f64, 2> = View::new("A scaled", [rows, cols])?;
+    let y: View<f64, 1> = View::new("y", [rows])?;
+    let (done, t) = timed(3, || {
+        let args = (scaled.write(), y.write(), av.read(), xv.read());
+        parallel_for("gemv-scale", (policy.clone(), args), |(m, (scaled, y, a, x))| {
+            let league = m.league_token();
+            let a_row = a.row(*league);
+            let dot = TeamThreadRange::new(m, cols)
+                .parallel_reduce(|j, s: &mut f64| *s += a_row.get(j) * x.get(*j), Sum::new());
+            let row = scaled.team_row(league);
+            TeamThreadRange::new(m, cols).parallel_for(|j| row.set(j, a_row.get(j) / dot));
+            if let Some(t) = league.single() {
+                y.set(t, dot);
+            }
+        })
+    });
+    done?;
+    let ys = y.to_vec()?;
+    let norm2_views: f64 = ys.iter().map(|v| v * v).sum();
+    let row0: View<f64, 1> = scaled.subview([Slice::Index(0), Slice::All])?;
+    let scaled_row0: f64 = row0.to_vec()?.iter().sum();
+    println!(
+        "y = A x through team rows and league tokens in {}: |y|^2 = {norm2_views}, row 0 of A/y sums to {scaled_row0:.6}",
+        ms(t)
+    );
     Ok(())
 }
 

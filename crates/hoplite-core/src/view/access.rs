@@ -22,7 +22,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{self, Ordering};
 
 use crate::error::{Error, Result};
-use crate::index::{Idx, MdIdx};
+use crate::index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
 use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::alloc::BorrowGuard;
 use crate::view::copy::HostAccessibleSpace;
@@ -86,6 +86,23 @@ impl sealed::Sealed for usize {}
 impl<const R: usize> sealed::Sealed for [usize; R] {}
 impl sealed::Sealed for Idx<'_> {}
 impl<const R: usize> sealed::Sealed for MdIdx<'_, R> {}
+impl sealed::Sealed for LeagueIdx<'_> {}
+impl sealed::Sealed for LeagueToken<'_> {}
+impl sealed::Sealed for TeamIdx<'_> {}
+
+/// Team tokens read as their plain index anywhere (checked).
+macro_rules! plain_view_index {
+    ($($t:ident),*) => {$(
+        impl ViewIndex<1> for $t<'_> {
+            #[inline(always)]
+            fn index(self) -> [usize; 1] {
+                [self.get()]
+            }
+        }
+    )*};
+}
+
+plain_view_index!(LeagueIdx, LeagueToken, TeamIdx);
 
 impl ViewIndex<1> for usize {
     #[inline(always)]
@@ -115,14 +132,19 @@ impl<const R: usize> ViewIndex<R> for MdIdx<'_, R> {
     }
 }
 
-/// An iteration token of the launch with brand `'it`, of rank `R`: what bound handles take
-/// for unchecked access. Only [`Idx`] (rank 1) and [`MdIdx`] are tokens; the trait is sealed.
+/// An iteration token of the launch with brand `'it`, of rank `R`: what bound writers store
+/// at. [`Idx`] (rank 1) and [`MdIdx`] are tokens of ranges the launch checked against every
+/// handle; [`LeagueIdx`] (rank 1) is the league rank of a team launch, which no launch-wide
+/// range covers, so accesses at it are checked. The trait is sealed.
 pub trait Token<'it, const R: usize>: Copy + sealed::Sealed {
+    /// Whether an access at this token must be checked against the extents.
+    const CHECKED: bool;
     /// The multi-index.
     fn index(self) -> [usize; R];
 }
 
 impl<'it> Token<'it, 1> for Idx<'it> {
+    const CHECKED: bool = false;
     #[inline(always)]
     fn index(self) -> [usize; 1] {
         [self.get()]
@@ -130,9 +152,18 @@ impl<'it> Token<'it, 1> for Idx<'it> {
 }
 
 impl<'it, const R: usize> Token<'it, R> for MdIdx<'it, R> {
+    const CHECKED: bool = false;
     #[inline(always)]
     fn index(self) -> [usize; R] {
         self.get()
+    }
+}
+
+impl<'it> Token<'it, 1> for LeagueIdx<'it> {
+    const CHECKED: bool = true;
+    #[inline(always)]
+    fn index(self) -> [usize; 1] {
+        [self.get()]
     }
 }
 
@@ -157,6 +188,14 @@ impl<'it, const R: usize> ReadIndex<'it, R> for MdIdx<'it, R> {
     #[inline(always)]
     fn index(self) -> [usize; R] {
         self.get()
+    }
+}
+
+impl<'it> ReadIndex<'it, 1> for LeagueIdx<'it> {
+    const CHECKED: bool = true;
+    #[inline(always)]
+    fn index(self) -> [usize; 1] {
+        [self.get()]
     }
 }
 
@@ -618,18 +657,29 @@ type Brand<'it> = PhantomData<(fn(&'it ()) -> &'it (), *const ())>;
 /// A writer bound to one launch: loads and stores only at that launch's tokens, without a
 /// bounds check (the launch checked its range against the view once).
 pub struct BoundWriter<'it, T: ViewValue, const R: usize, L: ArrayLayout> {
-    ptr: NonNull<T>,
-    strides: [usize; R],
+    prepared: PreparedWriter<T, R>,
     brand: Brand<'it>,
     _layout: PhantomData<L>,
 }
 
 impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundWriter<'it, T, R, L> {
     #[inline(always)]
-    fn slot(&self, token: impl Token<'it, R>) -> *mut T {
+    fn slot<K: Token<'it, R>>(&self, token: K) -> *mut T {
+        let p = &self.prepared;
         let index = token.index();
-        // The launch checked that every token it makes is inside the extents.
-        self.ptr.as_ptr().wrapping_add(L::offset(&self.strides, &index))
+        // The launch checked that every range token it makes is inside the extents; league
+        // tokens are checked here (a constant-false test for the others).
+        if K::CHECKED && !in_bounds(&index, &p.extents) {
+            // SAFETY: the label belongs to the view of the writer this was bound from, which
+            // the launch keeps alive while bound handles exist.
+            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
+        }
+        p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index))
+    }
+
+    /// The extents.
+    pub fn extents(&self) -> [usize; R] {
+        self.prepared.extents
     }
 
     /// The element at the current iteration's token.
@@ -654,6 +704,116 @@ impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundWriter<'it, T, R, L
     pub fn update(&self, token: impl Token<'it, R>, f: impl FnOnce(T) -> T) {
         let slot = self.slot(token);
         // SAFETY: as in `get` and `set`.
+        unsafe { slot.write(f(slot.read())) }
+    }
+}
+
+impl<'it, T: ViewValue, L: ArrayLayout> BoundWriter<'it, T, 2, L> {
+    /// The row `league` of this rank-2 writer: the elements `(league, j)` the team owns.
+    ///
+    /// The threads of the team store into the row through the [`TeamIdx`] tokens of team
+    /// loops ([`TeamThreadRange`](crate::TeamThreadRange),
+    /// [`TeamVectorRange`](crate::TeamVectorRange)), which hand each column to one thread of
+    /// the team for the whole launch. That makes every element of the row single-writer
+    /// without a barrier, however many loops the kernel runs and whatever their ranges.
+    ///
+    /// # Panics
+    ///
+    /// If the league rank is not below the first extent (inside a launch this becomes
+    /// `Error::KernelPanicked` naming the view).
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, TeamMember, TeamPolicy, TeamThreadRange, View};
+    /// use hoplite_serial::Serial;
+    /// let a: View<usize, 2> = View::new("a", [3, 5])?;
+    /// parallel_for("rows", (TeamPolicy::new(Serial::default(), 3, 1), (a.write(),)), |(m, (a,))| {
+    ///     let row = a.team_row(m.league_token());
+    ///     TeamThreadRange::new(m, row.len()).parallel_for(|j| row.set(j, 10 * m.league_rank() + *j));
+    /// })?;
+    /// assert_eq!(a.host_read()?.get([2, 4]), 24);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    #[inline(always)]
+    pub fn team_row(&self, league: LeagueToken<'it>) -> TeamRow<'it, T, L> {
+        let p = &self.prepared;
+        let row = league.get();
+        if row >= p.extents[0] {
+            // SAFETY: the label belongs to the view of the writer this was bound from, which
+            // the launch keeps alive while bound handles exist.
+            out_of_bounds(unsafe { &*p.label }, [row, 0], p.extents, None);
+        }
+        TeamRow {
+            prepared: *p,
+            row,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+/// One team's row of a rank-2 writer ([`BoundWriter::team_row`]): loads and stores at the
+/// [`TeamIdx`] tokens of team loops, each column on the thread that owns it.
+///
+/// Columns are checked against the second extent (one compare, which the compiler hoists out
+/// of a loop whose range it can see).
+pub struct TeamRow<'it, T: ViewValue, L: ArrayLayout> {
+    prepared: PreparedWriter<T, 2>,
+    row: usize,
+    brand: Brand<'it>,
+    _layout: PhantomData<L>,
+}
+
+impl<T: ViewValue, L: ArrayLayout> TeamRow<'_, T, L> {
+    #[inline(always)]
+    fn slot(&self, column: TeamIdx<'_>) -> *mut T {
+        let p = &self.prepared;
+        let index = [self.row, column.get()];
+        if column.get() >= p.extents[1] {
+            // SAFETY: the label belongs to the view of the writer this row came from, which
+            // the launch keeps alive while bound handles exist.
+            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
+        }
+        p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index))
+    }
+
+    /// The league rank of the row.
+    pub fn row(&self) -> usize {
+        self.row
+    }
+
+    /// Number of columns (the writer's second extent).
+    pub fn len(&self) -> usize {
+        self.prepared.extents[1]
+    }
+
+    /// Whether the row has no columns.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element at column `column`.
+    #[inline(always)]
+    pub fn get(&self, column: TeamIdx<'_>) -> T {
+        // SAFETY: `slot` checked the column and the row (at `team_row`), so the element is
+        // inside the allocation. The writer's exclusive borrow keeps other handles away; the
+        // row belongs to this team alone (its league rank is handed to one team), and within
+        // the team the column token exists only on the thread that owns the column for the
+        // whole launch (`team_owner`), so no other thread stores here.
+        unsafe { self.slot(column).read() }
+    }
+
+    /// Stores `value` at column `column`.
+    #[inline(always)]
+    pub fn set(&self, column: TeamIdx<'_>, value: T) {
+        // SAFETY: as in `get`.
+        unsafe { self.slot(column).write(value) }
+    }
+
+    /// Replaces the element at column `column` with `f(old)`.
+    #[inline(always)]
+    pub fn update(&self, column: TeamIdx<'_>, f: impl FnOnce(T) -> T) {
+        let slot = self.slot(column);
+        // SAFETY: as in `get`.
         unsafe { slot.write(f(slot.read())) }
     }
 }
@@ -737,8 +897,14 @@ impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundReader<'it, T, R, L
     /// # Ok::<(), hoplite_core::Error>(())
     /// ```
     #[inline(always)]
-    pub fn neighbor(&self, token: impl Token<'it, R>, offset: [isize; R]) -> T {
+    pub fn neighbor<K: Token<'it, R>>(&self, token: K, offset: [isize; R]) -> T {
         let p = &self.prepared;
+        if K::CHECKED {
+            // No launch-wide range covers this token: check the neighbour itself.
+            let at = token.index();
+            let index: [usize; R] = std::array::from_fn(|d| at[d].wrapping_add_signed(offset[d]));
+            return self.get(index);
+        }
         let mut ok = true;
         // An index loop: the zipped-iterator form measured 3x slower in the stencil benchmark
         // because the check then no longer folds away.
@@ -760,6 +926,79 @@ impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundReader<'it, T, R, L
     /// The extents.
     pub fn extents(&self) -> [usize; R] {
         self.prepared.extents
+    }
+}
+
+impl<'it, T: ViewValue, L: ArrayLayout> BoundReader<'it, T, 2, L> {
+    /// Row `row` of this rank-2 reader: loads at any column, each checked against the row
+    /// length only. In a team kernel, `a.row(*league)` reads the team's row as fast as a slice.
+    ///
+    /// # Panics
+    ///
+    /// If `row` is not below the first extent (inside a launch this becomes
+    /// `Error::KernelPanicked` naming the view).
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_reduce, Sum, TeamMember, TeamPolicy, TeamThreadRange, View};
+    /// use hoplite_serial::Serial;
+    /// let a: View<f64, 2> = View::from_slice("a", [2, 3], &[1., 2., 3., 4., 5., 6.])?;
+    /// let total = parallel_reduce("rows", (TeamPolicy::new(Serial::default(), 2, 1), (a.read(),)), |(m, (a,)), acc: &mut f64| {
+    ///     let row = a.row(m.league_rank());
+    ///     *acc += TeamThreadRange::new(m, row.len()).parallel_reduce(|j, s: &mut f64| *s += row.get(*j), Sum::new());
+    /// }, Sum::new())?;
+    /// assert_eq!(total, 21.0);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    #[inline(always)]
+    pub fn row(&self, row: usize) -> RowReader<'it, T, L> {
+        let p = &self.prepared;
+        if row >= p.extents[0] {
+            // SAFETY: the label belongs to the view of the reader this was bound from, which
+            // the launch keeps alive while bound handles exist.
+            out_of_bounds(unsafe { &*p.label }, [row, 0], p.extents, None);
+        }
+        RowReader {
+            prepared: *p,
+            row,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+/// One row of a rank-2 reader bound to a launch ([`BoundReader::row`]): checked loads at any
+/// column.
+pub struct RowReader<'it, T: ViewValue, L: ArrayLayout> {
+    prepared: PreparedReader<T, 2>,
+    row: usize,
+    brand: Brand<'it>,
+    _layout: PhantomData<L>,
+}
+
+impl<T: ViewValue, L: ArrayLayout> RowReader<'_, T, L> {
+    /// Number of columns.
+    pub fn len(&self) -> usize {
+        self.prepared.extents[1]
+    }
+
+    /// Whether the row has no columns.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element at `column` (panics if it is not below [`len`](Self::len)).
+    #[inline(always)]
+    pub fn get(&self, column: impl ViewIndex<1>) -> T {
+        let p = &self.prepared;
+        let index = [self.row, column.index()[0]];
+        if index[1] >= p.extents[1] {
+            // SAFETY: the label belongs to the view of the reader this row came from, which
+            // the launch keeps alive while bound handles exist.
+            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
+        }
+        // SAFETY: the row was checked at `row` and the column here, so the element is inside
+        // the allocation; the shared borrow excludes writers while the launch runs.
+        unsafe { p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index)).read() }
     }
 }
 
@@ -807,10 +1046,13 @@ impl LaunchArgs for () {
 pub struct PreparedWriter<T, const R: usize> {
     ptr: NonNull<T>,
     strides: [usize; R],
+    extents: [usize; R],
+    label: *const str,
 }
 
 // SAFETY: the writer the launch owns holds the exclusive borrow; the pointer is only used by
-// bound writers, each storing at its own iteration's tokens.
+// bound writers, each storing at its own iteration's tokens; the label pointer refers to the
+// view's label, which the launch keeps alive.
 unsafe impl<T: Send, const R: usize> Send for PreparedWriter<T, R> {}
 // SAFETY: as above: concurrent bound writers never touch the same element.
 unsafe impl<T: Send, const R: usize> Sync for PreparedWriter<T, R> {}
@@ -824,14 +1066,15 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
         Ok(PreparedWriter {
             ptr: self.handle.view.ptr,
             strides: self.handle.view.strides,
+            extents: self.handle.extents,
+            label: self.handle.view.label() as *const str,
         })
     }
 
     #[inline(always)]
     unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundWriter<'it, T, R, L> {
         BoundWriter {
-            ptr: prepared.ptr,
-            strides: prepared.strides,
+            prepared: *prepared,
             brand: PhantomData,
             _layout: PhantomData,
         }
