@@ -185,8 +185,10 @@ fn miri(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err(format!("`miri` takes no options\n\n{USAGE}"));
     }
-    let has_miri = Command::new("cargo")
-        .args(["+nightly", "miri", "--version"])
+    // Through rustup: the `cargo` that runs xtask (`$CARGO`) is the stable toolchain's own
+    // binary, which does not understand `+nightly`.
+    let has_miri = Command::new("rustup")
+        .args(["run", "nightly", "cargo", "miri", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !has_miri {
@@ -206,9 +208,19 @@ fn miri(args: &[String]) -> Result<(), String> {
         .run()?;
     }
     // A target folder of its own: Miri's artifacts cannot share the stable toolchain's.
-    Step::cargo(
+    Step::program(
         "miri",
-        &["+nightly", "miri", "test", "-p", "hoplite-core", "--lib"],
+        "rustup",
+        &[
+            "run",
+            "nightly",
+            "cargo",
+            "miri",
+            "test",
+            "-p",
+            "hoplite-core",
+            "--lib",
+        ],
     )
     .arg("--target-dir")
     .arg("target/miri")
