@@ -51,6 +51,10 @@
 //! semantics (`Copy`). Launches take the same shape as eager ones: a policy (or `usize` /
 //! range), or `(policy, (y.write(), x.read()))` with a kernel `|(i, (y, x))| ...`.
 //!
+//! A node's policy moves to the graph's instance and is validated once, when the node is made
+//! (an invalid policy is the error of [`create_graph`]); runs on that instance do not check it
+//! again. [`Graph::submit_on`] another instance validates the moved policies there.
+//!
 //! # Data
 //!
 //! A node records the *views and intents* of its handles, not the handles: each run of the

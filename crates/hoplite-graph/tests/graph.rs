@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use hoplite_core::{
-    Error, ExecutionSpace, ParallelFor, ParallelReduce, ParallelScan, Prod, RangePolicy, Slice, Sum, View,
+    Error, ExecutionSpace, ParallelFor, ParallelReduce, ParallelScan, Prod, RangePolicy, Slice, Sum,
+    TeamPolicy, View,
 };
 use hoplite_graph::{GraphError, NodeRef, ReduceResult, WAVE_MIN_WORK, create_graph};
 use hoplite_rayon::RayonSpace;
@@ -676,4 +677,37 @@ fn independent_nodes_run_at_the_same_time_on_rayon() {
     .expect("graph");
     graph.submit().expect("submit");
     assert_eq!(met.load(Ordering::SeqCst), 2, "the two nodes did not overlap");
+}
+
+/// A policy is validated once, on the graph's instance, when the node is made; `submit_on`
+/// another instance validates it there, where it can fail although it is valid on the graph's.
+#[test]
+fn submit_on_validates_policies_on_the_other_instance() {
+    let space = RayonSpace::with_threads(2).expect("pool");
+    let parts = space.partition_space(2).expect("partition");
+    assert!(parts.iter().all(|p| p.max_team_size() < 2));
+    let teams = Arc::new(AtomicUsize::new(0));
+    let t = teams.clone();
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for(
+            "teams of two",
+            TeamPolicy::new(space.clone(), 3, 2),
+            move |member| {
+                if hoplite_core::TeamMember::team_rank(member) == 0 {
+                    t.fetch_add(1, Ordering::SeqCst);
+                }
+            },
+        );
+    })
+    .expect("valid on the graph's instance");
+    graph.submit().expect("submit");
+    assert_eq!(teams.load(Ordering::SeqCst), 3);
+    let err = graph.submit_on(&parts[0]).expect_err("too large for a partition");
+    assert!(
+        matches!(err, GraphError::Core(Error::TeamSizeTooLarge { .. })),
+        "{err}"
+    );
+    assert_eq!(teams.load(Ordering::SeqCst), 3, "nothing ran on the partition");
+    graph.submit().expect("still valid on the graph's instance");
+    assert_eq!(teams.load(Ordering::SeqCst), 6);
 }
