@@ -73,6 +73,11 @@ pub const WAVE_MIN_WORK: usize = 1 << 12;
 /// fork and no per-node launch lock.
 pub const INLINE_MAX_WORK: usize = 1 << 11;
 
+/// The serial pass hands at most this many nodes to one [`NodeKernel::run_sequence`]: optimized
+/// builds run a sequence without nesting calls, unoptimized ones nest one call per node, and
+/// this bounds how deep.
+pub const SEQUENCE_MAX: usize = 32;
+
 /// One step of the concurrent schedule.
 #[derive(Debug, Clone)]
 enum Step {
@@ -92,8 +97,10 @@ impl<S: ExecutionSpace, R: Fn(&dyn NodeKernel<S>) -> hoplite_core::Result<()> + 
 
 /// What `instantiate` computes once.
 struct Plan<S: ExecutionSpace> {
-    /// Every node with work, in a topological order (the serial pass), with its kernel.
-    order: Vec<(usize, Arc<dyn NodeKernel<S>>)>,
+    /// Every node with work, in a topological order (the serial pass).
+    order: Vec<usize>,
+    /// The kernels of `order`, for [`NodeKernel::run_sequence`].
+    sequence: Vec<Arc<dyn NodeKernel<S>>>,
     /// The concurrent schedule: the same nodes, wave by wave.
     steps: Vec<Step>,
     /// Number of waves.
@@ -108,7 +115,10 @@ struct Plan<S: ExecutionSpace> {
 /// of its predecessors). A submit then
 ///
 /// * on an instance of concurrency 1 (serial): runs the order in one pass, each kernel through
-///   the space's dispatch, with one panic guard around the pass;
+///   the space's dispatch. On the graph's own instance the pass is the nodes'
+///   [`run_sequence`](NodeKernel::run_sequence), [`SEQUENCE_MAX`] nodes at a time, where each
+///   node jumps to the next rather than returning to a loop: a node costs its kernel and an
+///   indirect jump, less than an eager launch of the same kernel;
 /// * on a concurrent instance (rayon): follows the schedule. In each wave, the kernels of
 ///   fewer than [`SHARE_MAX_WORK`] iterations run *at the same time* — one launch over the
 ///   wave on the instance, one node per iteration, each node's own launch nested and so run on
@@ -136,6 +146,7 @@ impl<S: ExecutionSpace> HostGraph<S> {
             preds: Vec::new(),
             plan: Plan {
                 order: Vec::new(),
+                sequence: Vec::new(),
                 steps: Vec::new(),
                 waves: 0,
             },
@@ -175,13 +186,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
     fn submit_with<R: RunNode<S>>(&self, space: &S, run: &R) -> hoplite_core::Result<()> {
         let current = AtomicUsize::new(0);
         if space.concurrency() <= 1 {
-            return self.guarded(&current, || {
-                for (n, node) in &self.plan.order {
-                    current.store(*n, Ordering::Relaxed);
-                    run(&**node)?;
-                }
-                Ok(())
-            });
+            return self.guarded(&current, || self.run_sequential(&self.plan.order, run, &current));
         }
         self.guarded(&current, || {
             for step in &self.plan.steps {
@@ -286,7 +291,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
                 continue;
             }
             level[n] = before + 1;
-            order.push((n, node.clone()));
+            order.push(n);
             if waves.len() < level[n] {
                 waves.resize(level[n], Vec::new());
             }
@@ -318,8 +323,10 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
             }
         }
         flush(&mut steps, &mut inline);
+        let sequence = order.iter().map(|&n| self.nodes[n].clone()).collect();
         self.plan = Plan {
             order,
+            sequence,
             steps,
             waves: waves.len(),
         };
@@ -328,6 +335,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
 
     fn submit(&self, on: Option<&S>) -> hoplite_core::Result<()> {
         match on {
+            None if self.space.concurrency() <= 1 => self.run_pass(),
             None => self.submit_with(&self.space, &|node: &dyn NodeKernel<S>| node.run()),
             Some(space) => self.submit_with(space, &|node: &dyn NodeKernel<S>| node.run_on(space)),
         }
@@ -335,6 +343,19 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
 
     fn execution_space(&self) -> &S {
         &self.space
+    }
+}
+
+impl<S: ExecutionSpace> HostGraph<S> {
+    /// The serial pass on the graph's own instance: the nodes' [`run_sequence`]
+    /// (NodeKernel::run_sequence), [`SEQUENCE_MAX`] nodes at a time.
+    fn run_pass(&self) -> hoplite_core::Result<()> {
+        for chunk in self.plan.sequence.chunks(SEQUENCE_MAX) {
+            if let Some((first, rest)) = chunk.split_first() {
+                first.run_sequence(rest).map_err(|e| *e)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -86,7 +86,9 @@ use std::cell::RefCell;
 use hoplite_core::{ExecutionSpace, ParallelFor, RangePolicy};
 
 pub use args::{Access, GraphArgs, GraphLaunch, GraphPolicy};
-pub use backend::{GraphBackend, HostGraph, INLINE_MAX_WORK, NodeId, SHARE_MAX_WORK, WAVE_MIN_WORK};
+pub use backend::{
+    GraphBackend, HostGraph, INLINE_MAX_WORK, NodeId, SEQUENCE_MAX, SHARE_MAX_WORK, WAVE_MIN_WORK,
+};
 pub use builder::{GraphBuilder, Node, NodeRef, WhenAll};
 pub use graph::Graph;
 pub use node::{NodeKernel, NodeKind, ReduceResult, ReduceTarget};

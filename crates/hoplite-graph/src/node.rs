@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use hoplite_core::view::access::IndexBounds;
@@ -67,9 +68,9 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     /// node was made, so a run only borrows the node's handles for the duration of the kernel
     /// (they are released also when the kernel panics) and dispatches it.
     ///
-    /// A panic in the kernel unwinds out of `run`: a backend catches it — once around a
-    /// sequence of nodes, which is cheaper than once per node — and reports
-    /// [`hoplite_core::Error::KernelPanicked`] with the node's label.
+    /// A panic in the kernel unwinds out of `run`: a backend catches it and reports
+    /// [`hoplite_core::Error::KernelPanicked`] with the node's label (as
+    /// [`run_sequence`](Self::run_sequence) does).
     ///
     /// # Errors
     ///
@@ -83,6 +84,33 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     ///
     /// As for [`run`](Self::run), plus a policy that is invalid on `space`.
     fn run_on(&self, space: &S) -> hoplite_core::Result<()>;
+    /// Runs this node and then each node of `rest`, in order, on the graph's instance,
+    /// stopping at the first error; a panic in a node is caught and returned as
+    /// [`hoplite_core::Error::KernelPanicked`] with that node's label. The error is boxed so
+    /// that the result fits in a register.
+    ///
+    /// This is the serial pass of a submit. The provided implementation runs this node, then
+    /// hands the rest to the next node's `run_sequence` as its last action, which optimized
+    /// builds turn into a jump (a sibling call; not guaranteed, but what rustc does for a node
+    /// without handles): the pass then costs such a node its kernel and one indirect jump, with
+    /// no call frame and nothing stored. Otherwise each node nests one call, so a backend
+    /// passes sequences of a bounded length, such as [`SEQUENCE_MAX`](crate::SEQUENCE_MAX).
+    ///
+    /// # Errors
+    ///
+    /// The first error of a node, as for [`run`](Self::run), or `KernelPanicked`.
+    fn run_sequence(&self, rest: &[Arc<dyn NodeKernel<S>>]) -> Result<(), Box<hoplite_core::Error>> {
+        // A panic guard per node costs nothing until a node panics, and it knows the label.
+        match catch_unwind(AssertUnwindSafe(|| self.run())) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(Box::new(e)),
+            Err(payload) => return Err(Box::new(hoplite_core::Error::from_panic(self.label(), payload))),
+        }
+        match rest.split_first() {
+            Some((next, rest)) => next.run_sequence(rest),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A node without work: the root, or a `when_all` join.
