@@ -221,10 +221,12 @@ impl<L: LaunchSpec, F> BoundKernel<L, F> {
     /// The iteration's item with the handles bound to its brand.
     #[inline(always)]
     fn item<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) -> L::Item<'it> {
-        // SAFETY: `launch` prepared the handles for this policy's index space before
-        // dispatching, the handles outlive the dispatch (the launching function owns them),
-        // and the bound handles carry the brand of this iteration's item, which the backend
-        // hands to one iteration at a time and which cannot outlive the kernel call.
+        // SAFETY: a `BoundKernel` is made only by `launch` and the `*_validated` functions,
+        // each of which prepares the handles for the index space of the policy it then
+        // dispatches this kernel over (and over no other), and keeps the handles alive until
+        // that dispatch has returned (it owns them, or borrows them for the whole call). The
+        // bound handles carry the brand of this iteration's item, which the backend hands to
+        // one iteration at a time and which cannot outlive the kernel call.
         L::item(item, unsafe { <L::Args as LaunchArgs>::bind(&self.prepared) })
     }
 }
@@ -282,6 +284,181 @@ fn launch<L: LaunchSpec, F, T>(
     // The handles, and so their borrows, are released only now that the launch is over.
     drop(args);
     result.unwrap_or_else(|payload| Err(Error::from_panic(label, payload)))
+}
+
+/// A policy that passed [`ExecutionPolicy::validate`] once, to launch any number of times with
+/// [`parallel_for_validated`], [`parallel_reduce_validated`] or [`parallel_scan_validated`]
+/// without checking it again. It cannot be changed: [`policy`](Self::policy) gives only a
+/// shared reference.
+///
+/// This is for front ends that record a launch and replay it (explicit graphs): they validate
+/// when the launch is recorded and pay only for the dispatch on every replay.
+///
+/// ```
+/// use hoplite_core::{RangePolicy, ValidatedPolicy};
+/// use hoplite_serial::Serial;
+/// let ok = ValidatedPolicy::new("fill", RangePolicy::new(Serial::default(), 0..4))?;
+/// assert_eq!(ok.policy().len(), 4);
+/// #[expect(clippy::reversed_empty_ranges, reason = "an invalid range on purpose")]
+/// let bad = ValidatedPolicy::new("fill", RangePolicy::new(Serial::default(), 4..0));
+/// assert!(bad.is_err());
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ValidatedPolicy<P> {
+    policy: P,
+}
+
+impl<P: ExecutionPolicy> ValidatedPolicy<P> {
+    /// Validates `policy` for a launch labelled `label`.
+    ///
+    /// # Errors
+    ///
+    /// What [`ExecutionPolicy::validate`] reports: [`Error::InvalidRange`],
+    /// [`Error::ZeroTile`], [`Error::TeamSizeTooLarge`], ...
+    pub fn new(label: &str, policy: P) -> Result<Self> {
+        policy.validate(label)?;
+        Ok(ValidatedPolicy { policy })
+    }
+
+    /// The policy.
+    #[inline(always)]
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    /// The policy, given back.
+    pub fn into_inner(self) -> P {
+        self.policy
+    }
+}
+
+/// Prepares `args` for `policy`'s index space and hands `dispatch` the kernel with them bound;
+/// `dispatch` must run it over `policy` and no other policy (the `BoundKernel` contract).
+#[inline(always)]
+fn dispatch_validated<L: LaunchSpec, F, T>(
+    label: &str,
+    policy: &L::Policy,
+    args: &L::Args,
+    kernel: F,
+    dispatch: impl FnOnce(BoundKernel<L, F>) -> Result<T>,
+) -> Result<T> {
+    let prepared = args.prepare(label, &policy.index_bounds())?;
+    dispatch(BoundKernel { kernel, prepared })
+}
+
+/// [`parallel_for`] over a policy validated once, with the launch's handles borrowed from the
+/// caller: checks the handles against the policy (borrow conflicts, extents) and dispatches.
+/// `L` is the launch type the kernel's argument comes from: the policy type for a launch
+/// without handles, `(policy, args)` otherwise.
+///
+/// Unlike [`parallel_for`], a panic in the kernel is not caught: it unwinds out of this call
+/// (the handles stay with the caller, which releases them as it unwinds). A front end that runs
+/// many launches in a row catches once around all of them.
+///
+/// ```
+/// use hoplite_core::{parallel_for_validated, HostSpace, LayoutRight, RangePolicy, ValidatedPolicy, View, Writer};
+/// use hoplite_serial::Serial;
+/// type Launch = (RangePolicy<Serial>, (Writer<u32, 1, LayoutRight, HostSpace>,));
+/// let y: View<u32, 1> = View::new("y", [4])?;
+/// let policy = ValidatedPolicy::new("inc", RangePolicy::new(Serial::default(), 0..4))?;
+/// for _ in 0..3 {
+///     let args = (y.write(),); // borrowed for this launch only
+///     parallel_for_validated::<Launch, _>("inc", &policy, &args, |(i, (y,))| y.set(i, y.get(i) + 1))?;
+/// }
+/// assert_eq!(y.to_vec()?, [3; 4]);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// A handle that conflicts ([`Error::BorrowConflict`]) or is too small for the policy
+/// ([`Error::OutOfExtent`]), or a backend failure.
+#[inline]
+pub fn parallel_for_validated<L, F>(
+    label: &str,
+    policy: &ValidatedPolicy<L::Policy>,
+    args: &L::Args,
+    kernel: F,
+) -> Result<()>
+where
+    L: LaunchSpec,
+    <L::Policy as ExecutionPolicy>::Space: ParallelFor<L::Policy>,
+    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
+{
+    let policy = &policy.policy;
+    dispatch_validated::<L, F, ()>(label, policy, args, kernel, |k| {
+        policy.space().parallel_for(label, policy, k)
+    })
+}
+
+/// [`parallel_reduce`] over a policy validated once; see [`parallel_for_validated`] (a panic
+/// in the kernel unwinds out of this call).
+///
+/// ```
+/// use hoplite_core::{parallel_reduce_validated, RangePolicy, Sum, ValidatedPolicy};
+/// use hoplite_serial::Serial;
+/// let policy = ValidatedPolicy::new("sum", RangePolicy::new(Serial::default(), 0..10))?;
+/// let total = parallel_reduce_validated::<RangePolicy<Serial>, _, _>("sum", &policy, &(), |i, acc| *acc += *i, &Sum::<usize>::new())?;
+/// assert_eq!(total, 45);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As for [`parallel_for_validated`].
+#[inline]
+pub fn parallel_reduce_validated<L, F, R>(
+    label: &str,
+    policy: &ValidatedPolicy<L::Policy>,
+    args: &L::Args,
+    kernel: F,
+    reducer: &R,
+) -> Result<R::Value>
+where
+    L: LaunchSpec,
+    R: Reducer,
+    <L::Policy as ExecutionPolicy>::Space: ParallelReduce<L::Policy>,
+    F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
+{
+    let policy = &policy.policy;
+    dispatch_validated::<L, F, R::Value>(label, policy, args, kernel, |k| {
+        policy.space().parallel_reduce(label, policy, k, reducer)
+    })
+}
+
+/// [`parallel_scan`] over a policy validated once; see [`parallel_for_validated`] (a panic in
+/// the kernel unwinds out of this call).
+///
+/// ```
+/// use hoplite_core::{parallel_scan_validated, RangePolicy, ValidatedPolicy};
+/// use hoplite_serial::Serial;
+/// let policy = ValidatedPolicy::new("count", RangePolicy::new(Serial::default(), 0..4))?;
+/// let total: u64 = parallel_scan_validated::<RangePolicy<Serial>, _, _>("count", &policy, &(), |_i, partial, _is_final| *partial += 1)?;
+/// assert_eq!(total, 4);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As for [`parallel_for_validated`].
+#[inline]
+pub fn parallel_scan_validated<L, F, T>(
+    label: &str,
+    policy: &ValidatedPolicy<L::Policy>,
+    args: &L::Args,
+    kernel: F,
+) -> Result<T>
+where
+    L: LaunchSpec,
+    T: ScanValue,
+    <L::Policy as ExecutionPolicy>::Space: ParallelScan<L::Policy>,
+    F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
+{
+    let policy = &policy.policy;
+    dispatch_validated::<L, F, T>(label, policy, args, kernel, |k| {
+        policy.space().parallel_scan(label, policy, k)
+    })
 }
 
 /// Runs `kernel` once for every point of the launch (Kokkos `parallel_for`).

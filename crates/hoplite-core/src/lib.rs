@@ -40,7 +40,8 @@ pub mod view;
 
 pub use dispatch::{
     ForKernel, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceKernel, ScanKernel, ScanValue,
-    parallel_for, parallel_reduce, parallel_scan,
+    ValidatedPolicy, parallel_for, parallel_for_validated, parallel_reduce, parallel_reduce_validated,
+    parallel_scan, parallel_scan_validated,
 };
 pub use error::{Error, Result};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};

@@ -46,8 +46,9 @@ pub trait GraphBackend<S: ExecutionSpace>: Send + Sync {
     ///
     /// Backend-specific (a device graph that fails to instantiate).
     fn instantiate(&mut self) -> hoplite_core::Result<()>;
-    /// Runs the graph once, on the graph's instance (`on == None`) or on another instance
-    /// of the same space.
+    /// Runs the graph once, on the graph's instance (`on == None`: each node's
+    /// [`run`](NodeKernel::run)) or on another instance of the same space (each node's
+    /// [`run_on`](NodeKernel::run_on)).
     ///
     /// # Errors
     ///
@@ -72,6 +73,11 @@ pub const WAVE_MIN_WORK: usize = 1 << 12;
 /// fork and no per-node launch lock.
 pub const INLINE_MAX_WORK: usize = 1 << 11;
 
+/// The serial pass hands at most this many nodes to one [`NodeKernel::run_sequence`]: optimized
+/// builds run a sequence without nesting calls, unoptimized ones nest one call per node, and
+/// this bounds how deep.
+pub const SEQUENCE_MAX: usize = 32;
+
 /// One step of the concurrent schedule.
 #[derive(Debug, Clone)]
 enum Step {
@@ -84,10 +90,17 @@ enum Step {
     Alone(usize),
 }
 
+/// How a submit runs one node: [`NodeKernel::run`] or [`NodeKernel::run_on`].
+trait RunNode<S: ExecutionSpace>: Fn(&dyn NodeKernel<S>) -> hoplite_core::Result<()> + Sync {}
+
+impl<S: ExecutionSpace, R: Fn(&dyn NodeKernel<S>) -> hoplite_core::Result<()> + Sync> RunNode<S> for R {}
+
 /// What `instantiate` computes once.
 struct Plan<S: ExecutionSpace> {
-    /// Every node with work, in a topological order (the serial pass), with its kernel.
-    order: Vec<(usize, Arc<dyn NodeKernel<S>>)>,
+    /// Every node with work, in a topological order (the serial pass).
+    order: Vec<usize>,
+    /// The kernels of `order`, for [`NodeKernel::run_sequence`].
+    sequence: Vec<Arc<dyn NodeKernel<S>>>,
     /// The concurrent schedule: the same nodes, wave by wave.
     steps: Vec<Step>,
     /// Number of waves.
@@ -102,7 +115,10 @@ struct Plan<S: ExecutionSpace> {
 /// of its predecessors). A submit then
 ///
 /// * on an instance of concurrency 1 (serial): runs the order in one pass, each kernel through
-///   the space's dispatch, with one panic guard around the pass;
+///   the space's dispatch. On the graph's own instance the pass is the nodes'
+///   [`run_sequence`](NodeKernel::run_sequence), [`SEQUENCE_MAX`] nodes at a time, where each
+///   node jumps to the next rather than returning to a loop: a node costs its kernel and an
+///   indirect jump, less than an eager launch of the same kernel;
 /// * on a concurrent instance (rayon): follows the schedule. In each wave, the kernels of
 ///   fewer than [`SHARE_MAX_WORK`] iterations run *at the same time* — one launch over the
 ///   wave on the instance, one node per iteration, each node's own launch nested and so run on
@@ -130,6 +146,7 @@ impl<S: ExecutionSpace> HostGraph<S> {
             preds: Vec::new(),
             plan: Plan {
                 order: Vec::new(),
+                sequence: Vec::new(),
                 steps: Vec::new(),
                 waves: 0,
             },
@@ -149,30 +166,50 @@ impl<S: ExecutionSpace> HostGraph<S> {
     }
 
     /// Runs `ids` one after another on this thread.
-    fn run_sequential(
+    fn run_sequential<R: RunNode<S>>(
         &self,
         ids: &[usize],
-        on: Option<&S>,
+        run: &R,
         current: &AtomicUsize,
     ) -> hoplite_core::Result<()> {
         for &n in ids {
             current.store(n, Ordering::Relaxed);
-            self.nodes[n].run(on)?;
+            run(&*self.nodes[n])?;
         }
         Ok(())
     }
 }
 
 impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
+    /// One submit on `space`, each node run by `run` (monomorphized separately for the
+    /// graph's own instance, so that its hot loop has no per-node check of where it runs).
+    fn submit_with<R: RunNode<S>>(&self, space: &S, run: &R) -> hoplite_core::Result<()> {
+        let current = AtomicUsize::new(0);
+        if space.concurrency() <= 1 {
+            return self.guarded(&current, || self.run_sequential(&self.plan.order, run, &current));
+        }
+        self.guarded(&current, || {
+            for step in &self.plan.steps {
+                match step {
+                    Step::Together(ids) => self.run_together(space, ids, run)?,
+                    Step::Inline(ids) if ids.len() > 1 => self.run_inline(space, ids, run, &current)?,
+                    Step::Inline(ids) => self.run_sequential(ids, run, &current)?,
+                    Step::Alone(n) => self.run_sequential(&[*n], run, &current)?,
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Runs `ids` at the same time: one launch on `space`, one node per iteration. Every node
     /// runs even if another fails; the error of the lowest node id is returned.
-    fn run_together(&self, space: &S, ids: &[usize], on: Option<&S>) -> hoplite_core::Result<()> {
+    fn run_together<R: RunNode<S>>(&self, space: &S, ids: &[usize], run: &R) -> hoplite_core::Result<()> {
         let first_error: Mutex<Option<(usize, hoplite_core::Error)>> = Mutex::new(None);
         let policy = RangePolicy::new(space.clone(), 0..ids.len());
         let kernel = |i: Idx<'_>| {
             let n = ids[*i];
             let node = &self.nodes[n];
-            let result = catch_unwind(AssertUnwindSafe(|| node.run(on)))
+            let result = catch_unwind(AssertUnwindSafe(|| run(&**node)))
                 .unwrap_or_else(|payload| Err(hoplite_core::Error::from_panic(node.label(), payload)));
             if let Err(e) = result {
                 let mut slot = first_error.lock();
@@ -191,17 +228,17 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
     /// Runs `ids` one after another inside one launch of one iteration on `space`, so that
     /// their own launches are nested and run inline. Stops at the first error; a panic
     /// unwinds through the launch to the caller's guard.
-    fn run_inline(
+    fn run_inline<R: RunNode<S>>(
         &self,
         space: &S,
         ids: &[usize],
-        on: Option<&S>,
+        run: &R,
         current: &AtomicUsize,
     ) -> hoplite_core::Result<()> {
         let error: Mutex<Option<hoplite_core::Error>> = Mutex::new(None);
         let policy = RangePolicy::new(space.clone(), 0..1);
         space.parallel_for("hoplite-graph inline", &policy, |_i: Idx<'_>| {
-            if let Err(e) = self.run_sequential(ids, on, current) {
+            if let Err(e) = self.run_sequential(ids, run, current) {
                 *error.lock() = Some(e);
             }
         })?;
@@ -254,7 +291,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
                 continue;
             }
             level[n] = before + 1;
-            order.push((n, node.clone()));
+            order.push(n);
             if waves.len() < level[n] {
                 waves.resize(level[n], Vec::new());
             }
@@ -286,8 +323,10 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
             }
         }
         flush(&mut steps, &mut inline);
+        let sequence = order.iter().map(|&n| self.nodes[n].clone()).collect();
         self.plan = Plan {
             order,
+            sequence,
             steps,
             waves: waves.len(),
         };
@@ -295,32 +334,28 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
     }
 
     fn submit(&self, on: Option<&S>) -> hoplite_core::Result<()> {
-        let space = on.unwrap_or(&self.space);
-        let current = AtomicUsize::new(0);
-        if space.concurrency() <= 1 {
-            return self.guarded(&current, || {
-                for (n, node) in &self.plan.order {
-                    current.store(*n, Ordering::Relaxed);
-                    node.run(on)?;
-                }
-                Ok(())
-            });
+        match on {
+            None if self.space.concurrency() <= 1 => self.run_pass(),
+            None => self.submit_with(&self.space, &|node: &dyn NodeKernel<S>| node.run()),
+            Some(space) => self.submit_with(space, &|node: &dyn NodeKernel<S>| node.run_on(space)),
         }
-        self.guarded(&current, || {
-            for step in &self.plan.steps {
-                match step {
-                    Step::Together(ids) => self.run_together(space, ids, on)?,
-                    Step::Inline(ids) if ids.len() > 1 => self.run_inline(space, ids, on, &current)?,
-                    Step::Inline(ids) => self.run_sequential(ids, on, &current)?,
-                    Step::Alone(n) => self.run_sequential(&[*n], on, &current)?,
-                }
-            }
-            Ok(())
-        })
     }
 
     fn execution_space(&self) -> &S {
         &self.space
+    }
+}
+
+impl<S: ExecutionSpace> HostGraph<S> {
+    /// The serial pass on the graph's own instance: the nodes' [`run_sequence`]
+    /// (NodeKernel::run_sequence), [`SEQUENCE_MAX`] nodes at a time.
+    fn run_pass(&self) -> hoplite_core::Result<()> {
+        for chunk in self.plan.sequence.chunks(SEQUENCE_MAX) {
+            if let Some((first, rest)) = chunk.split_first() {
+                first.run_sequence(rest).map_err(|e| *e)?;
+            }
+        }
+        Ok(())
     }
 }
 

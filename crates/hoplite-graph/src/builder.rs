@@ -11,8 +11,8 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use hoplite_core::{
-    ExecutionPolicy as _, ExecutionSpace, IntoLaunch, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan,
-    Reducer, ScanValue,
+    ExecutionSpace, IntoLaunch, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, Reducer, ScanValue,
+    ValidatedPolicy,
 };
 
 use crate::GraphError;
@@ -291,16 +291,39 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         Node::new(self.state, id)
     }
 
-    /// Splits the launch, moves its policy to the graph's instance and checks it; a bad
-    /// policy is remembered and returned by `create_graph`.
-    fn launch_parts<L: GraphLaunch<S>>(&self, label: &str, launch: L) -> (L::Policy, L::Args) {
+    /// Splits the launch, moves its policy to the graph's instance and validates it there —
+    /// the only validation a run on that instance needs. A bad policy is remembered and
+    /// returned by `create_graph` (`None` here).
+    fn launch_parts<L: GraphLaunch<S>>(
+        &self,
+        label: &str,
+        launch: L,
+    ) -> Option<(ValidatedPolicy<L::Policy>, L::Args)> {
         let (policy, args) = launch.into_parts();
         let mut state = self.state.borrow_mut();
-        let policy = policy.on_instance(&state.space);
-        if let Err(e) = policy.validate(label) {
-            state.fail(e.into());
+        match ValidatedPolicy::new(label, policy.on_instance(&state.space)) {
+            Ok(policy) => Some((policy, args)),
+            Err(e) => {
+                state.fail(e.into());
+                None
+            }
         }
-        (policy, args)
+    }
+
+    /// Adds the launch node `make` builds from the validated policy and handles, or, when the
+    /// policy is invalid, a node without work in its place (the graph is never returned then).
+    fn push_launch<L: GraphLaunch<S>>(
+        &self,
+        label: &str,
+        kind: NodeKind,
+        launch: L,
+        make: impl FnOnce(ValidatedPolicy<L::Policy>, L::Args) -> Arc<dyn NodeKernel<S>>,
+    ) -> NodeId {
+        let node = match self.launch_parts(label, launch) {
+            Some((policy, args)) => make(policy, args),
+            None => Arc::new(empty_node(label, kind)),
+        };
+        self.state.borrow_mut().add(node, &[self.id])
     }
 
     /// Adds a `parallel_for` node that runs after this one. The launch has the shape of an
@@ -335,9 +358,12 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
     {
-        let (policy, args) = self.launch_parts(label, launch.into_launch());
-        let node = LaunchNode::<L::Launch, F, ForPattern>::new(label, policy, args, kernel, ForPattern, None);
-        self.push(Arc::new(node))
+        let id = self.push_launch(label, NodeKind::For, launch.into_launch(), |policy, args| {
+            Arc::new(LaunchNode::<L::Launch, F, ForPattern>::new(
+                label, policy, args, kernel, ForPattern, None,
+            ))
+        });
+        Node::new(self.state, id)
     }
 
     /// Adds a `parallel_reduce` node that runs after this one and stores each run's result in
@@ -376,10 +402,13 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static,
     {
         let extra = target.access();
-        let (policy, args) = self.launch_parts(label, launch.into_launch());
-        let pattern = ReducePattern { reducer, target };
-        let node = LaunchNode::<L::Launch, F, _>::new(label, policy, args, kernel, pattern, extra);
-        self.push(Arc::new(node))
+        let id = self.push_launch(label, NodeKind::Reduce, launch.into_launch(), |policy, args| {
+            let pattern = ReducePattern { reducer, target };
+            Arc::new(LaunchNode::<L::Launch, F, _>::new(
+                label, policy, args, kernel, pattern, extra,
+            ))
+        });
+        Node::new(self.state, id)
     }
 
     /// Adds a `parallel_scan` node that runs after this one (the kernel as for
@@ -411,13 +440,16 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         T: ScanValue,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
-        let (policy, args) = self.launch_parts(label, launch.into_launch());
-        let pattern = ScanPattern::<T, ReduceResult<T>> {
-            target: None,
-            _value: PhantomData,
-        };
-        let node = LaunchNode::<L::Launch, F, _>::new(label, policy, args, kernel, pattern, None);
-        self.push(Arc::new(node))
+        let id = self.push_launch(label, NodeKind::Scan, launch.into_launch(), |policy, args| {
+            let pattern = ScanPattern::<T, ReduceResult<T>> {
+                target: None,
+                _value: PhantomData,
+            };
+            Arc::new(LaunchNode::<L::Launch, F, _>::new(
+                label, policy, args, kernel, pattern, None,
+            ))
+        });
+        Node::new(self.state, id)
     }
 
     /// As [`then_parallel_scan`](Self::then_parallel_scan), storing each run's total in
@@ -438,13 +470,16 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
         let extra = target.access();
-        let (policy, args) = self.launch_parts(label, launch.into_launch());
-        let pattern = ScanPattern::<T, Tg> {
-            target: Some(target),
-            _value: PhantomData,
-        };
-        let node = LaunchNode::<L::Launch, F, _>::new(label, policy, args, kernel, pattern, extra);
-        self.push(Arc::new(node))
+        let id = self.push_launch(label, NodeKind::Scan, launch.into_launch(), |policy, args| {
+            let pattern = ScanPattern::<T, Tg> {
+                target: Some(target),
+                _value: PhantomData,
+            };
+            Arc::new(LaunchNode::<L::Launch, F, _>::new(
+                label, policy, args, kernel, pattern, extra,
+            ))
+        });
+        Node::new(self.state, id)
     }
 
     /// Adds a node that calls `f` on the submitting thread after this one (a panic becomes

@@ -51,6 +51,10 @@
 //! semantics (`Copy`). Launches take the same shape as eager ones: a policy (or `usize` /
 //! range), or `(policy, (y.write(), x.read()))` with a kernel `|(i, (y, x))| ...`.
 //!
+//! A node's policy moves to the graph's instance and is validated once, when the node is made
+//! (an invalid policy is the error of [`create_graph`]); runs on that instance do not check it
+//! again. [`Graph::submit_on`] another instance validates the moved policies there.
+//!
 //! # Data
 //!
 //! A node records the *views and intents* of its handles, not the handles: each run of the
@@ -82,7 +86,9 @@ use std::cell::RefCell;
 use hoplite_core::{ExecutionSpace, ParallelFor, RangePolicy};
 
 pub use args::{Access, GraphArgs, GraphLaunch, GraphPolicy};
-pub use backend::{GraphBackend, HostGraph, INLINE_MAX_WORK, NodeId, SHARE_MAX_WORK, WAVE_MIN_WORK};
+pub use backend::{
+    GraphBackend, HostGraph, INLINE_MAX_WORK, NodeId, SEQUENCE_MAX, SHARE_MAX_WORK, WAVE_MIN_WORK,
+};
 pub use builder::{GraphBuilder, Node, NodeRef, WhenAll};
 pub use graph::Graph;
 pub use node::{NodeKernel, NodeKind, ReduceResult, ReduceTarget};

@@ -3,12 +3,14 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use hoplite_core::view::access::IndexBounds;
 use hoplite_core::{
-    ExecutionPolicy, ExecutionSpace, ForKernel, HostAccessibleSpace, LaunchArgs, LaunchSpec, ParallelFor,
-    ParallelReduce, ParallelScan, ReduceKernel, Reducer, ScanKernel, ScanValue, View, ViewValue,
+    ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, LaunchSpec, ParallelFor, ParallelReduce,
+    ParallelScan, Reducer, ScanValue, ValidatedPolicy, View, ViewValue, parallel_for_validated,
+    parallel_reduce_validated, parallel_scan_validated,
 };
 use parking_lot::Mutex;
 
@@ -62,19 +64,53 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     /// How many iterations one run takes (`None` for host functions, teams and trivial nodes),
     /// for a backend deciding whether a kernel is small enough to share a thread with others.
     fn work(&self) -> Option<usize>;
-    /// Runs the node once: on the instance its policy was made for, or on `on` (another
-    /// instance of the same space). Borrows its handles for the duration of the run (they are
-    /// released also when the kernel panics).
+    /// Runs the node once on the graph's instance. The node's policy was validated when the
+    /// node was made, so a run only borrows the node's handles for the duration of the kernel
+    /// (they are released also when the kernel panics) and dispatches it.
     ///
-    /// A panic in the kernel unwinds out of `run`: a backend catches it — once around a
-    /// sequence of nodes, which is cheaper than once per node — and reports
-    /// [`hoplite_core::Error::KernelPanicked`] with the node's label.
+    /// A panic in the kernel unwinds out of `run`: a backend catches it and reports
+    /// [`hoplite_core::Error::KernelPanicked`] with the node's label (as
+    /// [`run_sequence`](Self::run_sequence) does).
     ///
     /// # Errors
     ///
-    /// A borrow conflict with a handle held elsewhere, an invalid policy on `on`, or a backend
-    /// failure.
-    fn run(&self, on: Option<&S>) -> hoplite_core::Result<()>;
+    /// A borrow conflict with a handle held elsewhere, or a backend failure.
+    fn run(&self) -> hoplite_core::Result<()>;
+    /// As [`run`](Self::run) on `space`, another instance of the graph's space: the policy
+    /// moves there and is validated there (on every call, as the instance may differ from one
+    /// call to the next).
+    ///
+    /// # Errors
+    ///
+    /// As for [`run`](Self::run), plus a policy that is invalid on `space`.
+    fn run_on(&self, space: &S) -> hoplite_core::Result<()>;
+    /// Runs this node and then each node of `rest`, in order, on the graph's instance,
+    /// stopping at the first error; a panic in a node is caught and returned as
+    /// [`hoplite_core::Error::KernelPanicked`] with that node's label. The error is boxed so
+    /// that the result fits in a register.
+    ///
+    /// This is the serial pass of a submit. The provided implementation runs this node, then
+    /// hands the rest to the next node's `run_sequence` as its last action, which optimized
+    /// builds turn into a jump (a sibling call; not guaranteed, but what rustc does for a node
+    /// without handles): the pass then costs such a node its kernel and one indirect jump, with
+    /// no call frame and nothing stored. Otherwise each node nests one call, so a backend
+    /// passes sequences of a bounded length, such as [`SEQUENCE_MAX`](crate::SEQUENCE_MAX).
+    ///
+    /// # Errors
+    ///
+    /// The first error of a node, as for [`run`](Self::run), or `KernelPanicked`.
+    fn run_sequence(&self, rest: &[Arc<dyn NodeKernel<S>>]) -> Result<(), Box<hoplite_core::Error>> {
+        // A panic guard per node costs nothing until a node panics, and it knows the label.
+        match catch_unwind(AssertUnwindSafe(|| self.run())) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(Box::new(e)),
+            Err(payload) => return Err(Box::new(hoplite_core::Error::from_panic(self.label(), payload))),
+        }
+        match rest.split_first() {
+            Some((next, rest)) => next.run_sequence(rest),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A node without work: the root, or a `when_all` join.
@@ -96,7 +132,10 @@ impl<S: ExecutionSpace> NodeKernel<S> for EmptyNode {
     fn work(&self) -> Option<usize> {
         None
     }
-    fn run(&self, _on: Option<&S>) -> hoplite_core::Result<()> {
+    fn run(&self) -> hoplite_core::Result<()> {
+        Ok(())
+    }
+    fn run_on(&self, _space: &S) -> hoplite_core::Result<()> {
         Ok(())
     }
 }
@@ -120,61 +159,13 @@ impl<S: ExecutionSpace, F: Fn() + Send + Sync> NodeKernel<S> for HostNode<F> {
     fn work(&self) -> Option<usize> {
         None
     }
-    fn run(&self, _on: Option<&S>) -> hoplite_core::Result<()> {
+    fn run(&self) -> hoplite_core::Result<()> {
         (self.f)();
         Ok(())
     }
-}
-
-/// A user kernel with the run's prepared handles: binds them for every iteration (the graph's
-/// counterpart of the core's launch binding).
-struct Bound<'k, L: LaunchSpec, F> {
-    kernel: &'k F,
-    prepared: <L::Args as LaunchArgs>::Prepared,
-    _launch: PhantomData<fn() -> L>,
-}
-
-impl<L: LaunchSpec, F> Bound<'_, L, F> {
-    #[inline(always)]
-    fn item<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) -> L::Item<'it> {
-        // SAFETY: `run_launch` prepared these handles for this policy's index space, keeps the
-        // handles (and their borrows) alive until the dispatch has returned, and the bound
-        // handles carry the brand of this iteration's item, which the backend hands to one
-        // iteration at a time and which cannot outlive the kernel call.
-        L::item(item, unsafe { <L::Args as LaunchArgs>::bind(&self.prepared) })
-    }
-}
-
-impl<L, F> ForKernel<L::Policy> for Bound<'_, L, F>
-where
-    L: LaunchSpec,
-    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
-{
-    #[inline(always)]
-    fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) {
-        (self.kernel)(self.item(item))
-    }
-}
-
-impl<L, F, V> ReduceKernel<L::Policy, V> for Bound<'_, L, F>
-where
-    L: LaunchSpec,
-    F: for<'it> Fn(L::Item<'it>, &mut V) + Send + Sync,
-{
-    #[inline(always)]
-    fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>, acc: &mut V) {
-        (self.kernel)(self.item(item), acc)
-    }
-}
-
-impl<L, F, T> ScanKernel<L::Policy, T> for Bound<'_, L, F>
-where
-    L: LaunchSpec,
-    F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
-{
-    #[inline(always)]
-    fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>, partial: &mut T, is_final: bool) {
-        (self.kernel)(self.item(item), partial, is_final)
+    fn run_on(&self, _space: &S) -> hoplite_core::Result<()> {
+        (self.f)();
+        Ok(())
     }
 }
 
@@ -187,10 +178,11 @@ fn bounds_len(bounds: &IndexBounds) -> usize {
     }
 }
 
-/// A kernel launch recorded in a graph: policy, views of the handles, kernel, pattern.
+/// A kernel launch recorded in a graph: validated policy, views of the handles, kernel,
+/// pattern.
 pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
     pub(crate) label: String,
-    pub(crate) policy: L::Policy,
+    pub(crate) policy: ValidatedPolicy<L::Policy>,
     pub(crate) views: <L::Args as GraphArgs>::Views,
     pub(crate) accesses: Vec<Access>,
     pub(crate) kernel: F,
@@ -200,7 +192,7 @@ pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
 impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
     pub(crate) fn new(
         label: &str,
-        policy: L::Policy,
+        policy: ValidatedPolicy<L::Policy>,
         args: L::Args,
         kernel: F,
         pattern: P,
@@ -220,52 +212,46 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
         }
     }
 
-    /// Attaches fresh handles, prepares them for `policy`, runs `dispatch`, and releases the
-    /// handles only once the dispatch has returned (or unwound).
+    /// Makes fresh handles, runs `dispatch` with them, and releases them only once the
+    /// dispatch has returned (or unwound).
     #[inline(always)]
-    fn run_launch<T>(
+    fn with_args<T>(
         &self,
-        policy: &L::Policy,
-        dispatch: impl FnOnce(&L::Policy, Bound<'_, L, F>) -> hoplite_core::Result<T>,
+        dispatch: impl FnOnce(&L::Args) -> hoplite_core::Result<T>,
     ) -> hoplite_core::Result<T> {
         let args = <L::Args as GraphArgs>::attach(&self.views);
-        let prepared = args.prepare(&self.label, &policy.index_bounds())?;
-        let bound = Bound {
-            kernel: &self.kernel,
-            prepared,
-            _launch: PhantomData,
-        };
-        let result = dispatch(policy, bound);
-        // The handles, and so their borrows, are released only now that the launch is over
-        // (on a panic, unwinding drops them after the dispatch has unwound).
-        drop(args);
-        result
+        dispatch(&args)
     }
 
-    /// Runs `go` with the stored policy, or with it moved to `on` (validated there).
-    #[inline(always)]
-    fn with_policy<S, T>(
-        &self,
-        on: Option<&S>,
-        go: impl FnOnce(&L::Policy) -> hoplite_core::Result<T>,
-    ) -> hoplite_core::Result<T>
+    /// The policy moved to `space` and validated there.
+    #[cold]
+    fn policy_on<S>(&self, space: &S) -> hoplite_core::Result<ValidatedPolicy<L::Policy>>
     where
         S: ExecutionSpace,
         L::Policy: GraphPolicy<S>,
     {
-        match on {
-            None => go(&self.policy),
-            Some(space) => {
-                let moved = self.policy.on_instance(space);
-                moved.validate(&self.label)?;
-                go(&moved)
-            }
-        }
+        ValidatedPolicy::new(&self.label, self.policy.policy().on_instance(space))
+    }
+
+    fn work(&self) -> Option<usize> {
+        work_of(&self.policy.policy().index_bounds())
     }
 }
 
 /// The `parallel_for` pattern.
 pub(crate) struct ForPattern;
+
+impl<L, F> LaunchNode<L, F, ForPattern>
+where
+    L: LaunchSpec<Args: GraphArgs>,
+    <L::Policy as ExecutionPolicy>::Space: ParallelFor<L::Policy>,
+    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
+{
+    #[inline(always)]
+    fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
+        self.with_args(|args| parallel_for_validated::<L, _>(&self.label, policy, args, &self.kernel))
+    }
+}
 
 impl<S, L, F> NodeKernel<S> for LaunchNode<L, F, ForPattern>
 where
@@ -283,12 +269,13 @@ where
         &self.accesses
     }
     fn work(&self) -> Option<usize> {
-        work_of(&self.policy.index_bounds())
+        LaunchNode::work(self)
     }
-    fn run(&self, on: Option<&S>) -> hoplite_core::Result<()> {
-        self.with_policy(on, |policy| {
-            self.run_launch(policy, |p, k| p.space().parallel_for(&self.label, p, k))
-        })
+    fn run(&self) -> hoplite_core::Result<()> {
+        self.run_with(&self.policy)
+    }
+    fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
+        self.run_with(&self.policy_on(space)?)
     }
 }
 
@@ -402,6 +389,29 @@ pub(crate) struct ReducePattern<R, Tg> {
     pub(crate) target: Tg,
 }
 
+impl<L, F, R, Tg> LaunchNode<L, F, ReducePattern<R, Tg>>
+where
+    L: LaunchSpec<Args: GraphArgs>,
+    <L::Policy as ExecutionPolicy>::Space: ParallelReduce<L::Policy>,
+    R: Reducer + Send + Sync,
+    Tg: ReduceTarget<R::Value>,
+    F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
+{
+    #[inline(always)]
+    fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
+        let value = self.with_args(|args| {
+            parallel_reduce_validated::<L, _, _>(
+                &self.label,
+                policy,
+                args,
+                &self.kernel,
+                &self.pattern.reducer,
+            )
+        })?;
+        self.pattern.target.store(&self.label, value)
+    }
+}
+
 impl<S, L, F, R, Tg> NodeKernel<S> for LaunchNode<L, F, ReducePattern<R, Tg>>
 where
     S: ExecutionSpace + ParallelReduce<L::Policy>,
@@ -420,16 +430,13 @@ where
         &self.accesses
     }
     fn work(&self) -> Option<usize> {
-        work_of(&self.policy.index_bounds())
+        LaunchNode::work(self)
     }
-    fn run(&self, on: Option<&S>) -> hoplite_core::Result<()> {
-        let value = self.with_policy(on, |policy| {
-            self.run_launch(policy, |p, k| {
-                p.space()
-                    .parallel_reduce(&self.label, p, k, &self.pattern.reducer)
-            })
-        })?;
-        self.pattern.target.store(&self.label, value)
+    fn run(&self) -> hoplite_core::Result<()> {
+        self.run_with(&self.policy)
+    }
+    fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
+        self.run_with(&self.policy_on(space)?)
     }
 }
 
@@ -437,6 +444,25 @@ where
 pub(crate) struct ScanPattern<T, Tg> {
     pub(crate) target: Option<Tg>,
     pub(crate) _value: PhantomData<fn() -> T>,
+}
+
+impl<L, F, T, Tg> LaunchNode<L, F, ScanPattern<T, Tg>>
+where
+    L: LaunchSpec<Args: GraphArgs>,
+    <L::Policy as ExecutionPolicy>::Space: ParallelScan<L::Policy>,
+    T: ScanValue,
+    Tg: ReduceTarget<T>,
+    F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
+{
+    #[inline(always)]
+    fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
+        let total: T = self
+            .with_args(|args| parallel_scan_validated::<L, _, _>(&self.label, policy, args, &self.kernel))?;
+        match &self.pattern.target {
+            Some(t) => t.store(&self.label, total),
+            None => Ok(()),
+        }
+    }
 }
 
 impl<S, L, F, T, Tg> NodeKernel<S> for LaunchNode<L, F, ScanPattern<T, Tg>>
@@ -457,15 +483,12 @@ where
         &self.accesses
     }
     fn work(&self) -> Option<usize> {
-        work_of(&self.policy.index_bounds())
+        LaunchNode::work(self)
     }
-    fn run(&self, on: Option<&S>) -> hoplite_core::Result<()> {
-        let total: T = self.with_policy(on, |policy| {
-            self.run_launch(policy, |p, k| p.space().parallel_scan(&self.label, p, k))
-        })?;
-        match &self.pattern.target {
-            Some(t) => t.store(&self.label, total),
-            None => Ok(()),
-        }
+    fn run(&self) -> hoplite_core::Result<()> {
+        self.run_with(&self.policy)
+    }
+    fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
+        self.run_with(&self.policy_on(space)?)
     }
 }

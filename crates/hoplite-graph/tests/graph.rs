@@ -4,9 +4,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use hoplite_core::{
-    Error, ExecutionSpace, ParallelFor, ParallelReduce, ParallelScan, Prod, RangePolicy, Slice, Sum, View,
+    Error, ExecutionSpace, ParallelFor, ParallelReduce, ParallelScan, Prod, RangePolicy, Slice, Sum,
+    TeamPolicy, View,
 };
-use hoplite_graph::{GraphError, NodeRef, ReduceResult, WAVE_MIN_WORK, create_graph};
+use hoplite_graph::{GraphError, NodeRef, ReduceResult, SEQUENCE_MAX, WAVE_MIN_WORK, create_graph};
 use hoplite_rayon::RayonSpace;
 use hoplite_serial::Serial;
 
@@ -68,6 +69,9 @@ on_both!(
     conflict_at_submit_then_host_reads,
     scan_node,
     concurrent_wave,
+    panic_deep_in_a_long_chain_names_its_node,
+    conflict_in_the_middle_of_a_chain,
+    long_chain_runs_every_node_in_order,
 );
 
 fn cells() -> (View<usize, 1>, View<usize, 1>) {
@@ -676,4 +680,159 @@ fn independent_nodes_run_at_the_same_time_on_rayon() {
     .expect("graph");
     graph.submit().expect("submit");
     assert_eq!(met.load(Ordering::SeqCst), 2, "the two nodes did not overlap");
+}
+
+/// A chain longer than several serial sequences: the node that panics is named, the nodes
+/// before it ran, the ones after it did not, and the graph runs in full once it stops.
+fn panic_deep_in_a_long_chain_names_its_node<S: Space>(space: S) {
+    let len = 3 * SEQUENCE_MAX + 5;
+    let bad = 2 * SEQUENCE_MAX + 3;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let fail = Arc::new(AtomicBool::new(true));
+    let one = RangePolicy::new(space.clone(), 0..1);
+    let mut graph = create_graph(&space, |g| {
+        let mut last: NodeRef<'_, S> = g.root();
+        for k in 0..len {
+            let (ran, fail) = (ran.clone(), fail.clone());
+            last = last
+                .then_parallel_for(&format!("node {k}"), one.clone(), move |_i| {
+                    if k == bad && fail.load(Ordering::SeqCst) {
+                        panic!("node {k} fails");
+                    }
+                    ran.fetch_add(1, Ordering::SeqCst);
+                })
+                .erase();
+        }
+    })
+    .expect("graph");
+    match graph.submit().expect_err("a node panics") {
+        GraphError::Core(Error::KernelPanicked { label, message }) => {
+            assert_eq!(label, format!("node {bad}"));
+            assert!(message.contains("fails"), "{message}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        bad,
+        "exactly the nodes before the panic ran"
+    );
+    fail.store(false, Ordering::SeqCst);
+    ran.store(0, Ordering::SeqCst);
+    graph.submit().expect("usable again");
+    space.fence().expect("fence");
+    assert_eq!(ran.load(Ordering::SeqCst), len);
+}
+
+/// A handle held on the host conflicts with the middle node of a chain: the submit fails with
+/// a `BorrowConflict` naming both views, the nodes after it do not run, and once the host lets
+/// go the graph runs.
+fn conflict_in_the_middle_of_a_chain<S: Space>(space: S) {
+    let y: View<u32, 1> = View::new("y", [4]).expect("y");
+    let z: View<u32, 1> = View::new("z", [4]).expect("z");
+    let w: View<u32, 1> = View::new("w", [4]).expect("w");
+    let range = RangePolicy::new(space.clone(), 0..4);
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for("write y", (range.clone(), (y.write(),)), |(i, (y,))| {
+            y.set(i, y.get(i) + 1)
+        })
+        .then_parallel_for("write z", (range.clone(), (z.write(),)), |(i, (z,))| {
+            z.set(i, z.get(i) + 1)
+        })
+        .then_parallel_for("write w", (range.clone(), (w.write(),)), |(i, (w,))| {
+            w.set(i, w.get(i) + 1)
+        });
+    })
+    .expect("graph");
+    {
+        let held = z.host_read().expect("host reader");
+        match graph.submit().expect_err("conflict") {
+            GraphError::Core(Error::BorrowConflict {
+                label, other_label, ..
+            }) => {
+                assert_eq!((label.as_str(), other_label.as_str()), ("z", "z"));
+            }
+            other => panic!("unexpected {other}"),
+        }
+        assert_eq!(held.get(0), 0);
+    }
+    space.fence().expect("fence");
+    assert_eq!(y.to_vec().expect("y"), [1; 4]);
+    assert_eq!(
+        w.to_vec().expect("w"),
+        [0; 4],
+        "nodes after the failing one do not run"
+    );
+    graph.submit().expect("submit");
+    space.fence().expect("fence");
+    assert_eq!(
+        (
+            y.to_vec().expect("y"),
+            z.to_vec().expect("z"),
+            w.to_vec().expect("w")
+        ),
+        (vec![2; 4], vec![1; 4], vec![1; 4])
+    );
+}
+
+/// Thousands of nodes in a chain: every node runs once, in order, however the serial pass
+/// splits the chain (in unoptimized builds too, where each node of a sequence nests a call).
+fn long_chain_runs_every_node_in_order<S: Space>(space: S) {
+    let len = 4000;
+    let (count, bugs) = cells();
+    let one = RangePolicy::new(space.clone(), 0..1);
+    let mut graph = create_graph(&space, |g| {
+        let mut last: NodeRef<'_, S> = g.root();
+        for k in 0..len {
+            last = last
+                .then_parallel_for(
+                    "step",
+                    (one.clone(), (count.atomic(), bugs.atomic())),
+                    move |(_i, (count, bugs))| {
+                        if count.load(0) != k {
+                            bugs.fetch_add(0, 1);
+                        }
+                        count.fetch_add(0, 1);
+                    },
+                )
+                .erase();
+        }
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    space.fence().expect("fence");
+    assert_eq!((get(&count), get(&bugs)), (len, 0));
+}
+
+/// A policy is validated once, on the graph's instance, when the node is made; `submit_on`
+/// another instance validates it there, where it can fail although it is valid on the graph's.
+#[test]
+fn submit_on_validates_policies_on_the_other_instance() {
+    let space = RayonSpace::with_threads(2).expect("pool");
+    let parts = space.partition_space(2).expect("partition");
+    assert!(parts.iter().all(|p| p.max_team_size() < 2));
+    let teams = Arc::new(AtomicUsize::new(0));
+    let t = teams.clone();
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for(
+            "teams of two",
+            TeamPolicy::new(space.clone(), 3, 2),
+            move |member| {
+                if hoplite_core::TeamMember::team_rank(member) == 0 {
+                    t.fetch_add(1, Ordering::SeqCst);
+                }
+            },
+        );
+    })
+    .expect("valid on the graph's instance");
+    graph.submit().expect("submit");
+    assert_eq!(teams.load(Ordering::SeqCst), 3);
+    let err = graph.submit_on(&parts[0]).expect_err("too large for a partition");
+    assert!(
+        matches!(err, GraphError::Core(Error::TeamSizeTooLarge { .. })),
+        "{err}"
+    );
+    assert_eq!(teams.load(Ordering::SeqCst), 3, "nothing ran on the partition");
+    graph.submit().expect("still valid on the graph's instance");
+    assert_eq!(teams.load(Ordering::SeqCst), 6);
 }
