@@ -61,14 +61,6 @@ impl<'it> Idx<'it> {
     }
 }
 
-impl Deref for Idx<'_> {
-    type Target = usize;
-    #[inline(always)]
-    fn deref(&self) -> &usize {
-        &self.index
-    }
-}
-
 impl From<Idx<'_>> for usize {
     #[inline(always)]
     fn from(i: Idx<'_>) -> usize {
@@ -89,12 +81,6 @@ impl Sub<usize> for Idx<'_> {
     #[inline(always)]
     fn sub(self, rhs: usize) -> usize {
         self.index - rhs
-    }
-}
-
-impl fmt::Debug for Idx<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Idx({})", self.index)
     }
 }
 
@@ -180,7 +166,7 @@ impl<const R: usize> fmt::Debug for MdIdx<'_, R> {
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LeagueToken<'it> {
-    rank: usize,
+    index: usize,
     leader: bool,
     brand: Brand<'it>,
 }
@@ -198,7 +184,7 @@ impl<'it> LeagueToken<'it> {
     #[inline(always)]
     pub unsafe fn new_unchecked(rank: usize, leader: bool) -> Self {
         LeagueToken {
-            rank,
+            index: rank,
             leader,
             brand: PhantomData,
         }
@@ -207,7 +193,7 @@ impl<'it> LeagueToken<'it> {
     /// The league rank as a plain number.
     #[inline(always)]
     pub fn get(self) -> usize {
-        self.rank
+        self.index
     }
 
     /// The league rank as a write token, on one thread of the team (team rank 0) and `None`
@@ -215,23 +201,9 @@ impl<'it> LeagueToken<'it> {
     #[inline(always)]
     pub fn single(self) -> Option<LeagueIdx<'it>> {
         self.leader.then_some(LeagueIdx {
-            index: self.rank,
+            index: self.index,
             brand: PhantomData,
         })
-    }
-}
-
-impl Deref for LeagueToken<'_> {
-    type Target = usize;
-    #[inline(always)]
-    fn deref(&self) -> &usize {
-        &self.rank
-    }
-}
-
-impl fmt::Debug for LeagueToken<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "LeagueToken({})", self.rank)
     }
 }
 
@@ -250,20 +222,6 @@ impl LeagueIdx<'_> {
     #[inline(always)]
     pub fn get(self) -> usize {
         self.index
-    }
-}
-
-impl Deref for LeagueIdx<'_> {
-    type Target = usize;
-    #[inline(always)]
-    fn deref(&self) -> &usize {
-        &self.index
-    }
-}
-
-impl fmt::Debug for LeagueIdx<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "LeagueIdx({})", self.index)
     }
 }
 
@@ -304,25 +262,11 @@ impl TeamIdx<'_> {
     }
 }
 
-impl Deref for TeamIdx<'_> {
-    type Target = usize;
-    #[inline(always)]
-    fn deref(&self) -> &usize {
-        &self.index
-    }
-}
-
 impl Add<usize> for TeamIdx<'_> {
     type Output = usize;
     #[inline(always)]
     fn add(self, rhs: usize) -> usize {
         self.index + rhs
-    }
-}
-
-impl fmt::Debug for TeamIdx<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "TeamIdx({})", self.index)
     }
 }
 
@@ -368,6 +312,27 @@ pub(crate) fn for_each_owned(
         }
     }
 }
+
+/// The one-index tokens read as their index (`*i`) and print as `Name(index)`.
+macro_rules! reads_as_index {
+    ($($name:ident),*) => {$(
+        impl Deref for $name<'_> {
+            type Target = usize;
+            #[inline(always)]
+            fn deref(&self) -> &usize {
+                &self.index
+            }
+        }
+
+        impl fmt::Debug for $name<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, concat!(stringify!($name), "({})"), self.index)
+            }
+        }
+    )*};
+}
+
+reads_as_index!(Idx, LeagueToken, LeagueIdx, TeamIdx);
 
 #[cfg(test)]
 mod tests {

@@ -736,29 +736,66 @@ impl<'it, T: ViewValue, L: ArrayLayout> BoundWriter<'it, T, 2, L> {
     #[inline(always)]
     pub fn team_row(&self, league: LeagueToken<'it>) -> TeamRow<'it, T, L> {
         let p = &self.prepared;
-        let row = league.get();
-        if row >= p.extents[0] {
-            // SAFETY: the label belongs to the view of the writer this was bound from, which
-            // the launch keeps alive while bound handles exist.
-            out_of_bounds(unsafe { &*p.label }, [row, 0], p.extents, None);
-        }
         TeamRow {
-            prepared: *p,
-            row,
+            row: RowAccess::new(p.ptr, p.strides, p.extents, p.label, league.get()),
             brand: PhantomData,
             _layout: PhantomData,
         }
     }
 }
 
+/// One row of a rank-2 handle bound to a launch, as [`TeamRow`] and [`RowReader`] share it:
+/// the row is checked once when it is made, each column when it is used.
+#[derive(Clone, Copy)]
+struct RowAccess<T> {
+    ptr: NonNull<T>,
+    strides: [usize; 2],
+    extents: [usize; 2],
+    label: *const str,
+    row: usize,
+}
+
+impl<T> RowAccess<T> {
+    /// Row `row` of the handle at `ptr`.
+    ///
+    /// # Panics
+    ///
+    /// If `row` is not below the first extent.
+    #[inline(always)]
+    fn new(ptr: NonNull<T>, strides: [usize; 2], extents: [usize; 2], label: *const str, row: usize) -> Self {
+        if row >= extents[0] {
+            // SAFETY: the label belongs to the view of the handle this row comes from, which
+            // the launch keeps alive while bound handles exist.
+            out_of_bounds(unsafe { &*label }, [row, 0], extents, None);
+        }
+        RowAccess {
+            ptr,
+            strides,
+            extents,
+            label,
+            row,
+        }
+    }
+
+    /// The address of the element at `column`, after checking the column against the row's
+    /// length (panics otherwise); the row was checked in `new`, so it lies in the allocation.
+    #[inline(always)]
+    fn element<L: ArrayLayout>(&self, column: usize) -> *mut T {
+        let index = [self.row, column];
+        if column >= self.extents[1] {
+            // SAFETY: as in `new`.
+            out_of_bounds(unsafe { &*self.label }, index, self.extents, None);
+        }
+        self.ptr.as_ptr().wrapping_add(L::offset(&self.strides, &index))
+    }
+}
+
 /// One team's row of a rank-2 writer ([`BoundWriter::team_row`]): loads and stores at the
 /// [`TeamIdx`] tokens of team loops, each column on the thread that owns it.
 ///
-/// Columns are checked against the second extent (one compare, which the compiler hoists out
-/// of a loop whose range it can see).
+/// Columns are checked against the second extent, one compare per access.
 pub struct TeamRow<'it, T: ViewValue, L: ArrayLayout> {
-    prepared: PreparedWriter<T, 2>,
-    row: usize,
+    row: RowAccess<T>,
     brand: Brand<'it>,
     _layout: PhantomData<L>,
 }
@@ -766,24 +803,17 @@ pub struct TeamRow<'it, T: ViewValue, L: ArrayLayout> {
 impl<T: ViewValue, L: ArrayLayout> TeamRow<'_, T, L> {
     #[inline(always)]
     fn slot(&self, column: TeamIdx<'_>) -> *mut T {
-        let p = &self.prepared;
-        let index = [self.row, column.get()];
-        if column.get() >= p.extents[1] {
-            // SAFETY: the label belongs to the view of the writer this row came from, which
-            // the launch keeps alive while bound handles exist.
-            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
-        }
-        p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index))
+        self.row.element::<L>(column.get())
     }
 
     /// The league rank of the row.
     pub fn row(&self) -> usize {
-        self.row
+        self.row.row
     }
 
     /// Number of columns (the writer's second extent).
     pub fn len(&self) -> usize {
-        self.prepared.extents[1]
+        self.row.extents[1]
     }
 
     /// Whether the row has no columns.
@@ -952,14 +982,8 @@ impl<'it, T: ViewValue, L: ArrayLayout> BoundReader<'it, T, 2, L> {
     #[inline(always)]
     pub fn row(&self, row: usize) -> RowReader<'it, T, L> {
         let p = &self.prepared;
-        if row >= p.extents[0] {
-            // SAFETY: the label belongs to the view of the reader this was bound from, which
-            // the launch keeps alive while bound handles exist.
-            out_of_bounds(unsafe { &*p.label }, [row, 0], p.extents, None);
-        }
         RowReader {
-            prepared: *p,
-            row,
+            row: RowAccess::new(p.ptr, p.strides, p.extents, p.label, row),
             brand: PhantomData,
             _layout: PhantomData,
         }
@@ -969,8 +993,7 @@ impl<'it, T: ViewValue, L: ArrayLayout> BoundReader<'it, T, 2, L> {
 /// One row of a rank-2 reader bound to a launch ([`BoundReader::row`]): checked loads at any
 /// column.
 pub struct RowReader<'it, T: ViewValue, L: ArrayLayout> {
-    prepared: PreparedReader<T, 2>,
-    row: usize,
+    row: RowAccess<T>,
     brand: Brand<'it>,
     _layout: PhantomData<L>,
 }
@@ -978,7 +1001,7 @@ pub struct RowReader<'it, T: ViewValue, L: ArrayLayout> {
 impl<T: ViewValue, L: ArrayLayout> RowReader<'_, T, L> {
     /// Number of columns.
     pub fn len(&self) -> usize {
-        self.prepared.extents[1]
+        self.row.extents[1]
     }
 
     /// Whether the row has no columns.
@@ -989,16 +1012,9 @@ impl<T: ViewValue, L: ArrayLayout> RowReader<'_, T, L> {
     /// The element at `column` (panics if it is not below [`len`](Self::len)).
     #[inline(always)]
     pub fn get(&self, column: impl ViewIndex<1>) -> T {
-        let p = &self.prepared;
-        let index = [self.row, column.index()[0]];
-        if index[1] >= p.extents[1] {
-            // SAFETY: the label belongs to the view of the reader this row came from, which
-            // the launch keeps alive while bound handles exist.
-            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
-        }
-        // SAFETY: the row was checked at `row` and the column here, so the element is inside
-        // the allocation; the shared borrow excludes writers while the launch runs.
-        unsafe { p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index)).read() }
+        // SAFETY: `element` checked the column and `RowAccess::new` the row, so the element is
+        // inside the allocation; the shared borrow excludes writers while the launch runs.
+        unsafe { self.row.element::<L>(column.index()[0]).read() }
     }
 }
 
