@@ -85,11 +85,16 @@ fn get(v: &View<usize, 1>) -> usize {
 }
 
 fn dependency_order_chain<S: Space>(space: S) {
+    counting_chain(space, 20);
+}
+
+/// A chain of `len` counting nodes: node `k` records a bug unless `k` nodes ran before it.
+fn counting_chain<S: Space>(space: S, len: usize) {
     let (count, bugs) = cells();
     let one = RangePolicy::new(space.clone(), 0..1);
     let mut graph = create_graph(&space, |g| {
         let mut last: NodeRef<'_, S> = g.root();
-        for k in 0..20 {
+        for k in 0..len {
             last = last
                 .then_parallel_for(
                     &format!("step {k}"),
@@ -107,7 +112,7 @@ fn dependency_order_chain<S: Space>(space: S) {
     .expect("graph");
     graph.submit().expect("submit");
     space.fence().expect("fence");
-    assert_eq!((get(&count), get(&bugs)), (20, 0));
+    assert_eq!((get(&count), get(&bugs)), (len, 0));
 }
 
 fn fan_out_after_when_all<S: Space>(space: S) {
@@ -778,30 +783,8 @@ fn conflict_in_the_middle_of_a_chain<S: Space>(space: S) {
 /// Thousands of nodes in a chain: every node runs once, in order, however the serial pass
 /// splits the chain (in unoptimized builds too, where each node of a sequence nests a call).
 fn long_chain_runs_every_node_in_order<S: Space>(space: S) {
-    let len = 4000;
-    let (count, bugs) = cells();
-    let one = RangePolicy::new(space.clone(), 0..1);
-    let mut graph = create_graph(&space, |g| {
-        let mut last: NodeRef<'_, S> = g.root();
-        for k in 0..len {
-            last = last
-                .then_parallel_for(
-                    "step",
-                    (one.clone(), (count.atomic(), bugs.atomic())),
-                    move |(_i, (count, bugs))| {
-                        if count.load(0) != k {
-                            bugs.fetch_add(0, 1);
-                        }
-                        count.fetch_add(0, 1);
-                    },
-                )
-                .erase();
-        }
-    })
-    .expect("graph");
-    graph.submit().expect("submit");
-    space.fence().expect("fence");
-    assert_eq!((get(&count), get(&bugs)), (len, 0));
+    // Long enough that a pass nesting one call per node would overflow the stack.
+    counting_chain(space, 4000);
 }
 
 /// A policy is validated once, on the graph's instance, when the node is made; `submit_on`
