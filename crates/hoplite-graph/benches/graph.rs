@@ -1,8 +1,14 @@
 //! Graph submit vs eager launches of tiny kernels: a 64-node chain and a 2 x 32 fan-out
 //! (root -> 32 nodes -> join -> 32 nodes), 1000 runs per iteration, on serial and rayon.
 //!
-//! Each kernel is one iteration doing one relaxed atomic add, so the time per node is the
-//! launch overhead. Per-node overhead = time per iteration / (1000 * 64). A third group,
+//! Each kernel is one iteration that bumps the node's own counter (a relaxed load and store on
+//! a 128-byte-aligned cell, no locked instruction), so the time per node is the launch
+//! overhead. Per-node counters keep the measurement about launches: with one shared counter,
+//! every node did a locked add on the same address, and a node whose data happened to share
+//! its low 12 address bits with that counter (4K aliasing) waited on the locked add, so the
+//! result depended on the heap layout of each process. The eager baseline bumps the same
+//! counters. A second baseline, `eager-boxed`, launches the same kernels from a list of boxed
+//! closures, as a program that keeps its kernels in a table does. Per-node overhead = time per iteration / (1000 * 64). A third group,
 //! `graph-chain-64-handles`, gives every node a writer handle (`(policy, (y.write(),))`), so
 //! each run also borrows the view, as an eager launch does.
 
@@ -21,15 +27,33 @@ const RUNS: usize = 1000;
 const CHAIN: usize = 64;
 const WIDTH: usize = 32;
 
-fn chain<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &Arc<AtomicU64>) -> Graph<S> {
+/// A node's counter, alone on its cache lines (128 bytes: adjacent-line prefetch pairs lines).
+#[repr(align(128))]
+#[derive(Default)]
+struct Counter(AtomicU64);
+
+impl Counter {
+    /// One node's work: a load and a store, no lock prefix (a node never runs concurrently with
+    /// itself: graph runs are ordered by the fence of each submit).
+    #[inline]
+    fn bump(&self) {
+        self.0
+            .store(self.0.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
+/// One counter per node, each its own allocation.
+fn counters(nodes: usize) -> Vec<Arc<Counter>> {
+    (0..nodes).map(|_| Arc::new(Counter::default())).collect()
+}
+
+fn chain<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc<Counter>]) -> Graph<S> {
     let mut graph = create_graph(space, |g| {
         let mut last: NodeRef<'_, S> = g.root();
-        for _ in 0..CHAIN {
-            let h = hits.clone();
+        for hit in hits {
+            let h = hit.clone();
             last = last
-                .then_parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), move |_i| {
-                    h.fetch_add(1, Ordering::Relaxed);
-                })
+                .then_parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), move |_i| h.bump())
                 .erase();
         }
     })
@@ -38,18 +62,16 @@ fn chain<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &Arc<
     graph
 }
 
-fn fanout<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &Arc<AtomicU64>) -> Graph<S> {
+fn fanout<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc<Counter>]) -> Graph<S> {
     let mut graph = create_graph(space, |g| {
         let mut from = g.root();
-        for _ in 0..2 {
+        for half in hits.chunks(WIDTH) {
             let mut wave = Vec::with_capacity(WIDTH);
-            for _ in 0..WIDTH {
-                let h = hits.clone();
+            for hit in half {
+                let h = hit.clone();
                 wave.push(
-                    from.then_parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), move |_i| {
-                        h.fetch_add(1, Ordering::Relaxed);
-                    })
-                    .erase(),
+                    from.then_parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), move |_i| h.bump())
+                        .erase(),
                 );
             }
             from = g.when_all(wave).erase();
@@ -83,21 +105,37 @@ fn chain_with_handles<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
     graph
 }
 
-fn eager<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &AtomicU64, nodes: usize) {
-    for _ in 0..nodes {
-        parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), |_i| {
-            hits.fetch_add(1, Ordering::Relaxed);
-        })
-        .expect("launch");
+fn eager<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc<Counter>]) {
+    for hit in hits {
+        let h: &Counter = hit;
+        parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), |_i| h.bump()).expect("launch");
     }
 }
 
+/// The eager launches as a program that keeps its kernels in a list of boxed closures (an
+/// operator list, a plugin table): each launch is one indirect call that cannot inline.
+type EagerLaunch = Box<dyn Fn() -> hoplite_core::Result<()>>;
+
+fn eager_launch_list<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
+    space: &S,
+    hits: &[Arc<Counter>],
+) -> Vec<EagerLaunch> {
+    hits.iter()
+        .map(|hit| {
+            let (space, h) = (space.clone(), hit.clone());
+            Box::new(move || parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), |_i| h.bump()))
+                as EagerLaunch
+        })
+        .collect()
+}
+
 fn bench_space<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterion, prefix: &str, space: S) {
-    let hits = Arc::new(AtomicU64::new(0));
+    let hits = counters(CHAIN);
+    debug_assert_eq!(CHAIN, 2 * WIDTH, "both shapes have 64 nodes");
     for (group, make) in [
         (
             "graph-chain-64",
-            chain::<S> as fn(&S, &Arc<AtomicU64>) -> Graph<S>,
+            chain::<S> as fn(&S, &[Arc<Counter>]) -> Graph<S>,
         ),
         ("graph-fanout-2x32", fanout::<S>),
     ] {
@@ -123,14 +161,28 @@ fn bench_space<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterio
             |b, &runs| {
                 b.iter(|| {
                     for _ in 0..runs {
-                        eager(&space, &hits, 2 * WIDTH);
+                        eager(&space, &hits);
+                    }
+                })
+            },
+        );
+        let launches = eager_launch_list(&space, &hits);
+        g.bench_with_input(
+            BenchmarkId::new(format!("{prefix}-eager-boxed"), RUNS),
+            &RUNS,
+            |b, &runs| {
+                b.iter(|| {
+                    for _ in 0..runs {
+                        for launch in &launches {
+                            launch().expect("launch");
+                        }
                     }
                 })
             },
         );
         g.finish();
     }
-    black_box(hits.load(Ordering::Relaxed));
+    black_box(hits.iter().map(|h| h.0.load(Ordering::Relaxed)).sum::<u64>());
 
     let y: View<u64, 1> = View::new("y", [1]).expect("y");
     let mut g = c.benchmark_group("graph-chain-64-handles");
