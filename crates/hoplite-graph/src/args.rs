@@ -6,8 +6,9 @@ use std::sync::Arc;
 use hoplite_core::view::graph_support::AllocationKey;
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
-    ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, LaunchArgs,
-    LaunchSpec, MDRangePolicy, RangePolicy, Reader, TeamPolicy, View, ViewValue, Writer,
+    ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
+    HostWrite, LaunchArgs, LaunchSpec, MDRangePolicy, RangePolicy, Reader, TeamPolicy, View, ViewValue,
+    Writer,
 };
 
 /// One access a node makes: which allocation, which part of it, and how.
@@ -169,3 +170,83 @@ impl<S: ExecutionSpace> GraphPolicy<S> for TeamPolicy<S> {
 pub trait GraphLaunch<S: ExecutionSpace>: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> {}
 
 impl<S: ExecutionSpace, L> GraphLaunch<S> for L where L: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> {}
+
+/// The handles of a host-function node ([`NodeRef::then_host_with`](crate::NodeRef::then_host_with)):
+/// the same `read()`, `write()` and `atomic()` handles (or a tuple of up to eight) as a launch.
+///
+/// The node records their views and intents, so the race check at instantiation sees host
+/// nodes too. Each run borrows the views for the call and hands the host function guards:
+/// a reader becomes a [`HostRead`], a writer a [`HostWrite`] (any index, on the host), an
+/// atomic handle stays an [`AtomicHandle`]. A borrow refused because a handle is held
+/// elsewhere is the node's error, before the function runs.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be handed to a host node",
+    label = "expected view handles such as `(y.write(), x.read())`",
+    note = "host nodes take the same handles as launches: `read()`, `write()` or `atomic()` of host views"
+)]
+pub trait HostArgs: GraphArgs {
+    /// What the host function receives for the handles, borrowed for one call.
+    type Guards<'h>;
+    /// Borrows the views as the handles' intents say.
+    ///
+    /// # Errors
+    ///
+    /// [`hoplite_core::Error::BorrowConflict`] when a handle held elsewhere forbids the borrow.
+    fn guards(views: &Self::Views) -> hoplite_core::Result<Self::Guards<'_>>;
+}
+
+impl HostArgs for () {
+    type Guards<'h> = ();
+    fn guards(_views: &()) -> hoplite_core::Result<()> {
+        Ok(())
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> HostArgs for Reader<T, R, L, S> {
+    type Guards<'h> = HostRead<'h, T, R, L, S>;
+    fn guards(views: &Self::Views) -> hoplite_core::Result<Self::Guards<'_>> {
+        views.host_read()
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> HostArgs for Writer<T, R, L, S> {
+    type Guards<'h> = HostWrite<'h, T, R, L, S>;
+    fn guards(views: &Self::Views) -> hoplite_core::Result<Self::Guards<'_>> {
+        views.host_write()
+    }
+}
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> HostArgs
+    for AtomicHandle<T, R, L, S>
+{
+    type Guards<'h> = AtomicHandle<T, R, L, S>;
+    fn guards(views: &Self::Views) -> hoplite_core::Result<Self::Guards<'_>> {
+        let handle = views.atomic();
+        match handle.conflict() {
+            Some(conflict) => Err(conflict.clone()),
+            None => Ok(handle),
+        }
+    }
+}
+
+macro_rules! host_tuple_args {
+    ($($name:ident),+) => {
+        impl<$($name: HostArgs),+> HostArgs for ($($name,)+) {
+            type Guards<'h> = ($($name::Guards<'h>,)+);
+            fn guards(views: &Self::Views) -> hoplite_core::Result<Self::Guards<'_>> {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = views;
+                Ok(($(<$name as HostArgs>::guards($name)?,)+))
+            }
+        }
+    };
+}
+
+host_tuple_args!(A);
+host_tuple_args!(A, B);
+host_tuple_args!(A, B, C);
+host_tuple_args!(A, B, C, D);
+host_tuple_args!(A, B, C, D, E);
+host_tuple_args!(A, B, C, D, E, F);
+host_tuple_args!(A, B, C, D, E, F, G);
+host_tuple_args!(A, B, C, D, E, F, G, H);

@@ -16,7 +16,7 @@ use hoplite_core::{
 };
 
 use crate::GraphError;
-use crate::args::{GraphLaunch, GraphPolicy as _};
+use crate::args::{GraphLaunch, GraphPolicy as _, HostArgs};
 use crate::backend::{GraphBackend, NodeId};
 use crate::node::{
     EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, ReducePattern, ReduceResult,
@@ -167,6 +167,16 @@ impl<'g, S: ExecutionSpace> GraphBuilder<'g, S> {
         F: Fn() + Send + Sync + 'static,
     {
         self.root.then_host(label, f)
+    }
+
+    /// A host-function node that uses views, with no predecessor but the root. See
+    /// [`NodeRef::then_host_with`].
+    pub fn host_with<A, F>(&self, label: &str, args: A, f: F) -> Node<'g, S, F>
+    where
+        A: HostArgs,
+        F: for<'h> Fn(A::Guards<'h>) + Send + Sync + 'static,
+    {
+        self.root.then_host_with(label, args, f)
     }
 
     /// A node that completes when every node in `nodes` has (Kokkos `when_all`): its
@@ -482,17 +492,48 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         Node::new(self.state, id)
     }
 
-    /// Adds a node that calls `f` on the submitting thread after this one (a panic becomes
-    /// `Error::KernelPanicked`). Views it touches must be borrowed inside `f`
-    /// (`host_read`/`host_write`); race detection does not see them.
+    /// Adds a node that calls `f` after this one, on a thread of the submit (a panic becomes
+    /// `Error::KernelPanicked`). A host function that touches views should declare them with
+    /// [`then_host_with`](Self::then_host_with), so the race check sees them.
     pub fn then_host<F>(&self, label: &str, f: F) -> Node<'g, S, F>
     where
         F: Fn() + Send + Sync + 'static,
     {
-        self.push(Arc::new(HostNode {
-            label: label.to_owned(),
-            f,
-        }))
+        self.push(Arc::new(HostNode::new(label, (), move |()| f())))
+    }
+
+    /// Adds a host-function node after this one that uses views: `args` are the same handles as
+    /// a launch's (`(y.write(), x.read())`), and each run calls `f` with host guards for them —
+    /// a [`HostWrite`](hoplite_core::HostWrite) for a writer, a
+    /// [`HostRead`](hoplite_core::HostRead) for a reader, the
+    /// [`AtomicHandle`](hoplite_core::AtomicHandle) for an atomic handle — borrowed for that
+    /// call only. The node records the views, so a host node that races with another node on
+    /// a view is [`GraphError::UnorderedRace`](crate::GraphError::UnorderedRace) at
+    /// instantiation, as for launch nodes. A borrow refused at run time (a handle held
+    /// elsewhere) is the submit's error, and `f` does not run.
+    ///
+    /// ```
+    /// use hoplite_core::{RangePolicy, View};
+    /// use hoplite_graph::create_graph;
+    /// use hoplite_serial::Serial;
+    /// let space = Serial::default();
+    /// let x: View<f64, 1> = View::new("x", [4])?;
+    /// let mut graph = create_graph(&space, |g| {
+    ///     g.host_with("load x", (x.write(),), |(mut x,)| x.fill(1.5))
+    ///         .then_parallel_for("double", (RangePolicy::new(space.clone(), 0..4), (x.write(),)),
+    ///             |(i, (x,))| x.set(i, 2.0 * x.get(i)))
+    ///         .then_host_with("check", (x.read(),), |(x,)| assert_eq!(x.get([3]), 3.0));
+    /// })?;
+    /// graph.submit()?;
+    /// assert!(graph.to_dot().contains("W x"));
+    /// # Ok::<(), hoplite_graph::GraphError>(())
+    /// ```
+    pub fn then_host_with<A, F>(&self, label: &str, args: A, f: F) -> Node<'g, S, F>
+    where
+        A: HostArgs,
+        F: for<'h> Fn(A::Guards<'h>) + Send + Sync + 'static,
+    {
+        self.push(Arc::new(HostNode::new(label, args, f)))
     }
 }
 

@@ -46,8 +46,9 @@
 //! # Nodes
 //!
 //! `parallel_for`, `parallel_reduce` (into a rank-0 view or a [`ReduceResult`]),
-//! `parallel_scan` and host functions, on the builder (after the root) or as `then_*` on a
-//! node; [`GraphBuilder::when_all`] joins any number of nodes. Node handles have reference
+//! `parallel_scan` and host functions (`host`, or `host_with` handles whose views the host
+//! function gets as [`HostRead`](hoplite_core::HostRead)/[`HostWrite`](hoplite_core::HostWrite)
+//! guards), on the builder (after the root) or as `then_*` on a node; [`GraphBuilder::when_all`] joins any number of nodes. Node handles have reference
 //! semantics (`Copy`). Launches take the same shape as eager ones: a policy (or `usize` /
 //! range), or `(policy, (y.write(), x.read()))` with a kernel `|(i, (y, x))| ...`.
 //!
@@ -63,7 +64,9 @@
 //! held elsewhere is a typed error at submit. At instantiation the graph checks the recorded
 //! accesses: two nodes with no path between them that touch overlapping elements of one
 //! allocation, one of them writing (or one reading while the other updates atomically), are an
-//! unordered data race — [`GraphError::UnorderedRace`], naming both nodes.
+//! unordered data race — [`GraphError::UnorderedRace`], naming both nodes. Host nodes made
+//! with `host_with`/`then_host_with` take part; a plain `host`/`then_host` function declares
+//! no views, so views it borrows itself are not checked.
 //!
 //! # Backends
 //!
@@ -85,7 +88,7 @@ use std::cell::RefCell;
 
 use hoplite_core::{ExecutionSpace, ParallelFor, RangePolicy};
 
-pub use args::{Access, GraphArgs, GraphLaunch, GraphPolicy};
+pub use args::{Access, GraphArgs, GraphLaunch, GraphPolicy, HostArgs};
 pub use backend::{
     GraphBackend, HostGraph, INLINE_MAX_WORK, NodeId, SEQUENCE_MAX, SHARE_MAX_WORK, WAVE_MIN_WORK,
 };

@@ -14,7 +14,7 @@ use hoplite_core::{
 };
 use parking_lot::Mutex;
 
-use crate::args::{Access, GraphArgs, GraphPolicy};
+use crate::args::{Access, GraphArgs, GraphPolicy, HostArgs};
 
 /// What a node does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -140,13 +140,42 @@ impl<S: ExecutionSpace> NodeKernel<S> for EmptyNode {
     }
 }
 
-/// A host function node.
-pub(crate) struct HostNode<F> {
+/// A host function node: the views and intents of its handles, and the function that gets
+/// their guards.
+pub(crate) struct HostNode<A: HostArgs, F> {
     pub(crate) label: String,
+    pub(crate) views: A::Views,
+    pub(crate) accesses: Vec<Access>,
     pub(crate) f: F,
 }
 
-impl<S: ExecutionSpace, F: Fn() + Send + Sync> NodeKernel<S> for HostNode<F> {
+impl<A: HostArgs, F> HostNode<A, F> {
+    pub(crate) fn new(label: &str, args: A, f: F) -> Self {
+        let views = args.detach();
+        let mut accesses = Vec::new();
+        A::record(&views, &mut accesses);
+        HostNode {
+            label: label.to_owned(),
+            views,
+            accesses,
+            f,
+        }
+    }
+
+    fn call(&self) -> hoplite_core::Result<()>
+    where
+        F: for<'h> Fn(A::Guards<'h>),
+    {
+        // The guards borrow the views for this call only: the host can use them between runs.
+        (self.f)(A::guards(&self.views)?);
+        Ok(())
+    }
+}
+
+impl<S: ExecutionSpace, A: HostArgs, F> NodeKernel<S> for HostNode<A, F>
+where
+    F: for<'h> Fn(A::Guards<'h>) + Send + Sync,
+{
     fn label(&self) -> &str {
         &self.label
     }
@@ -154,18 +183,16 @@ impl<S: ExecutionSpace, F: Fn() + Send + Sync> NodeKernel<S> for HostNode<F> {
         NodeKind::Host
     }
     fn accesses(&self) -> &[Access] {
-        &[]
+        &self.accesses
     }
     fn work(&self) -> Option<usize> {
         None
     }
     fn run(&self) -> hoplite_core::Result<()> {
-        (self.f)();
-        Ok(())
+        self.call()
     }
     fn run_on(&self, _space: &S) -> hoplite_core::Result<()> {
-        (self.f)();
-        Ok(())
+        self.call()
     }
 }
 

@@ -498,9 +498,18 @@ fn graphs() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let x = View::<f64, 1>::new("x", [n])?;
     let y = View::<f64, 1>::new("y", [n])?;
     let dot = ReduceResult::<f64>::new();
+    let step = View::<f64, 0>::new("step", [])?;
     let range = RangePolicy::new(space.clone(), 0..n);
     let mut graph = create_graph(&space, |g| {
-        let fill_x = g.parallel_for("fill x", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 0.5));
+        // A host node declares the views it touches, as a kernel does: the race check sees it.
+        let next_step = g.host_with("next step", (step.write(),), |(mut s,)| {
+            s.set([], s.get([]) + 1.0)
+        });
+        let fill_x = next_step.then_parallel_for(
+            "fill x",
+            (range.clone(), (x.write(), step.read())),
+            |(i, (x, s))| x.set(i, 0.5 * s.get([])),
+        );
         let fill_y = g.parallel_for("fill y", (range.clone(), (y.write(),)), |(i, (y,))| y.set(i, 4.0));
         g.when_all([fill_x.erase(), fill_y.erase()]).then_parallel_reduce(
             "dot",
@@ -516,9 +525,10 @@ fn graphs() -> std::result::Result<(), Box<dyn std::error::Error>> {
     }
     space.fence()?;
     println!(
-        "3-node graph (two fills, then a dot) submitted 100 times in {}: dot = {:?}",
+        "5-node graph (a host step, two fills, then a dot) submitted 100 times in {}: dot = {:?} (2 * step * n = {})",
         ms(t.elapsed()),
-        dot.get()
+        dot.get(),
+        2.0 * 100.0 * n as f64
     );
     println!("{}", graph.to_dot().trim_end());
 
@@ -530,6 +540,17 @@ fn graphs() -> std::result::Result<(), Box<dyn std::error::Error>> {
     .and_then(|mut graph| graph.instantiate());
     if let Err(e) = race {
         println!("unordered writers: {e}");
+    }
+    // So is a host node that rewrites a view a kernel reads, with no order between them.
+    let race = create_graph(&space, |g| {
+        g.parallel_for("scale", (range.clone(), (y.write(), x.read())), |(i, (y, x))| {
+            y.set(i, 2.0 * x.get(i))
+        });
+        g.host_with("reload x", (x.write(),), |(mut x,)| x.fill(1.0));
+    })
+    .and_then(|mut graph| graph.instantiate());
+    if let Err(e) = race {
+        println!("unordered host writer: {e}");
     }
     Ok(())
 }
