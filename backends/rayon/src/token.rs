@@ -1,10 +1,9 @@
 //! The global-scope unique token.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use hoplite_core::{ExecutionSpace, UniqueToken};
+use hoplite_core::{ExecutionSpace, TokenPool, UniqueToken};
 
 use crate::RayonSpace;
 use crate::context;
@@ -15,7 +14,7 @@ use crate::context;
 /// # Design
 ///
 /// Let `g` be the thread count of the default instance ([`RayonSpace::default()`]). The token
-/// has `size() == 2 * g` ids, held in a lock-free bitmap (one bit per id, claimed with an
+/// has `size() == 2 * g` ids, held in a lock-free [`TokenPool`] (one bit per id, claimed with an
 /// atomic read-modify-write, so two holders can never get the same id):
 ///
 /// * ids `0..g` are the *pool thread indices* of the default instance's hot team: a worker of
@@ -44,60 +43,9 @@ use crate::context;
 /// ```
 #[derive(Clone)]
 pub struct RayonGlobalToken {
-    inner: Arc<Bitmap>,
-}
-
-struct Bitmap {
-    size: usize,
+    ids: TokenPool,
+    /// `g`: ids `0..g` are the default instance's pool thread indices.
     pool_threads: usize,
-    words: Box<[AtomicU64]>,
-}
-
-impl Bitmap {
-    /// Claims `id` if it is free.
-    fn claim(&self, id: usize) -> bool {
-        let mask = 1u64 << (id % 64);
-        self.words[id / 64].fetch_or(mask, Ordering::Acquire) & mask == 0
-    }
-
-    /// Claims the lowest free id in `lo..hi`.
-    fn claim_any(&self, lo: usize, hi: usize) -> Option<usize> {
-        let hi = hi.min(self.size);
-        if lo >= hi {
-            return None;
-        }
-        for w in lo / 64..=(hi - 1) / 64 {
-            let first = (w * 64).max(lo);
-            let last = ((w + 1) * 64).min(hi);
-            // Bits `first..last` of word `w`.
-            let width = last - first;
-            let shift = first - w * 64;
-            let range = if width == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << width) - 1) << shift
-            };
-            let word = &self.words[w];
-            let mut current = word.load(Ordering::Relaxed);
-            loop {
-                let free = !current & range;
-                if free == 0 {
-                    break;
-                }
-                let bit = free.trailing_zeros();
-                match word.compare_exchange_weak(
-                    current,
-                    current | (1 << bit),
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return Some(w * 64 + bit as usize),
-                    Err(now) => current = now,
-                }
-            }
-        }
-        None
-    }
 }
 
 /// The process-wide global token (built with the default instance).
@@ -105,14 +53,12 @@ pub(crate) fn global() -> RayonGlobalToken {
     static GLOBAL: OnceLock<RayonGlobalToken> = OnceLock::new();
     GLOBAL
         .get_or_init(|| {
-            let pool_threads = RayonSpace::default().concurrency();
-            let size = 2 * pool_threads;
+            // `concurrency()` is at least 1, so the pool has at least two ids.
+            let pool_threads = RayonSpace::default().concurrency().max(1);
             RayonGlobalToken {
-                inner: Arc::new(Bitmap {
-                    size,
-                    pool_threads,
-                    words: (0..size.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
-                }),
+                ids: TokenPool::new(2 * pool_threads, crate::NAME)
+                    .expect("a token pool of two ids or more is always valid"),
+                pool_threads,
             }
         })
         .clone()
@@ -120,69 +66,31 @@ pub(crate) fn global() -> RayonGlobalToken {
 
 impl UniqueToken for RayonGlobalToken {
     fn size(&self) -> usize {
-        self.inner.size
+        self.ids.size()
     }
 
     fn try_acquire(&self) -> Option<usize> {
-        let map = &*self.inner;
         if let Some(id) = context::preferred_global()
-            && id < map.size
-            && map.claim(id)
+            && self.ids.try_claim(id)
         {
             return Some(id);
         }
-        map.claim_any(map.pool_threads, map.size)
-            .or_else(|| map.claim_any(0, map.pool_threads))
+        self.ids
+            .try_acquire_in(self.pool_threads..self.ids.size())
+            .or_else(|| self.ids.try_acquire_in(0..self.pool_threads))
     }
 
     fn release(&self, id: usize) {
-        let map = &*self.inner;
-        assert!(
-            id < map.size,
-            "unique token id {id} is out of range 0..{}",
-            map.size
-        );
-        let mask = 1u64 << (id % 64);
-        let before = map.words[id / 64].fetch_and(!mask, Ordering::Release);
-        assert!(before & mask != 0, "unique token id {id} released but not held");
+        self.ids.release(id);
     }
 }
 
 impl fmt::Debug for RayonGlobalToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let live: u32 = self
-            .inner
-            .words
-            .iter()
-            .map(|w| w.load(Ordering::Relaxed).count_ones())
-            .sum();
         f.debug_struct("RayonGlobalToken")
-            .field("size", &self.inner.size)
-            .field("pool_threads", &self.inner.pool_threads)
-            .field("live", &live)
+            .field("size", &self.ids.size())
+            .field("pool_threads", &self.pool_threads)
+            .field("live", &self.ids.live())
             .finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bitmap_ranges_cover_word_boundaries() {
-        let map = Bitmap {
-            size: 130,
-            pool_threads: 65,
-            words: (0..3).map(|_| AtomicU64::new(0)).collect(),
-        };
-        let high: Vec<usize> = (0..65).map(|_| map.claim_any(65, 130).expect("free")).collect();
-        assert_eq!(high, (65..130).collect::<Vec<_>>());
-        assert_eq!(map.claim_any(65, 130), None);
-        assert!(map.claim(3));
-        assert!(!map.claim(3));
-        assert_eq!(map.claim_any(0, 65), Some(0));
-        assert_eq!(map.claim_any(63, 65), Some(63));
-        assert_eq!(map.claim_any(63, 65), Some(64));
-        assert_eq!(map.claim_any(63, 65), None);
     }
 }

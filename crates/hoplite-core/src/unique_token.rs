@@ -4,6 +4,7 @@
 //! acquires an id in `[0, size)`, uses the slot of that id, and releases it.
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -172,25 +173,60 @@ impl TokenPool {
             .sum();
         ones as usize
     }
-}
 
-impl UniqueToken for TokenPool {
-    fn size(&self) -> usize {
-        self.inner.size
+    /// Claims `id` if it is free (for a backend whose threads prefer an id of their own).
+    /// `false` if it is held or out of range.
+    ///
+    /// ```
+    /// use hoplite_core::{TokenPool, UniqueToken};
+    /// let pool = TokenPool::new(4, "Example")?;
+    /// assert!(pool.try_claim(2));
+    /// assert!(!pool.try_claim(2) && !pool.try_claim(4));
+    /// pool.release(2);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn try_claim(&self, id: usize) -> bool {
+        if id >= self.inner.size {
+            return false;
+        }
+        let mask = 1u64 << (id % 64);
+        self.inner.words[id / 64].fetch_or(mask, Ordering::Acquire) & mask == 0
     }
 
-    fn try_acquire(&self) -> Option<usize> {
-        let size = self.inner.size;
-        for (w, word) in self.inner.words.iter().enumerate() {
-            let bits_here = (size - w * 64).min(64);
-            let full = if bits_here == 64 {
+    /// Claims the lowest free id in `ids` (clipped to the pool's size), if any.
+    ///
+    /// ```
+    /// use hoplite_core::{TokenPool, UniqueToken};
+    /// let pool = TokenPool::new(8, "Example")?;
+    /// assert_eq!(pool.try_acquire_in(4..8), Some(4));
+    /// assert_eq!(pool.try_acquire_in(4..8), Some(5));
+    /// assert_eq!(pool.try_acquire_in(7..20), Some(7));
+    /// assert_eq!(pool.try_acquire_in(7..20), None);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn try_acquire_in(&self, ids: Range<usize>) -> Option<usize> {
+        let (lo, hi) = (ids.start, ids.end.min(self.inner.size));
+        if lo >= hi {
+            return None;
+        }
+        for w in lo / 64..=(hi - 1) / 64 {
+            let first = (w * 64).max(lo);
+            let last = ((w + 1) * 64).min(hi);
+            // The bits of ids `first..last` in word `w`.
+            let width = last - first;
+            let mask = if width == 64 {
                 u64::MAX
             } else {
-                (1u64 << bits_here) - 1
+                ((1u64 << width) - 1) << (first - w * 64)
             };
+            let word = &self.inner.words[w];
             let mut current = word.load(Ordering::Relaxed);
-            while current & full != full {
-                let bit = (!current).trailing_zeros();
+            loop {
+                let free = !current & mask;
+                if free == 0 {
+                    break;
+                }
+                let bit = free.trailing_zeros();
                 match word.compare_exchange_weak(
                     current,
                     current | (1 << bit),
@@ -203,6 +239,16 @@ impl UniqueToken for TokenPool {
             }
         }
         None
+    }
+}
+
+impl UniqueToken for TokenPool {
+    fn size(&self) -> usize {
+        self.inner.size
+    }
+
+    fn try_acquire(&self) -> Option<usize> {
+        self.try_acquire_in(0..self.inner.size)
     }
 
     fn release(&self, id: usize) {
@@ -244,6 +290,23 @@ mod tests {
             TokenPool::new(0, "x"),
             Err(Error::InvalidTokenSize { requested: 0, .. })
         ));
+    }
+
+    #[test]
+    fn ranges_and_claims_cover_word_boundaries() {
+        let pool = TokenPool::new(130, "Test").expect("pool");
+        let high: Vec<usize> = (0..65).map(|_| pool.try_acquire_in(65..130).expect("free")).collect();
+        assert_eq!(high, (65..130).collect::<Vec<_>>());
+        assert_eq!(pool.try_acquire_in(65..130), None);
+        assert!(pool.try_claim(3));
+        assert!(!pool.try_claim(3));
+        assert!(!pool.try_claim(130), "out of range");
+        assert_eq!(pool.try_acquire_in(0..65), Some(0));
+        assert_eq!(pool.try_acquire_in(63..65), Some(63));
+        assert_eq!(pool.try_acquire_in(63..65), Some(64));
+        assert_eq!(pool.try_acquire_in(63..65), None);
+        assert_eq!(pool.try_acquire_in(9..9), None);
+        assert_eq!(pool.live(), 65 + 1 + 3);
     }
 
     #[test]
