@@ -258,15 +258,16 @@ fn in_bounds<const R: usize>(index: &[usize; R], extents: &[usize; R]) -> bool {
 /// The part shared by every handle: the view and its borrow, or the conflict that refused it.
 struct Handle<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
     view: View<T, R, L, S>,
-    /// `Ok` while the borrow is held; `Err` carries the conflict. A handle with a conflict
-    /// has zero extents so that every access takes the checked path and reports it.
-    borrow: std::result::Result<BorrowGuard<S>, Error>,
+    /// `Ok` while the borrow is held; `Err` carries the conflict (boxed: handles move
+    /// through every launch, and an inline error would triple their size). A handle with a
+    /// conflict has zero extents so that every access takes the checked path and reports it.
+    borrow: std::result::Result<BorrowGuard<S>, Box<Error>>,
     extents: [usize; R],
 }
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, L, S> {
     fn new(view: &View<T, R, L, S>, kind: AccessKind) -> Self {
-        let borrow = view.borrow(kind);
+        let borrow = view.borrow(kind).map_err(Box::new);
         let extents = if borrow.is_ok() { view.extents } else { [0; R] };
         Handle {
             view: view.clone(),
@@ -276,7 +277,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
     }
 
     fn conflict(&self) -> Option<&Error> {
-        self.borrow.as_ref().err()
+        self.borrow.as_ref().err().map(|e| &**e)
     }
 
     /// Whether an element access at `index` may go ahead: inside the extents, and (for rank 0,
@@ -289,7 +290,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
     /// Checks the handle for a launch over `bounds`: no conflict, and every token in bounds.
     fn check(&self, label: &str, bounds: &IndexBounds) -> Result<()> {
         if let Err(e) = &self.borrow {
-            return Err(e.clone());
+            return Err((**e).clone());
         }
         let Some((rank, _lo, hi)) = bounds.token_extents() else {
             return Ok(());

@@ -146,51 +146,65 @@ impl AccessKind {
 /// Largest rank of a view.
 pub const MAX_VIEW_RANK: usize = 8;
 
-/// The region of an allocation a view covers: a box of index ranges in the coordinates of
-/// the allocation's original (root) view. Two views of one allocation overlap exactly when
-/// their boxes intersect in every root dimension.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Footprint {
-    rank: usize,
-    ranges: [(usize, usize); MAX_VIEW_RANK],
+/// The region of an allocation a view covers: all of it, or a box of index ranges in the
+/// coordinates of the allocation's original (root) view. Two views of one allocation overlap
+/// exactly when their boxes intersect in every root dimension.
+///
+/// Most views cover their whole allocation, so that case holds no ranges: a footprint is two
+/// words, and handles, which carry their view's footprint into every launch, stay small to move
+/// (a 136-byte box of ranges was copied several times per launch). Subviews share their box.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Footprint(Region);
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Region {
+    /// Every element of the allocation; `empty` when it has none.
+    Whole { empty: bool },
+    /// The elements of a box: one `lo..hi` range per root dimension.
+    Box(Arc<[(usize, usize)]>),
 }
 
 impl Footprint {
     /// The whole of a root view of `extents`.
     pub fn whole(extents: &[usize]) -> Self {
-        let mut ranges = [(0, 0); MAX_VIEW_RANK];
-        for (r, &e) in ranges.iter_mut().zip(extents) {
-            *r = (0, e);
+        Footprint(Region::Whole {
+            empty: extents.contains(&0),
+        })
+    }
+
+    /// The box as one `lo..hi` range per root dimension. `root_extents` are the root view's
+    /// extents, the answer when the footprint is the whole allocation (the view asking is
+    /// then the root view, or one with its extents).
+    pub(crate) fn ranges(&self, root_extents: &[usize]) -> Vec<(usize, usize)> {
+        match &self.0 {
+            Region::Whole { .. } => root_extents.iter().map(|&e| (0, e)).collect(),
+            Region::Box(ranges) => ranges.to_vec(),
         }
-        Footprint {
-            rank: extents.len(),
-            ranges,
-        }
     }
 
-    /// Narrows root dimension `dim` to `lo..hi` (relative to the root).
-    pub(crate) fn narrow(&mut self, dim: usize, lo: usize, hi: usize) {
-        self.ranges[dim] = (lo, hi);
+    /// The box of `ranges` (one per root dimension).
+    pub(crate) fn from_ranges(ranges: Vec<(usize, usize)>) -> Self {
+        Footprint(Region::Box(ranges.into()))
     }
 
-    /// The range of root dimension `dim`.
-    pub(crate) fn range(&self, dim: usize) -> (usize, usize) {
-        self.ranges[dim]
-    }
-
-    /// Whether the box holds no element.
+    /// Whether the region holds no element.
     pub fn is_empty(&self) -> bool {
-        self.ranges[..self.rank].iter().any(|(lo, hi)| lo >= hi)
+        match &self.0 {
+            Region::Whole { empty } => *empty,
+            Region::Box(ranges) => ranges.iter().any(|(lo, hi)| lo >= hi),
+        }
     }
 
-    /// Whether the two boxes share an element.
+    /// Whether the two regions (of one allocation) share an element.
     pub fn overlaps(&self, other: &Footprint) -> bool {
-        !self.is_empty()
-            && !other.is_empty()
-            && self.ranges[..self.rank]
-                .iter()
-                .zip(&other.ranges[..other.rank])
-                .all(|(a, b)| a.0 < b.1 && b.0 < a.1)
+        if self.is_empty() || other.is_empty() {
+            return false;
+        }
+        match (&self.0, &other.0) {
+            (Region::Box(a), Region::Box(b)) => a.iter().zip(b.iter()).all(|(a, b)| a.0 < b.1 && b.0 < a.1),
+            // A non-empty whole allocation meets every non-empty part of it.
+            _ => true,
+        }
     }
 }
 
@@ -199,7 +213,14 @@ struct ActiveBorrow {
     id: u64,
     kind: AccessKind,
     footprint: Footprint,
-    label: Arc<str>,
+}
+
+/// The live borrows of one allocation.
+#[derive(Debug, Default)]
+struct Borrows {
+    /// The id of the next borrow (ids only need to be unique within the allocation).
+    next_id: u64,
+    active: Vec<ActiveBorrow>,
 }
 
 /// Memory of one space, allocated and freed with a record, plus the borrows of its handles.
@@ -209,7 +230,7 @@ pub(crate) struct TrackedAllocation<S: MemorySpace> {
     id: u64,
     label: Arc<str>,
     space: S,
-    borrows: Mutex<Vec<ActiveBorrow>>,
+    borrows: Mutex<Borrows>,
 }
 
 // SAFETY: the allocation is plain memory owned by this value; every access to its elements
@@ -236,7 +257,7 @@ impl<S: MemorySpace> TrackedAllocation<S> {
             id,
             label,
             space,
-            borrows: Mutex::new(Vec::new()),
+            borrows: Mutex::new(Borrows::default()),
         }))
     }
 
@@ -253,30 +274,27 @@ impl<S: MemorySpace> TrackedAllocation<S> {
     }
 
     /// Registers a borrow of `footprint` for `kind`, or says which live borrow conflicts.
-    pub(crate) fn borrow(
-        self: &Arc<Self>,
-        kind: AccessKind,
-        footprint: Footprint,
-        label: &Arc<str>,
-    ) -> Result<BorrowGuard<S>> {
+    /// Conflicts are named by the allocation's label: every view of it shares that label.
+    pub(crate) fn borrow(self: &Arc<Self>, kind: AccessKind, footprint: &Footprint) -> Result<BorrowGuard<S>> {
         let mut borrows = self.borrows.lock();
         if let Some(other) = borrows
+            .active
             .iter()
-            .find(|b| !kind.compatible(b.kind) && b.footprint.overlaps(&footprint))
+            .find(|b| !kind.compatible(b.kind) && b.footprint.overlaps(footprint))
         {
             return Err(Error::BorrowConflict {
-                label: label.to_string(),
+                label: self.label.to_string(),
                 kind: kind.noun(),
-                other_label: other.label.to_string(),
+                other_label: self.label.to_string(),
                 other_kind: other.kind.noun(),
             });
         }
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        borrows.push(ActiveBorrow {
+        let id = borrows.next_id;
+        borrows.next_id += 1;
+        borrows.active.push(ActiveBorrow {
             id,
             kind,
-            footprint,
-            label: label.clone(),
+            footprint: footprint.clone(),
         });
         Ok(BorrowGuard {
             allocation: self.clone(),
@@ -313,8 +331,8 @@ pub(crate) struct BorrowGuard<S: MemorySpace> {
 impl<S: MemorySpace> Drop for BorrowGuard<S> {
     fn drop(&mut self) {
         let mut borrows = self.allocation.borrows.lock();
-        if let Some(pos) = borrows.iter().position(|b| b.id == self.id) {
-            borrows.swap_remove(pos);
+        if let Some(pos) = borrows.active.iter().position(|b| b.id == self.id) {
+            borrows.active.swap_remove(pos);
         }
     }
 }
@@ -335,32 +353,32 @@ mod tests {
     #[test]
     fn footprints_overlap_only_when_every_dimension_does() {
         let whole = Footprint::whole(&[10, 20]);
-        let mut left = whole;
-        left.narrow(1, 0, 10);
-        let mut right = whole;
-        right.narrow(1, 10, 20);
-        let mut row3 = whole;
-        row3.narrow(0, 3, 4);
+        let narrowed = |dim: usize, lo: usize, hi: usize| {
+            let mut ranges = whole.ranges(&[10, 20]);
+            ranges[dim] = (lo, hi);
+            Footprint::from_ranges(ranges)
+        };
+        let left = narrowed(1, 0, 10);
+        let right = narrowed(1, 10, 20);
+        let row3 = narrowed(0, 3, 4);
         assert!(!left.overlaps(&right));
         assert!(left.overlaps(&row3) && right.overlaps(&row3));
-        let mut empty = whole;
-        empty.narrow(0, 5, 5);
-        assert!(!empty.overlaps(&whole));
+        assert!(whole.overlaps(&left) && left.overlaps(&whole) && whole.overlaps(&whole));
+        let empty = narrowed(0, 5, 5);
+        assert!(empty.is_empty());
+        assert!(!empty.overlaps(&whole) && !whole.overlaps(&empty));
+        let nothing = Footprint::whole(&[10, 0]);
+        assert!(nothing.is_empty() && !nothing.overlaps(&nothing) && !nothing.overlaps(&left));
     }
 
     #[test]
     fn borrows_follow_one_writer_or_many_readers() {
         let alloc = TrackedAllocation::zeroed(HostSpace, "buf", 64).expect("64 bytes");
-        let label: Arc<str> = Arc::from("buf");
         let whole = Footprint::whole(&[8]);
-        let r1 = alloc
-            .borrow(AccessKind::Read, whole, &label)
-            .expect("first reader");
-        let _r2 = alloc
-            .borrow(AccessKind::Read, whole, &label)
-            .expect("second reader");
+        let r1 = alloc.borrow(AccessKind::Read, &whole).expect("first reader");
+        let _r2 = alloc.borrow(AccessKind::Read, &whole).expect("second reader");
         let err = alloc
-            .borrow(AccessKind::Write, whole, &label)
+            .borrow(AccessKind::Write, &whole)
             .expect_err("writer beside readers");
         assert!(
             matches!(
@@ -374,15 +392,20 @@ mod tests {
             "{err}"
         );
         let err = alloc
-            .borrow(AccessKind::Atomic, whole, &label)
+            .borrow(AccessKind::Atomic, &whole)
             .expect_err("atomic beside readers");
         assert!(err.to_string().contains("buf"));
         drop(r1);
         drop(_r2);
-        let _a1 = alloc.borrow(AccessKind::Atomic, whole, &label).expect("atomic");
-        let _a2 = alloc
-            .borrow(AccessKind::Atomic, whole, &label)
-            .expect("atomics share");
+        let _a1 = alloc.borrow(AccessKind::Atomic, &whole).expect("atomic");
+        let _a2 = alloc.borrow(AccessKind::Atomic, &whole).expect("atomics share");
+        // Disjoint halves of the allocation take writers side by side.
+        drop((_a1, _a2));
+        let low = Footprint::from_ranges(vec![(0, 4)]);
+        let high = Footprint::from_ranges(vec![(4, 8)]);
+        let _w1 = alloc.borrow(AccessKind::Write, &low).expect("low half");
+        let _w2 = alloc.borrow(AccessKind::Write, &high).expect("high half");
+        assert!(alloc.borrow(AccessKind::Read, &whole).is_err());
     }
 
     #[test]

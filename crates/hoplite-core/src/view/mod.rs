@@ -89,7 +89,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Clone for Vie
             extents: self.extents,
             strides: self.strides,
             root_dims: self.root_dims,
-            footprint: self.footprint,
+            footprint: self.footprint.clone(),
             _layout: PhantomData,
         }
     }
@@ -327,7 +327,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
 
     /// The part of the allocation this view covers (what its handles borrow).
     pub fn footprint(&self) -> Footprint {
-        self.footprint
+        self.footprint.clone()
     }
 
     /// A subview (Kokkos `subview`): per dimension all of it, a range, or one index (which
@@ -360,7 +360,8 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
         let mut extents = [0; R2];
         let mut strides = [0; R2];
         let mut root_dims = [0; R2];
-        let mut footprint = self.footprint;
+        // A whole-allocation footprint belongs to a root view, whose extents are the root's.
+        let mut footprint = self.footprint.ranges(&self.extents);
         let mut out = 0;
         for (d, slice) in slices.iter().enumerate() {
             let extent = self.extents[d];
@@ -381,8 +382,8 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
             }
             offset += lo * self.strides[d];
             let root = self.root_dims[d];
-            let (root_lo, _) = footprint.range(root);
-            footprint.narrow(root, root_lo + lo, root_lo + hi);
+            let root_lo = footprint[root].0;
+            footprint[root] = (root_lo + lo, root_lo + hi);
             if keep {
                 extents[out] = hi - lo;
                 strides[out] = self.strides[d];
@@ -413,14 +414,14 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
             extents,
             strides,
             root_dims,
-            footprint,
+            footprint: Footprint::from_ranges(footprint),
             _layout: PhantomData,
         })
     }
 
     /// Borrows the elements this view covers for `kind`, naming the view in a conflict.
     pub(crate) fn borrow(&self, kind: AccessKind) -> Result<BorrowGuard<S>> {
-        self.alloc.borrow(kind, self.footprint, self.alloc.label())
+        self.alloc.borrow(kind, &self.footprint)
     }
 
     /// The address of the element at `index`.
@@ -523,7 +524,8 @@ mod tests {
         let offset = unsafe { line.ptr.offset_from(m.ptr) };
         assert_eq!(offset, 2 * 30 + 6 + 3);
         let fp = line.footprint();
-        assert_eq!((fp.range(0), fp.range(1), fp.range(2)), ((2, 3), (1, 4), (3, 4)));
+        assert_eq!(fp.ranges(&[4, 5, 6]), [(2, 3), (1, 4), (3, 4)]);
+        assert_eq!(m.footprint().ranges(&[4, 5, 6]), [(0, 4), (0, 5), (0, 6)]);
         let err = m
             .subview::<1, LayoutStride>([Slice::Index(4), Slice::Index(0), Slice::All])
             .expect_err("oob");
