@@ -157,6 +157,8 @@ struct MdCase<const R: usize> {
     tiles: Option<[usize; R]>,
     outer: IterationOrder,
     inner: IterationOrder,
+    schedule: Schedule,
+    deterministic: bool,
 }
 
 fn order() -> impl Strategy<Value = IterationOrder> {
@@ -168,16 +170,21 @@ fn md_case<const R: usize>(max_extent: usize) -> impl Strategy<Value = MdCase<R>
         prop::array::uniform::<_, R>(0usize..3),
         prop::array::uniform::<_, R>(0usize..max_extent),
         prop::option::of(prop::array::uniform::<_, R>(1usize..6)),
-        order(),
-        order(),
+        (order(), order()),
+        prop_oneof![Just(Schedule::Static), Just(Schedule::Dynamic)],
+        any::<bool>(),
     )
-        .prop_map(|(begin, len, tiles, outer, inner)| MdCase {
-            begin,
-            end: std::array::from_fn(|d| begin[d] + len[d]),
-            tiles,
-            outer,
-            inner,
-        })
+        .prop_map(
+            |(begin, len, tiles, (outer, inner), schedule, deterministic)| MdCase {
+                begin,
+                end: std::array::from_fn(|d| begin[d] + len[d]),
+                tiles,
+                outer,
+                inner,
+                schedule,
+                deterministic,
+            },
+        )
 }
 
 fn md_weight<const R: usize>(p: [usize; R]) -> i64 {
@@ -189,8 +196,10 @@ where
     X: ExecutionSpace + ParallelFor<MDRangePolicy<X, R>> + ParallelReduce<MDRangePolicy<X, R>>,
 {
     let run = || -> hoplite_core::Result<(i64, Vec<u32>)> {
-        let mut policy =
-            MDRangePolicy::new(space, case.begin, case.end).with_iteration(case.outer, case.inner);
+        let mut policy = MDRangePolicy::new(space, case.begin, case.end)
+            .with_iteration(case.outer, case.inner)
+            .with_schedule(case.schedule)
+            .with_deterministic_reduction(case.deterministic);
         if let Some(t) = case.tiles {
             policy = policy.with_tiles(t);
         }
@@ -267,8 +276,8 @@ pub fn scan_matches_serial<S: ConformantSpace>(space: &S) -> Outcome {
     })
 }
 
-/// MDRange launches of ranks 2 and 3 with random boxes, tiles and orders visit the same
-/// points and reduce to the same sum as on serial.
+/// MDRange launches of ranks 2 and 3 with random boxes, tiles, orders, schedules and
+/// reduction modes visit the same points and reduce to the same sum as on serial.
 pub fn mdrange_matches_serial<S: ConformantSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         md_property::<S, 2>(space, 14)?;

@@ -44,11 +44,11 @@
 //! | pattern | static schedule (default) | dynamic schedule |
 //! |---------|---------------------------|------------------|
 //! | `RangePolicy` for/reduce | one contiguous share of whole chunks per thread | rayon work stealing over chunks |
-//! | `MDRangePolicy` for/reduce | one contiguous share of tiles per thread | (the core's MDRange policy has no schedule) |
+//! | `MDRangePolicy` for/reduce | one contiguous share of tiles per thread | rayon work stealing over tiles (deterministic reductions: one partial per tile, in tile order) |
 //! | `TeamPolicy` | groups of `team_size` threads, contiguous shares of the league | groups claim chunks of the league from a shared counter |
 //! | `parallel_scan` | two passes over `n + 1` blocks (see the `ParallelScan` impl of [`RayonSpace`]) | the same |
 //!
-//! Dynamic range schedules use the instance's own rayon pool (built on first use), so uneven
+//! Dynamic range and MDRange schedules use the instance's own rayon pool (built on first use), so uneven
 //! iterations are balanced by work stealing; such a launch costs a rayon `install` (tens of
 //! microseconds). Team threads must run at the same time (they meet in barriers), so teams
 //! always run on the hot team, also with a dynamic schedule.

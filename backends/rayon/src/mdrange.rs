@@ -1,9 +1,11 @@
-//! `MDRangePolicy`: tiles are the unit of work. Each thread gets a contiguous share of the
-//! tiles (in the policy's tile order) and visits the points of each tile in the inner order.
-//! (The core's MDRange policy has no schedule setting, so it is always static here.)
+//! `MDRangePolicy`: tiles are the unit of work. With the static schedule each thread gets a
+//! contiguous share of the tiles (in the policy's tile order); with the dynamic schedule the
+//! instance's work-stealing pool hands tiles out one at a time. Either way a thread visits the
+//! points of a tile in the inner order.
 
 use hoplite_core::policy::for_each_point;
-use hoplite_core::{ExecutionPolicy, ForKernel, MDRangePolicy, MdIdx, ReduceKernel, Reducer};
+use hoplite_core::{ExecutionPolicy, ForKernel, MDRangePolicy, MdIdx, ReduceKernel, Reducer, Schedule};
+use rayon::prelude::*;
 
 use crate::pool::Job;
 use crate::split::{Slot, join_in_order, join_tree, share};
@@ -130,6 +132,18 @@ impl<const R: usize> RayonPolicy for Md<R> {
         if tiles == 1 || threads == 1 {
             return space.execute_here(&guard, || for_each_tile_point(self, 0..tiles, kernel));
         }
+        if self.schedule() == Schedule::Dynamic
+            && let Some(pool) = space.rayon_pool()
+        {
+            let id = space.instance_id();
+            pool.install(|| {
+                (0..tiles).into_par_iter().with_max_len(1).for_each(|t| {
+                    let _in = crate::context::InKernel::enter(id, None);
+                    for_each_tile_point(self, t..t + 1, kernel);
+                });
+            });
+            return;
+        }
         let job = ForJob {
             policy: self,
             tiles,
@@ -178,6 +192,44 @@ impl<const R: usize> RayonPolicy for Md<R> {
         let threads = space.threads();
         if tiles == 1 || threads == 1 {
             let partials = space.execute_here(&guard, || sequential(self));
+            return finish(partials);
+        }
+        if self.schedule() == Schedule::Dynamic
+            && let Some(pool) = space.rayon_pool()
+        {
+            let id = space.instance_id();
+            let partials: Vec<Red::Value> = pool.install(|| {
+                let tiles = (0..tiles).into_par_iter().with_max_len(1);
+                if deterministic {
+                    // One partial per tile, collected in tile order: the join tree is fixed.
+                    tiles
+                        .map(|t| {
+                            let _in = crate::context::InKernel::enter(id, None);
+                            tile_partial(self, t, kernel, reducer)
+                        })
+                        .collect()
+                } else {
+                    // Indexed folds keep tile order: each partial covers a contiguous run of
+                    // tiles and `reduce` joins neighbours left to right.
+                    let total = tiles
+                        .fold(
+                            || reducer.init(),
+                            |mut acc, t| {
+                                let _in = crate::context::InKernel::enter(id, None);
+                                fold_tile_points(self, t..t + 1, kernel, &mut acc);
+                                acc
+                            },
+                        )
+                        .reduce(
+                            || reducer.init(),
+                            |mut left, right| {
+                                reducer.join(&mut left, right);
+                                left
+                            },
+                        );
+                    vec![total]
+                }
+            });
             return finish(partials);
         }
         let slots = Slot::many(threads);

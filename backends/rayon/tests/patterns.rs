@@ -186,17 +186,20 @@ fn deterministic_reductions_give_identical_bits_for_any_thread_count() {
     let (rows, cols) = (700, 900);
     let mut md_results = Vec::new();
     for space in pools() {
-        let p = MDRangePolicy::new(space.clone(), [0, 0], [rows, cols])
-            .with_tiles([16, 64])
-            .with_deterministic_reduction(true);
-        let sum = parallel_reduce(
-            "md-det",
-            p,
-            |ij, acc| *acc += x[ij[0] * cols + ij[1]],
-            Sum::<f64>::new(),
-        )
-        .expect("md sum");
-        md_results.push(sum.to_bits());
+        for schedule in [Schedule::Static, Schedule::Dynamic] {
+            let p = MDRangePolicy::new(space.clone(), [0, 0], [rows, cols])
+                .with_tiles([16, 64])
+                .with_schedule(schedule)
+                .with_deterministic_reduction(true);
+            let sum = parallel_reduce(
+                "md-det",
+                p,
+                |ij, acc| *acc += x[ij[0] * cols + ij[1]],
+                Sum::<f64>::new(),
+            )
+            .expect("md sum");
+            md_results.push(sum.to_bits());
+        }
     }
     assert!(md_results.iter().all(|&b| b == md_results[0]), "{md_results:?}");
 }

@@ -336,6 +336,7 @@ pub struct MDRangePolicy<S: ExecutionSpace, const R: usize> {
     outer: IterationOrder,
     inner: IterationOrder,
     deterministic: bool,
+    schedule: Schedule,
 }
 
 impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
@@ -355,7 +356,31 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
             outer: IterationOrder::Right,
             inner: IterationOrder::Right,
             deterministic: false,
+            schedule: Schedule::Static,
         }
+    }
+
+    /// Sets the schedule (Kokkos `MDRangePolicy<Rank<R>, Schedule<Dynamic>>`): with
+    /// [`Schedule::Dynamic`] a multi-threaded backend hands out tiles on demand, which
+    /// balances boxes whose tiles cost unequal work (a triangular region, a boundary layer).
+    /// Results never depend on the schedule (axiom 3 of [`ExecutionPolicy`]).
+    ///
+    /// ```
+    /// use hoplite_core::{MDRangePolicy, Schedule};
+    /// use hoplite_serial::Serial;
+    /// let p = MDRangePolicy::new(Serial::default(), [0, 0], [64, 64])
+    ///     .with_tiles([8, 8])
+    ///     .with_schedule(Schedule::Dynamic);
+    /// assert_eq!(p.schedule(), Schedule::Dynamic);
+    /// ```
+    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+
+    /// The schedule.
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
     }
 
     /// Asks for a deterministic reduction (see [`RangePolicy::with_deterministic_reduction`]):

@@ -295,7 +295,9 @@ mod tests {
     #[test]
     fn ranges_and_claims_cover_word_boundaries() {
         let pool = TokenPool::new(130, "Test").expect("pool");
-        let high: Vec<usize> = (0..65).map(|_| pool.try_acquire_in(65..130).expect("free")).collect();
+        let high: Vec<usize> = (0..65)
+            .map(|_| pool.try_acquire_in(65..130).expect("free"))
+            .collect();
         assert_eq!(high, (65..130).collect::<Vec<_>>());
         assert_eq!(pool.try_acquire_in(65..130), None);
         assert!(pool.try_claim(3));

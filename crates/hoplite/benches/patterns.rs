@@ -321,5 +321,64 @@ fn deterministic(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, triad, dot, dispatch, stencil, scan, deterministic);
+/// The work of point `(i, j)` of the uneven box: `i / 8` square roots, so row `i` costs in
+/// proportion to `i` and the lower half of the rows holds three quarters of the work.
+#[inline]
+fn uneven_work(i: usize, j: usize) -> f64 {
+    (0..i / 8).map(|k| ((k + j) as f64).sqrt()).sum()
+}
+
+/// An MDRange box whose rows cost unequal work, on rayon: the dynamic schedule (tiles handed
+/// out on demand) against the static one (equal shares of rows) and hand-written rayon over
+/// rows (work stealing).
+fn mdrange_uneven(c: &mut Criterion) {
+    let mut group = c.benchmark_group("mdrange-uneven");
+    let space = RayonSpace::default();
+    let pool = raw_pool(&space);
+    let n = 512usize;
+    let y = View::<f64, 2>::new("y", [n, n]).expect("y");
+    let mut raw_y = vec![0.0f64; n * n];
+    for (name, schedule) in [
+        ("rayon-hoplite", Schedule::Dynamic),
+        ("rayon-static", Schedule::Static),
+    ] {
+        group.bench_with_input(BenchmarkId::new(name, n * n), &n, |bench, &n| {
+            bench.iter(|| {
+                let policy = MDRangePolicy::new(space.clone(), [0, 0], [n, n]).with_schedule(schedule);
+                parallel_for("uneven", (policy, (y.write(),)), |(ij, (y,))| {
+                    y.set(ij, uneven_work(ij[0], ij[1]))
+                })
+                .expect("uneven")
+            })
+        });
+    }
+    group.bench_with_input(
+        BenchmarkId::new("rayon-raw-par-chunks", n * n),
+        &n,
+        |bench, &n| {
+            bench.iter(|| {
+                pool.install(|| {
+                    raw_y.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
+                        for (j, y) in row.iter_mut().enumerate() {
+                            *y = uneven_work(i, j);
+                        }
+                    })
+                });
+                black_box(&mut raw_y);
+            })
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    triad,
+    dot,
+    dispatch,
+    stencil,
+    scan,
+    deterministic,
+    mdrange_uneven
+);
 criterion_main!(benches);

@@ -275,7 +275,11 @@ impl<S: MemorySpace> TrackedAllocation<S> {
 
     /// Registers a borrow of `footprint` for `kind`, or says which live borrow conflicts.
     /// Conflicts are named by the allocation's label: every view of it shares that label.
-    pub(crate) fn borrow(self: &Arc<Self>, kind: AccessKind, footprint: &Footprint) -> Result<BorrowGuard<S>> {
+    pub(crate) fn borrow(
+        self: &Arc<Self>,
+        kind: AccessKind,
+        footprint: &Footprint,
+    ) -> Result<BorrowGuard<S>> {
         let mut borrows = self.borrows.lock();
         if let Some(other) = borrows
             .active
