@@ -4,8 +4,8 @@
 use std::ops::Range;
 
 use hoplite_core::{
-    Custom, MDRangePolicy, RangePolicy, Sum, TeamMember, TeamPolicy, View, parallel_for, parallel_reduce,
-    parallel_scan,
+    Custom, MDRangePolicy, RangePolicy, Schedule, Sum, TeamMember, TeamPolicy, View, parallel_for,
+    parallel_reduce, parallel_scan,
 };
 
 use crate::util::{SCHEDULES, int_data, same};
@@ -102,17 +102,30 @@ pub fn schedule_does_not_change_results<S: ConformantSpace>(space: &S) -> Outcom
     })
 }
 
-/// The conversions `RangePolicy -> MDRangePolicy<_, 1> -> TeamPolicy` launch on the space
-/// over the same points; league rank `r` is index `r`.
+/// The conversions `RangePolicy -> MDRangePolicy<_, 1> -> TeamPolicy` carry the chunk (as
+/// the tile) and the schedule, and launch on the space over the same points; league rank `r`
+/// is index `r`.
 pub fn conversions_visit_the_same_points<S: ConformantSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 37;
-        let range = RangePolicy::new(space.clone(), 0..n).with_chunk_size(5);
+        let range = RangePolicy::new(space.clone(), 0..n)
+            .with_chunk_size(5)
+            .with_schedule(Schedule::Dynamic);
         let md = MDRangePolicy::<S, 1>::from(range.clone());
+        ensure_eq!(
+            (md.tiles(), md.schedule()),
+            ([5], Schedule::Dynamic),
+            "the converted MDRange policy"
+        );
         let team = TeamPolicy::try_from(range.clone())?;
         ensure_eq!(
-            (team.league_size(), team.team_size(), team.chunk_size()),
-            (n, 1, Some(5)),
+            (
+                team.league_size(),
+                team.team_size(),
+                team.chunk_size(),
+                team.schedule()
+            ),
+            (n, 1, Some(5), Schedule::Dynamic),
             "the converted team policy"
         );
         let counts: View<u32, 2> = View::new("converted-visits", [3, n])?;

@@ -616,11 +616,13 @@ impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy<S, R> 
 }
 
 impl<S: ExecutionSpace> From<RangePolicy<S>> for MDRangePolicy<S, 1> {
-    /// The same points as a rank-1 box; the chunk size becomes the tile.
+    /// The same points as a rank-1 box; the chunk size becomes the tile, the schedule and
+    /// the reduction mode carry over.
     fn from(p: RangePolicy<S>) -> Self {
         let chunk = p.chunk_size();
-        let md =
-            MDRangePolicy::new(p.space, [p.begin], [p.end]).with_deterministic_reduction(p.deterministic);
+        let md = MDRangePolicy::new(p.space, [p.begin], [p.end])
+            .with_deterministic_reduction(p.deterministic)
+            .with_schedule(p.schedule);
         match chunk {
             Some(c) => md.with_tiles([c]),
             None => md,
@@ -839,7 +841,7 @@ impl<S: ExecutionSpace> ExecutionPolicy for TeamPolicy<S> {
 impl<S: ExecutionSpace> TryFrom<MDRangePolicy<S, 1>> for TeamPolicy<S> {
     type Error = Error;
     /// `end` one-thread teams; league rank `r` is index `r`. The box must start at 0 because
-    /// league ranks do; the tile becomes the chunk size.
+    /// league ranks do; the tile becomes the chunk size and the schedule carries over.
     fn try_from(p: MDRangePolicy<S, 1>) -> Result<Self> {
         if p.begin[0] != 0 {
             return Err(Error::PolicyConversion {
@@ -851,7 +853,7 @@ impl<S: ExecutionSpace> TryFrom<MDRangePolicy<S, 1>> for TeamPolicy<S> {
                 ),
             });
         }
-        let team = TeamPolicy::new(p.space, p.end[0], TeamSize::Fixed(1));
+        let team = TeamPolicy::new(p.space, p.end[0], TeamSize::Fixed(1)).with_schedule(p.schedule);
         Ok(match p.tiles {
             Some([t]) => team.with_chunk_size(t),
             None => team,
