@@ -390,6 +390,39 @@ fn md_range() -> Result<()> {
         )
     });
     println!("sum of squared Laplacian = {} in {}", energy?, ms(t));
+
+    // A lower-triangular box: row i holds i points of work, so equal shares of rows are
+    // unequal work. The dynamic schedule hands tiles out on demand; the sum does not change.
+    let n = 1200;
+    let triangle = |schedule: Schedule| {
+        let policy = MDRangePolicy::new(DefaultExecutionSpace::default(), [0, 0], [n, n])
+            .with_tiles([8, n])
+            .with_schedule(schedule);
+        timed(3, || {
+            parallel_reduce(
+                "triangle",
+                policy.clone(),
+                |ij, acc| {
+                    let [i, j] = *ij;
+                    if j <= i {
+                        *acc += ((i * j) as f64).sqrt();
+                    }
+                },
+                Sum::<f64>::new(),
+            )
+        })
+    };
+    let ((fixed, t_static), (balanced, t_dynamic)) =
+        (triangle(Schedule::Static), triangle(Schedule::Dynamic));
+    let (fixed, balanced) = (fixed?, balanced?);
+    println!(
+        "triangular {n}x{n} box: static {} ({}), dynamic {} ({}), relative difference {:.1e}",
+        fixed,
+        ms(t_static),
+        balanced,
+        ms(t_dynamic),
+        ((fixed - balanced) / fixed).abs()
+    );
     Ok(())
 }
 
