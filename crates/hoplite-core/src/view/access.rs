@@ -24,7 +24,7 @@ use std::sync::atomic::{self, Ordering};
 use crate::error::{Error, Result};
 use crate::index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
 use crate::space::{ArrayLayout, MemorySpace};
-use crate::view::alloc::BorrowGuard;
+use crate::view::alloc::BorrowId;
 use crate::view::copy::HostAccessibleSpace;
 use crate::view::{AccessKind, View, ViewValue};
 
@@ -261,8 +261,16 @@ struct Handle<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
     /// `Ok` while the borrow is held; `Err` carries the conflict (boxed: handles move
     /// through every launch, and an inline error would triple their size). A handle with a
     /// conflict has zero extents so that every access takes the checked path and reports it.
-    borrow: std::result::Result<BorrowGuard<S>, Box<Error>>,
+    borrow: std::result::Result<BorrowId, Box<Error>>,
     extents: [usize; R],
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Drop for Handle<T, R, L, S> {
+    fn drop(&mut self) {
+        if let Ok(id) = &self.borrow {
+            self.view.release(id);
+        }
+    }
 }
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, L, S> {
@@ -1232,19 +1240,31 @@ tuple_args!(A, B, C, D, E, F, G, H);
 /// A host-side shared borrow: reads any element; a contiguous view derefs to a slice.
 pub struct HostRead<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
     view: &'v View<T, R, L, S>,
-    _borrow: BorrowGuard<S>,
+    borrow: BorrowId,
 }
 
 /// A host-side exclusive borrow: reads and writes any element.
 pub struct HostWrite<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
     view: &'v View<T, R, L, S>,
-    _borrow: BorrowGuard<S>,
+    borrow: BorrowId,
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Drop for HostRead<'_, T, R, L, S> {
+    fn drop(&mut self) {
+        self.view.release(&self.borrow);
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Drop for HostWrite<'_, T, R, L, S> {
+    fn drop(&mut self) {
+        self.view.release(&self.borrow);
+    }
 }
 
 impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> HostRead<'v, T, R, L, S> {
     pub(crate) fn new(view: &'v View<T, R, L, S>) -> Result<Self> {
         Ok(HostRead {
-            _borrow: view.borrow(AccessKind::Read)?,
+            borrow: view.borrow(AccessKind::Read)?,
             view,
         })
     }
@@ -1282,7 +1302,7 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> H
 impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> HostWrite<'v, T, R, L, S> {
     pub(crate) fn new(view: &'v View<T, R, L, S>) -> Result<Self> {
         Ok(HostWrite {
-            _borrow: view.borrow(AccessKind::Write)?,
+            borrow: view.borrow(AccessKind::Write)?,
             view,
         })
     }

@@ -26,7 +26,7 @@ pub use copy::{create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_
 
 use crate::error::{Error, Result};
 use crate::space::{ArrayLayout, HostSpace, LayoutRight, MemorySpace};
-use alloc::{BorrowGuard, TrackedAllocation};
+use alloc::{BorrowId, TrackedAllocation};
 use copy::HostAccessibleSpace;
 
 /// What a view can hold: plain data that is valid as all-zero bytes.
@@ -420,8 +420,13 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     }
 
     /// Borrows the elements this view covers for `kind`, naming the view in a conflict.
-    pub(crate) fn borrow(&self, kind: AccessKind) -> Result<BorrowGuard<S>> {
+    pub(crate) fn borrow(&self, kind: AccessKind) -> Result<BorrowId> {
         self.alloc.borrow(kind, &self.footprint)
+    }
+
+    /// Ends a borrow taken with [`borrow`](Self::borrow) on this view (or a clone of it).
+    pub(crate) fn release(&self, id: &BorrowId) {
+        self.alloc.release(id);
     }
 
     /// The address of the element at `index`.
