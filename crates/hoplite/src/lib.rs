@@ -21,6 +21,11 @@
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctest;
 
+/// The graphs guide's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/graphs.md")]
+pub struct GraphsGuideDoctest;
+
 #[cfg(not(any(feature = "serial", feature = "rayon")))]
 compile_error!("hoplite needs at least one backend feature: enable `rayon` or `serial` (both are default)");
 
