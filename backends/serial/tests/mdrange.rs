@@ -5,7 +5,9 @@
 
 use std::sync::Mutex;
 
-use hoplite_core::{Error, ExecutionPolicy, IterationOrder, MDRangePolicy, RangePolicy, parallel_for};
+use hoplite_core::{
+    DEFAULT_LINE_TILE, Error, ExecutionPolicy, IterationOrder, MDRangePolicy, RangePolicy, parallel_for,
+};
 use hoplite_serial::Serial;
 use proptest::prelude::*;
 
@@ -209,6 +211,31 @@ fn default_tiles_visit_in_plain_nested_loop_order() {
             Left => (0..3).flat_map(|j| (1..4).map(move |i| [i, j])).collect(),
         };
         assert_eq!(record("default-2", p), expected, "{outer:?}/{inner:?}");
+    }
+}
+
+/// Lines longer than `DEFAULT_LINE_TILE` are cut into several default tiles (so rank-1 boxes
+/// and boxes of few long lines can be shared among threads), and the visit order stays that
+/// of nested loops.
+#[test]
+fn long_lines_are_cut_into_default_tiles_in_nested_loop_order() {
+    let n = 2 * DEFAULT_LINE_TILE + 7;
+    let p = MDRangePolicy::new(Serial::default(), [3], [3 + n]);
+    assert_eq!((p.tiles(), p.num_tiles()), ([DEFAULT_LINE_TILE], 3));
+    let seen: Vec<usize> = record("long-1", p).into_iter().map(|[i]| i).collect();
+    assert_eq!(seen, (3..3 + n).collect::<Vec<_>>());
+    for (outer, inner) in ORDERS {
+        let p = MDRangePolicy::new(Serial::default(), [0, 0], [2, n]).with_iteration(outer, inner);
+        let expected_tiles = match inner {
+            Right => ([1, DEFAULT_LINE_TILE], 2 * 3),
+            Left => ([2, 1], n),
+        };
+        assert_eq!((p.tiles(), p.num_tiles()), expected_tiles, "{outer:?}/{inner:?}");
+        assert_eq!(
+            record("long-2", p),
+            nested_loops([0, 0], [2, n], inner),
+            "{outer:?}/{inner:?}"
+        );
     }
 }
 

@@ -46,8 +46,8 @@ pub use dispatch::{
 pub use error::{Error, Result};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
 pub use policy::{
-    ExecutionPolicy, IntoLaunch, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK, MDRangePolicy, PerTeam,
-    PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize,
+    DEFAULT_LINE_TILE, ExecutionPolicy, IntoLaunch, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK,
+    MDRangePolicy, PerTeam, PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize,
 };
 pub use reducer::*;
 pub use space::{

@@ -311,13 +311,20 @@ impl<S: ExecutionSpace> RangePolicy<S> {
 /// The largest rank of an [`MDRangePolicy`], as in Kokkos.
 pub const MAX_MDRANGE_RANK: usize = 6;
 
+/// The longest default tile of an [`MDRangePolicy`] along its fastest dimension. Longer lines
+/// are cut into tiles of this many points, so a rank-1 box, or a box with few long lines,
+/// still has tiles to share among threads; it is a constant, not a function of the space, so
+/// that a deterministic reduction's tiles (and bits) are the same on every backend.
+pub const DEFAULT_LINE_TILE: usize = 4096;
+
 /// A rank-`R` box `begin..end` cut into tiles (Kokkos `MDRangePolicy<Rank<R>>`), `R` in 1..=6.
 /// Kernels receive an [`MdIdx`].
 ///
 /// Tiles are visited in the *outer* iteration order and the points of a tile in the *inner*
 /// order. Tiles need not divide the extents: edge tiles are cut short. Without explicit
-/// tiles, a tile spans the whole fastest dimension (by the inner order) and one index of the
-/// others, so the visit order is that of plain nested loops.
+/// tiles, a tile is a line along the fastest dimension (by the inner order) of at most
+/// [`DEFAULT_LINE_TILE`] points, at one index of the others, and tiles are visited in the inner
+/// order, so the visit order is that of plain nested loops.
 ///
 /// ```
 /// use hoplite_core::{IterationOrder, MDRangePolicy};
@@ -466,7 +473,13 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
         self.tiles.unwrap_or_else(|| {
             let fast = fastest_dim::<R>(self.inner);
             let ext = self.extents();
-            std::array::from_fn(|d| if d == fast { ext[d].max(1) } else { 1 })
+            std::array::from_fn(|d| {
+                if d == fast {
+                    ext[d].clamp(1, DEFAULT_LINE_TILE)
+                } else {
+                    1
+                }
+            })
         })
     }
 
