@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::error::{Error, Result};
+pub(crate) use super::borrow::BorrowId;
+use super::borrow::BorrowTable;
+use crate::error::Result;
 use crate::space::MemorySpace;
 
 /// The live allocations of one memory space, with current and high-water byte counts.
@@ -127,14 +129,14 @@ pub enum AccessKind {
 }
 
 impl AccessKind {
-    fn compatible(self, other: AccessKind) -> bool {
+    pub(crate) fn compatible(self, other: AccessKind) -> bool {
         matches!(
             (self, other),
             (AccessKind::Read, AccessKind::Read) | (AccessKind::Atomic, AccessKind::Atomic)
         )
     }
 
-    fn noun(self) -> &'static str {
+    pub(crate) fn noun(self) -> &'static str {
         match self {
             AccessKind::Read => "reader",
             AccessKind::Write => "writer",
@@ -187,6 +189,11 @@ impl Footprint {
         Footprint(Region::Box(ranges.into()))
     }
 
+    /// Whether the region is the whole allocation (possibly empty).
+    pub(crate) fn is_whole(&self) -> bool {
+        matches!(self.0, Region::Whole { .. })
+    }
+
     /// Whether the region holds no element.
     pub fn is_empty(&self) -> bool {
         match &self.0 {
@@ -208,21 +215,6 @@ impl Footprint {
     }
 }
 
-#[derive(Debug)]
-struct ActiveBorrow {
-    id: u64,
-    kind: AccessKind,
-    footprint: Footprint,
-}
-
-/// The live borrows of one allocation.
-#[derive(Debug, Default)]
-struct Borrows {
-    /// The id of the next borrow (ids only need to be unique within the allocation).
-    next_id: u64,
-    active: Vec<ActiveBorrow>,
-}
-
 /// Memory of one space, allocated and freed with a record, plus the borrows of its handles.
 pub(crate) struct TrackedAllocation<S: MemorySpace> {
     ptr: NonNull<u8>,
@@ -230,7 +222,7 @@ pub(crate) struct TrackedAllocation<S: MemorySpace> {
     id: u64,
     label: Arc<str>,
     space: S,
-    borrows: Mutex<Borrows>,
+    borrows: BorrowTable,
 }
 
 // SAFETY: the allocation is plain memory owned by this value; every access to its elements
@@ -257,7 +249,7 @@ impl<S: MemorySpace> TrackedAllocation<S> {
             id,
             label,
             space,
-            borrows: Mutex::new(Borrows::default()),
+            borrows: BorrowTable::default(),
         }))
     }
 
@@ -276,35 +268,12 @@ impl<S: MemorySpace> TrackedAllocation<S> {
     /// Registers a borrow of `footprint` for `kind`, or says which live borrow conflicts.
     /// Conflicts are named by the allocation's label: every view of it shares that label.
     pub(crate) fn borrow(&self, kind: AccessKind, footprint: &Footprint) -> Result<BorrowId> {
-        let mut borrows = self.borrows.lock();
-        if let Some(other) = borrows
-            .active
-            .iter()
-            .find(|b| !kind.compatible(b.kind) && b.footprint.overlaps(footprint))
-        {
-            return Err(Error::BorrowConflict {
-                label: self.label.to_string(),
-                kind: kind.noun(),
-                other_label: self.label.to_string(),
-                other_kind: other.kind.noun(),
-            });
-        }
-        let id = borrows.next_id;
-        borrows.next_id += 1;
-        borrows.active.push(ActiveBorrow {
-            id,
-            kind,
-            footprint: footprint.clone(),
-        });
-        Ok(BorrowId(id))
+        self.borrows.acquire(kind, footprint, &self.label)
     }
 
-    /// Ends the borrow `id` (taken from this allocation).
+    /// Ends a borrow taken from this allocation.
     pub(crate) fn release(&self, id: &BorrowId) {
-        let mut borrows = self.borrows.lock();
-        if let Some(pos) = borrows.active.iter().position(|b| b.id == id.0) {
-            borrows.active.swap_remove(pos);
-        }
+        self.borrows.release(id);
     }
 }
 
@@ -327,19 +296,9 @@ impl<S: MemorySpace> fmt::Debug for TrackedAllocation<S> {
     }
 }
 
-/// A live borrow of an allocation. It holds no reference to the allocation: its owner (a
-/// handle or a host guard), which holds the view, releases it with
-/// [`TrackedAllocation::release`] when dropped. (A guard with its own `Arc` to the allocation
-/// cost every launch two more atomic operations per handle.) Forgetting to release it leaves
-/// the elements borrowed, which later borrows report as a conflict; it is never unsound.
-#[derive(Debug)]
-#[must_use = "a borrow stays registered until its owner releases it"]
-pub(crate) struct BorrowId(u64);
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::HostSpace;
 
     #[test]
     fn footprints_overlap_only_when_every_dimension_does() {
@@ -360,54 +319,6 @@ mod tests {
         assert!(!empty.overlaps(&whole) && !whole.overlaps(&empty));
         let nothing = Footprint::whole(&[10, 0]);
         assert!(nothing.is_empty() && !nothing.overlaps(&nothing) && !nothing.overlaps(&left));
-    }
-
-    #[test]
-    fn borrows_follow_one_writer_or_many_readers() {
-        let alloc = TrackedAllocation::zeroed(HostSpace, "buf", 64).expect("64 bytes");
-        let whole = Footprint::whole(&[8]);
-        let r1 = alloc.borrow(AccessKind::Read, &whole).expect("first reader");
-        let r2 = alloc.borrow(AccessKind::Read, &whole).expect("second reader");
-        let err = alloc
-            .borrow(AccessKind::Write, &whole)
-            .expect_err("writer beside readers");
-        assert!(
-            matches!(
-                err,
-                Error::BorrowConflict {
-                    kind: "writer",
-                    other_kind: "reader",
-                    ..
-                }
-            ),
-            "{err}"
-        );
-        let err = alloc
-            .borrow(AccessKind::Atomic, &whole)
-            .expect_err("atomic beside readers");
-        assert!(err.to_string().contains("buf"));
-        alloc.release(&r1);
-        assert!(
-            alloc.borrow(AccessKind::Write, &whole).is_err(),
-            "one reader is left"
-        );
-        alloc.release(&r2);
-        let a1 = alloc.borrow(AccessKind::Atomic, &whole).expect("atomic");
-        let a2 = alloc.borrow(AccessKind::Atomic, &whole).expect("atomics share");
-        alloc.release(&a1);
-        alloc.release(&a2);
-        // Disjoint halves of the allocation take writers side by side.
-        let low = Footprint::from_ranges(vec![(0, 4)]);
-        let high = Footprint::from_ranges(vec![(4, 8)]);
-        let w1 = alloc.borrow(AccessKind::Write, &low).expect("low half");
-        let w2 = alloc.borrow(AccessKind::Write, &high).expect("high half");
-        assert!(alloc.borrow(AccessKind::Read, &whole).is_err());
-        alloc.release(&w1);
-        alloc.release(&w2);
-        let w = alloc
-            .borrow(AccessKind::Write, &whole)
-            .expect("everything released");
-        alloc.release(&w);
     }
 
     #[test]

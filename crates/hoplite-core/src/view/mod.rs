@@ -8,6 +8,7 @@
 
 pub mod access;
 mod alloc;
+mod borrow;
 pub mod copy;
 pub mod graph_support;
 

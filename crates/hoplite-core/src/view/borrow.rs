@@ -1,0 +1,375 @@
+//! The borrows of one allocation: which handles hold which elements, for which access.
+//!
+//! The rules are those of `&`/`&mut` per element: one writer, or any number of readers, or any
+//! number of atomic handles. Most launches borrow whole allocations, so those borrows take a
+//! lock-free path: one atomic word counts the whole-allocation readers and atomic handles and
+//! marks a whole-allocation writer, and taking or ending such a borrow is one atomic operation.
+//! Borrows of parts of an allocation (subviews) are kept in a list under a mutex, which also
+//! sees the word.
+//!
+//! # Why the two paths agree
+//!
+//! The word has a `LISTED` bit that is set exactly while the list is not empty; only the
+//! mutex's holder changes it. The fast path acts only on a word without `LISTED`, and its
+//! compare-and-swap includes that bit, so it cannot succeed once the list has an entry: it
+//! goes to the mutex instead. The slow path sets `LISTED` with a compare-and-swap that also
+//! checks the word's whole-allocation borrows, so a whole-allocation borrow cannot appear
+//! between that check and the list entry. Each path therefore sees every borrow that could
+//! conflict with the one it grants.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::alloc::{AccessKind, Footprint};
+use crate::error::{Error, Result};
+
+/// Whole-allocation readers: the low 30 bits.
+const READER: u64 = 1;
+const READERS: u64 = (1 << 30) - 1;
+/// Whole-allocation atomic handles: the next 30 bits.
+const ATOMIC: u64 = 1 << 30;
+const ATOMICS: u64 = ((1 << 30) - 1) << 30;
+/// A whole-allocation writer.
+const WRITER: u64 = 1 << 60;
+/// The list of other borrows is not empty.
+const LISTED: u64 = 1 << 61;
+
+/// A live borrow. Its owner (a handle or a host guard) ends it with [`BorrowTable::release`]
+/// on the table it came from; forgetting to leaves the elements borrowed, which later borrows
+/// report as a conflict, and is never unsound.
+#[derive(Debug)]
+#[must_use = "a borrow stays registered until its owner releases it"]
+pub(crate) enum BorrowId {
+    /// An empty footprint: it holds no element, so nothing was registered.
+    Empty,
+    /// A whole-allocation borrow counted in the word.
+    Whole(AccessKind),
+    /// A borrow in the list.
+    Listed(u64),
+}
+
+#[derive(Debug)]
+struct Listed {
+    id: u64,
+    kind: AccessKind,
+    footprint: Footprint,
+}
+
+#[derive(Debug, Default)]
+struct List {
+    next_id: u64,
+    entries: Vec<Listed>,
+}
+
+/// The borrows of one allocation.
+#[derive(Debug, Default)]
+pub(crate) struct BorrowTable {
+    word: AtomicU64,
+    // std's mutex rather than parking_lot's: Miri runs the core's tests, and it models std's
+    // futex calls but rejects parking_lot's.
+    list: Mutex<List>,
+}
+
+/// The kind of a whole-allocation borrow in `word` that `kind` cannot coexist with, if any.
+fn whole_conflict(word: u64, kind: AccessKind) -> Option<AccessKind> {
+    let blockers = match kind {
+        AccessKind::Read => WRITER | ATOMICS,
+        AccessKind::Atomic => WRITER | READERS,
+        AccessKind::Write => WRITER | READERS | ATOMICS,
+    };
+    let held = word & blockers;
+    if held & WRITER != 0 {
+        Some(AccessKind::Write)
+    } else if held & ATOMICS != 0 {
+        Some(AccessKind::Atomic)
+    } else if held & READERS != 0 {
+        Some(AccessKind::Read)
+    } else {
+        None
+    }
+}
+
+/// What a whole-allocation borrow of `kind` adds to the word.
+fn whole_unit(kind: AccessKind) -> u64 {
+    match kind {
+        AccessKind::Read => READER,
+        AccessKind::Atomic => ATOMIC,
+        AccessKind::Write => WRITER,
+    }
+}
+
+impl BorrowTable {
+    /// Locks the list. No code that can panic runs under the lock but `Vec::push`'s
+    /// allocation, after which the list is still consistent, so a poisoned lock is used as is.
+    fn list(&self) -> MutexGuard<'_, List> {
+        self.list.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a borrow of `footprint` for `kind`, or names the kind of a live borrow it
+    /// conflicts with (`label` names the allocation in the error).
+    pub(crate) fn acquire(&self, kind: AccessKind, footprint: &Footprint, label: &str) -> Result<BorrowId> {
+        if footprint.is_empty() {
+            return Ok(BorrowId::Empty);
+        }
+        if footprint.is_whole() {
+            let mut word = self.word.load(Ordering::Relaxed);
+            while word & LISTED == 0 {
+                if let Some(other) = whole_conflict(word, kind) {
+                    return Err(conflict(label, kind, other));
+                }
+                let full = match kind {
+                    AccessKind::Read => word & READERS == READERS,
+                    AccessKind::Atomic => word & ATOMICS == ATOMICS,
+                    AccessKind::Write => false,
+                };
+                if full {
+                    // A count would overflow into the next field (2^30 - 1 live handles):
+                    // take the list instead, which has no limit.
+                    break;
+                }
+                let unit = whole_unit(kind);
+                // Acquire: the elements' previous owner released them with a Release
+                // operation on this word (or under the mutex, which orders the same way).
+                match self
+                    .word
+                    .compare_exchange_weak(word, word + unit, Ordering::Acquire, Ordering::Relaxed)
+                {
+                    Ok(_) => return Ok(BorrowId::Whole(kind)),
+                    Err(now) => word = now,
+                }
+            }
+        }
+        self.acquire_listed(kind, footprint, label)
+    }
+
+    fn acquire_listed(&self, kind: AccessKind, footprint: &Footprint, label: &str) -> Result<BorrowId> {
+        let mut list = self.list();
+        if let Some(other) = list
+            .entries
+            .iter()
+            .find(|b| !kind.compatible(b.kind) && b.footprint.overlaps(footprint))
+        {
+            return Err(conflict(label, kind, other.kind));
+        }
+        // Every whole-allocation borrow overlaps this non-empty footprint. Setting LISTED in
+        // the same compare-and-swap as the check keeps new ones out until the list empties.
+        let mut word = self.word.load(Ordering::Relaxed);
+        loop {
+            if let Some(other) = whole_conflict(word, kind) {
+                return Err(conflict(label, kind, other));
+            }
+            match self
+                .word
+                .compare_exchange_weak(word, word | LISTED, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => word = now,
+            }
+        }
+        let id = list.next_id;
+        list.next_id += 1;
+        list.entries.push(Listed {
+            id,
+            kind,
+            footprint: footprint.clone(),
+        });
+        Ok(BorrowId::Listed(id))
+    }
+
+    /// Ends a borrow taken from this table.
+    pub(crate) fn release(&self, borrow: &BorrowId) {
+        match *borrow {
+            BorrowId::Empty => {}
+            // Release: what the holder wrote happens before the next borrow's Acquire.
+            BorrowId::Whole(kind) => {
+                self.word.fetch_sub(whole_unit(kind), Ordering::Release);
+            }
+            BorrowId::Listed(id) => {
+                let mut list = self.list();
+                if let Some(pos) = list.entries.iter().position(|b| b.id == id) {
+                    list.entries.swap_remove(pos);
+                }
+                if list.entries.is_empty() {
+                    self.word.fetch_and(!LISTED, Ordering::Release);
+                }
+            }
+        }
+    }
+}
+
+fn conflict(label: &str, kind: AccessKind, other: AccessKind) -> Error {
+    Error::BorrowConflict {
+        label: label.to_owned(),
+        kind: kind.noun(),
+        other_label: label.to_owned(),
+        other_kind: other.noun(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    fn whole() -> Footprint {
+        Footprint::whole(&[8])
+    }
+
+    fn part(lo: usize, hi: usize) -> Footprint {
+        Footprint::from_ranges(vec![(lo, hi)])
+    }
+
+    #[test]
+    fn whole_borrows_follow_one_writer_or_many_readers() {
+        let t = BorrowTable::default();
+        let r1 = t
+            .acquire(AccessKind::Read, &whole(), "buf")
+            .expect("first reader");
+        let r2 = t
+            .acquire(AccessKind::Read, &whole(), "buf")
+            .expect("second reader");
+        assert!(matches!(r1, BorrowId::Whole(AccessKind::Read)), "the fast path");
+        let err = t
+            .acquire(AccessKind::Write, &whole(), "buf")
+            .expect_err("writer beside readers");
+        assert!(
+            matches!(
+                err,
+                Error::BorrowConflict {
+                    kind: "writer",
+                    other_kind: "reader",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("buf"));
+        assert!(t.acquire(AccessKind::Atomic, &whole(), "buf").is_err());
+        t.release(&r1);
+        assert!(
+            t.acquire(AccessKind::Write, &whole(), "buf").is_err(),
+            "one reader is left"
+        );
+        t.release(&r2);
+        let a1 = t.acquire(AccessKind::Atomic, &whole(), "buf").expect("atomic");
+        let a2 = t
+            .acquire(AccessKind::Atomic, &whole(), "buf")
+            .expect("atomics share");
+        assert!(t.acquire(AccessKind::Read, &whole(), "buf").is_err());
+        t.release(&a1);
+        t.release(&a2);
+        let w = t
+            .acquire(AccessKind::Write, &whole(), "buf")
+            .expect("all released");
+        let err = t
+            .acquire(AccessKind::Read, &part(0, 2), "buf")
+            .expect_err("part beside whole writer");
+        assert!(
+            matches!(
+                err,
+                Error::BorrowConflict {
+                    kind: "reader",
+                    other_kind: "writer",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        t.release(&w);
+        assert_eq!(t.word.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn parts_and_wholes_see_each_other() {
+        let t = BorrowTable::default();
+        let low = t
+            .acquire(AccessKind::Write, &part(0, 4), "buf")
+            .expect("low half");
+        let high = t
+            .acquire(AccessKind::Write, &part(4, 8), "buf")
+            .expect("high half");
+        assert!(matches!(low, BorrowId::Listed(_)));
+        assert!(
+            t.acquire(AccessKind::Write, &part(3, 5), "buf").is_err(),
+            "overlaps both"
+        );
+        assert!(
+            t.acquire(AccessKind::Read, &whole(), "buf").is_err(),
+            "whole over listed writers"
+        );
+        t.release(&low);
+        assert!(
+            t.acquire(AccessKind::Read, &whole(), "buf").is_err(),
+            "the high half is held"
+        );
+        t.release(&high);
+        assert_eq!(t.word.load(Ordering::Relaxed), 0, "LISTED clears with the list");
+        // A whole reader, then a part reader (compatible), then a part writer (not).
+        let r = t
+            .acquire(AccessKind::Read, &whole(), "buf")
+            .expect("whole reader");
+        let pr = t
+            .acquire(AccessKind::Read, &part(2, 3), "buf")
+            .expect("part reader");
+        assert!(
+            t.acquire(AccessKind::Write, &part(5, 6), "buf").is_err(),
+            "the whole reader covers it"
+        );
+        // With the list non-empty, a whole reader goes through the list and still succeeds.
+        let r2 = t
+            .acquire(AccessKind::Read, &whole(), "buf")
+            .expect("second whole reader");
+        assert!(matches!(r2, BorrowId::Listed(_)));
+        for b in [r, pr, r2] {
+            t.release(&b);
+        }
+        assert_eq!(t.word.load(Ordering::Relaxed), 0);
+        // Empty footprints hold nothing and conflict with nothing.
+        let w = t.acquire(AccessKind::Write, &whole(), "buf").expect("writer");
+        let e = t
+            .acquire(AccessKind::Write, &part(3, 3), "buf")
+            .expect("empty part");
+        assert!(matches!(e, BorrowId::Empty));
+        t.release(&e);
+        t.release(&w);
+    }
+
+    /// Threads take and end whole and partial writers of one table; whenever one holds a
+    /// writer, nobody else holds an overlapping borrow (checked with a flag per half).
+    #[test]
+    fn concurrent_writers_exclude_each_other() {
+        let t = BorrowTable::default();
+        let held = [AtomicBool::new(false), AtomicBool::new(false)];
+        let rounds = if cfg!(miri) { 30 } else { 3000 };
+        std::thread::scope(|s| {
+            for me in 0..3usize {
+                let (t, held) = (&t, &held);
+                s.spawn(move || {
+                    for round in 0..rounds {
+                        let halves: &[usize] = match (me + round) % 3 {
+                            0 => &[0, 1],
+                            1 => &[0],
+                            _ => &[1],
+                        };
+                        let footprint = match halves {
+                            [0, 1] => whole(),
+                            [0] => part(0, 4),
+                            _ => part(4, 8),
+                        };
+                        if let Ok(b) = t.acquire(AccessKind::Write, &footprint, "buf") {
+                            for &h in halves {
+                                assert!(!held[h].swap(true, Ordering::Relaxed), "two writers of half {h}");
+                            }
+                            for &h in halves {
+                                held[h].store(false, Ordering::Relaxed);
+                            }
+                            t.release(&b);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(t.word.load(Ordering::Relaxed), 0);
+        assert!(t.list().entries.is_empty());
+    }
+}
