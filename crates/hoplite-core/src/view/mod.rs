@@ -415,7 +415,15 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
             extents,
             strides,
             root_dims,
-            footprint: Footprint::from_ranges(footprint),
+            footprint: if self.footprint.is_whole()
+                && footprint.iter().zip(&self.extents).all(|(r, &e)| *r == (0, e))
+            {
+                // Still all of it (say a rank-2 root sliced `[All, All]` into `LayoutStride`):
+                // keep the whole footprint and its lock-free borrows.
+                self.footprint.clone()
+            } else {
+                Footprint::from_ranges(footprint)
+            },
             _layout: PhantomData,
         })
     }
@@ -532,6 +540,10 @@ mod tests {
         let fp = line.footprint();
         assert_eq!(fp.ranges(&[4, 5, 6]), [(2, 3), (1, 4), (3, 4)]);
         assert_eq!(m.footprint().ranges(&[4, 5, 6]), [(0, 4), (0, 5), (0, 6)]);
+        let all: View<i64, 3, LayoutStride> = m
+            .subview([Slice::All, Slice::All, Slice::All])
+            .expect("all of it");
+        assert!(all.footprint().is_whole() && !line.footprint().is_whole());
         let err = m
             .subview::<1, LayoutStride>([Slice::Index(4), Slice::Index(0), Slice::All])
             .expect_err("oob");
