@@ -407,6 +407,7 @@ macro_rules! __for_each_check {
                 empty_range_gives_the_identity,
                 custom_join_keeps_index_order,
                 finalize_runs_once_on_the_total,
+                tuple_of_reducers_matches_separate_reductions,
             }
             scan {
                 exclusive_scan_matches_sequential_prefix,

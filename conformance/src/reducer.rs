@@ -676,3 +676,60 @@ pub fn finalize_runs_once_on_the_total<S: ConformantSpace>(space: &S) -> Outcome
         Ok(())
     })
 }
+
+/// A tuple of reducers reduces every component as its own reducer would: a sum, a location
+/// reducer with ties, a non-commutative concatenation and a finalizing reducer in one pass
+/// give the results of four separate reductions (index order and finalize-once included),
+/// also over an empty range.
+pub fn tuple_of_reducers_matches_separate_reductions<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let data = tie_data();
+        let concat = Custom::new(Vec::new, |dst: &mut Vec<usize>, src: Vec<usize>| dst.extend(src));
+        let finals = AtomicUsize::new(0);
+        let doubled = Custom::with_finalize(
+            || 0i64,
+            |dst: &mut i64, src: i64| *dst += src,
+            |v: &mut i64| {
+                finals.fetch_add(1, Ordering::Relaxed);
+                *v *= 2;
+            },
+        );
+        for range in [0..N, 5..N - 5, 4..4] {
+            let sum: i64 = data[range.clone()].iter().sum();
+            let mut min = ValLoc {
+                val: i64::MAX,
+                loc: None,
+            };
+            for i in range.clone() {
+                min.update_min(data[i], i);
+            }
+            let order: Vec<usize> = range.clone().collect();
+            let want = (sum, min, order, 2 * range.clone().map(|i| i as i64).sum::<i64>());
+            for (policy, how) in policies(space, range.clone()) {
+                let before = finals.load(Ordering::Relaxed);
+                let got = parallel_reduce(
+                    "tuple",
+                    policy,
+                    |i, acc: &mut (i64, ValLoc<i64>, Vec<usize>, i64)| {
+                        acc.0 += data[*i];
+                        acc.1.update_min(data[*i], *i);
+                        acc.2.push(*i);
+                        acc.3 += *i as i64;
+                    },
+                    (Sum::<i64>::new(), MinLoc::<i64>::new(), &concat, &doubled),
+                )?;
+                ensure_eq!(
+                    finals.load(Ordering::Relaxed) - before,
+                    1,
+                    "finalize calls of the tuple's fourth reducer over {range:?} with the {how}"
+                );
+                ensure_eq!(
+                    got,
+                    want,
+                    "(sum, min loc, index order, 2 * index sum) over {range:?} with the {how}"
+                );
+            }
+        }
+        Ok(())
+    })
+}

@@ -27,12 +27,38 @@
 //! | [`BAnd<T>`]              | `T`                      | [`BitIdentity::band`] (`!0`)  | `*acc &= x`                           |
 //! | [`BOr<T>`]               | `T`                      | [`BitIdentity::bor`] (`0`)    | `*acc \|= x`                          |
 //! | [`Custom`]               | any `V: Send`            | user closure                  | user code                             |
+//! | `(R1, R2, ...)` (2 to 8) | `(R1::Value, R2::Value, ...)` | each component's          | `acc.0 += x; acc.1.update_min(x, i)` |
 //!
 //! (`+inf` / `-inf` stand for `T::MAX` / `T::MIN` on integers.) Every `*Loc`
 //! reducer breaks ties toward the lowest index (except the max side of
 //! [`MinMaxFirstLastLoc`], which goes to the highest), and does so by comparing
 //! the stored indices, so its result does not depend on how a backend splits or
 //! orders the work.
+//!
+//! # Several results in one pass
+//!
+//! A tuple of two to eight reducers is a reducer (Kokkos' `parallel_reduce` with several
+//! reducers): its value is the tuple of their values, and `init`, `join` and `finalize` act
+//! component by component, so each component keeps its reducer's axioms.
+//!
+//! ```
+//! use hoplite_core::{MaxLoc, Min, RangePolicy, Sum, ValLoc, parallel_reduce};
+//! use hoplite_serial::Serial;
+//!
+//! let x = [3.0, -1.0, 4.0, 1.0, 5.0, -9.0];
+//! let (sum, min, max) = parallel_reduce(
+//!     "sum, min and argmax",
+//!     RangePolicy::new(Serial::default(), 0..x.len()),
+//!     |i, acc: &mut (f64, f64, ValLoc<f64>)| {
+//!         acc.0 += x[*i];
+//!         acc.1 = acc.1.min(x[*i]);
+//!         acc.2.update_max(x[*i], *i);
+//!     },
+//!     (Sum::<f64>::new(), Min::<f64>::new(), MaxLoc::<f64>::new()),
+//! )?;
+//! assert_eq!((sum, min, max.loc), (3.0, -9.0, Some(4)));
+//! # Ok::<(), hoplite_core::Error>(())
+//! ```
 //!
 //! # Example
 //!
@@ -172,6 +198,43 @@ impl<R: Reducer + ?Sized> Reducer for &R {
         (**self).finalize(value);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Combined reducers
+// ---------------------------------------------------------------------------
+
+// A tuple of reducers is a reducer: `init`, `join` and `finalize` act component by
+// component, so each component keeps its own reducer's axioms (see the module docs).
+macro_rules! tuple_reducer {
+    ($($name:ident $idx:tt),+) => {
+        impl<$($name: Reducer),+> Reducer for ($($name,)+) {
+            type Value = ($($name::Value,)+);
+
+            #[inline]
+            fn init(&self) -> Self::Value {
+                ($(self.$idx.init(),)+)
+            }
+
+            #[inline]
+            fn join(&self, dst: &mut Self::Value, src: Self::Value) {
+                $(self.$idx.join(&mut dst.$idx, src.$idx);)+
+            }
+
+            #[inline]
+            fn finalize(&self, value: &mut Self::Value) {
+                $(self.$idx.finalize(&mut value.$idx);)+
+            }
+        }
+    };
+}
+
+tuple_reducer!(A 0, B 1);
+tuple_reducer!(A 0, B 1, C 2);
+tuple_reducer!(A 0, B 1, C 2, D 3);
+tuple_reducer!(A 0, B 1, C 2, D 3, E 4);
+tuple_reducer!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_reducer!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_reducer!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
 
 // ---------------------------------------------------------------------------
 // Identities
