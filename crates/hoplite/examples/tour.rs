@@ -322,6 +322,28 @@ fn reductions() -> Result<()> {
         LAnd::new(),
     )?;
     println!("first index below -4990: {first_negative:?}; every |v| <= 5006: {all_small}");
+
+    // A tuple of reducers gives several results in one pass over the data.
+    let (stats, t) = timed(3, || {
+        parallel_reduce(
+            "mean, count of negatives, argmax",
+            n,
+            |i, acc: &mut (i64, usize, ValLoc<i64>)| {
+                acc.0 += v[*i];
+                acc.1 += usize::from(v[*i] < 0);
+                acc.2.update_max(v[*i], *i);
+            },
+            (Sum::<i64>::new(), Sum::<usize>::new(), MaxLoc::<i64>::new()),
+        )
+    });
+    let (total, negatives, max) = stats?;
+    println!(
+        "one pass, three reducers: mean {:.3}, {negatives} negatives, max {} at {:?} in {}",
+        total as f64 / n as f64,
+        max.val,
+        max.loc,
+        ms(t)
+    );
     Ok(())
 }
 
