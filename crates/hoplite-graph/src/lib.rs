@@ -48,7 +48,8 @@
 //! `parallel_for`, `parallel_reduce` (into a rank-0 view or a [`ReduceResult`]),
 //! `parallel_scan` and host functions (`host`, or `host_with` handles whose views the host
 //! function gets as [`HostRead`](hoplite_core::HostRead)/[`HostWrite`](hoplite_core::HostWrite)
-//! guards), on the builder (after the root) or as `then_*` on a node; [`GraphBuilder::when_all`] joins any number of nodes. Node handles have reference
+//! guards), on the builder (after the root) or as `then_*` on a node;
+//! [`GraphBuilder::when_all`] joins any number of nodes. Node handles have reference
 //! semantics (`Copy`). Launches take the same shape as eager ones: a policy (or `usize` /
 //! range), or `(policy, (y.write(), x.read()))` with a kernel `|(i, (y, x))| ...`.
 //!
