@@ -782,3 +782,51 @@ fn team_tokens_past_the_extents_panic_with_the_view_and_leave_it_usable() {
     assert_eq!(y.to_vec().expect("read"), [7, 7]);
     assert_eq!(a.to_vec().expect("read"), [2, 2, 2, 2, 1, 1, 1, 1]);
 }
+
+/// The expert escape hatch: `set_at`/`get_at` reach any index of the writer's view (a
+/// transpose through a rank-2 writer here), and an index past the extents panics naming the
+/// view, which the launch reports, leaving the view usable.
+#[test]
+fn writer_escape_hatch_scatters_and_checks_extents() {
+    let n = 5;
+    let a: View<u32, 2> = View::new("a", [n, n]).expect("a");
+    let t: View<u32, 2> = View::new("t", [n, n]).expect("t");
+    parallel_for("fill", (md([0, 0], [n, n]), (a.write(),)), |(ij, (a,))| {
+        a.set(ij, (10 * ij[0] + ij[1]) as u32)
+    })
+    .expect("fill");
+    parallel_for(
+        "transpose",
+        (md([0, 0], [n, n]), (t.write(), a.read())),
+        |(ij, (t, a))| {
+            let [i, j] = *ij;
+            // SAFETY: (i, j) -> (j, i) is a bijection, so no two iterations store to one element,
+            // and no iteration stores through its own token.
+            unsafe { t.set_at([j, i], a.get(ij)) };
+            // SAFETY: nobody but this iteration stores to t[j][i].
+            assert_eq!(unsafe { t.get_at([j, i]) }, a.get(ij));
+        },
+    )
+    .expect("transpose");
+    let host = t.host_read().expect("t");
+    for i in 0..n {
+        for j in 0..n {
+            assert_eq!(host.get([j, i]), (10 * i + j) as u32);
+        }
+    }
+    drop(host);
+
+    let err = parallel_for("past the end", (range(0..2), (t.write(),)), |(i, (t,))| {
+        // SAFETY: distinct rows per iteration; the index is past the extents on purpose.
+        unsafe { t.set_at([*i + n, 0], 1) }
+    })
+    .expect_err("out of bounds");
+    match &err {
+        Error::KernelPanicked { label, message } => {
+            assert_eq!(label, "past the end");
+            assert!(message.contains("`t`"), "{message}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert_eq!(t.to_vec().expect("usable").len(), n * n);
+}

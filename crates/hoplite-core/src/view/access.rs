@@ -715,6 +715,67 @@ impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundWriter<'it, T, R, L
         // SAFETY: as in `get` and `set`.
         unsafe { slot.write(f(slot.read())) }
     }
+
+    /// The address of the element at `index`, checked against the extents.
+    #[inline(always)]
+    fn checked_slot(&self, index: impl ViewIndex<R>) -> *mut T {
+        let p = &self.prepared;
+        let index = index.index();
+        if !in_bounds(&index, &p.extents) {
+            // SAFETY: as in `slot`: the label outlives the bound writer.
+            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
+        }
+        p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index))
+    }
+
+    /// **Expert escape hatch.** Stores `value` at any `index`, not only at this iteration's
+    /// token: for scatters whose targets the caller knows to be distinct (a permutation, a
+    /// coloring) and that the type system cannot see. The index is checked against the
+    /// extents (a panic names the view). Where the targets may repeat, use an atomic handle
+    /// (`y.atomic()`), whose `store` and `fetch_add` are safe.
+    ///
+    /// # Safety
+    ///
+    /// While the launch runs, no other iteration may load or store the element at `index`:
+    /// neither through this writer (its token's element, or `index` in another iteration's
+    /// call of this method) nor otherwise. Two iterations storing to one element is a data
+    /// race, which is undefined behaviour.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, RangePolicy, View};
+    /// use hoplite_serial::Serial;
+    /// let n = 6;
+    /// let perm = [3, 0, 5, 1, 4, 2]; // a permutation: every target is written once
+    /// let x: View<i64, 1> = View::from_slice("x", [n], &[10, 11, 12, 13, 14, 15])?;
+    /// let y: View<i64, 1> = View::new("y", [n])?;
+    /// parallel_for("scatter", (RangePolicy::new(Serial::default(), 0..n), (y.write(), x.read())), |(i, (y, x))| {
+    ///     // SAFETY: `perm` is a permutation, so no two iterations store to one element.
+    ///     unsafe { y.set_at(perm[*i], x.get(i)) }
+    /// })?;
+    /// assert_eq!(y.to_vec()?, [11, 13, 15, 10, 14, 12]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    #[inline(always)]
+    pub unsafe fn set_at(&self, index: impl ViewIndex<R>, value: T) {
+        let slot = self.checked_slot(index);
+        // SAFETY: `checked_slot` points inside the view, the writer's exclusive borrow keeps
+        // other handles away, and the caller promises no other iteration touches the element.
+        unsafe { slot.write(value) }
+    }
+
+    /// **Expert escape hatch.** Loads the element at any `index` (checked against the
+    /// extents), for kernels that gather what other iterations do not store.
+    ///
+    /// # Safety
+    ///
+    /// While the launch runs, no other iteration may store to the element at `index` (through
+    /// its token or [`set_at`](Self::set_at)).
+    #[inline(always)]
+    pub unsafe fn get_at(&self, index: impl ViewIndex<R>) -> T {
+        let slot = self.checked_slot(index);
+        // SAFETY: inside the view; the caller promises no concurrent store to the element.
+        unsafe { slot.read() }
+    }
 }
 
 impl<'it, T: ViewValue, L: ArrayLayout> BoundWriter<'it, T, 2, L> {
