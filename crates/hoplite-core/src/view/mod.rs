@@ -361,7 +361,8 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
         let mut extents = [0; R2];
         let mut strides = [0; R2];
         let mut root_dims = [0; R2];
-        // A whole-allocation footprint belongs to a root view, whose extents are the root's.
+        // A whole-allocation footprint belongs to a root-shaped view (see below), whose
+        // extents are the root's.
         let mut footprint = self.footprint.ranges(&self.extents);
         let mut out = 0;
         for (d, slice) in slices.iter().enumerate() {
@@ -415,11 +416,15 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
             extents,
             strides,
             root_dims,
-            footprint: if self.footprint.is_whole()
+            // A whole-allocation footprint is only ever held by a root-shaped view (root
+            // extents, identity `root_dims`), which `ranges(&self.extents)` above relies on. A
+            // subview keeps it only when it is root-shaped too: no dimension dropped, every
+            // range full (a dropped dimension of extent 1 also covers everything, but the
+            // result's dimensions no longer match the root's).
+            footprint: if R2 == R
+                && self.footprint.is_whole()
                 && footprint.iter().zip(&self.extents).all(|(r, &e)| *r == (0, e))
             {
-                // Still all of it (say a rank-2 root sliced `[All, All]` into `LayoutStride`):
-                // keep the whole footprint and its lock-free borrows.
                 self.footprint.clone()
             } else {
                 Footprint::from_ranges(footprint)
@@ -544,6 +549,16 @@ mod tests {
             .subview([Slice::All, Slice::All, Slice::All])
             .expect("all of it");
         assert!(all.footprint().is_whole() && !line.footprint().is_whole());
+        // Dropping a dimension of extent 1 covers everything but is not root-shaped: the
+        // footprint becomes a box, and subviews of it still compose (a regression: keeping the
+        // whole footprint there broke the next subview).
+        let thin: View<i64, 3> = View::new("thin", [1, 4, 5]).expect("alloc");
+        let plane: View<i64, 2> = thin
+            .subview([Slice::Index(0), Slice::All, Slice::All])
+            .expect("plane");
+        assert!(!plane.footprint().is_whole());
+        let rows: View<i64, 2> = plane.subview([Slice::Range(1..3), Slice::All]).expect("rows");
+        assert_eq!(rows.footprint().ranges(&[1, 4, 5]), [(0, 1), (1, 3), (0, 5)]);
         let err = m
             .subview::<1, LayoutStride>([Slice::Index(4), Slice::Index(0), Slice::All])
             .expect_err("oob");
