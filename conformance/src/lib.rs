@@ -18,6 +18,7 @@
 //! | [`errors`] | bad input: typed errors, and the kernel never runs |
 //! | [`panics`] | a panicking kernel is `Error::KernelPanicked` and the space stays usable |
 //! | [`properties`] | property tests: results equal those of the serial backend |
+//! | [`graph`] | explicit graphs through the generic host implementation: order, results, errors |
 //!
 //! A check is a function `fn(&S) -> Result<(), Failure>` for any [`ConformantSpace`] `S`; a
 //! [`Failure`] names the axiom and says what went wrong. The checks never panic on a broken
@@ -63,6 +64,7 @@ mod util;
 
 pub mod errors;
 pub mod execution_space;
+pub mod graph;
 pub mod mdrange_policy;
 pub mod memory_space;
 pub mod panics;
@@ -408,6 +410,13 @@ macro_rules! __for_each_check {
                 custom_join_keeps_index_order,
                 finalize_runs_once_on_the_total,
                 tuple_of_reducers_matches_separate_reductions,
+            }
+            graph {
+                random_dags_run_every_node_once_after_its_predecessors,
+                reduce_and_scan_nodes_match_eager_launches,
+                a_panicking_node_fails_its_submit_and_the_graph_runs_again,
+                unordered_conflicting_nodes_are_refused_at_instantiation,
+                a_borrow_held_by_the_host_fails_the_submit_then_it_runs,
             }
             scan {
                 exclusive_scan_matches_sequential_prefix,

@@ -31,7 +31,10 @@ fn runner() -> TestRunner {
 
 /// Runs `test` on `CASES` values of `strategy`; a failing case becomes a failure with the
 /// minimal input proptest found.
-fn property<T: Strategy>(strategy: T, test: impl Fn(T::Value) -> Result<(), TestCaseError>) -> Outcome
+pub(crate) fn property<T: Strategy>(
+    strategy: T,
+    test: impl Fn(T::Value) -> Result<(), TestCaseError>,
+) -> Outcome
 where
     T::Value: Debug,
 {
