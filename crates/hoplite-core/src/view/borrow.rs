@@ -209,7 +209,7 @@ fn conflict(label: &str, kind: AccessKind, other: AccessKind) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
 
     fn whole() -> Footprint {
         Footprint::whole(&[8])
@@ -365,6 +365,59 @@ mod tests {
                             }
                             t.release(&b);
                         }
+                    }
+                });
+            }
+        });
+        assert_eq!(t.word.load(Ordering::Relaxed), 0);
+        assert!(t.list().entries.is_empty());
+    }
+
+    /// Readers and writers, whole and partial, from four threads: a writer of a half never
+    /// meets a reader of it, and readers of one half meet each other freely. Per half, a
+    /// counter holds the live readers and a high bit marks a live writer.
+    #[test]
+    fn concurrent_readers_and_writers_exclude_each_other() {
+        const WRITER: usize = 1 << 20;
+        let t = BorrowTable::default();
+        let state = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let rounds = if cfg!(miri) { 20 } else { 3000 };
+        std::thread::scope(|s| {
+            for me in 0..4usize {
+                let (t, state) = (&t, &state);
+                s.spawn(move || {
+                    for round in 0..rounds {
+                        let pick = (me * 7 + round * 3) % 6;
+                        let (halves, footprint): (&[usize], Footprint) = match pick % 3 {
+                            0 => (&[0, 1], whole()),
+                            1 => (&[0], part(0, 4)),
+                            _ => (&[1], part(4, 8)),
+                        };
+                        let kind = if pick < 3 {
+                            AccessKind::Read
+                        } else {
+                            AccessKind::Write
+                        };
+                        let Ok(b) = t.acquire(kind, &footprint, "buf") else {
+                            continue;
+                        };
+                        for &h in halves {
+                            let before = match kind {
+                                AccessKind::Write => state[h].fetch_add(WRITER, Ordering::Relaxed),
+                                _ => state[h].fetch_add(1, Ordering::Relaxed),
+                            };
+                            match kind {
+                                AccessKind::Write => {
+                                    assert_eq!(before, 0, "a writer of half {h} met {before:#x}")
+                                }
+                                _ => assert!(before < WRITER, "a reader of half {h} met a writer"),
+                            }
+                        }
+                        for &h in halves {
+                            let unit = if kind == AccessKind::Write { WRITER } else { 1 };
+                            state[h].fetch_sub(unit, Ordering::Relaxed);
+                        }
+                        t.release(&b);
                     }
                 });
             }
