@@ -1,6 +1,7 @@
 //! The access model against raw slices: axpy and a 2-D 5-point stencil through writers and
 //! readers bound to the launch, and a row scaling through team rows, beside the same loops on
-//! plain slices (and rayon's `par_chunks_mut` for the rows), in one run.
+//! plain slices (and rayon's `par_chunks_mut` for the rows), in one run; and `deep_copy`
+//! between layouts beside a transposing slice loop.
 //!
 //! Ids follow `<backend>-hoplite` / `<backend>-<baseline>` within a group so that
 //! `cargo xtask bench` can pair each hoplite measurement with its baseline.
@@ -162,5 +163,47 @@ fn team_rows(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, axpy, stencil, team_rows);
+/// `deep_copy` from a `LayoutRight` to a `LayoutLeft` matrix (a transpose in memory) beside
+/// the slice loop a user would write (in the destination's order) and a tiled slice loop.
+fn deep_copy_transpose(c: &mut Criterion) {
+    let mut group = c.benchmark_group("deep-copy-transpose");
+    let n = 4096usize;
+    group.throughput(Throughput::Bytes((2 * n * n * size_of::<f64>()) as u64));
+    let data: Vec<f64> = (0..n * n).map(|k| (k % 1013) as f64).collect();
+    let right = View::<f64, 2>::from_slice("right", [n, n], &data).expect("right");
+    let left = View::<f64, 2, LayoutLeft>::new("left", [n, n]).expect("left");
+    group.bench_with_input(BenchmarkId::new("serial-hoplite", n * n), &n, |b, _| {
+        b.iter(|| deep_copy(&left, &right).expect("deep_copy"))
+    });
+    let mut out = vec![0.0f64; n * n];
+    group.bench_with_input(BenchmarkId::new("serial-raw-loop", n * n), &n, |b, &n| {
+        b.iter(|| {
+            // Column-major destination: element (i, j) at j * n + i.
+            for j in 0..n {
+                for i in 0..n {
+                    out[j * n + i] = data[i * n + j];
+                }
+            }
+            black_box(&mut out);
+        })
+    });
+    group.bench_with_input(BenchmarkId::new("serial-raw-tiled", n * n), &n, |b, &n| {
+        b.iter(|| {
+            const T: usize = 32;
+            for jj in (0..n).step_by(T) {
+                for ii in (0..n).step_by(T) {
+                    for j in jj..(jj + T).min(n) {
+                        for i in ii..(ii + T).min(n) {
+                            out[j * n + i] = data[i * n + j];
+                        }
+                    }
+                }
+            }
+            black_box(&mut out);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, axpy, stencil, team_rows, deep_copy_transpose);
 criterion_main!(benches);

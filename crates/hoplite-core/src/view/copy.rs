@@ -2,6 +2,7 @@
 //! `create_mirror_view_and_copy`).
 
 use crate::error::{Error, Result};
+use crate::policy::{IterationOrder, for_each_point};
 use crate::space::{ArrayLayout, HostSpace, MemorySpace, MemorySpaceAccess};
 use crate::view::access::for_each_index;
 use crate::view::{View, ViewValue};
@@ -59,8 +60,40 @@ where
         d.copy_from_slice(s);
         return Ok(());
     }
-    for_each_index::<R, L1>(&dst.extents(), |idx| to.set(idx, from.get(idx)));
+    let extents = dst.extents();
+    match (
+        fastest_dim(&extents, &dst.strides()),
+        fastest_dim(&extents, &src.strides()),
+    ) {
+        (Some(a), Some(b)) if a != b => {
+            // The views run fastest along different dimensions (a transpose, in 2-D): an
+            // element loop in either order strides through the other view a cache line per
+            // element. Tiles of TILE x TILE over those two dimensions keep both views' lines
+            // in cache while a tile is copied.
+            const TILE: usize = 32;
+            let tile: [usize; R] = std::array::from_fn(|d| if d == a || d == b { TILE } else { 1 });
+            let counts: [usize; R] = std::array::from_fn(|d| extents[d].div_ceil(tile[d]));
+            // Inside a tile, the destination's fastest dimension is the innermost loop.
+            let inner = if a > b {
+                IterationOrder::Right
+            } else {
+                IterationOrder::Left
+            };
+            for_each_point([0; R], counts, IterationOrder::Right, |t| {
+                let lo: [usize; R] = std::array::from_fn(|d| t[d] * tile[d]);
+                let hi: [usize; R] = std::array::from_fn(|d| (lo[d] + tile[d]).min(extents[d]));
+                for_each_point(lo, hi, inner, |idx| to.set(idx, from.get(idx)));
+            });
+        }
+        _ => for_each_index::<R, L1>(&extents, |idx| to.set(idx, from.get(idx))),
+    }
     Ok(())
+}
+
+/// The dimension with the smallest stride among those of extent above 1 (the one a walk in
+/// memory order runs fastest along), or `None` when there is none.
+fn fastest_dim<const R: usize>(extents: &[usize; R], strides: &[usize; R]) -> Option<usize> {
+    (0..R).filter(|&d| extents[d] > 1).min_by_key(|&d| strides[d])
 }
 
 /// Sets every element of `dst` to `value` (Kokkos `deep_copy(view, scalar)`).
@@ -153,6 +186,40 @@ mod tests {
         let back: View<i64, 3> = View::new("back", [2, 3, 4]).expect("alloc");
         deep_copy(&back, &left).expect("to right");
         assert_eq!(back.to_vec().expect("read"), data);
+    }
+
+    /// Copies whose views run fastest along different dimensions go tile by tile; every
+    /// element must land where the element loop puts it, for extents that are not multiples of
+    /// the tile, ranks 2 and 3, and strided subviews.
+    #[test]
+    fn tiled_layout_changing_copies_move_every_element() {
+        let value = |i: usize, j: usize, k: usize| (i * 10_000 + j * 100 + k) as i64;
+        let data: Vec<i64> = (0..5)
+            .flat_map(|i| (0..70).flat_map(move |j| (0..45).map(move |k| value(i, j, k))))
+            .collect();
+        let right: View<i64, 3> = View::from_slice("right", [5, 70, 45], &data).expect("alloc");
+        let left: View<i64, 3, LayoutLeft> = View::new("left", [5, 70, 45]).expect("alloc");
+        deep_copy(&left, &right).expect("to left");
+        let back: View<i64, 3> = View::new("back", [5, 70, 45]).expect("alloc");
+        deep_copy(&back, &left).expect("to right");
+        assert_eq!(back.to_vec().expect("read"), data);
+        {
+            let l = left.host_read().expect("read");
+            assert_eq!(l.get([4, 69, 44]), value(4, 69, 44));
+            assert_eq!(l.get([3, 33, 1]), value(3, 33, 1));
+        }
+        // A strided plane (fastest along k) into a LayoutLeft matrix (fastest along j).
+        let plane: View<i64, 2, LayoutStride> = right
+            .subview([Slice::Range(1..4), Slice::Index(37), Slice::All])
+            .expect("plane");
+        let dst: View<i64, 2, LayoutLeft> = View::new("dst", [3, 45]).expect("alloc");
+        deep_copy(&dst, &plane).expect("plane copy");
+        let d = dst.host_read().expect("read");
+        for i in 0..3 {
+            for k in 0..45 {
+                assert_eq!(d.get([i, k]), value(i + 1, 37, k), "[{i}, {k}]");
+            }
+        }
     }
 
     #[test]
