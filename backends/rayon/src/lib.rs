@@ -166,14 +166,23 @@ fn available_threads() -> usize {
     std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
 }
 
+/// The most threads one instance may have: 16 per available core, and at least 1024. More is
+/// almost surely a mistake (a count in the wrong unit), and asking the operating system for
+/// it would start threads until it refuses.
+///
+/// ```
+/// assert!(hoplite_rayon::max_threads() >= 1024);
+/// ```
+pub fn max_threads() -> usize {
+    (16 * available_threads()).max(1024)
+}
+
 impl RayonSpace {
     /// A new instance with its own `threads` threads (the launching thread counts as one, so
     /// `threads - 1` workers are started).
     ///
     /// `threads == 0` means "one per available core", as in rayon's
-    /// `ThreadPoolBuilder::num_threads`. If the operating system refuses to start a thread,
-    /// the instance keeps the threads it got ([`concurrency`](ExecutionSpace::concurrency)
-    /// tells how many).
+    /// `ThreadPoolBuilder::num_threads`. At most [`max_threads`] threads per instance.
     ///
     /// ```
     /// use hoplite_core::ExecutionSpace;
@@ -184,25 +193,60 @@ impl RayonSpace {
     /// # Ok::<(), hoplite_core::Error>(())
     /// ```
     ///
+    /// ```
+    /// use hoplite_core::Error;
+    /// use hoplite_rayon::{RayonSpace, max_threads};
+    /// let err = RayonSpace::with_threads(max_threads() + 1).expect_err("too many");
+    /// assert!(matches!(err, Error::ThreadsUnavailable { started: 0, .. }), "{err}");
+    /// ```
+    ///
     /// # Errors
     ///
-    /// None today: every request yields an instance. The `Result` leaves room to report a
-    /// failure to create threads once the core has an error variant for it.
+    /// [`Error::ThreadsUnavailable`](hoplite_core::Error::ThreadsUnavailable) for more than
+    /// [`max_threads`] threads, or when the operating system refuses to start one (the
+    /// threads already started are stopped again).
     pub fn with_threads(threads: usize) -> Result<Self> {
         let threads = if threads == 0 {
             available_threads()
         } else {
             threads
         };
-        Ok(Self::build(threads, false, None))
+        Self::build(threads, None)
     }
 
-    fn build(threads: usize, is_default: bool, parent: Option<u64>) -> Self {
+    fn build(threads: usize, parent: Option<u64>) -> Result<Self> {
+        let limit = max_threads();
+        if threads > limit {
+            return Err(hoplite_core::Error::ThreadsUnavailable {
+                space: NAME,
+                requested: threads,
+                started: 0,
+                reason: format!(
+                    "more than {limit} threads per instance (16 per available core, at least 1024)"
+                ),
+            });
+        }
+        let (space, refused) = Self::start(threads, false, parent);
+        match refused {
+            None => Ok(space),
+            Some(e) => Err(hoplite_core::Error::ThreadsUnavailable {
+                space: NAME,
+                requested: threads,
+                // Dropping the instance (its only handle) stops these threads.
+                started: space.concurrency(),
+                reason: format!("the operating system refused to start a thread: {e}"),
+            }),
+        }
+    }
+
+    /// Starts an instance of up to `threads` threads. If the operating system refuses one,
+    /// the instance has the threads it got, and the error comes back beside it.
+    fn start(threads: usize, is_default: bool, parent: Option<u64>) -> (Self, Option<io::Error>) {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         // Workers of the default instance prefer the global-token id of their rank.
-        let team = HotTeam::start(id, threads, |rank| is_default.then_some(rank));
-        RayonSpace {
+        let (team, refused) = HotTeam::start(id, threads, |rank| is_default.then_some(rank));
+        let space = RayonSpace {
             inner: Arc::new(Instance {
                 id,
                 team,
@@ -210,7 +254,8 @@ impl RayonSpace {
                 parent,
                 pool: OnceLock::new(),
             }),
-        }
+        };
+        (space, refused)
     }
 
     /// Splits this instance into `n` independent instances whose thread counts add up to this
@@ -237,7 +282,7 @@ impl RayonSpace {
     ///
     /// # Errors
     ///
-    /// None today (see [`with_threads`](Self::with_threads)).
+    /// As for [`with_threads`](Self::with_threads): the operating system refused a thread.
     pub fn partition_space(&self, n: usize) -> Result<Vec<RayonSpace>> {
         self.partition_space_weighted(&vec![1.0; n])
     }
@@ -258,12 +303,12 @@ impl RayonSpace {
     ///
     /// # Errors
     ///
-    /// None today (see [`with_threads`](Self::with_threads)).
+    /// As for [`with_threads`](Self::with_threads): the operating system refused a thread.
     pub fn partition_space_weighted(&self, weights: &[f64]) -> Result<Vec<RayonSpace>> {
-        Ok(partition_counts(self.concurrency(), weights)
+        partition_counts(self.concurrency(), weights)
             .into_iter()
-            .map(|threads| Self::build(threads, false, Some(self.inner.id)))
-            .collect())
+            .map(|threads| Self::build(threads, Some(self.inner.id)))
+            .collect()
     }
 
     /// A number identifying this instance (unique in the process; stable across clones).
@@ -397,7 +442,9 @@ impl Default for RayonSpace {
     fn default() -> Self {
         static DEFAULT: OnceLock<RayonSpace> = OnceLock::new();
         DEFAULT
-            .get_or_init(|| RayonSpace::build(available_threads(), true, None))
+            // The default instance cannot report an error: if the operating system refuses a
+            // thread, it keeps the threads it got (`concurrency` tells how many).
+            .get_or_init(|| RayonSpace::start(available_threads(), true, None).0)
             .clone()
     }
 }

@@ -221,13 +221,14 @@ pub(crate) struct HotTeam {
 
 impl HotTeam {
     /// Starts up to `threads - 1` workers for instance `instance`. If the OS refuses a thread,
-    /// the team keeps the workers it got (at least the caller remains). `preferred_global`
-    /// gives each worker rank its preferred global-token id.
+    /// the team has the workers it got (at least the caller remains) and the error comes back
+    /// beside it, for the caller to keep the smaller team or drop it. `preferred_global` gives
+    /// each worker rank its preferred global-token id.
     pub(crate) fn start(
         instance: u64,
         threads: usize,
         preferred_global: impl Fn(usize) -> Option<usize>,
-    ) -> Self {
+    ) -> (Self, Option<std::io::Error>) {
         let wanted = threads.max(1) - 1;
         let shared = Arc::new(Shared {
             epoch: CachePadded::new(AtomicU64::new(0)),
@@ -244,6 +245,7 @@ impl HotTeam {
             instance,
         });
         let mut handles = Vec::with_capacity(wanted);
+        let mut refused = None;
         for rank in 1..=wanted {
             let worker_shared = Arc::clone(&shared);
             let preferred = preferred_global(rank);
@@ -252,15 +254,19 @@ impl HotTeam {
                 .spawn(move || worker_main(worker_shared, rank, preferred));
             match spawned {
                 Ok(handle) => handles.push(handle),
-                Err(_) => break,
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
             }
         }
-        HotTeam {
+        let team = HotTeam {
             threads: handles.iter().map(|h| h.thread().clone()).collect(),
             shared,
             handles,
             launch: Mutex::new(()),
-        }
+        };
+        (team, refused)
     }
 
     /// Number of participants: the workers plus the calling thread.

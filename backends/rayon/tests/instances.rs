@@ -562,3 +562,40 @@ fn unique_tokens_stay_in_range_and_are_never_shared() {
     );
     assert!(std::panic::catch_unwind(|| global.release(global.size())).is_err());
 }
+
+/// Asking for more threads than an instance may have is a typed error that starts nothing;
+/// the limit itself is still a working instance size.
+#[test]
+fn too_many_threads_is_a_typed_error() {
+    let limit = hoplite_rayon::max_threads();
+    for requested in [limit + 1, usize::MAX] {
+        match RayonSpace::with_threads(requested) {
+            Err(
+                err @ Error::ThreadsUnavailable {
+                    space,
+                    requested: r,
+                    started,
+                    ..
+                },
+            ) => {
+                assert_eq!((space, r, started), ("Rayon", requested, 0));
+                let msg = err.to_string();
+                assert!(
+                    msg.contains(&requested.to_string()) && msg.contains("ask for fewer threads"),
+                    "{msg}"
+                );
+            }
+            other => panic!("{requested} threads gave {other:?}"),
+        }
+    }
+    // The space stays usable: a small instance after the refusals works.
+    let two = RayonSpace::with_threads(2).expect("two threads");
+    let sum = parallel_reduce(
+        "after",
+        RangePolicy::new(two, 0..100),
+        |i, a: &mut usize| *a += *i,
+        Sum::new(),
+    )
+    .expect("launch");
+    assert_eq!(sum, 4950);
+}

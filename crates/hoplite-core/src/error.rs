@@ -219,6 +219,21 @@ pub enum Error {
         /// What is wrong with the extents or strides.
         reason: String,
     },
+    /// An instance could not get the threads it was asked for (too many, or the operating
+    /// system refused to start one). Nothing is kept: the threads started are stopped again.
+    #[error(
+        "`{space}` instance of {requested} threads: {reason} ({started} started and stopped again); ask for fewer threads"
+    )]
+    ThreadsUnavailable {
+        /// The execution space's name.
+        space: &'static str,
+        /// The number of threads asked for.
+        requested: usize,
+        /// How many had been started when it failed (all of them are stopped).
+        started: usize,
+        /// Why: the limit, or the operating system's error.
+        reason: String,
+    },
 }
 
 fn dim_suffix(dim: Option<usize>) -> String {
