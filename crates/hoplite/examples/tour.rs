@@ -673,6 +673,10 @@ fn errors() -> Result<()> {
     if let Err(e) = parallel_for("zero-tile", zero_tile, |_| {}) {
         println!("zero tile:          {e}");
     }
+    // A thread count in the wrong unit starts nothing.
+    if let Err(e) = hoplite::RayonSpace::with_threads(hoplite::rayon::max_threads() + 1) {
+        println!("too many threads:   {e}");
+    }
     // The panic below is on purpose; keep the default hook from printing it.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
