@@ -234,7 +234,10 @@ impl RayonSpace {
                 requested: threads,
                 // Dropping the instance (its only handle) stops these threads.
                 started: space.concurrency(),
-                reason: format!("the operating system refused to start a thread: {e}"),
+                reason: format!(
+                    "the operating system refused to start a thread ({e}); the {} started are stopped again",
+                    space.concurrency()
+                ),
             }),
         }
     }

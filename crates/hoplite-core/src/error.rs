@@ -221,9 +221,7 @@ pub enum Error {
     },
     /// An instance could not get the threads it was asked for (too many, or the operating
     /// system refused to start one). Nothing is kept: the threads started are stopped again.
-    #[error(
-        "`{space}` instance of {requested} threads: {reason} ({started} started and stopped again); ask for fewer threads"
-    )]
+    #[error("`{space}` instance of {requested} threads: {reason}; ask for fewer threads")]
     ThreadsUnavailable {
         /// The execution space's name.
         space: &'static str,
