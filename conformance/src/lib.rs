@@ -239,6 +239,12 @@ static_assertions::assert_not_impl_any!(hoplite_core::MdIdx<'static, 3>: Send, S
 static_assertions::assert_not_impl_any!(
     hoplite_core::BoundWriter<'static, f64, 1, hoplite_core::LayoutRight>: Send, Sync
 );
+static_assertions::assert_not_impl_any!(
+    hoplite_core::TeamPlane<'static, f64, hoplite_core::LayoutRight>: Send, Sync
+);
+static_assertions::assert_not_impl_any!(
+    hoplite_core::PlaneRow<'static, f64, hoplite_core::LayoutLeft>: Send, Sync
+);
 static_assertions::assert_impl_all!(Failure: Send, Sync, Clone, std::error::Error);
 
 #[doc(hidden)]
@@ -386,6 +392,7 @@ macro_rules! __for_each_check {
                 thread_vector_range_visits_every_index_once_per_thread,
                 team_vector_range_visits_every_index_once,
                 team_rows_and_league_tokens_store_once,
+                team_planes_store_every_element_once,
                 nested_reduce_returns_the_result_on_every_thread,
                 nested_scan_matches_sequential_prefix,
                 team_scratch_has_the_requested_size,

@@ -379,6 +379,53 @@ pub fn team_rows_and_league_tokens_store_once<S: ConformantSpace>(space: &S) -> 
     })
 }
 
+/// Team planes of a rank-3 writer: each team owns its plane, each row goes to the thread
+/// that owns it in a team loop, and that thread stores the whole row (here in a vector loop),
+/// so every element is stored exactly once, also across two team loops of different ranges.
+pub fn team_planes_store_every_element_once<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let (rows, cols) = (37, 9);
+        for ts in team_sizes(space) {
+            for league in LEAGUES {
+                let a: View<u64, 3> = View::new("team-planes", [league, rows, cols])?;
+                let policy = TeamPolicy::new(space.clone(), league, ts);
+                parallel_for("team-planes", (policy, (a.write(),)), |(m, (a,))| {
+                    let plane = a.team_plane(m.league_token());
+                    let base = 10_000 * plane.plane() as u64;
+                    TeamThreadRange::new(m, plane.rows()).parallel_for(|j| {
+                        let row = plane.row(j);
+                        ThreadVectorRange::new(m, row.len())
+                            .parallel_for(|k| row.set(*k, base + 100 * *j as u64 + *k as u64));
+                    });
+                    // A second loop over other rows: the same thread owns each row again.
+                    TeamVectorRange::new(m, 3..rows - 4).parallel_for(|j| {
+                        let row = plane.row(j);
+                        for k in 0..row.len() {
+                            row.update(k, |v| v + 1_000_000);
+                        }
+                    });
+                })?;
+                let want: Vec<u64> = (0..league)
+                    .flat_map(|i| {
+                        (0..rows).flat_map(move |j| {
+                            (0..cols).map(move |k| {
+                                10_000 * i as u64
+                                    + 100 * j as u64
+                                    + k as u64
+                                    + if (3..rows - 4).contains(&j) { 1_000_000 } else { 0 }
+                            })
+                        })
+                    })
+                    .collect();
+                same(&a.to_vec()?, &want, || {
+                    format!("plane elements, league {league}, team size {ts}")
+                })?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Axiom 6: a nested reduce returns the full result on every participating thread, and
 /// the identity for an empty range.
 pub fn nested_reduce_returns_the_result_on_every_thread<S: ConformantSpace>(space: &S) -> Outcome {

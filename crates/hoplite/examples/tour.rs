@@ -515,6 +515,34 @@ fn teams() -> Result<()> {
         "y = A x through team rows and league tokens in {}: |y|^2 = {norm2_views}, row 0 of A/y sums to {scaled_row0:.6}",
         ms(t)
     );
+
+    // Batched outer products C[b] = u[b] v[b]^T through team planes: league over the batch,
+    // team threads over rows, vector lanes over columns.
+    let (batch, n) = (64, 96);
+    let u: Vec<f64> = (0..batch * n).map(|k| (k % 7) as f64 - 3.0).collect();
+    let v: Vec<f64> = (0..batch * n).map(|k| (k % 5) as f64 * 0.5).collect();
+    let c = View::<f64, 3>::new("C", [batch, n, n])?;
+    let (done, t) = timed(3, || {
+        let policy = TeamPolicy::new(DefaultExecutionSpace::default(), batch, TeamSize::Auto);
+        parallel_for("outer products", (policy, (c.write(),)), |(m, (c,))| {
+            let plane = c.team_plane(m.league_token());
+            let b = plane.plane();
+            TeamThreadRange::new(m, plane.rows()).parallel_for(|i| {
+                let row = plane.row(i);
+                let ui = u[b * n + *i];
+                ThreadVectorRange::new(m, row.len()).parallel_for(|k| row.set(*k, ui * v[b * n + *k]));
+            });
+        })
+    });
+    done?;
+    let total: f64 = c.to_vec()?.iter().sum();
+    let want: f64 = (0..batch)
+        .map(|b| u[b * n..(b + 1) * n].iter().sum::<f64>() * v[b * n..(b + 1) * n].iter().sum::<f64>())
+        .sum();
+    println!(
+        "{batch} outer products of length {n} through team planes in {}: sum {total} (expected {want})",
+        ms(t)
+    );
     Ok(())
 }
 
