@@ -48,9 +48,9 @@
 //! | `TeamPolicy` | groups of `team_size` threads, contiguous shares of the league | groups claim chunks of the league from a shared counter |
 //! | `parallel_scan` | two passes over `n + 1` blocks (see the `ParallelScan` impl of [`RayonSpace`]) | the same |
 //!
-//! Dynamic range and MDRange schedules use the instance's own rayon pool (built on first use), so uneven
-//! iterations are balanced by work stealing; such a launch costs a rayon `install` (tens of
-//! microseconds). Team threads must run at the same time (they meet in barriers), so teams
+//! Dynamic range and MDRange schedules use the instance's own rayon pool (built on first
+//! use), so uneven iterations are balanced by work stealing; such a launch costs a rayon
+//! `install` (tens of microseconds). Team threads must run at the same time (they meet in barriers), so teams
 //! always run on the hot team, also with a dynamic schedule.
 //!
 //! # Launch rules
