@@ -126,12 +126,39 @@ fn test(args: &[String]) -> Result<(), String> {
             "clippy",
             &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
         ));
+        // The profiling hooks are compiled only with the core's `tracing` feature.
+        steps.push(Step::cargo(
+            "clippy (tracing feature)",
+            &[
+                "clippy",
+                "-p",
+                "hoplite-core",
+                "--features",
+                "tracing",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ));
     }
     let mut tests = Step::cargo("tests", &["test", "--workspace"]);
     for arg in passthrough {
         tests = tests.arg(arg.clone());
     }
     steps.push(tests);
+    steps.push(Step::cargo(
+        "tests (tracing feature)",
+        &[
+            "test",
+            "-p",
+            "hoplite-core",
+            "--features",
+            "tracing",
+            "--test",
+            "tracing",
+        ],
+    ));
 
     let start = Instant::now();
     for step in &steps {

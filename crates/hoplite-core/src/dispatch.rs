@@ -272,6 +272,7 @@ where
 #[inline(always)]
 fn launch<L: LaunchSpec, F, T>(
     label: &str,
+    pattern: Pattern,
     spec: L,
     kernel: F,
     run: impl FnOnce(&L::Policy, BoundKernel<L, F>) -> Result<T>,
@@ -280,6 +281,7 @@ fn launch<L: LaunchSpec, F, T>(
     policy.validate(label)?;
     let prepared = args.prepare(label, &policy.index_bounds())?;
     let bound = BoundKernel { kernel, prepared };
+    let _span = pattern.span(label, &policy);
     let result = catch_unwind(AssertUnwindSafe(|| run(&policy, bound)));
     // The handles, and so their borrows, are released only now that the launch is over.
     drop(args);
@@ -338,14 +340,86 @@ impl<P: ExecutionPolicy> ValidatedPolicy<P> {
 #[inline(always)]
 fn dispatch_validated<L: LaunchSpec, F, T>(
     label: &str,
+    pattern: Pattern,
     policy: &L::Policy,
     args: &L::Args,
     kernel: F,
     dispatch: impl FnOnce(BoundKernel<L, F>) -> Result<T>,
 ) -> Result<T> {
     let prepared = args.prepare(label, &policy.index_bounds())?;
+    let _span = pattern.span(label, policy);
     dispatch(BoundKernel { kernel, prepared })
 }
+
+/// The pattern a launch runs, as profiling names it.
+#[derive(Clone, Copy, Debug)]
+enum Pattern {
+    For,
+    Reduce,
+    Scan,
+}
+
+impl Pattern {
+    /// With the `tracing` feature, enters an `INFO` span `launch` (target `hoplite::launch`)
+    /// with the launch's label, pattern and space, which ends when the launch returns: the
+    /// Kokkos Tools begin/end hooks of a kernel, for any `tracing` subscriber. Without the
+    /// feature it does nothing and costs nothing.
+    #[inline(always)]
+    fn span<P: ExecutionPolicy>(self, label: &str, policy: &P) -> LaunchSpan {
+        #[cfg(feature = "tracing")]
+        {
+            // Until a subscriber is set anywhere, skip even the span's callsite check: a
+            // process that enables the feature but listens to nothing pays one load.
+            if !tracing::dispatcher::has_been_set() {
+                return LaunchSpan(None);
+            }
+            LaunchSpan(Some(enter_launch_span(label, self, policy.space().name())))
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            let _ = (self, label, policy);
+            LaunchSpan
+        }
+    }
+}
+
+/// Opens and enters a launch's span. Out of line, like the span's end, so that the launch
+/// functions stay small enough to inline into their callers with the feature on.
+#[cfg(feature = "tracing")]
+#[inline(never)]
+fn enter_launch_span(label: &str, pattern: Pattern, space: &'static str) -> tracing::span::EnteredSpan {
+    let pattern = match pattern {
+        Pattern::For => "parallel_for",
+        Pattern::Reduce => "parallel_reduce",
+        Pattern::Scan => "parallel_scan",
+    };
+    tracing::info_span!(target: "hoplite::launch", "launch", label, pattern, space).entered()
+}
+
+/// The open profiling span of a launch (nothing without the `tracing` feature).
+#[cfg(feature = "tracing")]
+struct LaunchSpan(Option<tracing::span::EnteredSpan>);
+
+#[cfg(feature = "tracing")]
+impl Drop for LaunchSpan {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            close_launch_span(&mut self.0);
+        }
+    }
+}
+
+/// Exits and closes a launch's span (see [`enter_launch_span`]).
+#[cfg(feature = "tracing")]
+#[inline(never)]
+fn close_launch_span(span: &mut Option<tracing::span::EnteredSpan>) {
+    span.take();
+}
+
+/// The open profiling span of a launch (nothing without the `tracing` feature).
+#[cfg(not(feature = "tracing"))]
+struct LaunchSpan;
 
 /// [`parallel_for`] over a policy validated once, with the launch's handles borrowed from the
 /// caller: checks the handles against the policy (borrow conflicts, extents) and dispatches.
@@ -387,7 +461,7 @@ where
     F: for<'it> Fn(L::Item<'it>) + Send + Sync,
 {
     let policy = &policy.policy;
-    dispatch_validated::<L, F, ()>(label, policy, args, kernel, |k| {
+    dispatch_validated::<L, F, ()>(label, Pattern::For, policy, args, kernel, |k| {
         policy.space().parallel_for(label, policy, k)
     })
 }
@@ -422,7 +496,7 @@ where
     F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
 {
     let policy = &policy.policy;
-    dispatch_validated::<L, F, R::Value>(label, policy, args, kernel, |k| {
+    dispatch_validated::<L, F, R::Value>(label, Pattern::Reduce, policy, args, kernel, |k| {
         policy.space().parallel_reduce(label, policy, k, reducer)
     })
 }
@@ -456,7 +530,7 @@ where
     F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
 {
     let policy = &policy.policy;
-    dispatch_validated::<L, F, T>(label, policy, args, kernel, |k| {
+    dispatch_validated::<L, F, T>(label, Pattern::Scan, policy, args, kernel, |k| {
         policy.space().parallel_scan(label, policy, k)
     })
 }
@@ -484,14 +558,14 @@ where
 /// ...), a handle that conflicts ([`Error::BorrowConflict`]) or is too small for the policy
 /// ([`Error::OutOfExtent`]), a panic in the kernel ([`Error::KernelPanicked`]), or a backend
 /// failure.
-#[inline]
+#[inline(always)]
 pub fn parallel_for<L, F>(label: &str, launch_spec: L, kernel: F) -> Result<()>
 where
     L: LaunchSpec,
     <L::Policy as ExecutionPolicy>::Space: ParallelFor<L::Policy>,
     F: for<'it> Fn(L::Item<'it>) + Send + Sync,
 {
-    launch(label, launch_spec, kernel, |policy, k| {
+    launch(label, Pattern::For, launch_spec, kernel, |policy, k| {
         policy.space().parallel_for(label, policy, k)
     })
 }
@@ -514,7 +588,7 @@ where
 /// # Errors
 ///
 /// As for [`parallel_for`].
-#[inline]
+#[inline(always)]
 pub fn parallel_reduce<L, F, R>(label: &str, launch_spec: L, kernel: F, reducer: R) -> Result<R::Value>
 where
     L: LaunchSpec,
@@ -522,7 +596,7 @@ where
     <L::Policy as ExecutionPolicy>::Space: ParallelReduce<L::Policy>,
     F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
 {
-    launch(label, launch_spec, kernel, |policy, k| {
+    launch(label, Pattern::Reduce, launch_spec, kernel, |policy, k| {
         policy.space().parallel_reduce(label, policy, k, &reducer)
     })
 }
@@ -547,7 +621,7 @@ where
 /// # Errors
 ///
 /// As for [`parallel_for`].
-#[inline]
+#[inline(always)]
 pub fn parallel_scan<L, F, T>(label: &str, launch_spec: L, kernel: F) -> Result<T>
 where
     L: LaunchSpec,
@@ -555,7 +629,7 @@ where
     <L::Policy as ExecutionPolicy>::Space: ParallelScan<L::Policy>,
     F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
 {
-    launch(label, launch_spec, kernel, |policy, k| {
+    launch(label, Pattern::Scan, launch_spec, kernel, |policy, k| {
         policy.space().parallel_scan(label, policy, k)
     })
 }

@@ -85,6 +85,8 @@ pub type DefaultItem<'it, L> = <DefaultLaunch<L> as LaunchSpec>::Item<'it>;
 ///
 /// An invalid policy, a conflicting or too small view handle, a panicking kernel or a backend
 /// failure, as a typed [`Error`].
+// Inlined like the core's launch functions: the policy is then built in the caller's frame.
+#[inline(always)]
 pub fn parallel_for<L, F>(label: &str, launch: L, kernel: F) -> Result<()>
 where
     L: IntoLaunch<DefaultExecutionSpace>,
@@ -108,6 +110,8 @@ where
 /// # Errors
 ///
 /// As for [`parallel_for`].
+// Inlined like the core's launch functions: the policy is then built in the caller's frame.
+#[inline(always)]
 pub fn parallel_reduce<L, F, R>(label: &str, launch: L, kernel: F, reducer: R) -> Result<R::Value>
 where
     L: IntoLaunch<DefaultExecutionSpace>,
@@ -130,6 +134,8 @@ where
 /// # Errors
 ///
 /// As for [`parallel_for`].
+// Inlined like the core's launch functions: the policy is then built in the caller's frame.
+#[inline(always)]
 pub fn parallel_scan<L, F, T>(label: &str, launch: L, kernel: F) -> Result<T>
 where
     L: IntoLaunch<DefaultExecutionSpace>,

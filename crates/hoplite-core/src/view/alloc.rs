@@ -243,6 +243,9 @@ impl<S: MemorySpace> TrackedAllocation<S> {
         space
             .records()
             .insert(id, label.clone(), bytes, ptr.as_ptr() as usize);
+        // Kokkos Tools' allocate hook, for any `tracing` subscriber.
+        #[cfg(feature = "tracing")]
+        tracing::debug!(target: "hoplite::alloc", label = &*label, bytes, space = space.name(), "allocate");
         Ok(Arc::new(TrackedAllocation {
             ptr,
             bytes,
@@ -280,6 +283,15 @@ impl<S: MemorySpace> TrackedAllocation<S> {
 impl<S: MemorySpace> Drop for TrackedAllocation<S> {
     fn drop(&mut self) {
         self.space.records().remove(self.id);
+        // Kokkos Tools' deallocate hook.
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            target: "hoplite::alloc",
+            label = &*self.label,
+            bytes = self.bytes,
+            space = self.space.name(),
+            "free"
+        );
         // SAFETY: `ptr` came from `allocate_zeroed(_, self.bytes)` of this space and no
         // handle outlives the allocation (each holds an `Arc` to it).
         unsafe { self.space.deallocate(self.ptr, self.bytes) };
