@@ -251,7 +251,7 @@ macro_rules! team_level_for {
             /// at the end (as in Kokkos): call `team_barrier` before reading what other threads
             /// stored. The kernel runs on the calling thread, so it may capture the member and
             /// the team's rows (which are not `Sync`) and update local state (`FnMut`).
-            #[inline]
+            #[inline(always)]
             pub fn parallel_for<F>(self, mut kernel: F)
             where
                 F: for<'i> FnMut(TeamIdx<'i>),
@@ -282,7 +282,7 @@ impl<M: TeamMember> ThreadVectorRange<'_, M> {
     /// Runs `kernel` once per index on the calling thread (its vector lanes), in order; the
     /// kernel may update local state (`FnMut`). The tokens index reads and thread-private
     /// data; stores into views go through team-level loops.
-    #[inline]
+    #[inline(always)]
     pub fn parallel_for<F>(self, mut kernel: F)
     where
         F: for<'i> FnMut(Idx<'i>),

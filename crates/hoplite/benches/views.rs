@@ -163,6 +163,80 @@ fn team_rows(c: &mut Criterion) {
     group.finish();
 }
 
+/// Batched outer products `C[b] = u[b] v[b]^T` through team planes (league over the batch,
+/// team loop over rows, vector loop over columns), on `space` with one-thread teams.
+fn outer_products_on<S>(space: S, u: &View<f64, 2>, v: &View<f64, 2>, c: &View<f64, 3>)
+where
+    S: ExecutionSpace + ParallelFor<TeamPolicy<S>>,
+{
+    let [batch, _n] = u.extents();
+    let policy = TeamPolicy::new(space, batch, 1);
+    parallel_for(
+        "outer-products",
+        (policy, (c.write(), u.read(), v.read())),
+        |(m, (c, u, v))| {
+            let plane = c.team_plane(m.league_token());
+            let (u, v) = (u.row(plane.plane()), v.row(plane.plane()));
+            TeamThreadRange::new(m, plane.rows()).parallel_for(|i| {
+                let (row, ui) = (plane.row(i), u.get(*i));
+                ThreadVectorRange::new(m, row.len()).parallel_for(|k| row.set(*k, ui * v.get(*k)));
+            });
+        },
+    )
+    .expect("outer products");
+}
+
+fn team_planes(c: &mut Criterion) {
+    let mut group = c.benchmark_group("team-planes");
+    let (batch, n) = (256usize, 128usize);
+    let total = batch * n * n;
+    group.throughput(Throughput::Bytes((total * size_of::<f64>()) as u64));
+    let u_data: Vec<f64> = (0..batch * n).map(|k| (k % 7) as f64).collect();
+    let v_data: Vec<f64> = (0..batch * n).map(|k| (k % 5) as f64).collect();
+    let u = View::<f64, 2>::from_slice("u", [batch, n], &u_data).expect("u");
+    let v = View::<f64, 2>::from_slice("v", [batch, n], &v_data).expect("v");
+    let cv = View::<f64, 3>::new("c", [batch, n, n]).expect("c");
+    group.bench_with_input(BenchmarkId::new("serial-hoplite", total), &n, |bench, _| {
+        bench.iter(|| outer_products_on(Serial::default(), &u, &v, &cv))
+    });
+    let mut out = vec![0.0f64; total];
+    let raw = |plane: &mut [f64], b: usize| {
+        let (ub, vb) = (&u_data[b * n..(b + 1) * n], &v_data[b * n..(b + 1) * n]);
+        for (row, ui) in plane.chunks_mut(n).zip(ub) {
+            for (x, vk) in row.iter_mut().zip(vb) {
+                *x = ui * vk;
+            }
+        }
+    };
+    group.bench_with_input(BenchmarkId::new("serial-raw-loop", total), &n, |bench, _| {
+        bench.iter(|| {
+            for (b, plane) in out.chunks_mut(n * n).enumerate() {
+                raw(plane, b);
+            }
+            black_box(&mut out);
+        })
+    });
+    let space = RayonSpace::default();
+    group.bench_with_input(BenchmarkId::new("rayon-hoplite", total), &n, |bench, _| {
+        bench.iter(|| outer_products_on(space.clone(), &u, &v, &cv))
+    });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(space.concurrency())
+        .build()
+        .expect("a rayon pool");
+    group.bench_with_input(BenchmarkId::new("rayon-par-chunks", total), &n, |bench, _| {
+        bench.iter(|| {
+            pool.install(|| {
+                out.par_chunks_mut(n * n)
+                    .enumerate()
+                    .for_each(|(b, plane)| raw(plane, b))
+            });
+            black_box(&mut out);
+        })
+    });
+    group.finish();
+}
+
 /// `deep_copy` from a `LayoutRight` to a `LayoutLeft` matrix (a transpose in memory) beside
 /// the slice loop a user would write (in the destination's order) and a tiled slice loop.
 fn deep_copy_transpose(c: &mut Criterion) {
@@ -205,5 +279,12 @@ fn deep_copy_transpose(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, axpy, stencil, team_rows, deep_copy_transpose);
+criterion_group!(
+    benches,
+    axpy,
+    stencil,
+    team_rows,
+    team_planes,
+    deep_copy_transpose
+);
 criterion_main!(benches);
