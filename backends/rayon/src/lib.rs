@@ -95,6 +95,7 @@ mod mdrange;
 mod pool;
 mod range;
 mod split;
+mod steal;
 mod sync;
 mod team;
 mod token;

@@ -5,10 +5,10 @@
 
 use hoplite_core::policy::for_each_point;
 use hoplite_core::{ExecutionPolicy, ForKernel, MDRangePolicy, MdIdx, ReduceKernel, Reducer, Schedule};
-use rayon::prelude::*;
 
 use crate::pool::Job;
 use crate::split::{Slot, join_in_order, join_tree, share};
+use crate::steal;
 use crate::{Mode, RayonPolicy, RayonSpace};
 
 type Md<const R: usize> = MDRangePolicy<RayonSpace, R>;
@@ -135,12 +135,8 @@ impl<const R: usize> RayonPolicy for Md<R> {
         if self.schedule() == Schedule::Dynamic
             && let Some(pool) = space.rayon_pool()
         {
-            let id = space.instance_id();
-            pool.install(|| {
-                (0..tiles).into_par_iter().with_max_len(1).for_each(|t| {
-                    let _in = crate::context::InKernel::enter(id, None);
-                    for_each_tile_point(self, t..t + 1, kernel);
-                });
+            steal::for_each(pool, space.instance_id(), tiles, |t| {
+                for_each_tile_point(self, t..t + 1, kernel)
             });
             return;
         }
@@ -198,38 +194,14 @@ impl<const R: usize> RayonPolicy for Md<R> {
             && let Some(pool) = space.rayon_pool()
         {
             let id = space.instance_id();
-            let partials: Vec<Red::Value> = pool.install(|| {
-                let tiles = (0..tiles).into_par_iter().with_max_len(1);
-                if deterministic {
-                    // One partial per tile, collected in tile order: the join tree is fixed.
-                    tiles
-                        .map(|t| {
-                            let _in = crate::context::InKernel::enter(id, None);
-                            tile_partial(self, t, kernel, reducer)
-                        })
-                        .collect()
-                } else {
-                    // Indexed folds keep tile order: each partial covers a contiguous run of
-                    // tiles and `reduce` joins neighbours left to right.
-                    let total = tiles
-                        .fold(
-                            || reducer.init(),
-                            |mut acc, t| {
-                                let _in = crate::context::InKernel::enter(id, None);
-                                fold_tile_points(self, t..t + 1, kernel, &mut acc);
-                                acc
-                            },
-                        )
-                        .reduce(
-                            || reducer.init(),
-                            |mut left, right| {
-                                reducer.join(&mut left, right);
-                                left
-                            },
-                        );
-                    vec![total]
-                }
-            });
+            let partials = if deterministic {
+                // One partial per tile, in tile order: the join tree is fixed.
+                steal::partials(pool, id, tiles, |t| tile_partial(self, t, kernel, reducer))
+            } else {
+                vec![steal::fold(pool, id, tiles, reducer, |t, acc| {
+                    fold_tile_points(self, t..t + 1, kernel, acc)
+                })]
+            };
             return finish(partials);
         }
         let slots = Slot::many(threads);

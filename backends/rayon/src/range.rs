@@ -5,10 +5,10 @@ use hoplite_core::{
     ExecutionPolicy, ForKernel, Idx, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel,
     ScanValue, Schedule,
 };
-use rayon::prelude::*;
 
 use crate::pool::Job;
 use crate::split::{Slot, Units, deterministic_block, dynamic_chunk, join_in_order, join_tree, share};
+use crate::steal;
 use crate::{Mode, RayonPolicy, RayonSpace};
 
 type Rp = RangePolicy<RayonSpace>;
@@ -156,12 +156,8 @@ impl RayonPolicy for RangePolicy<RayonSpace> {
             && threads > 1
             && let Some(pool) = space.rayon_pool()
         {
-            let id = space.instance_id();
-            pool.install(|| {
-                (0..units.count).into_par_iter().with_max_len(1).for_each(|u| {
-                    let _in = crate::context::InKernel::enter(id, None);
-                    for_each_index(units.range(u, u + 1), kernel);
-                });
+            steal::for_each(pool, space.instance_id(), units.count, |u| {
+                for_each_index(units.range(u, u + 1), kernel)
             });
             return;
         }
@@ -199,28 +195,8 @@ impl RayonPolicy for RangePolicy<RayonSpace> {
             && threads > 1
             && let Some(pool) = space.rayon_pool()
         {
-            let id = space.instance_id();
-            // Indexed rayon folds keep index order: each partial covers a contiguous run of
-            // units and `reduce` joins neighbours left to right.
-            let total = pool.install(|| {
-                (0..units.count)
-                    .into_par_iter()
-                    .with_max_len(1)
-                    .fold(
-                        || reducer.init(),
-                        |mut acc, u| {
-                            let _in = crate::context::InKernel::enter(id, None);
-                            fold_indices(units.range(u, u + 1), kernel, &mut acc);
-                            acc
-                        },
-                    )
-                    .reduce(
-                        || reducer.init(),
-                        |mut left, right| {
-                            reducer.join(&mut left, right);
-                            left
-                        },
-                    )
+            let total = steal::fold(pool, space.instance_id(), units.count, reducer, |u, acc| {
+                fold_indices(units.range(u, u + 1), kernel, acc)
             });
             return join_in_order(reducer, Some(total));
         }
@@ -272,16 +248,8 @@ where
         && threads > 1
         && let Some(pool) = space.rayon_pool()
     {
-        let id = space.instance_id();
-        let partials: Vec<R::Value> = pool.install(|| {
-            (0..blocks.count)
-                .into_par_iter()
-                .with_max_len(1)
-                .map(|b| {
-                    let _in = crate::context::InKernel::enter(id, None);
-                    reduce_block(&blocks, b, kernel, reducer)
-                })
-                .collect()
+        let partials = steal::partials(pool, space.instance_id(), blocks.count, |b| {
+            reduce_block(&blocks, b, kernel, reducer)
         });
         return join_tree(reducer, partials);
     }
