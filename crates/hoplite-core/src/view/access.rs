@@ -24,7 +24,7 @@ use std::sync::atomic::{self, Ordering};
 use crate::error::{Error, Result};
 use crate::index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
 use crate::space::{ArrayLayout, MemorySpace};
-use crate::view::alloc::BorrowId;
+use crate::view::borrow::BorrowId;
 use crate::view::copy::HostAccessibleSpace;
 use crate::view::{AccessKind, View, ViewValue};
 
@@ -672,18 +672,24 @@ pub struct BoundWriter<'it, T: ViewValue, const R: usize, L: ArrayLayout> {
 }
 
 impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundWriter<'it, T, R, L> {
+    /// The address of the element at `index`, checked against the extents when `check` is set
+    /// (otherwise the caller knows it is inside).
     #[inline(always)]
-    fn slot<K: Token<'it, R>>(&self, token: K) -> *mut T {
+    fn element(&self, index: [usize; R], check: bool) -> *mut T {
         let p = &self.prepared;
-        let index = token.index();
-        // The launch checked that every range token it makes is inside the extents; league
-        // tokens are checked here (a constant-false test for the others).
-        if K::CHECKED && !in_bounds(&index, &p.extents) {
+        if check && !in_bounds(&index, &p.extents) {
             // SAFETY: the label belongs to the view of the writer this was bound from, which
             // the launch keeps alive while bound handles exist.
             out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
         }
         p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index))
+    }
+
+    #[inline(always)]
+    fn slot<K: Token<'it, R>>(&self, token: K) -> *mut T {
+        // The launch checked that every range token it makes is inside the extents; league
+        // tokens are checked here (a constant-false test for the others).
+        self.element(token.index(), K::CHECKED)
     }
 
     /// The extents.
@@ -716,18 +722,6 @@ impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundWriter<'it, T, R, L
         unsafe { slot.write(f(slot.read())) }
     }
 
-    /// The address of the element at `index`, checked against the extents.
-    #[inline(always)]
-    fn checked_slot(&self, index: impl ViewIndex<R>) -> *mut T {
-        let p = &self.prepared;
-        let index = index.index();
-        if !in_bounds(&index, &p.extents) {
-            // SAFETY: as in `slot`: the label outlives the bound writer.
-            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
-        }
-        p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index))
-    }
-
     /// **Expert escape hatch.** Stores `value` at any `index`, not only at this iteration's
     /// token: for scatters whose targets the caller knows to be distinct (a permutation, a
     /// coloring) and that the type system cannot see. The index is checked against the
@@ -757,9 +751,10 @@ impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundWriter<'it, T, R, L
     /// ```
     #[inline(always)]
     pub unsafe fn set_at(&self, index: impl ViewIndex<R>, value: T) {
-        let slot = self.checked_slot(index);
-        // SAFETY: `checked_slot` points inside the view, the writer's exclusive borrow keeps
-        // other handles away, and the caller promises no other iteration touches the element.
+        let slot = self.element(index.index(), true);
+        // SAFETY: `element` checked the index, so the slot is inside the view; the writer's
+        // exclusive borrow keeps other handles away, and the caller promises no other
+        // iteration touches the element.
         unsafe { slot.write(value) }
     }
 
@@ -772,8 +767,9 @@ impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundWriter<'it, T, R, L
     /// its token or [`set_at`](Self::set_at)).
     #[inline(always)]
     pub unsafe fn get_at(&self, index: impl ViewIndex<R>) -> T {
-        let slot = self.checked_slot(index);
-        // SAFETY: inside the view; the caller promises no concurrent store to the element.
+        let slot = self.element(index.index(), true);
+        // SAFETY: `element` checked the index, so the slot is inside the view; the caller
+        // promises no concurrent store to the element.
         unsafe { slot.read() }
     }
 }

@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
-pub(crate) use super::borrow::BorrowId;
-use super::borrow::BorrowTable;
+use super::borrow::{BorrowId, BorrowTable};
 use crate::error::Result;
 use crate::space::MemorySpace;
 

@@ -27,7 +27,8 @@ pub use copy::{create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_
 
 use crate::error::{Error, Result};
 use crate::space::{ArrayLayout, HostSpace, LayoutRight, MemorySpace};
-use alloc::{BorrowId, TrackedAllocation};
+use alloc::TrackedAllocation;
+use borrow::BorrowId;
 use copy::HostAccessibleSpace;
 
 /// What a view can hold: plain data that is valid as all-zero bytes.
