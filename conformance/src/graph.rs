@@ -15,12 +15,14 @@ use hoplite_graph::{GraphError, NodeRef, ReduceResult, create_graph};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use crate::properties::property;
+use crate::properties::{launch_failed, property};
 use crate::{ConformantSpace, Failure, Outcome, check};
 
-/// A graph error as a failure of the enclosing check.
-fn graph_failed(e: GraphError) -> Failure {
-    Failure::msg(format!("unexpected graph error: {e}"))
+/// Inside a check, `?` turns a graph error into a failure of the check.
+impl From<GraphError> for Failure {
+    fn from(e: GraphError) -> Self {
+        Failure::msg(format!("unexpected graph error: {e}"))
+    }
 }
 
 /// One node of a random DAG: a kernel of `len` iterations (or a host function), after the
@@ -57,10 +59,9 @@ fn dag() -> impl Strategy<Value = Vec<DagNode>> {
 /// iterations, and every iteration of a predecessor took its tick before any iteration of
 /// the node.
 fn run_dag<S: ConformantSpace>(space: &S, nodes: &[DagNode]) -> Result<(), TestCaseError> {
-    let fail = |what: String| TestCaseError::fail(what);
     let n = nodes.len();
-    let stamps: View<u64, 2> = View::new("dag stamps", [n, 2]).map_err(|e| fail(e.to_string()))?;
-    let counts: View<u64, 1> = View::new("dag counts", [n]).map_err(|e| fail(e.to_string()))?;
+    let stamps: View<u64, 2> = View::new("dag stamps", [n, 2]).map_err(launch_failed)?;
+    let counts: View<u64, 1> = View::new("dag counts", [n]).map_err(launch_failed)?;
     let clock = Arc::new(AtomicU64::new(1));
     let mut graph = create_graph(space, |g| {
         let mut made: Vec<NodeRef<'_, S>> = Vec::with_capacity(n);
@@ -95,22 +96,22 @@ fn run_dag<S: ConformantSpace>(space: &S, nodes: &[DagNode]) -> Result<(), TestC
             made.push(made_node);
         }
     })
-    .map_err(|e| fail(e.to_string()))?;
+    .map_err(launch_failed)?;
     for submit in 0..3 {
         {
-            let mut st = stamps.host_write().map_err(|e| fail(e.to_string()))?;
+            let mut st = stamps.host_write().map_err(launch_failed)?;
             for i in 0..n {
                 st.set([i, 0], u64::MAX);
                 st.set([i, 1], 0);
             }
-            counts.host_write().map_err(|e| fail(e.to_string()))?.fill(0);
+            counts.host_write().map_err(launch_failed)?.fill(0);
         }
         graph
             .submit()
-            .map_err(|e| fail(format!("submit {submit}: {e}")))?;
-        space.fence().map_err(|e| fail(e.to_string()))?;
-        let st = stamps.host_read().map_err(|e| fail(e.to_string()))?;
-        let ct = counts.host_read().map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| launch_failed(format!("submit {submit}: {e}")))?;
+        space.fence().map_err(launch_failed)?;
+        let st = stamps.host_read().map_err(launch_failed)?;
+        let ct = counts.host_read().map_err(launch_failed)?;
         for (i, node) in nodes.iter().enumerate() {
             prop_assert_eq!(
                 ct.get(i),
@@ -178,8 +179,7 @@ pub fn reduce_and_scan_nodes_match_eager_launches<S: ConformantSpace>(space: &S)
                     *partial += x.get(i);
                 },
             );
-        })
-        .map_err(graph_failed)?;
+        })?;
         let want_total = parallel_reduce(
             "eager sum",
             (range.clone(), (x.read(),)),
@@ -199,7 +199,7 @@ pub fn reduce_and_scan_nodes_match_eager_launches<S: ConformantSpace>(space: &S)
         )?;
         let want_prefix = eager_prefix.to_vec()?;
         for submit in 0..3 {
-            graph.submit().map_err(graph_failed)?;
+            graph.submit()?;
             space.fence()?;
             ensure_eq!(
                 total.get(),
@@ -240,8 +240,7 @@ pub fn a_panicking_node_fails_its_submit_and_the_graph_runs_again<S: ConformantS
             .then_parallel_for("count again", (range.clone(), (y.write(),)), |(i, (y,))| {
                 y.set(i, y.get(i) + 1)
             });
-        })
-        .map_err(graph_failed)?;
+        })?;
         match graph.submit() {
             Err(GraphError::Core(Error::KernelPanicked { label, message })) => {
                 ensure_eq!(label.as_str(), "maybe panic", "the label of the panicking node");
@@ -255,7 +254,7 @@ pub fn a_panicking_node_fails_its_submit_and_the_graph_runs_again<S: ConformantS
             "the nodes before the panic ran, those after did not"
         );
         boom.store(false, Ordering::SeqCst);
-        graph.submit().map_err(graph_failed)?;
+        graph.submit()?;
         space.fence()?;
         ensure_eq!(y.to_vec()?, vec![3u32; 64], "after the next submit");
         Ok(())
@@ -276,8 +275,7 @@ pub fn unordered_conflicting_nodes_are_refused_at_instantiation<S: ConformantSpa
             g.host_with("host reader b", (y.read(),), |(y,)| {
                 let _ = y.get(0);
             });
-        })
-        .map_err(graph_failed)?;
+        })?;
         match racy.instantiate() {
             Err(GraphError::UnorderedRace(race)) => {
                 let mut pair = [race.first.as_str(), race.second.as_str()];
@@ -303,10 +301,9 @@ pub fn unordered_conflicting_nodes_are_refused_at_instantiation<S: ConformantSpa
             a.then_parallel_for("left again", (four.clone(), (left.write(),)), |(i, (l,))| {
                 l.set(i, l.get(i) + 1.0)
             });
-        })
-        .map_err(graph_failed)?;
-        fine.instantiate().map_err(graph_failed)?;
-        fine.submit().map_err(graph_failed)?;
+        })?;
+        fine.instantiate()?;
+        fine.submit()?;
         space.fence()?;
         ensure_eq!(
             y.to_vec()?,
@@ -325,8 +322,7 @@ pub fn a_borrow_held_by_the_host_fails_the_submit_then_it_runs<S: ConformantSpac
         let range = RangePolicy::new(space.clone(), 0..16);
         let mut graph = create_graph(space, |g| {
             g.parallel_for("set", (range.clone(), (y.write(),)), |(i, (y,))| y.set(i, 5));
-        })
-        .map_err(graph_failed)?;
+        })?;
         {
             let held = y.host_read()?;
             match graph.submit() {
@@ -339,7 +335,7 @@ pub fn a_borrow_held_by_the_host_fails_the_submit_then_it_runs<S: ConformantSpac
             }
             ensure_eq!(held.get(3), 0, "the view while the host held it");
         }
-        graph.submit().map_err(graph_failed)?;
+        graph.submit()?;
         space.fence()?;
         ensure_eq!(y.to_vec()?, vec![5u64; 16], "after the host let go");
         Ok(())

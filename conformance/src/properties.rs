@@ -43,8 +43,8 @@ where
         .map_err(|e| Failure::msg(e.to_string()))
 }
 
-/// A launch error inside a property case.
-fn launch_failed(e: hoplite_core::Error) -> TestCaseError {
+/// A launch (or graph) error inside a property case.
+pub(crate) fn launch_failed(e: impl std::fmt::Display) -> TestCaseError {
     TestCaseError::fail(format!("launch failed: {e}"))
 }
 
