@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 use hoplite_core::{ExecutionSpace, ParallelFor, RangePolicy, View, parallel_for};
 use hoplite_graph::{Graph, NodeRef, create_graph};
 use hoplite_rayon::RayonSpace;
@@ -129,96 +130,64 @@ fn eager_launch_list<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
         .collect()
 }
 
+/// A benchmark group with the settings every group here uses.
+fn group<'c>(c: &'c mut Criterion, name: &str) -> BenchmarkGroup<'c, WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(20)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    g
+}
+
+/// Benchmarks `RUNS` calls of `run` as `<prefix>-<name>`.
+fn bench_runs(g: &mut BenchmarkGroup<'_, WallTime>, prefix: &str, name: &str, mut run: impl FnMut()) {
+    g.bench_function(BenchmarkId::new(format!("{prefix}-{name}"), RUNS), |b| {
+        b.iter(|| {
+            for _ in 0..RUNS {
+                run();
+            }
+        })
+    });
+}
+
 fn bench_space<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterion, prefix: &str, space: S) {
     let hits = counters(CHAIN);
     debug_assert_eq!(CHAIN, 2 * WIDTH, "both shapes have 64 nodes");
-    for (group, make) in [
+    for (name, make) in [
         (
             "graph-chain-64",
             chain::<S> as fn(&S, &[Arc<Counter>]) -> Graph<S>,
         ),
         ("graph-fanout-2x32", fanout::<S>),
     ] {
-        let mut g = c.benchmark_group(group);
-        g.sample_size(20)
-            .warm_up_time(Duration::from_millis(300))
-            .measurement_time(Duration::from_secs(2));
+        let mut g = group(c, name);
         let mut graph = make(&space, &hits);
-        g.bench_with_input(
-            BenchmarkId::new(format!("{prefix}-hoplite"), RUNS),
-            &RUNS,
-            |b, &runs| {
-                b.iter(|| {
-                    for _ in 0..runs {
-                        graph.submit().expect("submit");
-                    }
-                })
-            },
-        );
-        g.bench_with_input(
-            BenchmarkId::new(format!("{prefix}-eager"), RUNS),
-            &RUNS,
-            |b, &runs| {
-                b.iter(|| {
-                    for _ in 0..runs {
-                        eager(&space, &hits);
-                    }
-                })
-            },
-        );
+        bench_runs(&mut g, prefix, "hoplite", || graph.submit().expect("submit"));
+        bench_runs(&mut g, prefix, "eager", || eager(&space, &hits));
         let launches = eager_launch_list(&space, &hits);
-        g.bench_with_input(
-            BenchmarkId::new(format!("{prefix}-eager-boxed"), RUNS),
-            &RUNS,
-            |b, &runs| {
-                b.iter(|| {
-                    for _ in 0..runs {
-                        for launch in &launches {
-                            launch().expect("launch");
-                        }
-                    }
-                })
-            },
-        );
+        bench_runs(&mut g, prefix, "eager-boxed", || {
+            for launch in &launches {
+                launch().expect("launch");
+            }
+        });
         g.finish();
     }
     black_box(hits.iter().map(|h| h.0.load(Ordering::Relaxed)).sum::<u64>());
 
     let y: View<u64, 1> = View::new("y", [1]).expect("y");
-    let mut g = c.benchmark_group("graph-chain-64-handles");
-    g.sample_size(20)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(2));
+    let mut g = group(c, "graph-chain-64-handles");
     let mut graph = chain_with_handles(&space, &y);
-    g.bench_with_input(
-        BenchmarkId::new(format!("{prefix}-hoplite"), RUNS),
-        &RUNS,
-        |b, &runs| {
-            b.iter(|| {
-                for _ in 0..runs {
-                    graph.submit().expect("submit");
-                }
-            })
-        },
-    );
-    g.bench_with_input(
-        BenchmarkId::new(format!("{prefix}-eager"), RUNS),
-        &RUNS,
-        |b, &runs| {
-            b.iter(|| {
-                for _ in 0..runs {
-                    for _ in 0..CHAIN {
-                        parallel_for(
-                            "tiny",
-                            (RangePolicy::new(space.clone(), 0..1), (y.write(),)),
-                            |(i, (y,))| y.set(i, y.get(i) + 1),
-                        )
-                        .expect("launch");
-                    }
-                }
-            })
-        },
-    );
+    bench_runs(&mut g, prefix, "hoplite", || graph.submit().expect("submit"));
+    bench_runs(&mut g, prefix, "eager", || {
+        for _ in 0..CHAIN {
+            parallel_for(
+                "tiny",
+                (RangePolicy::new(space.clone(), 0..1), (y.write(),)),
+                |(i, (y,))| y.set(i, y.get(i) + 1),
+            )
+            .expect("launch");
+        }
+    });
     g.finish();
 }
 

@@ -11,13 +11,8 @@ use hoplite::prelude::*;
 use hoplite::{ParallelFor, ParallelScan, RayonSpace, Serial};
 use rayon::prelude::*;
 
-/// A hand-written rayon pool with as many threads as the default rayon instance.
-fn raw_pool(space: &RayonSpace) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(space.concurrency())
-        .build()
-        .expect("a rayon pool")
-}
+mod common;
+use common::raw_pool;
 
 const CHUNK: usize = 1 << 14;
 

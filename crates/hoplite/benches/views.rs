@@ -14,6 +14,9 @@ use hoplite::serial::Serial;
 use hoplite::{ExecutionSpace, ParallelFor, RayonSpace};
 use rayon::prelude::*;
 
+mod common;
+use common::raw_pool;
+
 fn axpy(c: &mut Criterion) {
     let mut group = c.benchmark_group("axpy");
     for log2 in [20, 24] {
@@ -141,10 +144,7 @@ fn team_rows(c: &mut Criterion) {
     group.bench_with_input(BenchmarkId::new("rayon-hoplite", n), &n, |bench, _| {
         bench.iter(|| scale_rows_on(space.clone(), &a, &s, &b))
     });
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(space.concurrency())
-        .build()
-        .expect("a rayon pool");
+    let pool = raw_pool(&space);
     group.bench_with_input(BenchmarkId::new("rayon-par-chunks", n), &n, |bench, _| {
         bench.iter(|| {
             pool.install(|| {
@@ -220,10 +220,7 @@ fn team_planes(c: &mut Criterion) {
     group.bench_with_input(BenchmarkId::new("rayon-hoplite", total), &n, |bench, _| {
         bench.iter(|| outer_products_on(space.clone(), &u, &v, &cv))
     });
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(space.concurrency())
-        .build()
-        .expect("a rayon pool");
+    let pool = raw_pool(&space);
     group.bench_with_input(BenchmarkId::new("rayon-par-chunks", total), &n, |bench, _| {
         bench.iter(|| {
             pool.install(|| {
