@@ -118,7 +118,9 @@ fn serial_team<const F: u8>(p: &TeamPolicy<Mutant<F>>) -> TeamPolicy<Serial> {
     }
 }
 
-impl<const F: u8> ParallelFor<RangePolicy<Self>> for Mutant<F> {
+// SAFETY: forwards each item to the serial backend's dispatch of the same points (the
+// policy converted one-to-one), which is the only dispatch the kernel reaches.
+unsafe impl<const F: u8> ParallelFor<RangePolicy<Self>> for Mutant<F> {
     fn parallel_for<K: ForKernel<RangePolicy<Self>>>(
         &self,
         label: &str,
@@ -129,7 +131,9 @@ impl<const F: u8> ParallelFor<RangePolicy<Self>> for Mutant<F> {
     }
 }
 
-impl<const F: u8, const R: usize> ParallelFor<MDRangePolicy<Self, R>> for Mutant<F> {
+// SAFETY: forwards each item to the serial backend's dispatch of the same points (the
+// policy converted one-to-one), which is the only dispatch the kernel reaches.
+unsafe impl<const F: u8, const R: usize> ParallelFor<MDRangePolicy<Self, R>> for Mutant<F> {
     fn parallel_for<K>(&self, label: &str, p: &MDRangePolicy<Self, R>, k: K) -> Result<()>
     where
         K: ForKernel<MDRangePolicy<Self, R>>,
@@ -138,7 +142,9 @@ impl<const F: u8, const R: usize> ParallelFor<MDRangePolicy<Self, R>> for Mutant
     }
 }
 
-impl<const F: u8, const R: usize> ParallelReduce<MDRangePolicy<Self, R>> for Mutant<F> {
+// SAFETY: forwards each item to the serial backend's dispatch of the same points (the
+// policy converted one-to-one), which is the only dispatch the kernel reaches.
+unsafe impl<const F: u8, const R: usize> ParallelReduce<MDRangePolicy<Self, R>> for Mutant<F> {
     fn parallel_reduce<Red: Reducer, K>(
         &self,
         label: &str,
@@ -158,7 +164,9 @@ impl<const F: u8, const R: usize> ParallelReduce<MDRangePolicy<Self, R>> for Mut
     }
 }
 
-impl<const F: u8> ParallelFor<TeamPolicy<Self>> for Mutant<F> {
+// SAFETY: forwards each item to the serial backend's dispatch of the same points (the
+// policy converted one-to-one), which is the only dispatch the kernel reaches.
+unsafe impl<const F: u8> ParallelFor<TeamPolicy<Self>> for Mutant<F> {
     fn parallel_for<K: ForKernel<TeamPolicy<Self>>>(
         &self,
         label: &str,
@@ -169,7 +177,9 @@ impl<const F: u8> ParallelFor<TeamPolicy<Self>> for Mutant<F> {
     }
 }
 
-impl<const F: u8> ParallelReduce<TeamPolicy<Self>> for Mutant<F> {
+// SAFETY: forwards each item to the serial backend's dispatch of the same points (the
+// policy converted one-to-one), which is the only dispatch the kernel reaches.
+unsafe impl<const F: u8> ParallelReduce<TeamPolicy<Self>> for Mutant<F> {
     fn parallel_reduce<Red: Reducer, K>(
         &self,
         label: &str,
@@ -204,7 +214,10 @@ fn token<'it>(i: usize) -> Idx<'it> {
     unsafe { Idx::new_unchecked(i) }
 }
 
-impl<const F: u8> ParallelReduce<RangePolicy<Self>> for Mutant<F> {
+// SAFETY: sequential loops over the chunks of the policy's range, which partition it: each
+// index once, on this thread, before the call returns (the planted faults lose or reorder
+// partial results, never visit an index twice or outside the range).
+unsafe impl<const F: u8> ParallelReduce<RangePolicy<Self>> for Mutant<F> {
     fn parallel_reduce<Red: Reducer, K>(
         &self,
         _label: &str,
@@ -239,7 +252,9 @@ impl<const F: u8> ParallelReduce<RangePolicy<Self>> for Mutant<F> {
     }
 }
 
-impl<const F: u8> ParallelScan<RangePolicy<Self>> for Mutant<F> {
+// SAFETY: two sequential passes over the chunks of the policy's range; the off-by-one fault
+// skips an index in the first pass, it never leaves the range, and the passes do not overlap.
+unsafe impl<const F: u8> ParallelScan<RangePolicy<Self>> for Mutant<F> {
     fn parallel_scan<T: ScanValue, K: ScanKernel<RangePolicy<Self>, T>>(
         &self,
         _label: &str,

@@ -308,7 +308,10 @@ impl ScopedPolicy for TeamPolicy<ScopedThreads> {
     }
 }
 
-impl<P: ScopedPolicy> ParallelFor<P> for ScopedThreads {
+// SAFETY: `run_chunks` hands each chunk of units to one thread (static deal or an atomic
+// counter), chunks partition the policy's units, `visit` makes each point's token on the thread
+// that calls the kernel, and the scope joins every thread before the launch returns.
+unsafe impl<P: ScopedPolicy> ParallelFor<P> for ScopedThreads {
     fn parallel_for<K: ForKernel<P>>(&self, _label: &str, policy: &P, kernel: K) -> Result<()> {
         let (units, chunk, schedule) = policy.units();
         self.run_chunks(units, chunk, schedule, |_, part| {
@@ -318,7 +321,8 @@ impl<P: ScopedPolicy> ParallelFor<P> for ScopedThreads {
     }
 }
 
-impl<P: ScopedPolicy> ParallelReduce<P> for ScopedThreads {
+// SAFETY: as for `ParallelFor`: the same `run_chunks` and `visit`.
+unsafe impl<P: ScopedPolicy> ParallelReduce<P> for ScopedThreads {
     fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
         &self,
         _label: &str,
@@ -348,7 +352,9 @@ impl<P: ScopedPolicy> ParallelReduce<P> for ScopedThreads {
     }
 }
 
-impl ParallelScan<RangePolicy<ScopedThreads>> for ScopedThreads {
+// SAFETY: two passes of `run_chunks` over the same chunks; the second starts after the first
+// scope has joined, so calls with one index never overlap in time.
+unsafe impl ParallelScan<RangePolicy<ScopedThreads>> for ScopedThreads {
     fn parallel_scan<T: ScanValue, K: ScanKernel<RangePolicy<ScopedThreads>, T>>(
         &self,
         _label: &str,

@@ -113,6 +113,7 @@ use hoplite_core::{
 
 use crate::context::InKernel;
 use crate::pool::{HotTeam, Job, LaunchGuard};
+use crate::sealed::Internal;
 
 pub use split::{DETERMINISTIC_MAX_BLOCKS, DETERMINISTIC_MIN_BLOCK};
 pub use team::RayonTeamMember;
@@ -560,6 +561,12 @@ impl ExecutionSpace for RayonSpace {
 }
 
 mod sealed {
+    /// The proof that a call comes from this crate: outside it the type cannot be named, so
+    /// nothing outside can call the [`RayonPolicy`](super::RayonPolicy) methods, which mint
+    /// the tokens and team members that writers trust and skip the launch's validation.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Internal;
+
     pub trait Sealed {}
     impl Sealed for hoplite_core::RangePolicy<crate::RayonSpace> {}
     impl<const R: usize> Sealed for hoplite_core::MDRangePolicy<crate::RayonSpace, R> {}
@@ -569,26 +576,37 @@ mod sealed {
 /// The policies the rayon backend runs: [`RangePolicy`](hoplite_core::RangePolicy),
 /// [`MDRangePolicy`](hoplite_core::MDRangePolicy) and [`TeamPolicy`](hoplite_core::TeamPolicy)
 /// on a [`RayonSpace`]. Sealed; the methods are the backend's internals, launch through
-/// `hoplite_core::parallel_for` / `parallel_reduce`.
+/// `hoplite_core::parallel_for` / `parallel_reduce`. The methods cannot be called from outside
+/// this crate (they take a value of a type only this crate can name): they make tokens and
+/// team members, and assume the policy was validated.
 pub trait RayonPolicy: ExecutionPolicy<Space = RayonSpace> + sealed::Sealed {
-    /// Calls `kernel` once per point of the policy.
+    /// Calls `kernel` once per point of the (validated) policy.
     #[doc(hidden)]
-    fn rayon_for<K: ForKernel<Self>>(&self, kernel: &K);
+    fn rayon_for<K: ForKernel<Self>>(&self, internal: Internal, kernel: &K);
 
     /// Reduces `kernel`'s contributions with `reducer` and finalizes the total.
     #[doc(hidden)]
-    fn rayon_reduce<R: Reducer, K: ReduceKernel<Self, R::Value>>(&self, kernel: &K, reducer: &R) -> R::Value;
+    fn rayon_reduce<R: Reducer, K: ReduceKernel<Self, R::Value>>(
+        &self,
+        internal: Internal,
+        kernel: &K,
+        reducer: &R,
+    ) -> R::Value;
 }
 
-impl<P: RayonPolicy> ParallelFor<P> for RayonSpace {
+// SAFETY: each `rayon_for` (range, MDRange, team: see their modules) hands every point of
+// the validated policy to exactly one participant, which makes its token and calls the kernel
+// on its own thread; the launch joins every participant before it returns.
+unsafe impl<P: RayonPolicy> ParallelFor<P> for RayonSpace {
     #[inline]
     fn parallel_for<K: ForKernel<P>>(&self, _label: &str, policy: &P, kernel: K) -> Result<()> {
-        policy.rayon_for(&kernel);
+        policy.rayon_for(Internal, &kernel);
         Ok(())
     }
 }
 
-impl<P: RayonPolicy> ParallelReduce<P> for RayonSpace {
+// SAFETY: as for `ParallelFor`, with `rayon_reduce`.
+unsafe impl<P: RayonPolicy> ParallelReduce<P> for RayonSpace {
     #[inline]
     fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
         &self,
@@ -597,7 +615,7 @@ impl<P: RayonPolicy> ParallelReduce<P> for RayonSpace {
         kernel: K,
         reducer: &R,
     ) -> Result<R::Value> {
-        Ok(policy.rayon_reduce(&kernel, reducer))
+        Ok(policy.rayon_reduce(Internal, &kernel, reducer))
     }
 }
 

@@ -7,6 +7,7 @@ use hoplite_core::policy::for_each_point;
 use hoplite_core::{ExecutionPolicy, ForKernel, MDRangePolicy, MdIdx, ReduceKernel, Reducer, Schedule};
 
 use crate::pool::Job;
+use crate::sealed::Internal;
 use crate::split::{Slot, join_in_order, join_tree, share};
 use crate::steal;
 use crate::{Mode, RayonPolicy, RayonSpace};
@@ -115,7 +116,7 @@ where
 }
 
 impl<const R: usize> RayonPolicy for Md<R> {
-    fn rayon_for<K: ForKernel<Self>>(&self, kernel: &K) {
+    fn rayon_for<K: ForKernel<Self>>(&self, _internal: Internal, kernel: &K) {
         let tiles = if self.is_empty() { 0 } else { self.num_tiles() };
         if tiles == 0 {
             return;
@@ -151,6 +152,7 @@ impl<const R: usize> RayonPolicy for Md<R> {
 
     fn rayon_reduce<Red: Reducer, K: ReduceKernel<Self, Red::Value>>(
         &self,
+        _internal: Internal,
         kernel: &K,
         reducer: &Red,
     ) -> Red::Value {

@@ -7,6 +7,7 @@ use hoplite_core::{
 };
 
 use crate::pool::Job;
+use crate::sealed::Internal;
 use crate::split::{Slot, Units, deterministic_block, dynamic_chunk, join_in_order, join_tree, share};
 use crate::steal;
 use crate::{Mode, RayonPolicy, RayonSpace};
@@ -138,7 +139,7 @@ where
 }
 
 impl RayonPolicy for RangePolicy<RayonSpace> {
-    fn rayon_for<K: ForKernel<Self>>(&self, kernel: &K) {
+    fn rayon_for<K: ForKernel<Self>>(&self, _internal: Internal, kernel: &K) {
         if self.is_empty() {
             return;
         }
@@ -172,7 +173,12 @@ impl RayonPolicy for RangePolicy<RayonSpace> {
         space.execute(&guard, &job);
     }
 
-    fn rayon_reduce<R: Reducer, K: ReduceKernel<Self, R::Value>>(&self, kernel: &K, reducer: &R) -> R::Value {
+    fn rayon_reduce<R: Reducer, K: ReduceKernel<Self, R::Value>>(
+        &self,
+        _internal: Internal,
+        kernel: &K,
+        reducer: &R,
+    ) -> R::Value {
         if self.deterministic_reduction() {
             return deterministic_reduce(self, kernel, reducer);
         }
@@ -329,7 +335,10 @@ const MIN_SCAN_UNITS_PER_THREAD: usize = 2;
 /// keep every thread busy, and the kernel runs about `(n + 2) / (n + 1)` times per index.
 /// The schedule of the policy is ignored (scans are always static); short scans, one-thread
 /// instances and nested launches run a single sequential pass.
-impl ParallelScan<Rp> for RayonSpace {
+// SAFETY: both passes split the range into the same disjoint blocks, one participant per block
+// per pass; the second pass starts after every participant of the first has finished, and
+// the launch joins all participants before it returns.
+unsafe impl ParallelScan<Rp> for RayonSpace {
     fn parallel_scan<T: ScanValue, K: ScanKernel<Rp, T>>(
         &self,
         _label: &str,

@@ -35,6 +35,7 @@ use hoplite_core::{
 
 use crate::context::InKernel;
 use crate::pool::{Job, Payload, pick_panic, run_participant};
+use crate::sealed::Internal;
 use crate::split::{Slot, Units, join_in_order, share};
 use crate::sync::Barrier;
 use crate::{Mode, RayonPolicy, RayonSpace};
@@ -424,7 +425,7 @@ fn run_nested<J: Job>(space: &RayonSpace, job: &J, n: usize) {
 }
 
 impl RayonPolicy for TeamPolicy<RayonSpace> {
-    fn rayon_for<K: ForKernel<Self>>(&self, kernel: &K) {
+    fn rayon_for<K: ForKernel<Self>>(&self, _internal: Internal, kernel: &K) {
         if self.league_size() == 0 {
             return;
         }
@@ -446,7 +447,12 @@ impl RayonPolicy for TeamPolicy<RayonSpace> {
         );
     }
 
-    fn rayon_reduce<R: Reducer, K: ReduceKernel<Self, R::Value>>(&self, kernel: &K, reducer: &R) -> R::Value {
+    fn rayon_reduce<R: Reducer, K: ReduceKernel<Self, R::Value>>(
+        &self,
+        _internal: Internal,
+        kernel: &K,
+        reducer: &R,
+    ) -> R::Value {
         if self.league_size() == 0 {
             return join_in_order(reducer, None);
         }

@@ -241,17 +241,37 @@ fn scratch_level<'a, 't>(pads: &'a [ScratchPad<'t>; SCRATCH_LEVELS], level: usiz
         .unwrap_or_else(|| panic!("scratch level {level} does not exist; levels are 0 and 1"))
 }
 
+mod sealed {
+    /// The proof that a call comes from this crate: outside it the type cannot be named, so
+    /// nothing outside can call [`SerialPolicy::visit_all`](super::SerialPolicy::visit_all),
+    /// which makes iteration tokens and team members.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Internal;
+
+    pub trait Sealed {}
+    impl Sealed for hoplite_core::RangePolicy<crate::Serial> {}
+    impl<const R: usize> Sealed for hoplite_core::MDRangePolicy<crate::Serial, R> {}
+    impl Sealed for hoplite_core::TeamPolicy<crate::Serial> {}
+}
+
+use sealed::Internal;
+
 /// How the serial backend walks each kind of policy: every point, in order, on this thread.
-pub trait SerialPolicy: ExecutionPolicy<Space = Serial> {
+///
+/// Sealed, and its method cannot be called from outside this crate: it mints the tokens (and
+/// team members) that writers trust, so only the backend's own launches may run it.
+/// Launch through `hoplite_core::parallel_for` / `parallel_reduce` / `parallel_scan`.
+pub trait SerialPolicy: ExecutionPolicy<Space = Serial> + sealed::Sealed {
     /// Calls `visit` once per point of the policy, in the policy's iteration order.
-    fn visit_all<V>(&self, visit: V)
+    #[doc(hidden)]
+    fn visit_all<V>(&self, _internal: Internal, visit: V)
     where
         V: for<'it> FnMut(Self::Item<'it>);
 }
 
 impl SerialPolicy for RangePolicy<Serial> {
     #[inline(always)]
-    fn visit_all<V>(&self, mut visit: V)
+    fn visit_all<V>(&self, _internal: Internal, mut visit: V)
     where
         V: for<'it> FnMut(Idx<'it>),
     {
@@ -265,7 +285,7 @@ impl SerialPolicy for RangePolicy<Serial> {
 
 impl<const R: usize> SerialPolicy for MDRangePolicy<Serial, R> {
     #[inline(always)]
-    fn visit_all<V>(&self, mut visit: V)
+    fn visit_all<V>(&self, _internal: Internal, mut visit: V)
     where
         V: for<'it> FnMut(MdIdx<'it, R>),
     {
@@ -282,7 +302,7 @@ impl<const R: usize> SerialPolicy for MDRangePolicy<Serial, R> {
 }
 
 impl SerialPolicy for TeamPolicy<Serial> {
-    fn visit_all<V>(&self, mut visit: V)
+    fn visit_all<V>(&self, _internal: Internal, mut visit: V)
     where
         V: for<'it> FnMut(&'it SerialTeamMember<'it>),
     {
@@ -307,16 +327,20 @@ impl SerialPolicy for TeamPolicy<Serial> {
     }
 }
 
-impl<P: SerialPolicy> ParallelFor<P> for Serial {
+// SAFETY: `visit_all` walks the points of the (validated) policy once each, in sequence, on
+// the calling thread, and returns only when the last call has; the team members it makes are
+// `SerialTeamMember`s, whose `TeamMember` contract is argued at their impl.
+unsafe impl<P: SerialPolicy> ParallelFor<P> for Serial {
     #[inline]
     fn parallel_for<K: ForKernel<P>>(&self, _label: &str, policy: &P, kernel: K) -> Result<()> {
         let _in = InKernel::enter();
-        policy.visit_all(|item| kernel.call(item));
+        policy.visit_all(Internal, |item| kernel.call(item));
         Ok(())
     }
 }
 
-impl<P: SerialPolicy> ParallelReduce<P> for Serial {
+// SAFETY: as for `ParallelFor`: one sequential `visit_all`.
+unsafe impl<P: SerialPolicy> ParallelReduce<P> for Serial {
     #[inline]
     fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
         &self,
@@ -327,13 +351,14 @@ impl<P: SerialPolicy> ParallelReduce<P> for Serial {
     ) -> Result<R::Value> {
         let _in = InKernel::enter();
         let mut acc = reducer.init();
-        policy.visit_all(|item| kernel.call(item, &mut acc));
+        policy.visit_all(Internal, |item| kernel.call(item, &mut acc));
         reducer.finalize(&mut acc);
         Ok(acc)
     }
 }
 
-impl ParallelScan<RangePolicy<Serial>> for Serial {
+// SAFETY: one sequential pass over the range, each index once, on the calling thread.
+unsafe impl ParallelScan<RangePolicy<Serial>> for Serial {
     #[inline]
     fn parallel_scan<T: ScanValue, K: ScanKernel<RangePolicy<Serial>, T>>(
         &self,
@@ -343,7 +368,7 @@ impl ParallelScan<RangePolicy<Serial>> for Serial {
     ) -> Result<T> {
         let _in = InKernel::enter();
         let mut partial = T::zero();
-        policy.visit_all(|i| kernel.call(i, &mut partial, true));
+        policy.visit_all(Internal, |i| kernel.call(i, &mut partial, true));
         Ok(partial)
     }
 }

@@ -50,7 +50,8 @@ impl ExecutionSpace for Device {
     }
 }
 
-impl ParallelFor<RangePolicy<Device>> for Device {
+// SAFETY: the kernel is never called.
+unsafe impl ParallelFor<RangePolicy<Device>> for Device {
     fn parallel_for<K: ForKernel<RangePolicy<Device>>>(
         &self,
         _label: &str,
@@ -61,7 +62,8 @@ impl ParallelFor<RangePolicy<Device>> for Device {
     }
 }
 
-impl ParallelFor<MDRangePolicy<Device, 2>> for Device {
+// SAFETY: the kernel is never called.
+unsafe impl ParallelFor<MDRangePolicy<Device, 2>> for Device {
     fn parallel_for<K: ForKernel<MDRangePolicy<Device, 2>>>(
         &self,
         _label: &str,

@@ -96,12 +96,32 @@ where
 /// Implementations may assume `policy.validate(label)` returned `Ok` and must call the kernel
 /// exactly once per point of the policy (the `ExecutionPolicy` axioms), handing each token to
 /// one iteration at a time.
+///
+/// # Safety
+///
+/// The kernel a dispatch receives stores into views through the tokens it is called with,
+/// with no bounds check and no synchronization (see [`Idx::new_unchecked`](crate::Idx::new_unchecked)).
+/// An implementation promises, for every call:
+///
+/// * the kernel is called only with items of points inside `policy.index_bounds()`, each point
+///   at most once, and never while another call with the same point is running — also not
+///   through a second dispatch of the same kernel (forwarding the kernel to another space's
+///   dispatch is fine only if that is the only dispatch it reaches);
+/// * each item is used only on the thread that calls the kernel with it, inside that call;
+/// * every call to the kernel has returned when `parallel_for` returns (or, for an
+///   asynchronous space, before the launch is reported complete by `fence`), and the kernel
+///   is not called after that;
+/// * team members passed to the kernel come from a [`TeamMember`](crate::TeamMember)
+///   implementation that keeps its own contract.
+///
+/// Breaking any of these lets safe user code race or store out of bounds, which is why this
+/// trait is `unsafe` to implement even when the implementation itself needs no `unsafe` block.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot run a parallel_for over `{P}`",
     label = "no parallel_for dispatch for this policy",
     note = "a policy launches on the execution space it names; that space's backend implements `ParallelFor` for it"
 )]
-pub trait ParallelFor<P: ExecutionPolicy>: ExecutionSpace {
+pub unsafe trait ParallelFor<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the launch. Returns when the kernel has been called for every point (synchronous
     /// spaces) or once it is enqueued (asynchronous spaces; `fence` waits).
     fn parallel_for<K: ForKernel<P>>(&self, label: &str, policy: &P, kernel: K) -> Result<()>;
@@ -112,12 +132,19 @@ pub trait ParallelFor<P: ExecutionPolicy>: ExecutionSpace {
 /// The result is returned to the host, so the launch has completed when this returns.
 /// Implementations start every partial result from `reducer.init()`, join partials in index
 /// order (lower indices as `dst`), and call `reducer.finalize` once on the total.
+///
+/// # Safety
+///
+/// The same contract as [`ParallelFor`]: every point at most once, inside the policy's index
+/// bounds, one thread per item, and no call to the kernel after the dispatch returns. (The
+/// reduction's own axioms — identity, index-order joins, one finalize — are checked by the
+/// conformance suite; breaking those gives wrong numbers, not undefined behaviour.)
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot run a parallel_reduce over `{P}`",
     label = "no parallel_reduce dispatch for this policy",
     note = "a policy launches on the execution space it names; that space's backend implements `ParallelReduce` for it"
 )]
-pub trait ParallelReduce<P: ExecutionPolicy>: ExecutionSpace {
+pub unsafe trait ParallelReduce<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the reduction and returns the finalized total.
     fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
         &self,
@@ -135,12 +162,19 @@ pub trait ParallelReduce<P: ExecutionPolicy>: ExecutionSpace {
 /// stores before adding computes an exclusive scan, one that adds before storing an inclusive
 /// scan). They may also call it with `is_final == false` to compute partial sums; those calls
 /// must not have side effects the kernel relies on.
+///
+/// # Safety
+///
+/// The same contract as [`ParallelFor`], per pass: calls with the same index never overlap in
+/// time (a second pass starts on an index only after the first pass's call on it returned),
+/// every index lies inside the policy's index bounds, and no call happens after the dispatch
+/// returns.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot run a parallel_scan over `{P}`",
     label = "no parallel_scan dispatch for this policy",
     note = "scans run over a RangePolicy with a kernel `|i, partial: &mut T, is_final: bool|`"
 )]
-pub trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
+pub unsafe trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the scan and returns the total over the whole range.
     fn parallel_scan<T: ScanValue, K: ScanKernel<P, T>>(
         &self,

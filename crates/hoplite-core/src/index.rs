@@ -246,7 +246,9 @@ impl TeamIdx<'_> {
     ///
     /// The calling thread has team rank `r` in a team of `n` threads of a
     /// [`TeamMember`](crate::TeamMember) type `M`, `team_owner(index, n, M::TEAM_BLOCK) == r`,
-    /// the token is used only on this thread, and it is passed to a kernel generic over `'i`.
+    /// the token is used only on this thread, and `'i` is the borrow of that member, which a
+    /// launch hands out at the launch's own brand (so the token indexes only that launch's
+    /// team rows).
     #[inline(always)]
     pub(crate) unsafe fn new_unchecked(index: usize) -> Self {
         TeamIdx {

@@ -52,6 +52,18 @@ pub enum IterationOrder {
 ///    work is distributed, never which points are visited; only the order of visits and,
 ///    for floating-point reductions, the rounding may differ.
 ///
+/// # Safety
+///
+/// A launch checks view handles once against [`index_bounds`](Self::index_bounds), and bound
+/// writers then store at the tokens of the launch without a bounds check. An implementation
+/// promises that `index_bounds` contains every point of the policy's index space — every point
+/// a dispatch of this policy visits, which dispatches read from the same policy value — that
+/// it gives the same answer on every call and for every clone, and that `Item<'it>` carries
+/// the brand `'it` wherever it holds a token or a team member. The three policies of this
+/// crate are the implementations; a backend or application adding its own policy signs the
+/// same contract (a policy that reported less than it visits would let safe kernels store out
+/// of bounds).
+///
 /// ```
 /// use hoplite_core::{ExecutionPolicy, RangePolicy};
 /// use hoplite_serial::Serial;
@@ -63,7 +75,7 @@ pub enum IterationOrder {
     label = "expected a RangePolicy, MDRangePolicy or TeamPolicy",
     note = "the facade `hoplite` also accepts a plain `usize` or `Range<usize>` on the default execution space"
 )]
-pub trait ExecutionPolicy: Clone + Send + Sync + Debug {
+pub unsafe trait ExecutionPolicy: Clone + Send + Sync + Debug {
     /// The execution space this policy launches on.
     type Space: ExecutionSpace;
     /// What the kernel receives for one iteration.
@@ -266,7 +278,9 @@ impl<S: ExecutionSpace> RangePolicy<S> {
     }
 }
 
-impl<S: ExecutionSpace> ExecutionPolicy for RangePolicy<S> {
+// SAFETY: the range `begin..end` is the index space and the bounds; both are fields fixed at
+// construction, and dispatches visit exactly `begin..end` (the `ParallelFor` contract).
+unsafe impl<S: ExecutionSpace> ExecutionPolicy for RangePolicy<S> {
     type Space = S;
     type Item<'it> = Idx<'it>;
     const KIND: &'static str = "RangePolicy";
@@ -588,7 +602,9 @@ pub fn for_each_point<const R: usize>(
     }
 }
 
-impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy<S, R> {
+// SAFETY: the box `begin..end` per dimension is the index space and the bounds; tiles only
+// partition it (`tile_bounds` clamps to `end`).
+unsafe impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy<S, R> {
     type Space = S;
     type Item<'it> = MdIdx<'it, R>;
     const KIND: &'static str = "MDRangePolicy";
@@ -787,7 +803,9 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
     }
 }
 
-impl<S: ExecutionSpace> ExecutionPolicy for TeamPolicy<S> {
+// SAFETY: league ranks `0..league_size` are the index space and the bounds; team tokens are
+// checked per store against the view, since no launch-wide range covers them.
+unsafe impl<S: ExecutionSpace> ExecutionPolicy for TeamPolicy<S> {
     type Space = S;
     type Item<'it> = &'it S::TeamMember<'it>;
     const KIND: &'static str = "TeamPolicy";

@@ -108,12 +108,21 @@ pub trait ExecutionSpace: Clone + Default + Send + Sync + PartialEq + Debug + 's
 /// unsafe { HostSpace.deallocate(p, 1024) };
 /// # Ok::<(), hoplite_core::Error>(())
 /// ```
+///
+/// # Safety
+///
+/// Views write into what [`allocate`](Self::allocate) returns without further checks. An
+/// implementation promises that a successful `allocate(label, bytes)` (and
+/// `allocate_zeroed`) returns memory valid for reads and writes of `bytes` bytes, aligned to
+/// [`ALIGNMENT`](Self::ALIGNMENT) (a power of two, at least 8), not used by anything else
+/// until it is passed to `deallocate`, and that `allocate_zeroed` memory reads as zeros;
+/// `records` always returns the same records.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a memory space",
     label = "this type does not implement the MemorySpace concept",
     note = "memory spaces implement `hoplite_core::MemorySpace`; `HostSpace` is the one every host backend uses"
 )]
-pub trait MemorySpace: Clone + Default + Send + Sync + Debug + 'static {
+pub unsafe trait MemorySpace: Clone + Default + Send + Sync + Debug + 'static {
     /// The alignment of every allocation, in bytes (a power of two).
     const ALIGNMENT: usize;
 
@@ -171,11 +180,19 @@ pub trait MemorySpace: Clone + Default + Send + Sync + Debug + 'static {
 /// use hoplite_core::{HostSpace, MemorySpaceAccess};
 /// assert!(<HostSpace as MemorySpaceAccess<HostSpace>>::ACCESSIBLE);
 /// ```
+///
+/// # Safety
+///
+/// Code that runs where `Self` is accessible dereferences `Src` memory when `ACCESSIBLE` is
+/// true, and views of `Src` are assigned to views of `Self` when `ASSIGNABLE` is true. An
+/// implementation promises that these constants are true only when it is so: `Src`
+/// allocations are addressable (same address space) from where `Self` memory is, and for
+/// `ASSIGNABLE` also that they are laid out the same.
 #[diagnostic::on_unimplemented(
     message = "no MemorySpaceAccess relation from `{Src}` to `{Self}`",
     note = "the backend that defines these spaces states how they relate by implementing `MemorySpaceAccess`"
 )]
-pub trait MemorySpaceAccess<Src: MemorySpace>: MemorySpace {
+pub unsafe trait MemorySpaceAccess<Src: MemorySpace>: MemorySpace {
     /// A view of `Src` can be assigned to a view of `Self` (same address space and layout).
     const ASSIGNABLE: bool;
     /// Code running where `Self` is accessible can dereference `Src` memory.
@@ -188,7 +205,10 @@ pub trait MemorySpaceAccess<Src: MemorySpace>: MemorySpace {
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
 pub struct HostSpace;
 
-impl MemorySpace for HostSpace {
+// SAFETY: allocations come from the global allocator with the size and `ALIGNMENT` (64)
+// asked for, or are an aligned dangling pointer for zero bytes; zeroed ones from
+// `alloc_zeroed`; the records are one static.
+unsafe impl MemorySpace for HostSpace {
     const ALIGNMENT: usize = 64;
 
     fn name(&self) -> &'static str {
@@ -243,7 +263,8 @@ fn host_allocate(label: &str, bytes: usize, alloc: unsafe fn(Layout) -> *mut u8)
     NonNull::new(ptr).ok_or_else(|| fail("out of memory".to_owned()))
 }
 
-impl MemorySpaceAccess<HostSpace> for HostSpace {
+// SAFETY: a space is accessible from and assignable to itself.
+unsafe impl MemorySpaceAccess<HostSpace> for HostSpace {
     const ASSIGNABLE: bool = true;
     const ACCESSIBLE: bool = true;
     const DEEPCOPY: bool = true;
@@ -275,7 +296,17 @@ fn dangling_aligned(align: usize) -> NonNull<u8> {
 /// LayoutLeft::strides(&[2, 3, 4], &mut s);
 /// assert_eq!(s, [1, 2, 6]);
 /// ```
-pub trait ArrayLayout: Copy + Default + Send + Sync + Debug + 'static {
+///
+/// # Safety
+///
+/// Handles check an index against the view's extents and then load or store at
+/// `offset(strides, index)` without further checks, and writers rely on distinct indices
+/// having distinct offsets. Views get their strides from [`strides`](Self::strides) or derive
+/// them from a parent's by subviewing, which keeps the sum formula inside the parent's
+/// allocation and injective. An implementation promises axioms 1 and 2 exactly: `strides`
+/// writes strides for which the sum formula is a bijection onto `0..product(extents)`, and
+/// `offset` computes the sum formula (nothing else) for every stride set it accepts.
+pub unsafe trait ArrayLayout: Copy + Default + Send + Sync + Debug + 'static {
     /// The layout's name.
     const NAME: &'static str;
 
@@ -304,7 +335,9 @@ pub struct LayoutLeft;
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
 pub struct LayoutStride;
 
-impl ArrayLayout for LayoutRight {
+// SAFETY: `offset` is the sum of index times stride with the last stride fixed at 1 (which
+// `accepts` checks); `strides` gives the contiguous row-major strides, a bijection.
+unsafe impl ArrayLayout for LayoutRight {
     const NAME: &'static str = "LayoutRight";
 
     fn strides(extents: &[usize], strides: &mut [usize]) {
@@ -332,7 +365,8 @@ impl ArrayLayout for LayoutRight {
     }
 }
 
-impl ArrayLayout for LayoutLeft {
+// SAFETY: as for `LayoutRight`, mirrored: the first stride is fixed at 1.
+unsafe impl ArrayLayout for LayoutLeft {
     const NAME: &'static str = "LayoutLeft";
 
     fn strides(extents: &[usize], strides: &mut [usize]) {
@@ -360,7 +394,8 @@ impl ArrayLayout for LayoutLeft {
     }
 }
 
-impl ArrayLayout for LayoutStride {
+// SAFETY: `offset` is exactly the sum of index times stride; `strides` are `LayoutRight`'s.
+unsafe impl ArrayLayout for LayoutStride {
     const NAME: &'static str = "LayoutStride";
 
     /// Contiguous row-major strides, the default shape of a new strided view.

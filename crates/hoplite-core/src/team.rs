@@ -59,7 +59,10 @@ pub enum NestedLevel {
 /// * a member is used only on the thread that runs it: the type is not `Sync` (so a kernel
 ///   cannot hand `&member` to another thread), and the launch passes `&member` to a kernel
 ///   generic over its brand;
-/// * the provided methods are not overridden.
+/// * the provided methods are not overridden;
+/// * members are made only by the backend's dispatch, for a launch: no safe public function
+///   returns one (a member had outside a launch could be borrowed at any launch's brand, and
+///   its team loops would then hand out that launch's column tokens).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a team member",
     note = "team kernels receive `&S::TeamMember<'_>` of their execution space; backends implement `hoplite_core::TeamMember`"
@@ -243,7 +246,7 @@ nested_range!(
 
 macro_rules! team_level_for {
     ($name:ident) => {
-        impl<M: TeamMember> $name<'_, M> {
+        impl<'m, M: TeamMember> $name<'m, M> {
             /// Runs `kernel` once per index, each on the thread of the team that owns it (see
             /// [`team_owner`](crate::index::team_owner)). The kernel gets a [`TeamIdx`], with
             /// which it stores into the team's row of a writer
@@ -251,10 +254,16 @@ macro_rules! team_level_for {
             /// at the end (as in Kokkos): call `team_barrier` before reading what other threads
             /// stored. The kernel runs on the calling thread, so it may capture the member and
             /// the team's rows (which are not `Sync`) and update local state (`FnMut`).
+            ///
+            /// The tokens carry the brand of the member's borrow `'m` — in a team kernel the
+            /// launch's brand — so they index the rows of that launch's writers only: a member
+            /// of another launch (a nested team launch, where one thread owns every column)
+            /// cannot make tokens for this launch's rows. Ownership is by index for the whole
+            /// launch, so a token may outlive its iteration on its thread.
             #[inline(always)]
             pub fn parallel_for<F>(self, mut kernel: F)
             where
-                F: for<'i> FnMut(TeamIdx<'i>),
+                F: FnMut(TeamIdx<'m>),
             {
                 let m = self.member;
                 for_each_owned(
@@ -264,9 +273,10 @@ macro_rules! team_level_for {
                     M::TEAM_BLOCK,
                     |j| {
                         // SAFETY: `for_each_owned` yields only the indices `team_owner` gives this
-                        // thread's team rank, for the block size of this member type; the member
-                        // (and so this loop) runs on one thread, and `kernel` is generic over the
-                        // brand, so the token stays in its iteration.
+                        // thread's team rank, for the block size of this member type, and the
+                        // owner of an index is fixed for the whole launch; the member (and so
+                        // this loop) runs on one thread, tokens are not `Send`, and they carry
+                        // the brand of the member's borrow, so they cannot leave the launch.
                         kernel(unsafe { TeamIdx::new_unchecked(j) })
                     },
                 )
@@ -300,7 +310,14 @@ impl<M: TeamMember> ThreadVectorRange<'_, M> {
 /// Scratch is shared between the threads of a team, so elements are stored in atomics and
 /// accessed with relaxed loads and stores (plain moves on every mainstream CPU); the team
 /// barrier orders them. That keeps scratch sound in safe code without a per-access cost.
-pub trait ScratchElement: Copy + Send + Sync + 'static {
+///
+/// # Safety
+///
+/// [`ScratchPad::alloc`] carves `Self::Atomic` cells out of 8-byte-aligned words of zeroed or
+/// previously used scratch memory, shared by the team's threads. An implementation promises
+/// that `Atomic` is an atomic type (safe to load and store from several threads at once),
+/// at most 8 bytes in size and alignment, with no invalid bit patterns and no drop glue.
+pub unsafe trait ScratchElement: Copy + Send + Sync + 'static {
     /// The atomic type that stores one element.
     type Atomic: Send + Sync + 'static;
     /// Relaxed load.
@@ -311,7 +328,9 @@ pub trait ScratchElement: Copy + Send + Sync + 'static {
 
 macro_rules! scratch_element {
     ($($t:ty => $atomic:ty, $to:expr, $from:expr;)*) => {$(
-        impl ScratchElement for $t {
+        // SAFETY: `$atomic` is a standard atomic of 4 or 8 bytes: every bit pattern is valid,
+        // it needs no drop, and its loads and stores are atomic.
+        unsafe impl ScratchElement for $t {
             type Atomic = $atomic;
             #[inline(always)]
             fn load(cell: &$atomic) -> $t {

@@ -471,7 +471,15 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Reade
 
 /// A value type with atomic operations in views: integers natively, floats by
 /// compare-and-swap on their bits.
-pub trait AtomicValue: ViewValue + PartialOrd {
+///
+/// # Safety
+///
+/// Atomic handles reinterpret a view's elements of type `Self` in place as `Self::Atom`. An
+/// implementation promises that `Atom` has the same size as `Self` and an alignment no
+/// greater than `Self`'s, that every bit pattern of a `Self` is a valid `Atom` (and back), and
+/// that `Atom` is an atomic type: its methods here are safe to call from several threads at
+/// once on one element (no references, no pointers, no plain `Cell`s inside).
+pub unsafe trait AtomicValue: ViewValue + PartialOrd {
     /// The atomic type of the same size and alignment.
     type Atom: Send + Sync;
     /// Atomically adds `v`; returns the old value.
@@ -490,7 +498,9 @@ pub trait AtomicValue: ViewValue + PartialOrd {
 
 macro_rules! atomic_int {
     ($($t:ty => $atom:ty),*) => {$(
-        impl AtomicValue for $t {
+        // SAFETY: `$atom` is the standard atomic of the integer `$t`: same size and alignment,
+        // the same bit patterns, and every method is an atomic operation.
+        unsafe impl AtomicValue for $t {
             type Atom = $atom;
             #[inline(always)]
             fn fetch_add(a: &$atom, v: $t) -> $t { a.fetch_add(v, Ordering::Relaxed) }
@@ -517,7 +527,9 @@ atomic_int!(
 
 macro_rules! atomic_float {
     ($($t:ty => $atom:ty),*) => {$(
-        impl AtomicValue for $t {
+        // SAFETY: `$atom` is the standard atomic of the float's bits: same size and alignment,
+        // every bit pattern valid both ways (`to_bits`/`from_bits`), every method atomic.
+        unsafe impl AtomicValue for $t {
             type Atom = $atom;
             #[inline(always)]
             fn fetch_add(a: &$atom, v: $t) -> $t { float_rmw(a, |x: $t| x + v) }
@@ -872,7 +884,7 @@ pub struct TeamPlane<'it, T: ViewValue, L: ArrayLayout> {
     _layout: PhantomData<L>,
 }
 
-impl<T: ViewValue, L: ArrayLayout> TeamPlane<'_, T, L> {
+impl<'it, T: ViewValue, L: ArrayLayout> TeamPlane<'it, T, L> {
     /// The league rank of the plane.
     pub fn plane(&self) -> usize {
         self.plane
@@ -888,13 +900,15 @@ impl<T: ViewValue, L: ArrayLayout> TeamPlane<'_, T, L> {
         self.extents[2]
     }
 
-    /// Row `row` of the plane, for the thread that owns it: stores at any column.
+    /// Row `row` of the plane, for the thread that owns it: stores at any column. The row token
+    /// must come from a team loop over this launch's member (the same brand `'it`), so a
+    /// member of another launch cannot claim rows this team's threads own.
     ///
     /// # Panics
     ///
     /// If the row is not below the second extent.
     #[inline(always)]
-    pub fn row<'i>(&self, row: TeamIdx<'i>) -> PlaneRow<'i, T, L> {
+    pub fn row(&self, row: TeamIdx<'it>) -> PlaneRow<'it, T, L> {
         let row = row.get();
         if row >= self.extents[1] {
             // SAFETY: as in `team_plane`.
@@ -1020,7 +1034,10 @@ impl<T> RowAccess<T> {
 }
 
 /// One team's row of a rank-2 writer ([`BoundWriter::team_row`]): loads and stores at the
-/// [`TeamIdx`] tokens of team loops, each column on the thread that owns it.
+/// [`TeamIdx`] tokens of team loops, each column on the thread that owns it. The tokens carry
+/// the launch's brand `'it` (team loops over the launch's own member make them), so the team
+/// loops of a member from another (nested) launch, which owns every column itself, cannot
+/// store here.
 ///
 /// Columns are checked against the second extent, one compare per access.
 pub struct TeamRow<'it, T: ViewValue, L: ArrayLayout> {
@@ -1029,9 +1046,9 @@ pub struct TeamRow<'it, T: ViewValue, L: ArrayLayout> {
     _layout: PhantomData<L>,
 }
 
-impl<T: ViewValue, L: ArrayLayout> TeamRow<'_, T, L> {
+impl<'it, T: ViewValue, L: ArrayLayout> TeamRow<'it, T, L> {
     #[inline(always)]
-    fn slot(&self, column: TeamIdx<'_>) -> *mut T {
+    fn slot(&self, column: TeamIdx<'it>) -> *mut T {
         self.row.element::<L>(column.get())
     }
 
@@ -1052,7 +1069,7 @@ impl<T: ViewValue, L: ArrayLayout> TeamRow<'_, T, L> {
 
     /// The element at column `column`.
     #[inline(always)]
-    pub fn get(&self, column: TeamIdx<'_>) -> T {
+    pub fn get(&self, column: TeamIdx<'it>) -> T {
         // SAFETY: `slot` checked the column and the row (at `team_row`), so the element is
         // inside the allocation. The writer's exclusive borrow keeps other handles away; the
         // row belongs to this team alone (its league rank is handed to one team), and within
@@ -1063,14 +1080,14 @@ impl<T: ViewValue, L: ArrayLayout> TeamRow<'_, T, L> {
 
     /// Stores `value` at column `column`.
     #[inline(always)]
-    pub fn set(&self, column: TeamIdx<'_>, value: T) {
+    pub fn set(&self, column: TeamIdx<'it>, value: T) {
         // SAFETY: as in `get`.
         unsafe { self.slot(column).write(value) }
     }
 
     /// Replaces the element at column `column` with `f(old)`.
     #[inline(always)]
-    pub fn update(&self, column: TeamIdx<'_>, f: impl FnOnce(T) -> T) {
+    pub fn update(&self, column: TeamIdx<'it>, f: impl FnOnce(T) -> T) {
         let slot = self.slot(column);
         // SAFETY: as in `get`.
         unsafe { slot.write(f(slot.read())) }
