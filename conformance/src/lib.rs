@@ -469,6 +469,7 @@ macro_rules! __for_each_check {
                 panic_in_mdrange_and_team_kernels_becomes_kernel_panicked,
                 panic_in_nested_range_becomes_kernel_panicked,
                 non_string_payload_is_reported,
+                payload_that_panics_when_dropped_is_contained,
                 space_stays_usable_after_a_panic,
             }
             properties {

@@ -186,6 +186,46 @@ pub fn non_string_payload_is_reported<S: ConformantSpace>(space: &S) -> Outcome 
     })
 }
 
+/// A panic payload whose own `Drop` panics is reported like any other: the second panic does
+/// not escape the launch, and no thread of the space is lost (a team of the largest size
+/// still meets in its barriers).
+pub fn payload_that_panics_when_dropped_is_contained<S: ConformantSpace>(space: &S) -> Outcome {
+    /// Panics again when the runtime drops it.
+    struct PanicsWhenDropped;
+    impl Drop for PanicsWhenDropped {
+        fn drop(&mut self) {
+            panic!("the payload's drop panicked");
+        }
+    }
+    check(axiom!(), || {
+        for n in [1, 7, 1000] {
+            let result = parallel_for("nasty", RangePolicy::new(space.clone(), 0..n), |_| {
+                std::panic::panic_any(PanicsWhenDropped);
+            });
+            panicked(result, "nasty", "non-string panic payload")?;
+        }
+        let team = space.max_team_size().clamp(1, 64);
+        let result = parallel_for("nasty-team", TeamPolicy::new(space.clone(), 3, team), |m| {
+            if m.league_rank() == 1 {
+                std::panic::panic_any(PanicsWhenDropped);
+            }
+        });
+        panicked(result, "nasty-team", "non-string panic payload")?;
+        let members = parallel_reduce(
+            "whole team",
+            TeamPolicy::new(space.clone(), 2, team),
+            |m, acc: &mut usize| *acc += m.team_reduce(&Sum::<usize>::new(), 1),
+            Sum::new(),
+        )?;
+        ensure_eq!(
+            members,
+            2 * team * team,
+            "team members meeting after the payload panicked"
+        );
+        usable(space)
+    })
+}
+
 /// After many panicking launches in a row, the space still runs every pattern.
 pub fn space_stays_usable_after_a_panic<S: ConformantSpace>(space: &S) -> Outcome {
     check(axiom!(), || {

@@ -11,6 +11,8 @@ use std::cell::Cell;
 use std::io;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+
+use hoplite_core::error::drop_panic_payload;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -92,14 +94,18 @@ impl ScopedThreads {
                 work(c, c * size..((c + 1) * size).min(units));
             }
         };
+        // Every thread catches its own panic, and the payloads not reported are dropped with
+        // `drop_panic_payload`: a payload whose `Drop` panics must not unwind out of here.
+        let run = |w: usize| catch_unwind(AssertUnwindSafe(|| worker(w))).err();
         let panic = std::thread::scope(|s| {
-            let handles: Vec<_> = (1..workers).map(|w| s.spawn(move || worker(w))).collect();
-            let mut first = (workers > 0)
-                .then(|| catch_unwind(AssertUnwindSafe(|| worker(0))))
-                .and_then(Result::err);
+            let handles: Vec<_> = (1..workers).map(|w| s.spawn(move || run(w))).collect();
+            let mut first = if workers > 0 { run(0) } else { None };
             for h in handles {
-                if let Err(p) = h.join() {
-                    first.get_or_insert(p);
+                let payload = h.join().unwrap_or_else(Some);
+                match (&first, payload) {
+                    (None, p) => first = p,
+                    (Some(_), Some(p)) => drop_panic_payload(p),
+                    (Some(_), None) => {}
                 }
             }
             first

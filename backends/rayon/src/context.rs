@@ -3,12 +3,52 @@
 //! global unique token.
 
 use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Hands out thread tickets: a thread takes the next one the first time it uses an instance,
+/// so its ticket is larger than any value read from the clock before it did.
+static TICKETS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// Ids of the instances whose kernels this thread is running, innermost last.
     static ACTIVE: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
     /// The global-token id this thread asks for first (its pool thread index), if any.
     static PREFERRED_GLOBAL: Cell<Option<usize>> = const { Cell::new(None) };
+    /// This thread's ticket (0: none yet).
+    static TICKET: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The ticket clock now: launches record it when they start.
+pub(crate) fn ticket_clock() -> u64 {
+    TICKETS.load(Ordering::SeqCst)
+}
+
+/// The calling thread's ticket, taken now if it has none. Threads take one the first time
+/// they make, clone, launch on or fence an instance (see `HotTeam::must_not_wait`).
+pub(crate) fn thread_ticket() -> u64 {
+    TICKET
+        .try_with(|t| {
+            if t.get() == 0 {
+                t.set(TICKETS.fetch_add(1, Ordering::SeqCst) + 1);
+            }
+            t.get()
+        })
+        // A thread being torn down: treat it as new (it then never waits).
+        .unwrap_or(u64::MAX)
+}
+
+/// Whether the calling thread first used an instance after the ticket clock read `since`.
+/// Such a thread may have been started by a kernel that began then, and that kernel may wait
+/// for it: it must not wait for that kernel's launch.
+pub(crate) fn arrived_after(since: u64) -> bool {
+    thread_ticket() > since
+}
+
+/// Whether the calling thread is a worker of a rayon pool (any pool). Such a thread may be
+/// running a parallel iterator that a kernel waits for (`space.install` inside a kernel), and
+/// blocking a rayon worker stalls its pool, so it never waits for a launch lock.
+pub(crate) fn on_rayon_worker() -> bool {
+    rayon::current_thread_index().is_some()
 }
 
 /// Whether the current thread is running a kernel of instance `id`.

@@ -63,6 +63,16 @@
 //!   inside any kernel of this backend while the target instance is busy — run inline on the
 //!   calling thread (sequentially; a nested team launch of `t > 1` threads gets `t - 1`
 //!   short-lived helper threads so that its barriers work). They never deadlock.
+//! * *Threads working for a kernel.* A kernel may start threads (`std::thread::scope`) or run
+//!   rayon parallel iterators (`space.install(|| ...)`) whose work launches on, or fences, the
+//!   instance the kernel runs on. Waiting for the running launch there would wait for itself,
+//!   so a thread that finds the instance busy does not wait when it is a rayon worker (of any
+//!   pool) or when it first launched or fenced after the running launch started (every thread
+//!   a kernel starts is such a thread): its launch runs inline and its fence returns at once.
+//!   Only threads that already used the backend before the running launch started wait for
+//!   it. The one case this cannot see is a thread that used the backend before the launch and
+//!   then works for its kernel (a long-lived pool other than rayon's): do not launch on a
+//!   busy instance from such a thread.
 //! * *Panics.* A panic in a kernel on any thread is caught, every other participant is
 //!   allowed to finish, and the first panic is re-raised on the calling thread, which the
 //!   core turns into [`Error::KernelPanicked`](hoplite_core::Error::KernelPanicked). The
@@ -143,7 +153,6 @@ const NAME: &str = "Rayon";
 /// assert_eq!(RayonSpace::default(), RayonSpace::default());
 /// # Ok::<(), hoplite_core::Error>(())
 /// ```
-#[derive(Clone)]
 pub struct RayonSpace {
     inner: Arc<Instance>,
 }
@@ -248,6 +257,7 @@ impl RayonSpace {
     /// the instance has the threads it got, and the error comes back beside it.
     fn start(threads: usize, is_default: bool, parent: Option<u64>) -> (Self, Option<io::Error>) {
         static NEXT: AtomicU64 = AtomicU64::new(1);
+        context::thread_ticket();
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         // Workers of the default instance prefer the global-token id of their rank.
         let (team, refused) = HotTeam::start(id, threads, |rank| is_default.then_some(rank));
@@ -377,11 +387,16 @@ impl RayonSpace {
     pub(crate) fn mode(&self) -> Mode<'_> {
         let inner = &*self.inner;
         if context::is_active(inner.id) {
+            return Mode::Inline;
+        }
+        if let Some(guard) = inner.team.try_lock() {
+            return Mode::Team(guard);
+        }
+        // Busy. Inside a kernel of another instance, waiting for this one could close a
+        // cycle of instances waiting for each other; a thread working for the running launch
+        // (see `HotTeam::must_not_wait`) would wait for itself. Both run inline.
+        if context::any_active() || inner.team.must_not_wait() {
             Mode::Inline
-        } else if context::any_active() {
-            // Inside a kernel of another instance: waiting for this one could close a cycle
-            // of instances waiting for each other, so run inline if it is busy.
-            inner.team.try_lock().map_or(Mode::Inline, Mode::Team)
         } else {
             Mode::Team(inner.team.lock())
         }
@@ -454,6 +469,16 @@ impl Default for RayonSpace {
     }
 }
 
+impl Clone for RayonSpace {
+    fn clone(&self) -> Self {
+        // The thread that hands an instance on has used it (see `HotTeam::must_not_wait`).
+        context::thread_ticket();
+        RayonSpace {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
 impl PartialEq for RayonSpace {
     /// Identity: clones of one instance are equal, distinct instances are not.
     fn eq(&self, other: &Self) -> bool {
@@ -490,11 +515,19 @@ impl ExecutionSpace for RayonSpace {
     }
 
     /// Waits for launches that other threads have in flight on this instance (launches are
-    /// synchronous, so the caller's own launches are already complete). Inside a kernel of
-    /// this instance it returns at once: a kernel cannot wait for its own launch.
+    /// synchronous, so the caller's own launches are already complete). It returns at once
+    /// where waiting could wait for the caller itself: inside a kernel of this instance, inside
+    /// a kernel of another instance while this one is busy, and on a thread that may be working
+    /// for the running launch (see the crate docs, "Threads working for a kernel").
     fn fence(&self) -> Result<()> {
-        if !context::is_active(self.inner.id) {
-            drop(self.inner.team.lock());
+        let team = &self.inner.team;
+        if context::is_active(self.inner.id) || team.try_lock().is_some() {
+            return Ok(());
+        }
+        // A thread that may be working for the running launch must not wait for it (it has
+        // no launch of its own in flight: its launches are synchronous).
+        if !(context::any_active() || team.must_not_wait()) {
+            drop(team.lock());
         }
         Ok(())
     }

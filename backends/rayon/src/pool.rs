@@ -36,6 +36,7 @@ use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
+use hoplite_core::error::drop_panic_payload;
 
 use crate::context::{self, InKernel};
 use crate::sync::{SpinWait, is_poison_echo, lock};
@@ -66,16 +67,21 @@ pub(crate) fn run_participant<J: Job + ?Sized>(job: &J, rank: usize) -> Option<P
 }
 
 /// Of several panics of one launch, the one to report: the first that is not only the echo of
-/// another thread's panic.
+/// another thread's panic. The others are dropped with [`drop_panic_payload`], so a payload
+/// whose `Drop` panics cannot unwind out of the launch.
 pub(crate) fn pick_panic(payloads: impl IntoIterator<Item = Payload>) -> Option<Payload> {
-    let mut echo = None;
+    let mut chosen: Option<Payload> = None;
     for p in payloads {
-        if !is_poison_echo(&*p) {
-            return Some(p);
+        let better = match &chosen {
+            None => true,
+            Some(old) => is_poison_echo(&**old) && !is_poison_echo(&*p),
+        };
+        let dropped = if better { chosen.replace(p) } else { Some(p) };
+        if let Some(dropped) = dropped {
+            drop_panic_payload(dropped);
         }
-        echo.get_or_insert(p);
     }
-    echo
+    chosen
 }
 
 /// The type-erased head of a published job.
@@ -126,14 +132,23 @@ struct Shared {
 }
 
 impl Shared {
+    /// Keeps the more telling of `payload` and the recorded panic. Never panics: the other
+    /// one is dropped outside the lock with [`drop_panic_payload`].
     fn record_panic(&self, payload: Payload) {
-        let mut slot = lock(&self.panic);
-        let replace = match &*slot {
-            None => true,
-            Some(old) => is_poison_echo(&**old) && !is_poison_echo(&*payload),
+        let dropped = {
+            let mut slot = lock(&self.panic);
+            let replace = match &*slot {
+                None => true,
+                Some(old) => is_poison_echo(&**old) && !is_poison_echo(&*payload),
+            };
+            if replace {
+                slot.replace(payload)
+            } else {
+                Some(payload)
+            }
         };
-        if replace {
-            *slot = Some(payload);
+        if let Some(dropped) = dropped {
+            drop_panic_payload(dropped);
         }
     }
 
@@ -217,6 +232,8 @@ pub(crate) struct HotTeam {
     threads: Vec<Thread>,
     handles: Vec<JoinHandle<()>>,
     launch: Mutex<()>,
+    /// The ticket clock when the launch lock was last taken (see `context::arrived_after`).
+    locked_at: AtomicU64,
 }
 
 impl HotTeam {
@@ -265,6 +282,7 @@ impl HotTeam {
             shared,
             handles,
             launch: Mutex::new(()),
+            locked_at: AtomicU64::new(0),
         };
         (team, refused)
     }
@@ -276,20 +294,28 @@ impl HotTeam {
 
     /// Takes the launch lock, waiting for a launch of another thread to finish.
     pub(crate) fn lock(&self) -> LaunchGuard<'_> {
-        LaunchGuard {
-            _guard: lock(&self.launch),
-        }
+        self.locked(lock(&self.launch))
     }
 
     /// Takes the launch lock if no other launch is running.
     pub(crate) fn try_lock(&self) -> Option<LaunchGuard<'_>> {
         match self.launch.try_lock() {
-            Ok(guard) => Some(LaunchGuard { _guard: guard }),
-            Err(TryLockError::Poisoned(p)) => Some(LaunchGuard {
-                _guard: p.into_inner(),
-            }),
+            Ok(guard) => Some(self.locked(guard)),
+            Err(TryLockError::Poisoned(p)) => Some(self.locked(p.into_inner())),
             Err(TryLockError::WouldBlock) => None,
         }
+    }
+
+    fn locked<'a>(&'a self, guard: MutexGuard<'a, ()>) -> LaunchGuard<'a> {
+        self.locked_at.store(context::ticket_clock(), Ordering::Relaxed);
+        LaunchGuard { _guard: guard }
+    }
+
+    /// Whether the calling thread, finding the launch lock taken, must not wait for it: it is
+    /// a rayon worker, or it first launched after the running launch started (a thread that
+    /// launch's kernel may have started and may be waiting for).
+    pub(crate) fn must_not_wait(&self) -> bool {
+        context::on_rayon_worker() || context::arrived_after(self.locked_at.load(Ordering::Relaxed))
     }
 
     /// Runs `job` with ranks `0..self.size()`: rank 0 on the calling thread, the others on

@@ -93,14 +93,33 @@ pub(crate) fn raise_poisoned() -> ! {
 /// [`TeamPoisoned`]. Only a member of the team poisons it, and only while it is outside the
 /// barrier (running user code), so a generation that is poisoned can never complete: no
 /// thread can have passed it while another one left it because of the poison.
+///
+/// *Departures.* Some waits must not leave while any other thread of the team may still be
+/// working on the data of the generation before (the closing wait of a collective: its
+/// peers may still read the value it published). Such a [guarded wait](Self::wait_guarded)
+/// leaves a poisoned barrier only once every thread of the team is accounted for: either
+/// waiting in this generation or [departed](Self::depart) for good (its share of the launch
+/// ended, normally or by a panic). Both counts change under the barrier's lock, and a thread
+/// that leaves a generation without completing it withdraws its arrival under that lock
+/// before it can depart, so no thread is ever counted twice.
 pub(crate) struct Barrier {
     n: usize,
     arrived: CachePadded<AtomicUsize>,
     generation: CachePadded<AtomicUsize>,
     poisoned: AtomicBool,
     sleepers: AtomicUsize,
-    lock: Mutex<()>,
+    /// Guards the slow path; holds the number of departed threads.
+    departed: Mutex<usize>,
     wake: Condvar,
+}
+
+/// How a wait treats a poisoned barrier.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum OnPoison {
+    /// Leave at once.
+    Leave,
+    /// Leave once every thread of the team waits in this generation or has departed.
+    LeaveWhenAccounted,
 }
 
 impl Barrier {
@@ -117,7 +136,7 @@ impl Barrier {
             generation: CachePadded::new(AtomicUsize::new(0)),
             poisoned: AtomicBool::new(false),
             sleepers: AtomicUsize::new(0),
-            lock: Mutex::new(()),
+            departed: Mutex::new(0),
             wake: Condvar::new(),
         }
     }
@@ -131,16 +150,16 @@ impl Barrier {
     /// Waits for every thread of the team; raises [`TeamPoisoned`] if the team is poisoned
     /// before the barrier completes.
     pub(crate) fn wait(&self) {
-        if !self.wait_inner(true) {
+        if !self.wait_inner(OnPoison::Leave) {
             raise_poisoned();
         }
     }
 
-    /// Waits for every thread of the team, ignoring poisoning. Used only where every thread
-    /// of the team is known to arrive (see `TeamMemberImpl::exchange`).
-    pub(crate) fn wait_unpoisonable(&self) {
-        let completed = self.wait_inner(false);
-        debug_assert!(completed);
+    /// Waits for every thread of the team. If the team is poisoned, leaves only once every
+    /// other thread of the team waits here too or has departed, and returns `false`; returns
+    /// `true` when the barrier completed.
+    pub(crate) fn wait_guarded(&self) -> bool {
+        self.wait_inner(OnPoison::LeaveWhenAccounted)
     }
 
     /// Marks the team as failed and wakes every waiter.
@@ -149,9 +168,18 @@ impl Barrier {
         self.wake_all();
     }
 
-    /// Returns `true` when the barrier completed, `false` when a poisonable wait left
-    /// because of poisoning.
-    fn wait_inner(&self, poisonable: bool) -> bool {
+    /// Records that the calling thread's share of the launch is over (it will never wait
+    /// here again) and wakes guarded waiters that may now be accounted for.
+    pub(crate) fn depart(&self) {
+        *lock(&self.departed) += 1;
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.wake.notify_all();
+        }
+    }
+
+    /// Returns `true` when the barrier completed, `false` when the wait left because of
+    /// poisoning.
+    fn wait_inner(&self, on_poison: OnPoison) -> bool {
         if self.n <= 1 {
             return true;
         }
@@ -167,33 +195,41 @@ impl Barrier {
             return true;
         }
         let done = || self.generation.load(Ordering::Acquire) != generation;
-        let poisoned = || poisonable && self.poisoned.load(Ordering::Acquire);
         let mut spin = SpinWait::new(Self::SPIN, Self::BUSY);
         loop {
             if done() {
                 return true;
             }
-            if poisoned() {
-                return false;
-            }
-            if !spin.wait() {
+            // Leaving because of poison happens under the lock (below).
+            if self.poisoned.load(Ordering::Acquire) || !spin.wait() {
                 break;
             }
         }
         // Slow path: block. Announce the sleeper before re-checking under the lock, so the
         // waker (SeqCst store, then SeqCst load of `sleepers`) either sees us or we see it.
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        let mut guard = lock(&self.lock);
+        let mut departed = lock(&self.departed);
         let completed = loop {
             if self.generation.load(Ordering::SeqCst) != generation {
                 break true;
             }
-            if poisonable && self.poisoned.load(Ordering::SeqCst) {
-                break false;
+            if self.poisoned.load(Ordering::SeqCst) {
+                let may_leave = match on_poison {
+                    OnPoison::Leave => true,
+                    // A poisoned generation never completes, so `arrived` counts exactly
+                    // the threads waiting in it; departures and withdrawals change only
+                    // under this lock.
+                    OnPoison::LeaveWhenAccounted => self.arrived.load(Ordering::SeqCst) + *departed >= self.n,
+                };
+                if may_leave {
+                    // Withdraw the arrival before this thread can depart or arrive again.
+                    self.arrived.fetch_sub(1, Ordering::SeqCst);
+                    break false;
+                }
             }
-            guard = self.wake.wait(guard).unwrap_or_else(PoisonError::into_inner);
+            departed = self.wake.wait(departed).unwrap_or_else(PoisonError::into_inner);
         };
-        drop(guard);
+        drop(departed);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
         completed
     }
@@ -201,7 +237,7 @@ impl Barrier {
     fn wake_all(&self) {
         if self.sleepers.load(Ordering::SeqCst) > 0 {
             // Taking the lock orders this wake-up after any sleeper's check of the condition.
-            drop(lock(&self.lock));
+            drop(lock(&self.departed));
             self.wake.notify_all();
         }
     }

@@ -14,9 +14,15 @@
 //! *exchange* values: every thread publishes a pointer to its value in its slot of the group
 //! (tagged with the barrier generation and the collective's type), meets the others in the
 //! barrier, reads the slots it needs, and meets them again before its value may go out of
-//! scope. The second meeting ignores poisoning, because every thread that passed the first
-//! one is reading and will arrive (a thread that panics while reading arrives from a drop
-//! guard), so no thread can leave while another still reads its value.
+//! scope. The second meeting leaves a poisoned team only once every thread of the team waits
+//! in it or has departed (see `Barrier::wait_guarded`): a thread that passed the first meeting
+//! and is reading will arrive (a thread that panics while reading arrives from a drop guard),
+//! so no thread can leave while another still reads its value — yet a thread whose peers
+//! called collectives in another order and failed does not wait for them forever.
+//!
+//! Values are matched by the collective and the `TypeId` of their type (every exchanged type
+//! is `'static`), so two different types never meet even when their names, sizes and
+//! alignments agree (two closures of one function, say).
 
 use std::any::TypeId;
 use std::cell::Cell;
@@ -37,7 +43,7 @@ use crate::context::InKernel;
 use crate::pool::{Job, Payload, pick_panic, run_participant};
 use crate::sealed::Internal;
 use crate::split::{Slot, Units, join_in_order, share};
-use crate::sync::Barrier;
+use crate::sync::{Barrier, raise_poisoned};
 use crate::{Mode, RayonPolicy, RayonSpace};
 
 type Tp = TeamPolicy<RayonSpace>;
@@ -66,24 +72,26 @@ impl fmt::Display for Collective {
 
 /// What a published value is: the collective and the value's type. Readers compare it with
 /// their own before they look at the value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 struct Tag {
     collective: Collective,
+    type_id: TypeId,
+    /// For messages only: distinct types may share a name.
     type_name: &'static str,
-    size: usize,
-    align: usize,
-    type_id: Option<TypeId>,
 }
 
 impl Tag {
-    fn of<T>(collective: Collective, type_id: Option<TypeId>) -> Self {
+    fn of<T: 'static>(collective: Collective) -> Self {
         Tag {
             collective,
+            type_id: TypeId::of::<T>(),
             type_name: std::any::type_name::<T>(),
-            size: size_of::<T>(),
-            align: align_of::<T>(),
-            type_id,
         }
+    }
+
+    /// Whether a value with tag `other` is of this collective and this very type.
+    fn matches(&self, other: &Tag) -> bool {
+        self.collective == other.collective && self.type_id == other.type_id
     }
 }
 
@@ -125,12 +133,25 @@ impl Group {
     }
 }
 
-/// Waits (ignoring poison) for the whole team when dropped: the end of an exchange.
+/// Waits for the whole team when dropped: the end of an exchange. On a poisoned team it
+/// leaves once no other thread can still read this thread's value, then raises the poison
+/// echo (unless this thread is already unwinding).
 struct DoneGuard<'a>(&'a Barrier);
 
 impl Drop for DoneGuard<'_> {
     fn drop(&mut self) {
-        self.0.wait_unpoisonable();
+        if !self.0.wait_guarded() && !std::thread::panicking() {
+            raise_poisoned();
+        }
+    }
+}
+
+/// Tells the group's barrier, when dropped, that this thread's share of the launch is over.
+struct Departure<'a>(&'a Barrier);
+
+impl Drop for Departure<'_> {
+    fn drop(&mut self) {
+        self.0.depart();
     }
 }
 
@@ -169,18 +190,17 @@ impl<T> Peers<'_, T> {
         // pointer is a valid pointer to its `Tag` whatever `U` is.
         let tag = unsafe { &*published.cast::<Tag>() };
         assert!(
-            *tag == self.tag,
+            tag.matches(&self.tag),
             "{}: team rank {k} is in {} with a value of type `{}`, this thread with `{}`; every thread of a team must call the same collectives in the same order",
             self.tag.collective,
             tag.collective,
             tag.type_name,
             self.tag.type_name
         );
-        // SAFETY: the tags are equal, so rank `k` published a `Published<U>` where `U` has
-        // the same name, size and alignment as `T` (and the same `TypeId` where one is
-        // known), i.e. `U` is `T`; `value` points to rank `k`'s argument, alive as argued
-        // above, and shared references to it are allowed because `T: Sync` (required by every
-        // collective). See the crate docs for the limits of the type check.
+        // SAFETY: the tags match, so rank `k` published a `Published<U>` with
+        // `TypeId::of::<U>() == TypeId::of::<T>()`, i.e. `U` is `T`; `value` points to rank
+        // `k`'s argument, alive as argued above, and shared references to it are allowed
+        // because `T: Sync` (required by every collective).
         unsafe { &*(*published.cast::<Published<T>>()).value }
     }
 }
@@ -267,6 +287,7 @@ impl TeamLaunch {
         let Some(group) = self.groups.get(g) else {
             return;
         };
+        let _departure = Departure(&group.barrier);
         let mut run_unit = |key: usize, unit: usize| {
             for league_rank in self.units.range(unit, unit + 1) {
                 let (team_scratch, thread_scratch) = self.scratch.pads(g, team_rank);
@@ -496,11 +517,10 @@ impl RayonPolicy for TeamPolicy<RayonSpace> {
 /// them panic with a message naming both (when the mismatch is detectable) or deadlock.
 ///
 /// *Value types of collectives.* `team_broadcast` and `team_reduce` hand a value made on one
-/// thread to the others. Pass owned values (numbers, `Vec`s, ...): a value that borrows data
-/// owned by the sending thread's stack frame (`&local`) could be used by another thread after
-/// the sender's frame is gone, which the current core signatures cannot forbid (they lack a
-/// `'static` bound). The backend checks that all threads use the same collective with a value
-/// type of the same name, size and alignment (and the same `TypeId` for scans).
+/// thread to the others; the values are `'static` (owned), so none can borrow the sending
+/// thread's stack. The backend checks that all threads use the same collective with a value
+/// of the same type (by `TypeId`); a mismatch panics on the threads that detect it, and the
+/// other threads of the team leave with it instead of waiting.
 ///
 /// ```
 /// use hoplite_core::{parallel_for, PerTeam, PerThread, TeamMember, TeamPolicy, TeamThreadRange, Sum};
@@ -556,17 +576,16 @@ impl RayonTeamMember<'_> {
 
     /// Publishes `value`, waits for the team, runs `read` on everybody's values, and waits
     /// for the team again before `value` may go out of scope (see the module docs).
-    fn exchange<T, O>(
+    fn exchange<T: 'static, O>(
         &self,
         collective: Collective,
-        type_id: Option<TypeId>,
         value: &T,
         read: impl FnOnce(&Peers<'_, T>) -> O,
     ) -> O {
         let group = self.group;
         let round = group.barrier.generation();
         let published = Published {
-            tag: Tag::of::<T>(collective, type_id),
+            tag: Tag::of::<T>(collective),
             value: ptr::from_ref(value),
         };
         let slot = &group.slots[self.team_rank];
@@ -667,7 +686,7 @@ unsafe impl TeamMember for RayonTeamMember<'_> {
             return value;
         }
         let me = self.team_rank;
-        let received = self.exchange(Collective::Broadcast, None, &value, |peers| {
+        let received = self.exchange(Collective::Broadcast, &value, |peers| {
             (source != me).then(|| peers.get(source).clone())
         });
         received.unwrap_or(value)
@@ -681,7 +700,7 @@ unsafe impl TeamMember for RayonTeamMember<'_> {
         if self.team_size == 1 {
             return value;
         }
-        self.exchange(Collective::Reduce, None, &value, |peers| {
+        self.exchange(Collective::Reduce, &value, |peers| {
             let mut total = peers.get(0).clone();
             for k in 1..self.team_size {
                 reducer.join(&mut total, peers.get(k).clone());
@@ -694,9 +713,7 @@ unsafe impl TeamMember for RayonTeamMember<'_> {
         if self.team_size == 1 {
             return (T::zero(), value);
         }
-        self.exchange(Collective::Scan, Some(TypeId::of::<T>()), &value, |peers| {
-            self.prefix_and_total(peers)
-        })
+        self.exchange(Collective::Scan, &value, |peers| self.prefix_and_total(peers))
     }
 
     fn team_scratch(&self, level: usize) -> &ScratchPad<'_> {
@@ -720,7 +737,7 @@ unsafe impl TeamMember for RayonTeamMember<'_> {
         }
         nested_fold(self.team_share(range), &kernel, &mut acc);
         // Shares are contiguous and ordered by team rank, so joining by rank is index order.
-        self.exchange(Collective::NestedReduce, None, &acc, |peers| {
+        self.exchange(Collective::NestedReduce, &acc, |peers| {
             let mut total = peers.get(0).clone();
             for k in 1..self.team_size {
                 reducer.join(&mut total, peers.get(k).clone());
@@ -744,12 +761,9 @@ unsafe impl TeamMember for RayonTeamMember<'_> {
         let mine = self.team_share(range);
         let first_is_final = self.team_rank == 0;
         nested_scan_pass(mine.clone(), &kernel, &mut partial, first_is_final);
-        let (prefix, total) = self.exchange(
-            Collective::NestedScan,
-            Some(TypeId::of::<T>()),
-            &partial,
-            |peers| self.prefix_and_total(peers),
-        );
+        let (prefix, total) = self.exchange(Collective::NestedScan, &partial, |peers| {
+            self.prefix_and_total(peers)
+        });
         if !first_is_final {
             let mut partial = prefix;
             nested_scan_pass(mine, &kernel, &mut partial, true);

@@ -194,6 +194,59 @@ fn nested_launches_run_inline_without_deadlock() {
     }
 }
 
+/// Threads started by a kernel, and rayon workers running a kernel's parallel iterator, launch
+/// on and fence the instance the kernel runs on: they must not wait for the running launch,
+/// which waits for them.
+#[test]
+fn threads_working_for_a_kernel_never_wait_for_its_launch() {
+    use rayon::prelude::*;
+    let gauss = |n: usize| n * n.saturating_sub(1) / 2;
+    for space in pools() {
+        let total = parallel_reduce(
+            "outer",
+            RangePolicy::new(space.clone(), 0..4),
+            |i, acc: &mut usize| {
+                let i = *i;
+                let from_thread = std::thread::scope(|s| {
+                    s.spawn(|| {
+                        space.fence().expect("fence from a thread of the kernel");
+                        parallel_reduce(
+                            "from a thread of the kernel",
+                            RangePolicy::new(space.clone(), 0..10 + i),
+                            |j, a| *a += *j,
+                            Sum::<usize>::new(),
+                        )
+                        .expect("launch from a thread of the kernel")
+                    })
+                    .join()
+                    .expect("the kernel's thread")
+                });
+                let from_rayon: usize = space.install(|| {
+                    (0..8usize)
+                        .into_par_iter()
+                        .map(|j| {
+                            space.fence().expect("fence from a rayon worker");
+                            parallel_reduce(
+                                "from a rayon worker",
+                                RangePolicy::new(space.clone(), 0..j),
+                                |k, a| *a += *k,
+                                Sum::<usize>::new(),
+                            )
+                            .expect("launch from a rayon worker")
+                        })
+                        .sum()
+                });
+                *acc += from_thread + from_rayon;
+            },
+            Sum::<usize>::new(),
+        )
+        .expect("outer launch");
+        let per_rayon: usize = (0..8).map(gauss).sum();
+        let expected: usize = (0..4).map(|i| gauss(10 + i) + per_rayon).sum();
+        assert_eq!(total, expected, "{space:?}");
+    }
+}
+
 #[test]
 fn launches_from_inside_kernels_of_another_instance() {
     let (a, b) = (
@@ -368,6 +421,40 @@ fn mismatched_collectives_are_reported_not_undefined() {
     );
     match r.expect_err("broadcast against barriers") {
         Error::KernelPanicked { message, .. } => assert!(message.contains("did not join"), "{message}"),
+        other => panic!("expected KernelPanicked, got {other}"),
+    }
+    // Rank 0 fails reading rank 1's slot and leaves; rank 1, the source of its own later
+    // broadcast, must not wait for rank 0 forever at the end of that broadcast.
+    let r = parallel_for("source waits alone", TeamPolicy::new(space.clone(), 1, 2), |m| {
+        if m.team_rank() == 1 {
+            m.team_barrier();
+        }
+        let _ = m.team_broadcast(7u64, 1);
+    });
+    match r.expect_err("broadcasts in different orders") {
+        Error::KernelPanicked { message, .. } => assert!(message.contains("did not join"), "{message}"),
+        other => panic!("expected KernelPanicked, got {other}"),
+    }
+    // Two closures of one function share a type name, size and alignment; rank 1 must not
+    // read rank 0's closure (capturing a number) as its own (capturing a `Box`).
+    let r = parallel_for("closures", TeamPolicy::new(space.clone(), 1, 2), |m| {
+        if m.team_rank() == 0 {
+            let number = 0x10usize;
+            let f = m.team_broadcast(move || number, 0);
+            assert_eq!(f(), 0x10);
+        } else {
+            let boxed = Box::new(5usize);
+            let f = m.team_broadcast(move || *boxed, 0);
+            assert_eq!(f(), 5);
+        }
+    });
+    match r.expect_err("closures of different types") {
+        Error::KernelPanicked { message, .. } => {
+            assert!(
+                message.contains("same collectives in the same order"),
+                "{message}"
+            )
+        }
         other => panic!("expected KernelPanicked, got {other}"),
     }
     let ok = parallel_reduce(

@@ -254,9 +254,36 @@ impl Error {
         } else {
             "non-string panic payload".to_owned()
         };
+        drop_panic_payload(payload);
         Error::KernelPanicked {
             label: label.to_owned(),
             message,
         }
+    }
+}
+
+/// Drops a caught panic payload without letting its `Drop` unwind into the caller.
+///
+/// A payload is any `Send` value a kernel passed to `panic_any`, and its `Drop` may panic
+/// too. Dropping it where a runtime keeps its promises (a pool worker between a kernel and
+/// its completion signal, a launch turning a panic into [`Error::KernelPanicked`]) would let
+/// that second panic escape: a lost worker, a hung launch, a panic out of a call that
+/// returns `Result`. This drops the payload inside `catch_unwind`; if its `Drop` panics, the
+/// new payload is leaked (dropping it could panic again, without end).
+///
+/// ```
+/// struct Nasty;
+/// impl Drop for Nasty {
+///     fn drop(&mut self) {
+///         panic!("a payload that panics when dropped");
+///     }
+/// }
+/// # std::panic::set_hook(Box::new(|_| {}));
+/// let payload = std::panic::catch_unwind(|| std::panic::panic_any(Nasty)).unwrap_err();
+/// hoplite_core::error::drop_panic_payload(payload); // returns normally
+/// ```
+pub fn drop_panic_payload(payload: Box<dyn std::any::Any + Send>) {
+    if let Err(second) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload))) {
+        std::mem::forget(second);
     }
 }
