@@ -142,6 +142,60 @@ pub fn zero_tile_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
     })
 }
 
+/// An MDRange whose arithmetic overflows `usize` is `Error::IndexSpaceTooLarge`, never a launch
+/// that silently visits fewer points: a tile reaching past `usize::MAX`, more points or more
+/// tiles than `usize` counts. An empty box of huge extents is valid and visits nothing.
+pub fn overflowing_mdrange_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let huge = 1usize << 32;
+        let cases = [
+            (
+                "wrapping tile",
+                MDRangePolicy::new(space.clone(), [5, 0], [10, 3]).with_tiles([usize::MAX, 1]),
+            ),
+            (
+                "2^32 x 2^32 points",
+                MDRangePolicy::new(space.clone(), [0, 0], [huge, huge]),
+            ),
+            (
+                "2^32 x 2^32 tiles",
+                MDRangePolicy::new(space.clone(), [0, 0], [huge, huge]).with_tiles([1, 1]),
+            ),
+        ];
+        for (label, policy) in cases {
+            let err = refused(label, policy)?;
+            is(
+                label,
+                matches!(&err, Error::IndexSpaceTooLarge { label: l, .. } if l == label),
+                &err,
+            )?;
+            mentions(&err.to_string(), &[label, "usize::MAX"])?;
+        }
+        let visits = AtomicUsize::new(0);
+        parallel_for(
+            "empty huge box",
+            MDRangePolicy::new(space.clone(), [0, 0, 0], [huge, huge, 0]),
+            |_| {
+                visits.fetch_add(1, Ordering::Relaxed);
+            },
+        )?;
+        ensure_eq!(visits.into_inner(), 0, "points visited in an empty box");
+        // The largest tile that does not wrap runs every point.
+        let sum = parallel_reduce(
+            "largest tile",
+            MDRangePolicy::new(space.clone(), [5, 0], [10, 3]).with_tiles([usize::MAX - 5, 1]),
+            |p, acc: &mut usize| *acc += p[0] * 10 + p[1],
+            Sum::<usize>::new(),
+        )?;
+        ensure_eq!(
+            sum,
+            (5..10).map(|i| 3 * 10 * i + 3).sum::<usize>(),
+            "sum over the box"
+        );
+        Ok(())
+    })
+}
+
 /// A team size of 0 is `Error::ZeroTeamSize`.
 pub fn zero_team_size_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
     check(axiom!(), || {

@@ -439,6 +439,7 @@ macro_rules! __for_each_check {
                 guard_releases_on_drop,
                 instance_token_is_sized_to_the_concurrency,
                 zero_size_is_rejected,
+                huge_size_is_an_error_not_an_abort,
                 global_live_ids_are_distinct,
             }
             views {
@@ -457,6 +458,7 @@ macro_rules! __for_each_check {
                 reversed_range_is_rejected,
                 zero_chunk_is_rejected,
                 zero_tile_is_rejected,
+                overflowing_mdrange_is_rejected,
                 zero_team_size_is_rejected,
                 bad_vector_length_is_rejected,
                 scratch_above_the_maximum_is_rejected,

@@ -196,6 +196,37 @@ pub fn zero_size_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
     })
 }
 
+/// A token too large to allocate is `Error::InvalidTokenSize`, not an aborted process; a
+/// large one that can be had works.
+pub fn huge_size_is_an_error_not_an_abort<S: ConformantSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        match space.unique_token_with_size(usize::MAX) {
+            Err(Error::InvalidTokenSize { requested, .. }) => {
+                ensure_eq!(requested, usize::MAX, "the size the error names")
+            }
+            Err(e) => {
+                return Err(Failure::msg(format!(
+                    "a token of usize::MAX ids: wrong error {e:?}"
+                )));
+            }
+            Ok(t) => ensure_eq!(t.size(), usize::MAX, "the size of a pool of usize::MAX ids"),
+        }
+        // 2^40 ids (128 GiB of bitmap): refused where memory is short, else made lazily.
+        match space.unique_token_with_size(1 << 40) {
+            Ok(t) => {
+                let id = t.acquire();
+                ensure!(id < 1 << 40, "id {id} of a pool of 2^40 ids");
+                t.release(id);
+            }
+            Err(Error::InvalidTokenSize { requested, .. }) => {
+                ensure_eq!(requested, 1 << 40, "the size the error names")
+            }
+            Err(e) => return Err(Failure::msg(format!("a token of 2^40 ids: wrong error {e:?}"))),
+        }
+        Ok(())
+    })
+}
+
 /// Axiom 2 for the global scope: ids held by iterations on this instance and on the
 /// default instance are never shared.
 pub fn global_live_ids_are_distinct<S: ConformantSpace>(space: &S) -> Outcome {

@@ -288,10 +288,11 @@ impl ScopedPolicy for TeamPolicy<ScopedThreads> {
     fn visit<V: for<'it> FnMut(&'it Member<'it>)>(&self, units: Range<usize>, mut visit: V) {
         let buffers: [(ScratchBuffer, usize); SCRATCH_LEVELS] = std::array::from_fn(|level| {
             let (team, thread) = self.scratch_size(level);
-            (
-                ScratchBuffer::new(team.div_ceil(8) * 8 + thread),
-                team.div_ceil(8),
-            )
+            let bytes = (team.div_ceil(8) * 8).saturating_add(thread);
+            // Validation bounds the sizes; a refusal here is a panic the launch reports.
+            let buffer =
+                ScratchBuffer::try_new("team", "ScopedThreads", bytes).unwrap_or_else(|e| panic!("{e}"));
+            (buffer, team.div_ceil(8))
         });
         let pad = |l: usize, team: bool| {
             let (buffer, split) = &buffers[l];

@@ -57,6 +57,7 @@ pub(crate) struct Step {
     name: &'static str,
     program: String,
     args: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 impl Step {
@@ -65,6 +66,7 @@ impl Step {
             name,
             program: env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()),
             args: args.iter().map(|s| (*s).to_owned()).collect(),
+            env: Vec::new(),
         }
     }
 
@@ -73,6 +75,7 @@ impl Step {
             name,
             program: program.to_owned(),
             args: args.iter().map(|s| (*s).to_owned()).collect(),
+            env: Vec::new(),
         }
     }
 
@@ -81,9 +84,16 @@ impl Step {
         self
     }
 
+    /// Sets an environment variable for the program.
+    pub(crate) fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
     pub(crate) fn run(&self) -> Result<(), String> {
+        let env: String = self.env.iter().map(|(k, v)| format!("{k}=\"{v}\" ")).collect();
         println!(
-            "xtask: == {} == {} {}",
+            "xtask: == {} == {env}{} {}",
             self.name,
             self.program,
             self.args.join(" ")
@@ -91,6 +101,7 @@ impl Step {
         let start = Instant::now();
         let status = Command::new(&self.program)
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .status()
             .map_err(|e| format!("could not start `{}`: {e}", self.program))?;
         println!("xtask: {} took {:.1} s", self.name, start.elapsed().as_secs_f64());

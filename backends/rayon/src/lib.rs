@@ -297,8 +297,10 @@ impl RayonSpace {
     ///
     /// # Errors
     ///
-    /// As for [`with_threads`](Self::with_threads): the operating system refused a thread.
+    /// As for [`with_threads`](Self::with_threads): the operating system refused a thread,
+    /// or `n` is above [`max_threads`] (every part has at least one thread).
     pub fn partition_space(&self, n: usize) -> Result<Vec<RayonSpace>> {
+        check_parts(n)?;
         self.partition_space_weighted(&vec![1.0; n])
     }
 
@@ -318,8 +320,9 @@ impl RayonSpace {
     ///
     /// # Errors
     ///
-    /// As for [`with_threads`](Self::with_threads): the operating system refused a thread.
+    /// As for [`partition_space`](Self::partition_space).
     pub fn partition_space_weighted(&self, weights: &[f64]) -> Result<Vec<RayonSpace>> {
+        check_parts(weights.len())?;
         partition_counts(self.concurrency(), weights)
             .into_iter()
             .map(|threads| Self::build(threads, Some(self.inner.id)))
@@ -419,6 +422,21 @@ impl RayonSpace {
     pub(crate) fn enter_inline(&self) -> InKernel {
         InKernel::enter(self.inner.id, None)
     }
+}
+
+/// Refuses partitions into more parts than an instance may have threads (each part has one
+/// thread at least), before anything is allocated for them.
+fn check_parts(parts: usize) -> Result<()> {
+    let limit = max_threads();
+    if parts > limit {
+        return Err(hoplite_core::Error::ThreadsUnavailable {
+            space: NAME,
+            requested: parts,
+            started: 0,
+            reason: format!("a partition into {parts} instances: at most {limit} instances, one thread each"),
+        });
+    }
+    Ok(())
 }
 
 /// Thread counts of a weighted partition of `total` threads.
@@ -613,18 +631,21 @@ mod sealed {
 /// this crate (they take a value of a type only this crate can name): they make tokens and
 /// team members, and assume the policy was validated.
 pub trait RayonPolicy: ExecutionPolicy<Space = RayonSpace> + sealed::Sealed {
-    /// Calls `kernel` once per point of the (validated) policy.
+    /// Calls `kernel` once per point of the (validated) policy of launch `label`. Fails only
+    /// before any kernel runs (scratch memory that cannot be allocated).
     #[doc(hidden)]
-    fn rayon_for<K: ForKernel<Self>>(&self, internal: Internal, kernel: &K);
+    fn rayon_for<K: ForKernel<Self>>(&self, internal: Internal, label: &str, kernel: &K) -> Result<()>;
 
-    /// Reduces `kernel`'s contributions with `reducer` and finalizes the total.
+    /// Reduces `kernel`'s contributions with `reducer` and finalizes the total. Fails as
+    /// `rayon_for` does.
     #[doc(hidden)]
     fn rayon_reduce<R: Reducer, K: ReduceKernel<Self, R::Value>>(
         &self,
         internal: Internal,
+        label: &str,
         kernel: &K,
         reducer: &R,
-    ) -> R::Value;
+    ) -> Result<R::Value>;
 }
 
 // SAFETY: each `rayon_for` (range, MDRange, team: see their modules) hands every point of
@@ -632,9 +653,8 @@ pub trait RayonPolicy: ExecutionPolicy<Space = RayonSpace> + sealed::Sealed {
 // on its own thread; the launch joins every participant before it returns.
 unsafe impl<P: RayonPolicy> ParallelFor<P> for RayonSpace {
     #[inline]
-    fn parallel_for<K: ForKernel<P>>(&self, _label: &str, policy: &P, kernel: K) -> Result<()> {
-        policy.rayon_for(Internal, &kernel);
-        Ok(())
+    fn parallel_for<K: ForKernel<P>>(&self, label: &str, policy: &P, kernel: K) -> Result<()> {
+        policy.rayon_for(Internal, label, &kernel)
     }
 }
 
@@ -643,12 +663,12 @@ unsafe impl<P: RayonPolicy> ParallelReduce<P> for RayonSpace {
     #[inline]
     fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
         &self,
-        _label: &str,
+        label: &str,
         policy: &P,
         kernel: K,
         reducer: &R,
     ) -> Result<R::Value> {
-        Ok(policy.rayon_reduce(Internal, &kernel, reducer))
+        policy.rayon_reduce(Internal, label, &kernel, reducer)
     }
 }
 

@@ -4,7 +4,9 @@
 //! points of a tile in the inner order.
 
 use hoplite_core::policy::for_each_point;
-use hoplite_core::{ExecutionPolicy, ForKernel, MDRangePolicy, MdIdx, ReduceKernel, Reducer, Schedule};
+use hoplite_core::{
+    ExecutionPolicy, ForKernel, MDRangePolicy, MdIdx, ReduceKernel, Reducer, Result, Schedule,
+};
 
 use crate::pool::Job;
 use crate::sealed::Internal;
@@ -116,108 +118,122 @@ where
 }
 
 impl<const R: usize> RayonPolicy for Md<R> {
-    fn rayon_for<K: ForKernel<Self>>(&self, _internal: Internal, kernel: &K) {
-        let tiles = if self.is_empty() { 0 } else { self.num_tiles() };
-        if tiles == 0 {
-            return;
-        }
-        let space = self.space();
-        let guard = match space.mode() {
-            Mode::Inline => {
-                let _in = space.enter_inline();
-                return for_each_tile_point(self, 0..tiles, kernel);
-            }
-            Mode::Team(guard) => guard,
-        };
-        let threads = space.threads();
-        if tiles == 1 || threads == 1 {
-            return space.execute_here(&guard, || for_each_tile_point(self, 0..tiles, kernel));
-        }
-        if self.schedule() == Schedule::Dynamic
-            && let Some(pool) = space.rayon_pool()
-        {
-            steal::for_each(pool, space.instance_id(), tiles, |t| {
-                for_each_tile_point(self, t..t + 1, kernel)
-            });
-            return;
-        }
-        let job = ForJob {
-            policy: self,
-            tiles,
-            parts: threads,
-            kernel,
-        };
-        space.execute(&guard, &job);
+    fn rayon_for<K: ForKernel<Self>>(&self, _internal: Internal, _label: &str, kernel: &K) -> Result<()> {
+        md_for(self, kernel);
+        Ok(())
     }
 
     fn rayon_reduce<Red: Reducer, K: ReduceKernel<Self, Red::Value>>(
         &self,
         _internal: Internal,
+        _label: &str,
         kernel: &K,
         reducer: &Red,
-    ) -> Red::Value {
-        let deterministic = self.deterministic_reduction();
-        let finish = |partials: Vec<Red::Value>| {
-            if deterministic {
-                join_tree(reducer, partials)
-            } else {
-                join_in_order(reducer, partials)
-            }
-        };
-        let tiles = if self.is_empty() { 0 } else { self.num_tiles() };
-        if tiles == 0 {
-            return finish(Vec::new());
-        }
-        let space = self.space();
-        let sequential = |policy: &Self| -> Vec<Red::Value> {
-            if deterministic {
-                (0..tiles)
-                    .map(|t| tile_partial(policy, t, kernel, reducer))
-                    .collect()
-            } else {
-                let mut acc = reducer.init();
-                fold_tile_points(policy, 0..tiles, kernel, &mut acc);
-                vec![acc]
-            }
-        };
-        let guard = match space.mode() {
-            Mode::Inline => {
-                let _in = space.enter_inline();
-                return finish(sequential(self));
-            }
-            Mode::Team(guard) => guard,
-        };
-        let threads = space.threads();
-        if tiles == 1 || threads == 1 {
-            let partials = space.execute_here(&guard, || sequential(self));
-            return finish(partials);
-        }
-        if self.schedule() == Schedule::Dynamic
-            && let Some(pool) = space.rayon_pool()
-        {
-            let id = space.instance_id();
-            let partials = if deterministic {
-                // One partial per tile, in tile order: the join tree is fixed.
-                steal::partials(pool, id, tiles, |t| tile_partial(self, t, kernel, reducer))
-            } else {
-                vec![steal::fold(pool, id, tiles, reducer, |t, acc| {
-                    fold_tile_points(self, t..t + 1, kernel, acc)
-                })]
-            };
-            return finish(partials);
-        }
-        let slots = Slot::many(threads);
-        let job = ReduceJob {
-            policy: self,
-            tiles,
-            parts: threads,
-            kernel,
-            reducer,
-            per_tile: deterministic,
-            slots: &slots,
-        };
-        space.execute(&guard, &job);
-        drop(guard);
-        finish(slots.iter().filter_map(Slot::take).flatten().collect())
+    ) -> Result<Red::Value> {
+        Ok(md_reduce(self, kernel, reducer))
     }
+}
+
+fn md_for<const R: usize, K: ForKernel<Md<R>>>(policy: &Md<R>, kernel: &K) {
+    let tiles = if policy.is_empty() { 0 } else { policy.num_tiles() };
+    if tiles == 0 {
+        return;
+    }
+    let space = policy.space();
+    let guard = match space.mode() {
+        Mode::Inline => {
+            let _in = space.enter_inline();
+            return for_each_tile_point(policy, 0..tiles, kernel);
+        }
+        Mode::Team(guard) => guard,
+    };
+    let threads = space.threads();
+    if tiles == 1 || threads == 1 {
+        return space.execute_here(&guard, || for_each_tile_point(policy, 0..tiles, kernel));
+    }
+    if policy.schedule() == Schedule::Dynamic
+        && let Some(pool) = space.rayon_pool()
+    {
+        steal::for_each(pool, space.instance_id(), tiles, |t| {
+            for_each_tile_point(policy, t..t + 1, kernel)
+        });
+        return;
+    }
+    let job = ForJob {
+        policy,
+        tiles,
+        parts: threads,
+        kernel,
+    };
+    space.execute(&guard, &job);
+}
+
+fn md_reduce<const R: usize, Red: Reducer, K: ReduceKernel<Md<R>, Red::Value>>(
+    policy: &Md<R>,
+    kernel: &K,
+    reducer: &Red,
+) -> Red::Value {
+    let deterministic = policy.deterministic_reduction();
+    let finish = |partials: Vec<Red::Value>| {
+        if deterministic {
+            join_tree(reducer, partials)
+        } else {
+            join_in_order(reducer, partials)
+        }
+    };
+    let tiles = if policy.is_empty() { 0 } else { policy.num_tiles() };
+    if tiles == 0 {
+        return finish(Vec::new());
+    }
+    let space = policy.space();
+    let sequential = |policy: &Md<R>| -> Vec<Red::Value> {
+        if deterministic {
+            (0..tiles)
+                .map(|t| tile_partial(policy, t, kernel, reducer))
+                .collect()
+        } else {
+            let mut acc = reducer.init();
+            fold_tile_points(policy, 0..tiles, kernel, &mut acc);
+            vec![acc]
+        }
+    };
+    let guard = match space.mode() {
+        Mode::Inline => {
+            let _in = space.enter_inline();
+            return finish(sequential(policy));
+        }
+        Mode::Team(guard) => guard,
+    };
+    let threads = space.threads();
+    if tiles == 1 || threads == 1 {
+        let partials = space.execute_here(&guard, || sequential(policy));
+        return finish(partials);
+    }
+    if policy.schedule() == Schedule::Dynamic
+        && let Some(pool) = space.rayon_pool()
+    {
+        let id = space.instance_id();
+        let partials = if deterministic {
+            // One partial per tile, in tile order: the join tree is fixed.
+            steal::partials(pool, id, tiles, |t| tile_partial(policy, t, kernel, reducer))
+        } else {
+            vec![steal::fold(pool, id, tiles, reducer, |t, acc| {
+                fold_tile_points(policy, t..t + 1, kernel, acc)
+            })]
+        };
+        return finish(partials);
+    }
+    let slots = Slot::many(threads);
+    let job = ReduceJob {
+        policy,
+        tiles,
+        parts: threads,
+        kernel,
+        reducer,
+        per_tile: deterministic,
+        slots: &slots,
+    };
+    space.execute(&guard, &job);
+    drop(guard);
+    finish(slots.iter().filter_map(Slot::take).flatten().collect())
 }

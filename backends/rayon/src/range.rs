@@ -139,92 +139,106 @@ where
 }
 
 impl RayonPolicy for RangePolicy<RayonSpace> {
-    fn rayon_for<K: ForKernel<Self>>(&self, _internal: Internal, kernel: &K) {
-        if self.is_empty() {
-            return;
-        }
-        let space = self.space();
-        let guard = match space.mode() {
-            Mode::Inline => {
-                let _in = space.enter_inline();
-                return for_each_index(self.begin()..self.end(), kernel);
-            }
-            Mode::Team(guard) => guard,
-        };
-        let threads = space.threads();
-        let units = Units::new(self.begin(), self.end(), unit_of(self, threads));
-        if self.schedule() == Schedule::Dynamic
-            && threads > 1
-            && let Some(pool) = space.rayon_pool()
-        {
-            steal::for_each(pool, space.instance_id(), units.count, |u| {
-                for_each_index(units.range(u, u + 1), kernel)
-            });
-            return;
-        }
-        if units.count == 1 {
-            return space.execute_here(&guard, || for_each_index(self.begin()..self.end(), kernel));
-        }
-        let job = ForJob {
-            units,
-            parts: threads,
-            kernel,
-        };
-        space.execute(&guard, &job);
+    fn rayon_for<K: ForKernel<Self>>(&self, _internal: Internal, _label: &str, kernel: &K) -> Result<()> {
+        range_for(self, kernel);
+        Ok(())
     }
 
     fn rayon_reduce<R: Reducer, K: ReduceKernel<Self, R::Value>>(
         &self,
         _internal: Internal,
+        _label: &str,
         kernel: &K,
         reducer: &R,
-    ) -> R::Value {
-        if self.deterministic_reduction() {
-            return deterministic_reduce(self, kernel, reducer);
+    ) -> Result<R::Value> {
+        Ok(range_reduce(self, kernel, reducer))
+    }
+}
+
+fn range_for<K: ForKernel<RangePolicy<RayonSpace>>>(policy: &RangePolicy<RayonSpace>, kernel: &K) {
+    if policy.is_empty() {
+        return;
+    }
+    let space = policy.space();
+    let guard = match space.mode() {
+        Mode::Inline => {
+            let _in = space.enter_inline();
+            return for_each_index(policy.begin()..policy.end(), kernel);
         }
-        if self.is_empty() {
-            return join_in_order(reducer, None);
-        }
-        let space = self.space();
-        let guard = match space.mode() {
-            Mode::Inline => {
-                let _in = space.enter_inline();
-                let mut acc = reducer.init();
-                fold_indices(self.begin()..self.end(), kernel, &mut acc);
-                return join_in_order(reducer, Some(acc));
-            }
-            Mode::Team(guard) => guard,
-        };
-        let threads = space.threads();
-        let units = Units::new(self.begin(), self.end(), unit_of(self, threads));
-        if self.schedule() == Schedule::Dynamic
-            && threads > 1
-            && let Some(pool) = space.rayon_pool()
-        {
-            let total = steal::fold(pool, space.instance_id(), units.count, reducer, |u, acc| {
-                fold_indices(units.range(u, u + 1), kernel, acc)
-            });
-            return join_in_order(reducer, Some(total));
-        }
-        if units.count == 1 {
+        Mode::Team(guard) => guard,
+    };
+    let threads = space.threads();
+    let units = Units::new(policy.begin(), policy.end(), unit_of(policy, threads));
+    if policy.schedule() == Schedule::Dynamic
+        && threads > 1
+        && let Some(pool) = space.rayon_pool()
+    {
+        steal::for_each(pool, space.instance_id(), units.count, |u| {
+            for_each_index(units.range(u, u + 1), kernel)
+        });
+        return;
+    }
+    if units.count == 1 {
+        return space.execute_here(&guard, || for_each_index(policy.begin()..policy.end(), kernel));
+    }
+    let job = ForJob {
+        units,
+        parts: threads,
+        kernel,
+    };
+    space.execute(&guard, &job);
+}
+
+fn range_reduce<R: Reducer, K: ReduceKernel<RangePolicy<RayonSpace>, R::Value>>(
+    policy: &RangePolicy<RayonSpace>,
+    kernel: &K,
+    reducer: &R,
+) -> R::Value {
+    if policy.deterministic_reduction() {
+        return deterministic_reduce(policy, kernel, reducer);
+    }
+    if policy.is_empty() {
+        return join_in_order(reducer, None);
+    }
+    let space = policy.space();
+    let guard = match space.mode() {
+        Mode::Inline => {
+            let _in = space.enter_inline();
             let mut acc = reducer.init();
-            space.execute_here(&guard, || {
-                fold_indices(self.begin()..self.end(), kernel, &mut acc)
-            });
+            fold_indices(policy.begin()..policy.end(), kernel, &mut acc);
             return join_in_order(reducer, Some(acc));
         }
-        let slots = Slot::many(threads);
-        let job = ReduceJob {
-            units,
-            parts: threads,
-            kernel,
-            reducer,
-            slots: &slots,
-        };
-        space.execute(&guard, &job);
-        drop(guard);
-        join_in_order(reducer, slots.iter().filter_map(Slot::take))
+        Mode::Team(guard) => guard,
+    };
+    let threads = space.threads();
+    let units = Units::new(policy.begin(), policy.end(), unit_of(policy, threads));
+    if policy.schedule() == Schedule::Dynamic
+        && threads > 1
+        && let Some(pool) = space.rayon_pool()
+    {
+        let total = steal::fold(pool, space.instance_id(), units.count, reducer, |u, acc| {
+            fold_indices(units.range(u, u + 1), kernel, acc)
+        });
+        return join_in_order(reducer, Some(total));
     }
+    if units.count == 1 {
+        let mut acc = reducer.init();
+        space.execute_here(&guard, || {
+            fold_indices(policy.begin()..policy.end(), kernel, &mut acc)
+        });
+        return join_in_order(reducer, Some(acc));
+    }
+    let slots = Slot::many(threads);
+    let job = ReduceJob {
+        units,
+        parts: threads,
+        kernel,
+        reducer,
+        slots: &slots,
+    };
+    space.execute(&guard, &job);
+    drop(guard);
+    join_in_order(reducer, slots.iter().filter_map(Slot::take))
 }
 
 /// The deterministic reduction of a range: fixed blocks, fixed join tree.

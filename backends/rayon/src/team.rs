@@ -35,8 +35,8 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 use hoplite_core::{
-    ExecutionPolicy, ForKernel, Idx, NestedLevel, ReduceKernel, Reducer, SCRATCH_LEVELS, ScanValue, Schedule,
-    ScratchBuffer, ScratchPad, TeamMember, TeamPolicy,
+    ExecutionPolicy, ForKernel, Idx, NestedLevel, ReduceKernel, Reducer, Result, SCRATCH_LEVELS, ScanValue,
+    Schedule, ScratchBuffer, ScratchPad, TeamMember, TeamPolicy,
 };
 
 use crate::context::InKernel;
@@ -215,19 +215,28 @@ struct ScratchPlan {
 }
 
 impl ScratchPlan {
-    fn new(policy: &TeamPolicy<RayonSpace>, groups: usize, team_size: usize) -> Self {
+    /// One region per group; fails (before any kernel runs) if the memory cannot be had.
+    fn new(label: &str, policy: &TeamPolicy<RayonSpace>, groups: usize, team_size: usize) -> Result<Self> {
         let team_words: [usize; SCRATCH_LEVELS] =
             std::array::from_fn(|l| policy.scratch_size(l).0.div_ceil(8));
         let thread_words: [usize; SCRATCH_LEVELS] =
             std::array::from_fn(|l| policy.scratch_size(l).1.div_ceil(8));
-        ScratchPlan {
-            buffers: std::array::from_fn(|l| {
-                ScratchBuffer::new(groups * (team_words[l] + team_size * thread_words[l]) * 8)
-            }),
+        let mut buffers: [ScratchBuffer; SCRATCH_LEVELS] = Default::default();
+        for (l, buffer) in buffers.iter_mut().enumerate() {
+            let bytes = team_size
+                .checked_mul(thread_words[l])
+                .and_then(|w| w.checked_add(team_words[l]))
+                .and_then(|w| w.checked_mul(groups))
+                .and_then(|w| w.checked_mul(8))
+                .unwrap_or(usize::MAX);
+            *buffer = ScratchBuffer::try_new(label, crate::NAME, bytes)?;
+        }
+        Ok(ScratchPlan {
+            buffers,
             team_words,
             thread_words,
             team_size,
-        }
+        })
     }
 
     fn pads(&self, group: usize, team_rank: usize) -> ([ScratchPad<'_>; 2], [ScratchPad<'_>; 2]) {
@@ -259,18 +268,20 @@ struct TeamLaunch {
 }
 
 impl TeamLaunch {
-    fn new(policy: &TeamPolicy<RayonSpace>, threads: usize) -> Self {
+    /// The groups of `threads` threads for `policy`: as many as run at once, and no more than
+    /// there are teams, each with its scratch memory.
+    fn new(label: &str, policy: &TeamPolicy<RayonSpace>, threads: usize) -> Result<Self> {
         let team_size = policy.team_size().max(1);
-        let groups = (threads / team_size).max(1);
-        TeamLaunch {
+        let groups = (threads / team_size).min(policy.league_size()).max(1);
+        Ok(TeamLaunch {
             groups: (0..groups).map(|_| Group::new(team_size)).collect(),
-            scratch: ScratchPlan::new(policy, groups, team_size),
+            scratch: ScratchPlan::new(label, policy, groups, team_size)?,
             next: CachePadded::new(AtomicUsize::new(0)),
             league_size: policy.league_size(),
             team_size,
             units: Units::new(0, policy.league_size(), policy.chunk_size().unwrap_or(1)),
             dynamic: policy.schedule() == Schedule::Dynamic,
-        }
+        })
     }
 
     /// Number of participants that run teams.
@@ -446,9 +457,9 @@ fn run_nested<J: Job>(space: &RayonSpace, job: &J, n: usize) {
 }
 
 impl RayonPolicy for TeamPolicy<RayonSpace> {
-    fn rayon_for<K: ForKernel<Self>>(&self, _internal: Internal, kernel: &K) {
+    fn rayon_for<K: ForKernel<Self>>(&self, _internal: Internal, label: &str, kernel: &K) -> Result<()> {
         if self.league_size() == 0 {
-            return;
+            return Ok(());
         }
         let space = self.space();
         let mode = space.mode();
@@ -456,7 +467,7 @@ impl RayonPolicy for TeamPolicy<RayonSpace> {
             Mode::Team(_) => space.threads(),
             Mode::Inline => self.team_size(),
         };
-        let launch = TeamLaunch::new(self, threads);
+        let launch = TeamLaunch::new(label, self, threads)?;
         run_team_job(
             space,
             mode,
@@ -466,16 +477,18 @@ impl RayonPolicy for TeamPolicy<RayonSpace> {
                 kernel,
             },
         );
+        Ok(())
     }
 
     fn rayon_reduce<R: Reducer, K: ReduceKernel<Self, R::Value>>(
         &self,
         _internal: Internal,
+        label: &str,
         kernel: &K,
         reducer: &R,
-    ) -> R::Value {
+    ) -> Result<R::Value> {
         if self.league_size() == 0 {
-            return join_in_order(reducer, None);
+            return Ok(join_in_order(reducer, None));
         }
         let space = self.space();
         let mode = space.mode();
@@ -483,7 +496,7 @@ impl RayonPolicy for TeamPolicy<RayonSpace> {
             Mode::Team(_) => space.threads(),
             Mode::Inline => self.team_size(),
         };
-        let launch = TeamLaunch::new(self, threads);
+        let launch = TeamLaunch::new(label, self, threads)?;
         let slots = Slot::many(threads.max(launch.participants()));
         run_team_job(
             space,
@@ -505,7 +518,7 @@ impl RayonPolicy for TeamPolicy<RayonSpace> {
             .flat_map(|(team_rank, p)| p.into_iter().map(move |(key, v)| (key, team_rank, v)))
             .collect();
         partials.sort_by_key(|&(key, team_rank, _)| (key, team_rank));
-        join_in_order(reducer, partials.into_iter().map(|(_, _, v)| v))
+        Ok(join_in_order(reducer, partials.into_iter().map(|(_, _, v)| v)))
     }
 }
 

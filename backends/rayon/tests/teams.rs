@@ -371,3 +371,49 @@ fn teams_store_their_rows_through_team_tokens() {
         }
     }
 }
+
+/// The largest level-1 scratch on a wide instance: regions are made only for the teams that
+/// run at once (no more than the league), zeroed lazily by the allocator, and a refusal is a
+/// typed error — never an aborted process (64 regions of 256 MiB used to be zeroed up front).
+#[test]
+fn large_scratch_is_allocated_lazily_for_running_teams_only() {
+    let space = RayonSpace::with_threads(64).expect("a wide pool");
+    let max = space.max_scratch_size(1);
+    for league in [1, 2, 64] {
+        let policy =
+            TeamPolicy::new(space.clone(), league, 1).with_scratch_size(1, PerTeam(max), PerThread(0));
+        let result = parallel_reduce(
+            "large scratch",
+            policy,
+            |m, acc: &mut usize| {
+                let words = m.team_scratch(1).alloc::<u64>(max / 8).expect("the whole level");
+                words.set(max / 8 - 1, m.league_rank() as u64 + 1);
+                *acc += words.get(max / 8 - 1) as usize;
+            },
+            Sum::new(),
+        );
+        match result {
+            Ok(total) => assert_eq!(total, league * (league + 1) / 2, "league {league}"),
+            Err(Error::AllocationFailed { label, space, .. }) => {
+                assert!(
+                    label.contains("large scratch") && space == "Rayon",
+                    "{label} {space}"
+                )
+            }
+            Err(e) => panic!("league {league}: {e}"),
+        }
+    }
+}
+
+/// A partition into absurdly many instances is refused before anything is allocated.
+#[test]
+fn huge_partitions_are_typed_errors() {
+    let space = RayonSpace::with_threads(2).expect("pool");
+    for n in [usize::MAX, 1 << 40] {
+        let err = space.partition_space(n).expect_err("too many parts");
+        assert!(
+            matches!(err, Error::ThreadsUnavailable { requested, .. } if requested == n),
+            "{err}"
+        );
+    }
+}

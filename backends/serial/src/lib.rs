@@ -262,16 +262,18 @@ use sealed::Internal;
 /// team members) that writers trust, so only the backend's own launches may run it.
 /// Launch through `hoplite_core::parallel_for` / `parallel_reduce` / `parallel_scan`.
 pub trait SerialPolicy: ExecutionPolicy<Space = Serial> + sealed::Sealed {
-    /// Calls `visit` once per point of the policy, in the policy's iteration order.
+    /// Calls `visit` once per point of the policy of launch `label`, in the policy's
+    /// iteration order. Fails only before the first call (team scratch memory that cannot be
+    /// allocated).
     #[doc(hidden)]
-    fn visit_all<V>(&self, _internal: Internal, visit: V)
+    fn visit_all<V>(&self, _internal: Internal, label: &str, visit: V) -> Result<()>
     where
         V: for<'it> FnMut(Self::Item<'it>);
 }
 
 impl SerialPolicy for RangePolicy<Serial> {
     #[inline(always)]
-    fn visit_all<V>(&self, _internal: Internal, mut visit: V)
+    fn visit_all<V>(&self, _internal: Internal, _label: &str, mut visit: V) -> Result<()>
     where
         V: for<'it> FnMut(Idx<'it>),
     {
@@ -280,12 +282,13 @@ impl SerialPolicy for RangePolicy<Serial> {
             // thread; `visit` is generic over the brand, so the token cannot outlive it.
             visit(unsafe { Idx::new_unchecked(i) });
         }
+        Ok(())
     }
 }
 
 impl<const R: usize> SerialPolicy for MDRangePolicy<Serial, R> {
     #[inline(always)]
-    fn visit_all<V>(&self, _internal: Internal, mut visit: V)
+    fn visit_all<V>(&self, _internal: Internal, _label: &str, mut visit: V) -> Result<()>
     where
         V: for<'it> FnMut(MdIdx<'it, R>),
     {
@@ -298,19 +301,24 @@ impl<const R: usize> SerialPolicy for MDRangePolicy<Serial, R> {
                 visit(unsafe { MdIdx::new_unchecked(p) })
             });
         }
+        Ok(())
     }
 }
 
 impl SerialPolicy for TeamPolicy<Serial> {
-    fn visit_all<V>(&self, _internal: Internal, mut visit: V)
+    fn visit_all<V>(&self, _internal: Internal, label: &str, mut visit: V) -> Result<()>
     where
         V: for<'it> FnMut(&'it SerialTeamMember<'it>),
     {
-        let buffers: [(ScratchBuffer, usize); SCRATCH_LEVELS] = std::array::from_fn(|level| {
+        // One team at a time: one region per level, made of the team part and the part of
+        // the team's only thread.
+        let mut buffers: [(ScratchBuffer, usize); SCRATCH_LEVELS] = Default::default();
+        for (level, (buffer, team_words)) in buffers.iter_mut().enumerate() {
             let (team, thread) = self.scratch_size(level);
-            let team_words = team.div_ceil(8);
-            (ScratchBuffer::new(team_words * 8 + thread), team_words)
-        });
+            *team_words = team.div_ceil(8);
+            let bytes = (*team_words * 8).saturating_add(thread);
+            *buffer = ScratchBuffer::try_new(label, "Serial", bytes)?;
+        }
         for league_rank in 0..self.league_size() {
             let member = SerialTeamMember {
                 league_rank,
@@ -324,6 +332,7 @@ impl SerialPolicy for TeamPolicy<Serial> {
             };
             visit(&member);
         }
+        Ok(())
     }
 }
 
@@ -332,10 +341,9 @@ impl SerialPolicy for TeamPolicy<Serial> {
 // `SerialTeamMember`s, whose `TeamMember` contract is argued at their impl.
 unsafe impl<P: SerialPolicy> ParallelFor<P> for Serial {
     #[inline]
-    fn parallel_for<K: ForKernel<P>>(&self, _label: &str, policy: &P, kernel: K) -> Result<()> {
+    fn parallel_for<K: ForKernel<P>>(&self, label: &str, policy: &P, kernel: K) -> Result<()> {
         let _in = InKernel::enter();
-        policy.visit_all(Internal, |item| kernel.call(item));
-        Ok(())
+        policy.visit_all(Internal, label, |item| kernel.call(item))
     }
 }
 
@@ -344,14 +352,14 @@ unsafe impl<P: SerialPolicy> ParallelReduce<P> for Serial {
     #[inline]
     fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
         &self,
-        _label: &str,
+        label: &str,
         policy: &P,
         kernel: K,
         reducer: &R,
     ) -> Result<R::Value> {
         let _in = InKernel::enter();
         let mut acc = reducer.init();
-        policy.visit_all(Internal, |item| kernel.call(item, &mut acc));
+        policy.visit_all(Internal, label, |item| kernel.call(item, &mut acc))?;
         reducer.finalize(&mut acc);
         Ok(acc)
     }
@@ -362,13 +370,13 @@ unsafe impl ParallelScan<RangePolicy<Serial>> for Serial {
     #[inline]
     fn parallel_scan<T: ScanValue, K: ScanKernel<RangePolicy<Serial>, T>>(
         &self,
-        _label: &str,
+        label: &str,
         policy: &RangePolicy<Serial>,
         kernel: K,
     ) -> Result<T> {
         let _in = InKernel::enter();
         let mut partial = T::zero();
-        policy.visit_all(Internal, |i| kernel.call(i, &mut partial, true));
+        policy.visit_all(Internal, label, |i| kernel.call(i, &mut partial, true))?;
         Ok(partial)
     }
 }

@@ -14,7 +14,8 @@ fn main() {
     let a: View<f64, 2> = View::new("a", [2, 8]).expect("allocates");
     let space = RayonSpace::with_threads(2).expect("pool");
     let _ = parallel_for("outer", (TeamPolicy::new(space.clone(), 2, 2), (a.write(),)), |(_m, (_a,))| {
-        SerialPolicy::visit_all(&TeamPolicy::new(Serial::default(), 1, 1), |_m2| {});
-        RayonPolicy::rayon_for(&TeamPolicy::new(space.clone(), 1, 1), &|_m2: &_| {});
+        // The second argument must be the crate-private `Internal`: nothing else fits.
+        let _ = SerialPolicy::visit_all(&TeamPolicy::new(Serial::default(), 1, 1), (), "inner", |_m2| {});
+        let _ = RayonPolicy::rayon_for(&TeamPolicy::new(space.clone(), 1, 1), (), "inner", &|_m2: &_| {});
     });
 }

@@ -219,6 +219,15 @@ pub enum Error {
         /// What is wrong with the extents or strides.
         reason: String,
     },
+    /// A policy whose index arithmetic does not fit in `usize`: more points or tiles than
+    /// `usize` counts, or a tile reaching past `usize::MAX`.
+    #[error("`{label}`: {reason}; make the index space or its tiles smaller")]
+    IndexSpaceTooLarge {
+        /// Label of the launch.
+        label: String,
+        /// Which count overflows, with the numbers.
+        reason: String,
+    },
     /// An instance could not get the threads it was asked for (too many, or the operating
     /// system refused to start one). Nothing is kept: the threads started are stopped again.
     #[error("`{space}` instance of {requested} threads: {reason}; ask for fewer threads")]

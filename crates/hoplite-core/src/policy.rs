@@ -472,14 +472,14 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
         std::array::from_fn(|d| self.end[d].saturating_sub(self.begin[d]))
     }
 
-    /// Number of points.
+    /// Number of points (`usize::MAX` if they are more: validation rejects such boxes).
     pub fn len(&self) -> usize {
-        self.extents().iter().product()
+        saturating_product(&self.extents())
     }
 
     /// Whether the box has no points.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.extents().contains(&0)
     }
 
     /// The tile extents in effect: the ones set, or the default described on the type.
@@ -504,9 +504,9 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
         std::array::from_fn(|d| ext[d].div_ceil(tiles[d].max(1)))
     }
 
-    /// Total number of tiles.
+    /// Total number of tiles (`usize::MAX` if they are more: validation rejects such boxes).
     pub fn num_tiles(&self) -> usize {
-        self.tile_counts().iter().product()
+        saturating_product(&self.tile_counts())
     }
 
     /// The bounds `(lo, hi)` of tile number `t`, counting tiles in the outer order (in the
@@ -533,10 +533,28 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
             coord[d] = rest % counts[d];
             rest /= counts[d];
         }
-        let lo: [usize; R] = std::array::from_fn(|d| self.begin[d] + coord[d] * tiles[d]);
-        let hi: [usize; R] = std::array::from_fn(|d| (lo[d] + tiles[d]).min(self.end[d]));
+        // `lo` is below `end` for every tile number below `num_tiles()`; saturation keeps
+        // other numbers (and tiles reaching past `usize::MAX`) inside the box.
+        let lo: [usize; R] = std::array::from_fn(|d| {
+            self.begin[d]
+                .saturating_add(coord[d].saturating_mul(tiles[d]))
+                .min(self.end[d])
+        });
+        let hi: [usize; R] = std::array::from_fn(|d| lo[d].saturating_add(tiles[d]).min(self.end[d]));
         (lo, hi)
     }
+}
+
+/// The product of `factors`: 0 if one is 0, `usize::MAX` if it does not fit (or is exactly
+/// `usize::MAX`, which no box reaches either: its points could not all be numbered).
+fn saturating_product(factors: &[usize]) -> usize {
+    if factors.contains(&0) {
+        return 0;
+    }
+    factors
+        .iter()
+        .try_fold(1usize, |n, &f| n.checked_mul(f))
+        .unwrap_or(usize::MAX)
 }
 
 /// The dimension that runs fastest in `order`.
@@ -639,6 +657,42 @@ unsafe impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy
                 label: label.to_owned(),
                 dim,
             });
+        }
+        self.check_counts(label)
+    }
+}
+
+impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
+    /// Rejects boxes whose point count or tile count does not fit in `usize`, or whose last
+    /// tile would end past `usize::MAX` (backends compute all three).
+    fn check_counts(&self, label: &str) -> Result<()> {
+        let too_large = |reason: String| Error::IndexSpaceTooLarge {
+            label: label.to_owned(),
+            reason,
+        };
+        let (ext, tiles, counts) = (self.extents(), self.tiles(), self.tile_counts());
+        for d in 0..R {
+            if counts[d]
+                .checked_mul(tiles[d])
+                .and_then(|span| self.begin[d].checked_add(span))
+                .is_none()
+            {
+                return Err(too_large(format!(
+                    "the tiles of {} from {} reach past usize::MAX in dimension {d}",
+                    tiles[d], self.begin[d]
+                )));
+            }
+        }
+        if self.is_empty() {
+            return Ok(());
+        }
+        if saturating_product(&ext) == usize::MAX {
+            return Err(too_large(format!(
+                "the box of extents {ext:?} has more than usize::MAX points"
+            )));
+        }
+        if saturating_product(&counts) == usize::MAX {
+            return Err(too_large(format!("{counts:?} tiles are more than usize::MAX")));
         }
         Ok(())
     }

@@ -475,6 +475,25 @@ impl<T: ScratchElement> ScratchSlice<'_, T> {
     }
 }
 
+/// `n` zeroed atomic words, or `None` if they cannot be allocated (never an abort). The memory
+/// comes zeroed from the allocator (`alloc_zeroed`), so the pages of a large block are not
+/// touched until used.
+pub(crate) fn zeroed_words(n: usize) -> Option<Box<[AtomicU64]>> {
+    if n == 0 {
+        return Some(Box::default());
+    }
+    let layout = std::alloc::Layout::array::<AtomicU64>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size (`n > 0`).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<AtomicU64>();
+    if ptr.is_null() {
+        return None;
+    }
+    // SAFETY: `ptr` is a fresh allocation of the global allocator with the layout of
+    // `[AtomicU64; n]`, which is what `Box<[AtomicU64]>` frees it with; all-zero bytes are a
+    // valid `AtomicU64` (0); nothing else points to it.
+    Some(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n)) })
+}
+
 /// Owns the scratch words of one level for a launch; backends carve pads out of it.
 #[derive(Debug, Default)]
 pub struct ScratchBuffer {
@@ -482,12 +501,30 @@ pub struct ScratchBuffer {
 }
 
 impl ScratchBuffer {
-    /// A zeroed buffer of at least `bytes` bytes.
-    pub fn new(bytes: usize) -> Self {
+    /// A zeroed buffer of at least `bytes` bytes for launch `label` on execution space
+    /// `space`, or [`Error::AllocationFailed`] (nothing aborts, whatever `bytes` is).
+    ///
+    /// The memory comes zeroed from the allocator (`alloc_zeroed`), so the pages of a large
+    /// buffer are not touched until a kernel uses them.
+    ///
+    /// ```
+    /// use hoplite_core::{Error, ScratchBuffer};
+    /// let buffer = ScratchBuffer::try_new("k", "Serial", 100)?;
+    /// assert_eq!(buffer.words().len(), 13);
+    /// let too_big = ScratchBuffer::try_new("k", "Serial", usize::MAX);
+    /// assert!(matches!(too_big, Err(Error::AllocationFailed { .. })));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn try_new(label: &str, space: &'static str, bytes: usize) -> Result<Self> {
         let words = bytes.div_ceil(8);
-        ScratchBuffer {
-            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
-        }
+        let failed = |reason: &str| Error::AllocationFailed {
+            label: format!("{label} (team scratch)"),
+            bytes,
+            space,
+            reason: reason.to_owned(),
+        };
+        let words = zeroed_words(words).ok_or_else(|| failed("out of memory or size overflow"))?;
+        Ok(ScratchBuffer { words })
     }
 
     /// The words.
@@ -502,7 +539,7 @@ mod tests {
 
     #[test]
     fn scratch_allocations_are_aligned_disjoint_and_bounded() {
-        let buffer = ScratchBuffer::new(64);
+        let buffer = ScratchBuffer::try_new("t", "test", 64).expect("64 bytes");
         let pad = ScratchPad::new(buffer.words());
         let a = pad.alloc::<f32>(3).expect("12 bytes fit");
         let b = pad.alloc::<f64>(2).expect("16 more bytes fit");

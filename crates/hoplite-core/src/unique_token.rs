@@ -155,11 +155,18 @@ impl TokenPool {
             });
         }
         let words = size.div_ceil(64);
+        let Some(words) = crate::team::zeroed_words(words) else {
+            return Err(Error::InvalidTokenSize {
+                requested: size,
+                space,
+                reason: format!(
+                    "a pool of {size} ids needs {} bytes, which could not be allocated",
+                    size.div_ceil(64).saturating_mul(8)
+                ),
+            });
+        };
         Ok(TokenPool {
-            inner: Arc::new(PoolInner {
-                size,
-                words: (0..words).map(|_| AtomicU64::new(0)).collect(),
-            }),
+            inner: Arc::new(PoolInner { size, words }),
         })
     }
 

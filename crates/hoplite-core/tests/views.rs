@@ -680,3 +680,14 @@ fn failed_and_overflowing_allocations_are_errors() {
     let err = View::<u64, 1>::new("ovf1", [usize::MAX / 4]).expect_err("bytes overflow");
     assert!(matches!(err, Error::AllocationFailed { .. }), "{err}");
 }
+
+/// A view of a zero-sized type may have more elements than a loop could visit: making it
+/// writes nothing (every element already holds the type's only value) and returns at once.
+#[test]
+fn zero_sized_elements_are_not_filled_one_by_one() {
+    let z = View::<(), 1>::new("z", [usize::MAX]).expect("no bytes to allocate");
+    assert_eq!(z.len(), usize::MAX);
+    z.fill_host(()).expect("fill");
+    let z2 = View::<(), 2>::new("z2", [1 << 40, 1 << 20]).expect("no bytes to allocate");
+    assert_eq!(z2.extents(), [1 << 40, 1 << 20]);
+}

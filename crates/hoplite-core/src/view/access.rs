@@ -1569,6 +1569,11 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> H
 
     /// Sets every element to `value`.
     pub fn fill(&mut self, value: T) {
+        if size_of::<T>() == 0 {
+            // A zero-sized type has one value, which every element already holds: nothing to
+            // write (and a view of them may have more elements than a loop could visit).
+            return;
+        }
         for_each_index::<R, L>(&self.view.extents, |idx| {
             // SAFETY: in bounds by construction; the exclusive borrow excludes other handles.
             unsafe { self.view.element_ptr(&idx).write(value) }
