@@ -1,11 +1,13 @@
 //! `cargo xtask <command>`: the project's automation, in Rust so it runs wherever cargo does.
 //!
 //! * `test` — the formatter check, clippy with warnings denied, and every test of the
-//!   workspace (unit, integration, doc). This is the one command CI runs (`.ci/run`).
+//!   workspace (unit, integration, doc), then the loom models of the lock-free parts. This is
+//!   the one command CI runs (`.ci/run`).
 //! * `bench` — the criterion benchmarks, then `target/hoplite-bench/summary.json` pairing every
 //!   hoplite measurement with the baselines measured in the same run.
 //! * `conformance` — the conformance suite, for every backend or one.
-//! * `miri` — the core's unit tests under Miri (needs a nightly toolchain with miri).
+//! * `miri` — the core's and backends' unit tests, the rayon team machinery and part of the
+//!   conformance suite under Miri (needs a nightly toolchain with miri).
 
 mod bench;
 
@@ -18,15 +20,16 @@ usage: cargo xtask <command> [options]
 
 commands:
   test [--no-lint] [-- <cargo test args>]
-        check formatting, run clippy (-D warnings) and every test of the workspace;
-        --no-lint skips the formatting and clippy steps
+        check formatting, run clippy (-D warnings), every test of the workspace and the
+        loom models of the borrow table, the barrier and the pool; --no-lint skips the formatting and clippy steps
   bench [--quick] [-- <criterion filter>]
         run the criterion benchmarks and write target/hoplite-bench/summary.json;
         --quick uses short warm-up and measurement times (a few minutes on 2 cores)
   conformance [--backend NAME]
         run the conformance suite on every backend, or on NAME (serial, rayon, thread-scope)
-  miri  run hoplite-core's unit tests under Miri (installs the nightly miri component
-        with rustup when it is missing)
+  miri  run the core's and the backends' unit tests, the rayon team machinery and the
+        conformance checks of teams, panics, bad input, tokens and views on every backend
+        under Miri (installs the nightly miri component with rustup when it is missing)
   help  print this message";
 
 fn main() -> ExitCode {
@@ -170,6 +173,27 @@ fn test(args: &[String]) -> Result<(), String> {
             "tracing",
         ],
     ));
+    // The lock-free parts (the borrow table, the barrier, the pool's hand-offs) under loom's
+    // model checker: every interleaving within a few preemptions. A target folder of its own,
+    // because `--cfg loom` changes every crate's build.
+    steps.push(
+        Step::cargo(
+            "loom models",
+            &[
+                "test",
+                "--release",
+                "--target-dir",
+                "target/loom",
+                "-p",
+                "hoplite-core",
+                "-p",
+                "hoplite-rayon",
+                "--lib",
+                "loom",
+            ],
+        )
+        .env("RUSTFLAGS", "--cfg loom"),
+    );
 
     let start = Instant::now();
     for step in &steps {
@@ -245,22 +269,90 @@ fn miri(args: &[String]) -> Result<(), String> {
         )
         .run()?;
     }
-    // A target folder of its own: Miri's artifacts cannot share the stable toolchain's.
-    Step::program(
-        "miri",
-        "rustup",
-        &[
-            "run",
-            "nightly",
-            "cargo",
-            "miri",
-            "test",
-            "-p",
-            "hoplite-core",
-            "--lib",
-        ],
-    )
-    .arg("--target-dir")
-    .arg("target/miri")
-    .run()
+    for (name, args) in MIRI_RUNS {
+        // A target folder of its own: Miri's artifacts cannot share the stable toolchain's.
+        let mut step = Step::program(name, "rustup", &["run", "nightly", "cargo", "miri", "test"])
+            .arg("--target-dir")
+            .arg("target/miri")
+            .env("MIRIFLAGS", MIRIFLAGS);
+        for a in *args {
+            step = step.arg(*a);
+        }
+        step.run()?;
+    }
+    Ok(())
 }
+
+/// Miri's flags: Tree Borrows (crossbeam-epoch, under rayon's pools, trips Stacked Borrows'
+/// stricter rules), permissive provenance (crossbeam's tagged pointers are integer casts), and
+/// no leak check (the default instance's threads live as long as the process, by design).
+const MIRIFLAGS: &str = "-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks";
+
+/// What `cargo xtask miri` runs: every unit test of the core and the backends, the rayon
+/// backend's team machinery (barriers, collectives, poisoning, nested launches), and the
+/// conformance checks of teams, panics, bad input, unique tokens and views on every backend.
+/// Left out: tests whose sizes are far too large for an interpreter (256 MiB scratch, a
+/// 2^40-id token pool).
+const MIRI_RUNS: &[(&str, &[&str])] = &[
+    ("miri: core", &["-p", "hoplite-core", "--lib"]),
+    ("miri: serial", &["-p", "hoplite-serial", "--lib"]),
+    ("miri: rayon", &["-p", "hoplite-rayon", "--lib"]),
+    (
+        "miri: rayon teams",
+        &[
+            "-p",
+            "hoplite-rayon",
+            "--test",
+            "teams",
+            "--",
+            "--skip",
+            "large_scratch",
+        ],
+    ),
+    (
+        "miri: rayon collectives, poisoning and nested launches",
+        &[
+            "-p",
+            "hoplite-rayon",
+            "--test",
+            "instances",
+            "--",
+            "collectives",
+            "releases_its_team",
+            "threads_working",
+            "nested_launches",
+            "panics_reach",
+        ],
+    ),
+    ("miri: conformance on serial", &CONFORMANCE_UNDER_MIRI_SERIAL),
+    (
+        "miri: conformance on the thread-scope backend",
+        &CONFORMANCE_UNDER_MIRI_SCOPED,
+    ),
+    ("miri: conformance on rayon", &CONFORMANCE_UNDER_MIRI_RAYON),
+];
+
+/// The conformance modules run under Miri (their data sizes are small enough).
+macro_rules! conformance_under_miri {
+    ($name:ident, $test:literal) => {
+        const $name: [&str; 13] = [
+            "-p",
+            "hoplite-conformance",
+            "--test",
+            $test,
+            "--",
+            "team::",
+            "panics::",
+            "errors::",
+            "unique_token::",
+            "views::",
+            "execution_space::",
+            // A 2^40-id token pool: more memory than the interpreter models.
+            "--skip",
+            "huge_size",
+        ];
+    };
+}
+conformance_under_miri!(CONFORMANCE_UNDER_MIRI_SERIAL, "serial");
+conformance_under_miri!(CONFORMANCE_UNDER_MIRI_SCOPED, "thread_scope_backend");
+conformance_under_miri!(CONFORMANCE_UNDER_MIRI_RAYON, "rayon");

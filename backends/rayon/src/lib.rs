@@ -103,6 +103,7 @@
 mod context;
 mod mdrange;
 mod pool;
+mod prims;
 mod range;
 mod split;
 mod steal;

@@ -30,15 +30,15 @@
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
-use std::thread::{JoinHandle, Thread};
+use std::sync::TryLockError;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 use hoplite_core::error::drop_panic_payload;
 
 use crate::context::{self, InKernel};
+use crate::prims::thread::{self, JoinHandle, Thread};
+use crate::prims::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, fence};
 use crate::sync::{SpinWait, is_poison_echo, lock};
 
 /// A caught panic.
@@ -164,19 +164,21 @@ impl Shared {
                 break;
             }
         }
-        // Announce the sleep before the final check; the caller bumps the epoch (SeqCst) and
-        // then reads `sleepers`/`sleeping` (SeqCst), so one of us sees the other.
+        // Announce the sleep and fence before the final check; the caller bumps the epoch,
+        // fences and then reads `sleepers`/`sleeping`, so one of us sees the other. The
+        // release increment makes the flag visible to a caller that reads it.
         let flag = &self.sleeping[rank - 1];
-        flag.store(true, Ordering::SeqCst);
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        flag.store(true, Ordering::Relaxed);
+        self.sleepers.fetch_add(1, Ordering::Release);
+        fence(Ordering::SeqCst);
         let epoch = loop {
-            let epoch = self.epoch.load(Ordering::SeqCst);
+            let epoch = self.epoch.load(Ordering::Acquire);
             if epoch != seen {
                 break epoch;
             }
-            std::thread::park();
+            thread::park();
         };
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        self.sleepers.fetch_sub(1, Ordering::Relaxed);
         flag.store(false, Ordering::Relaxed);
         epoch
     }
@@ -212,10 +214,15 @@ fn worker_main(shared: Arc<Shared>, rank: usize, preferred_global: Option<usize>
             shared.record_panic(payload);
         }
         // Last access to the job happened above; from here on only `shared` is touched.
-        if shared.pending.fetch_sub(1, Ordering::SeqCst) == 1 && shared.caller_parked.load(Ordering::SeqCst) {
-            let caller = lock(&shared.caller).clone();
-            if let Some(caller) = caller {
-                caller.unpark();
+        // The last worker fences between its decrement and its check of `caller_parked`; the
+        // caller stores `caller_parked`, fences and re-reads `pending` before it parks.
+        if shared.pending.fetch_sub(1, Ordering::Release) == 1 {
+            fence(Ordering::SeqCst);
+            if shared.caller_parked.load(Ordering::Acquire) {
+                let caller = lock(&shared.caller).clone();
+                if let Some(caller) = caller {
+                    caller.unpark();
+                }
             }
         }
     }
@@ -266,7 +273,7 @@ impl HotTeam {
         for rank in 1..=wanted {
             let worker_shared = Arc::clone(&shared);
             let preferred = preferred_global(rank);
-            let spawned = std::thread::Builder::new()
+            let spawned = thread::Builder::new()
                 .name(format!("hoplite-rayon-{instance}-w{rank}"))
                 .spawn(move || worker_main(worker_shared, rank, preferred));
             match spawned {
@@ -331,7 +338,7 @@ impl HotTeam {
             return;
         }
         // Taken before publishing: nothing after the publication may panic.
-        let me = std::thread::current();
+        let me = thread::current();
         let cell = JobCell {
             header: JobHeader { run: run_erased::<J> },
             job,
@@ -341,10 +348,12 @@ impl HotTeam {
             Ordering::Relaxed,
         );
         shared.pending.store(workers, Ordering::Relaxed);
-        shared.epoch.fetch_add(1, Ordering::SeqCst);
-        if shared.sleepers.load(Ordering::SeqCst) > 0 {
+        shared.epoch.fetch_add(1, Ordering::Release);
+        // See `Shared::wait_epoch`: a worker going to sleep is seen here, or sees the epoch.
+        fence(Ordering::SeqCst);
+        if shared.sleepers.load(Ordering::Acquire) > 0 {
             for (flag, thread) in shared.sleeping.iter().zip(&self.threads) {
-                if flag.load(Ordering::SeqCst) {
+                if flag.load(Ordering::Relaxed) {
                     thread.unpark();
                 }
             }
@@ -368,9 +377,10 @@ impl HotTeam {
         while shared.pending.load(Ordering::Acquire) != 0 {
             if !spin.wait() {
                 *lock(&shared.caller) = Some(me);
-                shared.caller_parked.store(true, Ordering::SeqCst);
-                while shared.pending.load(Ordering::SeqCst) != 0 {
-                    std::thread::park();
+                shared.caller_parked.store(true, Ordering::Relaxed);
+                fence(Ordering::SeqCst);
+                while shared.pending.load(Ordering::Acquire) != 0 {
+                    thread::park();
                 }
                 shared.caller_parked.store(false, Ordering::Relaxed);
                 return;
@@ -388,7 +398,7 @@ impl Drop for HotTeam {
         for thread in &self.threads {
             thread.unpark();
         }
-        let me = std::thread::current().id();
+        let me = thread::current().id();
         for handle in self.handles.drain(..) {
             // A worker that drops the last handle of its own instance cannot join itself; it
             // exits on its own once its current job returns.
@@ -405,5 +415,97 @@ impl std::fmt::Debug for HotTeam {
             .field("threads", &self.size())
             .field("sleeping", &self.shared.sleepers.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+/// Loom models of the launch hand-off (`RUSTFLAGS="--cfg loom" cargo test --release -p
+/// hoplite-rayon --lib loom`): a hot team runs launches back to back, a participant panics,
+/// and the team shuts down. Each rank writes its own loom `UnsafeCell`, which the caller reads
+/// after `execute` returns, so loom reports a launch that returns before a worker finished (or
+/// without the worker's writes visible); a lost wake-up is a loom deadlock.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::cell::UnsafeCell;
+
+    /// The panic payload of the model's deliberate panics.
+    struct Deliberate;
+
+    struct CountJob {
+        cells: Vec<UnsafeCell<u64>>,
+        panics_on: Option<usize>,
+    }
+
+    // SAFETY: loom checks the accesses: each rank writes only its own cell during the launch,
+    // and the caller reads them only after `execute` returned.
+    unsafe impl Sync for CountJob {}
+
+    impl Job for CountJob {
+        fn run(&self, rank: usize) {
+            // SAFETY: see the `Sync` impl.
+            self.cells[rank].with_mut(|p| unsafe { *p += 1 });
+            if self.panics_on == Some(rank) {
+                std::panic::panic_any(Deliberate);
+            }
+        }
+    }
+
+    fn quiet_deliberate_panics() {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !info.payload().is::<Deliberate>() {
+                previous(info);
+            }
+        }));
+    }
+
+    fn launches(threads: usize, panics_on: Option<usize>, rounds: u64) {
+        quiet_deliberate_panics();
+        let mut builder = loom::model::Builder::new();
+        if threads > 2 {
+            builder.preemption_bound = Some(2);
+        }
+        builder.check(move || {
+            let (team, refused) = HotTeam::start(1, threads, |_| None);
+            assert!(refused.is_none());
+            let job = CountJob {
+                cells: (0..threads).map(|_| UnsafeCell::new(0)).collect(),
+                panics_on,
+            };
+            for round in 1..=rounds {
+                let guard = team.lock();
+                let result = catch_unwind(AssertUnwindSafe(|| team.execute(&guard, &job, None)));
+                match (panics_on, result) {
+                    (None, Ok(())) => {}
+                    (Some(_), Err(payload)) => assert!(payload.is::<Deliberate>()),
+                    (expected, got) => panic!("panic expected on {expected:?}, got {:?}", got.is_err()),
+                }
+                for cell in &job.cells {
+                    // SAFETY: see the `Sync` impl of `CountJob`.
+                    assert_eq!(cell.with(|p| unsafe { *p }), round);
+                }
+            }
+            drop(team);
+        });
+    }
+
+    #[test]
+    fn loom_two_ranks_two_launches() {
+        launches(2, None, 2);
+    }
+
+    #[test]
+    fn loom_a_worker_panics() {
+        launches(2, Some(1), 1);
+    }
+
+    #[test]
+    fn loom_the_caller_panics() {
+        launches(2, Some(0), 1);
+    }
+
+    #[test]
+    fn loom_three_ranks() {
+        launches(3, None, 1);
     }
 }

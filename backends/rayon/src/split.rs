@@ -2,11 +2,11 @@
 //! join tree of deterministic reductions.
 
 use std::ops::Range;
-use std::sync::Mutex;
 
 use crossbeam_utils::CachePadded;
 use hoplite_core::Reducer;
 
+use crate::prims::Mutex;
 use crate::sync::lock;
 
 /// Smallest block of a deterministic reduction without a chunk size.

@@ -6,9 +6,12 @@
 //! threads than cores) makes progress; and only then it *parks* (blocks in the kernel), so
 //! that idle threads cost nothing.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::PoisonError;
+use std::time::Duration;
+#[cfg(not(loom))]
+use std::time::Instant;
+
+use crate::prims::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
 
 use crossbeam_utils::CachePadded;
 
@@ -19,6 +22,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A budget for busy-waiting: spin for `spin`, then yield until `total` has passed.
+#[cfg(not(loom))]
 pub(crate) struct SpinWait {
     start: Option<Instant>,
     iterations: u32,
@@ -27,6 +31,7 @@ pub(crate) struct SpinWait {
     total: Duration,
 }
 
+#[cfg(not(loom))]
 impl SpinWait {
     /// A budget that spins for `spin` and gives up after `total`.
     pub(crate) fn new(spin: Duration, total: Duration) -> Self {
@@ -58,6 +63,29 @@ impl SpinWait {
         } else {
             std::hint::spin_loop();
         }
+        true
+    }
+}
+
+/// Under loom, time does not pass: a budget is one yield (so the model explores the other
+/// threads' progress) and then blocking, which is the path where lost wake-ups hide.
+#[cfg(loom)]
+pub(crate) struct SpinWait {
+    waited: bool,
+}
+
+#[cfg(loom)]
+impl SpinWait {
+    pub(crate) fn new(_spin: Duration, _total: Duration) -> Self {
+        SpinWait { waited: false }
+    }
+
+    pub(crate) fn wait(&mut self) -> bool {
+        if self.waited {
+            return false;
+        }
+        self.waited = true;
+        loom::thread::yield_now();
         true
     }
 }
@@ -164,7 +192,7 @@ impl Barrier {
 
     /// Marks the team as failed and wakes every waiter.
     pub(crate) fn poison(&self) {
-        self.poisoned.store(true, Ordering::SeqCst);
+        self.poisoned.store(true, Ordering::Release);
         self.wake_all();
     }
 
@@ -172,7 +200,10 @@ impl Barrier {
     /// here again) and wakes guarded waiters that may now be accounted for.
     pub(crate) fn depart(&self) {
         *lock(&self.departed) += 1;
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
+        // A sleeper announced itself before taking the lock it waits with, so after this
+        // thread's turn with the lock, either it sees the sleeper or the sleeper sees the
+        // departure.
+        if self.sleepers.load(Ordering::Relaxed) > 0 {
             self.wake.notify_all();
         }
     }
@@ -190,7 +221,7 @@ impl Barrier {
             // new generation, which is published after the reset.
             self.arrived.store(0, Ordering::Relaxed);
             self.generation
-                .store(generation.wrapping_add(1), Ordering::SeqCst);
+                .store(generation.wrapping_add(1), Ordering::Release);
             self.wake_all();
             return true;
         }
@@ -205,37 +236,43 @@ impl Barrier {
                 break;
             }
         }
-        // Slow path: block. Announce the sleeper before re-checking under the lock, so the
-        // waker (SeqCst store, then SeqCst load of `sleepers`) either sees us or we see it.
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        // Slow path: block. Announce the sleeper, fence, then re-check under the lock; the
+        // waker stores, fences and then reads `sleepers` (see `wake_all`), so either it sees
+        // this sleeper or this thread sees its store.
+        self.sleepers.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
         let mut departed = lock(&self.departed);
         let completed = loop {
-            if self.generation.load(Ordering::SeqCst) != generation {
+            if self.generation.load(Ordering::Acquire) != generation {
                 break true;
             }
-            if self.poisoned.load(Ordering::SeqCst) {
+            if self.poisoned.load(Ordering::Acquire) {
                 let may_leave = match on_poison {
                     OnPoison::Leave => true,
                     // A poisoned generation never completes, so `arrived` counts exactly
                     // the threads waiting in it; departures and withdrawals change only
                     // under this lock.
-                    OnPoison::LeaveWhenAccounted => self.arrived.load(Ordering::SeqCst) + *departed >= self.n,
+                    OnPoison::LeaveWhenAccounted => {
+                        self.arrived.load(Ordering::Acquire) + *departed >= self.n
+                    }
                 };
                 if may_leave {
                     // Withdraw the arrival before this thread can depart or arrive again.
-                    self.arrived.fetch_sub(1, Ordering::SeqCst);
+                    self.arrived.fetch_sub(1, Ordering::AcqRel);
                     break false;
                 }
             }
             departed = self.wake.wait(departed).unwrap_or_else(PoisonError::into_inner);
         };
         drop(departed);
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        self.sleepers.fetch_sub(1, Ordering::Relaxed);
         completed
     }
 
+    /// Wakes the sleepers after the caller stored what they wait for.
     fn wake_all(&self) {
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
+        fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) > 0 {
             // Taking the lock orders this wake-up after any sleeper's check of the condition.
             drop(lock(&self.departed));
             self.wake.notify_all();
@@ -298,6 +335,125 @@ mod tests {
             for w in waiters {
                 assert_eq!(w.join().expect("waiter thread"), Err(true));
             }
+        });
+    }
+}
+
+/// Loom models of the barrier (`RUSTFLAGS="--cfg loom" cargo test --release -p
+/// hoplite-rayon --lib loom`): generations publish writes, poisoning releases every kind of
+/// wait (loom reports a deadlock if a wake-up is lost), and a guarded wait never leaves while a
+/// peer still reads the value it published.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+
+    /// Bounded preemptions keep the state space (spinning waits, several generations) small
+    /// enough for CI; the bugs loom finds need few preemptions.
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(f);
+    }
+
+    /// Two threads through two generations: what one wrote before a barrier, the other reads
+    /// after it.
+    #[test]
+    fn loom_barrier_publishes_writes() {
+        model(|| {
+            let shared = Arc::new((Barrier::new(2), [UnsafeCell::new(0u64), UnsafeCell::new(0u64)]));
+            let peer = {
+                let shared = Arc::clone(&shared);
+                loom::thread::spawn(move || {
+                    let (barrier, cells) = &*shared;
+                    for round in 1..=2 {
+                        // SAFETY: loom checks it: each cell is written by its owner between
+                        // barriers and read by the other after them.
+                        cells[1].with_mut(|p| unsafe { *p = round });
+                        barrier.wait();
+                        // SAFETY: as above.
+                        assert_eq!(cells[0].with(|p| unsafe { *p }), round);
+                        barrier.wait();
+                    }
+                })
+            };
+            let (barrier, cells) = &*shared;
+            for round in 1..=2 {
+                // SAFETY: as above.
+                cells[0].with_mut(|p| unsafe { *p = round });
+                barrier.wait();
+                // SAFETY: as above.
+                assert_eq!(cells[1].with(|p| unsafe { *p }), round);
+                barrier.wait();
+            }
+            peer.join().expect("peer");
+            assert_eq!(barrier.generation(), 4);
+        });
+    }
+
+    /// A thread that fails (poisons and departs without arriving) releases a plain waiter and
+    /// a guarded waiter; both leave without the barrier completing.
+    #[test]
+    fn loom_poison_releases_plain_and_guarded_waits() {
+        model(|| {
+            let barrier = Arc::new(Barrier::new(3));
+            let plain = {
+                let b = Arc::clone(&barrier);
+                loom::thread::spawn(move || {
+                    let completed = b.wait_inner(OnPoison::Leave);
+                    b.depart();
+                    completed
+                })
+            };
+            let guarded = {
+                let b = Arc::clone(&barrier);
+                loom::thread::spawn(move || {
+                    let completed = b.wait_guarded();
+                    b.depart();
+                    completed
+                })
+            };
+            barrier.poison();
+            barrier.depart();
+            assert!(!plain.join().expect("plain waiter"));
+            assert!(!guarded.join().expect("guarded waiter"));
+        });
+    }
+
+    /// Rank 0 published a value and waits (guarded) for the end of the exchange; rank 1 still
+    /// reads it; rank 2 fails. Rank 0 must not leave — and drop its value — before rank 1 is
+    /// done reading: loom reports the read racing with the write that models the drop.
+    #[test]
+    fn loom_guarded_wait_outlasts_readers() {
+        model(|| {
+            let shared = Arc::new((Barrier::new(3), UnsafeCell::new(7u64)));
+            let reader = {
+                let shared = Arc::clone(&shared);
+                loom::thread::spawn(move || {
+                    let (barrier, value) = &*shared;
+                    // SAFETY: loom checks it (see the test's docs).
+                    assert_eq!(value.with(|p| unsafe { *p }), 7);
+                    barrier.wait_guarded();
+                    barrier.depart();
+                })
+            };
+            let failing = {
+                let shared = Arc::clone(&shared);
+                loom::thread::spawn(move || {
+                    shared.0.poison();
+                    shared.0.depart();
+                })
+            };
+            let (barrier, value) = &*shared;
+            if !barrier.wait_guarded() {
+                // The value goes out of scope.
+                // SAFETY: loom checks it (see the test's docs).
+                value.with_mut(|p| unsafe { *p = 0 });
+            }
+            barrier.depart();
+            reader.join().expect("reader");
+            failing.join().expect("failing rank");
         });
     }
 }

@@ -32,6 +32,7 @@ pub mod dispatch;
 pub mod error;
 pub mod index;
 pub mod policy;
+mod prims;
 pub mod reducer;
 pub mod space;
 pub mod team;
