@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hoplite_core::view::graph_support::AllocationKey;
+use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
@@ -22,6 +22,8 @@ pub struct Access {
     pub kind: AccessKind,
     /// The view's label.
     pub view: Arc<str>,
+    /// The bytes the view covers (its elements times their size): what moving it costs.
+    pub bytes: usize,
 }
 
 impl Access {
@@ -35,7 +37,8 @@ impl Access {
         !compatible && self.allocation == other.allocation && self.footprint.overlaps(&other.footprint)
     }
 
-    fn of<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace>(
+    /// The access `kind` makes to `view`.
+    pub fn of_view<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace>(
         view: &View<T, R, L, S>,
         kind: AccessKind,
     ) -> Self {
@@ -44,6 +47,7 @@ impl Access {
             footprint: view.footprint(),
             kind,
             view: Arc::from(view.label()),
+            bytes: view.len().saturating_mul(std::mem::size_of::<T>()),
         }
     }
 }
@@ -69,6 +73,18 @@ pub trait GraphArgs: LaunchArgs + Sized + 'static {
     fn attach(views: &Self::Views) -> Self;
     /// Appends the accesses the handles make.
     fn record(views: &Self::Views, out: &mut Vec<Access>);
+    /// Makes handles of the same kinds in borrow `group`: checked against every borrow
+    /// outside the group, not against the group's other handles (see
+    /// [`BorrowGroup`](hoplite_core::view::graph_support::BorrowGroup)). A runtime that orders
+    /// launches itself holds them from the moment it accepts a launch until the launch ends.
+    ///
+    /// # Safety
+    ///
+    /// As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be
+    /// used at the same time.
+    unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self;
+    /// The first borrow conflict among the handles, if any (a handle refused its borrow).
+    fn conflict(&self) -> Option<&hoplite_core::Error>;
 }
 
 impl GraphArgs for () {
@@ -76,10 +92,14 @@ impl GraphArgs for () {
     fn detach(self) {}
     fn attach(_views: &()) {}
     fn record(_views: &(), _out: &mut Vec<Access>) {}
+    unsafe fn attach_in(_views: &(), _group: &BorrowGroup) {}
+    fn conflict(&self) -> Option<&hoplite_core::Error> {
+        None
+    }
 }
 
 macro_rules! handle_args {
-    ($handle:ident, $bound:ident, $make:ident, $kind:expr) => {
+    ($handle:ident, $bound:ident, $make:ident, $make_in:ident, $kind:expr) => {
         impl<T: $bound, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> GraphArgs
             for $handle<T, R, L, S>
         {
@@ -91,15 +111,22 @@ macro_rules! handle_args {
                 views.$make()
             }
             fn record(views: &Self::Views, out: &mut Vec<Access>) {
-                out.push(Access::of(views, $kind));
+                out.push(Access::of_view(views, $kind));
+            }
+            unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self {
+                // SAFETY: the caller's contract is that of `View::*_in`.
+                unsafe { views.$make_in(group) }
+            }
+            fn conflict(&self) -> Option<&hoplite_core::Error> {
+                $handle::conflict(self)
             }
         }
     };
 }
 
-handle_args!(Reader, ViewValue, read, AccessKind::Read);
-handle_args!(Writer, ViewValue, write, AccessKind::Write);
-handle_args!(AtomicHandle, AtomicValue, atomic, AccessKind::Atomic);
+handle_args!(Reader, ViewValue, read, read_in, AccessKind::Read);
+handle_args!(Writer, ViewValue, write, write_in, AccessKind::Write);
+handle_args!(AtomicHandle, AtomicValue, atomic, atomic_in, AccessKind::Atomic);
 
 macro_rules! tuple_args {
     ($($name:ident),+) => {
@@ -119,6 +146,17 @@ macro_rules! tuple_args {
                 #[allow(non_snake_case)]
                 let ($($name,)+) = views;
                 $(<$name as GraphArgs>::record($name, out);)+
+            }
+            unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = views;
+                // SAFETY: the caller's contract covers every handle of the tuple.
+                ($(unsafe { <$name as GraphArgs>::attach_in($name, group) },)+)
+            }
+            fn conflict(&self) -> Option<&hoplite_core::Error> {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = self;
+                None$(.or_else(|| <$name as GraphArgs>::conflict($name)))+
             }
         }
     };

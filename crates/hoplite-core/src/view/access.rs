@@ -275,7 +275,11 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Drop for Hand
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, L, S> {
     fn new(view: &View<T, R, L, S>, kind: AccessKind) -> Self {
-        let borrow = view.borrow(kind).map_err(Box::new);
+        Self::with_borrow(view, view.borrow(kind))
+    }
+
+    fn with_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
+        let borrow = borrow.map_err(Box::new);
         let extents = if borrow.is_ok() { view.extents } else { [0; R] };
         Handle {
             view: view.clone(),
@@ -404,6 +408,30 @@ impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, 
     pub fn atomic(&self) -> AtomicHandle<T, R, L, S> {
         AtomicHandle {
             handle: Handle::new(self, AccessKind::Atomic),
+        }
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, L, S> {
+    pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
+        Reader {
+            handle: Handle::with_borrow(view, borrow),
+        }
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Writer<T, R, L, S> {
+    pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
+        Writer {
+            handle: Handle::with_borrow(view, borrow),
+        }
+    }
+}
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> AtomicHandle<T, R, L, S> {
+    pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
+        AtomicHandle {
+            handle: Handle::with_borrow(view, borrow),
         }
     }
 }

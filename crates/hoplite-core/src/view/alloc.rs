@@ -201,6 +201,31 @@ impl Footprint {
         }
     }
 
+    /// Whether every element of `other` is in this region (both of one allocation). A box is
+    /// not known to cover the whole allocation (the root's extents are not at hand), so the
+    /// answer can be a conservative `false`, never a wrong `true`.
+    ///
+    /// ```
+    /// use hoplite_core::{Slice, View};
+    /// let x: View<f64, 1> = View::new("x", [10])?;
+    /// let low: View<f64, 1> = x.subview([Slice::Range(0..5)])?;
+    /// let mid: View<f64, 1> = x.subview([Slice::Range(2..4)])?;
+    /// assert!(x.footprint().covers(&low.footprint()));
+    /// assert!(low.footprint().covers(&mid.footprint()));
+    /// assert!(!mid.footprint().covers(&low.footprint()));
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn covers(&self, other: &Footprint) -> bool {
+        if other.is_empty() {
+            return true;
+        }
+        match (&self.0, &other.0) {
+            (Region::Whole { empty }, _) => !empty,
+            (Region::Box(a), Region::Box(b)) => a.iter().zip(b.iter()).all(|(a, b)| a.0 <= b.0 && b.1 <= a.1),
+            (Region::Box(_), Region::Whole { .. }) => false,
+        }
+    }
+
     /// Whether the two regions (of one allocation) share an element.
     pub fn overlaps(&self, other: &Footprint) -> bool {
         if self.is_empty() || other.is_empty() {
@@ -271,6 +296,11 @@ impl<S: MemorySpace> TrackedAllocation<S> {
     /// Conflicts are named by the allocation's label: every view of it shares that label.
     pub(crate) fn borrow(&self, kind: AccessKind, footprint: &Footprint) -> Result<BorrowId> {
         self.borrows.acquire(kind, footprint, &self.label)
+    }
+
+    /// As [`borrow`](Self::borrow), in borrow group `group` (see `BorrowTable::acquire_in`).
+    pub(crate) fn borrow_in(&self, kind: AccessKind, footprint: &Footprint, group: u64) -> Result<BorrowId> {
+        self.borrows.acquire_in(kind, footprint, &self.label, group)
     }
 
     /// Ends a borrow taken from this allocation.

@@ -54,6 +54,9 @@ struct Listed {
     id: u64,
     kind: AccessKind,
     footprint: Footprint,
+    /// The borrow group the borrow belongs to (0: none). Borrows of one group are not checked
+    /// against each other: the group's owner orders their uses (see `acquire_in`).
+    group: u64,
 }
 
 #[derive(Debug, Default)]
@@ -140,16 +143,40 @@ impl BorrowTable {
                 }
             }
         }
-        self.acquire_listed(kind, footprint, label)
+        self.acquire_listed(kind, footprint, label, 0)
     }
 
-    fn acquire_listed(&self, kind: AccessKind, footprint: &Footprint, label: &str) -> Result<BorrowId> {
+    /// As [`acquire`](Self::acquire) for a borrow of group `group` (non-zero): it is checked
+    /// against every borrow outside the group and against none inside it. Group borrows are
+    /// always listed, so the whole-allocation word only ever counts ungrouped borrows.
+    ///
+    /// The caller (an `unsafe fn` of the view API) guarantees that conflicting borrows of one
+    /// group are never used at the same time.
+    pub(crate) fn acquire_in(
+        &self,
+        kind: AccessKind,
+        footprint: &Footprint,
+        label: &str,
+        group: u64,
+    ) -> Result<BorrowId> {
+        debug_assert_ne!(group, 0, "group 0 means no group");
+        if footprint.is_empty() {
+            return Ok(BorrowId::Empty);
+        }
+        self.acquire_listed(kind, footprint, label, group)
+    }
+
+    fn acquire_listed(
+        &self,
+        kind: AccessKind,
+        footprint: &Footprint,
+        label: &str,
+        group: u64,
+    ) -> Result<BorrowId> {
         let mut list = self.list();
-        if let Some(other) = list
-            .entries
-            .iter()
-            .find(|b| !kind.compatible(b.kind) && b.footprint.overlaps(footprint))
-        {
+        if let Some(other) = list.entries.iter().find(|b| {
+            (group == 0 || b.group != group) && !kind.compatible(b.kind) && b.footprint.overlaps(footprint)
+        }) {
             return Err(conflict(label, kind, other.kind));
         }
         // Every whole-allocation borrow overlaps this non-empty footprint. Setting LISTED in
@@ -173,6 +200,7 @@ impl BorrowTable {
             id,
             kind,
             footprint: footprint.clone(),
+            group,
         });
         Ok(BorrowId::Listed(id))
     }
@@ -435,6 +463,50 @@ mod tests {
         assert!(matches!(e, BorrowId::Empty));
         t.release(&e);
         t.release(&w);
+    }
+
+    #[test]
+    fn a_group_sees_every_borrow_but_its_own() {
+        let t = BorrowTable::default();
+        let (g, h) = (7, 8);
+        let w1 = t
+            .acquire_in(AccessKind::Write, &whole(), "buf", g)
+            .expect("group writer");
+        assert!(matches!(w1, BorrowId::Listed(_)), "group borrows are listed");
+        let w2 = t
+            .acquire_in(AccessKind::Write, &part(0, 4), "buf", g)
+            .expect("the group's own writer does not block it");
+        assert!(
+            t.acquire(AccessKind::Read, &whole(), "buf").is_err(),
+            "an outside reader"
+        );
+        assert!(
+            t.acquire(AccessKind::Write, &part(6, 7), "buf").is_err(),
+            "an outside writer"
+        );
+        assert!(
+            t.acquire_in(AccessKind::Read, &part(1, 2), "buf", h).is_err(),
+            "another group"
+        );
+        t.release(&w1);
+        t.release(&w2);
+        assert_eq!(t.word.load(Ordering::Relaxed), 0);
+        // An outside borrow blocks the group, in the word and in the list.
+        let r = t
+            .acquire(AccessKind::Read, &whole(), "buf")
+            .expect("outside reader");
+        assert!(t.acquire_in(AccessKind::Write, &part(0, 1), "buf", g).is_err());
+        let gr = t
+            .acquire_in(AccessKind::Read, &part(0, 1), "buf", g)
+            .expect("readers share");
+        let pr = t
+            .acquire(AccessKind::Read, &part(2, 3), "buf")
+            .expect("listed reader");
+        assert!(t.acquire_in(AccessKind::Write, &part(2, 3), "buf", g).is_err());
+        for b in [r, gr, pr] {
+            t.release(&b);
+        }
+        assert_eq!(t.word.load(Ordering::Relaxed), 0);
     }
 
     /// Threads take and end whole and partial writers of one table; whenever one holds a

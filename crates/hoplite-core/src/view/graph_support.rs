@@ -7,11 +7,21 @@
 //! element type, rank and layout, which [`View::same_allocation`] cannot do once the views are
 //! type-erased. [`View::allocation_key`] gives a plain key for that; together with
 //! [`View::footprint`] it says exactly which elements two accesses share.
+//!
+//! A runtime that orders launches itself (the implicit DAG runtime) must also keep the views of
+//! launches it has accepted but not yet finished borrowed — so that the host cannot touch them
+//! behind its back — while the launches' own borrows overlap. A [`BorrowGroup`] does that: the
+//! handles made in one group ([`View::read_in`], [`View::write_in`], [`View::atomic_in`]) are
+//! checked against every borrow outside the group and against none inside it; the runtime
+//! promises, by calling those `unsafe fn`s, to order the group's conflicting handles itself.
 
+use std::num::NonZeroU64;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::space::{ArrayLayout, MemorySpace};
-use crate::view::{View, ViewValue};
+use crate::view::access::{AtomicHandle, AtomicValue, Reader, Writer};
+use crate::view::{AccessKind, View, ViewValue};
 
 /// The identity of one allocation (all views made from it, subviews included, share it).
 ///
@@ -35,5 +45,85 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     /// ```
     pub fn allocation_key(&self) -> AllocationKey {
         AllocationKey(Arc::as_ptr(&self.alloc) as *const () as usize)
+    }
+}
+
+/// A set of borrows that are checked against every borrow outside the set and against none
+/// inside it (see the [module documentation](self)). Each group is distinct from every other
+/// group of the process; making one is harmless, only the `unsafe` constructors of handles in
+/// a group carry an obligation.
+///
+/// ```
+/// use hoplite_core::View;
+/// use hoplite_core::view::graph_support::BorrowGroup;
+/// let x: View<f64, 1> = View::new("x", [4])?;
+/// let group = BorrowGroup::new();
+/// // SAFETY: the two writers are never used (they are only held).
+/// let (a, b) = unsafe { (x.write_in(&group), x.write_in(&group)) };
+/// assert!(a.conflict().is_none() && b.conflict().is_none());
+/// assert!(x.host_read().is_err(), "the group's writers keep the host out");
+/// drop((a, b));
+/// assert!(x.host_read().is_ok());
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct BorrowGroup(NonZeroU64);
+
+impl BorrowGroup {
+    /// A new group, distinct from every other.
+    pub fn new() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        // 2^64 groups cannot be made in the life of a process; a wrap would be the only way
+        // to reach 0, and it would also repeat group ids, so refuse it.
+        BorrowGroup(NonZeroU64::new(id).expect("borrow group ids exhausted"))
+    }
+
+    fn id(&self) -> u64 {
+        self.0.get()
+    }
+}
+
+impl Default for BorrowGroup {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
+    /// A reader in `group`: as [`read`](Self::read), but not checked against the group's other
+    /// handles.
+    ///
+    /// # Safety
+    ///
+    /// Handles of one group are not checked against each other. The caller guarantees that no
+    /// two handles of `group` whose footprints overlap, one of them a writer (or one a reader
+    /// and the other an atomic handle), are ever used at the same time: every use of one
+    /// happens before every use of the other (a kernel using one has returned, and that return
+    /// is synchronized with the start of the kernel using the other).
+    pub unsafe fn read_in(&self, group: &BorrowGroup) -> Reader<T, R, L, S> {
+        Reader::from_borrow(self, self.borrow_in(AccessKind::Read, group.id()))
+    }
+
+    /// A writer in `group`: as [`write`](Self::write), but not checked against the group's
+    /// other handles.
+    ///
+    /// # Safety
+    ///
+    /// As for [`read_in`](Self::read_in).
+    pub unsafe fn write_in(&self, group: &BorrowGroup) -> Writer<T, R, L, S> {
+        Writer::from_borrow(self, self.borrow_in(AccessKind::Write, group.id()))
+    }
+}
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
+    /// An atomic handle in `group`: as [`atomic`](Self::atomic), but not checked against the
+    /// group's other handles.
+    ///
+    /// # Safety
+    ///
+    /// As for [`read_in`](Self::read_in).
+    pub unsafe fn atomic_in(&self, group: &BorrowGroup) -> AtomicHandle<T, R, L, S> {
+        AtomicHandle::from_borrow(self, self.borrow_in(AccessKind::Atomic, group.id()))
     }
 }

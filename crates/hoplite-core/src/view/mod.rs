@@ -439,6 +439,11 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
         self.alloc.borrow(kind, &self.footprint)
     }
 
+    /// As [`borrow`](Self::borrow), in borrow group `group` (non-zero).
+    pub(crate) fn borrow_in(&self, kind: AccessKind, group: u64) -> Result<BorrowId> {
+        self.alloc.borrow_in(kind, &self.footprint, group)
+    }
+
     /// Ends a borrow taken with [`borrow`](Self::borrow) on this view (or a clone of it).
     pub(crate) fn release(&self, id: &BorrowId) {
         self.alloc.release(id);
