@@ -1,0 +1,814 @@
+//! Layer 3: the context — launches become vertices, vertices go to streams, the host waits
+//! only for what it touches.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hoplite_core::view::AccessKind;
+use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup};
+use hoplite_core::{
+    ArrayLayout, ExecutionPolicy, HostAccessibleSpace, HostRead, HostWrite, ParallelFor, ParallelReduce,
+    ParallelScan, Reducer, ScanValue, ValidatedPolicy, View, ViewValue, parallel_for_validated,
+    parallel_reduce_validated, parallel_scan_validated,
+};
+use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
+use parking_lot::{Condvar, Mutex};
+
+use crate::device::{Device, Event, Stream};
+use crate::model::{DependencyModel, DependencyPolicy, Edge, VertexId};
+use crate::selection::{ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location};
+use crate::streams::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+use crate::{DagError, Result};
+
+/// Whether launches return at once or wait for their kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Execution {
+    /// Launches return at once; the host waits only where it touches data.
+    #[default]
+    Async,
+    /// Every launch waits for its kernel (for debugging, and as a baseline).
+    Sync,
+}
+
+/// The options of a [`Context`] (GrCUDA's context startup options).
+///
+/// ```
+/// use hoplite_dag::{ContextOptions, DependencyPolicy, DeviceSelectionPolicy, Execution};
+/// let options = ContextOptions::default()
+///     .execution(Execution::Sync)
+///     .dependency(DependencyPolicy::NoConst)
+///     .device_selection(DeviceSelectionPolicy::StreamAware);
+/// assert_eq!(options.execution_mode(), Execution::Sync);
+/// ```
+#[derive(Clone, Debug)]
+pub struct ContextOptions {
+    execution: Execution,
+    dependency: DependencyPolicy,
+    new_stream: NewStreamPolicy,
+    parent_stream: ParentStreamPolicy,
+    device_selection: DeviceSelectionPolicy,
+    data_threshold: f64,
+    bandwidth: Option<BandwidthMatrix>,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        ContextOptions {
+            execution: Execution::Async,
+            dependency: DependencyPolicy::WithConst,
+            new_stream: NewStreamPolicy::Reuse,
+            parent_stream: ParentStreamPolicy::Disjoint,
+            device_selection: DeviceSelectionPolicy::RoundRobin,
+            data_threshold: 0.1,
+            bandwidth: None,
+        }
+    }
+}
+
+impl ContextOptions {
+    /// Async (default) or sync execution.
+    pub fn execution(mut self, execution: Execution) -> Self {
+        self.execution = execution;
+        self
+    }
+    /// The execution mode.
+    pub fn execution_mode(&self) -> Execution {
+        self.execution
+    }
+    /// The dependency policy (default with-const).
+    pub fn dependency(mut self, policy: DependencyPolicy) -> Self {
+        self.dependency = policy;
+        self
+    }
+    /// The new-stream policy (default reuse).
+    pub fn new_stream(mut self, policy: NewStreamPolicy) -> Self {
+        self.new_stream = policy;
+        self
+    }
+    /// The parent-stream policy (default disjoint).
+    pub fn parent_stream(mut self, policy: ParentStreamPolicy) -> Self {
+        self.parent_stream = policy;
+        self
+    }
+    /// The device-selection policy (default round robin).
+    pub fn device_selection(mut self, policy: DeviceSelectionPolicy) -> Self {
+        self.device_selection = policy;
+        self
+    }
+    /// The share of a launch's bytes a device must hold for the data-aware policies to
+    /// prefer it (default 0.1).
+    pub fn data_threshold(mut self, threshold: f64) -> Self {
+        self.data_threshold = threshold;
+        self
+    }
+    /// The link bandwidths the transfer-time policies use.
+    pub fn bandwidth(mut self, matrix: BandwidthMatrix) -> Self {
+        self.bandwidth = Some(matrix);
+        self
+    }
+}
+
+/// What became of a vertex.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VertexState {
+    /// Waiting in its stream.
+    Queued,
+    /// Its kernel is running.
+    Running,
+    /// Its kernel ran to completion.
+    Done,
+    /// Its kernel failed, or it did not run because an ancestor failed.
+    Failed(DagError),
+}
+
+impl VertexState {
+    fn name(&self) -> &'static str {
+        match self {
+            VertexState::Queued => "queued",
+            VertexState::Running => "running",
+            VertexState::Done => "done",
+            VertexState::Failed(_) => "failed",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Progress {
+    state: VertexState,
+    start: Option<Instant>,
+    end: Option<Instant>,
+}
+
+/// The shared record of one vertex: its progress, which the stream updates.
+#[derive(Debug)]
+struct Cell {
+    progress: Mutex<Progress>,
+    changed: Condvar,
+}
+
+impl Cell {
+    fn new() -> Arc<Self> {
+        Arc::new(Cell {
+            progress: Mutex::new(Progress {
+                state: VertexState::Queued,
+                start: None,
+                end: None,
+            }),
+            changed: Condvar::new(),
+        })
+    }
+
+    fn state(&self) -> VertexState {
+        self.progress.lock().state.clone()
+    }
+
+    fn set(&self, state: VertexState) {
+        let mut p = self.progress.lock();
+        let now = Instant::now();
+        if state == VertexState::Running {
+            p.start = Some(now);
+        } else {
+            p.start.get_or_insert(now);
+            p.end = Some(now);
+        }
+        p.state = state;
+        self.changed.notify_all();
+    }
+
+    /// Blocks until the vertex is done or failed.
+    fn wait(&self) -> VertexState {
+        let mut p = self.progress.lock();
+        while matches!(p.state, VertexState::Queued | VertexState::Running) {
+            self.changed.wait(&mut p);
+        }
+        p.state.clone()
+    }
+}
+
+/// A launched vertex: its id, and a way to follow it.
+#[derive(Clone, Debug)]
+pub struct Vertex {
+    id: VertexId,
+    cell: Arc<Cell>,
+}
+
+impl Vertex {
+    /// Its id (launch order from 0).
+    pub fn id(&self) -> VertexId {
+        self.id
+    }
+    /// What became of it so far.
+    pub fn state(&self) -> VertexState {
+        self.cell.state()
+    }
+    /// Blocks until it is done or failed.
+    ///
+    /// # Errors
+    ///
+    /// The vertex's failure.
+    pub fn wait(&self) -> Result<()> {
+        match self.cell.wait() {
+            VertexState::Failed(e) => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The result of a reduction or scan launched in a context: `get` waits for that vertex only.
+#[derive(Debug)]
+pub struct Pending<V> {
+    vertex: Vertex,
+    value: Arc<Mutex<Option<V>>>,
+}
+
+impl<V> Pending<V> {
+    /// The vertex that computes it.
+    pub fn vertex(&self) -> &Vertex {
+        &self.vertex
+    }
+    /// Waits for the vertex and returns its result.
+    ///
+    /// # Errors
+    ///
+    /// The vertex's failure (its kernel panicked, or an ancestor failed).
+    pub fn get(self) -> Result<V> {
+        self.vertex.wait()?;
+        self.value.lock().take().ok_or(DagError::MissingResult {
+            vertex: self.vertex.id,
+        })
+    }
+}
+
+/// What the context remembers of a vertex for DOT and traces.
+struct Record {
+    label: String,
+    device: usize,
+    stream: usize,
+    edges: Vec<Edge>,
+    cell: Arc<Cell>,
+}
+
+/// An unfinished vertex: what host access needs to wait for it.
+struct Live<E> {
+    accesses: Vec<Access>,
+    event: E,
+    cell: Arc<Cell>,
+}
+
+struct State<D: Device> {
+    model: DependencyModel,
+    assigner: StreamAssigner,
+    selector: DeviceSelector,
+    streams: Vec<D::Stream>,
+    live: HashMap<VertexId, Live<<D::Stream as Stream>::Event>>,
+    history: Vec<Record>,
+    /// Where each allocation the context has seen is up to date (absent: only on the CPU).
+    locations: HashMap<AllocationKey, BTreeSet<Location>>,
+    /// The accesses of failed vertices (skipped ones included): a later launch that conflicts
+    /// with one would have been their descendant, so it fails with the same cause.
+    poisoned: Vec<(Access, DagError)>,
+    /// Failures not yet returned by `synchronize`.
+    unreported: Vec<DagError>,
+}
+
+type SpaceOf<D> = <<D as Device>::Stream as Stream>::Space;
+
+/// The implicit DAG runtime's context (GrCUDA's execution context).
+///
+/// Launch kernels one after another with [`launch`](Self::launch), [`reduce`](Self::reduce)
+/// and [`scan`](Self::scan), in the shapes eager launches take. Each launch becomes a vertex
+/// whose parents are inferred from its view handles; it goes to a stream (a parent's, a free
+/// one or a new one) on a device chosen by policy, waits there for parents on other streams
+/// through events, and the call returns at once. The host waits only in
+/// [`read`](Self::read) / [`write`](Self::write) (for the vertices that touch that view),
+/// [`Pending::get`], [`Vertex::wait`] and [`synchronize`](Self::synchronize).
+///
+/// While a vertex is unfinished its views stay borrowed by the context: a plain
+/// `x.host_read()` of a view a pending vertex writes is a borrow-conflict error, never a race.
+///
+/// Dropping a context waits for every queued vertex to run (or be skipped) first.
+///
+/// ```
+/// use hoplite_core::{RangePolicy, Sum, View};
+/// use hoplite_dag::{Context, ContextOptions};
+/// use hoplite_dag::device::HostDevice;
+/// use hoplite_serial::Serial;
+///
+/// let ctx = Context::new(vec![HostDevice::new("cpu", vec![Serial::default()])?], ContextOptions::default())?;
+/// let n = 1000;
+/// let range = RangePolicy::new(Serial::default(), 0..n);
+/// let x: View<f64, 1> = View::new("x", [n])?;
+/// let y: View<f64, 1> = View::new("y", [n])?;
+/// ctx.launch("fill x", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 1.0))?;
+/// ctx.launch("fill y", (range.clone(), (y.write(),)), |(i, (y,))| y.set(i, 2.0))?;
+/// let dot = ctx.reduce("dot", (range, (x.read(), y.read())), |(i, (x, y)), acc| *acc += x.get(i) * y.get(i), Sum::<f64>::new())?;
+/// assert_eq!(dot.get()?, 2000.0);
+/// assert_eq!(ctx.read(&y)?.get([0]), 2.0);
+/// # Ok::<(), hoplite_dag::DagError>(())
+/// ```
+pub struct Context<D: Device> {
+    devices: Vec<D>,
+    execution: Execution,
+    group: BorrowGroup,
+    epoch: Instant,
+    state: Mutex<State<D>>,
+    /// Vertices whose kernels ended and that the context has not retired yet.
+    finished: Arc<Mutex<Vec<VertexId>>>,
+}
+
+impl<D: Device> Context<D> {
+    /// A context over `devices` with `options`.
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::InvalidOptions`] for no device, a threshold outside `0..=1`, or a
+    /// transfer-time policy without a bandwidth matrix for this many devices.
+    pub fn new(devices: Vec<D>, options: ContextOptions) -> Result<Self> {
+        let selector = DeviceSelector::new(
+            options.device_selection,
+            devices.len(),
+            options.data_threshold,
+            options.bandwidth.clone(),
+        )?;
+        Ok(Context {
+            devices,
+            execution: options.execution,
+            group: BorrowGroup::new(),
+            epoch: Instant::now(),
+            state: Mutex::new(State {
+                model: DependencyModel::new(options.dependency),
+                assigner: StreamAssigner::new(options.new_stream, options.parent_stream),
+                selector,
+                streams: Vec::new(),
+                live: HashMap::new(),
+                history: Vec::new(),
+                locations: HashMap::new(),
+                poisoned: Vec::new(),
+                unreported: Vec::new(),
+            }),
+            finished: Arc::new(Mutex::new(Vec::new())),
+        })
+    }
+
+    /// The devices.
+    pub fn devices(&self) -> &[D] {
+        &self.devices
+    }
+
+    /// Launches a `parallel_for` as a vertex: `(policy, (y.write(), x.read()))` and the other
+    /// shapes of eager launches. Returns at once in async mode.
+    ///
+    /// # Errors
+    ///
+    /// An invalid policy, a handle whose view is borrowed outside the context (a host guard,
+    /// a handle kept elsewhere), or a stream the device could not make. In sync mode also the
+    /// kernel's failure.
+    pub fn launch<L, F>(&self, label: &str, launch_spec: L, kernel: F) -> Result<Vertex>
+    where
+        L: GraphLaunch<SpaceOf<D>> + 'static,
+        SpaceOf<D>: ParallelFor<L::Policy>,
+        F: for<'it> Fn(L::Item<'it>) + Send + Sync + 'static,
+    {
+        let (policy, args) = launch_spec.into_parts();
+        self.submit::<L, _>(label, policy, args, move |label, policy, args| {
+            parallel_for_validated::<L, _>(label, policy, args, &kernel)
+        })
+        .map(|(vertex, _)| vertex)
+    }
+
+    /// Launches a `parallel_reduce` as a vertex; the result's [`Pending::get`] waits for that
+    /// vertex only.
+    ///
+    /// # Errors
+    ///
+    /// As for [`launch`](Self::launch).
+    pub fn reduce<L, F, R>(
+        &self,
+        label: &str,
+        launch_spec: L,
+        kernel: F,
+        reducer: R,
+    ) -> Result<Pending<R::Value>>
+    where
+        L: GraphLaunch<SpaceOf<D>> + 'static,
+        SpaceOf<D>: ParallelReduce<L::Policy>,
+        R: Reducer + Send + Sync + 'static,
+        R::Value: Send + 'static,
+        F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync + 'static,
+    {
+        let value = Arc::new(Mutex::new(None));
+        let out = value.clone();
+        let (policy, args) = launch_spec.into_parts();
+        let (vertex, _) = self.submit::<L, _>(label, policy, args, move |label, policy, args| {
+            let v = parallel_reduce_validated::<L, _, _>(label, policy, args, &kernel, &reducer)?;
+            *out.lock() = Some(v);
+            Ok(())
+        })?;
+        Ok(Pending { vertex, value })
+    }
+
+    /// Launches a `parallel_scan` as a vertex (Kokkos scan kernel `(i, partial, is_final)`);
+    /// the result's [`Pending::get`] gives the total.
+    ///
+    /// # Errors
+    ///
+    /// As for [`launch`](Self::launch).
+    pub fn scan<L, F, T>(&self, label: &str, launch_spec: L, kernel: F) -> Result<Pending<T>>
+    where
+        L: GraphLaunch<SpaceOf<D>> + 'static,
+        SpaceOf<D>: ParallelScan<L::Policy>,
+        T: ScanValue + Send + 'static,
+        F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync + 'static,
+    {
+        let value = Arc::new(Mutex::new(None));
+        let out = value.clone();
+        let (policy, args) = launch_spec.into_parts();
+        let (vertex, _) = self.submit::<L, _>(label, policy, args, move |label, policy, args| {
+            let total: T = parallel_scan_validated::<L, _, _>(label, policy, args, &kernel)?;
+            *out.lock() = Some(total);
+            Ok(())
+        })?;
+        Ok(Pending { vertex, value })
+    }
+
+    /// The common path of every launch: record the accesses, hold the views in the context's
+    /// borrow group, find the parents, pick device and stream, enqueue.
+    fn submit<L, K>(&self, label: &str, policy: L::Policy, args: L::Args, run: K) -> Result<(Vertex, usize)>
+    where
+        L: GraphLaunch<SpaceOf<D>> + 'static,
+        K: FnOnce(&str, &ValidatedPolicy<L::Policy>, &L::Args) -> hoplite_core::Result<()> + Send + 'static,
+    {
+        // The policy is checked now, so that a bad one is this call's error.
+        policy.validate(label)?;
+        let views = args.detach();
+        let mut accesses = Vec::new();
+        <L::Args as GraphArgs>::record(&views, &mut accesses);
+        // SAFETY: handles of the context's group are used only by the kernels of its
+        // vertices, and the context orders every two vertices whose accesses conflict (the
+        // model gives the later one an edge to the earlier, or the earlier has finished before
+        // the later is made): its kernel starts after the earlier kernel has returned, through
+        // stream order or an event (each a mutex hand-off). Host access goes through outside
+        // borrows, which the group's handles are checked against.
+        let handles = unsafe { <L::Args as GraphArgs>::attach_in(&views, &self.group) };
+        if let Some(conflict) = GraphArgs::conflict(&handles) {
+            return Err(DagError::Core(conflict.clone()));
+        }
+        let label_owned = label.to_owned();
+        let cell = Cell::new();
+
+        let mut state = self.state.lock();
+        self.retire(&mut state);
+        // A launch that conflicts with a failed vertex's access would have been its
+        // descendant had it come before the failed vertex finished: it fails the same way,
+        // whatever the timing.
+        let poisoned = state
+            .poisoned
+            .iter()
+            .find(|(p, _)| accesses.iter().any(|a| state.model.conflicts(p, a)))
+            .map(|(_, e)| e.clone());
+        let (id, edges) = state.model.add(accesses.clone());
+        let parents: Vec<VertexId> = edges.iter().map(|e| e.parent).collect();
+
+        // A parent's stream if the policy gives one, else a free or new stream on the device
+        // the selection policy picks.
+        let assignment = match state.assigner.parent_stream(&parents) {
+            Some(s) => Assignment::Existing(s),
+            None => {
+                let data: Vec<ArgumentData> = accesses
+                    .iter()
+                    .map(|a| ArgumentData {
+                        bytes: a.bytes,
+                        up_to_date: state
+                            .locations
+                            .get(&a.allocation)
+                            .cloned()
+                            .unwrap_or_else(|| BTreeSet::from([Location::Cpu])),
+                    })
+                    .collect();
+                let busy = state.assigner.busy_streams(self.devices.len());
+                let device = state.selector.select(&data, &busy);
+                state.assigner.free_or_new(device)
+            }
+        };
+        if let Assignment::New { device, .. } = assignment {
+            let stream = match self.devices[device].new_stream() {
+                Ok(s) => s,
+                Err(e) => {
+                    state.model.finish(id);
+                    return Err(e);
+                }
+            };
+            state.streams.push(stream);
+        }
+        let stream_index = assignment.stream();
+        state.assigner.place(id, &parents, assignment);
+        let device = state.assigner.streams()[stream_index].device;
+        let policy =
+            match ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space())) {
+                Ok(p) => p,
+                Err(e) => {
+                    state.assigner.finish(id);
+                    state.model.finish(id);
+                    return Err(e.into());
+                }
+            };
+
+        // Where the data will be up to date once the vertex ran.
+        for a in &accesses {
+            let at = Location::Device(device);
+            let locations = state
+                .locations
+                .entry(a.allocation)
+                .or_insert_with(|| BTreeSet::from([Location::Cpu]));
+            match a.kind {
+                AccessKind::Read => {
+                    locations.insert(at);
+                }
+                AccessKind::Write | AccessKind::Atomic => {
+                    *locations = BTreeSet::from([at]);
+                }
+            }
+        }
+
+        // Parents on other streams are waited for through their events; those on this
+        // stream come first by stream order.
+        let parent_cells: Vec<Arc<Cell>> = parents
+            .iter()
+            .filter_map(|p| state.live.get(p).map(|l| l.cell.clone()))
+            .collect();
+        let stream = &state.streams[stream_index];
+        for p in &parents {
+            if let Some(live) = state.live.get(p)
+                && state.assigner.stream_of(*p) != Some(stream_index)
+            {
+                stream.wait_event(&live.event);
+            }
+        }
+        let work_cell = cell.clone();
+        let finished = self.finished.clone();
+        stream.enqueue(Box::new(move |_space| {
+            let failure = poisoned.or_else(|| {
+                parent_cells.iter().find_map(|c| match c.state() {
+                    VertexState::Failed(e) => Some(e),
+                    _ => None,
+                })
+            });
+            let outcome = match failure {
+                Some(cause) => VertexState::Failed(cause.inherited_by(&label_owned)),
+                None => {
+                    work_cell.set(VertexState::Running);
+                    let result = catch_unwind(AssertUnwindSafe(|| run(&label_owned, &policy, &handles)));
+                    match result {
+                        Ok(Ok(())) => VertexState::Done,
+                        Ok(Err(e)) => VertexState::Failed(DagError::VertexFailed {
+                            vertex: label_owned.clone(),
+                            cause: Box::new(e),
+                        }),
+                        Err(payload) => VertexState::Failed(DagError::VertexFailed {
+                            vertex: label_owned.clone(),
+                            cause: Box::new(hoplite_core::Error::from_panic(&label_owned, payload)),
+                        }),
+                    }
+                }
+            };
+            // The views are released before anyone can see the vertex finished.
+            drop(handles);
+            finished.lock().push(id);
+            work_cell.set(outcome);
+        }));
+        let event = stream.record_event();
+        state.live.insert(
+            id,
+            Live {
+                accesses,
+                event,
+                cell: cell.clone(),
+            },
+        );
+        state.history.push(Record {
+            label: label.to_owned(),
+            device,
+            stream: stream_index,
+            edges,
+            cell: cell.clone(),
+        });
+        drop(state);
+        let vertex = Vertex { id, cell };
+        if self.execution == Execution::Sync {
+            vertex.wait()?;
+        }
+        Ok((vertex, stream_index))
+    }
+
+    /// Retires the vertices whose kernels ended: they leave the frontier and free their
+    /// streams; the accesses of failed ones are remembered (see `State::poisoned`).
+    fn retire(&self, state: &mut State<D>) {
+        let done = std::mem::take(&mut *self.finished.lock());
+        for id in done {
+            state.model.finish(id);
+            state.assigner.finish(id);
+            if let Some(live) = state.live.remove(&id)
+                && let VertexState::Failed(e) = live.cell.state()
+            {
+                for a in live.accesses {
+                    state.poisoned.push((a, e.clone()));
+                }
+                state.unreported.push(e);
+            }
+        }
+    }
+
+    /// Waits for the unfinished vertices whose accesses conflict with `access`. A read then
+    /// returns the failure of a failed vertex it conflicts with; a write takes the elements
+    /// back for the host, clearing the failures it covers.
+    fn wait_for(&self, access: &Access) -> Result<()> {
+        let waits: Vec<<D::Stream as Stream>::Event> = {
+            let mut state = self.state.lock();
+            self.retire(&mut state);
+            let ids = state.model.conflicting(access);
+            ids.iter()
+                .filter_map(|id| state.live.get(id).map(|l| l.event.clone()))
+                .collect()
+        };
+        for event in &waits {
+            event.wait();
+        }
+        // The waited vertices reported their end before their events completed, so retiring
+        // now records every failure among them.
+        let mut state = self.state.lock();
+        self.retire(&mut state);
+        if access.kind == AccessKind::Write {
+            let footprint = &access.footprint;
+            state
+                .poisoned
+                .retain(|(p, _)| !(p.allocation == access.allocation && footprint.covers(&p.footprint)));
+        } else if let Some((_, e)) = state
+            .poisoned
+            .iter()
+            .find(|(p, _)| state.model.conflicts(p, access))
+        {
+            return Err(e.clone());
+        }
+        let locations = state
+            .locations
+            .entry(access.allocation)
+            .or_insert_with(|| BTreeSet::from([Location::Cpu]));
+        match access.kind {
+            AccessKind::Read => {
+                locations.insert(Location::Cpu);
+            }
+            _ => *locations = BTreeSet::from([Location::Cpu]),
+        }
+        Ok(())
+    }
+
+    /// Reads `view` on the host: waits for the vertices that write it (and, through their
+    /// streams, their ancestors) — no other — and borrows it.
+    ///
+    /// # Errors
+    ///
+    /// The failure of a vertex that writes the view (or of its ancestor), or a borrow
+    /// conflict with a handle held outside the context.
+    pub fn read<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace>(
+        &self,
+        view: &'v View<T, R, L, S>,
+    ) -> Result<HostRead<'v, T, R, L, S>> {
+        self.wait_for(&Access::of_view(view, AccessKind::Read))?;
+        Ok(view.host_read()?)
+    }
+
+    /// Writes `view` on the host: waits for every vertex that reads or writes it, and borrows
+    /// it exclusively. Writing on the host also clears a failed vertex's mark on the view.
+    ///
+    /// # Errors
+    ///
+    /// As for [`read`](Self::read).
+    pub fn write<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace>(
+        &self,
+        view: &'v View<T, R, L, S>,
+    ) -> Result<HostWrite<'v, T, R, L, S>> {
+        self.wait_for(&Access::of_view(view, AccessKind::Write))?;
+        Ok(view.host_write()?)
+    }
+
+    /// Waits for every vertex; returns the first failure not returned by an earlier call.
+    ///
+    /// # Errors
+    ///
+    /// That failure.
+    pub fn synchronize(&self) -> Result<()> {
+        let events: Vec<_> = {
+            let state = self.state.lock();
+            state.live.values().map(|l| l.event.clone()).collect()
+        };
+        for e in &events {
+            e.wait();
+        }
+        let mut state = self.state.lock();
+        self.retire(&mut state);
+        let unreported = std::mem::take(&mut state.unreported);
+        match unreported.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The number of streams made so far.
+    pub fn stream_count(&self) -> usize {
+        self.state.lock().streams.len()
+    }
+
+    /// The device and stream of every vertex so far, in launch order.
+    pub fn placements(&self) -> Vec<(usize, usize)> {
+        self.state
+            .lock()
+            .history
+            .iter()
+            .map(|r| (r.device, r.stream))
+            .collect()
+    }
+
+    /// The parents of every vertex so far, in launch order.
+    pub fn parents(&self) -> Vec<Vec<VertexId>> {
+        self.state
+            .lock()
+            .history
+            .iter()
+            .map(|r| r.edges.iter().map(|e| e.parent).collect())
+            .collect()
+    }
+
+    /// The DAG in Graphviz DOT: vertices with label, device, stream and state; edges labelled
+    /// with the view that caused them.
+    pub fn to_dot(&self) -> String {
+        let state = self.state.lock();
+        let mut out = String::from("digraph dag {\n  node [shape=box];\n");
+        for (id, r) in state.history.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  v{id} [label=\"{}\\n{} stream {} | {}\"];",
+                escape(&r.label),
+                escape(&self.devices[r.device].name()),
+                r.stream,
+                r.cell.state().name()
+            );
+            for e in &r.edges {
+                let _ = writeln!(out, "  v{} -> v{id} [label=\"{}\"];", e.parent, escape(&e.view));
+            }
+        }
+        out.push_str("}\n");
+        out
+    }
+
+    /// Start and end of every vertex that ran, since the context was made: `(label, device,
+    /// stream, start, end)` in launch order.
+    pub fn timings(&self) -> Vec<(String, usize, usize, Duration, Duration)> {
+        let state = self.state.lock();
+        state
+            .history
+            .iter()
+            .filter_map(|r| {
+                let p = r.cell.progress.lock();
+                let (start, end) = (p.start?, p.end?);
+                Some((
+                    r.label.clone(),
+                    r.device,
+                    r.stream,
+                    start.saturating_duration_since(self.epoch),
+                    end.saturating_duration_since(self.epoch),
+                ))
+            })
+            .collect()
+    }
+
+    /// Writes a Chrome trace (`chrome://tracing`, Perfetto) of the vertices that ran: one
+    /// process per device, one row per stream.
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::Io`] when the file cannot be written.
+    pub fn write_trace(&self, path: &Path) -> Result<()> {
+        let mut out = String::from("{\"traceEvents\":[\n");
+        let timings = self.timings();
+        for (k, (label, device, stream, start, end)) in timings.iter().enumerate() {
+            let sep = if k + 1 < timings.len() { "," } else { "" };
+            let _ = writeln!(
+                out,
+                "{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":{device},\"tid\":{stream},\"ts\":{:.3},\"dur\":{:.3}}}{sep}",
+                escape(label),
+                start.as_secs_f64() * 1e6,
+                end.saturating_sub(*start).as_secs_f64() * 1e6,
+            );
+        }
+        out.push_str("],\"displayTimeUnit\":\"ms\"}\n");
+        std::fs::write(path, out).map_err(|e| DagError::Io(format!("cannot write {}: {e}", path.display())))
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}

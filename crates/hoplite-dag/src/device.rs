@@ -1,0 +1,289 @@
+//! Layer 2: devices and their streams behind traits, and the host implementation.
+//!
+//! A [`Stream`] is an in-order queue of work on one execution-space instance; an
+//! [`Event`](Stream::Event) marks a point in it. A stream waits for another stream's event
+//! *in the stream* ([`Stream::wait_event`]), never by blocking the host, which waits only in
+//! [`Event::wait`] / [`Stream::synchronize`]. Nothing here assumes host memory: a CUDA stream
+//! enqueues a launch and records a CUDA event; a NUMA node's stream runs on that node's pool.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use hoplite_core::ExecutionSpace;
+use parking_lot::{Condvar, Mutex};
+
+use crate::DagError;
+
+/// Work a stream runs, on the stream's execution-space instance.
+pub type Work<S> = Box<dyn FnOnce(&S) + Send + 'static>;
+
+/// A point in a stream's queue; complete once everything enqueued before it has run.
+pub trait Event: Clone + Send + Sync + 'static {
+    /// Whether the work before the event has run.
+    fn is_complete(&self) -> bool;
+    /// Blocks the calling (host) thread until the event is complete.
+    fn wait(&self);
+}
+
+/// An in-order queue of work on one execution-space instance.
+///
+/// Axioms (checked for any implementation by [`crate::conformance`]):
+/// work runs in the order it was enqueued, each item once; an event recorded after some work
+/// completes only after that work has run; work enqueued after `wait_event(e)` starts only
+/// after `e` is complete, while the host goes on; `synchronize` returns once everything
+/// enqueued before it has run; `is_idle` is true exactly when nothing enqueued is left to run.
+/// A panic in work must not stop the stream (the context catches panics in kernels, but a
+/// stream must survive one anyway).
+pub trait Stream: Send + Sync + 'static {
+    /// The instance kernels of this stream run on.
+    type Space: ExecutionSpace;
+    /// The stream's events.
+    type Event: Event;
+    /// The instance work runs on (policies move to it).
+    fn space(&self) -> &Self::Space;
+    /// Appends work to the queue; returns at once.
+    fn enqueue(&self, work: Work<Self::Space>);
+    /// An event that completes when everything enqueued so far has run.
+    fn record_event(&self) -> Self::Event;
+    /// Work enqueued from now on waits for `event` (of any stream of the same kind).
+    fn wait_event(&self, event: &Self::Event);
+    /// Blocks the host until everything enqueued so far has run.
+    fn synchronize(&self) {
+        self.record_event().wait();
+    }
+    /// Whether nothing enqueued is left to run.
+    fn is_idle(&self) -> bool;
+}
+
+/// A device: a source of streams.
+pub trait Device: Send + Sync + 'static {
+    /// Its streams.
+    type Stream: Stream;
+    /// A name for messages, DOT and traces.
+    fn name(&self) -> String;
+    /// A new stream.
+    ///
+    /// # Errors
+    ///
+    /// The device cannot make another stream (a thread or driver resource refused).
+    fn new_stream(&self) -> Result<Self::Stream, DagError>;
+}
+
+/// The host implementation of [`Event`]: a flag and a condition variable.
+#[derive(Clone, Debug, Default)]
+pub struct HostEvent {
+    state: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl HostEvent {
+    fn complete(&self) {
+        let (done, cv) = &*self.state;
+        *done.lock() = true;
+        cv.notify_all();
+    }
+}
+
+impl Event for HostEvent {
+    fn is_complete(&self) -> bool {
+        *self.state.0.lock()
+    }
+    fn wait(&self) {
+        let (done, cv) = &*self.state;
+        let mut done = done.lock();
+        while !*done {
+            cv.wait(&mut done);
+        }
+    }
+}
+
+enum Item<S> {
+    Work(Work<S>),
+    Wait(HostEvent),
+    Signal(HostEvent),
+}
+
+struct Queue<S> {
+    items: Mutex<(VecDeque<Item<S>>, bool)>,
+    ready: Condvar,
+    /// Items enqueued and not yet finished (the one running included).
+    pending: AtomicUsize,
+}
+
+/// A host stream: an in-order queue served by a thread of its own, running kernels on an
+/// instance of `S`. Dropping it runs what is queued, then ends the thread.
+pub struct HostStream<S: ExecutionSpace> {
+    space: S,
+    queue: Arc<Queue<S>>,
+    worker: Option<JoinHandle<()>>,
+}
+
+impl<S: ExecutionSpace> HostStream<S> {
+    /// A stream on `space`, served by a new thread named `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::StreamUnavailable`] when the operating system refuses the thread.
+    pub fn new(space: S, name: &str) -> Result<Self, DagError> {
+        let queue = Arc::new(Queue {
+            items: Mutex::new((VecDeque::new(), false)),
+            ready: Condvar::new(),
+            pending: AtomicUsize::new(0),
+        });
+        let worker = {
+            let queue = queue.clone();
+            let space = space.clone();
+            std::thread::Builder::new()
+                .name(name.to_owned())
+                .spawn(move || serve(&queue, &space))
+                .map_err(|e| DagError::StreamUnavailable(format!("cannot start the thread of {name}: {e}")))?
+        };
+        Ok(HostStream {
+            space,
+            queue,
+            worker: Some(worker),
+        })
+    }
+
+    fn push(&self, item: Item<S>) {
+        self.queue.pending.fetch_add(1, Ordering::AcqRel);
+        let mut items = self.queue.items.lock();
+        items.0.push_back(item);
+        self.queue.ready.notify_one();
+    }
+}
+
+fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
+    loop {
+        let item = {
+            let mut items = queue.items.lock();
+            loop {
+                if let Some(item) = items.0.pop_front() {
+                    break item;
+                }
+                if items.1 {
+                    return;
+                }
+                queue.ready.wait(&mut items);
+            }
+        };
+        match item {
+            // The context catches kernel panics itself; this keeps the stream alive whatever
+            // the work does, so every later event still completes.
+            Item::Work(work) => {
+                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| work(space))) {
+                    hoplite_core::error::drop_panic_payload(payload);
+                }
+            }
+            Item::Wait(event) => event.wait(),
+            Item::Signal(event) => {
+                // Counted out before it completes: whoever the event wakes sees the stream
+                // idle if nothing came after it.
+                queue.pending.fetch_sub(1, Ordering::AcqRel);
+                event.complete();
+                continue;
+            }
+        }
+        queue.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl<S: ExecutionSpace> Stream for HostStream<S> {
+    type Space = S;
+    type Event = HostEvent;
+    fn space(&self) -> &S {
+        &self.space
+    }
+    fn enqueue(&self, work: Work<S>) {
+        self.push(Item::Work(work));
+    }
+    fn record_event(&self) -> HostEvent {
+        let event = HostEvent::default();
+        self.push(Item::Signal(event.clone()));
+        event
+    }
+    fn wait_event(&self, event: &HostEvent) {
+        if !event.is_complete() {
+            self.push(Item::Wait(event.clone()));
+        }
+    }
+    fn is_idle(&self) -> bool {
+        self.queue.pending.load(Ordering::Acquire) == 0
+    }
+}
+
+impl<S: ExecutionSpace> Drop for HostStream<S> {
+    fn drop(&mut self) {
+        {
+            let mut items = self.queue.items.lock();
+            items.1 = true;
+            self.queue.ready.notify_one();
+        }
+        if let Some(worker) = self.worker.take() {
+            // The worker catches every panic of the work it runs; a join error would mean the
+            // thread died outside it, and there is nothing left to clean up then.
+            let _ = worker.join();
+        }
+    }
+}
+
+/// A host device: streams served by threads of their own, each on one of the device's
+/// instances (stream `k` on instance `k mod n`). Give a device as many instances as it should
+/// run kernels at once — for the rayon backend, `space.partition_space(n)` — so that kernels
+/// of different streams run on different pools; streams that share an instance take turns.
+///
+/// ```
+/// use hoplite_dag::device::{Device, HostDevice, Stream, Event};
+/// use hoplite_serial::Serial;
+/// let device = HostDevice::new("cpu", vec![Serial::default()])?;
+/// let stream = device.new_stream()?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// stream.enqueue(Box::new(move |_space| tx.send(42).expect("receiver alive")));
+/// stream.synchronize();
+/// assert_eq!(rx.recv().ok(), Some(42));
+/// # Ok::<(), hoplite_dag::DagError>(())
+/// ```
+pub struct HostDevice<S: ExecutionSpace> {
+    name: String,
+    instances: Vec<S>,
+    made: AtomicUsize,
+}
+
+impl<S: ExecutionSpace> HostDevice<S> {
+    /// A device named `name` whose streams run on `instances`.
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::InvalidOptions`] when `instances` is empty.
+    pub fn new(name: &str, instances: Vec<S>) -> Result<Self, DagError> {
+        if instances.is_empty() {
+            return Err(DagError::InvalidOptions(format!(
+                "device `{name}` has no instance to run kernels on"
+            )));
+        }
+        Ok(HostDevice {
+            name: name.to_owned(),
+            instances,
+            made: AtomicUsize::new(0),
+        })
+    }
+
+    /// The instances its streams run on.
+    pub fn instances(&self) -> &[S] {
+        &self.instances
+    }
+}
+
+impl<S: ExecutionSpace> Device for HostDevice<S> {
+    type Stream = HostStream<S>;
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+    fn new_stream(&self) -> Result<HostStream<S>, DagError> {
+        let k = self.made.fetch_add(1, Ordering::Relaxed);
+        let space = self.instances[k % self.instances.len()].clone();
+        HostStream::new(space, &format!("{} stream {k}", self.name))
+    }
+}

@@ -1,0 +1,154 @@
+//! Layer 1: which stream a launch goes to, as pure code over the streams' states.
+
+use crate::model::VertexId;
+use std::collections::HashMap;
+
+/// Where a launch without a usable parent stream goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum NewStreamPolicy {
+    /// A free stream of the device (no unfinished launch on it), else a new one.
+    #[default]
+    Reuse,
+    /// Always a new stream.
+    AlwaysNew,
+}
+
+/// Whether a launch with parents goes to a parent's stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ParentStreamPolicy {
+    /// The stream of the first parent: children of one parent line up behind it.
+    SameAsParent,
+    /// The stream of the first parent whose stream no other child took yet, else a free or
+    /// new stream: siblings run side by side.
+    #[default]
+    Disjoint,
+}
+
+/// A stream of the assigner's view: its device and how many unfinished launches it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamState {
+    /// The device the stream belongs to.
+    pub device: usize,
+    /// Unfinished launches on it.
+    pub busy: usize,
+}
+
+/// What [`StreamAssigner::assign`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Assignment {
+    /// An existing stream.
+    Existing(usize),
+    /// A new stream on this device; its index is the next one.
+    New {
+        /// The device.
+        device: usize,
+        /// The stream's index.
+        stream: usize,
+    },
+}
+
+impl Assignment {
+    /// The stream's index.
+    pub fn stream(self) -> usize {
+        match self {
+            Assignment::Existing(s) | Assignment::New { stream: s, .. } => s,
+        }
+    }
+}
+
+/// The stream manager's decisions (GrCUDA's `GrCUDAStreamManager` policies).
+#[derive(Clone, Debug, Default)]
+pub struct StreamAssigner {
+    new_policy: NewStreamPolicy,
+    parent_policy: ParentStreamPolicy,
+    streams: Vec<StreamState>,
+    /// The stream of each unfinished launch, and whether a child already took it.
+    placed: HashMap<VertexId, (usize, bool)>,
+}
+
+impl StreamAssigner {
+    /// An assigner with no streams yet.
+    pub fn new(new_policy: NewStreamPolicy, parent_policy: ParentStreamPolicy) -> Self {
+        StreamAssigner {
+            new_policy,
+            parent_policy,
+            streams: Vec::new(),
+            placed: HashMap::new(),
+        }
+    }
+
+    /// The streams so far.
+    pub fn streams(&self) -> &[StreamState] {
+        &self.streams
+    }
+
+    /// Busy streams per device (for stream-aware selection).
+    pub fn busy_streams(&self, devices: usize) -> Vec<usize> {
+        let mut busy = vec![0; devices];
+        for s in &self.streams {
+            if s.busy > 0 && s.device < devices {
+                busy[s.device] += 1;
+            }
+        }
+        busy
+    }
+
+    /// The parent stream a launch with `parents` (unfinished ones, in launch order) takes
+    /// under the parent-stream policy, if any.
+    pub fn parent_stream(&self, parents: &[VertexId]) -> Option<usize> {
+        let placed = parents.iter().filter_map(|p| self.placed.get(p));
+        match self.parent_policy {
+            ParentStreamPolicy::SameAsParent => placed.map(|&(s, _)| s).next(),
+            ParentStreamPolicy::Disjoint => placed.filter(|&&(_, taken)| !taken).map(|&(s, _)| s).next(),
+        }
+    }
+
+    /// A stream on `device` for a launch that takes no parent's stream.
+    pub fn free_or_new(&self, device: usize) -> Assignment {
+        if self.new_policy == NewStreamPolicy::Reuse
+            && let Some(s) = self
+                .streams
+                .iter()
+                .position(|s| s.device == device && s.busy == 0)
+        {
+            return Assignment::Existing(s);
+        }
+        Assignment::New {
+            device,
+            stream: self.streams.len(),
+        }
+    }
+
+    /// Records that launch `vertex` with `parents` went to `assignment`.
+    pub fn place(&mut self, vertex: VertexId, parents: &[VertexId], assignment: Assignment) {
+        let stream = match assignment {
+            Assignment::Existing(s) => s,
+            Assignment::New { device, stream } => {
+                debug_assert_eq!(stream, self.streams.len());
+                self.streams.push(StreamState { device, busy: 0 });
+                stream
+            }
+        };
+        self.streams[stream].busy += 1;
+        for p in parents {
+            if let Some((s, taken)) = self.placed.get_mut(p)
+                && *s == stream
+            {
+                *taken = true;
+            }
+        }
+        self.placed.insert(vertex, (stream, false));
+    }
+
+    /// The stream of an unfinished launch.
+    pub fn stream_of(&self, vertex: VertexId) -> Option<usize> {
+        self.placed.get(&vertex).map(|&(s, _)| s)
+    }
+
+    /// Records that `vertex` finished: its stream holds one launch fewer.
+    pub fn finish(&mut self, vertex: VertexId) {
+        if let Some((s, _)) = self.placed.remove(&vertex) {
+            self.streams[s].busy -= 1;
+        }
+    }
+}

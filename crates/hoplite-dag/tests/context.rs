@@ -1,0 +1,456 @@
+//! Layer 3: launches through a context on host devices.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use hoplite_core::{Error, RangePolicy, Sum, View};
+use hoplite_dag::device::HostDevice;
+use hoplite_dag::{
+    Context, ContextOptions, DagError, DeviceSelectionPolicy, Execution, ParentStreamPolicy, VertexState,
+};
+use hoplite_rayon::RayonSpace;
+use hoplite_serial::Serial;
+
+type Ctx = Context<HostDevice<Serial>>;
+
+fn context(devices: usize, options: ContextOptions) -> Ctx {
+    let devices = (0..devices)
+        .map(|d| HostDevice::new(&format!("device {d}"), vec![Serial::default(); 4]).expect("device"))
+        .collect();
+    Context::new(devices, options).expect("context")
+}
+
+fn range(n: usize) -> RangePolicy<Serial> {
+    RangePolicy::new(Serial::default(), 0..n)
+}
+
+fn view(label: &str) -> View<i64, 1> {
+    View::new(label, [64]).expect("view")
+}
+
+/// Waits (bounded) for `flag`; a test that would otherwise hang fails instead.
+fn wait_until(flag: &AtomicBool) {
+    let start = Instant::now();
+    while !flag.load(Ordering::Acquire) {
+        assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A flag a kernel waits for: it keeps that vertex (and so its descendants) unfinished while
+/// a test launches more, so that the inferred edges do not depend on timing.
+fn gate() -> (Arc<AtomicBool>, Arc<AtomicBool>) {
+    let g = Arc::new(AtomicBool::new(false));
+    (g.clone(), g)
+}
+
+#[test]
+fn launches_compute_what_eager_launches_do() {
+    let ctx = context(1, ContextOptions::default());
+    let (x, y) = (view("x"), view("y"));
+    let (open, held) = gate();
+    ctx.launch("iota", (range(64), (x.write(),)), move |(i, (x,))| {
+        wait_until(&held);
+        x.set(i, *i as i64)
+    })
+    .expect("iota");
+    ctx.launch("double", (range(64), (y.write(), x.read())), |(i, (y, x))| {
+        y.set(i, 2 * x.get(i))
+    })
+    .expect("double");
+    let sum = ctx
+        .reduce(
+            "sum",
+            (range(64), (y.read(),)),
+            |(i, (y,)), acc: &mut i64| *acc += y.get(i),
+            Sum::new(),
+        )
+        .expect("sum");
+    let total = ctx
+        .scan("prefix", range(10), |i, partial: &mut i64, _final| {
+            *partial += *i as i64
+        })
+        .expect("scan");
+    open.store(true, Ordering::Release);
+    assert_eq!(sum.get().expect("sum"), 2 * (0..64).sum::<i64>());
+    assert_eq!(total.get().expect("total"), 45);
+    assert_eq!(ctx.read(&y).expect("y").get([10]), 20);
+    assert_eq!(ctx.parents()[..3], [vec![], vec![0], vec![1]]);
+    ctx.synchronize().expect("no failure");
+}
+
+#[test]
+fn independent_launches_run_at_the_same_time_on_different_streams() {
+    let ctx = context(1, ContextOptions::default());
+    let (a, b) = (view("a"), view("b"));
+    let (a_started, b_started) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (sa, sb) = (a_started.clone(), b_started.clone());
+    let b_seen = b_started.clone();
+    // Each kernel waits until the other has started: they finish only if they overlap.
+    let wa = ctx
+        .launch("a", (range(1), (a.write(),)), move |(i, (a,))| {
+            sa.store(true, Ordering::Release);
+            wait_until(&b_seen);
+            a.set(i, 1);
+        })
+        .expect("a");
+    let wb = ctx
+        .launch("b", (range(1), (b.write(),)), move |(i, (b,))| {
+            sb.store(true, Ordering::Release);
+            wait_until(&a_started);
+            b.set(i, 2);
+        })
+        .expect("b");
+    wa.wait().expect("a ran");
+    wb.wait().expect("b ran");
+    let placements = ctx.placements();
+    assert_ne!(
+        placements[0].1, placements[1].1,
+        "independent vertices get their own streams"
+    );
+}
+
+#[test]
+fn children_take_parent_streams_and_freed_streams_are_reused() {
+    let ctx = context(1, ContextOptions::default());
+    let (x, y, z) = (view("x"), view("y"), view("z"));
+    let (open, held) = gate();
+    ctx.launch("x", (range(64), (x.write(),)), move |(i, (x,))| {
+        wait_until(&held);
+        x.set(i, 1)
+    })
+    .expect("x");
+    ctx.launch("y from x", (range(64), (y.write(), x.read())), |(i, (y, x))| {
+        y.set(i, x.get(i))
+    })
+    .expect("y");
+    ctx.launch("z from x", (range(64), (z.write(), x.read())), |(i, (z, x))| {
+        z.set(i, x.get(i))
+    })
+    .expect("z");
+    let p = ctx.placements();
+    assert_eq!(p[1].1, p[0].1, "the first child takes its parent's stream");
+    assert_ne!(p[2].1, p[0].1, "its sibling gets another");
+    assert_eq!(ctx.parents(), [vec![], vec![0], vec![0]]);
+    open.store(true, Ordering::Release);
+    ctx.synchronize().expect("done");
+    let streams = ctx.stream_count();
+    let w = view("w");
+    ctx.launch("w", (range(64), (w.write(),)), |(i, (w,))| w.set(i, 3))
+        .expect("w");
+    assert_eq!(ctx.stream_count(), streams, "a free stream is reused");
+    // Same-as-parent lines siblings up on one stream.
+    let same = context(
+        1,
+        ContextOptions::default().parent_stream(ParentStreamPolicy::SameAsParent),
+    );
+    let (open, held) = gate();
+    same.launch("x", (range(64), (x.write(),)), move |(i, (x,))| {
+        wait_until(&held);
+        x.set(i, 1)
+    })
+    .expect("x");
+    same.launch("y", (range(64), (y.write(), x.read())), |(i, (y, x))| {
+        y.set(i, x.get(i))
+    })
+    .expect("y");
+    same.launch("z", (range(64), (z.write(), x.read())), |(i, (z, x))| {
+        z.set(i, x.get(i))
+    })
+    .expect("z");
+    let p = same.placements();
+    assert!(p.iter().all(|&(_, s)| s == p[0].1));
+    open.store(true, Ordering::Release);
+    same.synchronize().expect("done");
+}
+
+#[test]
+fn host_access_waits_only_for_the_vertices_that_touch_the_view() {
+    let ctx = context(1, ContextOptions::default());
+    let (slow, quick) = (view("slow"), view("quick"));
+    let release = Arc::new(AtomicBool::new(false));
+    let finished = Arc::new(AtomicBool::new(false));
+    let (r, f) = (release.clone(), finished.clone());
+    let long = ctx
+        .launch("long", (range(1), (slow.write(),)), move |(i, (s,))| {
+            wait_until(&r);
+            s.set(i, 7);
+            f.store(true, Ordering::Release);
+        })
+        .expect("long");
+    ctx.launch("short", (range(64), (quick.write(),)), |(i, (q,))| q.set(i, 5))
+        .expect("short");
+    // The read returns while the unrelated long kernel still runs.
+    assert_eq!(ctx.read(&quick).expect("quick").get([3]), 5);
+    assert!(
+        !finished.load(Ordering::Acquire),
+        "the long kernel is still running"
+    );
+    assert_eq!(long.state(), VertexState::Running);
+    // Touching its view outside the context is a borrow conflict, not a race.
+    assert!(
+        matches!(slow.host_read(), Err(Error::BorrowConflict { .. })),
+        "slow is borrowed by a pending vertex"
+    );
+    release.store(true, Ordering::Release);
+    assert_eq!(ctx.read(&slow).expect("slow").get([0]), 7);
+    assert!(slow.host_read().is_ok(), "released once the vertex finished");
+}
+
+#[test]
+fn a_view_held_outside_the_context_is_a_launch_error() {
+    let ctx = context(1, ContextOptions::default());
+    let x = view("x");
+    let guard = x.host_read().expect("guard");
+    let e = ctx
+        .launch("w", (range(64), (x.write(),)), |(i, (x,))| x.set(i, 1))
+        .expect_err("conflict");
+    assert!(matches!(e, DagError::Core(Error::BorrowConflict { .. })), "{e}");
+    drop(guard);
+    // Nothing was recorded: the context is usable and x is free.
+    ctx.launch("w", (range(64), (x.write(),)), |(i, (x,))| x.set(i, 1))
+        .expect("w");
+    assert_eq!(ctx.read(&x).expect("x").get([0]), 1);
+    assert_eq!(ctx.parents().len(), 1);
+}
+
+#[test]
+fn an_invalid_policy_is_the_launchs_error() {
+    let ctx = context(1, ContextOptions::default());
+    let x = view("x");
+    #[allow(clippy::reversed_empty_ranges)]
+    let bad = RangePolicy::new(Serial::default(), 10..5);
+    let e = ctx
+        .launch("bad", (bad, (x.write(),)), |(i, (x,))| x.set(i, 1))
+        .expect_err("invalid range");
+    assert!(matches!(e, DagError::Core(Error::InvalidRange { .. })), "{e}");
+    assert!(x.host_read().is_ok(), "the handles were released");
+}
+
+#[test]
+fn a_failed_vertex_stops_exactly_its_descendants() {
+    let ctx = context(1, ContextOptions::default());
+    let (x, y, z, u) = (view("x"), view("y"), view("z"), view("u"));
+    ctx.launch("x", (range(64), (x.write(),)), |(i, (x,))| x.set(i, 1))
+        .expect("x");
+    let bad = ctx
+        .launch("bad", (range(64), (y.write(), x.read())), |(i, (_y, _x))| {
+            if *i == 7 {
+                panic!("kernel bug at 7");
+            }
+        })
+        .expect("bad is accepted");
+    let child = ctx
+        .launch("child", (range(64), (z.write(), y.read())), |(i, (z, y))| {
+            z.set(i, y.get(i))
+        })
+        .expect("child");
+    let unrelated = ctx
+        .launch("unrelated", (range(64), (u.write(), x.read())), |(i, (u, x))| {
+            u.set(i, x.get(i) + 1)
+        })
+        .expect("unrelated");
+    let e = child.wait().expect_err("child did not run");
+    match &e {
+        DagError::AncestorFailed {
+            vertex,
+            failed,
+            cause,
+        } => {
+            assert_eq!((vertex.as_str(), failed.as_str()), ("child", "bad"));
+            assert!(cause.to_string().contains("kernel bug at 7"), "{cause}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(matches!(bad.wait(), Err(DagError::VertexFailed { .. })));
+    unrelated.wait().expect("unrelated ran");
+    assert_eq!(ctx.read(&u).expect("u").get([0]), 2);
+    // Host access to the outputs reports the failure.
+    assert_eq!(
+        ctx.read(&y)
+            .err()
+            .and_then(|e| e.failed_vertex().map(str::to_owned))
+            .as_deref(),
+        Some("bad")
+    );
+    assert_eq!(
+        ctx.read(&z)
+            .err()
+            .and_then(|e| e.failed_vertex().map(str::to_owned))
+            .as_deref(),
+        Some("bad")
+    );
+    // A later reader of the failed output inherits the failure too.
+    let later = ctx
+        .launch("later", (range(64), (x.write(), y.read())), |(i, (x, y))| {
+            x.set(i, y.get(i))
+        })
+        .expect("later");
+    assert_eq!(
+        later
+            .wait()
+            .err()
+            .and_then(|e| e.failed_vertex().map(str::to_owned))
+            .as_deref(),
+        Some("bad")
+    );
+    assert!(ctx.synchronize().is_err(), "synchronize reports the failure once");
+    assert!(ctx.synchronize().is_ok());
+    // Writing the views on the host clears them.
+    assert!(ctx.read(&z).is_err());
+    ctx.write(&y).expect("host write").fill(4);
+    ctx.write(&z).expect("host write").fill(0);
+    ctx.launch("again", (range(64), (z.write(), y.read())), |(i, (z, y))| {
+        z.set(i, y.get(i))
+    })
+    .expect("again");
+    assert_eq!(ctx.read(&z).expect("z").get([5]), 4);
+}
+
+#[test]
+fn sync_mode_waits_for_every_launch_and_reports_its_failure() {
+    let ctx = context(1, ContextOptions::default().execution(Execution::Sync));
+    let x = view("x");
+    let v = ctx
+        .launch("x", (range(64), (x.write(),)), |(i, (x,))| x.set(i, 3))
+        .expect("x");
+    assert_eq!(v.state(), VertexState::Done);
+    let e = ctx
+        .launch("boom", (range(4), (x.write(),)), |_| panic!("boom"))
+        .expect_err("the failure is the launch's");
+    assert!(matches!(e, DagError::VertexFailed { .. }), "{e}");
+}
+
+#[test]
+fn simulated_devices_follow_the_selection_policy() {
+    // Three independent launches on two devices, round robin: devices 0, 1, 0.
+    let ctx = context(2, ContextOptions::default());
+    let views: Vec<_> = (0..3).map(|k| view(&format!("v{k}"))).collect();
+    for (k, v) in views.iter().enumerate() {
+        ctx.launch(&format!("fill {k}"), (range(64), (v.write(),)), |(i, (v,))| {
+            v.set(i, 1)
+        })
+        .expect("fill");
+    }
+    let devices: Vec<usize> = ctx.placements().iter().map(|p| p.0).collect();
+    assert_eq!(devices, [0, 1, 0]);
+    // Min-transfer-size follows the data: a reader of v1 (now on device 1) goes to device 1.
+    ctx.synchronize().expect("done");
+    let locality = context(
+        2,
+        ContextOptions::default().device_selection(DeviceSelectionPolicy::MinTransferSize),
+    );
+    let (a, b, out) = (view("a"), view("b"), view("out"));
+    locality
+        .launch("a", (range(64), (a.write(),)), |(i, (a,))| a.set(i, 1))
+        .expect("a");
+    locality
+        .launch("b", (range(64), (b.write(),)), |(i, (b,))| b.set(i, 2))
+        .expect("b");
+    locality.synchronize().expect("done");
+    locality
+        .launch("use b", (range(64), (out.write(), b.read())), |(i, (o, b))| {
+            o.set(i, b.get(i))
+        })
+        .expect("use b");
+    let devices: Vec<usize> = locality.placements().iter().map(|p| p.0).collect();
+    assert_eq!(devices, [0, 1, 1]);
+}
+
+#[test]
+fn dot_and_trace_describe_the_dag() {
+    let ctx = context(1, ContextOptions::default());
+    let (x, y) = (view("x"), view("y"));
+    let (open, held) = gate();
+    ctx.launch("fill", (range(64), (x.write(),)), move |(i, (x,))| {
+        wait_until(&held);
+        x.set(i, 1)
+    })
+    .expect("fill");
+    ctx.launch("copy", (range(64), (y.write(), x.read())), |(i, (y, x))| {
+        y.set(i, x.get(i))
+    })
+    .expect("copy");
+    open.store(true, Ordering::Release);
+    ctx.synchronize().expect("done");
+    let dot = ctx.to_dot();
+    assert!(dot.contains("v0 -> v1 [label=\"x\"]"), "{dot}");
+    assert!(dot.contains("fill\\ndevice 0 stream 0 | done"), "{dot}");
+    let timings = ctx.timings();
+    assert_eq!(timings.len(), 2);
+    assert!(timings[1].3 >= timings[0].4, "copy starts after fill ends");
+    let path = std::env::temp_dir().join(format!("hoplite-dag-trace-{}.json", std::process::id()));
+    ctx.write_trace(&path).expect("trace");
+    let text = std::fs::read_to_string(&path).expect("read trace");
+    assert!(
+        text.contains("\"name\":\"copy\"") && text.contains("\"ph\":\"X\""),
+        "{text}"
+    );
+    let _ = std::fs::remove_file(&path);
+    assert!(matches!(
+        ctx.write_trace(std::path::Path::new("/nonexistent/dir/trace.json")),
+        Err(DagError::Io(_))
+    ));
+}
+
+#[test]
+fn dropping_a_context_runs_what_it_queued() {
+    let count = Arc::new(AtomicUsize::new(0));
+    {
+        let ctx = context(1, ContextOptions::default());
+        let x = view("x");
+        for k in 0..10 {
+            let c = count.clone();
+            ctx.launch(
+                &format!("step {k}"),
+                (range(1), (x.write(),)),
+                move |(i, (x,))| {
+                    x.set(i, k);
+                    c.fetch_add(1, Ordering::AcqRel);
+                },
+            )
+            .expect("step");
+        }
+    }
+    assert_eq!(count.load(Ordering::Acquire), 10);
+}
+
+#[test]
+fn rayon_partitions_as_streams() {
+    let parts = RayonSpace::with_threads(2)
+        .expect("pool")
+        .partition_space(2)
+        .expect("parts");
+    let ctx = Context::new(
+        vec![HostDevice::new("cpu", parts).expect("device")],
+        ContextOptions::default(),
+    )
+    .expect("context");
+    let range = RangePolicy::new(RayonSpace::default(), 0..10_000);
+    let (x, y) = (
+        View::<f64, 1>::new("x", [10_000]).expect("x"),
+        View::<f64, 1>::new("y", [10_000]).expect("y"),
+    );
+    ctx.launch("x", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 1.0))
+        .expect("x");
+    ctx.launch("y", (range.clone(), (y.write(),)), |(i, (y,))| y.set(i, 2.0))
+        .expect("y");
+    let dot = ctx
+        .reduce(
+            "dot",
+            (range, (x.read(), y.read())),
+            |(i, (x, y)), acc: &mut f64| *acc += x.get(i) * y.get(i),
+            Sum::new(),
+        )
+        .expect("dot");
+    assert_eq!(dot.get().expect("dot"), 20_000.0);
+}
+
+#[test]
+fn host_streams_keep_the_stream_axioms() {
+    let serial = HostDevice::new("serial", vec![Serial::default()]).expect("device");
+    assert_eq!(hoplite_dag::conformance::run_all(&serial), Vec::<String>::new());
+    let rayon = HostDevice::new("rayon", vec![RayonSpace::default()]).expect("device");
+    assert_eq!(hoplite_dag::conformance::run_all(&rayon), Vec::<String>::new());
+}

@@ -1,0 +1,306 @@
+//! Layer 1, exactly: dependency sets, stream assignment and device selection, with no threads.
+
+use std::collections::BTreeSet;
+
+use hoplite_core::{Slice, View};
+use hoplite_dag::model::{DependencyModel, DependencyPolicy, VertexId};
+use hoplite_dag::selection::{
+    ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location,
+};
+use hoplite_dag::streams::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+use hoplite_graph::{Access, GraphArgs};
+
+fn acc<A: GraphArgs>(args: A) -> Vec<Access> {
+    let mut out = Vec::new();
+    A::record(&args.detach(), &mut out);
+    out
+}
+
+fn parents(dag: &mut DependencyModel, accesses: Vec<Access>) -> (VertexId, Vec<VertexId>) {
+    let (id, edges) = dag.add(accesses);
+    (id, edges.into_iter().map(|e| e.parent).collect())
+}
+
+fn views() -> (View<f64, 1>, View<f64, 1>, View<f64, 1>) {
+    (
+        View::new("x", [16]).expect("x"),
+        View::new("y", [16]).expect("y"),
+        View::new("z", [16]).expect("z"),
+    )
+}
+
+#[test]
+fn raw_war_waw() {
+    let (x, y, _) = views();
+    let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
+    let (a, _) = parents(&mut dag, acc(x.write()));
+    let (b, pb) = parents(&mut dag, acc((y.write(), x.read())));
+    assert_eq!(pb, [a], "read after write");
+    let (c, pc) = parents(&mut dag, acc(x.write()));
+    assert_eq!(pc, [b], "write after read (the writer A is reached through B)");
+    let (_, pd) = parents(&mut dag, acc(x.write()));
+    assert_eq!(pd, [c], "write after write");
+    let (_, pe) = parents(&mut dag, acc(y.read()));
+    assert_eq!(pe, [b], "y's writer");
+}
+
+#[test]
+fn read_read_under_both_policies() {
+    let (x, _, _) = views();
+    let mut with = DependencyModel::new(DependencyPolicy::WithConst);
+    parents(&mut with, acc(x.read()));
+    assert_eq!(parents(&mut with, acc(x.read())).1, Vec::<VertexId>::new());
+    let mut no = DependencyModel::new(DependencyPolicy::NoConst);
+    let (a, _) = parents(&mut no, acc(x.read()));
+    assert_eq!(parents(&mut no, acc(x.read())).1, [a], "no-const orders readers");
+}
+
+#[test]
+fn grcuda_vector() {
+    // A(x) -> B(x read), A -> C(x read), no B-C edge; then D(x write) has parents {B, C}.
+    let (x, _, _) = views();
+    let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
+    let (a, _) = parents(&mut dag, acc(x.write()));
+    let (b, pb) = parents(&mut dag, acc(x.read()));
+    let (c, pc) = parents(&mut dag, acc(x.read()));
+    assert_eq!(pb, [a]);
+    assert_eq!(pc, [a]);
+    let (_, pd) = parents(&mut dag, acc(x.write()));
+    assert_eq!(pd, [b, c]);
+    // No-const: B orders C, and D depends on C alone (the others are covered).
+    let mut no = DependencyModel::new(DependencyPolicy::NoConst);
+    let (a, _) = parents(&mut no, acc(x.write()));
+    let (b, pb) = parents(&mut no, acc(x.read()));
+    let (c, pc) = parents(&mut no, acc(x.read()));
+    assert_eq!((pb, pc), (vec![a], vec![b]));
+    assert_eq!(parents(&mut no, acc(x.write())).1, [c]);
+}
+
+#[test]
+fn diamond() {
+    let (x, y, z) = views();
+    let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
+    let (a, _) = parents(&mut dag, acc(x.write()));
+    let (b, pb) = parents(&mut dag, acc((y.write(), x.read())));
+    let (c, pc) = parents(&mut dag, acc((z.write(), x.read())));
+    let (_, pd) = parents(&mut dag, acc((x.write(), y.read(), z.read())));
+    assert_eq!((pb, pc), (vec![a], vec![a]));
+    assert_eq!(pd, [b, c], "A is implied through B and C");
+}
+
+#[test]
+fn disjoint_subviews_do_not_conflict() {
+    let (x, _, _) = views();
+    let low: View<f64, 1> = x.subview([Slice::Range(0..8)]).expect("low");
+    let high: View<f64, 1> = x.subview([Slice::Range(8..16)]).expect("high");
+    let mid: View<f64, 1> = x.subview([Slice::Range(4..12)]).expect("mid");
+    let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
+    let (a, _) = parents(&mut dag, acc(low.write()));
+    let (b, pb) = parents(&mut dag, acc(high.write()));
+    assert!(pb.is_empty(), "disjoint halves");
+    let (_, pc) = parents(&mut dag, acc(mid.read()));
+    assert_eq!(pc, [a, b], "overlaps both");
+    // A partial write does not cover the whole writer: a later reader of the rest still
+    // depends on it.
+    let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
+    let (w, _) = parents(&mut dag, acc(x.write()));
+    let (l, pl) = parents(&mut dag, acc(low.write()));
+    assert_eq!(pl, [w]);
+    let (_, ph) = parents(&mut dag, acc(high.read()));
+    assert_eq!(ph, [w]);
+    assert!(!ph.contains(&l));
+}
+
+#[test]
+fn finished_vertices_leave_the_frontier() {
+    let (x, _, _) = views();
+    let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
+    let (a, _) = parents(&mut dag, acc(x.write()));
+    dag.finish(a);
+    assert!(!dag.is_live(a));
+    assert!(parents(&mut dag, acc(x.read())).1.is_empty());
+    // A vertex without views never enters the frontier.
+    let (e, _) = parents(&mut dag, Vec::new());
+    assert!(!dag.frontier().contains(&e));
+}
+
+#[test]
+fn a_child_takes_its_parents_stream_and_siblings_get_their_own() {
+    let mut s = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::Disjoint);
+    let a0 = s.free_or_new(0);
+    assert_eq!(a0, Assignment::New { device: 0, stream: 0 });
+    s.place(0, &[], a0);
+    // Two children of vertex 0: the first takes its stream, the second a new one.
+    assert_eq!(s.parent_stream(&[0]), Some(0));
+    s.place(1, &[0], Assignment::Existing(0));
+    assert_eq!(s.parent_stream(&[0]), None, "already taken by a sibling");
+    let a2 = s.free_or_new(0);
+    assert_eq!(a2, Assignment::New { device: 0, stream: 1 });
+    s.place(2, &[0], a2);
+    // Same-as-parent lines siblings up.
+    let mut same = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::SameAsParent);
+    same.place(0, &[], same.free_or_new(0));
+    same.place(1, &[0], Assignment::Existing(0));
+    assert_eq!(same.parent_stream(&[0]), Some(0));
+}
+
+#[test]
+fn freed_streams_are_reused_unless_always_new() {
+    let mut s = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::Disjoint);
+    s.place(0, &[], s.free_or_new(0));
+    s.place(1, &[], s.free_or_new(0));
+    assert_eq!(s.streams().len(), 2);
+    assert_eq!(s.busy_streams(1), [2]);
+    s.finish(0);
+    assert_eq!(
+        s.free_or_new(0),
+        Assignment::Existing(0),
+        "stream 0 is free again"
+    );
+    assert_eq!(
+        s.free_or_new(1),
+        Assignment::New { device: 1, stream: 2 },
+        "another device"
+    );
+    let mut always = StreamAssigner::new(NewStreamPolicy::AlwaysNew, ParentStreamPolicy::Disjoint);
+    always.place(0, &[], always.free_or_new(0));
+    always.finish(0);
+    assert_eq!(always.free_or_new(0), Assignment::New { device: 0, stream: 1 });
+}
+
+fn grcuda_matrix() -> BandwidthMatrix {
+    BandwidthMatrix::from_rows(&[
+        vec![30.0, 45.0, 10.0],
+        vec![45.0, 60.0, 20.0],
+        vec![10.0, 20.0, 0.0],
+    ])
+    .expect("matrix")
+}
+
+fn at(locations: &[Location]) -> BTreeSet<Location> {
+    locations.iter().copied().collect()
+}
+
+#[test]
+fn grcuda_bandwidths_and_choices() {
+    let m = grcuda_matrix();
+    let sources = at(&[Location::Device(1), Location::Cpu]);
+    assert_eq!(
+        m.bandwidth_from(&sources, Location::Device(0), false),
+        10.0,
+        "min-max"
+    );
+    assert_eq!(
+        m.bandwidth_from(&sources, Location::Device(0), true),
+        45.0,
+        "min-min"
+    );
+    let args = [
+        ArgumentData {
+            bytes: 100,
+            up_to_date: sources.clone(),
+        },
+        ArgumentData {
+            bytes: 200,
+            up_to_date: at(&[Location::Device(0)]),
+        },
+    ];
+    let pick = |policy| {
+        DeviceSelector::new(policy, 2, 0.1, Some(grcuda_matrix()))
+            .expect("selector")
+            .select(&args, &[0, 0])
+    };
+    assert_eq!(pick(DeviceSelectionPolicy::MinTransferSize), 0);
+    assert_eq!(pick(DeviceSelectionPolicy::MinMinTransferTime), 0);
+    assert_eq!(pick(DeviceSelectionPolicy::MinMaxTransferTime), 1);
+    // Data only on the CPU: no device holds enough, so round robin decides.
+    let cpu_only = [ArgumentData {
+        bytes: 100,
+        up_to_date: at(&[Location::Cpu]),
+    }];
+    for policy in [
+        DeviceSelectionPolicy::RoundRobin,
+        DeviceSelectionPolicy::MinTransferSize,
+        DeviceSelectionPolicy::MinMinTransferTime,
+        DeviceSelectionPolicy::MinMaxTransferTime,
+    ] {
+        let mut s = DeviceSelector::new(policy, 2, 0.1, Some(grcuda_matrix())).expect("selector");
+        let seq: Vec<usize> = (0..3).map(|_| s.select(&cpu_only, &[0, 0])).collect();
+        assert_eq!(seq, [0, 1, 0], "{policy:?}");
+    }
+}
+
+#[test]
+fn stream_aware_picks_the_least_busy_device() {
+    let mut s = DeviceSelector::new(DeviceSelectionPolicy::StreamAware, 3, 0.1, None).expect("selector");
+    assert_eq!(s.select(&[], &[2, 1, 3]), 1);
+    assert_eq!(s.select(&[], &[0, 1, 0]), 0, "lowest index on ties");
+    assert_eq!(s.select(&[], &[4, 4, 2]), 2);
+}
+
+#[test]
+fn the_threshold_decides_between_locality_and_round_robin() {
+    // Device 1 holds 5% of the bytes: below a 10% threshold, above a 1% one.
+    let args = [
+        ArgumentData {
+            bytes: 5,
+            up_to_date: at(&[Location::Device(1)]),
+        },
+        ArgumentData {
+            bytes: 95,
+            up_to_date: at(&[Location::Cpu]),
+        },
+    ];
+    let mut high =
+        DeviceSelector::new(DeviceSelectionPolicy::MinTransferSize, 2, 0.1, None).expect("selector");
+    assert_eq!(high.select(&args, &[0, 0]), 0, "round robin starts at 0");
+    let mut low =
+        DeviceSelector::new(DeviceSelectionPolicy::MinTransferSize, 2, 0.01, None).expect("selector");
+    assert_eq!(low.select(&args, &[0, 0]), 1);
+}
+
+#[test]
+fn bandwidth_csv_and_bad_options_are_typed_errors() {
+    let m = BandwidthMatrix::from_csv(
+        "From,To,Bandwidth\n0,1,45\n1,0,45\n-1,0,10\n0,-1,10\n-1,1,20\n1,-1,20\n0,0,30\n1,1,60\n",
+        2,
+    )
+    .expect("csv");
+    assert_eq!(
+        m,
+        BandwidthMatrix::from_rows(&[
+            vec![30.0, 45.0, 10.0],
+            vec![45.0, 60.0, 20.0],
+            vec![10.0, 20.0, 0.0]
+        ])
+        .expect("rows")
+    );
+    for bad in [
+        "From,To,Bandwidth\n0,2,1\n",
+        "0,1\n",
+        "0,1,fast\n",
+        "0,1,-3\n",
+        "x,1,3\n",
+    ] {
+        let e = BandwidthMatrix::from_csv(bad, 2).expect_err(bad);
+        assert!(e.to_string().contains("line"), "{e}");
+    }
+    assert!(BandwidthMatrix::from_rows(&[vec![1.0, 2.0]]).is_err());
+    assert!(BandwidthMatrix::from_rows(&[vec![1.0, f64::NAN], vec![1.0, 1.0]]).is_err());
+    assert!(DeviceSelector::new(DeviceSelectionPolicy::RoundRobin, 0, 0.1, None).is_err());
+    assert!(DeviceSelector::new(DeviceSelectionPolicy::RoundRobin, 2, 1.5, None).is_err());
+    assert!(DeviceSelector::new(DeviceSelectionPolicy::MinMinTransferTime, 2, 0.1, None).is_err());
+    let wrong_size = BandwidthMatrix::from_rows(&[vec![1.0, 1.0], vec![1.0, 1.0]]).expect("one device");
+    assert!(
+        DeviceSelector::new(
+            DeviceSelectionPolicy::MinMaxTransferTime,
+            2,
+            0.1,
+            Some(wrong_size)
+        )
+        .is_err()
+    );
+    let missing =
+        BandwidthMatrix::load(std::path::Path::new("/nonexistent/bandwidth.csv"), 2).expect_err("missing");
+    assert!(missing.to_string().contains("cannot read"));
+}
