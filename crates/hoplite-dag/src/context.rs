@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use hoplite_core::view::AccessKind;
 use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup};
 use hoplite_core::{
-    ArrayLayout, ExecutionPolicy, HostAccessibleSpace, HostRead, HostWrite, ParallelFor, ParallelReduce,
-    ParallelScan, Reducer, ScanValue, ValidatedPolicy, View, ViewValue, parallel_for_validated,
-    parallel_reduce_validated, parallel_scan_validated,
+    ArrayLayout, ExecutionPolicy, HostAccessibleSpace, HostRead, HostWrite, IntoLaunch, LaunchSpec,
+    ParallelFor, ParallelReduce, ParallelScan, Reducer, ScanValue, ValidatedPolicy, View, ViewValue,
+    parallel_for_validated, parallel_reduce_validated, parallel_scan_validated,
 };
 use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
 use parking_lot::{Condvar, Mutex};
@@ -369,13 +369,14 @@ impl<D: Device> Context<D> {
     /// kernel's failure.
     pub fn launch<L, F>(&self, label: &str, launch_spec: L, kernel: F) -> Result<Vertex>
     where
-        L: GraphLaunch<SpaceOf<D>> + 'static,
-        SpaceOf<D>: ParallelFor<L::Policy>,
-        F: for<'it> Fn(L::Item<'it>) + Send + Sync + 'static,
+        L: IntoLaunch<SpaceOf<D>>,
+        L::Launch: GraphLaunch<SpaceOf<D>> + 'static,
+        SpaceOf<D>: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
     {
-        let (policy, args) = launch_spec.into_parts();
-        self.submit::<L, _>(label, policy, args, move |label, policy, args| {
-            parallel_for_validated::<L, _>(label, policy, args, &kernel)
+        let (policy, args) = launch_spec.into_launch().into_parts();
+        self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
+            parallel_for_validated::<L::Launch, _>(label, policy, args, &kernel)
         })
         .map(|(vertex, _)| vertex)
     }
@@ -394,17 +395,18 @@ impl<D: Device> Context<D> {
         reducer: R,
     ) -> Result<Pending<R::Value>>
     where
-        L: GraphLaunch<SpaceOf<D>> + 'static,
-        SpaceOf<D>: ParallelReduce<L::Policy>,
+        L: IntoLaunch<SpaceOf<D>>,
+        L::Launch: GraphLaunch<SpaceOf<D>> + 'static,
+        SpaceOf<D>: ParallelReduce<<L::Launch as LaunchSpec>::Policy>,
         R: Reducer + Send + Sync + 'static,
         R::Value: Send + 'static,
-        F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync + 'static,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static,
     {
         let value = Arc::new(Mutex::new(None));
         let out = value.clone();
-        let (policy, args) = launch_spec.into_parts();
-        let (vertex, _) = self.submit::<L, _>(label, policy, args, move |label, policy, args| {
-            let v = parallel_reduce_validated::<L, _, _>(label, policy, args, &kernel, &reducer)?;
+        let (policy, args) = launch_spec.into_launch().into_parts();
+        let (vertex, _) = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
+            let v = parallel_reduce_validated::<L::Launch, _, _>(label, policy, args, &kernel, &reducer)?;
             *out.lock() = Some(v);
             Ok(())
         })?;
@@ -419,16 +421,17 @@ impl<D: Device> Context<D> {
     /// As for [`launch`](Self::launch).
     pub fn scan<L, F, T>(&self, label: &str, launch_spec: L, kernel: F) -> Result<Pending<T>>
     where
-        L: GraphLaunch<SpaceOf<D>> + 'static,
-        SpaceOf<D>: ParallelScan<L::Policy>,
+        L: IntoLaunch<SpaceOf<D>>,
+        L::Launch: GraphLaunch<SpaceOf<D>> + 'static,
+        SpaceOf<D>: ParallelScan<<L::Launch as LaunchSpec>::Policy>,
         T: ScanValue + Send + 'static,
-        F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync + 'static,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
         let value = Arc::new(Mutex::new(None));
         let out = value.clone();
-        let (policy, args) = launch_spec.into_parts();
-        let (vertex, _) = self.submit::<L, _>(label, policy, args, move |label, policy, args| {
-            let total: T = parallel_scan_validated::<L, _, _>(label, policy, args, &kernel)?;
+        let (policy, args) = launch_spec.into_launch().into_parts();
+        let (vertex, _) = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
+            let total: T = parallel_scan_validated::<L::Launch, _, _>(label, policy, args, &kernel)?;
             *out.lock() = Some(total);
             Ok(())
         })?;

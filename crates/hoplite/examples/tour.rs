@@ -30,6 +30,9 @@ fn main() -> Result<()> {
     if let Err(e) = selection() {
         println!("selection failed: {e}");
     }
+    if let Err(e) = implicit_dag() {
+        println!("implicit DAG failed: {e}");
+    }
     errors()?;
 
     println!("\ntour finished in {:.2} s", start.elapsed().as_secs_f64());
@@ -635,6 +638,142 @@ fn graphs() -> std::result::Result<(), Box<dyn std::error::Error>> {
     if let Err(e) = race {
         println!("unordered host writer: {e}");
     }
+    Ok(())
+}
+
+/// A GrCUDA-style image pipeline (its benchmark 8): three blurs of one image feed a sobel
+/// branch, a saturating contrast stretch and an unsharp mask, which two combines join. The
+/// launches are written one after another, as if eager; the context infers the four-branch
+/// DAG from their handles and overlaps the branches on streams.
+fn implicit_dag() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    use hoplite::dag::device::HostDevice;
+    use hoplite::dag::{Context, ContextOptions, Execution};
+    section("Implicit DAG: launches as if eager, dependencies from the handles, branches overlapped");
+    let n = 1024;
+    let pixel = |k: usize| (((k * 7919) % 255) as f32) / 255.0;
+    let image = View::<f32, 2>::from_slice("image", [n, n], &(0..n * n).map(pixel).collect::<Vec<_>>())?;
+    let plane = |label: &str| View::<f32, 2>::new(label, [n, n]);
+    let (blur_small, blur_large, blur_unsharp) =
+        (plane("blur small")?, plane("blur large")?, plane("blur unsharp")?);
+    let (sobel_small, sobel_large, mask) = (plane("sobel small")?, plane("sobel large")?, plane("mask")?);
+    let (unsharp, combined, out) = (plane("unsharp")?, plane("combined")?, plane("out")?);
+    let space = DefaultExecutionSpace::default();
+    let interior = MDRangePolicy::new(space.clone(), [3, 3], [n - 3, n - 3]);
+
+    let pipeline = |ctx: &Context<HostDevice<DefaultExecutionSpace>>| -> std::result::Result<f64, hoplite::dag::DagError> {
+        let blur = |label: &str, out: &View<f32, 2>, radius: isize| {
+            ctx.launch(label, (interior.clone(), (out.write(), image.read())), move |(ij, (o, img))| {
+                let mut sum = 0.0;
+                for dy in -radius..=radius {
+                    for dx in -radius..=radius {
+                        sum += img.neighbor(ij, [dy, dx]);
+                    }
+                }
+                o.set(ij, sum / ((2 * radius + 1) * (2 * radius + 1)) as f32);
+            })
+        };
+        let sobel = |label: &str, out: &View<f32, 2>, input: &View<f32, 2>| {
+            ctx.launch(label, (interior.clone(), (out.write(), input.read())), |(ij, (o, b))| {
+                let at = |dy: isize, dx: isize| b.neighbor(ij, [dy, dx]);
+                let gx = at(-1, 1) + 2.0 * at(0, 1) + at(1, 1) - at(-1, -1) - 2.0 * at(0, -1) - at(1, -1);
+                let gy = at(1, -1) + 2.0 * at(1, 0) + at(1, 1) - at(-1, -1) - 2.0 * at(-1, 0) - at(-1, 1);
+                o.set(ij, (gx * gx + gy * gy).sqrt());
+            })
+        };
+        blur("blur small", &blur_small, 1)?;
+        blur("blur large", &blur_large, 3)?;
+        blur("blur unsharp", &blur_unsharp, 2)?;
+        sobel("sobel small", &sobel_small, &blur_small)?;
+        sobel("sobel large", &sobel_large, &blur_large)?;
+        ctx.launch("extend", (interior.clone(), (mask.write(), sobel_large.read())), |(ij, (m, s))| {
+            let v = s.get(ij);
+            m.set(ij, v / (v + 0.25));
+        })?;
+        ctx.launch(
+            "unsharpen",
+            (interior.clone(), (unsharp.write(), image.read(), blur_unsharp.read())),
+            |(ij, (u, img, b))| u.set(ij, img.get(ij) + 0.5 * (img.get(ij) - b.get(ij))),
+        )?;
+        ctx.launch(
+            "combine",
+            (interior.clone(), (combined.write(), unsharp.read(), blur_large.read(), mask.read())),
+            |(ij, (c, u, b, m))| c.set(ij, u.get(ij) * m.get(ij) + b.get(ij) * (1.0 - m.get(ij))),
+        )?;
+        ctx.launch(
+            "combine small",
+            (interior.clone(), (out.write(), combined.read(), blur_small.read(), sobel_small.read())),
+            |(ij, (o, c, b, s))| {
+                let edge = (s.get(ij) * 4.0).min(1.0);
+                o.set(ij, c.get(ij) * edge + b.get(ij) * (1.0 - edge));
+            },
+        )?;
+        let total = ctx.reduce("sum", (interior.clone(), (out.read(),)), |(ij, (o,)), acc: &mut f64| *acc += o.get(ij) as f64, Sum::new())?;
+        total.get()
+    };
+
+    // Async: the branches run side by side on partitions of the pool. Sync: every launch
+    // waits, on the whole pool (the eager baseline).
+    let parts = space.concurrency().clamp(1, 4);
+    let async_ctx = Context::new(
+        vec![HostDevice::new("cpu", space.partition_space(parts)?)?],
+        ContextOptions::default(),
+    )?;
+    let sync_ctx = Context::new(
+        vec![HostDevice::new("cpu", vec![space.clone()])?],
+        ContextOptions::default().execution(Execution::Sync),
+    )?;
+    pipeline(&async_ctx)?;
+    pipeline(&sync_ctx)?;
+    let (a, t_async) = timed(5, || pipeline(&async_ctx));
+    let (s, t_sync) = timed(5, || pipeline(&sync_ctx));
+    let (a, s) = (a?, s?);
+    println!(
+        "{n}x{n} image, 11 launches on {} streams: async {} vs sync {} per pipeline ({:.2}x); sums agree: {}",
+        async_ctx.stream_count(),
+        ms(t_async / 5),
+        ms(t_sync / 5),
+        t_sync.as_secs_f64() / t_async.as_secs_f64(),
+        a == s
+    );
+
+    let fresh = Context::new(
+        vec![HostDevice::new("cpu", space.partition_space(parts)?)?],
+        ContextOptions::default(),
+    )?;
+    pipeline(&fresh)?;
+    println!("the inferred DAG:\n{}", fresh.to_dot().trim_end());
+    let trace = std::env::temp_dir().join("hoplite-dag-trace.json");
+    fresh.write_trace(&trace)?;
+    println!(
+        "Chrome trace (chrome://tracing, ui.perfetto.dev), one row per stream: {}",
+        trace.display()
+    );
+
+    // A failure stops exactly what depends on it; the context goes on. (The panic message
+    // is silenced: it is expected.)
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let broken = plane("broken")?;
+    async_ctx.launch("panics", (interior.clone(), (broken.write(),)), |(ij, (_b,))| {
+        if *ij == [500, 500] {
+            panic!("bad pixel");
+        }
+    })?;
+    let after = async_ctx.launch(
+        "uses broken",
+        (interior.clone(), (out.write(), broken.read())),
+        |(ij, (o, b))| o.set(ij, b.get(ij)),
+    )?;
+    println!(
+        "a descendant of a failed launch: {}",
+        after.wait().err().map_or("ran".into(), |e| e.to_string())
+    );
+    std::panic::set_hook(default_hook);
+    async_ctx.write(&out)?.fill(0.0);
+    println!(
+        "the context is still usable: pipeline sum {:.1}",
+        pipeline(&async_ctx)?
+    );
     Ok(())
 }
 

@@ -35,6 +35,10 @@ pub use hoplite_core::*;
 /// [`hoplite_graph`].
 pub use hoplite_graph as graph;
 
+/// The implicit DAG runtime (GrCUDA): launch as if eagerly; dependencies are inferred from the
+/// view handles, independent launches overlap on streams. See [`hoplite_dag`].
+pub use hoplite_dag as dag;
+
 /// Dynamic selection (oneDPL style): policies that pick a resource — a pool instance, a
 /// partition of one, any execution space — for each submission. See [`hoplite_select`].
 pub use hoplite_select as select;
