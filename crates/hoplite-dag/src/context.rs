@@ -1,7 +1,7 @@
 //! Layer 3: the context — launches become vertices, vertices go to streams, the host waits
 //! only for what it touches.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -243,8 +243,13 @@ impl<V> Pending<V> {
     }
 }
 
+/// How many vertices the context remembers for DOT, traces and [`Context::parents`]: the
+/// most recent ones, so that a long-running context keeps bounded memory.
+pub const HISTORY_LIMIT: usize = 1 << 16;
+
 /// What the context remembers of a vertex for DOT and traces.
 struct Record {
+    id: VertexId,
     label: String,
     device: usize,
     stream: usize,
@@ -265,7 +270,7 @@ struct State<D: Device> {
     selector: DeviceSelector,
     streams: Vec<D::Stream>,
     live: HashMap<VertexId, Live<<D::Stream as Stream>::Event>>,
-    history: Vec<Record>,
+    history: VecDeque<Record>,
     /// Where each allocation the context has seen is up to date (absent: only on the CPU).
     locations: HashMap<AllocationKey, BTreeSet<Location>>,
     /// The accesses of failed vertices (skipped ones included): a later launch that conflicts
@@ -345,7 +350,7 @@ impl<D: Device> Context<D> {
                 selector,
                 streams: Vec::new(),
                 live: HashMap::new(),
-                history: Vec::new(),
+                history: VecDeque::new(),
                 locations: HashMap::new(),
                 poisoned: Vec::new(),
                 unreported: Vec::new(),
@@ -592,7 +597,11 @@ impl<D: Device> Context<D> {
                 cell: cell.clone(),
             },
         );
-        state.history.push(Record {
+        if state.history.len() == HISTORY_LIMIT {
+            state.history.pop_front();
+        }
+        state.history.push_back(Record {
+            id,
             label: label.to_owned(),
             device,
             stream: stream_index,
@@ -725,7 +734,8 @@ impl<D: Device> Context<D> {
         self.state.lock().streams.len()
     }
 
-    /// The device and stream of every vertex so far, in launch order.
+    /// The device and stream of every vertex so far (the last [`HISTORY_LIMIT`]), in launch
+    /// order.
     pub fn placements(&self) -> Vec<(usize, usize)> {
         self.state
             .lock()
@@ -735,7 +745,7 @@ impl<D: Device> Context<D> {
             .collect()
     }
 
-    /// The parents of every vertex so far, in launch order.
+    /// The parents of every vertex so far (the last [`HISTORY_LIMIT`]), in launch order.
     pub fn parents(&self) -> Vec<Vec<VertexId>> {
         self.state
             .lock()
@@ -750,7 +760,8 @@ impl<D: Device> Context<D> {
     pub fn to_dot(&self) -> String {
         let state = self.state.lock();
         let mut out = String::from("digraph dag {\n  node [shape=box];\n");
-        for (id, r) in state.history.iter().enumerate() {
+        for r in &state.history {
+            let id = r.id;
             let _ = writeln!(
                 out,
                 "  v{id} [label=\"{}\\n{} stream {} | {}\"];",

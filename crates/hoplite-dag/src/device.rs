@@ -157,15 +157,23 @@ impl<S: ExecutionSpace> HostStream<S> {
 
 fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
     loop {
-        let item = {
-            let mut items = queue.items.lock();
-            loop {
+        let item = loop {
+            {
+                let mut items = queue.items.lock();
                 if let Some(item) = items.0.pop_front() {
                     break item;
                 }
                 if items.1 {
                     return;
                 }
+            }
+            // A host thread that is launching usually enqueues the next item within
+            // microseconds, and parking costs a futex round trip on both sides.
+            if work_arrives_soon(queue) {
+                continue;
+            }
+            let mut items = queue.items.lock();
+            while items.0.is_empty() && !items.1 {
                 queue.ready.wait(&mut items);
             }
         };
@@ -188,6 +196,23 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
         }
         queue.pending.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// Spins, then yields, for a short while (tens of microseconds) waiting for work.
+fn work_arrives_soon<S>(queue: &Queue<S>) -> bool {
+    const SPINS: usize = 32;
+    const YIELDS: usize = 64;
+    for k in 0..SPINS + YIELDS {
+        if queue.pending.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        if k < SPINS {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+    false
 }
 
 impl<S: ExecutionSpace> Stream for HostStream<S> {

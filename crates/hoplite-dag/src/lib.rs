@@ -55,7 +55,7 @@ pub mod model;
 pub mod selection;
 pub mod streams;
 
-pub use context::{Context, ContextOptions, Execution, Pending, Vertex, VertexState};
+pub use context::{Context, ContextOptions, Execution, HISTORY_LIMIT, Pending, Vertex, VertexState};
 pub use model::{DependencyPolicy, VertexId};
 pub use selection::{BandwidthMatrix, DeviceSelectionPolicy, Location};
 pub use streams::{NewStreamPolicy, ParentStreamPolicy};
