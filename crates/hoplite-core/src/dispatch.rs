@@ -201,6 +201,9 @@ pub trait LaunchSpec {
     type Item<'it>;
     /// Separates the policy from the handles.
     fn into_parts(self) -> (Self::Policy, Self::Args);
+    /// The handles, without giving them up (a front end that records launches reads their
+    /// views before handing the launch on unchanged).
+    fn args(&self) -> &Self::Args;
     /// Combines a policy item with the handles bound to the same iteration.
     fn item<'it>(
         item: <Self::Policy as ExecutionPolicy>::Item<'it>,
@@ -218,6 +221,10 @@ impl<P: ExecutionPolicy> LaunchSpec for P {
         (self, ())
     }
 
+    fn args(&self) -> &() {
+        &()
+    }
+
     #[inline(always)]
     fn item<'it>(item: P::Item<'it>, _args: ()) -> P::Item<'it> {
         item
@@ -232,6 +239,10 @@ impl<P: ExecutionPolicy, A: LaunchArgs> LaunchSpec for (P, A) {
     #[inline(always)]
     fn into_parts(self) -> (P, A) {
         self
+    }
+
+    fn args(&self) -> &A {
+        &self.1
     }
 
     #[inline(always)]

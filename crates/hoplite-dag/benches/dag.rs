@@ -6,8 +6,11 @@
 //!   Per-vertex overhead = (hoplite - eager) / 1000.
 //! * `dag-branches` — four independent branches of three medium kernels each (a 3x3 box blur
 //!   of a 512x512 plane, then two more over the previous output) and a final combine: async on
-//!   four partitions of the pool against sync (every launch waits) on the whole pool — the
-//!   eager baseline.
+//!   partitions of the pool (one stream each) against sync (every launch waits) on the whole
+//!   pool, and against the same launches made eagerly.
+//! * `dag-record` — a 64-vertex DAG of tiny kernels (four chains of 16 bumps over views of
+//!   their own): recorded once into a graph and replayed per iteration, against launching the
+//!   same 64 vertices through a context (and synchronizing) per iteration.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -115,9 +118,12 @@ fn branch_overlap(c: &mut Criterion) {
         })
         .collect();
     let out: View<f32, 2> = View::new("out", [SIDE, SIDE]).expect("out");
-    let parts = space
-        .partition_space(BRANCHES.min(hoplite_core::ExecutionSpace::concurrency(&space)))
-        .expect("parts");
+    let parts = match std::env::var("DAG_SHARED") {
+        Ok(_) => vec![space.clone()],
+        Err(_) => space
+            .partition_space(BRANCHES.min(hoplite_core::ExecutionSpace::concurrency(&space)))
+            .expect("parts"),
+    };
     let async_ctx = Context::new(
         vec![HostDevice::new("cpu", parts).expect("device")],
         ContextOptions::default(),
@@ -137,6 +143,40 @@ fn branch_overlap(c: &mut Criterion) {
             t.elapsed()
         });
     });
+    group.bench_function(BenchmarkId::new("rayon-eager", SIDE), |bench| {
+        let interior = MDRangePolicy::new(space.clone(), [1, 1], [SIDE - 1, SIDE - 1]);
+        bench.iter(|| {
+            for branch in &planes {
+                for step in 1..branch.len() {
+                    parallel_for(
+                        "blur",
+                        (interior.clone(), (branch[step].write(), branch[step - 1].read())),
+                        |(ij, (o, p))| {
+                            let mut sum = 0.0;
+                            for dy in -1..=1 {
+                                for dx in -1..=1 {
+                                    sum += p.neighbor(ij, [dy, dx]);
+                                }
+                            }
+                            o.set(ij, sum / 9.0);
+                        },
+                    )
+                    .expect("blur");
+                }
+            }
+            let last = |b: usize| planes[b][DEPTH].read();
+            parallel_for(
+                "combine",
+                (
+                    interior.clone(),
+                    (out.write(), last(0), last(1), last(2), last(3)),
+                ),
+                |(ij, (o, a, b, c, d))| o.set(ij, a.get(ij) + b.get(ij) + c.get(ij) + d.get(ij)),
+            )
+            .expect("combine");
+            black_box(out.host_read().expect("out").get([SIDE / 2, SIDE / 2]));
+        });
+    });
     group.bench_function(BenchmarkId::new("rayon-sync", SIDE), |bench| {
         bench.iter_custom(|iters| {
             let t = Instant::now();
@@ -149,5 +189,49 @@ fn branch_overlap(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, vertex_overhead, branch_overlap);
+const CHAINS: usize = 4;
+const CHAIN: usize = 16;
+
+fn record_replay(c: &mut Criterion) {
+    let mut group = c.benchmark_group("dag-record");
+    let views: Vec<View<u64, 1>> = (0..CHAINS)
+        .map(|k| View::new(&format!("c{k}"), [1]).expect("view"))
+        .collect();
+    let range = RangePolicy::new(Serial::default(), 0..1);
+    let ctx = Context::new(
+        vec![HostDevice::new("cpu", vec![Serial::default(); CHAINS]).expect("device")],
+        ContextOptions::default(),
+    )
+    .expect("context");
+    let mut graph = ctx
+        .record(&Serial::default(), |r| {
+            for _ in 0..CHAIN {
+                for v in &views {
+                    r.launch("bump", (range.clone(), (v.write(),)), |(i, (v,))| {
+                        v.set(i, v.get(i) + 1)
+                    });
+                }
+            }
+        })
+        .expect("record");
+    group.bench_function(BenchmarkId::new("serial-hoplite", CHAINS * CHAIN), |bench| {
+        bench.iter(|| graph.submit().expect("submit"));
+    });
+    group.bench_function(BenchmarkId::new("serial-implicit", CHAINS * CHAIN), |bench| {
+        bench.iter(|| {
+            for _ in 0..CHAIN {
+                for v in &views {
+                    ctx.launch("bump", (range.clone(), (v.write(),)), |(i, (v,))| {
+                        v.set(i, v.get(i) + 1)
+                    })
+                    .expect("launch");
+                }
+            }
+            ctx.synchronize().expect("synchronize");
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, vertex_overhead, branch_overlap, record_replay);
 criterion_main!(benches);

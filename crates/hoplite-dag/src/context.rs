@@ -318,6 +318,7 @@ type SpaceOf<D> = <<D as Device>::Stream as Stream>::Space;
 pub struct Context<D: Device> {
     devices: Vec<D>,
     execution: Execution,
+    dependency: DependencyPolicy,
     group: BorrowGroup,
     epoch: Instant,
     state: Mutex<State<D>>,
@@ -342,6 +343,7 @@ impl<D: Device> Context<D> {
         Ok(Context {
             devices,
             execution: options.execution,
+            dependency: options.dependency,
             group: BorrowGroup::new(),
             epoch: Instant::now(),
             state: Mutex::new(State {
@@ -499,7 +501,9 @@ impl<D: Device> Context<D> {
                     .collect();
                 let busy = state.assigner.busy_streams(self.devices.len());
                 let device = state.selector.select(&data, &busy);
-                state.assigner.free_or_new(device)
+                state
+                    .assigner
+                    .free_or_new(device, self.devices[device].max_streams())
             }
         };
         if let Assignment::New { device, .. } = assignment {
@@ -727,6 +731,21 @@ impl<D: Device> Context<D> {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Records the launches `build` makes into an explicit graph on `space`, with the edges
+    /// this context's dependency policy infers ([`record`](crate::record)): implicit
+    /// dependencies once, graph launch cost on every replay.
+    ///
+    /// # Errors
+    ///
+    /// As for [`record`](crate::record).
+    pub fn record<F>(&self, space: &SpaceOf<D>, build: F) -> Result<hoplite_graph::Graph<SpaceOf<D>>>
+    where
+        SpaceOf<D>: ParallelFor<hoplite_core::RangePolicy<SpaceOf<D>>>,
+        F: for<'b, 'g> FnOnce(&mut crate::Recorder<'b, 'g, SpaceOf<D>>),
+    {
+        crate::record(space, self.dependency, build)
     }
 
     /// The number of streams made so far.

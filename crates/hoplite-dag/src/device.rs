@@ -70,6 +70,12 @@ pub trait Device: Send + Sync + 'static {
     ///
     /// The device cannot make another stream (a thread or driver resource refused).
     fn new_stream(&self) -> Result<Self::Stream, DagError>;
+    /// How many streams can run work at the same time, if that is limited: a context makes
+    /// no more streams than this on the device and queues launches behind the least busy one
+    /// instead (more streams would only wait for each other, and cost threads).
+    fn max_streams(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The host implementation of [`Event`]: a flag and a condition variable.
@@ -254,10 +260,10 @@ impl<S: ExecutionSpace> Drop for HostStream<S> {
     }
 }
 
-/// A host device: streams served by threads of their own, each on one of the device's
-/// instances (stream `k` on instance `k mod n`). Give a device as many instances as it should
-/// run kernels at once — for the rayon backend, `space.partition_space(n)` — so that kernels
-/// of different streams run on different pools; streams that share an instance take turns.
+/// A host device: streams served by threads of their own, stream `k` on the device's
+/// instance `k`, and at most one stream per instance. Give a device as many instances as it
+/// should run kernels at once — for the rayon backend, `space.partition_space(n)` — so that
+/// kernels of different streams run on different pools.
 ///
 /// ```
 /// use hoplite_dag::device::{Device, HostDevice, Stream, Event};
@@ -305,6 +311,10 @@ impl<S: ExecutionSpace> Device for HostDevice<S> {
     type Stream = HostStream<S>;
     fn name(&self) -> String {
         self.name.clone()
+    }
+    /// One per instance: two streams on one instance would take turns on its launch lock.
+    fn max_streams(&self) -> Option<usize> {
+        Some(self.instances.len())
     }
     fn new_stream(&self) -> Result<HostStream<S>, DagError> {
         let k = self.made.fetch_add(1, Ordering::Relaxed);

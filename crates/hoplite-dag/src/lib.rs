@@ -52,11 +52,13 @@ pub mod conformance;
 mod context;
 pub mod device;
 pub mod model;
+mod record;
 pub mod selection;
 pub mod streams;
 
 pub use context::{Context, ContextOptions, Execution, HISTORY_LIMIT, Pending, Vertex, VertexState};
 pub use model::{DependencyPolicy, VertexId};
+pub use record::{Recorder, record};
 pub use selection::{BandwidthMatrix, DeviceSelectionPolicy, Location};
 pub use streams::{NewStreamPolicy, ParentStreamPolicy};
 
@@ -101,6 +103,9 @@ pub enum DagError {
     /// A device could not make a stream.
     #[error("no stream available: {0}")]
     StreamUnavailable(String),
+    /// An error of a recorded graph (see [`record`]).
+    #[error(transparent)]
+    Graph(#[from] hoplite_graph::GraphError),
     /// A file could not be written.
     #[error("{0}")]
     Io(String),

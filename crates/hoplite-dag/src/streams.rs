@@ -103,13 +103,22 @@ impl StreamAssigner {
         }
     }
 
-    /// A stream on `device` for a launch that takes no parent's stream.
-    pub fn free_or_new(&self, device: usize) -> Assignment {
+    /// A stream on `device` for a launch that takes no parent's stream. A device that can run
+    /// at most `limit` streams at once gets no more: the launch then queues behind the least
+    /// busy of them (lowest index on ties).
+    pub fn free_or_new(&self, device: usize, limit: Option<usize>) -> Assignment {
+        let mut on_device = self
+            .streams
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.device == device);
         if self.new_policy == NewStreamPolicy::Reuse
-            && let Some(s) = self
-                .streams
-                .iter()
-                .position(|s| s.device == device && s.busy == 0)
+            && let Some((s, _)) = on_device.clone().find(|(_, s)| s.busy == 0)
+        {
+            return Assignment::Existing(s);
+        }
+        if limit.is_some_and(|l| on_device.clone().count() >= l.max(1))
+            && let Some((s, _)) = on_device.by_ref().min_by_key(|(_, s)| s.busy)
         {
             return Assignment::Existing(s);
         }

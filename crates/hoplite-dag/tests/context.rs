@@ -454,3 +454,49 @@ fn host_streams_keep_the_stream_axioms() {
     let rayon = HostDevice::new("rayon", vec![RayonSpace::default()]).expect("device");
     assert_eq!(hoplite_dag::conformance::run_all(&rayon), Vec::<String>::new());
 }
+
+#[test]
+fn record_turns_inferred_edges_into_a_replayable_graph() {
+    let ctx = context(1, ContextOptions::default());
+    let (x, y, z, w) = (view("x"), view("y"), view("z"), view("w"));
+    let total = hoplite_graph::ReduceResult::<i64>::new();
+    let t = total.clone();
+    let mut graph = ctx
+        .record(&Serial::default(), |r| {
+            r.launch("bump x", (range(64), (x.write(),)), |(i, (x,))| {
+                x.set(i, x.get(i) + 1)
+            });
+            r.launch("y = x", (range(64), (y.write(), x.read())), |(i, (y, x))| {
+                y.set(i, x.get(i))
+            });
+            r.launch("z = 2x", (range(64), (z.write(), x.read())), |(i, (z, x))| {
+                z.set(i, 2 * x.get(i))
+            });
+            r.launch(
+                "w = y + z",
+                (range(64), (w.write(), y.read(), z.read())),
+                |(i, (w, y, z))| w.set(i, y.get(i) + z.get(i)),
+            );
+            r.reduce(
+                "sum w",
+                (range(64), (w.read(),)),
+                |(i, (w,)), acc: &mut i64| *acc += w.get(i),
+                Sum::new(),
+                t,
+            );
+        })
+        .expect("record");
+    for _ in 0..5 {
+        graph.submit().expect("submit");
+    }
+    assert_eq!(w.to_vec().expect("w"), vec![15; 64], "5 bumps, y + z = 3x");
+    assert_eq!(total.get(), Some(15 * 64));
+    let dot = graph.to_dot();
+    // The diamond: both readers hang from the bump, the sum joins them (through when_all).
+    assert!(dot.contains("when_all"), "{dot}");
+    assert_eq!(
+        ctx.parents().len(),
+        0,
+        "recording launches nothing in the context"
+    );
+}

@@ -127,19 +127,19 @@ fn finished_vertices_leave_the_frontier() {
 #[test]
 fn a_child_takes_its_parents_stream_and_siblings_get_their_own() {
     let mut s = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::Disjoint);
-    let a0 = s.free_or_new(0);
+    let a0 = s.free_or_new(0, None);
     assert_eq!(a0, Assignment::New { device: 0, stream: 0 });
     s.place(0, &[], a0);
     // Two children of vertex 0: the first takes its stream, the second a new one.
     assert_eq!(s.parent_stream(&[0]), Some(0));
     s.place(1, &[0], Assignment::Existing(0));
     assert_eq!(s.parent_stream(&[0]), None, "already taken by a sibling");
-    let a2 = s.free_or_new(0);
+    let a2 = s.free_or_new(0, None);
     assert_eq!(a2, Assignment::New { device: 0, stream: 1 });
     s.place(2, &[0], a2);
     // Same-as-parent lines siblings up.
     let mut same = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::SameAsParent);
-    same.place(0, &[], same.free_or_new(0));
+    same.place(0, &[], same.free_or_new(0, None));
     same.place(1, &[0], Assignment::Existing(0));
     assert_eq!(same.parent_stream(&[0]), Some(0));
 }
@@ -147,25 +147,37 @@ fn a_child_takes_its_parents_stream_and_siblings_get_their_own() {
 #[test]
 fn freed_streams_are_reused_unless_always_new() {
     let mut s = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::Disjoint);
-    s.place(0, &[], s.free_or_new(0));
-    s.place(1, &[], s.free_or_new(0));
+    s.place(0, &[], s.free_or_new(0, None));
+    s.place(1, &[], s.free_or_new(0, None));
     assert_eq!(s.streams().len(), 2);
     assert_eq!(s.busy_streams(1), [2]);
     s.finish(0);
     assert_eq!(
-        s.free_or_new(0),
+        s.free_or_new(0, None),
         Assignment::Existing(0),
         "stream 0 is free again"
     );
     assert_eq!(
-        s.free_or_new(1),
+        s.free_or_new(1, None),
         Assignment::New { device: 1, stream: 2 },
         "another device"
     );
+    // A device limited to two streams queues a third launch behind the least busy one.
+    s.place(2, &[], Assignment::Existing(0));
+    s.place(3, &[], Assignment::Existing(0));
+    assert_eq!(s.busy_streams(1), [2], "both device-0 streams busy");
+    assert_eq!(
+        s.free_or_new(0, Some(2)),
+        Assignment::Existing(1),
+        "stream 1 holds fewer launches"
+    );
     let mut always = StreamAssigner::new(NewStreamPolicy::AlwaysNew, ParentStreamPolicy::Disjoint);
-    always.place(0, &[], always.free_or_new(0));
+    always.place(0, &[], always.free_or_new(0, None));
     always.finish(0);
-    assert_eq!(always.free_or_new(0), Assignment::New { device: 0, stream: 1 });
+    assert_eq!(
+        always.free_or_new(0, None),
+        Assignment::New { device: 0, stream: 1 }
+    );
 }
 
 fn grcuda_matrix() -> BandwidthMatrix {

@@ -85,6 +85,8 @@ pub trait GraphArgs: LaunchArgs + Sized + 'static {
     unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self;
     /// The first borrow conflict among the handles, if any (a handle refused its borrow).
     fn conflict(&self) -> Option<&hoplite_core::Error>;
+    /// Appends the accesses the handles make, from the handles themselves.
+    fn record_handles(&self, out: &mut Vec<Access>);
 }
 
 impl GraphArgs for () {
@@ -96,6 +98,7 @@ impl GraphArgs for () {
     fn conflict(&self) -> Option<&hoplite_core::Error> {
         None
     }
+    fn record_handles(&self, _out: &mut Vec<Access>) {}
 }
 
 macro_rules! handle_args {
@@ -119,6 +122,9 @@ macro_rules! handle_args {
             }
             fn conflict(&self) -> Option<&hoplite_core::Error> {
                 $handle::conflict(self)
+            }
+            fn record_handles(&self, out: &mut Vec<Access>) {
+                out.push(Access::of_view(self.view(), $kind));
             }
         }
     };
@@ -157,6 +163,11 @@ macro_rules! tuple_args {
                 #[allow(non_snake_case)]
                 let ($($name,)+) = self;
                 None$(.or_else(|| <$name as GraphArgs>::conflict($name)))+
+            }
+            fn record_handles(&self, out: &mut Vec<Access>) {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = self;
+                $(<$name as GraphArgs>::record_handles($name, out);)+
             }
         }
     };

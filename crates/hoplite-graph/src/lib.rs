@@ -100,7 +100,7 @@ pub use node::{NodeKernel, NodeKind, ReduceResult, ReduceTarget};
 use builder::State;
 
 /// Errors of graph construction, instantiation and submission.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum GraphError {
     /// `instantiate` was called on a graph that is already instantiated.
