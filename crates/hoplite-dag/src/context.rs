@@ -385,7 +385,6 @@ impl<D: Device> Context<D> {
         self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
             parallel_for_validated::<L::Launch, _>(label, policy, args, &kernel)
         })
-        .map(|(vertex, _)| vertex)
     }
 
     /// Launches a `parallel_reduce` as a vertex; the result's [`Pending::get`] waits for that
@@ -412,7 +411,7 @@ impl<D: Device> Context<D> {
         let value = Arc::new(Mutex::new(None));
         let out = value.clone();
         let (policy, args) = launch_spec.into_launch().into_parts();
-        let (vertex, _) = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
+        let vertex = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
             let v = parallel_reduce_validated::<L::Launch, _, _>(label, policy, args, &kernel, &reducer)?;
             *out.lock() = Some(v);
             Ok(())
@@ -437,7 +436,7 @@ impl<D: Device> Context<D> {
         let value = Arc::new(Mutex::new(None));
         let out = value.clone();
         let (policy, args) = launch_spec.into_launch().into_parts();
-        let (vertex, _) = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
+        let vertex = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
             let total: T = parallel_scan_validated::<L::Launch, _, _>(label, policy, args, &kernel)?;
             *out.lock() = Some(total);
             Ok(())
@@ -447,7 +446,7 @@ impl<D: Device> Context<D> {
 
     /// The common path of every launch: record the accesses, hold the views in the context's
     /// borrow group, find the parents, pick device and stream, enqueue.
-    fn submit<L, K>(&self, label: &str, policy: L::Policy, args: L::Args, run: K) -> Result<(Vertex, usize)>
+    fn submit<L, K>(&self, label: &str, policy: L::Policy, args: L::Args, run: K) -> Result<Vertex>
     where
         L: GraphLaunch<SpaceOf<D>> + 'static,
         K: FnOnce(&str, &ValidatedPolicy<L::Policy>, &L::Args) -> hoplite_core::Result<()> + Send + 'static,
@@ -480,8 +479,11 @@ impl<D: Device> Context<D> {
             .iter()
             .find(|(p, _)| accesses.iter().any(|a| state.model.conflicts(p, a)))
             .map(|(_, e)| e.clone());
-        let (id, edges) = state.model.add(accesses.clone());
-        let parents: Vec<VertexId> = edges.iter().map(|e| e.parent).collect();
+        // Planned, not yet added: nothing below may leave the model changed for a launch
+        // that fails (an earlier vertex would lose an active access, and a later launch the
+        // edge that orders it).
+        let plan = state.model.plan(&accesses);
+        let parents: Vec<VertexId> = plan.edges().iter().map(|e| e.parent).collect();
 
         // A parent's stream if the policy gives one, else a free or new stream on the device
         // the selection policy picks.
@@ -506,28 +508,18 @@ impl<D: Device> Context<D> {
                     .free_or_new(device, self.devices[device].max_streams())
             }
         };
-        if let Assignment::New { device, .. } = assignment {
-            let stream = match self.devices[device].new_stream() {
-                Ok(s) => s,
-                Err(e) => {
-                    state.model.finish(id);
-                    return Err(e);
-                }
-            };
-            state.streams.push(stream);
-        }
-        let stream_index = assignment.stream();
-        state.assigner.place(id, &parents, assignment);
+        let stream_index = match assignment {
+            Assignment::Existing(s) => s,
+            Assignment::New { device, .. } => {
+                let stream = self.devices[device].new_stream()?;
+                state.streams.push(stream);
+                state.assigner.add_stream(device)
+            }
+        };
         let device = state.assigner.streams()[stream_index].device;
-        let policy =
-            match ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space())) {
-                Ok(p) => p,
-                Err(e) => {
-                    state.assigner.finish(id);
-                    state.model.finish(id);
-                    return Err(e.into());
-                }
-            };
+        let policy = ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space()))?;
+        let (id, edges) = state.model.commit(accesses.clone(), plan);
+        state.assigner.place(id, &parents, stream_index);
 
         // Where the data will be up to date once the vertex ran.
         for a in &accesses {
@@ -617,7 +609,7 @@ impl<D: Device> Context<D> {
         if self.execution == Execution::Sync {
             vertex.wait()?;
         }
-        Ok((vertex, stream_index))
+        Ok(vertex)
     }
 
     /// Retires the vertices whose kernels ended: they leave the frontier and free their

@@ -39,6 +39,22 @@ pub struct Edge {
     pub view: Arc<str>,
 }
 
+/// What adding a vertex would do (see [`DependencyModel::plan`]).
+#[derive(Clone, Debug)]
+pub struct Plan {
+    edges: Vec<Edge>,
+    /// Active accesses of earlier vertices the new vertex covers: `(vertex, access index)`.
+    covered: Vec<(VertexId, usize)>,
+}
+
+impl Plan {
+    /// The parents the vertex would have, in launch order, each with the view that caused
+    /// the edge.
+    pub fn edges(&self) -> &[Edge] {
+        &self.edges
+    }
+}
+
 struct Vertex {
     accesses: Vec<Access>,
     /// `active[i]`: access `i` can still make a later vertex depend on this one.
@@ -97,21 +113,26 @@ impl DependencyModel {
     /// Adds a vertex that makes `accesses`; returns its id and its parents (in launch order),
     /// each with the view that caused the edge.
     pub fn add(&mut self, accesses: Vec<Access>) -> (VertexId, Vec<Edge>) {
-        let id = self.next;
-        self.next += 1;
-        let mut candidates: Vec<Edge> = Vec::new();
+        let plan = self.plan(&accesses);
+        self.commit(accesses, plan)
+    }
+
+    /// What adding a vertex that makes `accesses` would do, without doing it: a caller that
+    /// may still give the launch up (a stream it cannot get, a policy invalid on the chosen
+    /// instance) plans first and [`commit`](Self::commit)s only once nothing can fail, so that
+    /// no earlier vertex's active set loses an access to a launch that never happened.
+    pub fn plan(&self, accesses: &[Access]) -> Plan {
+        let mut edges: Vec<Edge> = Vec::new();
+        let mut covered = Vec::new();
         for &f in &self.frontier {
-            let Some(vertex) = self.live.get_mut(&f) else {
-                continue;
-            };
+            let Some(vertex) = self.live.get(&f) else { continue };
             let mut edge_view = None;
             for (i, earlier) in vertex.accesses.iter().enumerate() {
                 if !vertex.active[i] {
                     continue;
                 }
-                let policy = self.policy;
-                for later in &accesses {
-                    if !conflicts(policy, earlier, later) {
+                for later in accesses {
+                    if !conflicts(self.policy, earlier, later) {
                         continue;
                     }
                     edge_view.get_or_insert_with(|| later.view.clone());
@@ -119,23 +140,36 @@ impl DependencyModel {
                     // touches all of its elements and, with const, writes them (a reader
                     // leaves the parent's write for the next reader to depend on).
                     let covers = later.footprint.covers(&earlier.footprint)
-                        && (policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read);
+                        && (self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read);
                     if covers {
-                        vertex.active[i] = false;
+                        covered.push((f, i));
                         break;
                     }
                 }
             }
             if let Some(view) = edge_view {
-                candidates.push(Edge { parent: f, view });
+                edges.push(Edge { parent: f, view });
             }
         }
-        if self.policy == DependencyPolicy::WithConst && candidates.len() > 1 {
-            let ids: Vec<VertexId> = candidates.iter().map(|e| e.parent).collect();
-            candidates.retain(|e| {
+        if self.policy == DependencyPolicy::WithConst && edges.len() > 1 {
+            let ids: Vec<VertexId> = edges.iter().map(|e| e.parent).collect();
+            edges.retain(|e| {
                 !ids.iter()
                     .any(|&other| other != e.parent && self.reaches(e.parent, other))
             });
+        }
+        Plan { edges, covered }
+    }
+
+    /// Adds the vertex `plan` was made for (with the same `accesses`, and no other change to
+    /// the model in between); returns its id and its parents.
+    pub fn commit(&mut self, accesses: Vec<Access>, plan: Plan) -> (VertexId, Vec<Edge>) {
+        let id = self.next;
+        self.next += 1;
+        for (f, i) in plan.covered {
+            if let Some(active) = self.live.get_mut(&f).and_then(|v| v.active.get_mut(i)) {
+                *active = false;
+            }
         }
         let live = &self.live;
         self.frontier
@@ -147,13 +181,13 @@ impl DependencyModel {
             Vertex {
                 accesses,
                 active,
-                parents: candidates.iter().map(|e| e.parent).collect(),
+                parents: plan.edges.iter().map(|e| e.parent).collect(),
             },
         );
         if has_active {
             self.frontier.push(id);
         }
-        (id, candidates)
+        (id, plan.edges)
     }
 
     /// Whether `to` descends from `from` through unfinished vertices (a finished vertex's

@@ -128,16 +128,15 @@ impl StreamAssigner {
         }
     }
 
-    /// Records that launch `vertex` with `parents` went to `assignment`.
-    pub fn place(&mut self, vertex: VertexId, parents: &[VertexId], assignment: Assignment) {
-        let stream = match assignment {
-            Assignment::Existing(s) => s,
-            Assignment::New { device, stream } => {
-                debug_assert_eq!(stream, self.streams.len());
-                self.streams.push(StreamState { device, busy: 0 });
-                stream
-            }
-        };
+    /// Registers a new stream on `device`; returns its index (the one
+    /// [`Assignment::New`] announced).
+    pub fn add_stream(&mut self, device: usize) -> usize {
+        self.streams.push(StreamState { device, busy: 0 });
+        self.streams.len() - 1
+    }
+
+    /// Records that launch `vertex` with `parents` went to stream `stream`.
+    pub fn place(&mut self, vertex: VertexId, parents: &[VertexId], stream: usize) {
         self.streams[stream].busy += 1;
         for p in parents {
             if let Some((s, taken)) = self.placed.get_mut(p)

@@ -500,3 +500,60 @@ fn record_turns_inferred_edges_into_a_replayable_graph() {
         "recording launches nothing in the context"
     );
 }
+
+/// A device that can make `streams` streams and then refuses.
+struct LimitedDevice {
+    inner: HostDevice<Serial>,
+    left: std::sync::Mutex<usize>,
+}
+
+impl hoplite_dag::device::Device for LimitedDevice {
+    type Stream = hoplite_dag::device::HostStream<Serial>;
+    fn name(&self) -> String {
+        "limited".into()
+    }
+    fn new_stream(&self) -> Result<Self::Stream, DagError> {
+        let mut left = self.left.lock().expect("lock");
+        if *left == 0 {
+            return Err(DagError::StreamUnavailable(
+                "no more streams on this device".into(),
+            ));
+        }
+        *left -= 1;
+        self.inner.new_stream()
+    }
+}
+
+#[test]
+fn a_device_that_refuses_a_stream_is_a_typed_error_and_changes_nothing() {
+    let device = LimitedDevice {
+        inner: HostDevice::new("limited", vec![Serial::default()]).expect("device"),
+        left: std::sync::Mutex::new(1),
+    };
+    let ctx = Context::new(vec![device], ContextOptions::default()).expect("context");
+    let (x, y) = (view("x"), view("y"));
+    let (open, held) = gate();
+    let a = ctx
+        .launch("a", (range(64), (x.write(),)), move |(i, (x,))| {
+            wait_until(&held);
+            x.set(i, 1)
+        })
+        .expect("the first stream");
+    // A sibling of `a`'s reader needs a second stream, which the device refuses.
+    ctx.launch("read x", (range(64), (y.write(), x.read())), |(i, (y, x))| {
+        y.set(i, x.get(i))
+    })
+    .expect("takes a's stream");
+    let z = view("z");
+    let e = ctx
+        .launch("b", (range(64), (z.write(), x.read())), |(i, (z, x))| {
+            z.set(i, x.get(i))
+        })
+        .expect_err("no stream for b");
+    assert!(matches!(e, DagError::StreamUnavailable(_)), "{e}");
+    assert!(z.host_read().is_ok(), "b's handles were released");
+    assert_eq!(ctx.parents(), [vec![], vec![0]], "b left no trace");
+    open.store(true, Ordering::Release);
+    a.wait().expect("a ran");
+    assert_eq!(ctx.read(&y).expect("y").get([3]), 1);
+}

@@ -112,6 +112,22 @@ fn disjoint_subviews_do_not_conflict() {
 }
 
 #[test]
+fn a_plan_changes_nothing_until_it_is_committed() {
+    let (x, _, _) = views();
+    let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
+    let (a, _) = parents(&mut dag, acc(x.write()));
+    // A writer that is planned but never committed (its launch failed) covers nothing.
+    let plan = dag.plan(&acc(x.write()));
+    assert_eq!(plan.edges().iter().map(|e| e.parent).collect::<Vec<_>>(), [a]);
+    drop(plan);
+    assert_eq!(
+        parents(&mut dag, acc(x.read())).1,
+        [a],
+        "A is still on the frontier"
+    );
+}
+
+#[test]
 fn finished_vertices_leave_the_frontier() {
     let (x, _, _) = views();
     let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
@@ -129,26 +145,32 @@ fn a_child_takes_its_parents_stream_and_siblings_get_their_own() {
     let mut s = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::Disjoint);
     let a0 = s.free_or_new(0, None);
     assert_eq!(a0, Assignment::New { device: 0, stream: 0 });
-    s.place(0, &[], a0);
+    let s0 = s.add_stream(0);
+    s.place(0, &[], s0);
     // Two children of vertex 0: the first takes its stream, the second a new one.
     assert_eq!(s.parent_stream(&[0]), Some(0));
-    s.place(1, &[0], Assignment::Existing(0));
+    s.place(1, &[0], 0);
     assert_eq!(s.parent_stream(&[0]), None, "already taken by a sibling");
     let a2 = s.free_or_new(0, None);
     assert_eq!(a2, Assignment::New { device: 0, stream: 1 });
-    s.place(2, &[0], a2);
+    let s1 = s.add_stream(0);
+    s.place(2, &[0], s1);
     // Same-as-parent lines siblings up.
     let mut same = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::SameAsParent);
-    same.place(0, &[], same.free_or_new(0, None));
-    same.place(1, &[0], Assignment::Existing(0));
+    let s0 = same.add_stream(0);
+    same.place(0, &[], s0);
+    same.place(1, &[0], 0);
     assert_eq!(same.parent_stream(&[0]), Some(0));
 }
 
 #[test]
 fn freed_streams_are_reused_unless_always_new() {
     let mut s = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::Disjoint);
-    s.place(0, &[], s.free_or_new(0, None));
-    s.place(1, &[], s.free_or_new(0, None));
+    let s0 = s.add_stream(0);
+    s.place(0, &[], s0);
+    assert_eq!(s.free_or_new(0, None), Assignment::New { device: 0, stream: 1 });
+    let s1 = s.add_stream(0);
+    s.place(1, &[], s1);
     assert_eq!(s.streams().len(), 2);
     assert_eq!(s.busy_streams(1), [2]);
     s.finish(0);
@@ -163,8 +185,8 @@ fn freed_streams_are_reused_unless_always_new() {
         "another device"
     );
     // A device limited to two streams queues a third launch behind the least busy one.
-    s.place(2, &[], Assignment::Existing(0));
-    s.place(3, &[], Assignment::Existing(0));
+    s.place(2, &[], 0);
+    s.place(3, &[], 0);
     assert_eq!(s.busy_streams(1), [2], "both device-0 streams busy");
     assert_eq!(
         s.free_or_new(0, Some(2)),
@@ -172,7 +194,8 @@ fn freed_streams_are_reused_unless_always_new() {
         "stream 1 holds fewer launches"
     );
     let mut always = StreamAssigner::new(NewStreamPolicy::AlwaysNew, ParentStreamPolicy::Disjoint);
-    always.place(0, &[], always.free_or_new(0, None));
+    let s0 = always.add_stream(0);
+    always.place(0, &[], s0);
     always.finish(0);
     assert_eq!(
         always.free_or_new(0, None),

@@ -26,6 +26,11 @@ pub struct ReadmeDoctest;
 #[doc = include_str!("../../../docs/graphs.md")]
 pub struct GraphsGuideDoctest;
 
+/// The implicit DAG guide's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/dag.md")]
+pub struct DagGuideDoctest;
+
 #[cfg(not(any(feature = "serial", feature = "rayon")))]
 compile_error!("hoplite needs at least one backend feature: enable `rayon` or `serial` (both are default)");
 
