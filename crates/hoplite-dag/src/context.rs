@@ -18,7 +18,7 @@ use hoplite_core::{
 use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
 use parking_lot::{Condvar, Mutex};
 
-use crate::device::{Device, Event, Stream};
+use crate::device::{Device, Stream};
 use crate::model::{DependencyModel, DependencyPolicy, Edge, VertexId};
 use crate::selection::{ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location};
 use crate::streams::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
@@ -250,17 +250,21 @@ pub const HISTORY_LIMIT: usize = 1 << 16;
 /// What the context remembers of a vertex for DOT and traces.
 struct Record {
     id: VertexId,
-    label: String,
+    label: Arc<str>,
     device: usize,
     stream: usize,
     edges: Vec<Edge>,
     cell: Arc<Cell>,
 }
 
-/// An unfinished vertex: what host access needs to wait for it.
+/// An unfinished vertex: what host access and later launches need to wait for it.
 struct Live<E> {
-    accesses: Vec<Access>,
-    event: E,
+    accesses: Arc<[Access]>,
+    /// An event after the vertex in its stream, recorded when a launch on another stream first
+    /// needs one (most children share their parent's stream and need none). Recorded late, it
+    /// may also cover later work of that stream: earlier launches only, so waits stay acyclic.
+    event: Option<E>,
+    stream: usize,
     cell: Arc<Cell>,
 }
 
@@ -466,7 +470,7 @@ impl<D: Device> Context<D> {
         if let Some(conflict) = GraphArgs::conflict(&handles) {
             return Err(DagError::Core(conflict.clone()));
         }
-        let label_owned = label.to_owned();
+        let label_owned: Arc<str> = Arc::from(label);
         let cell = Cell::new();
 
         let mut state = self.state.lock();
@@ -518,11 +522,12 @@ impl<D: Device> Context<D> {
         };
         let device = state.assigner.streams()[stream_index].device;
         let policy = ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space()))?;
+        let accesses: Arc<[Access]> = accesses.into();
         let (id, edges) = state.model.commit(accesses.clone(), plan);
         state.assigner.place(id, &parents, stream_index);
 
         // Where the data will be up to date once the vertex ran.
-        for a in &accesses {
+        for a in accesses.iter() {
             let at = Location::Device(device);
             let locations = state
                 .locations
@@ -544,14 +549,19 @@ impl<D: Device> Context<D> {
             .iter()
             .filter_map(|p| state.live.get(p).map(|l| l.cell.clone()))
             .collect();
-        let stream = &state.streams[stream_index];
         for p in &parents {
-            if let Some(live) = state.live.get(p)
-                && state.assigner.stream_of(*p) != Some(stream_index)
+            let State { live, streams, .. } = &mut *state;
+            if let Some(parent) = live.get_mut(p)
+                && parent.stream != stream_index
             {
-                stream.wait_event(&live.event);
+                let event = parent
+                    .event
+                    .get_or_insert_with(|| streams[parent.stream].record_event());
+                streams[stream_index].wait_event(event);
             }
         }
+        let stream = &state.streams[stream_index];
+        let label_owned_record = label_owned.clone();
         let work_cell = cell.clone();
         let finished = self.finished.clone();
         stream.enqueue(Box::new(move |_space| {
@@ -569,11 +579,11 @@ impl<D: Device> Context<D> {
                     match result {
                         Ok(Ok(())) => VertexState::Done,
                         Ok(Err(e)) => VertexState::Failed(DagError::VertexFailed {
-                            vertex: label_owned.clone(),
+                            vertex: label_owned.to_string(),
                             cause: Box::new(e),
                         }),
                         Err(payload) => VertexState::Failed(DagError::VertexFailed {
-                            vertex: label_owned.clone(),
+                            vertex: label_owned.to_string(),
                             cause: Box::new(hoplite_core::Error::from_panic(&label_owned, payload)),
                         }),
                     }
@@ -584,12 +594,12 @@ impl<D: Device> Context<D> {
             finished.lock().push(id);
             work_cell.set(outcome);
         }));
-        let event = stream.record_event();
         state.live.insert(
             id,
             Live {
                 accesses,
-                event,
+                event: None,
+                stream: stream_index,
                 cell: cell.clone(),
             },
         );
@@ -598,7 +608,7 @@ impl<D: Device> Context<D> {
         }
         state.history.push_back(Record {
             id,
-            label: label.to_owned(),
+            label: label_owned_record,
             device,
             stream: stream_index,
             edges,
@@ -622,8 +632,8 @@ impl<D: Device> Context<D> {
             if let Some(live) = state.live.remove(&id)
                 && let VertexState::Failed(e) = live.cell.state()
             {
-                for a in live.accesses {
-                    state.poisoned.push((a, e.clone()));
+                for a in live.accesses.iter() {
+                    state.poisoned.push((a.clone(), e.clone()));
                 }
                 state.unreported.push(e);
             }
@@ -634,19 +644,19 @@ impl<D: Device> Context<D> {
     /// returns the failure of a failed vertex it conflicts with; a write takes the elements
     /// back for the host, clearing the failures it covers.
     fn wait_for(&self, access: &Access) -> Result<()> {
-        let waits: Vec<<D::Stream as Stream>::Event> = {
+        let waits: Vec<Arc<Cell>> = {
             let mut state = self.state.lock();
             self.retire(&mut state);
             let ids = state.model.conflicting(access);
             ids.iter()
-                .filter_map(|id| state.live.get(id).map(|l| l.event.clone()))
+                .filter_map(|id| state.live.get(id).map(|l| l.cell.clone()))
                 .collect()
         };
-        for event in &waits {
-            event.wait();
+        for cell in &waits {
+            cell.wait();
         }
-        // The waited vertices reported their end before their events completed, so retiring
-        // now records every failure among them.
+        // The waited vertices reported their end before their cells did, so retiring now
+        // records every failure among them.
         let mut state = self.state.lock();
         self.retire(&mut state);
         if access.kind == AccessKind::Write {
@@ -709,12 +719,12 @@ impl<D: Device> Context<D> {
     ///
     /// That failure.
     pub fn synchronize(&self) -> Result<()> {
-        let events: Vec<_> = {
+        let cells: Vec<Arc<Cell>> = {
             let state = self.state.lock();
-            state.live.values().map(|l| l.event.clone()).collect()
+            state.live.values().map(|l| l.cell.clone()).collect()
         };
-        for e in &events {
-            e.wait();
+        for cell in &cells {
+            cell.wait();
         }
         let mut state = self.state.lock();
         self.retire(&mut state);
@@ -800,7 +810,7 @@ impl<D: Device> Context<D> {
                 let p = r.cell.progress.lock();
                 let (start, end) = (p.start?, p.end?);
                 Some((
-                    r.label.clone(),
+                    r.label.to_string(),
                     r.device,
                     r.stream,
                     start.saturating_duration_since(self.epoch),

@@ -56,7 +56,7 @@ impl Plan {
 }
 
 struct Vertex {
-    accesses: Vec<Access>,
+    accesses: Arc<[Access]>,
     /// `active[i]`: access `i` can still make a later vertex depend on this one.
     active: Vec<bool>,
     parents: Vec<VertexId>,
@@ -114,7 +114,7 @@ impl DependencyModel {
     /// each with the view that caused the edge.
     pub fn add(&mut self, accesses: Vec<Access>) -> (VertexId, Vec<Edge>) {
         let plan = self.plan(&accesses);
-        self.commit(accesses, plan)
+        self.commit(accesses.into(), plan)
     }
 
     /// What adding a vertex that makes `accesses` would do, without doing it: a caller that
@@ -163,7 +163,7 @@ impl DependencyModel {
 
     /// Adds the vertex `plan` was made for (with the same `accesses`, and no other change to
     /// the model in between); returns its id and its parents.
-    pub fn commit(&mut self, accesses: Vec<Access>, plan: Plan) -> (VertexId, Vec<Edge>) {
+    pub fn commit(&mut self, accesses: Arc<[Access]>, plan: Plan) -> (VertexId, Vec<Edge>) {
         let id = self.next;
         self.next += 1;
         for (f, i) in plan.covered {

@@ -57,6 +57,10 @@ struct Listed {
     /// The borrow group the borrow belongs to (0: none). Borrows of one group are not checked
     /// against each other: the group's owner orders their uses (see `acquire_in`).
     group: u64,
+    /// How many borrows the entry stands for: a group's borrows of one kind and footprint
+    /// share an entry, so that a runtime with many pending launches on one view keeps the
+    /// list (and every scan of it) short. Always 1 outside groups.
+    count: usize,
 }
 
 #[derive(Debug, Default)]
@@ -194,6 +198,15 @@ impl BorrowTable {
                 Err(now) => word = now,
             }
         }
+        if group != 0
+            && let Some(shared) = list
+                .entries
+                .iter_mut()
+                .find(|b| b.group == group && b.kind == kind && b.footprint == *footprint)
+        {
+            shared.count += 1;
+            return Ok(BorrowId::Listed(shared.id));
+        }
         let id = list.next_id;
         list.next_id += 1;
         list.entries.push(Listed {
@@ -201,6 +214,7 @@ impl BorrowTable {
             kind,
             footprint: footprint.clone(),
             group,
+            count: 1,
         });
         Ok(BorrowId::Listed(id))
     }
@@ -216,7 +230,11 @@ impl BorrowTable {
             BorrowId::Listed(id) => {
                 let mut list = self.list();
                 if let Some(pos) = list.entries.iter().position(|b| b.id == id) {
-                    list.entries.swap_remove(pos);
+                    if list.entries[pos].count > 1 {
+                        list.entries[pos].count -= 1;
+                    } else {
+                        list.entries.swap_remove(pos);
+                    }
                 }
                 if list.entries.is_empty() {
                     self.word.fetch_and(!LISTED, Ordering::Release);
@@ -507,6 +525,23 @@ mod tests {
             t.release(&b);
         }
         assert_eq!(t.word.load(Ordering::Relaxed), 0);
+        // A group's borrows of one kind and footprint share an entry, counted.
+        let shared: Vec<BorrowId> = (0..100)
+            .map(|_| {
+                t.acquire_in(AccessKind::Write, &whole(), "buf", g)
+                    .expect("group writer")
+            })
+            .collect();
+        assert_eq!(t.list().entries.len(), 1);
+        for b in &shared[1..] {
+            t.release(b);
+        }
+        assert!(
+            t.acquire(AccessKind::Read, &whole(), "buf").is_err(),
+            "one is still held"
+        );
+        t.release(&shared[0]);
+        assert_eq!(t.word.load(Ordering::Relaxed), 0, "the list is empty again");
     }
 
     /// Threads take and end whole and partial writers of one table; whenever one holds a
