@@ -557,3 +557,33 @@ fn a_device_that_refuses_a_stream_is_a_typed_error_and_changes_nothing() {
     a.wait().expect("a ran");
     assert_eq!(ctx.read(&y).expect("y").get([3]), 1);
 }
+
+#[test]
+fn a_failure_stays_with_its_allocation_not_its_address() {
+    let ctx = context(1, ContextOptions::default());
+    for round in 0..8 {
+        // A view that a failed vertex wrote, dropped; the next one may get its memory.
+        let doomed = view("doomed");
+        let v = ctx
+            .launch("fails", (range(64), (doomed.write(),)), |_| panic!("planned"))
+            .expect("accepted");
+        assert!(v.wait().is_err());
+        drop(doomed);
+        let fresh = view("fresh");
+        ctx.launch("fresh", (range(64), (fresh.write(),)), |(i, (f,))| f.set(i, 9))
+            .expect("accepted");
+        let reader = view("reader");
+        let r = ctx
+            .launch(
+                "reads fresh",
+                (range(64), (reader.write(), fresh.read())),
+                |(i, (r, f))| r.set(i, f.get(i)),
+            )
+            .expect("accepted");
+        assert!(
+            r.wait().is_ok(),
+            "round {round}: a new allocation inherited an old failure"
+        );
+    }
+    assert!(ctx.synchronize().is_err(), "the planned failures are reported");
+}

@@ -284,6 +284,11 @@ impl<S: MemorySpace> TrackedAllocation<S> {
         self.ptr
     }
 
+    /// The allocation's id: unique for the life of the process, never reused.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     pub(crate) fn label(&self) -> &Arc<str> {
         &self.label
     }

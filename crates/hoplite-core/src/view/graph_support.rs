@@ -16,7 +16,6 @@
 //! promises, by calling those `unsafe fn`s, to order the group's conflicting handles itself.
 
 use std::num::NonZeroU64;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::space::{ArrayLayout, MemorySpace};
@@ -25,11 +24,11 @@ use crate::view::{AccessKind, View, ViewValue};
 
 /// The identity of one allocation (all views made from it, subviews included, share it).
 ///
-/// Two keys taken from views that are alive at the same time are equal exactly when the views
-/// use the same allocation. A key says nothing once every view of its allocation is gone (a
-/// later allocation may reuse it), so keep a view alongside the key while comparing.
+/// Two keys are equal exactly when they were taken from views of the same allocation. Keys are
+/// never reused, even after every view of an allocation is gone, so a key kept past its views
+/// (a failed launch's record, a data location) never names a later allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct AllocationKey(usize);
+pub struct AllocationKey(u64);
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
     /// The key of the allocation this view uses (see [`AllocationKey`]).
@@ -44,7 +43,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     /// # Ok::<(), hoplite_core::Error>(())
     /// ```
     pub fn allocation_key(&self) -> AllocationKey {
-        AllocationKey(Arc::as_ptr(&self.alloc) as *const () as usize)
+        AllocationKey(self.alloc.id())
     }
 }
 
