@@ -243,6 +243,10 @@ impl<V> Pending<V> {
     }
 }
 
+/// How many allocations' locations the context tracks before it forgets those no unfinished
+/// vertex uses.
+const LOCATIONS_LIMIT: usize = 1 << 14;
+
 /// How many vertices the context remembers for DOT, traces and [`Context::parents`]: the
 /// most recent ones, so that a long-running context keeps bounded memory.
 pub const HISTORY_LIMIT: usize = 1 << 16;
@@ -276,7 +280,10 @@ struct State<D: Device> {
     live: HashMap<VertexId, Live<<D::Stream as Stream>::Event>>,
     history: VecDeque<Record>,
     /// Where each allocation the context has seen is up to date (absent: only on the CPU).
+    /// Bounded by `LOCATIONS_LIMIT`: past it, allocations no unfinished vertex uses are
+    /// forgotten (they count as up to date on the CPU again, which only steers selection).
     locations: HashMap<AllocationKey, BTreeSet<Location>>,
+    prune_locations_at: usize,
     /// The accesses of failed vertices (skipped ones included): a later launch that conflicts
     /// with one would have been their descendant, so it fails with the same cause.
     poisoned: Vec<(Access, DagError)>,
@@ -358,6 +365,7 @@ impl<D: Device> Context<D> {
                 live: HashMap::new(),
                 history: VecDeque::new(),
                 locations: HashMap::new(),
+                prune_locations_at: LOCATIONS_LIMIT,
                 poisoned: Vec::new(),
                 unreported: Vec::new(),
             }),
@@ -637,6 +645,15 @@ impl<D: Device> Context<D> {
                 }
                 state.unreported.push(e);
             }
+        }
+        if state.locations.len() > state.prune_locations_at {
+            let State { locations, live, .. } = &mut *state;
+            locations.retain(|key, _| {
+                live.values()
+                    .any(|l| l.accesses.iter().any(|a| a.allocation == *key))
+            });
+            // What unfinished vertices still use stays; scan again only once that has doubled.
+            state.prune_locations_at = LOCATIONS_LIMIT.max(2 * state.locations.len());
         }
     }
 
