@@ -9,7 +9,7 @@ use hoplite_core::{
 };
 
 use crate::util::mentions;
-use crate::{ConformantSpace, Failure, Outcome, check};
+use crate::{Failure, FullSpace, Outcome, check};
 
 /// Launches `policy` as a `parallel_for` that counts its iterations; returns the error and
 /// fails if the launch succeeded or any iteration ran.
@@ -42,7 +42,7 @@ fn is(what: &str, ok: bool, err: &Error) -> Outcome {
 
 /// A range (or one MDRange dimension) with begin after end is `Error::InvalidRange`, for
 /// `parallel_for`, `parallel_reduce` and `parallel_scan`.
-pub fn reversed_range_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn reversed_range_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         #[expect(
             clippy::reversed_empty_ranges,
@@ -97,7 +97,7 @@ pub fn reversed_range_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// A chunk size of 0 is `Error::ZeroChunk`, for range and team policies.
-pub fn zero_chunk_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn zero_chunk_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let err = refused(
             "chunk0",
@@ -121,7 +121,7 @@ pub fn zero_chunk_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// A tile extent of 0 is `Error::ZeroTile` naming the dimension.
-pub fn zero_tile_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn zero_tile_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let err = refused(
             "tile0",
@@ -145,7 +145,7 @@ pub fn zero_tile_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
 /// An MDRange whose arithmetic overflows `usize` is `Error::IndexSpaceTooLarge`, never a launch
 /// that silently visits fewer points: a tile reaching past `usize::MAX`, more points or more
 /// tiles than `usize` counts. An empty box of huge extents is valid and visits nothing.
-pub fn overflowing_mdrange_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn overflowing_mdrange_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let huge = 1usize << 32;
         let cases = [
@@ -197,7 +197,7 @@ pub fn overflowing_mdrange_is_rejected<S: ConformantSpace>(space: &S) -> Outcome
 }
 
 /// A team size of 0 is `Error::ZeroTeamSize`.
-pub fn zero_team_size_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn zero_team_size_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let err = refused("team0", TeamPolicy::new(space.clone(), 4, 0))?;
         is(
@@ -210,7 +210,7 @@ pub fn zero_team_size_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// A vector length of 0, not a power of two, or above `max_vector_length` is
 /// `Error::InvalidVectorLength` naming the space; the maximum itself launches.
-pub fn bad_vector_length_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn bad_vector_length_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let max = space.max_vector_length();
         ensure!(
@@ -239,7 +239,7 @@ pub fn bad_vector_length_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// Scratch above `max_scratch_size(level)` is `Error::ScratchTooLarge`, a level other than
 /// 0 or 1 is `Error::InvalidScratchLevel`.
-pub fn scratch_above_the_maximum_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn scratch_above_the_maximum_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for level in [0, 1] {
             let max = space.max_scratch_size(level);
@@ -263,7 +263,7 @@ pub fn scratch_above_the_maximum_is_rejected<S: ConformantSpace>(space: &S) -> O
 }
 
 /// A range not starting at 0 does not convert to a team policy: `Error::PolicyConversion`.
-pub fn range_not_starting_at_zero_does_not_convert_to_teams<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn range_not_starting_at_zero_does_not_convert_to_teams<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         match TeamPolicy::try_from(RangePolicy::new(space.clone(), 3..10)) {
             Err(err @ Error::PolicyConversion { .. }) => {

@@ -10,10 +10,10 @@ use hoplite_core::{
 
 use crate::util::{Problems, same};
 
-use crate::{ConformantSpace, Outcome, check};
+use crate::{FullSpace, Outcome, check};
 
 /// Axiom 1: a clone is the same instance (`a == a.clone()`, also for a clone of a clone).
-pub fn clones_are_the_same_instance<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn clones_are_the_same_instance<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let a = space.clone();
         ensure!(
@@ -35,7 +35,7 @@ pub fn clones_are_the_same_instance<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// Axiom 1: `S::default() == S::default()`: there is one default instance.
-pub fn default_instances_are_equal<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn default_instances_are_equal<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         let (a, b) = (S::default(), S::default());
@@ -50,7 +50,7 @@ pub fn default_instances_are_equal<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// Axiom 3: once `fence` returns `Ok`, every launch submitted before it has completed and
 /// its stores are visible to the host.
-pub fn fence_waits_for_prior_launches<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn fence_waits_for_prior_launches<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 4096;
         let y: View<i64, 1> = View::new("fenced", [n])?;
@@ -72,7 +72,7 @@ pub fn fence_waits_for_prior_launches<S: ConformantSpace>(space: &S) -> Outcome 
 /// Axiom 2: a launch observes every effect of the launches submitted before it to the
 /// same instance (each launch here reads what the previous one wrote, with no fence in
 /// between).
-pub fn launches_run_in_submission_order<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn launches_run_in_submission_order<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 3001;
         let a: View<i64, 1> = View::new("a", [n])?;
@@ -107,7 +107,7 @@ pub fn launches_run_in_submission_order<S: ConformantSpace>(space: &S) -> Outcom
 
 /// Axiom 5: `in_parallel` is true on the thread running a kernel of the space (for, reduce
 /// and scan over every policy kind) and false outside, also on other threads.
-pub fn in_parallel_is_true_exactly_inside_kernels<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn in_parallel_is_true_exactly_inside_kernels<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         ensure!(!space.in_parallel(), "in_parallel is true outside any kernel");
         let all = parallel_reduce(
@@ -165,7 +165,7 @@ pub fn in_parallel_is_true_exactly_inside_kernels<S: ConformantSpace>(space: &S)
 }
 
 /// Axiom 4, first half: `concurrency` is at least 1.
-pub fn concurrency_is_at_least_one<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn concurrency_is_at_least_one<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         ensure!(space.concurrency() >= 1, "concurrency is {}", space.concurrency());
         ensure!(
@@ -178,7 +178,7 @@ pub fn concurrency_is_at_least_one<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// Axiom 4, second half: no more iterations of one launch run at the same time than
 /// `concurrency` says.
-pub fn concurrency_bounds_simultaneous_iterations<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn concurrency_bounds_simultaneous_iterations<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let limit = space.concurrency();
         let n = (limit * 16).clamp(64, 512);
@@ -210,7 +210,7 @@ pub fn concurrency_bounds_simultaneous_iterations<S: ConformantSpace>(space: &S)
 }
 
 /// `name` and `print_configuration` (short and detailed) say something, in UTF-8.
-pub fn print_configuration_is_not_empty<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn print_configuration_is_not_empty<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         ensure!(!space.name().is_empty(), "the space's name is empty");
         for detail in [false, true] {
@@ -231,7 +231,7 @@ pub fn print_configuration_is_not_empty<S: ConformantSpace>(space: &S) -> Outcom
 
 /// A kernel can launch on the space again: the nested launch runs every iteration and
 /// returns before the outer iteration goes on.
-pub fn nested_launches_complete<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn nested_launches_complete<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let (outer, inner) = (4usize, 5usize);
         let cells: View<u64, 1> = View::new("nested-cells", [outer * inner])?;
@@ -266,5 +266,47 @@ pub fn nested_launches_complete<S: ConformantSpace>(space: &S) -> Outcome {
         same(&cells.to_vec()?, &want, || {
             "cells written by nested launches".to_owned()
         })
+    })
+}
+
+/// `partition_space`: `n` parts (also 0), each an instance that runs launches correctly, with
+/// weights as many parts as weights, and a partition into absurdly many parts a typed error,
+/// not an abort.
+pub fn partitions_are_instances_that_run_launches<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        ensure!(
+            space.partition_space(0)?.is_empty(),
+            "a partition into 0 parts is not empty"
+        );
+        let parts = space.partition_space(2)?;
+        ensure_eq!(parts.len(), 2, "partition_space(2)");
+        let weighted = space.partition_space_weighted(&[3.0, 1.0, f64::NAN])?;
+        ensure_eq!(weighted.len(), 3, "partition_space_weighted with 3 weights");
+        for (k, part) in parts.iter().chain(&weighted).enumerate() {
+            ensure!(part.concurrency() >= 1, "part {k} reports concurrency 0");
+            let n = 1000;
+            let sum = parallel_reduce(
+                "partition-sum",
+                RangePolicy::new(part.clone(), 0..n),
+                |i, acc: &mut i64| *acc += *i as i64,
+                Sum::new(),
+            )?;
+            ensure_eq!(sum, (0..n as i64).sum::<i64>(), "a reduction on part {k}");
+        }
+        match space.partition_space(usize::MAX) {
+            Err(hoplite_core::Error::ThreadsUnavailable { .. }) => {}
+            Err(e) => {
+                return Err(crate::Failure::msg(format!(
+                    "partition_space(usize::MAX) failed with {e}"
+                )));
+            }
+            Ok(p) => {
+                return Err(crate::Failure::msg(format!(
+                    "partition_space(usize::MAX) gave {} parts",
+                    p.len()
+                )));
+            }
+        }
+        Ok(())
     })
 }

@@ -16,7 +16,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
 use crate::properties::{launch_failed, property};
-use crate::{ConformantSpace, Failure, Outcome, check};
+use crate::{Failure, FullSpace, Outcome, check};
 
 /// Inside a check, `?` turns a graph error into a failure of the check.
 impl From<GraphError> for Failure {
@@ -58,7 +58,7 @@ fn dag() -> impl Strategy<Value = Vec<DagNode>> {
 /// Runs the random DAG `nodes` three times; after each submit, every node ran `len`
 /// iterations, and every iteration of a predecessor took its tick before any iteration of
 /// the node.
-fn run_dag<S: ConformantSpace>(space: &S, nodes: &[DagNode]) -> Result<(), TestCaseError> {
+fn run_dag<S: FullSpace>(space: &S, nodes: &[DagNode]) -> Result<(), TestCaseError> {
     let n = nodes.len();
     let stamps: View<u64, 2> = View::new("dag stamps", [n, 2]).map_err(launch_failed)?;
     let counts: View<u64, 1> = View::new("dag counts", [n]).map_err(launch_failed)?;
@@ -139,13 +139,13 @@ fn run_dag<S: ConformantSpace>(space: &S, nodes: &[DagNode]) -> Result<(), TestC
 /// On random DAGs (kernels of every size class, host nodes, joins of any width), each submit
 /// runs every node exactly once and every node after all its predecessors, three submits in a
 /// row.
-pub fn random_dags_run_every_node_once_after_its_predecessors<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn random_dags_run_every_node_once_after_its_predecessors<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || property(dag(), |nodes| run_dag(space, &nodes)))
 }
 
 /// Reduce and scan nodes give what eager launches give, on every submit; a reduce node over an
 /// empty range writes the identity into its rank-0 view.
-pub fn reduce_and_scan_nodes_match_eager_launches<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn reduce_and_scan_nodes_match_eager_launches<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 5000;
         let data: Vec<i64> = (0..n).map(|i| (i as i64 * 7919) % 101 - 50).collect();
@@ -222,7 +222,7 @@ pub fn reduce_and_scan_nodes_match_eager_launches<S: ConformantSpace>(space: &S)
 
 /// A node that panics makes its submit return `KernelPanicked` with the node's label; the
 /// graph, its views and the space stay usable, and the next submit runs every node.
-pub fn a_panicking_node_fails_its_submit_and_the_graph_runs_again<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn a_panicking_node_fails_its_submit_and_the_graph_runs_again<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let y: View<u32, 1> = View::new("graph y", [64])?;
         let boom = Arc::new(AtomicBool::new(true));
@@ -264,7 +264,7 @@ pub fn a_panicking_node_fails_its_submit_and_the_graph_runs_again<S: ConformantS
 /// Two nodes without a path between them that write one view, or where one writes what the
 /// other reads (kernel or host node), are refused at instantiation naming both; ordering
 /// them, or giving them disjoint subviews, is fine.
-pub fn unordered_conflicting_nodes_are_refused_at_instantiation<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn unordered_conflicting_nodes_are_refused_at_instantiation<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let y: View<f64, 1> = View::new("graph race y", [8])?;
         let range = RangePolicy::new(space.clone(), 0..8);
@@ -316,7 +316,7 @@ pub fn unordered_conflicting_nodes_are_refused_at_instantiation<S: ConformantSpa
 
 /// A view the host holds a handle to makes the submit fail with `BorrowConflict`, without
 /// touching the view; once the host lets go, the same graph runs.
-pub fn a_borrow_held_by_the_host_fails_the_submit_then_it_runs<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn a_borrow_held_by_the_host_fails_the_submit_then_it_runs<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let y: View<u64, 1> = View::new("graph held y", [16])?;
         let range = RangePolicy::new(space.clone(), 0..16);

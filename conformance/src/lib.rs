@@ -20,7 +20,7 @@
 //! | [`properties`] | property tests: results equal those of the serial backend |
 //! | [`graph`] | explicit graphs through the generic host implementation: order, results, errors |
 //!
-//! A check is a function `fn(&S) -> Result<(), Failure>` for any [`ConformantSpace`] `S`; a
+//! A check is a function `fn(&S) -> Result<(), Failure>` for any [`FullSpace`] `S`; a
 //! [`Failure`] names the axiom and says what went wrong. The checks never panic on a broken
 //! backend (kernel panics come back as errors, and [`run_check`] also catches panics of the
 //! check itself), so a test can run the suite against a deliberately broken backend and assert
@@ -53,10 +53,7 @@
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use hoplite_core::{
-    Error, ExecutionSpace, MDRangePolicy, ParallelFor, ParallelReduce, ParallelScan, RangePolicy, TeamPolicy,
-    UniqueTokenSpace,
-};
+use hoplite_core::Error;
 
 #[macro_use]
 mod macros;
@@ -76,45 +73,9 @@ pub mod team;
 pub mod unique_token;
 pub mod views;
 
-/// Everything the suite launches on a space, in one bound.
-///
-/// A space is conformant-testable when it is an execution space with unique tokens that runs
-/// `parallel_for` and `parallel_reduce` over range policies, MDRange policies of rank 1 to 3
-/// and team policies, and `parallel_scan` over range policies. The blanket implementation
-/// makes every such space a `ConformantSpace`; nothing needs to be implemented by hand.
-pub trait ConformantSpace:
-    ExecutionSpace
-    + UniqueTokenSpace
-    + ParallelFor<RangePolicy<Self>>
-    + ParallelReduce<RangePolicy<Self>>
-    + ParallelScan<RangePolicy<Self>>
-    + ParallelFor<MDRangePolicy<Self, 1>>
-    + ParallelReduce<MDRangePolicy<Self, 1>>
-    + ParallelFor<MDRangePolicy<Self, 2>>
-    + ParallelReduce<MDRangePolicy<Self, 2>>
-    + ParallelFor<MDRangePolicy<Self, 3>>
-    + ParallelReduce<MDRangePolicy<Self, 3>>
-    + ParallelFor<TeamPolicy<Self>>
-    + ParallelReduce<TeamPolicy<Self>>
-{
-}
-
-impl<S> ConformantSpace for S where
-    S: ExecutionSpace
-        + UniqueTokenSpace
-        + ParallelFor<RangePolicy<S>>
-        + ParallelReduce<RangePolicy<S>>
-        + ParallelScan<RangePolicy<S>>
-        + ParallelFor<MDRangePolicy<S, 1>>
-        + ParallelReduce<MDRangePolicy<S, 1>>
-        + ParallelFor<MDRangePolicy<S, 2>>
-        + ParallelReduce<MDRangePolicy<S, 2>>
-        + ParallelFor<MDRangePolicy<S, 3>>
-        + ParallelReduce<MDRangePolicy<S, 3>>
-        + ParallelFor<TeamPolicy<S>>
-        + ParallelReduce<TeamPolicy<S>>
-{
-}
+/// Everything the suite launches on a space, in one bound: the core's [`FullSpace`], which
+/// every conforming backend is and backend-generic application code uses too.
+pub use hoplite_core::FullSpace;
 
 /// A broken axiom: which one, and what the backend did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -193,13 +154,13 @@ impl<S> fmt::Debug for Check<S> {
 }
 
 /// Every check of the suite, in the order of the modules.
-pub fn checks<S: ConformantSpace>() -> Vec<Check<S>> {
+pub fn checks<S: FullSpace>() -> Vec<Check<S>> {
     crate::__for_each_check!(__registry! { S })
 }
 
 /// Runs one check and turns a panic of the check itself (not of a kernel: those are errors
 /// already) into a [`Failure`] of its axiom.
-pub fn run_check<S: ConformantSpace>(check: &Check<S>, space: &S) -> Outcome {
+pub fn run_check<S: FullSpace>(check: &Check<S>, space: &S) -> Outcome {
     match catch_unwind(AssertUnwindSafe(|| (check.run)(space))) {
         // The registry's name is the authoritative one.
         Ok(outcome) => outcome.map_err(|f| Failure::new(check.axiom, f.message)),
@@ -217,7 +178,7 @@ pub fn run_check<S: ConformantSpace>(check: &Check<S>, space: &S) -> Outcome {
 }
 
 /// Runs every check on `space` and returns the failures (empty when the space conforms).
-pub fn run_all<S: ConformantSpace>(space: &S) -> Vec<Failure> {
+pub fn run_all<S: FullSpace>(space: &S) -> Vec<Failure> {
     checks::<S>()
         .iter()
         .filter_map(|check| run_check(check, space).err())
@@ -252,14 +213,14 @@ pub mod __private {
     pub use hoplite_core;
     pub use static_assertions;
 
-    use super::ConformantSpace;
+    use super::FullSpace;
     use hoplite_core::{UniqueToken, UniqueTokenSpace};
     use std::fmt::Debug;
 
     /// Compiles only when `make` returns a space with every concept trait.
     pub fn assert_concepts<S, F>(make: F) -> F
     where
-        S: ConformantSpace + Send + Sync + Clone + Default + PartialEq + Debug + 'static,
+        S: FullSpace + Send + Sync + Clone + Default + PartialEq + Debug + 'static,
         <S as UniqueTokenSpace>::InstanceToken: UniqueToken + Clone + Send + Sync,
         <S as UniqueTokenSpace>::GlobalToken: UniqueToken + Clone + Send + Sync,
         F: Fn() -> S,
@@ -279,7 +240,7 @@ pub mod __private {
 /// ```
 ///
 /// The tests are `$name::<concept>::<axiom>`, so `cargo test reducer::` runs one concept. The
-/// space must implement [`ConformantSpace`] and `Send + Sync + Clone + Default + PartialEq +
+/// space must implement [`FullSpace`] and `Send + Sync + Clone + Default + PartialEq +
 /// Debug` (checked at compile time). `$make` is resolved in the module that invokes the macro.
 #[macro_export]
 macro_rules! suite {
@@ -289,7 +250,7 @@ macro_rules! suite {
     ($name:ident, $make:expr, $space:ty $(,)?) => {
         $crate::suite!(@module $name, $make, {
             $crate::__private::static_assertions::assert_impl_all!(
-                $space: $crate::ConformantSpace,
+                $space: $crate::FullSpace,
                 $crate::__private::hoplite_core::ExecutionSpace,
                 $crate::__private::hoplite_core::UniqueTokenSpace,
                 ::core::marker::Send,
@@ -358,6 +319,7 @@ macro_rules! __for_each_check {
                 concurrency_bounds_simultaneous_iterations,
                 print_configuration_is_not_empty,
                 nested_launches_complete,
+                partitions_are_instances_that_run_launches,
             }
             memory_space {
                 allocation_is_aligned,

@@ -7,7 +7,7 @@ use hoplite_core::{
 };
 
 use crate::util::same;
-use crate::{ConformantSpace, Outcome, check};
+use crate::{FullSpace, Outcome, check};
 
 use IterationOrder::{Left, Right};
 
@@ -96,7 +96,7 @@ where
 }
 
 /// Axiom 1 for rank 1: tiles of 1, odd tiles, a tile larger than the range, any order.
-pub fn rank_1_visits_every_point_exactly_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn rank_1_visits_every_point_exactly_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for tiles in [None, Some([1]), Some([4]), Some([7]), Some([50])] {
             for order in ORDERS {
@@ -109,7 +109,7 @@ pub fn rank_1_visits_every_point_exactly_once<S: ConformantSpace>(space: &S) -> 
 
 /// Axiom 1 for rank 2: default tiles, odd tiles that leave short edge tiles, tiles larger
 /// than the box, all four order combinations, a box not starting at the origin.
-pub fn rank_2_visits_every_point_exactly_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn rank_2_visits_every_point_exactly_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for tiles in [
             None,
@@ -128,7 +128,7 @@ pub fn rank_2_visits_every_point_exactly_once<S: ConformantSpace>(space: &S) -> 
 }
 
 /// Axiom 1 for rank 3: as for rank 2.
-pub fn rank_3_visits_every_point_exactly_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn rank_3_visits_every_point_exactly_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for tiles in [None, Some([2, 3, 2]), Some([3, 1, 4]), Some([5, 7, 6])] {
             for order in ORDERS {
@@ -140,7 +140,7 @@ pub fn rank_3_visits_every_point_exactly_once<S: ConformantSpace>(space: &S) -> 
 }
 
 /// A box that is empty in one dimension runs no iteration, and reduces to the identity.
-pub fn empty_box_runs_no_iteration<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn empty_box_runs_no_iteration<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for order in ORDERS {
             md_visits_once(space, [2, 3], [2, 9], Some([2, 2]), order)?;
@@ -159,7 +159,7 @@ pub fn empty_box_runs_no_iteration<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// `parallel_reduce` over an MDRange adds every point's contribution once, for any tiles
 /// and orders, ranks 1 to 3.
-pub fn reduce_covers_every_point_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn reduce_covers_every_point_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         md_reduce(space, [5], [301], [13])?;
         md_reduce(space, [1, 0], [23, 17], [4, 5])?;

@@ -12,7 +12,7 @@ use hoplite_core::{
 };
 
 use crate::util::same;
-use crate::{ConformantSpace, Failure, Outcome, check};
+use crate::{Failure, FullSpace, Outcome, check};
 
 /// Allocates and frees `bytes` in `mem`, checking the alignment of plain and zeroed memory.
 fn aligned_round_trip<M: MemorySpace>(mem: &M, bytes: usize) -> Outcome {
@@ -96,7 +96,7 @@ fn check_failure<M: MemorySpace>(mem: &M) -> Outcome {
 
 /// Axiom 1: memory is aligned to `ALIGNMENT` (a power of two), in the space's memory and
 /// scratch memory spaces, plain or zeroed.
-pub fn allocation_is_aligned<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn allocation_is_aligned<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         check_alignment(&<S as ExecutionSpace>::MemorySpace::default())?;
@@ -105,7 +105,7 @@ pub fn allocation_is_aligned<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// Axiom 3: a zero-byte allocation succeeds with an aligned pointer, and can be freed.
-pub fn zero_byte_allocation_succeeds<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn zero_byte_allocation_succeeds<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         check_zero_bytes(&<S as ExecutionSpace>::MemorySpace::default())?;
@@ -115,7 +115,7 @@ pub fn zero_byte_allocation_succeeds<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// Axiom 1: an allocation that cannot be made is `Error::AllocationFailed` with the label,
 /// size, space and a reason; it never aborts.
-pub fn allocation_failure_is_typed<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn allocation_failure_is_typed<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         check_failure(&<S as ExecutionSpace>::MemorySpace::default())?;
@@ -125,7 +125,7 @@ pub fn allocation_failure_is_typed<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// A view's allocation in the space's memory space is listed in its records while the view
 /// lives, with its label and size, and removed when the last handle is dropped.
-pub fn view_allocations_are_recorded<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn view_allocations_are_recorded<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         let mem = <S as ExecutionSpace>::MemorySpace::default();
@@ -175,7 +175,7 @@ pub fn view_allocations_are_recorded<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// `MemorySpaceAccess` of `HostSpace`: assignable from itself, and
 /// ASSIGNABLE implies ACCESSIBLE implies DEEPCOPY.
-pub fn host_space_access_flags_are_ordered<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn host_space_access_flags_are_ordered<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         let assignable = <HostSpace as MemorySpaceAccess<HostSpace>>::ASSIGNABLE;
@@ -191,7 +191,7 @@ pub fn host_space_access_flags_are_ordered<S: ConformantSpace>(space: &S) -> Out
 
 /// `deep_copy` between host views of different layouts copies every element, and checks
 /// extents.
-pub fn deep_copy_between_host_views_copies_every_element<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn deep_copy_between_host_views_copies_every_element<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         let data: Vec<i32> = (0..35).collect();

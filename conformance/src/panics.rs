@@ -10,7 +10,7 @@ use hoplite_core::{
     parallel_reduce, parallel_scan,
 };
 
-use crate::{ConformantSpace, Failure, Outcome, check};
+use crate::{Failure, FullSpace, Outcome, check};
 
 /// Fails unless `result` is `KernelPanicked` with exactly this label and message.
 fn panicked<T: std::fmt::Debug>(result: hoplite_core::Result<T>, label: &str, message: &str) -> Outcome {
@@ -31,7 +31,7 @@ fn panicked<T: std::fmt::Debug>(result: hoplite_core::Result<T>, label: &str, me
 
 /// After a failed launch: not in a kernel, fences, and the next launches (all pattern kinds)
 /// work.
-fn usable<S: ConformantSpace>(space: &S) -> Outcome {
+fn usable<S: FullSpace>(space: &S) -> Outcome {
     ensure!(
         !space.in_parallel(),
         "in_parallel is true after a panicking launch returned"
@@ -60,7 +60,7 @@ fn usable<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// A panic in a `parallel_for` kernel is `KernelPanicked` with label and message.
-pub fn panic_in_parallel_for_becomes_kernel_panicked<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn panic_in_parallel_for_becomes_kernel_panicked<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let result = parallel_for("explode", RangePolicy::new(space.clone(), 0..1000), |i| {
             if *i == 613 {
@@ -73,7 +73,7 @@ pub fn panic_in_parallel_for_becomes_kernel_panicked<S: ConformantSpace>(space: 
 }
 
 /// A panic in a `parallel_reduce` kernel is `KernelPanicked`.
-pub fn panic_in_parallel_reduce_becomes_kernel_panicked<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn panic_in_parallel_reduce_becomes_kernel_panicked<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let result = parallel_reduce(
             "reduce-explode",
@@ -92,7 +92,7 @@ pub fn panic_in_parallel_reduce_becomes_kernel_panicked<S: ConformantSpace>(spac
 }
 
 /// A panic in a `parallel_scan` kernel (in the final pass) is `KernelPanicked`.
-pub fn panic_in_parallel_scan_becomes_kernel_panicked<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn panic_in_parallel_scan_becomes_kernel_panicked<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let result = parallel_scan(
             "scan-explode",
@@ -110,7 +110,7 @@ pub fn panic_in_parallel_scan_becomes_kernel_panicked<S: ConformantSpace>(space:
 }
 
 /// Panics in MDRange and team kernels are `KernelPanicked` too.
-pub fn panic_in_mdrange_and_team_kernels_becomes_kernel_panicked<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn panic_in_mdrange_and_team_kernels_becomes_kernel_panicked<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let result = parallel_for(
             "md-explode",
@@ -142,7 +142,7 @@ pub fn panic_in_mdrange_and_team_kernels_becomes_kernel_panicked<S: ConformantSp
 
 /// A panic in a nested range, and a bad nested range (begin after end), are
 /// `KernelPanicked` of the enclosing launch.
-pub fn panic_in_nested_range_becomes_kernel_panicked<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn panic_in_nested_range_becomes_kernel_panicked<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let result = parallel_reduce(
             "nested-explode",
@@ -174,7 +174,7 @@ pub fn panic_in_nested_range_becomes_kernel_panicked<S: ConformantSpace>(space: 
 }
 
 /// A panic whose payload is not a string reads "non-string panic payload".
-pub fn non_string_payload_is_reported<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn non_string_payload_is_reported<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let result = parallel_for("payload", RangePolicy::new(space.clone(), 0..3), |i| {
             if *i == 2 {
@@ -189,7 +189,7 @@ pub fn non_string_payload_is_reported<S: ConformantSpace>(space: &S) -> Outcome 
 /// A panic payload whose own `Drop` panics is reported like any other: the second panic does
 /// not escape the launch, and no thread of the space is lost (a team of the largest size
 /// still meets in its barriers).
-pub fn payload_that_panics_when_dropped_is_contained<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn payload_that_panics_when_dropped_is_contained<S: FullSpace>(space: &S) -> Outcome {
     /// Panics again when the runtime drops it.
     struct PanicsWhenDropped;
     impl Drop for PanicsWhenDropped {
@@ -227,7 +227,7 @@ pub fn payload_that_panics_when_dropped_is_contained<S: ConformantSpace>(space: 
 }
 
 /// After many panicking launches in a row, the space still runs every pattern.
-pub fn space_stays_usable_after_a_panic<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn space_stays_usable_after_a_panic<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for round in 0..5 {
             let result = parallel_for("again", RangePolicy::new(space.clone(), 0..64), |i| {

@@ -15,7 +15,7 @@ use hoplite_serial::Serial;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-use crate::{ConformantSpace, Failure, Outcome, check};
+use crate::{Failure, FullSpace, Outcome, check};
 
 /// How many random cases each property runs.
 pub const CASES: u32 = 32;
@@ -241,7 +241,7 @@ where
 }
 
 /// `Sum<i64>` over random data, offsets, chunk sizes and schedules equals serial's.
-pub fn sum_i64_matches_serial<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn sum_i64_matches_serial<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let data = prop::collection::vec(-1_000_000i64..1_000_000, 0..3000);
         property((range_case(), data), |(case, data)| {
@@ -254,7 +254,7 @@ pub fn sum_i64_matches_serial<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// `MinLoc`, `MaxLoc` and `MinMaxLoc` over random data with many ties equal serial's.
-pub fn min_max_loc_match_serial<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn min_max_loc_match_serial<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let data = prop::collection::vec(0i64..12, 0..2000);
         property((range_case(), data), |(case, data)| {
@@ -267,7 +267,7 @@ pub fn min_max_loc_match_serial<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// An exclusive scan through a writer (every element and the total) equals serial's.
-pub fn scan_matches_serial<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn scan_matches_serial<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let data = prop::collection::vec(-1000i64..1000, 0..3000);
         property((range_case(), data), |(case, data)| {
@@ -281,7 +281,7 @@ pub fn scan_matches_serial<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// MDRange launches of ranks 2 and 3 with random boxes, tiles, orders, schedules and
 /// reduction modes visit the same points and reduce to the same sum as on serial.
-pub fn mdrange_matches_serial<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn mdrange_matches_serial<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         md_property::<S, 2>(space, 14)?;
         md_property::<S, 3>(space, 8)

@@ -9,11 +9,11 @@ use hoplite_core::{
 };
 
 use crate::util::{SCHEDULES, int_data, same};
-use crate::{ConformantSpace, Outcome, check};
+use crate::{FullSpace, Outcome, check};
 
 /// Counts the visits of every index below `range.end + 2` for `policy`'s launch, and checks
 /// each index of `range` was visited once and no other index at all.
-fn visits_once<S: ConformantSpace>(policy: RangePolicy<S>, range: Range<usize>, what: &str) -> Outcome {
+fn visits_once<S: FullSpace>(policy: RangePolicy<S>, range: Range<usize>, what: &str) -> Outcome {
     let counts: View<u32, 1> = View::new("range-visits", [range.end + 2])?;
     let hits = counts.atomic();
     parallel_for("range-visits", policy, |i| {
@@ -30,7 +30,7 @@ fn visits_once<S: ConformantSpace>(policy: RangePolicy<S>, range: Range<usize>, 
 
 /// Axiom 1 (exactly once): a range launch calls the kernel once for every index of
 /// `begin..end` and for no other index, for empty, tiny, odd and large ranges.
-pub fn visits_every_index_exactly_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn visits_every_index_exactly_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for range in [0..0, 9..9, 0..1, 0..2, 3..17, 0..1000, 5..10_007] {
             visits_once(
@@ -45,7 +45,7 @@ pub fn visits_every_index_exactly_once<S: ConformantSpace>(space: &S) -> Outcome
 
 /// Axioms 1 and 3: every schedule (static, dynamic) and chunk size (1, odd, larger than the
 /// range) visits every index exactly once.
-pub fn chunked_schedules_visit_every_index_exactly_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn chunked_schedules_visit_every_index_exactly_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for (schedule, chunk) in SCHEDULES {
             for range in [2..2003, 0..1, 4..4] {
@@ -62,7 +62,7 @@ pub fn chunked_schedules_visit_every_index_exactly_once<S: ConformantSpace>(spac
 
 /// Axiom 3: schedule and chunk size change only how work is distributed: an integer sum,
 /// an order-sensitive concatenation and a scan give the same results for all of them.
-pub fn schedule_does_not_change_results<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn schedule_does_not_change_results<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 10_007;
         let data = int_data(n);
@@ -105,7 +105,7 @@ pub fn schedule_does_not_change_results<S: ConformantSpace>(space: &S) -> Outcom
 /// The conversions `RangePolicy -> MDRangePolicy<_, 1> -> TeamPolicy` carry the chunk (as
 /// the tile) and the schedule, and launch on the space over the same points; league rank `r`
 /// is index `r`.
-pub fn conversions_visit_the_same_points<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn conversions_visit_the_same_points<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 37;
         let range = RangePolicy::new(space.clone(), 0..n)

@@ -16,12 +16,12 @@ use hoplite_core::{
 };
 
 use crate::util::{exact_f64_data, int_data, same};
-use crate::{ConformantSpace, Outcome, check};
+use crate::{FullSpace, Outcome, check};
 
 const N: usize = 1000;
 
 /// The policies every reduction runs with.
-fn policies<S: ConformantSpace>(space: &S, range: Range<usize>) -> [(RangePolicy<S>, &'static str); 4] {
+fn policies<S: FullSpace>(space: &S, range: Range<usize>) -> [(RangePolicy<S>, &'static str); 4] {
     let p = || RangePolicy::new(space.clone(), range.clone());
     [
         (p(), "default policy"),
@@ -44,7 +44,7 @@ fn reduce_all<S, R, F>(
     what: &str,
 ) -> Outcome
 where
-    S: ConformantSpace,
+    S: FullSpace,
     R: Reducer,
     R::Value: PartialEq + Debug,
     F: for<'it> Fn(Idx<'it>, &mut R::Value) + Send + Sync,
@@ -77,7 +77,7 @@ fn prod_data() -> Vec<f64> {
 
 /// `Sum` of integers (i64, u32) and of exactly representable floats equals the sequential
 /// sum, for ranges starting at zero or not.
-pub fn sum_matches_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn sum_matches_sequential_fold<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = int_data(N);
         let f = exact_f64_data(N);
@@ -115,7 +115,7 @@ pub fn sum_matches_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// `Prod` equals the sequential product (f64 powers of two; small integers).
-pub fn prod_matches_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn prod_matches_sequential_fold<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let f = prod_data();
         let want: f64 = f.iter().product();
@@ -149,7 +149,7 @@ pub fn prod_matches_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// `Min` and `Max` equal the sequential minimum and maximum.
-pub fn min_and_max_match_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn min_and_max_match_sequential_fold<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = int_data(N);
         for range in [0..N, 77..N, 3..4] {
@@ -194,7 +194,7 @@ pub fn min_and_max_match_sequential_fold<S: ConformantSpace>(space: &S) -> Outco
 }
 
 /// `Min` and `Max` ignore NaN; a range of only NaNs reduces to the identity.
-pub fn min_and_max_ignore_nan<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn min_and_max_ignore_nan<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let v = |i: usize| if i.is_multiple_of(3) { f64::NAN } else { i as f64 };
         let update_min = |i: Idx<'_>, acc: &mut f64| {
@@ -224,7 +224,7 @@ pub fn min_and_max_ignore_nan<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// `MinMax` equals the sequential minimum and maximum.
-pub fn minmax_matches_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn minmax_matches_sequential_fold<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = int_data(N);
         let want = MinMaxScalar {
@@ -243,7 +243,7 @@ pub fn minmax_matches_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome 
 }
 
 /// `MinLoc` finds the minimum at its lowest index, however the range is split.
-pub fn min_loc_ties_go_to_lowest_index<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn min_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
         for (range, loc) in [(0..N, 333), (50..N, 333), (334..N, 600), (601..N, 999)] {
@@ -277,7 +277,7 @@ pub fn min_loc_ties_go_to_lowest_index<S: ConformantSpace>(space: &S) -> Outcome
 }
 
 /// `MaxLoc` finds the maximum at its lowest index, however the range is split.
-pub fn max_loc_ties_go_to_lowest_index<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn max_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
         for (range, loc) in [(0..N, 100), (101..N, 700), (701..N, 800)] {
@@ -299,7 +299,7 @@ pub fn max_loc_ties_go_to_lowest_index<S: ConformantSpace>(space: &S) -> Outcome
 }
 
 /// `MinMaxLoc` keeps the lowest index on both sides.
-pub fn minmax_loc_ties_go_to_lowest_index<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn minmax_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
         let want = MinMaxLocScalar {
@@ -321,7 +321,7 @@ pub fn minmax_loc_ties_go_to_lowest_index<S: ConformantSpace>(space: &S) -> Outc
 
 /// `MinMaxFirstLastLoc` keeps the lowest index on the min side and the highest on the max
 /// side.
-pub fn minmax_first_last_loc_max_ties_go_to_highest_index<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn minmax_first_last_loc_max_ties_go_to_highest_index<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
         let want = MinMaxLocScalar {
@@ -343,7 +343,7 @@ pub fn minmax_first_last_loc_max_ties_go_to_highest_index<S: ConformantSpace>(sp
 
 /// A range whose values all equal the identity still reports an index (the lowest): a
 /// location of `None` always loses.
-pub fn loc_reducers_report_an_index_for_identity_values<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn loc_reducers_report_an_index_for_identity_values<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let range = 17..N;
         let want = ValLoc {
@@ -392,7 +392,7 @@ pub fn loc_reducers_report_an_index_for_identity_values<S: ConformantSpace>(spac
 
 /// `FirstLoc` and `LastLoc` report the smallest and largest index where a predicate holds,
 /// and `None` where it never does.
-pub fn first_loc_and_last_loc_find_the_extremes<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn first_loc_and_last_loc_find_the_extremes<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
         let hit = |i: usize| x[i] == -3;
@@ -436,7 +436,7 @@ pub fn first_loc_and_last_loc_find_the_extremes<S: ConformantSpace>(space: &S) -
 }
 
 /// `LAnd` and `LOr` equal the sequential `all` and `any`.
-pub fn logical_and_or_match_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn logical_and_or_match_sequential_fold<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
         for (threshold, all, any) in [
@@ -467,7 +467,7 @@ pub fn logical_and_or_match_sequential_fold<S: ConformantSpace>(space: &S) -> Ou
 }
 
 /// `BAnd` and `BOr` equal the sequential bitwise folds.
-pub fn bitwise_and_or_match_sequential_fold<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn bitwise_and_or_match_sequential_fold<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let bit = |i: usize| 1u64 << (i % 61);
         for range in [0..N, 10..40, 200..201] {
@@ -495,7 +495,7 @@ pub fn bitwise_and_or_match_sequential_fold<S: ConformantSpace>(space: &S) -> Ou
 }
 
 /// An empty range reduces to each reducer's identity.
-pub fn empty_range_gives_the_identity<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let e = 5..5;
         reduce_all(
@@ -613,7 +613,7 @@ pub fn empty_range_gives_the_identity<S: ConformantSpace>(space: &S) -> Outcome 
 
 /// Reducer axiom 3 (index order): partial results are joined with `dst` covering lower
 /// indices than `src`, so a non-commutative concatenation yields the indices in order.
-pub fn custom_join_keeps_index_order<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn custom_join_keeps_index_order<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let concat = Custom::new(Vec::new, |dst: &mut Vec<usize>, src: Vec<usize>| dst.extend(src));
         for range in [0..N, 3..N, 0..1, 7..7] {
@@ -631,7 +631,7 @@ pub fn custom_join_keeps_index_order<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// Reducer axiom 4: `finalize` runs exactly once per launch, on the total (also on the
 /// identity of an empty range).
-pub fn finalize_runs_once_on_the_total<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn finalize_runs_once_on_the_total<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let calls = AtomicUsize::new(0);
         let counted = Custom::with_finalize(
@@ -681,7 +681,7 @@ pub fn finalize_runs_once_on_the_total<S: ConformantSpace>(space: &S) -> Outcome
 /// reducer with ties, a non-commutative concatenation and a finalizing reducer in one pass
 /// give the results of four separate reductions (index order and finalize-once included),
 /// also over an empty range.
-pub fn tuple_of_reducers_matches_separate_reductions<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn tuple_of_reducers_matches_separate_reductions<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let data = tie_data();
         let concat = Custom::new(Vec::new, |dst: &mut Vec<usize>, src: Vec<usize>| dst.extend(src));

@@ -8,7 +8,7 @@ use std::ops::Range;
 use hoplite_core::{RangePolicy, ScanValue, Schedule, View, ViewValue, parallel_scan};
 
 use crate::util::{exact_f64_data, exclusive_prefix, int_data, same};
-use crate::{ConformantSpace, Outcome, check};
+use crate::{FullSpace, Outcome, check};
 
 const SIZES: [usize; 5] = [0, 1, 2, 1000, 100_003];
 
@@ -23,7 +23,7 @@ fn scan_case<S, T>(
     what: &str,
 ) -> Outcome
 where
-    S: ConformantSpace,
+    S: FullSpace,
     T: ScanValue + ViewValue + PartialEq + Debug,
 {
     let input: View<T, 1> = View::from_slice("scan-in", [x.len()], x)?;
@@ -76,7 +76,7 @@ where
 }
 
 /// Runs [`scan_case`] for every size, element type and a few chunkings.
-fn all_sizes<S: ConformantSpace>(space: &S, inclusive: bool) -> Outcome {
+fn all_sizes<S: FullSpace>(space: &S, inclusive: bool) -> Outcome {
     for n in SIZES {
         let ints = int_data(n);
         let floats = exact_f64_data(n);
@@ -113,17 +113,17 @@ fn all_sizes<S: ConformantSpace>(space: &S, inclusive: bool) -> Outcome {
 
 /// An exclusive scan (store, then add) matches the sequential exclusive prefix sums, for
 /// sizes 0, 1, 2, 1000 and 100 003, i64 and exactly summable f64 data.
-pub fn exclusive_scan_matches_sequential_prefix<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn exclusive_scan_matches_sequential_prefix<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || all_sizes(space, false))
 }
 
 /// An inclusive scan (add, then store) matches the sequential inclusive prefix sums.
-pub fn inclusive_scan_matches_sequential_prefix<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn inclusive_scan_matches_sequential_prefix<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || all_sizes(space, true))
 }
 
 /// A scan over `begin..end` with `begin > 0` sums from `begin`: the prefix of `begin` is 0.
-pub fn scan_over_an_offset_range_matches_sequential_prefix<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn scan_over_an_offset_range_matches_sequential_prefix<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = int_data(1200);
         for (schedule, chunk) in [(Schedule::Static, 5), (Schedule::Dynamic, 33)] {
@@ -155,7 +155,7 @@ pub fn scan_over_an_offset_range_matches_sequential_prefix<S: ConformantSpace>(s
 
 /// The kernel is called with `is_final == true` exactly once per index, and non-final
 /// passes do not change the total.
-pub fn final_pass_runs_once_per_index<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn final_pass_runs_once_per_index<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for n in [0, 1, 257, 4099] {
             let finals: View<u32, 1> = View::new("scan-finals", [n])?;

@@ -15,7 +15,7 @@ use hoplite_core::{
 use hoplite_core::index::team_owner;
 
 use crate::util::{Problems, same, team_sizes};
-use crate::{ConformantSpace, Outcome, check};
+use crate::{FullSpace, Outcome, check};
 
 const LEAGUES: [usize; 3] = [1, 4, 9];
 
@@ -27,7 +27,7 @@ fn team_block<M: TeamMember>(_member: &M) -> usize {
     M::TEAM_BLOCK
 }
 
-fn nested_for_counts<S: ConformantSpace>(space: &S, level: NestedLevel) -> Outcome {
+fn nested_for_counts<S: FullSpace>(space: &S, level: NestedLevel) -> Outcome {
     let n = 29;
     for ts in team_sizes(space) {
         for league in LEAGUES {
@@ -86,7 +86,7 @@ fn nested_for_counts<S: ConformantSpace>(space: &S, level: NestedLevel) -> Outco
 
 /// Axiom 1: ranks are below sizes, sizes are the policy's, and each (league rank, team
 /// rank) pair is handed to exactly one member, for leagues of 0, 1, 7 and 33 teams.
-pub fn each_league_team_rank_pair_seen_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn each_league_team_rank_pair_seen_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for league in [0, 1, 7, 33] {
@@ -121,7 +121,7 @@ pub fn each_league_team_rank_pair_seen_once<S: ConformantSpace>(space: &S) -> Ou
 }
 
 /// `TeamSize::Auto` is the space's `max_team_size`, and members report it.
-pub fn auto_team_size_is_the_maximum<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn auto_team_size_is_the_maximum<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let max = space.max_team_size();
         ensure!(max >= 1, "max_team_size is 0");
@@ -147,7 +147,7 @@ pub fn auto_team_size_is_the_maximum<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// ExecutionSpace axiom 6: a team size up to `max_team_size` launches; one above it is
 /// `Error::TeamSizeTooLarge` naming the space, and the kernel does not run.
-pub fn team_size_above_the_maximum_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn team_size_above_the_maximum_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let max = space.max_team_size();
         let runs = AtomicUsize::new(0);
@@ -190,7 +190,7 @@ pub fn team_size_above_the_maximum_is_rejected<S: ConformantSpace>(space: &S) ->
 /// Axiom 2: scratch writes a thread makes before `team_barrier` are visible to every
 /// thread of its team after it (rounds of write, barrier, read, barrier). Only meaningful
 /// with more than one thread per team, and must hold for one.
-pub fn barrier_orders_scratch_writes<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn barrier_orders_scratch_writes<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             let policy =
@@ -224,7 +224,7 @@ pub fn barrier_orders_scratch_writes<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// Axiom 3: `team_broadcast(v, r)` returns on every thread the value of team rank `r`.
-pub fn broadcast_returns_the_source_value<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn broadcast_returns_the_source_value<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for league in LEAGUES {
@@ -253,7 +253,7 @@ pub fn broadcast_returns_the_source_value<S: ConformantSpace>(space: &S) -> Outc
 
 /// Axiom 4: `team_reduce` returns on every thread the join of all threads' values in
 /// team-rank order (a concatenation shows the order).
-pub fn team_reduce_joins_in_rank_order<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn team_reduce_joins_in_rank_order<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let concat = Custom::new(Vec::new, |dst: &mut Vec<usize>, src: Vec<usize>| dst.extend(src));
         for ts in team_sizes(space) {
@@ -286,7 +286,7 @@ pub fn team_reduce_joins_in_rank_order<S: ConformantSpace>(space: &S) -> Outcome
 
 /// Axiom 5: `team_scan(v)` returns (the sum of the values of lower team ranks, the team's
 /// total), for integers and floats.
-pub fn team_scan_returns_exclusive_prefix_and_total<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn team_scan_returns_exclusive_prefix_and_total<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for league in LEAGUES {
@@ -313,25 +313,25 @@ pub fn team_scan_returns_exclusive_prefix_and_total<S: ConformantSpace>(space: &
 }
 
 /// Axiom 6: a `TeamThreadRange` visits every index of its range once across the team.
-pub fn team_thread_range_visits_every_index_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn team_thread_range_visits_every_index_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || nested_for_counts(space, NestedLevel::TeamThread))
 }
 
 /// Axiom 6: a `ThreadVectorRange` visits every index of its range once on every thread
 /// (its range is split over the lanes of the calling thread).
-pub fn thread_vector_range_visits_every_index_once_per_thread<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn thread_vector_range_visits_every_index_once_per_thread<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || nested_for_counts(space, NestedLevel::ThreadVector))
 }
 
 /// Axiom 6: a `TeamVectorRange` visits every index of its range once across the team.
-pub fn team_vector_range_visits_every_index_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn team_vector_range_visits_every_index_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || nested_for_counts(space, NestedLevel::TeamVector))
 }
 
 /// Team tokens: a team stores into its row of a rank-2 writer through team loops of
 /// different ranges (each element stored once, by its owner, with no barrier between the
 /// loops), and one thread of the team stores the row sum at its league token.
-pub fn team_rows_and_league_tokens_store_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn team_rows_and_league_tokens_store_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let cols = 41;
         for ts in team_sizes(space) {
@@ -382,7 +382,7 @@ pub fn team_rows_and_league_tokens_store_once<S: ConformantSpace>(space: &S) -> 
 /// Team planes of a rank-3 writer: each team owns its plane, each row goes to the thread
 /// that owns it in a team loop, and that thread stores the whole row (here in a vector loop),
 /// so every element is stored exactly once, also across two team loops of different ranges.
-pub fn team_planes_store_every_element_once<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn team_planes_store_every_element_once<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let (rows, cols) = (37, 9);
         for ts in team_sizes(space) {
@@ -428,7 +428,7 @@ pub fn team_planes_store_every_element_once<S: ConformantSpace>(space: &S) -> Ou
 
 /// Axiom 6: a nested reduce returns the full result on every participating thread, and
 /// the identity for an empty range.
-pub fn nested_reduce_returns_the_result_on_every_thread<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn nested_reduce_returns_the_result_on_every_thread<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 23;
         for ts in team_sizes(space) {
@@ -469,7 +469,7 @@ pub fn nested_reduce_returns_the_result_on_every_thread<S: ConformantSpace>(spac
 
 /// Axiom 6: a nested scan calls the final pass once per index with the exclusive prefix
 /// of the team's range, and returns the total on every participating thread.
-pub fn nested_scan_matches_sequential_prefix<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn nested_scan_matches_sequential_prefix<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 19;
         let value = |lr: usize, j: usize| (lr * 10 + j) as i64 - 20;
@@ -533,7 +533,7 @@ pub fn nested_scan_matches_sequential_prefix<S: ConformantSpace>(space: &S) -> O
 
 /// Axiom 7: team and thread scratch hold at least what the policy requested, at both
 /// levels, and that much can be allocated.
-pub fn team_scratch_has_the_requested_size<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn team_scratch_has_the_requested_size<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             let policy = TeamPolicy::new(space.clone(), 5, ts)
@@ -567,7 +567,7 @@ pub fn team_scratch_has_the_requested_size<S: ConformantSpace>(space: &S) -> Out
 
 /// Axiom 7: thread scratch is private: what a thread stores there is what it reads back
 /// after a team barrier, whatever the other threads stored in theirs.
-pub fn thread_scratch_is_private<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn thread_scratch_is_private<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             let policy =
@@ -598,7 +598,7 @@ pub fn thread_scratch_is_private<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// `parallel_reduce` over a team policy adds each team's contribution once, for static
 /// and dynamic schedules and chunk sizes.
-pub fn team_policy_reduce_sums_over_teams<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn team_policy_reduce_sums_over_teams<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for (schedule, chunk) in [

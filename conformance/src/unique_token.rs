@@ -5,11 +5,11 @@
 use hoplite_core::{Error, RangePolicy, UniqueToken, View, parallel_for};
 
 use crate::util::Problems;
-use crate::{ConformantSpace, Failure, Outcome, check};
+use crate::{Failure, FullSpace, Outcome, check};
 
 /// In a launch of many short iterations, each holds an id of `token` while it runs and checks
 /// that nobody else holds it.
-fn distinct_under_load<S: ConformantSpace, T: UniqueToken>(space: &S, token: &T, what: &str) -> Outcome {
+fn distinct_under_load<S: FullSpace, T: UniqueToken>(space: &S, token: &T, what: &str) -> Outcome {
     let size = token.size();
     let held: View<u32, 1> = View::new("token-holders", [size])?;
     let holders = held.atomic();
@@ -39,7 +39,7 @@ fn distinct_under_load<S: ConformantSpace, T: UniqueToken>(space: &S, token: &T,
 
 /// Axiom 1: every id `acquire` and `try_acquire` return is in `[0, size)`; taking all of
 /// them yields each id once.
-pub fn ids_are_in_range<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn ids_are_in_range<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for size in [1, 5, 64, 65, 130] {
             let token = space.unique_token_with_size(size)?;
@@ -75,7 +75,7 @@ pub fn ids_are_in_range<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// Axiom 2: no two live ids are equal, while every iteration of a launch holds one of the
 /// space's instance token (sized to its concurrency).
-pub fn live_ids_are_distinct<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn live_ids_are_distinct<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         distinct_under_load(space, &space.unique_token(), "instance token")?;
         distinct_under_load(space, &space.unique_token_with_size(3)?, "token of size 3")
@@ -84,7 +84,7 @@ pub fn live_ids_are_distinct<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// Axiom 3: `try_acquire` returns `None` only when `size()` ids are live, and a released id
 /// can be acquired again.
-pub fn try_acquire_fails_only_when_every_id_is_live<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn try_acquire_fails_only_when_every_id_is_live<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let token = space.unique_token_with_size(5)?;
         let mut ids = Vec::new();
@@ -113,7 +113,7 @@ pub fn try_acquire_fails_only_when_every_id_is_live<S: ConformantSpace>(space: &
 }
 
 /// Axiom 2 across clones: clones share the ids.
-pub fn clones_share_ids<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn clones_share_ids<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let token = space.unique_token_with_size(2)?;
         let clone = token.clone();
@@ -139,7 +139,7 @@ pub fn clones_share_ids<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// A guard holds its id until it is dropped, then the id is free again.
-pub fn guard_releases_on_drop<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn guard_releases_on_drop<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let token = space.unique_token_with_size(2)?;
         {
@@ -166,7 +166,7 @@ pub fn guard_releases_on_drop<S: ConformantSpace>(space: &S) -> Outcome {
 }
 
 /// The instance token (`unique_token()`) has as many ids as the instance's concurrency.
-pub fn instance_token_is_sized_to_the_concurrency<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn instance_token_is_sized_to_the_concurrency<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         ensure_eq!(
             space.unique_token().size(),
@@ -178,7 +178,7 @@ pub fn instance_token_is_sized_to_the_concurrency<S: ConformantSpace>(space: &S)
 }
 
 /// A token of size 0 is `Error::InvalidTokenSize` naming the space.
-pub fn zero_size_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn zero_size_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || match space.unique_token_with_size(0) {
         Err(Error::InvalidTokenSize {
             requested,
@@ -198,7 +198,7 @@ pub fn zero_size_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// A token too large to allocate is `Error::InvalidTokenSize`, not an aborted process; a
 /// large one that can be had works.
-pub fn huge_size_is_an_error_not_an_abort<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn huge_size_is_an_error_not_an_abort<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         match space.unique_token_with_size(usize::MAX) {
             Err(Error::InvalidTokenSize { requested, .. }) => {
@@ -229,7 +229,7 @@ pub fn huge_size_is_an_error_not_an_abort<S: ConformantSpace>(space: &S) -> Outc
 
 /// Axiom 2 for the global scope: ids held by iterations on this instance and on the
 /// default instance are never shared.
-pub fn global_live_ids_are_distinct<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn global_live_ids_are_distinct<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let global = S::global_unique_token();
         ensure!(global.size() >= 1, "the global token has no ids");

@@ -11,11 +11,11 @@ use hoplite_core::{
 };
 
 use crate::util::{expect_error, mentions, same};
-use crate::{ConformantSpace, Outcome, check};
+use crate::{FullSpace, Outcome, check};
 
 /// Launches `policy` over `0..n` handing it `args`, with a kernel that only counts its calls;
 /// the launch must fail with `BorrowConflict` before any iteration runs.
-fn expect_conflict<S: ConformantSpace, A: hoplite_core::LaunchArgs>(
+fn expect_conflict<S: FullSpace, A: hoplite_core::LaunchArgs>(
     space: &S,
     n: usize,
     args: A,
@@ -43,7 +43,7 @@ fn expect_conflict<S: ConformantSpace, A: hoplite_core::LaunchArgs>(
 
 /// A writer handed to a range launch stores at every token (axpy: `y = 2 x + y`), reading
 /// its own old value and a reader's at the same token.
-pub fn writer_stores_at_every_token<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn writer_stores_at_every_token<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for n in [0, 1, 1000, 10_007] {
             let x: View<f64, 1> = View::from_slice("x", [n], &(0..n).map(|i| i as f64).collect::<Vec<_>>())?;
@@ -68,7 +68,7 @@ pub fn writer_stores_at_every_token<S: ConformantSpace>(space: &S) -> Outcome {
 
 /// Writers handed to an MDRange launch store at every multi-index token, for LayoutRight
 /// and LayoutLeft views, odd tiles and both orders.
-pub fn md_writer_stores_at_every_token<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn md_writer_stores_at_every_token<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let (rows, cols) = (13, 11);
         for order in [IterationOrder::Right, IterationOrder::Left] {
@@ -105,7 +105,7 @@ pub fn md_writer_stores_at_every_token<S: ConformantSpace>(space: &S) -> Outcome
 
 /// A bound reader's `neighbor` reads the stencil points around each token of an interior
 /// launch.
-pub fn reader_neighbor_reads_stencil_points<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn reader_neighbor_reads_stencil_points<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 17;
         let u: View<f64, 2> = View::from_slice(
@@ -145,7 +145,7 @@ pub fn reader_neighbor_reads_stencil_points<S: ConformantSpace>(space: &S) -> Ou
 
 /// An atomic handle (captured by the kernel) scatter-adds from every iteration without
 /// losing an update.
-pub fn atomic_handle_scatter_adds_exactly<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn atomic_handle_scatter_adds_exactly<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 20_000;
         let bins: View<u64, 1> = View::new("histogram", [16])?;
@@ -172,7 +172,7 @@ pub fn atomic_handle_scatter_adds_exactly<S: ConformantSpace>(space: &S) -> Outc
 
 /// A writer conflicts with a live reader of a clone of the same view (clones are the same
 /// data), in either order of making them; the launch fails before running.
-pub fn writer_conflicts_with_reader_of_clone<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn writer_conflicts_with_reader_of_clone<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let v: View<f64, 1> = View::new("shared", [64])?;
         let alias = v.clone();
@@ -197,7 +197,7 @@ pub fn writer_conflicts_with_reader_of_clone<S: ConformantSpace>(space: &S) -> O
 }
 
 /// Two writers of one view conflict, also inside one launch's tuple.
-pub fn two_writers_of_one_view_conflict<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn two_writers_of_one_view_conflict<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let v: View<i32, 1> = View::new("twice", [32])?;
         expect_conflict(space, 32, (v.write(), v.write()), &["writer", "twice"])
@@ -205,7 +205,7 @@ pub fn two_writers_of_one_view_conflict<S: ConformantSpace>(space: &S) -> Outcom
 }
 
 /// An atomic handle conflicts with a writer, and readers with an atomic handle.
-pub fn atomic_handle_conflicts_with_writer<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn atomic_handle_conflicts_with_writer<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let v: View<u32, 1> = View::new("mixed", [16])?;
         let atomic = v.atomic();
@@ -220,7 +220,7 @@ pub fn atomic_handle_conflicts_with_writer<S: ConformantSpace>(space: &S) -> Out
 }
 
 /// Writers of disjoint subviews of one view do not conflict: one launch writes both halves.
-pub fn disjoint_subview_writers_do_not_conflict<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn disjoint_subview_writers_do_not_conflict<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 1000;
         let v: View<i64, 1> = View::new("halves", [2 * n])?;
@@ -250,7 +250,7 @@ pub fn disjoint_subview_writers_do_not_conflict<S: ConformantSpace>(space: &S) -
 
 /// A launch whose tokens go past a handle's extent is `Error::OutOfExtent` naming the view,
 /// and runs no iteration.
-pub fn launch_past_the_extent_is_rejected<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn launch_past_the_extent_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let y: View<f64, 1> = View::new("short", [10])?;
         let runs = AtomicUsize::new(0);
@@ -301,7 +301,7 @@ pub fn launch_past_the_extent_is_rejected<S: ConformantSpace>(space: &S) -> Outc
 
 /// Handles handed to a launch are released when it returns, whether it succeeded, failed
 /// validation or panicked: the host can borrow the view exclusively afterwards.
-pub fn handles_are_released_after_the_launch<S: ConformantSpace>(space: &S) -> Outcome {
+pub fn handles_are_released_after_the_launch<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let v: View<i32, 1> = View::new("released", [100])?;
         parallel_for(

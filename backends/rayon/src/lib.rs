@@ -610,6 +610,16 @@ impl ExecutionSpace for RayonSpace {
         }
         Ok(())
     }
+
+    /// Pools of their own, with thread counts in proportion to the weights (see the inherent
+    /// [`RayonSpace::partition_space_weighted`]).
+    fn partition_space_weighted(&self, weights: &[f64]) -> Result<Vec<Self>> {
+        RayonSpace::partition_space_weighted(self, weights)
+    }
+
+    fn partition_space(&self, n: usize) -> Result<Vec<Self>> {
+        RayonSpace::partition_space(self, n)
+    }
 }
 
 mod sealed {

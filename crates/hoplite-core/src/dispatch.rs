@@ -18,9 +18,10 @@ use std::ops::Add;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{Error, Result};
-use crate::policy::ExecutionPolicy;
+use crate::policy::{ExecutionPolicy, MDRangePolicy, RangePolicy, TeamPolicy};
 use crate::reducer::{Reducer, ReductionIdentity};
 use crate::space::ExecutionSpace;
+use crate::unique_token::UniqueTokenSpace;
 use crate::view::LaunchArgs;
 
 /// A value a scan can accumulate: summed, starting from zero.
@@ -677,4 +678,78 @@ where
     launch(label, Pattern::Scan, launch_spec, kernel, |policy, k| {
         policy.space().parallel_scan(label, policy, k)
     })
+}
+
+/// Every launch a conforming backend supports, in one bound: backend-generic application code
+/// writes `S: FullSpace` instead of a bound per policy kind and MDRange rank.
+///
+/// A full space is an execution space with unique tokens that runs `parallel_for` and
+/// `parallel_reduce` over range policies, MDRange policies of every rank (1 to
+/// [`MAX_MDRANGE_RANK`](crate::MAX_MDRANGE_RANK)) and team policies, and `parallel_scan` over
+/// range policies. The blanket implementation makes every such space a `FullSpace`; the
+/// conformance suite tests exactly these.
+///
+/// ```
+/// use hoplite_core::{FullSpace, MDRangePolicy, RangePolicy, Sum, View, parallel_for, parallel_reduce};
+///
+/// /// Fills a grid and sums it, on any backend.
+/// fn fill_and_sum<S: FullSpace>(space: &S, n: usize) -> hoplite_core::Result<f64> {
+///     let grid: View<f64, 2> = View::new("grid", [n, n])?;
+///     let whole = MDRangePolicy::new(space.clone(), [0, 0], [n, n]);
+///     parallel_for("fill", (whole.clone(), (grid.write(),)), |(ij, (g,))| g.set(ij, 0.5))?;
+///     parallel_reduce("sum", (whole, (grid.read(),)), |(ij, (g,)), acc| *acc += g.get(ij), Sum::new())
+/// }
+/// assert_eq!(fill_and_sum(&hoplite_serial::Serial::default(), 4)?, 8.0);
+/// # let _ = RangePolicy::new(hoplite_serial::Serial::default(), 0..1);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not run every launch of the concepts",
+    label = "not a full execution space",
+    note = "a full space runs range, MDRange (ranks 1-6) and team policies; a backend that passes the conformance suite is one"
+)]
+pub trait FullSpace:
+    ExecutionSpace
+    + UniqueTokenSpace
+    + ParallelFor<RangePolicy<Self>>
+    + ParallelReduce<RangePolicy<Self>>
+    + ParallelScan<RangePolicy<Self>>
+    + ParallelFor<MDRangePolicy<Self, 1>>
+    + ParallelReduce<MDRangePolicy<Self, 1>>
+    + ParallelFor<MDRangePolicy<Self, 2>>
+    + ParallelReduce<MDRangePolicy<Self, 2>>
+    + ParallelFor<MDRangePolicy<Self, 3>>
+    + ParallelReduce<MDRangePolicy<Self, 3>>
+    + ParallelFor<MDRangePolicy<Self, 4>>
+    + ParallelReduce<MDRangePolicy<Self, 4>>
+    + ParallelFor<MDRangePolicy<Self, 5>>
+    + ParallelReduce<MDRangePolicy<Self, 5>>
+    + ParallelFor<MDRangePolicy<Self, 6>>
+    + ParallelReduce<MDRangePolicy<Self, 6>>
+    + ParallelFor<TeamPolicy<Self>>
+    + ParallelReduce<TeamPolicy<Self>>
+{
+}
+
+impl<S> FullSpace for S where
+    S: ExecutionSpace
+        + UniqueTokenSpace
+        + ParallelFor<RangePolicy<S>>
+        + ParallelReduce<RangePolicy<S>>
+        + ParallelScan<RangePolicy<S>>
+        + ParallelFor<MDRangePolicy<S, 1>>
+        + ParallelReduce<MDRangePolicy<S, 1>>
+        + ParallelFor<MDRangePolicy<S, 2>>
+        + ParallelReduce<MDRangePolicy<S, 2>>
+        + ParallelFor<MDRangePolicy<S, 3>>
+        + ParallelReduce<MDRangePolicy<S, 3>>
+        + ParallelFor<MDRangePolicy<S, 4>>
+        + ParallelReduce<MDRangePolicy<S, 4>>
+        + ParallelFor<MDRangePolicy<S, 5>>
+        + ParallelReduce<MDRangePolicy<S, 5>>
+        + ParallelFor<MDRangePolicy<S, 6>>
+        + ParallelReduce<MDRangePolicy<S, 6>>
+        + ParallelFor<TeamPolicy<S>>
+        + ParallelReduce<TeamPolicy<S>>
+{
 }

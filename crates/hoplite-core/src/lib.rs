@@ -40,9 +40,9 @@ pub mod unique_token;
 pub mod view;
 
 pub use dispatch::{
-    ForKernel, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceKernel, ScanKernel, ScanValue,
-    ValidatedPolicy, parallel_for, parallel_for_validated, parallel_reduce, parallel_reduce_validated,
-    parallel_scan, parallel_scan_validated,
+    ForKernel, FullSpace, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceKernel, ScanKernel,
+    ScanValue, ValidatedPolicy, parallel_for, parallel_for_validated, parallel_reduce,
+    parallel_reduce_validated, parallel_scan, parallel_scan_validated,
 };
 pub use error::{Error, Result};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
@@ -52,8 +52,8 @@ pub use policy::{
 };
 pub use reducer::*;
 pub use space::{
-    ArrayLayout, ExecutionSpace, HostSpace, LayoutLeft, LayoutRight, LayoutStride, MemorySpace,
-    MemorySpaceAccess,
+    ArrayLayout, ExecutionSpace, HostSpace, LayoutLeft, LayoutRight, LayoutStride, MAX_PARTITIONS,
+    MemorySpace, MemorySpaceAccess, check_partition_count,
 };
 pub use team::{
     NestedBounds, NestedLevel, ScratchBuffer, ScratchElement, ScratchPad, ScratchSlice, TeamMember,

@@ -85,6 +85,78 @@ pub trait ExecutionSpace: Clone + Default + Send + Sync + PartialEq + Debug + 's
 
     /// Prints the space's configuration: threads, devices, versions; more with `detail`.
     fn print_configuration(&self, out: &mut dyn io::Write, detail: bool) -> io::Result<()>;
+
+    /// Splits this instance into `weights.len()` instances whose shares of its resources are
+    /// proportional to `weights` (Kokkos `partition_space`): launches on different parts may
+    /// run at the same time. Weights that are negative, NaN or infinite count as zero; if none
+    /// is positive the resources are split evenly.
+    ///
+    /// The provided implementation is for spaces whose instances cannot be divided (one
+    /// thread, one device queue): it returns `weights.len()` clones of this instance, which
+    /// stay one instance (launches on them run in order, axiom 2). A space that can divide its
+    /// resources (a thread pool, a device with streams) overrides it.
+    ///
+    /// ```
+    /// use hoplite_core::ExecutionSpace;
+    /// use hoplite_serial::Serial;
+    /// let parts = Serial::default().partition_space_weighted(&[2.0, 1.0])?;
+    /// assert_eq!(parts.len(), 2);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ThreadsUnavailable`] for more than [`MAX_PARTITIONS`] parts or when the
+    /// resources for the parts cannot be had.
+    fn partition_space_weighted(&self, weights: &[f64]) -> Result<Vec<Self>> {
+        check_partition_count(self.name(), weights.len())?;
+        Ok(vec![self.clone(); weights.len()])
+    }
+
+    /// Splits this instance into `n` equal parts: [`partition_space_weighted`] with equal
+    /// weights.
+    ///
+    /// [`partition_space_weighted`]: Self::partition_space_weighted
+    ///
+    /// ```
+    /// use hoplite_core::ExecutionSpace;
+    /// fn per_part<S: ExecutionSpace>(space: &S) -> hoplite_core::Result<Vec<usize>> {
+    ///     Ok(space.partition_space(2)?.iter().map(|p| p.concurrency()).collect())
+    /// }
+    /// assert_eq!(per_part(&hoplite_serial::Serial::default())?, [1, 1]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`partition_space_weighted`](Self::partition_space_weighted).
+    fn partition_space(&self, n: usize) -> Result<Vec<Self>> {
+        // Checked before the weights are allocated: `n` may be anything.
+        check_partition_count(self.name(), n)?;
+        self.partition_space_weighted(&vec![1.0; n])
+    }
+}
+
+/// The most parts [`ExecutionSpace::partition_space`] makes: more would only be clones or
+/// one-thread pools fighting over the same cores.
+pub const MAX_PARTITIONS: usize = 1 << 12;
+
+/// Refuses a partition into more than [`MAX_PARTITIONS`] parts with a typed error, before
+/// anything is allocated for the parts.
+///
+/// # Errors
+///
+/// [`Error::ThreadsUnavailable`] naming `space` when `parts` is above the limit.
+pub fn check_partition_count(space: &'static str, parts: usize) -> Result<()> {
+    if parts > MAX_PARTITIONS {
+        return Err(Error::ThreadsUnavailable {
+            space,
+            requested: parts,
+            started: 0,
+            reason: format!("a partition into {parts} instances: at most {MAX_PARTITIONS}"),
+        });
+    }
+    Ok(())
 }
 
 /// Where data lives (Kokkos `MemorySpace`).

@@ -301,6 +301,25 @@ impl<S: ExecutionSpace> HostDevice<S> {
         })
     }
 
+    /// A device named `name` with `streams` streams, each on its own part of `space`
+    /// ([`ExecutionSpace::partition_space`]: for rayon, a pool of its own).
+    ///
+    /// ```
+    /// use hoplite_dag::device::{Device, HostDevice};
+    /// use hoplite_serial::Serial;
+    /// let device = HostDevice::partitioned("cpu", &Serial::default(), 4)?;
+    /// assert_eq!(device.max_streams(), Some(4));
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What partitioning reports ([`hoplite_core::Error::ThreadsUnavailable`]), or
+    /// [`DagError::InvalidOptions`] for zero streams.
+    pub fn partitioned(name: &str, space: &S, streams: usize) -> Result<Self, DagError> {
+        Self::new(name, space.partition_space(streams)?)
+    }
+
     /// The instances its streams run on.
     pub fn instances(&self) -> &[S] {
         &self.instances

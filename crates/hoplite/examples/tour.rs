@@ -175,23 +175,19 @@ fn backends_side_by_side() -> Result<()> {
             gbps(n * size_of::<f64>(), t)
         )
     };
-    let (v, t) = timed(5, || {
+    // One generic function for every backend: `FullSpace` bundles every launch the concepts
+    // define, so it needs no bound per policy kind.
+    fn norm2<S: FullSpace>(space: &S, x: &View<f64, 1>) -> Result<f64> {
         parallel_reduce(
             "dot",
-            (RangePolicy::new(serial.clone(), 0..n), (x.read(),)),
+            (RangePolicy::new(space.clone(), 0..x.len()), (x.read(),)),
             |(i, (x,)), acc| *acc += x.get(i) * x.get(i),
             Sum::<f64>::new(),
         )
-    });
+    }
+    let (v, t) = timed(5, || norm2(&serial, &x));
     dot("serial", t, v?);
-    let (v, t) = timed(5, || {
-        parallel_reduce(
-            "dot",
-            (RangePolicy::new(pool.clone(), 0..n), (x.read(),)),
-            |(i, (x,)), acc| *acc += x.get(i) * x.get(i),
-            Sum::<f64>::new(),
-        )
-    });
+    let (v, t) = timed(5, || norm2(&pool, &x));
     dot("rayon", t, v?);
     let (v, t) = timed(5, || x_data.iter().map(|v| v * v).sum::<f64>());
     dot("raw loop", t, v);
@@ -715,7 +711,7 @@ fn implicit_dag() -> std::result::Result<(), Box<dyn std::error::Error>> {
     // waits, on the whole pool (the eager baseline).
     let parts = space.concurrency().clamp(1, 4);
     let async_ctx = Context::new(
-        vec![HostDevice::new("cpu", space.partition_space(parts)?)?],
+        vec![HostDevice::partitioned("cpu", &space, parts)?],
         ContextOptions::default(),
     )?;
     let sync_ctx = Context::new(
@@ -737,7 +733,7 @@ fn implicit_dag() -> std::result::Result<(), Box<dyn std::error::Error>> {
     );
 
     let fresh = Context::new(
-        vec![HostDevice::new("cpu", space.partition_space(parts)?)?],
+        vec![HostDevice::partitioned("cpu", &space, parts)?],
         ContextOptions::default(),
     )?;
     pipeline(&fresh)?;

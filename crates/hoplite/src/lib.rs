@@ -185,10 +185,10 @@ pub fn print_configuration(out: &mut dyn std::io::Write, detail: bool) -> std::i
 /// The names most programs need: `use hoplite::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        DefaultExecutionSpace, DefaultHostExecutionSpace, Error, ExecutionPolicy, ExecutionSpace, Idx,
-        IterationOrder, MDRangePolicy, MdIdx, PerTeam, PerThread, RangePolicy, Reducer, Result, Schedule,
-        TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange, ThreadVectorRange, UniqueToken,
-        UniqueTokenSpace, parallel_for, parallel_reduce, parallel_scan,
+        DefaultExecutionSpace, DefaultHostExecutionSpace, Error, ExecutionPolicy, ExecutionSpace, FullSpace,
+        Idx, IterationOrder, MDRangePolicy, MdIdx, PerTeam, PerThread, RangePolicy, Reducer, Result,
+        Schedule, TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange, ThreadVectorRange,
+        UniqueToken, UniqueTokenSpace, parallel_for, parallel_reduce, parallel_scan,
     };
     pub use hoplite_core::reducer::*;
     pub use hoplite_core::{
