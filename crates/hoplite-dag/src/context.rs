@@ -166,19 +166,23 @@ impl Cell {
         self.progress.lock().state.clone()
     }
 
-    fn set(&self, state: VertexState) {
+    fn start(&self) {
+        let mut p = self.progress.lock();
+        p.start = Some(Instant::now());
+        p.state = VertexState::Running;
+    }
+
+    /// The vertex's end: its outcome.
+    fn finish(&self, outcome: VertexState) {
         let mut p = self.progress.lock();
         let now = Instant::now();
-        if state == VertexState::Running {
-            p.start = Some(now);
-        } else {
-            p.start.get_or_insert(now);
-            p.end = Some(now);
-        }
-        p.state = state;
+        p.start.get_or_insert(now);
+        p.end = Some(now);
+        p.state = outcome;
         self.changed.notify_all();
     }
 
+    /// Blocks until the vertex is done or failed.
     /// Blocks until the vertex is done or failed.
     fn wait(&self) -> VertexState {
         let mut p = self.progress.lock();
@@ -284,6 +288,8 @@ struct State<D: Device> {
     /// forgotten (they count as up to date on the CPU again, which only steers selection).
     locations: HashMap<AllocationKey, BTreeSet<Location>>,
     prune_locations_at: usize,
+    /// The other half of `Context::finished`, swapped in by `retire`.
+    finished_buffer: Vec<VertexId>,
     /// The accesses of failed vertices (skipped ones included): a later launch that conflicts
     /// with one would have been their descendant, so it fails with the same cause.
     poisoned: Vec<(Access, DagError)>,
@@ -366,6 +372,7 @@ impl<D: Device> Context<D> {
                 history: VecDeque::new(),
                 locations: HashMap::new(),
                 prune_locations_at: LOCATIONS_LIMIT,
+                finished_buffer: Vec::new(),
                 poisoned: Vec::new(),
                 unreported: Vec::new(),
             }),
@@ -545,9 +552,13 @@ impl<D: Device> Context<D> {
                 AccessKind::Read => {
                     locations.insert(at);
                 }
-                AccessKind::Write | AccessKind::Atomic => {
+                // Only here: most writers write where the data already is.
+                AccessKind::Write | AccessKind::Atomic
+                    if !(locations.len() == 1 && locations.contains(&at)) =>
+                {
                     *locations = BTreeSet::from([at]);
                 }
+                AccessKind::Write | AccessKind::Atomic => {}
             }
         }
 
@@ -582,7 +593,7 @@ impl<D: Device> Context<D> {
             let outcome = match failure {
                 Some(cause) => VertexState::Failed(cause.inherited_by(&label_owned)),
                 None => {
-                    work_cell.set(VertexState::Running);
+                    work_cell.start();
                     let result = catch_unwind(AssertUnwindSafe(|| run(&label_owned, &policy, &handles)));
                     match result {
                         Ok(Ok(())) => VertexState::Done,
@@ -597,10 +608,12 @@ impl<D: Device> Context<D> {
                     }
                 }
             };
-            // The views are released before anyone can see the vertex finished.
+            // The views are released before anyone can see the vertex finished, and its
+            // outcome is final before it is reported finished, so whoever retires it sees its
+            // failure.
             drop(handles);
+            work_cell.finish(outcome);
             finished.lock().push(id);
-            work_cell.set(outcome);
         }));
         state.live.insert(
             id,
@@ -633,19 +646,14 @@ impl<D: Device> Context<D> {
     /// Retires the vertices whose kernels ended: they leave the frontier and free their
     /// streams; the accesses of failed ones are remembered (see `State::poisoned`).
     fn retire(&self, state: &mut State<D>) {
-        let done = std::mem::take(&mut *self.finished.lock());
-        for id in done {
-            state.model.finish(id);
-            state.assigner.finish(id);
-            if let Some(live) = state.live.remove(&id)
-                && let VertexState::Failed(e) = live.cell.state()
-            {
-                for a in live.accesses.iter() {
-                    state.poisoned.push((a.clone(), e.clone()));
-                }
-                state.unreported.push(e);
-            }
+        // Swapped with a buffer of the state's, so neither side allocates anew each time.
+        let mut done = std::mem::take(&mut state.finished_buffer);
+        std::mem::swap(&mut *self.finished.lock(), &mut done);
+        for &id in &done {
+            Self::retire_one(state, id);
         }
+        done.clear();
+        state.finished_buffer = done;
         if state.locations.len() > state.prune_locations_at {
             let State { locations, live, .. } = &mut *state;
             locations.retain(|key, _| {
@@ -657,25 +665,45 @@ impl<D: Device> Context<D> {
         }
     }
 
+    /// Retires one finished vertex (its cell holds its final state), unless that happened
+    /// already.
+    fn retire_one(state: &mut State<D>, id: VertexId) {
+        let Some(live) = state.live.remove(&id) else {
+            return;
+        };
+        state.model.finish(id);
+        state.assigner.finish(id);
+        if let VertexState::Failed(e) = live.cell.state() {
+            for a in live.accesses.iter() {
+                state.poisoned.push((a.clone(), e.clone()));
+            }
+            state.unreported.push(e);
+        }
+    }
+
     /// Waits for the unfinished vertices whose accesses conflict with `access`. A read then
     /// returns the failure of a failed vertex it conflicts with; a write takes the elements
     /// back for the host, clearing the failures it covers.
     fn wait_for(&self, access: &Access) -> Result<()> {
-        let waits: Vec<Arc<Cell>> = {
+        let waits: Vec<(VertexId, Arc<Cell>)> = {
             let mut state = self.state.lock();
             self.retire(&mut state);
             let ids = state.model.conflicting(access);
             ids.iter()
-                .filter_map(|id| state.live.get(id).map(|l| l.cell.clone()))
+                .filter_map(|&id| state.live.get(&id).map(|l| (id, l.cell.clone())))
                 .collect()
         };
-        for cell in &waits {
+        for (_, cell) in &waits {
             cell.wait();
         }
-        // The waited vertices reported their end before their cells did, so retiring now
-        // records every failure among them.
+        // The waited vertices are finished (their cells say so, with their outcome): retire
+        // them now, whether or not their streams have reported them yet, so that every
+        // failure among them is recorded before the check below.
         let mut state = self.state.lock();
         self.retire(&mut state);
+        for &(id, _) in &waits {
+            Self::retire_one(&mut state, id);
+        }
         if access.kind == AccessKind::Write {
             let footprint = &access.footprint;
             state
@@ -736,15 +764,18 @@ impl<D: Device> Context<D> {
     ///
     /// That failure.
     pub fn synchronize(&self) -> Result<()> {
-        let cells: Vec<Arc<Cell>> = {
+        let cells: Vec<(VertexId, Arc<Cell>)> = {
             let state = self.state.lock();
-            state.live.values().map(|l| l.cell.clone()).collect()
+            state.live.iter().map(|(&id, l)| (id, l.cell.clone())).collect()
         };
-        for cell in &cells {
+        for (_, cell) in &cells {
             cell.wait();
         }
         let mut state = self.state.lock();
         self.retire(&mut state);
+        for &(id, _) in &cells {
+            Self::retire_one(&mut state, id);
+        }
         let unreported = std::mem::take(&mut state.unreported);
         match unreported.into_iter().next() {
             Some(e) => Err(e),

@@ -587,3 +587,24 @@ fn a_failure_stays_with_its_allocation_not_its_address() {
     }
     assert!(ctx.synchronize().is_err(), "the planned failures are reported");
 }
+
+#[test]
+fn views_go_back_when_the_host_sees_their_vertex_finished() {
+    let x = view("x");
+    let ctx = context(1, ContextOptions::default());
+    let v = ctx
+        .launch("x", (range(64), (x.write(),)), |(i, (x,))| x.set(i, 1))
+        .expect("x");
+    v.wait().expect("ran");
+    assert!(x.host_read().is_ok(), "waiting on the vertex ended its borrows");
+    let kept = ctx
+        .launch("x again", (range(64), (x.write(),)), |(i, (x,))| x.set(i, 2))
+        .expect("x");
+    drop(ctx);
+    assert!(
+        x.host_read().is_ok(),
+        "dropping the context ended them, though the vertex is kept"
+    );
+    assert_eq!(kept.state(), VertexState::Done);
+    assert_eq!(x.to_vec().expect("x")[0], 2);
+}

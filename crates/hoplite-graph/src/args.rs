@@ -46,7 +46,7 @@ impl Access {
             allocation: view.allocation_key(),
             footprint: view.footprint(),
             kind,
-            view: Arc::from(view.label()),
+            view: view.shared_label(),
             bytes: view.len().saturating_mul(std::mem::size_of::<T>()),
         }
     }

@@ -45,6 +45,19 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     pub fn allocation_key(&self) -> AllocationKey {
         AllocationKey(self.alloc.id())
     }
+
+    /// The view's label, shared with the allocation (no copy): for front ends that keep a
+    /// label per recorded access.
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// let x: View<f64, 1> = View::new("x", [4])?;
+    /// assert_eq!(&*x.shared_label(), "x");
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn shared_label(&self) -> std::sync::Arc<str> {
+        self.alloc.label().clone()
+    }
 }
 
 /// A set of borrows that are checked against every borrow outside the set and against none
