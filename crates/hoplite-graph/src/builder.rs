@@ -11,8 +11,8 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use hoplite_core::{
-    ExecutionSpace, IntoLaunch, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, Reducer, ScanValue,
-    ValidatedPolicy,
+    ExecutionPolicy, ExecutionSpace, IntoLaunch, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan,
+    Reducer, ScanValue, ValidatedPolicy,
 };
 
 use crate::GraphError;
@@ -311,6 +311,15 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
     ) -> Option<(ValidatedPolicy<L::Policy>, L::Args)> {
         let (policy, args) = launch.into_parts();
         let mut state = self.state.borrow_mut();
+        // Every node runs on the graph's instance. A policy that names another instance
+        // explicitly would be silently moved: refuse it. The default instance is what a plain
+        // size or range gets, so it means "no instance chosen".
+        if *policy.space() != state.space && *policy.space() != S::default() {
+            state.fail(GraphError::ForeignInstance {
+                node: label.to_owned(),
+            });
+            return None;
+        }
         match ValidatedPolicy::new(label, policy.on_instance(&state.space)) {
             Ok(policy) => Some((policy, args)),
             Err(e) => {

@@ -55,7 +55,10 @@
 //!
 //! A node's policy moves to the graph's instance and is validated once, when the node is made
 //! (an invalid policy is the error of [`create_graph`]); runs on that instance do not check it
-//! again. [`Graph::submit_on`] another instance validates the moved policies there.
+//! again. [`Graph::submit_on`] another instance validates the moved policies there. A policy
+//! may name the graph's instance or the default one (what a plain size or range gets); one
+//! that names any other instance is refused with [`GraphError::ForeignInstance`] rather than
+//! silently moved.
 //!
 //! # Data
 //!
@@ -108,6 +111,15 @@ pub enum GraphError {
         "the graph is already instantiated (by an earlier `instantiate` or its first `submit`); instantiate a graph at most once"
     )]
     AlreadyInstantiated,
+    /// A node's policy names an execution-space instance other than the graph's (and not the
+    /// default instance): every node runs on the graph's instance, so it would be moved.
+    #[error(
+        "graph node `{node}`: its policy names another instance than the graph's; every node runs on the graph's instance (or the one given to `submit_on`), so build the policy on the graph's instance or make a graph per instance"
+    )]
+    ForeignInstance {
+        /// The node's label.
+        node: String,
+    },
     /// Two nodes with no path between them make conflicting accesses to the same elements.
     #[error("{0}")]
     UnorderedRace(Box<UnorderedRace>),

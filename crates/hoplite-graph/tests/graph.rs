@@ -631,14 +631,37 @@ fn graphs_are_send_and_policies_move_to_the_graphs_instance() {
     let space = RayonSpace::with_threads(2).expect("pool");
     let other = RayonSpace::with_threads(2).expect("another pool");
     let seen = Arc::new(parking_lot_free::Seen::default());
-    let s = seen.clone();
+    // A policy on the default instance (what a plain size gets) moves to the graph's.
+    let (s1, s2) = (seen.clone(), seen.clone());
     let mut graph = create_graph(&space, |g| {
-        // The policy names another instance; the graph moves it to its own.
-        g.parallel_for("where", RangePolicy::new(other.clone(), 0..1), move |_i| s.hit());
+        g.parallel_for(
+            "default",
+            RangePolicy::new(RayonSpace::default(), 0..1),
+            move |_i| s1.hit(),
+        );
+        g.parallel_for("size", 1, move |_i| s2.hit());
     })
     .expect("graph");
     graph.submit().expect("submit");
-    assert_eq!(seen.count(), 1);
+    assert_eq!(seen.count(), 2);
+    // A policy that names another instance would be moved silently: refused, naming the node.
+    let s = seen.clone();
+    let e = create_graph(&space, |g| {
+        g.parallel_for("where", RangePolicy::new(other.clone(), 0..1), move |_i| s.hit());
+    })
+    .expect_err("a foreign instance");
+    assert!(
+        matches!(&e, hoplite_graph::GraphError::ForeignInstance { node } if node == "where"),
+        "{e}"
+    );
+    // On the graph's own instance it is fine.
+    let s = seen.clone();
+    let mut own = create_graph(&space, |g| {
+        g.parallel_for("own", RangePolicy::new(space.clone(), 0..1), move |_i| s.hit());
+    })
+    .expect("graph");
+    own.submit().expect("submit");
+    assert_eq!(seen.count(), 3);
 }
 
 mod parking_lot_free {
