@@ -268,10 +268,11 @@ struct Record {
 /// An unfinished vertex: what host access and later launches need to wait for it.
 struct Live<E> {
     accesses: Arc<[Access]>,
-    /// An event after the vertex in its stream, recorded when a launch on another stream first
-    /// needs one (most children share their parent's stream and need none). Recorded late, it
-    /// may also cover later work of that stream: earlier launches only, so waits stay acyclic.
-    event: Option<E>,
+    /// An event right after the vertex in its stream, for launches on other streams to wait
+    /// for. (Recording it only when a first such launch comes would save a queue item per
+    /// vertex, but the event then also covers whatever the stream took on since, and
+    /// independent branches end up waiting for each other: 2x slower in the branch benchmark.)
+    event: E,
     stream: usize,
     cell: Arc<Cell>,
 }
@@ -569,14 +570,10 @@ impl<D: Device> Context<D> {
             .filter_map(|p| state.live.get(p).map(|l| l.cell.clone()))
             .collect();
         for p in &parents {
-            let State { live, streams, .. } = &mut *state;
-            if let Some(parent) = live.get_mut(p)
+            if let Some(parent) = state.live.get(p)
                 && parent.stream != stream_index
             {
-                let event = parent
-                    .event
-                    .get_or_insert_with(|| streams[parent.stream].record_event());
-                streams[stream_index].wait_event(event);
+                state.streams[stream_index].wait_event(&parent.event);
             }
         }
         let stream = &state.streams[stream_index];
@@ -615,11 +612,12 @@ impl<D: Device> Context<D> {
             work_cell.finish(outcome);
             finished.lock().push(id);
         }));
+        let event = state.streams[stream_index].record_event();
         state.live.insert(
             id,
             Live {
                 accesses,
-                event: None,
+                event,
                 stream: stream_index,
                 cell: cell.clone(),
             },

@@ -206,8 +206,8 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
 
 /// Spins, then yields, for a short while (tens of microseconds) waiting for work.
 fn work_arrives_soon<S>(queue: &Queue<S>) -> bool {
-    const SPINS: usize = 512;
-    const YIELDS: usize = 16;
+    const SPINS: usize = 32;
+    const YIELDS: usize = 64;
     for k in 0..SPINS + YIELDS {
         if queue.pending.load(Ordering::Acquire) > 0 {
             return true;
