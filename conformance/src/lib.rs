@@ -379,6 +379,7 @@ macro_rules! __for_each_check {
                 custom_join_keeps_index_order,
                 finalize_runs_once_on_the_total,
                 tuple_of_reducers_matches_separate_reductions,
+                reduce_into_views_and_variables,
             }
             graph {
                 random_dags_run_every_node_once_after_its_predecessors,

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use hoplite_core::{
     BAnd, BOr, Custom, FirstLoc, Idx, LAnd, LOr, LastLoc, Max, MaxLoc, Min, MinLoc, MinMax,
     MinMaxFirstLastLoc, MinMaxLoc, MinMaxLocScalar, MinMaxScalar, Prod, RangePolicy, Reducer, Schedule, Sum,
-    ValLoc, parallel_reduce,
+    ValLoc, View, parallel_reduce, parallel_reduce_into,
 };
 
 use crate::util::{exact_f64_data, int_data, same};
@@ -730,6 +730,87 @@ pub fn tuple_of_reducers_matches_separate_reductions<S: FullSpace>(space: &S) ->
                 );
             }
         }
+        Ok(())
+    })
+}
+
+/// `parallel_reduce_into`: a result stored into a rank-0 view (also one the kernel read), into
+/// a host variable, and a tuple of reducers into one target per component, over range and
+/// MDRange policies; a target view borrowed elsewhere is a typed error.
+pub fn reduce_into_views_and_variables<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let n = 1000;
+        let data = int_data(n);
+        let x: View<i64, 1> = View::from_slice("reduce-into-x", [n], &data)?;
+        let total: View<i64, 0> = View::new("reduce-into-total", [])?;
+        parallel_reduce_into(
+            "into-view",
+            (RangePolicy::new(space.clone(), 0..n), (x.read(),)),
+            |(i, (x,)), acc: &mut i64| *acc += x.get(i),
+            Sum::<i64>::new(),
+            &total,
+        )?;
+        let expected: i64 = data.iter().sum();
+        ensure_eq!(
+            total.host_read()?.get([]),
+            expected,
+            "the sum stored into a rank-0 view"
+        );
+
+        // The target is a view the kernel reads: its handle is gone before the store.
+        parallel_reduce_into(
+            "into-read-view",
+            (RangePolicy::new(space.clone(), 0..1), (total.read(),)),
+            |(_i, (t,)), acc: &mut i64| *acc += 2 * t.get([]),
+            Sum::<i64>::new(),
+            &total,
+        )?;
+        ensure_eq!(
+            total.host_read()?.get([]),
+            2 * expected,
+            "a target the kernel read"
+        );
+
+        let (mut min, mut max) = (0i64, 0i64);
+        let count: View<i64, 0> = View::new("reduce-into-count", [])?;
+        parallel_reduce_into(
+            "into-tuple",
+            hoplite_core::MDRangePolicy::new(space.clone(), [0, 0], [10, 100]),
+            |ij, (lo, hi, c): &mut (i64, i64, i64)| {
+                let v = data[ij[0] * 100 + ij[1]];
+                *lo = (*lo).min(v);
+                *hi = (*hi).max(v);
+                *c += 1;
+            },
+            (Min::<i64>::new(), Max::<i64>::new(), Sum::<i64>::new()),
+            (&mut min, &mut max, &count),
+        )?;
+        ensure_eq!(
+            (min, max, count.host_read()?.get([])),
+            (
+                *data.iter().min().unwrap_or(&0),
+                *data.iter().max().unwrap_or(&0),
+                n as i64
+            ),
+            "a tuple of reducers into a tuple of targets"
+        );
+
+        let held = total.read();
+        match parallel_reduce_into(
+            "into-borrowed",
+            RangePolicy::new(space.clone(), 0..4),
+            |_i, acc: &mut i64| *acc += 1,
+            Sum::<i64>::new(),
+            &total,
+        ) {
+            Err(hoplite_core::Error::BorrowConflict { .. }) => {}
+            other => {
+                return Err(crate::Failure::msg(format!(
+                    "storing into a view with a live reader: {other:?}, expected BorrowConflict"
+                )));
+            }
+        }
+        drop(held);
         Ok(())
     })
 }

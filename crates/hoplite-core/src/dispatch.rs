@@ -647,6 +647,107 @@ where
     })
 }
 
+/// Where [`parallel_reduce_into`] puts a reduction's result: a rank-0 view (Kokkos' reduction
+/// into a view), a host variable (`&mut value`), or a tuple of targets for a tuple of reducers,
+/// one per component.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot receive a reduction result of type `{V}`",
+    label = "expected a rank-0 view, `&mut value`, or a tuple of them for a tuple of reducers",
+    note = "a reduction stores into `&View<T, 0>` (written on the host), `&mut T`, or one target per reducer of a tuple"
+)]
+pub trait ReduceInto<V> {
+    /// Stores the result.
+    ///
+    /// # Errors
+    ///
+    /// A borrow conflict on a target view (a handle of it is held elsewhere).
+    fn store(self, value: V) -> Result<()>;
+}
+
+impl<V> ReduceInto<V> for &mut V {
+    fn store(self, value: V) -> Result<()> {
+        *self = value;
+        Ok(())
+    }
+}
+
+impl<T, L, S> ReduceInto<T> for &crate::view::View<T, 0, L, S>
+where
+    T: crate::view::ViewValue,
+    L: crate::space::ArrayLayout,
+    S: crate::view::copy::HostAccessibleSpace,
+{
+    fn store(self, value: T) -> Result<()> {
+        self.host_write()?.set([], value);
+        Ok(())
+    }
+}
+
+macro_rules! tuple_reduce_into {
+    ($($target:ident $value:ident $idx:tt),+) => {
+        impl<$($target: ReduceInto<$value>, $value),+> ReduceInto<($($value,)+)> for ($($target,)+) {
+            fn store(self, value: ($($value,)+)) -> Result<()> {
+                $(self.$idx.store(value.$idx)?;)+
+                Ok(())
+            }
+        }
+    };
+}
+
+tuple_reduce_into!(A VA 0, B VB 1);
+tuple_reduce_into!(A VA 0, B VB 1, C VC 2);
+tuple_reduce_into!(A VA 0, B VB 1, C VC 2, D VD 3);
+tuple_reduce_into!(A VA 0, B VB 1, C VC 2, D VD 3, E VE 4);
+tuple_reduce_into!(A VA 0, B VB 1, C VC 2, D VD 3, E VE 4, F VF 5);
+tuple_reduce_into!(A VA 0, B VB 1, C VC 2, D VD 3, E VE 4, F VF 5, G VG 6);
+tuple_reduce_into!(A VA 0, B VB 1, C VC 2, D VD 3, E VE 4, F VF 5, G VG 6, H VH 7);
+
+/// As [`parallel_reduce`], storing the result into `target` (Kokkos' `parallel_reduce` into a
+/// view or a host scalar): a rank-0 view, `&mut value`, or — for a tuple of reducers — a tuple
+/// with one target per component. The launch's handles are released before the store, so the
+/// target may be a view the kernel read.
+///
+/// ```
+/// use hoplite_core::{Max, RangePolicy, Sum, View, parallel_reduce_into};
+/// use hoplite_serial::Serial;
+/// let x: View<i64, 1> = View::from_slice("x", [4], &[3, -1, 7, 2])?;
+/// let total: View<i64, 0> = View::new("total", [])?;
+/// let mut largest = 0;
+/// parallel_reduce_into(
+///     "sum and max",
+///     (RangePolicy::new(Serial::default(), 0..4), (x.read(),)),
+///     |(i, (x,)), (sum, max): &mut (i64, i64)| {
+///         *sum += x.get(i);
+///         *max = (*max).max(x.get(i));
+///     },
+///     (Sum::<i64>::new(), Max::<i64>::new()),
+///     (&total, &mut largest),
+/// )?;
+/// assert_eq!((total.host_read()?.get([]), largest), (11, 7));
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As for [`parallel_reduce`], and a borrow conflict on a target view.
+#[inline(always)]
+pub fn parallel_reduce_into<L, F, R, Tg>(
+    label: &str,
+    launch_spec: L,
+    kernel: F,
+    reducer: R,
+    target: Tg,
+) -> Result<()>
+where
+    L: LaunchSpec,
+    R: Reducer,
+    <L::Policy as ExecutionPolicy>::Space: ParallelReduce<L::Policy>,
+    F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
+    Tg: ReduceInto<R::Value>,
+{
+    target.store(parallel_reduce(label, launch_spec, kernel, reducer)?)
+}
+
 /// Prefix sum over the launch with a Kokkos scan kernel `(i, partial, is_final)`; returns the
 /// total. Store before adding for an exclusive scan, after adding for an inclusive one.
 ///

@@ -40,9 +40,9 @@ pub mod unique_token;
 pub mod view;
 
 pub use dispatch::{
-    ForKernel, FullSpace, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceKernel, ScanKernel,
-    ScanValue, ValidatedPolicy, parallel_for, parallel_for_validated, parallel_reduce,
-    parallel_reduce_validated, parallel_scan, parallel_scan_validated,
+    ForKernel, FullSpace, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceInto, ReduceKernel,
+    ScanKernel, ScanValue, ValidatedPolicy, parallel_for, parallel_for_validated, parallel_reduce,
+    parallel_reduce_into, parallel_reduce_validated, parallel_scan, parallel_scan_validated,
 };
 pub use error::{Error, Result};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};

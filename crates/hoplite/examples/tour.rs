@@ -286,6 +286,25 @@ fn reductions() -> Result<()> {
         t_hoplite.as_secs_f64() / t_raw.as_secs_f64()
     );
 
+    // Several reducers in one launch, each result into its own target (a rank-0 view, a
+    // host variable), as Kokkos' reductions into views.
+    let norm1: View<f64, 0> = View::new("norm1", [])?;
+    let mut largest = 0.0;
+    parallel_reduce_into(
+        "norms",
+        n,
+        |i, (sum, max): &mut (f64, f64)| {
+            *sum += y[*i].abs();
+            *max = max.max(y[*i].abs());
+        },
+        (Sum::<f64>::new(), Max::<f64>::new()),
+        (&norm1, &mut largest),
+    )?;
+    println!(
+        "one launch, two reducers into a view and a variable: |y|_1 = {}, |y|_inf = {largest}",
+        norm1.host_read()?.get([])
+    );
+
     let v: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 10007 - 5000).collect();
     let (mm, t) = timed(3, || {
         parallel_reduce(

@@ -131,6 +131,41 @@ where
     hoplite_core::parallel_reduce(label, launch.into_launch(), kernel, reducer)
 }
 
+/// As [`parallel_reduce`], storing the result into `target`: a rank-0 view, `&mut value`, or a
+/// tuple of them for a tuple of reducers. See [`hoplite_core::parallel_reduce_into`].
+///
+/// ```
+/// use hoplite::prelude::*;
+/// let x = [4, 1, 3, 1];
+/// let total: View<i32, 0> = View::new("total", [])?;
+/// let mut count = 0;
+/// parallel_reduce_into("sum and count", x.len(), |i, (s, c): &mut (i32, u32)| { *s += x[*i]; *c += 1 },
+///     (Sum::<i32>::new(), Sum::<u32>::new()), (&total, &mut count))?;
+/// assert_eq!((total.host_read()?.get([]), count), (9, 4));
+/// # Ok::<(), hoplite::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As for [`parallel_for`], and a borrow conflict on a target view.
+#[inline(always)]
+pub fn parallel_reduce_into<L, F, R, Tg>(
+    label: &str,
+    launch: L,
+    kernel: F,
+    reducer: R,
+    target: Tg,
+) -> Result<()>
+where
+    L: IntoLaunch<DefaultExecutionSpace>,
+    R: Reducer,
+    <DefaultPolicy<L> as ExecutionPolicy>::Space: ParallelReduce<DefaultPolicy<L>>,
+    F: for<'it> Fn(DefaultItem<'it, L>, &mut R::Value) + Send + Sync,
+    Tg: hoplite_core::ReduceInto<R::Value>,
+{
+    hoplite_core::parallel_reduce_into(label, launch.into_launch(), kernel, reducer, target)
+}
+
 /// Prefix sum with a Kokkos scan kernel `(i, partial, is_final)`; returns the total. See
 /// [`hoplite_core::parallel_scan`].
 ///
@@ -188,7 +223,7 @@ pub mod prelude {
         DefaultExecutionSpace, DefaultHostExecutionSpace, Error, ExecutionPolicy, ExecutionSpace, FullSpace,
         Idx, IterationOrder, MDRangePolicy, MdIdx, PerTeam, PerThread, RangePolicy, Reducer, Result,
         Schedule, TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange, ThreadVectorRange,
-        UniqueToken, UniqueTokenSpace, parallel_for, parallel_reduce, parallel_scan,
+        UniqueToken, UniqueTokenSpace, parallel_for, parallel_reduce, parallel_reduce_into, parallel_scan,
     };
     pub use hoplite_core::reducer::*;
     pub use hoplite_core::{
