@@ -86,6 +86,19 @@ pub trait ExecutionSpace: Clone + Default + Send + Sync + PartialEq + Debug + 's
     /// Prints the space's configuration: threads, devices, versions; more with `detail`.
     fn print_configuration(&self, out: &mut dyn io::Write, detail: bool) -> io::Result<()>;
 
+    /// Whether every launch on this instance has completed when its launch function returns
+    /// (serial, rayon: yes; a device space that enqueues kernels on a stream: no). Schedulers
+    /// use it to count work as finished without a fence. Provided as `true`; an asynchronous
+    /// space overrides it.
+    ///
+    /// ```
+    /// use hoplite_core::ExecutionSpace;
+    /// assert!(hoplite_serial::Serial::default().synchronous_launches());
+    /// ```
+    fn synchronous_launches(&self) -> bool {
+        true
+    }
+
     /// Splits this instance into `weights.len()` instances whose shares of its resources are
     /// proportional to `weights` (Kokkos `partition_space`): launches on different parts may
     /// run at the same time. Weights that are negative, NaN or infinite count as zero; if none

@@ -253,9 +253,12 @@ impl<S: ExecutionSpace> BackendFor for S {
     type Backend = SpaceBackend<S>;
 }
 
-/// The backend for any resource type, with every default of [`Backend`]: it reports nothing,
-/// `Submission::wait` does nothing, and its submission group waits on every resource — which
-/// compiles only when the resource implements [`Wait`].
+/// The backend for any resource type. It reports the submission, and the time the submitted
+/// function took (so an auto-tuning policy learns which resource is fastest for work that is
+/// done when the function returns); completion is reported when the submission is waited on,
+/// unwrapped or dropped, since the backend cannot know whether the function started work that
+/// goes on. `Submission::wait` does nothing more, and its submission group waits on every
+/// resource — which compiles only when the resource implements [`Wait`].
 ///
 /// ```
 /// use hoplite_select::{submit, DefaultBackend, RoundRobin};
@@ -279,11 +282,30 @@ impl<R: fmt::Debug> fmt::Debug for DefaultBackend<R> {
 
 impl<R: Send + Sync> Backend for DefaultBackend<R> {
     type Resource = R;
-    type Scratch<I: InfoSet> = ();
+    type Scratch<I: InfoSet> = I::StartTime;
 
     #[inline(always)]
     fn resources(&self) -> &[R] {
         &self.resources
+    }
+
+    #[inline(always)]
+    fn instrument_before<L: Logic>(&self, selection: &mut Selection<'_, L, Self>) {
+        space_before(selection);
+    }
+
+    #[inline(always)]
+    fn instrument_after<'p, L: Logic, W>(
+        &self,
+        selection: Selection<'p, L, Self>,
+        value: W,
+    ) -> Submission<'p, L, Self, W> {
+        if <L::Infos as InfoSet>::TASK_TIME
+            && let Some(time) = selection.scratch().elapsed()
+        {
+            selection.report(Report::TaskTime(time));
+        }
+        Submission::new(selection, value)
     }
 }
 
@@ -305,8 +327,10 @@ impl<R: Wait + Send + Sync> WaitAll for DefaultBackend<R> {
 /// * Task submission is reported before `f` is called.
 /// * Task time, when the policy asks for it, is the time from just before the call until the
 ///   space's fence returns after it (so asynchronous launches are counted in full).
-/// * Task completion is reported when the submission is waited on (a fence), unwrapped or
-///   dropped, or when the function panicked.
+/// * Task completion is reported as soon as `f` returns on a space whose launches are
+///   synchronous ([`ExecutionSpace::synchronous_launches`]: serial, rayon); on an asynchronous
+///   space, when the submission is waited on (a fence), unwrapped or dropped. Also when the
+///   function panicked.
 /// * The submission group fences every instance. By default the backend has one resource,
 ///   the space's default instance.
 ///
@@ -359,6 +383,11 @@ where
         if let Some(time) = selection.scratch().elapsed() {
             selection.report(Report::TaskTime(time));
         }
+    }
+    // On a space whose launches are done when they return, the work `f` launched is done
+    // now: a load-balancing policy must not count it as busy until someone waits on it.
+    if <L::Infos as InfoSet>::TASK_COMPLETION && space.synchronous_launches() {
+        selection.report(Report::TaskCompletion);
     }
     Submission::new(selection, value)
 }

@@ -132,9 +132,9 @@ where
 /// [`SelectError::NotInitialized`], or what the policy reports.
 ///
 /// ```
-/// use hoplite_select::{try_submit, DynamicLoad};
-/// use hoplite_serial::Serial;
-/// let p = DynamicLoad::new(vec![Serial::new()]).with_limit(1);
+/// use hoplite_select::{try_submit, DefaultBackend, DynamicLoad};
+/// // The default backend counts a submission as unfinished until it is waited on.
+/// let p = DynamicLoad::<char, DefaultBackend<char>>::with_resources(vec!['a']).with_limit(1);
 /// let first = try_submit(&p, |_, ()| (), ())?.expect("resource 0 is idle");
 /// assert!(try_submit(&p, |_, ()| (), ())?.is_none());
 /// first.wait()?;

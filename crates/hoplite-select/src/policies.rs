@@ -50,14 +50,20 @@ pub type FixedResource<R, B = <R as BackendFor>::Backend> = Policy<FixedLogic, R
 /// unavailable (`try_submit` gives `None`).
 ///
 /// ```
-/// use hoplite_select::{submit, DynamicLoad};
+/// use hoplite_select::{submit, DefaultBackend, DynamicLoad};
 /// use hoplite_serial::Serial;
-/// let p = DynamicLoad::new(vec![Serial::new(), Serial::new()]);
-/// let held = submit(&p, |_, ()| (), ())?;          // resource 0 is busy until waited on
+/// // The default backend cannot tell when a submitted function's work ends: a submission is
+/// // unfinished until it is waited on (or dropped).
+/// let p = DynamicLoad::<char, DefaultBackend<char>>::with_resources(vec!['a', 'b']);
+/// let held = submit(&p, |_, ()| (), ())?;
 /// assert_eq!(held.index(), 0);
 /// assert_eq!(submit(&p, |_, ()| (), ())?.index(), 1);
 /// held.wait()?;
 /// assert_eq!(submit(&p, |_, ()| (), ())?.index(), 0);
+/// // Launches on serial and rayon instances are done when they return: never busy after.
+/// let spaces = DynamicLoad::new(vec![Serial::new(), Serial::new()]);
+/// let first = submit(&spaces, |_, ()| (), ())?;
+/// assert_eq!(submit(&spaces, |_, ()| (), ())?.index(), first.index());
 /// # Ok::<(), hoplite_select::SelectError>(())
 /// ```
 pub type DynamicLoad<R, B = <R as BackendFor>::Backend> = Policy<LoadLogic, R, B>;

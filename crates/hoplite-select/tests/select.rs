@@ -199,16 +199,17 @@ fn dynamic_load_picks_the_resource_with_fewest_unfinished_submissions() {
 
 #[test]
 fn dynamic_load_with_a_limit_makes_busy_resources_unavailable() {
-    let p = DynamicLoad::new(serials(2)).with_limit(1);
-    let a = try_submit(&p, |_, ()| 1, ())
+    // Workers run their tasks on threads of their own: a submission is busy until waited on.
+    let p = DynamicLoad::new(workers(2)).with_limit(1);
+    let a = try_submit(&p, |w, ()| w.spawn(|| {}), ())
         .expect("ready")
         .expect("idle resource");
-    let b = try_submit(&p, |_, ()| 2, ())
+    let b = try_submit(&p, |w, ()| w.spawn(|| {}), ())
         .expect("ready")
         .expect("idle resource");
     assert_eq!((a.index(), b.index()), (0, 1));
-    assert!(try_submit(&p, |_, ()| 3, ()).expect("ready").is_none());
-    let err = submit(&p, |_, ()| 3, ()).expect_err("all busy");
+    assert!(try_submit(&p, |_, ()| (), ()).expect("ready").is_none());
+    let err = submit(&p, |_, ()| (), ()).expect_err("all busy");
     assert_eq!(
         err,
         SelectError::NoResourceAvailable {
@@ -217,11 +218,30 @@ fn dynamic_load_with_a_limit_makes_busy_resources_unavailable() {
             limit: 1
         }
     );
-    assert_eq!(b.unwrap(), 2);
-    let c = try_submit(&p, |_, ()| 3, ())
+    b.wait().expect("joined");
+    let c = try_submit(&p, |w, ()| w.spawn(|| {}), ())
         .expect("ready")
         .expect("resource 1 is free");
-    assert_eq!((c.index(), c.unwrap(), a.unwrap()), (1, 3, 1));
+    assert_eq!(c.index(), 1);
+    c.wait().expect("joined");
+    a.wait().expect("joined");
+}
+
+#[test]
+fn dynamic_load_counts_synchronous_launches_as_done_when_they_return() {
+    // Serial launches are done when the submitted function returns: a submission nobody has
+    // waited on yet does not keep its resource busy.
+    let p = DynamicLoad::new(serials(2)).with_limit(1);
+    let held: Vec<_> = (0..4)
+        .map(|k| submit(&p, move |_, ()| k, ()).expect("never busy"))
+        .collect();
+    assert!(
+        held.iter().all(|s| s.index() == 0),
+        "the first resource is never busy"
+    );
+    assert_eq!(p.loads().expect("ready"), [0, 0]);
+    let values: Vec<i32> = held.into_iter().map(|s| s.unwrap()).collect();
+    assert_eq!(values, [0, 1, 2, 3]);
 }
 
 #[test]
@@ -348,12 +368,19 @@ fn auto_tune_resamples_after_its_interval() {
 }
 
 #[test]
-fn auto_tune_without_timing_reports_keeps_the_first_resource() {
+fn auto_tune_learns_over_the_default_backend() {
+    // The default backend times the submitted function: the tuner learns that 'b' is faster.
     let p: AutoTune<char, DefaultBackend<char>> = AutoTune::with_resources(vec!['a', 'b']);
+    let work = |c: &char, ()| {
+        if *c == 'a' {
+            thread::sleep(Duration::from_millis(5));
+        }
+        *c
+    };
     let got: Vec<char> = (0..6)
-        .map(|_| submit(&p, |c, ()| *c, ()).expect("submit").unwrap())
+        .map(|_| submit(&p, work, ()).expect("submit").unwrap())
         .collect();
-    assert_eq!(got, ['a', 'b', 'a', 'b', 'a', 'a']);
+    assert_eq!(got, ['a', 'b', 'a', 'b', 'b', 'b']);
 }
 
 #[test]
