@@ -33,7 +33,7 @@ pub struct StreamState {
     pub busy: usize,
 }
 
-/// What [`StreamAssigner::assign`] decided.
+/// What [`StreamAssigner::free_or_new`] decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Assignment {
     /// An existing stream.

@@ -1,7 +1,7 @@
 //! Support for front ends that record launches instead of running them (explicit graphs, the
 //! implicit DAG runtime): a comparable identity of the allocation behind a view.
 //!
-//! Such a front end keeps a node's views and access kinds ([`AccessKind`](super::AccessKind))
+//! Such a front end keeps a node's views and access kinds ([`AccessKind`])
 //! rather than its handles, and makes fresh handles each time the node runs. To tell whether two
 //! recorded accesses touch the same memory it needs to compare allocations across views of any
 //! element type, rank and layout, which [`View::same_allocation`] cannot do once the views are
