@@ -608,3 +608,32 @@ fn views_go_back_when_the_host_sees_their_vertex_finished() {
     assert_eq!(kept.state(), VertexState::Done);
     assert_eq!(x.to_vec().expect("x")[0], 2);
 }
+
+#[test]
+fn stream_aware_selection_sends_work_to_the_least_busy_device() {
+    let ctx = context(
+        2,
+        ContextOptions::default().device_selection(DeviceSelectionPolicy::StreamAware),
+    );
+    let (a, b, c) = (view("a"), view("b"), view("c"));
+    let (open, held) = gate();
+    let held_b = held.clone();
+    ctx.launch("a", (range(64), (a.write(),)), move |(i, (a,))| {
+        wait_until(&held);
+        a.set(i, 1)
+    })
+    .expect("a");
+    // Device 0 has a busy stream now: b goes to device 1.
+    ctx.launch("b", (range(64), (b.write(),)), move |(i, (b,))| {
+        wait_until(&held_b);
+        b.set(i, 2)
+    })
+    .expect("b");
+    // One busy stream each: the tie goes to device 0.
+    ctx.launch("c", (range(64), (c.write(),)), |(i, (c,))| c.set(i, 3))
+        .expect("c");
+    let devices: Vec<usize> = ctx.placements().iter().map(|p| p.0).collect();
+    assert_eq!(devices, [0, 1, 0]);
+    open.store(true, Ordering::Release);
+    ctx.synchronize().expect("done");
+}
