@@ -40,9 +40,11 @@ fn wait_until(flag: &AtomicBool) {
 
 /// A flag a kernel waits for: it keeps that vertex (and so its descendants) unfinished while
 /// a test launches more, so that the inferred edges do not depend on timing.
-fn gate() -> (Arc<AtomicBool>, Arc<AtomicBool>) {
+/// The first half opens the gate (`store(true, ..)`, or when dropped, so that a failed
+/// assertion cannot leave a kernel waiting).
+fn gate() -> (OpenOnDrop, Arc<AtomicBool>) {
     let g = Arc::new(AtomicBool::new(false));
-    (g.clone(), g)
+    (OpenOnDrop(g.clone()), g)
 }
 
 #[test]
@@ -170,10 +172,13 @@ fn host_access_waits_only_for_the_vertices_that_touch_the_view() {
     let ctx = context(1, ContextOptions::default());
     let (slow, quick) = (view("slow"), view("quick"));
     let release = Arc::new(AtomicBool::new(false));
-    let finished = Arc::new(AtomicBool::new(false));
-    let (r, f) = (release.clone(), finished.clone());
+    // Opened however the test ends, so that a failed assertion cannot leave the kernel waiting.
+    let _release_on_exit = OpenOnDrop(release.clone());
+    let (started, finished) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (r, st, f) = (release.clone(), started.clone(), finished.clone());
     let long = ctx
         .launch("long", (range(1), (slow.write(),)), move |(i, (s,))| {
+            st.store(true, Ordering::Release);
             wait_until(&r);
             s.set(i, 7);
             f.store(true, Ordering::Release);
@@ -181,6 +186,7 @@ fn host_access_waits_only_for_the_vertices_that_touch_the_view() {
         .expect("long");
     ctx.launch("short", (range(64), (quick.write(),)), |(i, (q,))| q.set(i, 5))
         .expect("short");
+    wait_until(&started);
     // The read returns while the unrelated long kernel still runs.
     assert_eq!(ctx.read(&quick).expect("quick").get([3]), 5);
     assert!(
@@ -196,6 +202,22 @@ fn host_access_waits_only_for_the_vertices_that_touch_the_view() {
     release.store(true, Ordering::Release);
     assert_eq!(ctx.read(&slow).expect("slow").get([0]), 7);
     assert!(slow.host_read().is_ok(), "released once the vertex finished");
+}
+
+/// Opens a gate when dropped.
+struct OpenOnDrop(Arc<AtomicBool>);
+
+impl std::ops::Deref for OpenOnDrop {
+    type Target = AtomicBool;
+    fn deref(&self) -> &AtomicBool {
+        &self.0
+    }
+}
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 #[test]
