@@ -16,7 +16,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use hoplite_core::{MDRangePolicy, RangePolicy, View, parallel_for};
+use hoplite_core::{BoundReader, LayoutRight, MDRangePolicy, MdIdx, RangePolicy, View, parallel_for};
 use hoplite_dag::device::HostDevice;
 use hoplite_dag::{Context, ContextOptions, Execution};
 use hoplite_rayon::RayonSpace;
@@ -72,6 +72,18 @@ const SIDE: usize = 512;
 const BRANCHES: usize = 4;
 const DEPTH: usize = 3;
 
+/// The 3x3 box blur of `p` at `ij`: the work of one point of every blur kernel.
+#[inline(always)]
+fn box_blur<'it>(p: &BoundReader<'it, f32, 2, LayoutRight>, ij: MdIdx<'it, 2>) -> f32 {
+    let mut sum = 0.0;
+    for dy in -1..=1 {
+        for dx in -1..=1 {
+            sum += p.neighbor(ij, [dy, dx]);
+        }
+    }
+    sum / 9.0
+}
+
 /// Four branches of `DEPTH` blurs each, then a combine of their last planes.
 fn branches(ctx: &Context<HostDevice<RayonSpace>>, planes: &[Vec<View<f32, 2>>], out: &View<f32, 2>) {
     let interior = MDRangePolicy::new(RayonSpace::default(), [1, 1], [SIDE - 1, SIDE - 1]);
@@ -80,15 +92,7 @@ fn branches(ctx: &Context<HostDevice<RayonSpace>>, planes: &[Vec<View<f32, 2>>],
             ctx.launch(
                 "blur",
                 (interior.clone(), (branch[step].write(), branch[step - 1].read())),
-                |(ij, (o, p))| {
-                    let mut sum = 0.0;
-                    for dy in -1..=1 {
-                        for dx in -1..=1 {
-                            sum += p.neighbor(ij, [dy, dx]);
-                        }
-                    }
-                    o.set(ij, sum / 9.0);
-                },
+                |(ij, (o, p))| o.set(ij, box_blur(&p, ij)),
             )
             .expect("blur");
         }
@@ -118,12 +122,9 @@ fn branch_overlap(c: &mut Criterion) {
         })
         .collect();
     let out: View<f32, 2> = View::new("out", [SIDE, SIDE]).expect("out");
-    let parts = match std::env::var("DAG_SHARED") {
-        Ok(_) => vec![space.clone()],
-        Err(_) => space
-            .partition_space(BRANCHES.min(hoplite_core::ExecutionSpace::concurrency(&space)))
-            .expect("parts"),
-    };
+    let parts = space
+        .partition_space(BRANCHES.min(hoplite_core::ExecutionSpace::concurrency(&space)))
+        .expect("parts");
     let async_ctx = Context::new(
         vec![HostDevice::new("cpu", parts).expect("device")],
         ContextOptions::default(),
@@ -151,15 +152,7 @@ fn branch_overlap(c: &mut Criterion) {
                     parallel_for(
                         "blur",
                         (interior.clone(), (branch[step].write(), branch[step - 1].read())),
-                        |(ij, (o, p))| {
-                            let mut sum = 0.0;
-                            for dy in -1..=1 {
-                                for dx in -1..=1 {
-                                    sum += p.neighbor(ij, [dy, dx]);
-                                }
-                            }
-                            o.set(ij, sum / 9.0);
-                        },
+                        |(ij, (o, p))| o.set(ij, box_blur(&p, ij)),
                     )
                     .expect("blur");
                 }

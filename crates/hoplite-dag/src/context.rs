@@ -565,15 +565,13 @@ impl<D: Device> Context<D> {
 
         // Parents on other streams are waited for through their events; those on this
         // stream come first by stream order.
-        let parent_cells: Vec<Arc<Cell>> = parents
-            .iter()
-            .filter_map(|p| state.live.get(p).map(|l| l.cell.clone()))
-            .collect();
+        let mut parent_cells: Vec<Arc<Cell>> = Vec::with_capacity(parents.len());
         for p in &parents {
-            if let Some(parent) = state.live.get(p)
-                && parent.stream != stream_index
-            {
-                state.streams[stream_index].wait_event(&parent.event);
+            if let Some(parent) = state.live.get(p) {
+                parent_cells.push(parent.cell.clone());
+                if parent.stream != stream_index {
+                    state.streams[stream_index].wait_event(&parent.event);
+                }
             }
         }
         let stream = &state.streams[stream_index];

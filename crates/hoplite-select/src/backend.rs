@@ -300,11 +300,7 @@ impl<R: Send + Sync> Backend for DefaultBackend<R> {
         selection: Selection<'p, L, Self>,
         value: W,
     ) -> Submission<'p, L, Self, W> {
-        if <L::Infos as InfoSet>::TASK_TIME
-            && let Some(time) = selection.scratch().elapsed()
-        {
-            selection.report(Report::TaskTime(time));
-        }
+        report_task_time(&selection);
         Submission::new(selection, value)
     }
 }
@@ -366,6 +362,19 @@ fn space_before<L: Logic, B: Backend<Scratch<L::Infos> = <L::Infos as InfoSet>::
     }
 }
 
+/// Reports the time since [`space_before`] started the clock, if the policy asks for it.
+#[inline(always)]
+fn report_task_time<L: Logic, B>(selection: &Selection<'_, L, B>)
+where
+    B: Backend<Scratch<L::Infos> = <L::Infos as InfoSet>::StartTime>,
+{
+    if <L::Infos as InfoSet>::TASK_TIME
+        && let Some(time) = selection.scratch().elapsed()
+    {
+        selection.report(Report::TaskTime(time));
+    }
+}
+
 /// Steps 3 and 4 for a space: fence and report the task time if asked for, then wrap.
 #[inline(always)]
 fn space_after<'p, L: Logic, B, S: ExecutionSpace, W>(
@@ -380,9 +389,7 @@ where
         // A failed fence shows again when the submission is waited on; the time is still
         // reported so that a tuning policy makes progress.
         let _ = space.fence();
-        if let Some(time) = selection.scratch().elapsed() {
-            selection.report(Report::TaskTime(time));
-        }
+        report_task_time(&selection);
     }
     // On a space whose launches are done when they return, the work `f` launched is done
     // now: a load-balancing policy must not count it as busy until someone waits on it.
