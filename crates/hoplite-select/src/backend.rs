@@ -40,6 +40,52 @@ pub trait Wait {
     fn wait(&self) -> Result<(), SelectError>;
 }
 
+/// Plain values as resources (device numbers, names, tags): a value has no work of its own to
+/// wait for — what a function submitted to it started is done when the function returns, or
+/// is waited on through its return value — so waiting on it returns at once. This is what lets
+/// the submission group of a [`DefaultBackend`] over plain values be waited on.
+macro_rules! plain_values_wait {
+    ($($t:ty),*) => {$(
+        impl Wait for $t {
+            #[inline(always)]
+            fn wait(&self) -> Result<(), SelectError> {
+                Ok(())
+            }
+        }
+    )*};
+}
+plain_values_wait!(
+    (),
+    bool,
+    char,
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    i128,
+    isize,
+    String,
+    &str
+);
+
+impl<T: Wait + ?Sized> Wait for std::sync::Arc<T> {
+    fn wait(&self) -> Result<(), SelectError> {
+        (**self).wait()
+    }
+}
+
+impl<T: Wait + ?Sized> Wait for Box<T> {
+    fn wait(&self) -> Result<(), SelectError> {
+        (**self).wait()
+    }
+}
+
 /// A backend whose submission group can be waited on: it knows how to wait for all previous
 /// submissions to all its resources.
 ///

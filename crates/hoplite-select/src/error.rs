@@ -36,17 +36,21 @@ pub enum SelectError {
         /// The policy's name.
         policy: &'static str,
     },
-    /// Every resource is busy (a dynamic-load policy with a limit of unfinished submissions).
+    /// Every resource stayed busy (a dynamic-load policy with a limit of unfinished
+    /// submissions) for the policy's wait limit.
     #[error(
-        "the {policy} policy has no available resource: each of its {resources} resources has {limit} unfinished submissions; wait for a submission or use `try_submit`"
+        "the {policy} policy found no available resource in {waited:?}: {}; wait on a submission first, raise the wait limit, or use `try_submit`",
+        busy_reason(*resources, *limit)
     )]
     NoResourceAvailable {
         /// The policy's name.
         policy: &'static str,
         /// How many resources the policy has.
         resources: usize,
-        /// The limit of unfinished submissions per resource.
-        limit: usize,
+        /// The limit of unfinished submissions per resource, if the policy has one.
+        limit: Option<usize>,
+        /// How long the selection waited before giving up.
+        waited: std::time::Duration,
     },
     /// A fixed-resource policy whose offset is past its resources.
     #[error(
@@ -64,4 +68,14 @@ pub enum SelectError {
     /// Waiting on a user resource failed; the message comes from its [`Wait`](crate::Wait) impl.
     #[error("waiting failed: {0}")]
     Wait(String),
+}
+
+/// Why every resource was unavailable, for [`SelectError::NoResourceAvailable`].
+fn busy_reason(resources: usize, limit: Option<usize>) -> String {
+    match limit {
+        Some(limit) => {
+            format!("each of its {resources} resources has {limit} unfinished submissions (its limit)")
+        }
+        None => format!("the policy declined each of its {resources} resources"),
+    }
 }

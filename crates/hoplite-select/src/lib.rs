@@ -62,8 +62,8 @@ pub use backend::{
 pub use error::SelectError;
 pub use info::{InfoSet, Report, StartSlot, Started, TaskCompletion, TaskSubmission, TaskTime};
 pub use policies::{
-    AutoTune, DynamicLoad, FixedLogic, FixedResource, KeyArgs, KeyHistory, KeyedAutoTune, LoadLogic, NoKey,
-    RoundRobin, RoundRobinLogic, TuneKey, TuneLogic, TuneState,
+    AutoTune, DynamicLoad, ExplicitKey, FixedLogic, FixedResource, KeyArgs, KeyHistory, KeyedAutoTune,
+    LoadLogic, NoKey, RoundRobin, RoundRobinLogic, TuneKey, TuneKeyOf, TuneLogic, TuneState,
 };
 pub use policy::{KeyFor, Logic, Policy, Selection};
 

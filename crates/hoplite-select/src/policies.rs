@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
-use crate::backend::{Backend, BackendFor};
+use crate::backend::{Backend, BackendFor, Submission};
 use crate::error::SelectError;
 use crate::info::{Report, TaskCompletion, TaskSubmission, TaskTime};
-use crate::policy::{KeyFor, Logic, Policy};
+use crate::policy::{KeyFor, Logic, Policy, Selection};
 
 /// Round robin: resources in order, cyclically, one shared counter for all threads. Asks for
 /// no execution info, so backends do no instrumentation for it.
@@ -74,7 +74,8 @@ pub type DynamicLoad<R, B = <R as BackendFor>::Backend> = Policy<LoadLogic, R, B
 /// interval it runs the trials again. With no timing reports it keeps the first resource.
 ///
 /// The function key is the type of the submitted function, so it must be `'static`: pass
-/// borrowed data as the arguments rather than capturing it.
+/// borrowed data as the arguments rather than capturing it — or name the work with an explicit
+/// key ([`submit_with_key`](Policy::submit_with_key)), which takes any function.
 ///
 /// ```
 /// use hoplite_select::{submit, AutoTune};
@@ -219,8 +220,8 @@ impl Logic for LoadLogic {
         Ok((best.0 < self.limit.unwrap_or(usize::MAX)).then_some((best.1, ())))
     }
 
-    fn busy_limit(&self) -> usize {
-        self.limit.unwrap_or(usize::MAX)
+    fn busy_limit(&self) -> Option<usize> {
+        self.limit
     }
 
     #[inline]
@@ -244,8 +245,9 @@ impl<F, A> KeyFor<F, A> for LoadLogic {
 }
 
 impl<R, B: Backend<Resource = R>> Policy<LoadLogic, R, B> {
-    /// Makes a resource unavailable while it has `limit` unfinished submissions: then
-    /// `try_submit` returns `None` and `submit` returns [`SelectError::NoResourceAvailable`].
+    /// Makes a resource unavailable while it has `limit` unfinished submissions: when every
+    /// resource is, `try_submit` returns `None` and `submit` waits until one is available
+    /// (or for the [wait limit](Policy::with_wait_limit)).
     pub fn with_limit(mut self, limit: usize) -> Self {
         self.logic_mut().limit = Some(limit);
         self
@@ -383,7 +385,7 @@ impl History {
 
 /// Per-key histories of an auto-tune policy.
 pub struct TuneState<K> {
-    histories: Mutex<HashMap<(TypeId, K), Arc<KeyHistory>>>,
+    histories: Mutex<HashMap<TuneKeyOf<K>, Arc<KeyHistory>>>,
 }
 
 impl<K> std::fmt::Debug for TuneState<K> {
@@ -400,7 +402,7 @@ impl<K: Hash + Eq + Send + Sync + 'static> Logic for TuneLogic<K> {
     type State = TuneState<K>;
     /// The history and epoch of a trial selection; `None` once the choice is made.
     type Ticket = Option<(Arc<KeyHistory>, u64)>;
-    type Key = (TypeId, K);
+    type Key = TuneKeyOf<K>;
 
     fn new_state(&self, _resources: usize) -> Self::State {
         TuneState {
@@ -466,15 +468,75 @@ impl<K: Hash + Eq + Send + Sync + 'static> Logic for TuneLogic<K> {
 
 impl<F: 'static, A: KeyArgs<K>, K: Hash + Eq + Send + Sync + 'static> KeyFor<F, A> for TuneLogic<K> {
     #[inline]
-    fn key(_: &F, args: &A) -> (TypeId, K) {
-        (TypeId::of::<F>(), args.key_args())
+    fn key(_: &F, args: &A) -> TuneKeyOf<K> {
+        TuneKeyOf::Function(TypeId::of::<F>(), args.key_args())
     }
 }
 
-impl<R, K, B: Backend<Resource = R>> Policy<TuneLogic<K>, R, B>
-where
-    TuneLogic<K>: Logic,
-{
+/// What an auto-tune policy keeps a history for: a submitted function's type with its key
+/// arguments, or a key the caller named ([`submit_with_key`](Policy::submit_with_key)).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TuneKeyOf<K> {
+    /// The submitted function's type and the key of its arguments.
+    Function(TypeId, K),
+    /// An explicit key.
+    Explicit(ExplicitKey),
+}
+
+/// An explicit auto-tune key of any [`TuneKey`] type; keys of different types never match.
+#[derive(Clone)]
+pub struct ExplicitKey(Arc<dyn ErasedKey>);
+
+/// A [`TuneKey`] behind a type-erased pointer: equality compares types, then values.
+trait ErasedKey: Send + Sync + std::fmt::Debug {
+    fn as_any(&self) -> &dyn std::any::Any;
+    fn eq_erased(&self, other: &dyn ErasedKey) -> bool;
+    fn hash_erased(&self, state: &mut dyn std::hash::Hasher);
+}
+
+impl<K: TuneKey + std::fmt::Debug> ErasedKey for K {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn eq_erased(&self, other: &dyn ErasedKey) -> bool {
+        other.as_any().downcast_ref::<K>() == Some(self)
+    }
+
+    fn hash_erased(&self, mut state: &mut dyn std::hash::Hasher) {
+        TypeId::of::<K>().hash(&mut state);
+        self.hash(&mut state);
+    }
+}
+
+impl ExplicitKey {
+    /// Wraps `key`.
+    pub fn new<K: TuneKey + std::fmt::Debug>(key: K) -> Self {
+        ExplicitKey(Arc::new(key))
+    }
+}
+
+impl std::fmt::Debug for ExplicitKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl PartialEq for ExplicitKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.eq_erased(&*other.0)
+    }
+}
+
+impl Eq for ExplicitKey {}
+
+impl Hash for ExplicitKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash_erased(state);
+    }
+}
+
+impl<R, K: Hash + Eq + Send + Sync + 'static, B: Backend<Resource = R>> Policy<TuneLogic<K>, R, B> {
     /// Runs `rounds` trial rounds over all resources before choosing (at least 1; default 2).
     pub fn with_trial_rounds(mut self, rounds: usize) -> Self {
         self.logic_mut().trial_rounds = rounds.max(1);
@@ -485,5 +547,52 @@ where
     pub fn with_resample_interval(mut self, interval: Duration) -> Self {
         self.logic_mut().resample = Some(interval);
         self
+    }
+
+    /// Chooses a resource for work named by `key` rather than by the submitted function's
+    /// type: the history is kept per key, so the function may borrow (it need not be
+    /// `'static`), and different closures may share one history. Waits while no resource is
+    /// available, as [`select`](Policy::select).
+    ///
+    /// # Errors
+    ///
+    /// As [`select`](Policy::select).
+    pub fn select_with_key<Q: TuneKey + std::fmt::Debug>(
+        &self,
+        key: Q,
+    ) -> Result<Selection<'_, TuneLogic<K>, B>, SelectError> {
+        let key = ExplicitKey::new(key);
+        self.select_by_key(|| TuneKeyOf::Explicit(key.clone()))
+    }
+
+    /// Submits `f(resource, args)` to the resource chosen for `key` (see
+    /// [`select_with_key`](Self::select_with_key)).
+    ///
+    /// # Errors
+    ///
+    /// As [`select`](Policy::select).
+    ///
+    /// ```
+    /// use hoplite_select::AutoTune;
+    /// use hoplite_serial::Serial;
+    /// let p = AutoTune::new(vec![Serial::new(), Serial::new()]);
+    /// let data = vec![1u64, 2, 3]; // borrowed by the work: no `'static` function needed
+    /// let picks: Vec<usize> = (0..4)
+    ///     .map(|_| p.submit_with_key("sum", |_, ()| data.iter().sum::<u64>(), ()).map(|s| s.index()))
+    ///     .collect::<Result<_, _>>()?;
+    /// assert_eq!(picks, [0, 1, 0, 1]); // the trial rounds of key "sum"
+    /// # Ok::<(), hoplite_select::SelectError>(())
+    /// ```
+    pub fn submit_with_key<Q, F, A, W>(
+        &self,
+        key: Q,
+        f: F,
+        args: A,
+    ) -> Result<Submission<'_, TuneLogic<K>, B, W>, SelectError>
+    where
+        Q: TuneKey + std::fmt::Debug,
+        F: FnOnce(&R, A) -> W,
+    {
+        Ok(self.select_with_key(key)?.submit(f, args))
     }
 }

@@ -5,8 +5,11 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, BackendFor, FromResources, Submission, SubmissionGroup, WaitAll};
+use crate::backend::{
+    Backend, BackendFor, DefaultBackend, FromResources, Submission, SubmissionGroup, WaitAll,
+};
 use crate::error::SelectError;
 use crate::info::{InfoSet, Report};
 
@@ -68,10 +71,10 @@ pub trait Logic: Send + Sync {
         key: Self::Key,
     ) -> Result<Option<(usize, Self::Ticket)>, SelectError>;
 
-    /// How many unfinished submissions make a resource unavailable, for the message of
-    /// [`SelectError::NoResourceAvailable`]; the default is `usize::MAX` (never).
-    fn busy_limit(&self) -> usize {
-        usize::MAX
+    /// How many unfinished submissions make a resource unavailable, if the logic has such a
+    /// limit, for the message of [`SelectError::NoResourceAvailable`]; the default is `None`.
+    fn busy_limit(&self) -> Option<usize> {
+        None
     }
 
     /// Receives a report about the selection of resource `index` that produced `ticket`. Only
@@ -118,6 +121,8 @@ struct Ready<L: Logic, B> {
 pub struct Policy<L: Logic, R, B = <R as BackendFor>::Backend> {
     logic: L,
     ready: OnceLock<Ready<L, B>>,
+    /// How long `select` and `submit` wait for an available resource; `None`: until one is.
+    wait_limit: Option<Duration>,
     resource: PhantomData<fn() -> R>,
 }
 
@@ -202,6 +207,7 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
         Policy {
             logic,
             ready: OnceLock::new(),
+            wait_limit: None,
             resource: PhantomData,
         }
     }
@@ -243,6 +249,31 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
     /// Changes the logic's configuration (before the policy is shared).
     pub(crate) fn logic_mut(&mut self) -> &mut L {
         &mut self.logic
+    }
+
+    /// Makes [`select`](Self::select) and [`submit`](Self::submit) give up with
+    /// [`SelectError::NoResourceAvailable`] after waiting `limit` for an available resource,
+    /// instead of waiting until one is.
+    ///
+    /// Waiting is what oneDPL's `submit` does; a limit turns a wait that cannot end — the
+    /// waiting thread itself holds every unfinished submission — into an error.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use hoplite_select::{DefaultBackend, DynamicLoad, SelectError};
+    /// let p = DynamicLoad::<char, DefaultBackend<char>>::with_resources(vec!['a'])
+    ///     .with_limit(1)
+    ///     .with_wait_limit(Duration::from_millis(10));
+    /// let held = p.submit(|_, ()| (), ())?; // unfinished until waited on
+    /// let err = p.submit(|_, ()| (), ()).unwrap_err();
+    /// assert!(matches!(err, SelectError::NoResourceAvailable { limit: Some(1), .. }));
+    /// held.wait()?;
+    /// assert!(p.submit(|_, ()| (), ()).is_ok());
+    /// # Ok::<(), SelectError>(())
+    /// ```
+    pub fn with_wait_limit(mut self, limit: Duration) -> Self {
+        self.wait_limit = Some(limit);
+        self
     }
 
     #[inline(always)]
@@ -311,6 +342,12 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
     where
         L: KeyFor<F, A>,
     {
+        self.try_select_by_key(L::key(f, args))
+    }
+
+    /// [`try_select`](Self::try_select) for a key the caller computed.
+    #[inline]
+    pub(crate) fn try_select_by_key(&self, key: L::Key) -> Result<Option<Selection<'_, L, B>>, SelectError> {
         let ready = self.ready()?;
         let count = ready.backend.resources().len();
         if count == 0 {
@@ -319,7 +356,7 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
         if B::LAZY_REPORT {
             ready.backend.lazy_report();
         }
-        let choice = self.logic.try_select(&ready.state, count, L::key(f, args))?;
+        let choice = self.logic.try_select(&ready.state, count, key)?;
         Ok(choice.map(|(index, ticket)| Selection {
             logic: &self.logic,
             backend: &ready.backend,
@@ -331,25 +368,74 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
         }))
     }
 
-    /// Chooses a resource for submitting `f` with `args`.
+    /// Chooses a resource for submitting `f` with `args`, waiting while none is available
+    /// (every resource of a [`DynamicLoad`](crate::DynamicLoad) policy at its limit) — until
+    /// one is, or for the policy's [wait limit](Self::with_wait_limit).
+    ///
+    /// Do not wait on a policy whose unfinished submissions only the waiting thread can finish
+    /// (it holds them and has not waited on them): set a wait limit, or use
+    /// [`try_select`](Self::try_select).
     ///
     /// # Errors
     ///
     /// [`SelectError::NotInitialized`], [`SelectError::NoResources`],
-    /// [`SelectError::NoResourceAvailable`], or what the logic reports.
+    /// [`SelectError::NoResourceAvailable`] (past the wait limit), or what the logic reports.
     #[inline]
     pub fn select<F, A>(&self, f: &F, args: &A) -> Result<Selection<'_, L, B>, SelectError>
     where
         L: KeyFor<F, A>,
     {
-        match self.try_select(f, args)? {
+        self.select_by_key(|| L::key(f, args))
+    }
+
+    /// [`select`](Self::select) for keys the caller computes (one per try).
+    #[inline]
+    pub(crate) fn select_by_key(
+        &self,
+        mut key: impl FnMut() -> L::Key,
+    ) -> Result<Selection<'_, L, B>, SelectError> {
+        match self.try_select_by_key(key())? {
             Some(selection) => Ok(selection),
-            None => Err(self.unavailable()),
+            None => self.wait_for_resource(key),
+        }
+    }
+
+    /// Tries again with back-off until a resource is available or the wait limit is reached:
+    /// a few spins (a submission that is about to finish), then yields, then sleeps that
+    /// double from 10 µs to 1 ms, so a long wait costs the finishing work no core.
+    #[cold]
+    fn wait_for_resource(&self, mut key: impl FnMut() -> L::Key) -> Result<Selection<'_, L, B>, SelectError> {
+        if self.ready.get().is_none_or(|r| r.backend.resources().is_empty()) {
+            return Err(self.unavailable(Duration::ZERO));
+        }
+        let start = Instant::now();
+        let mut sleep = Duration::from_micros(10);
+        let mut attempt = 0u32;
+        loop {
+            if let Some(selection) = self.try_select_by_key(key())? {
+                return Ok(selection);
+            }
+            let waited = start.elapsed();
+            if self.wait_limit.is_some_and(|limit| waited >= limit) {
+                return Err(self.unavailable(waited));
+            }
+            match attempt {
+                0..16 => std::hint::spin_loop(),
+                16..32 => std::thread::yield_now(),
+                _ => {
+                    let remaining = self
+                        .wait_limit
+                        .map_or(sleep, |limit| limit.saturating_sub(waited));
+                    std::thread::sleep(sleep.min(remaining));
+                    sleep = (sleep * 2).min(Duration::from_millis(1));
+                }
+            }
+            attempt = attempt.saturating_add(1);
         }
     }
 
     #[cold]
-    fn unavailable(&self) -> SelectError {
+    fn unavailable(&self, waited: Duration) -> SelectError {
         match self.ready.get().map(|r| r.backend.resources().len()) {
             None => SelectError::NotInitialized { policy: L::NAME },
             Some(0) => SelectError::NoResources { policy: L::NAME },
@@ -357,11 +443,13 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
                 policy: L::NAME,
                 resources,
                 limit: self.logic.busy_limit(),
+                waited,
             },
         }
     }
 
-    /// Selects a resource and submits `f(resource, args)` to it.
+    /// Selects a resource and submits `f(resource, args)` to it; waits while no resource is
+    /// available, as [`select`](Self::select) does.
     ///
     /// # Errors
     ///
@@ -406,6 +494,25 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
         let submission = self.submit(f, args)?;
         submission.wait()?;
         Ok(submission.unwrap())
+    }
+}
+
+impl<L: Logic + Default, R: Send + Sync> Policy<L, R, DefaultBackend<R>> {
+    /// A policy over plain values (integers, names, any type) with the [`DefaultBackend`] —
+    /// no backend to name and no [`BackendFor`] impl needed. Plain values of the standard
+    /// types implement [`Wait`](crate::Wait), so the submission group can be waited on.
+    ///
+    /// ```
+    /// use hoplite_select::{submit, wait, RoundRobin};
+    /// let p = RoundRobin::from_values(vec![10, 20, 30]);
+    /// let picks: Vec<i32> = (0..4).map(|_| submit(&p, |r, ()| *r, ()).map(|s| s.unwrap()))
+    ///     .collect::<Result<_, _>>()?;
+    /// assert_eq!(picks, [10, 20, 30, 10]);
+    /// wait(&p.get_submission_group()?)?;
+    /// # Ok::<(), hoplite_select::SelectError>(())
+    /// ```
+    pub fn from_values(values: Vec<R>) -> Self {
+        Self::with_backend(DefaultBackend::from_resources(values))
     }
 }
 

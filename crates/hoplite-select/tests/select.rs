@@ -209,15 +209,31 @@ fn dynamic_load_with_a_limit_makes_busy_resources_unavailable() {
         .expect("idle resource");
     assert_eq!((a.index(), b.index()), (0, 1));
     assert!(try_submit(&p, |_, ()| (), ()).expect("ready").is_none());
-    let err = submit(&p, |_, ()| (), ()).expect_err("all busy");
-    assert_eq!(
-        err,
-        SelectError::NoResourceAvailable {
-            policy: "dynamic-load",
-            resources: 2,
-            limit: 1
-        }
+    // This thread holds both unfinished submissions: a wait limit turns the wait into an error.
+    let bounded = DynamicLoad::new(workers(2))
+        .with_limit(1)
+        .with_wait_limit(Duration::from_millis(20));
+    let held: Vec<_> = (0..2)
+        .map(|_| submit(&bounded, |w, ()| w.spawn(|| {}), ()).expect("idle resource"))
+        .collect();
+    let err = submit(&bounded, |_, ()| (), ()).expect_err("all busy");
+    let SelectError::NoResourceAvailable {
+        policy,
+        resources,
+        limit,
+        waited,
+    } = err.clone()
+    else {
+        panic!("expected NoResourceAvailable, got {err:?}");
+    };
+    assert_eq!((policy, resources, limit), ("dynamic-load", 2, Some(1)));
+    assert!(waited >= Duration::from_millis(20), "waited {waited:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("each of its 2 resources has 1 unfinished submissions"),
+        "{message}"
     );
+    held.iter().for_each(|s| s.wait().expect("joined"));
     b.wait().expect("joined");
     let c = try_submit(&p, |w, ()| w.spawn(|| {}), ())
         .expect("ready")
@@ -225,6 +241,120 @@ fn dynamic_load_with_a_limit_makes_busy_resources_unavailable() {
     assert_eq!(c.index(), 1);
     c.wait().expect("joined");
     a.wait().expect("joined");
+}
+
+#[test]
+fn submit_waits_until_another_thread_finishes_a_submission() {
+    let p = DynamicLoad::new(workers(1)).with_limit(1);
+    let first = submit(&p, |w, ()| w.spawn(|| {}), ()).expect("idle resource");
+    let finished = AtomicUsize::new(0);
+    thread::scope(|scope| {
+        scope.spawn(|| {
+            thread::sleep(Duration::from_millis(30));
+            finished.store(1, Ordering::SeqCst);
+            first.wait().expect("joined");
+        });
+        // Blocks (oneDPL's `submit`) until the other thread has waited on `first`.
+        let second = submit(&p, |w, ()| w.spawn(|| {}), ()).expect("waits, then selects");
+        assert_eq!(
+            finished.load(Ordering::SeqCst),
+            1,
+            "selected only after the first finished"
+        );
+        assert_eq!(second.index(), 0);
+        second.wait().expect("joined");
+    });
+    assert_eq!(p.loads().expect("ready"), [0]);
+}
+
+#[test]
+fn a_custom_policy_without_a_limit_says_it_declined() {
+    /// Declines every resource.
+    #[derive(Default)]
+    struct Never;
+    impl Logic for Never {
+        const NAME: &'static str = "never";
+        type Infos = ();
+        type State = ();
+        type Ticket = ();
+        type Key = ();
+        fn new_state(&self, _: usize) {}
+        fn try_select(&self, _: &(), _: usize, _: ()) -> Result<Option<(usize, ())>, SelectError> {
+            Ok(None)
+        }
+    }
+    impl<F, A> hoplite_select::KeyFor<F, A> for Never {
+        fn key(_: &F, _: &A) {}
+    }
+    let p: Policy<Never, Serial> = Policy::new(serials(3)).with_wait_limit(Duration::from_millis(1));
+    let message = submit(&p, |_, ()| (), ()).expect_err("declined").to_string();
+    assert!(
+        message.contains("the never policy found no available resource")
+            && message.contains("declined each of its 3 resources")
+            && !message.contains(&usize::MAX.to_string()),
+        "{message}"
+    );
+}
+
+#[test]
+fn plain_values_are_resources_whose_group_can_be_waited_on() {
+    let p = RoundRobin::from_values(vec![7_i32, 8]);
+    let got: Vec<i32> = (0..3)
+        .map(|_| submit(&p, |r, x: i32| *r + x, 100).expect("submit").unwrap())
+        .collect();
+    assert_eq!(got, [107, 108, 107]);
+    wait(&get_submission_group(&p).expect("ready")).expect("plain values wait at once");
+    let names = DynamicLoad::from_values(vec![String::from("gpu0"), String::from("gpu1")]);
+    let held = submit(&names, |r, ()| r.clone(), ()).expect("submit");
+    assert_eq!(
+        submit(&names, |r, ()| r.clone(), ()).expect("submit").unwrap(),
+        "gpu1"
+    );
+    assert_eq!(held.unwrap(), "gpu0");
+    wait(&names.get_submission_group().expect("ready")).expect("group");
+}
+
+#[test]
+fn auto_tune_with_an_explicit_key_accepts_borrowing_closures() {
+    let p = AutoTune::new(serials(2)).with_trial_rounds(1);
+    let ids: Vec<u64> = p
+        .resources()
+        .expect("ready")
+        .iter()
+        .map(Serial::instance_id)
+        .collect();
+    let delays = [20_u64, 1];
+    let local = vec![1_u64, 2, 3]; // borrowed, so the closures are not `'static`
+    let order: Vec<usize> = (0..4)
+        .map(|_| {
+            p.submit_with_key(
+                ("sum", 3_usize),
+                |s: &Serial, ()| {
+                    sleep_by_instance(&ids, &delays, s);
+                    local.iter().sum::<u64>()
+                },
+                (),
+            )
+            .expect("submit")
+            .index()
+        })
+        .collect();
+    assert_eq!(order, [0, 1, 1, 1], "one trial round, then the faster resource 1");
+    // Another key has a history of its own; a key of another type never matches.
+    assert_eq!(
+        p.submit_with_key(("sum", 4_usize), |_, ()| (), ())
+            .expect("submit")
+            .index(),
+        0
+    );
+    assert_eq!(
+        p.submit_with_key(3_u32, |_, ()| (), ()).expect("submit").index(),
+        0
+    );
+    assert_eq!(
+        p.submit_with_key(3_u64, |_, ()| (), ()).expect("submit").index(),
+        0
+    );
 }
 
 #[test]

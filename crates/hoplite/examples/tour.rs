@@ -793,7 +793,7 @@ fn implicit_dag() -> std::result::Result<(), Box<dyn std::error::Error>> {
 }
 
 fn selection() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    use hoplite::select::{AutoTune, RoundRobin, submit_and_wait};
+    use hoplite::select::{AutoTune, DynamicLoad, RoundRobin, submit, submit_and_wait};
     section("Dynamic selection: a policy picks the pool for each submission");
     let pools = hoplite::RayonSpace::default().partition_space(2)?;
     fn sum_on(space: &hoplite::RayonSpace, n: usize) -> Result<f64> {
@@ -835,6 +835,22 @@ fn selection() -> std::result::Result<(), Box<dyn std::error::Error>> {
         "auto-tune between a 1-thread partition and the {}-thread pool chose threads {chosen:?} in {}",
         whole.concurrency(),
         ms(t.elapsed())
+    );
+
+    // Plain values as resources, and a dynamic-load limit: `submit` waits for a free device.
+    let devices = DynamicLoad::from_values(vec!["gpu0", "gpu1"]).with_limit(1);
+    let held = submit(&devices, |d, ()| *d, ())?;
+    let next = submit(&devices, |d, ()| *d, ())?;
+    let waiter = std::thread::scope(|scope| -> std::result::Result<&str, Box<dyn std::error::Error>> {
+        let waiter = scope.spawn(|| submit(&devices, |d, ()| *d, ()).map(|s| s.unwrap()));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        held.wait()?; // frees gpu0: the blocked submit goes there
+        Ok(waiter.join().map_err(|_| "the waiting thread panicked")??)
+    })?;
+    println!(
+        "dynamic load over plain values: {:?} and {:?} busy, a third submit waited for {waiter:?}",
+        held.unwrap(),
+        next.unwrap()
     );
     Ok(())
 }
