@@ -324,7 +324,7 @@ fn auto_tune_with_an_explicit_key_accepts_borrowing_closures() {
         .map(Serial::instance_id)
         .collect();
     let delays = [20_u64, 1];
-    let local = vec![1_u64, 2, 3]; // borrowed, so the closures are not `'static`
+    let local = [1_u64, 2, 3]; // borrowed, so the closures are not `'static`
     let order: Vec<usize> = (0..4)
         .map(|_| {
             p.submit_with_key(
