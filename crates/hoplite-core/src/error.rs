@@ -167,7 +167,7 @@ pub enum Error {
     },
     /// A launch iterates past the extent of a view handed to it.
     #[error(
-        "`{label}`: the launch covers indices up to {end} in dimension {dim}, past the extent {extent} of view `{view}`"
+        "`{label}`: the launch covers indices up to {end} in dimension {dim}, past the extent {extent} of view `{view}`; if the kernel reads that view only at indices it computes (a coefficient table, a gather), hand it over as `view.lookup()`, which checks each access instead"
     )]
     OutOfExtent {
         /// Label of the launch.
@@ -180,6 +180,19 @@ pub enum Error {
         end: usize,
         /// The view's extent there.
         extent: usize,
+    },
+    /// The writer of a rank-0 view was handed to a launch of more than one iteration: every
+    /// iteration's token would store the one element, a data race.
+    #[error(
+        "`{label}`: the writer of rank-0 view `{view}` was handed to a launch of {iterations} iterations; each could store its one element at once. Store it from a launch of one iteration (`parallel_for(label, (1, (v.write(),)), ..)`), reduce into it (`parallel_reduce_into`), or use an atomic handle (`v.atomic()`)"
+    )]
+    ScalarWriterInWideLaunch {
+        /// Label of the launch.
+        label: String,
+        /// Label of the view.
+        view: String,
+        /// How many iterations the launch has.
+        iterations: usize,
     },
     /// Two views that must have the same extents do not.
     #[error("{what}: extents {left:?} of `{left_label}` and {right:?} of `{right_label}` differ")]

@@ -62,7 +62,7 @@ pub use team::{
 pub use unique_token::{TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
 pub use view::copy::HostAccessibleSpace;
 pub use view::{
-    AtomicHandle, AtomicValue, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs, PlaneRow, Reader,
-    RowReader, Slice, TeamPlane, TeamRow, View, ViewIndex, ViewValue, Writer, create_mirror_view,
-    create_mirror_view_and_copy, deep_copy, deep_copy_fill,
+    AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs,
+    Lookup, PlaneRow, Reader, RowReader, Slice, TeamPlane, TeamRow, View, ViewIndex, ViewValue, Writer,
+    create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill,
 };

@@ -830,3 +830,106 @@ fn writer_escape_hatch_scatters_and_checks_extents() {
     }
     assert_eq!(t.to_vec().expect("usable").len(), n * n);
 }
+
+// ---- lookup handles and rank-0 writers ------------------------------------------------------
+
+#[test]
+fn a_lookup_table_reads_in_a_launch_wider_than_itself() {
+    let coef: View<i64, 1> = View::from_slice("coef", [3], &[1, -2, 1]).expect("alloc");
+    let y: View<i64, 1> = View::new("y", [100]).expect("alloc");
+    // A reader of the table is refused: its extent does not cover the launch; the error says
+    // what to use instead.
+    let err = parallel_for(
+        "poly",
+        (range(0..100), (y.write(), coef.read())),
+        |(i, (y, c))| y.set(i, c.get(0)),
+    )
+    .expect_err("the reader does not cover 0..100");
+    assert!(err.to_string().contains(".lookup()"), "{err}");
+    parallel_for(
+        "poly",
+        (range(0..100), (y.write(), coef.lookup())),
+        |(i, (y, c))| {
+            let x = *i as i64;
+            y.set(i, c.get(0) + c.get(1) * x + c.get(2) * x * x);
+        },
+    )
+    .expect("a lookup handle checks each access instead");
+    let got = y.to_vec().expect("host");
+    assert!(got.iter().enumerate().all(|(i, &v)| v == (i as i64 - 1).pow(2)));
+    // Gathers through a lookup handle at token positions of a 2-d launch.
+    let grid: View<i64, 2> = View::new("grid", [4, 5]).expect("alloc");
+    parallel_for(
+        "gather",
+        (md([0, 0], [4, 5]), (grid.write(), coef.lookup())),
+        |(ij, (g, c))| {
+            let [i, j] = *ij;
+            g.set(ij, c.get((i + j) % 3));
+        },
+    )
+    .expect("gather");
+    assert_eq!(grid.host_read().expect("host").get([3, 4]), coef.read().get(1));
+}
+
+#[test]
+fn a_lookup_past_its_extent_is_a_kernel_panic_naming_the_view() {
+    let table: View<f64, 1> = View::from_slice("table", [2], &[1.0, 2.0]).expect("alloc");
+    let err = parallel_for("past", (range(0..5), (table.lookup(),)), |(i, (t,))| {
+        let _ = t.get(i);
+    })
+    .expect_err("index 2 is past the table");
+    assert!(matches!(err, Error::KernelPanicked { .. }), "{err}");
+    assert!(err.to_string().contains("view `table`"), "{err}");
+    // The borrow ended with the launch: a writer can be made again.
+    assert!(table.write().conflict().is_none());
+}
+
+#[test]
+fn a_lookup_conflicts_like_a_reader() {
+    let t: View<u32, 1> = View::new("coefs", [4]).expect("alloc");
+    let w = t.write();
+    let l = t.lookup();
+    assert_conflict(l.conflict().expect("refused"), "coefs", "reader", "writer");
+    drop((w, l));
+    let a = t.lookup();
+    assert!(t.read().conflict().is_none(), "lookups share with readers");
+    drop(a);
+}
+
+#[test]
+fn a_rank_zero_view_is_stored_from_a_one_iteration_launch() {
+    let total: View<f64, 0> = View::new("total", []).expect("alloc");
+    let x: View<f64, 1> = View::from_slice("x", [4], &[1.0, 2.0, 3.0, 4.0]).expect("alloc");
+    parallel_for(
+        "store",
+        (range(0..1), (total.write(), x.lookup())),
+        |(i, (t, x))| {
+            t.set(i, (0..4).map(|k| x.get(k)).sum());
+        },
+    )
+    .expect("one iteration stores the one element");
+    assert_eq!(total.host_read().expect("host").get([]), 10.0);
+    // Two iterations would race on the element: refused before the kernel runs.
+    let ran = AtomicUsize::new(0);
+    let err = parallel_for("race", (range(3..5), (total.write(),)), |(i, (t,))| {
+        ran.fetch_add(1, Ordering::Relaxed);
+        t.set(i, 0.0);
+    })
+    .expect_err("two iterations");
+    assert_eq!(ran.load(Ordering::Relaxed), 0);
+    match &err {
+        Error::ScalarWriterInWideLaunch {
+            label,
+            view,
+            iterations,
+        } => assert_eq!((label.as_str(), view.as_str(), *iterations), ("race", "total", 2)),
+        other => panic!("expected ScalarWriterInWideLaunch, got {other}"),
+    }
+    assert!(err.to_string().contains("parallel_reduce_into"), "{err}");
+    // An empty launch stores nothing and is fine.
+    parallel_for("none", (range(0..0), (total.write(),)), |(i, (t,))| {
+        t.set(i, -1.0)
+    })
+    .expect("empty");
+    assert_eq!(total.host_read().expect("host").get([]), 10.0);
+}

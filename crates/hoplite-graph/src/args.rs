@@ -7,8 +7,8 @@ use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
-    HostWrite, LaunchArgs, LaunchSpec, MDRangePolicy, RangePolicy, Reader, TeamPolicy, View, ViewValue,
-    Writer,
+    HostWrite, LaunchArgs, LaunchSpec, Lookup, MDRangePolicy, RangePolicy, Reader, TeamPolicy, View,
+    ViewValue, Writer,
 };
 
 /// One access a node makes: which allocation, which part of it, and how.
@@ -131,6 +131,7 @@ macro_rules! handle_args {
 }
 
 handle_args!(Reader, ViewValue, read, read_in, AccessKind::Read);
+handle_args!(Lookup, ViewValue, lookup, lookup_in, AccessKind::Read);
 handle_args!(Writer, ViewValue, write, write_in, AccessKind::Write);
 handle_args!(AtomicHandle, AtomicValue, atomic, atomic_in, AccessKind::Atomic);
 

@@ -76,6 +76,7 @@ on_both!(
     host_node_races_are_found_at_instantiation,
     host_node_borrow_refused_at_submit,
     host_node_panic_releases_its_guards,
+    lookup_table_between_submits,
 );
 
 fn cells() -> (View<usize, 1>, View<usize, 1>) {
@@ -235,6 +236,29 @@ fn diamond<S: Space>(space: S) {
     graph.submit().expect("submit");
     let expected: Vec<f64> = (0..n).map(|i| 5.0 * i as f64).collect();
     assert_eq!(w.to_vec().expect("w"), expected);
+}
+
+/// A lookup table read by a node wider than the table; the host rewrites the table between
+/// submits (the node borrows it only while it runs).
+fn lookup_table_between_submits<S: Space>(space: S) {
+    let coef: View<f64, 1> = View::from_slice("coef", [2], &[1.0, 2.0]).expect("coef");
+    let y: View<f64, 1> = View::new("y", [16]).expect("y");
+    let range = RangePolicy::new(space.clone(), 0..16);
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for(
+            "affine",
+            (range.clone(), (y.write(), coef.lookup())),
+            |(i, (y, c))| y.set(i, c.get(0) + c.get(1) * *i as f64),
+        );
+    })
+    .expect("graph");
+    graph.submit().expect("submit");
+    assert_eq!(y.to_vec().expect("y")[15], 31.0);
+    coef.host_write()
+        .expect("not borrowed between submits")
+        .set(1, -1.0);
+    graph.submit().expect("submit again");
+    assert_eq!(y.to_vec().expect("y")[15], -14.0);
 }
 
 fn several_sinks<S: Space>(space: S) {

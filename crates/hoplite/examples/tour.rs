@@ -140,6 +140,31 @@ fn views() -> Result<()> {
     }
     println!("bins: {:?}", bins.to_vec()?);
 
+    // A lookup table read at computed indices in a wider launch, and a scalar view stored by
+    // the one iteration of a single-iteration launch.
+    let stencil = View::<f64, 1>::from_slice("weights", [3], &[0.25, 0.5, 0.25])?;
+    let max_weight = View::<f64, 0>::new("max weight", [])?;
+    parallel_for(
+        "smooth",
+        (n, (y.write(), x.read(), stencil.lookup())),
+        |(i, (y, x, w))| {
+            let k = *i % 3;
+            y.set(i, w.get(k) * x.get(i));
+        },
+    )?;
+    parallel_for(
+        "scalar",
+        (1, (max_weight.write(), stencil.lookup())),
+        |(i, (m, w))| {
+            m.set(i, (0..3).map(|k| w.get(k)).fold(f64::MIN, f64::max));
+        },
+    )?;
+    println!(
+        "lookup table of 3 weights in a launch of {n}: y[4] = {}; rank-0 view set by one iteration: {}",
+        y.host_read()?.get(4),
+        max_weight.host_read()?.get([])
+    );
+
     // Handles borrow like RefCell: a reader beside a writer of the same data is an error.
     let w = y.write();
     if let Err(e) = parallel_reduce(

@@ -5,6 +5,7 @@
 //! | [`Reader`]        | `x.read()`      | `get(i)` at any index (checked)                    |
 //! | [`Writer`]        | `y.write()`     | nothing until handed to a launch, then [`BoundWriter`] |
 //! | [`AtomicHandle`]  | `h.atomic()`    | `fetch_add`, `fetch_min`, ... at any index         |
+//! | [`Lookup`]        | `t.lookup()`    | `get(i)` at any index, each checked; any launch range |
 //!
 //! Making a handle borrows the elements the view covers, like `RefCell` at kernel
 //! granularity: one writer, or many readers, or many atomic handles. A conflicting handle is
@@ -148,6 +149,17 @@ impl<'it> Token<'it, 1> for Idx<'it> {
     #[inline(always)]
     fn index(self) -> [usize; 1] {
         [self.get()]
+    }
+}
+
+/// A rank-0 view has one element: a writer of it accepts the token of a launch with one
+/// iteration (the launch refuses a rank-0 writer when it has more,
+/// [`Error::ScalarWriterInWideLaunch`]), so exactly one iteration stores it.
+impl<'it> Token<'it, 0> for Idx<'it> {
+    const CHECKED: bool = false;
+    #[inline(always)]
+    fn index(self) -> [usize; 0] {
+        []
     }
 }
 
@@ -343,6 +355,14 @@ pub struct Reader<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> 
     handle: Handle<T, R, L, S>,
 }
 
+/// A shared read borrow for random access — lookup tables, gathers: handed to a launch it
+/// loads at any index, each access checked against the extents, and unlike a [`Reader`] it
+/// does not require the launch's range to fit the view (a 3-entry coefficient table in a
+/// 100-iteration launch). Conflicts as a reader does.
+pub struct Lookup<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
+    handle: Handle<T, R, L, S>,
+}
+
 /// An exclusive write borrow of a view. It does nothing by itself: handed to a launch it
 /// becomes a [`BoundWriter`] that loads and stores at the launch's tokens.
 pub struct Writer<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
@@ -367,6 +387,27 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     /// ```
     pub fn read(&self) -> Reader<T, R, L, S> {
         Reader {
+            handle: Handle::new(self, AccessKind::Read),
+        }
+    }
+
+    /// A lookup handle: shared read borrow for loads at indices the kernel computes, each
+    /// checked, in a launch of any range.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, RangePolicy, View};
+    /// use hoplite_serial::Serial;
+    /// let coef: View<f64, 1> = View::from_slice("coef", [3], &[1.0, -2.0, 1.0])?;
+    /// let y: View<f64, 1> = View::new("y", [100])?;
+    /// parallel_for("poly", (RangePolicy::new(Serial::default(), 0..100), (y.write(), coef.lookup())), |(i, (y, c))| {
+    ///     let x = *i as f64;
+    ///     y.set(i, c.get(0) + c.get(1) * x + c.get(2) * x * x);
+    /// })?;
+    /// assert_eq!(y.host_read()?.get(3), 4.0);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn lookup(&self) -> Lookup<T, R, L, S> {
+        Lookup {
             handle: Handle::new(self, AccessKind::Read),
         }
     }
@@ -415,6 +456,14 @@ impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, L, S> {
     pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
         Reader {
+            handle: Handle::with_borrow(view, borrow),
+        }
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, L, S> {
+    pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
+        Lookup {
             handle: Handle::with_borrow(view, borrow),
         }
     }
@@ -474,6 +523,7 @@ macro_rules! handle_common {
 }
 
 handle_common!(Reader, ViewValue);
+handle_common!(Lookup, ViewValue);
 handle_common!(Writer, ViewValue);
 handle_common!(AtomicHandle, AtomicValue);
 
@@ -1353,6 +1403,18 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
 
     fn prepare(&self, label: &str, bounds: &IndexBounds) -> Result<Self::Prepared> {
         self.handle.check(label, bounds)?;
+        if R == 0 {
+            // Rank-1 tokens store the one element (`Token<0> for Idx`): only one may exist.
+            if let IndexBounds::Range { begin, end } = *bounds
+                && end.saturating_sub(begin) > 1
+            {
+                return Err(Error::ScalarWriterInWideLaunch {
+                    label: label.to_owned(),
+                    view: self.handle.view.label().to_owned(),
+                    iterations: end - begin,
+                });
+            }
+        }
         Ok(PreparedWriter {
             ptr: self.handle.view.ptr,
             strides: self.handle.view.strides,
@@ -1407,6 +1469,65 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
             brand: PhantomData,
             _layout: PhantomData,
         }
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Lookup<T, R, L, S> {
+    type Prepared = PreparedReader<T, R>;
+    type Bound<'it> = BoundLookup<'it, T, R, L>;
+
+    fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
+        // No range check: every access is checked instead. Only a refused borrow fails.
+        if let Err(e) = &self.handle.borrow {
+            return Err((**e).clone());
+        }
+        Ok(PreparedReader {
+            ptr: self.handle.view.ptr,
+            strides: self.handle.view.strides,
+            extents: self.handle.extents,
+            room_below: [0; R],
+            room_above: [0; R],
+            label: self.handle.view.label() as *const str,
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundLookup<'it, T, R, L> {
+        BoundLookup {
+            prepared: *prepared,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+/// A [`Lookup`] bound to one launch: loads at any index, tokens included, each checked against
+/// the extents (a panic names the view; inside a launch it becomes `Error::KernelPanicked`).
+pub struct BoundLookup<'it, T: ViewValue, const R: usize, L: ArrayLayout> {
+    prepared: PreparedReader<T, R>,
+    brand: Brand<'it>,
+    _layout: PhantomData<L>,
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout> BoundLookup<'_, T, R, L> {
+    /// The element at `index` (a number, an array or any token), checked.
+    #[inline(always)]
+    pub fn get(&self, index: impl ViewIndex<R>) -> T {
+        let index = index.index();
+        let p = &self.prepared;
+        if !in_bounds(&index, &p.extents) {
+            // SAFETY: the label belongs to the view of the handle this was bound from, which
+            // the launch keeps alive while bound handles exist.
+            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
+        }
+        // SAFETY: `index` is inside the extents (checked above); the shared borrow the launch
+        // holds excludes writers while the launch runs.
+        unsafe { p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index)).read() }
+    }
+
+    /// The extents.
+    pub fn extents(&self) -> [usize; R] {
+        self.prepared.extents
     }
 }
 

@@ -19,7 +19,7 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::space::{ArrayLayout, MemorySpace};
-use crate::view::access::{AtomicHandle, AtomicValue, Reader, Writer};
+use crate::view::access::{AtomicHandle, AtomicValue, Lookup, Reader, Writer};
 use crate::view::{AccessKind, View, ViewValue};
 
 /// The identity of one allocation (all views made from it, subviews included, share it).
@@ -115,6 +115,16 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     /// is synchronized with the start of the kernel using the other).
     pub unsafe fn read_in(&self, group: &BorrowGroup) -> Reader<T, R, L, S> {
         Reader::from_borrow(self, self.borrow_in(AccessKind::Read, group.id()))
+    }
+
+    /// A lookup handle in `group`: as [`lookup`](Self::lookup), but not checked against the
+    /// group's other handles.
+    ///
+    /// # Safety
+    ///
+    /// As for [`read_in`](Self::read_in).
+    pub unsafe fn lookup_in(&self, group: &BorrowGroup) -> Lookup<T, R, L, S> {
+        Lookup::from_borrow(self, self.borrow_in(AccessKind::Read, group.id()))
     }
 
     /// A writer in `group`: as [`write`](Self::write), but not checked against the group's
