@@ -416,6 +416,7 @@ macro_rules! __for_each_check {
                 disjoint_subview_writers_do_not_conflict,
                 launch_past_the_extent_is_rejected,
                 handles_are_released_after_the_launch,
+                instance_copies_lookups_and_scalar_writes,
             }
             errors {
                 reversed_range_is_rejected,

@@ -359,3 +359,67 @@ pub fn handles_are_released_after_the_launch<S: FullSpace>(space: &S) -> Outcome
         Ok(())
     })
 }
+
+/// `deep_copy_on(space, dst, src)` copies as a launch of the space: contiguous views in
+/// chunks (several, with a remainder), other layouts and strided subviews by slabs; a lookup
+/// table reads in a launch wider than itself; a rank-0 view is stored by a one-iteration
+/// launch.
+pub fn instance_copies_lookups_and_scalar_writes<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let n = 5 * (1 << 14) + 3;
+        let src: View<u64, 1> = View::from_vec("src", [n], (0..n as u64).collect())?;
+        let dst: View<u64, 1> = View::new("dst", [n])?;
+        hoplite_core::deep_copy_on(space, &dst, &src)?;
+        same(&dst.to_vec()?, &src.to_vec()?, || {
+            format!("a contiguous copy of {n}")
+        })?;
+        let m: View<i32, 2> = View::from_vec("m", [40, 30], (0..1200).collect())?;
+        let cols: View<i32, 2, hoplite_core::LayoutStride> = m.subview([Slice::All, Slice::Range(5..25)])?;
+        let left: View<i32, 2, LayoutLeft> = View::new("left", [40, 20])?;
+        hoplite_core::deep_copy_on(space, &left, &cols)?;
+        let guard = left.host_read()?;
+        for (i, j) in [(0, 0), (39, 19), (17, 3)] {
+            ensure_eq!(
+                guard.get([i, j]),
+                (30 * i + j + 5) as i32,
+                "strided copy at ({i}, {j})"
+            );
+        }
+        drop(guard);
+
+        let coef: View<f64, 1> = View::from_slice("coef", [3], &[1.0, 2.0, 3.0])?;
+        let y: View<f64, 1> = View::new("y", [1000])?;
+        parallel_for(
+            "table",
+            (
+                RangePolicy::new(space.clone(), 0..1000),
+                (y.write(), coef.lookup()),
+            ),
+            |(i, (y, c))| y.set(i, c.get(*i % 3)),
+        )?;
+        let want: Vec<f64> = (0..1000).map(|i| (i % 3 + 1) as f64).collect();
+        same(&y.to_vec()?, &want, || "a lookup table in a wider launch".into())?;
+
+        let total: View<f64, 0> = View::new("total", [])?;
+        parallel_for(
+            "scalar",
+            (RangePolicy::new(space.clone(), 7..8), (total.write(),)),
+            |(i, (t,))| t.set(i, 42.0),
+        )?;
+        ensure_eq!(
+            total.to_vec()?,
+            vec![42.0],
+            "a rank-0 view after a one-iteration launch"
+        );
+        let wide = parallel_for(
+            "wide",
+            (RangePolicy::new(space.clone(), 0..2), (total.write(),)),
+            |(i, (t,))| t.set(i, 0.0),
+        );
+        ensure!(
+            matches!(wide, Err(Error::ScalarWriterInWideLaunch { iterations: 2, .. })),
+            "a rank-0 writer in a 2-iteration launch gave {wide:?}"
+        );
+        Ok(())
+    })
+}

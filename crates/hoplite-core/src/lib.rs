@@ -31,6 +31,7 @@
 pub mod dispatch;
 pub mod error;
 pub mod index;
+pub mod parallel_copy;
 pub mod policy;
 mod prims;
 pub mod reducer;
@@ -46,6 +47,7 @@ pub use dispatch::{
 };
 pub use error::{Error, Result};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
+pub use parallel_copy::deep_copy_on;
 pub use policy::{
     DEFAULT_LINE_TILE, ExecutionPolicy, IntoLaunch, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK,
     MDRangePolicy, PerTeam, PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize,

@@ -691,3 +691,112 @@ fn zero_sized_elements_are_not_filled_one_by_one() {
     let z2 = View::<(), 2>::new("z2", [1 << 40, 1 << 20]).expect("no bytes to allocate");
     assert_eq!(z2.extents(), [1 << 40, 1 << 20]);
 }
+
+// ---- interop and identity ------------------------------------------------------------------
+
+#[test]
+fn from_vec_adopts_the_buffer_and_into_vec_gives_it_back() {
+    let data: Vec<u32> = (0..12).collect();
+    let address = data.as_ptr();
+    let before = HostSpace.records().current_bytes();
+    let m: View<u32, 2, LayoutLeft> = View::from_vec("adopted", [3, 4], data).expect("12 elements");
+    assert_eq!(m.data(), address, "no copy");
+    assert_eq!(m.host_read().expect("read").get([2, 1]), 5, "column-major order");
+    let record = HostSpace.records().find(address as usize + 8).expect("recorded");
+    assert_eq!((record.label.as_str(), record.bytes), ("adopted", 48));
+    // A clone keeps `into_vec` from taking the buffer: it copies instead.
+    let other = m.clone();
+    let copy = m.into_vec().expect("copy");
+    assert_ne!(copy.as_ptr(), address);
+    assert_eq!(copy, (0..12).collect::<Vec<u32>>());
+    let back = other.into_vec().expect("the last handle");
+    assert_eq!(back.as_ptr(), address, "the same buffer, back");
+    assert!(
+        HostSpace.records().find(address as usize).is_none(),
+        "record gone"
+    );
+    assert!(HostSpace.records().current_bytes() <= before + 48);
+    // A subview of an adopted view copies.
+    let v: View<u32, 1> = View::from_vec("v", [4], back[..4].to_vec()).expect("4");
+    let part: View<u32, 1> = v.subview([Slice::Range(1..3)]).expect("sub");
+    drop(v);
+    assert_eq!(part.into_vec().expect("copy"), [1, 2]);
+    // The wrong length is a typed error.
+    let err = View::<f64, 2>::from_vec("bad", [2, 2], vec![0.0; 5]).expect_err("5 != 4");
+    assert!(matches!(err, Error::ExtentMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("bad"), "{err}");
+}
+
+#[test]
+fn use_count_default_views_and_equality() {
+    let v: View<f64, 2> = View::new("v", [2, 3]).expect("alloc");
+    assert_eq!(v.use_count(), 1);
+    let c = v.clone();
+    let sub: View<f64, 1> = v.subview([Slice::Index(1), Slice::All]).expect("row");
+    assert_eq!(v.use_count(), 3);
+    assert!(c == v, "same window on the same allocation");
+    let twin: View<f64, 2> = View::new("v", [2, 3]).expect("alloc");
+    assert!(twin != v, "equal contents, other memory");
+    let row0: View<f64, 1> = v.subview([Slice::Index(0), Slice::All]).expect("row");
+    assert!(row0 != sub, "another window of the same allocation");
+    drop((c, sub, row0));
+    assert_eq!(v.use_count(), 1);
+
+    let empty: View<f64, 3> = View::default();
+    assert_eq!((empty.label(), empty.extents(), empty.len()), ("", [0, 0, 0], 0));
+    assert!(empty.to_vec().expect("empty").is_empty());
+    let scalar: View<i64, 0> = View::default();
+    assert_eq!(scalar.to_vec().expect("one element"), [0]);
+}
+
+#[test]
+fn find_locates_the_allocation_of_any_interior_pointer() {
+    let a: View<u64, 1> = View::new("find-a", [100]).expect("alloc");
+    let b: View<u64, 1> = View::new("find-b", [50]).expect("alloc");
+    let records = HostSpace.records();
+    let in_a = records.find(a.data().wrapping_add(99) as usize).expect("a");
+    let in_b = records.find(b.data() as usize).expect("b");
+    assert_eq!((in_a.label.as_str(), in_b.label.as_str()), ("find-a", "find-b"));
+    assert!(
+        records
+            .find(a.data().wrapping_add(100) as usize)
+            .is_none_or(|r| r.label != "find-a")
+    );
+}
+
+#[test]
+fn deep_copy_on_an_instance_copies_contiguous_strided_and_transposed_views() {
+    use hoplite_core::deep_copy_on;
+    let exec = hoplite_serial::Serial::default();
+    // Contiguous, several chunks and a remainder.
+    let n = 3 * (1 << 14) + 5;
+    let src: View<u64, 1> = View::from_vec("src", [n], (0..n as u64).collect()).expect("alloc");
+    let dst: View<u64, 1> = View::new("dst", [n]).expect("alloc");
+    deep_copy_on(&exec, &dst, &src).expect("copy");
+    assert_eq!(dst.to_vec().expect("dst"), src.to_vec().expect("src"));
+    // Another layout (a transpose in memory) and a strided subview.
+    let m: View<i32, 2> = View::from_vec("m", [3, 5], (0..15).collect()).expect("alloc");
+    let left: View<i32, 2, LayoutLeft> = View::new("left", [3, 5]).expect("alloc");
+    deep_copy_on(&exec, &left, &m).expect("copy");
+    assert_eq!(left.host_read().expect("read").get([2, 4]), 14);
+    let cols: View<i32, 2, LayoutStride> = m.subview([Slice::All, Slice::Range(1..3)]).expect("cols");
+    let packed: View<i32, 2> = View::new("packed", [3, 2]).expect("alloc");
+    deep_copy_on(&exec, &packed, &cols).expect("copy");
+    assert_eq!(packed.to_vec().expect("packed"), [1, 2, 6, 7, 11, 12]);
+    // Rank 0.
+    let s: View<f64, 0> = View::from_slice("s", [], &[2.5]).expect("alloc");
+    let t: View<f64, 0> = View::new("t", []).expect("alloc");
+    deep_copy_on(&exec, &t, &s).expect("copy");
+    assert_eq!(t.to_vec().expect("t"), [2.5]);
+    // Bad input: extents, and a destination with a live reader; nothing is written.
+    let short: View<u64, 1> = View::new("short", [4]).expect("alloc");
+    let err = deep_copy_on(&exec, &short, &src).expect_err("extents differ");
+    assert!(matches!(err, Error::ExtentMismatch { .. }), "{err}");
+    let r = packed.read();
+    let err = deep_copy_on(&exec, &packed, &packed.clone()).expect_err("conflict");
+    assert!(matches!(err, Error::BorrowConflict { .. }), "{err}");
+    drop(r);
+    let err = deep_copy_on(&exec, &packed, &packed.clone()).expect_err("onto itself");
+    assert!(matches!(err, Error::BorrowConflict { .. }), "{err}");
+    assert_eq!(packed.to_vec().expect("packed"), [1, 2, 6, 7, 11, 12]);
+}

@@ -82,6 +82,30 @@ impl AllocationRecords {
         self.high_water.load(Ordering::Relaxed)
     }
 
+    /// The live allocation whose bytes contain `address` (Kokkos'
+    /// `SharedAllocationRecord::find`): which view owns a pointer that came back from C code,
+    /// a profiler or a debugger. `None` when no live allocation of this space contains it.
+    ///
+    /// ```
+    /// use hoplite_core::{HostSpace, MemorySpace, View};
+    /// let v: View<f64, 1> = View::new("field", [1000])?;
+    /// let inner = v.data().wrapping_add(10) as usize;
+    /// let record = HostSpace.records().find(inner).expect("a live allocation");
+    /// assert_eq!((record.label.as_str(), record.bytes), ("field", 8000));
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn find(&self, address: usize) -> Option<AllocationRecord> {
+        self.live
+            .lock()
+            .values()
+            .find(|e| address >= e.address && address - e.address < e.bytes)
+            .map(|e| AllocationRecord {
+                label: e.label.to_string(),
+                bytes: e.bytes,
+                address: e.address,
+            })
+    }
+
     /// The live allocations, oldest first.
     pub fn snapshot(&self) -> Vec<AllocationRecord> {
         self.live
@@ -247,6 +271,10 @@ pub(crate) struct TrackedAllocation<S: MemorySpace> {
     label: Arc<str>,
     space: S,
     borrows: BorrowTable,
+    /// For memory adopted from its owner (a `Vec` a view was made from without copying): the
+    /// owner, which frees it when dropped (or `None` once given back); `None` for memory the
+    /// space allocated.
+    adopted: Option<Option<Box<dyn std::any::Any + Send + Sync>>>,
 }
 
 // SAFETY: the allocation is plain memory owned by this value; every access to its elements
@@ -262,6 +290,49 @@ impl<S: MemorySpace> TrackedAllocation<S> {
     /// Allocates `bytes` zeroed bytes in `space` and records them under `label`.
     pub(crate) fn zeroed(space: S, label: &str, bytes: usize) -> Result<Arc<Self>> {
         let ptr = space.allocate_zeroed(label, bytes)?;
+        Ok(Self::record(space, label, ptr, bytes, None))
+    }
+
+    /// Records `bytes` at `ptr`, which `owner` keeps alive and frees when dropped.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is valid for reads and writes of `bytes` bytes for as long as `owner` lives, no
+    /// one else accesses that memory while it does, and the memory is host memory of this
+    /// process (every view of the allocation may be read and written on host threads).
+    pub(crate) unsafe fn adopt(
+        space: S,
+        label: &str,
+        ptr: NonNull<u8>,
+        bytes: usize,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Arc<Self> {
+        Self::record(space, label, ptr, bytes, Some(Some(owner)))
+    }
+
+    /// Gives back the owner of adopted memory when this is the last reference to the
+    /// allocation (the memory then stays valid: the owner frees it only when dropped).
+    pub(crate) fn try_into_owner(
+        this: Arc<Self>,
+    ) -> std::result::Result<Box<dyn std::any::Any + Send + Sync>, Arc<Self>> {
+        if this.adopted.is_none() {
+            return Err(this);
+        }
+        let mut alloc = Arc::try_unwrap(this)?;
+        // `Drop` then sees adopted memory without its owner: it removes the record only.
+        match alloc.adopted.as_mut().and_then(Option::take) {
+            Some(owner) => Ok(owner),
+            None => Err(Arc::new(alloc)),
+        }
+    }
+
+    fn record(
+        space: S,
+        label: &str,
+        ptr: NonNull<u8>,
+        bytes: usize,
+        adopted: Option<Option<Box<dyn std::any::Any + Send + Sync>>>,
+    ) -> Arc<Self> {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let label: Arc<str> = Arc::from(label);
         space
@@ -270,14 +341,15 @@ impl<S: MemorySpace> TrackedAllocation<S> {
         // Kokkos Tools' allocate hook, for any `tracing` subscriber.
         #[cfg(feature = "tracing")]
         tracing::debug!(target: "hoplite::alloc", label = &*label, bytes, space = space.name(), "allocate");
-        Ok(Arc::new(TrackedAllocation {
+        Arc::new(TrackedAllocation {
             ptr,
             bytes,
             id,
             label,
             space,
             borrows: BorrowTable::default(),
-        }))
+            adopted,
+        })
     }
 
     pub(crate) fn ptr(&self) -> NonNull<u8> {
@@ -326,8 +398,13 @@ impl<S: MemorySpace> Drop for TrackedAllocation<S> {
             space = self.space.name(),
             "free"
         );
-        // SAFETY: `ptr` came from `allocate_zeroed(_, self.bytes)` of this space and no
-        // handle outlives the allocation (each holds an `Arc` to it).
+        if self.adopted.is_some() {
+            // Adopted memory: its owner frees it when the field drops after this (or it was
+            // given back and lives on in the caller's hands).
+            return;
+        }
+        // SAFETY: `ptr` came from `allocate_zeroed(_, self.bytes)` of this space (memory
+        // that is not adopted) and no handle outlives the allocation (each holds an `Arc`).
         unsafe { self.space.deallocate(self.ptr, self.bytes) };
     }
 }

@@ -97,6 +97,48 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Clone for Vie
     }
 }
 
+/// Views are equal when they are the same window on the same allocation: the same memory, the
+/// same first element, extents and strides (Kokkos `operator==`). Element values are not
+/// compared.
+///
+/// ```
+/// use hoplite_core::{Slice, View};
+/// let a: View<i32, 1> = View::new("a", [4])?;
+/// let b: View<i32, 1> = View::new("a", [4])?;
+/// assert!(a == a.clone() && a != b); // equal contents, other memory
+/// assert!(a.subview::<1, hoplite_core::LayoutRight>([Slice::Range(0..2)])? != a);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> PartialEq for View<T, R, L, S> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.alloc, &other.alloc)
+            && self.ptr == other.ptr
+            && self.extents == other.extents
+            && self.strides == other.strides
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Eq for View<T, R, L, S> {}
+
+/// An empty view (Kokkos' default-constructed view): label `""`, every extent 0 (a rank-0
+/// view has its one element, zeroed). Useful as a placeholder in structs filled later.
+///
+/// ```
+/// use hoplite_core::View;
+/// let v: View<f64, 2> = View::default();
+/// assert_eq!((v.label(), v.extents(), v.is_empty()), ("", [0, 0], true));
+/// ```
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Default for View<T, R, L, S> {
+    fn default() -> Self {
+        match Self::without_initializing_in(S::default(), "", [0; R]) {
+            Ok(view) => view,
+            // Zero bytes need no memory; a rank-0 view needs one element, and only running
+            // out of memory refuses that, which `Default` answers as `Box::default` does.
+            Err(_) => std::alloc::handle_alloc_error(std::alloc::Layout::new::<T>()),
+        }
+    }
+}
+
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> fmt::Debug for View<T, R, L, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("View")
@@ -140,6 +182,10 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> View<
 
     /// Borrows the view for reading on the host; the guard reads any element and, for a
     /// contiguous view, gives the elements as a slice.
+    ///
+    /// (Kokkos' unmanaged views over user memory are [`from_vec`](View::from_vec) and
+    /// [`into_vec`](View::into_vec) here: a view is shared and `'static`, so it owns its
+    /// memory rather than borrowing it.)
     pub fn host_read(&self) -> Result<HostRead<'_, T, R, L, S>> {
         HostRead::new(self)
     }
@@ -192,6 +238,107 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> View<
         *self = Self::new_in(self.space().clone(), self.label(), extents)?;
         Ok(())
     }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout> View<T, R, L, HostSpace> {
+    /// A view over the memory of `data`, without copying (for interop: a buffer filled by
+    /// other code becomes a view). The view takes the vector over and frees it with its last
+    /// handle, or gives it back with [`into_vec`](Self::into_vec). The elements are in the
+    /// view's own order (row-major for `LayoutRight`, column-major for `LayoutLeft`).
+    /// The memory keeps the vector's alignment (that of `T`), not the space's 64 bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ExtentMismatch`] if `data.len()` is not the number of elements (the vector
+    /// is dropped).
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// let data: Vec<f64> = (0..6).map(f64::from).collect();
+    /// let address = data.as_ptr();
+    /// let m: View<f64, 2> = View::from_vec("m", [2, 3], data)?;
+    /// assert_eq!((m.data(), m.host_read()?.get([1, 2])), (address, 5.0)); // the same memory
+    /// let back = m.into_vec()?;
+    /// assert_eq!((back.as_ptr(), back.len()), (address, 6)); // and back, still no copy
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn from_vec(label: &str, extents: [usize; R], mut data: Vec<T>) -> Result<Self> {
+        let () = Self::RANK_OK;
+        let count = extents.iter().try_fold(1usize, |n, &e| n.checked_mul(e));
+        if count != Some(data.len()) {
+            return Err(Error::ExtentMismatch {
+                what: "View::from_vec",
+                left_label: label.to_owned(),
+                left: extents.to_vec(),
+                right_label: "the vector".to_owned(),
+                right: vec![data.len()],
+            });
+        }
+        let mut strides = [0; R];
+        L::strides(&extents, &mut strides);
+        let bytes = data.len() * size_of::<T>();
+        let ptr = NonNull::new(data.as_mut_ptr()).unwrap_or(NonNull::dangling());
+        // SAFETY: the vector's buffer is valid for its `len * size_of::<T>()` bytes while the
+        // vector lives; moving the vector into the box moves only its header, not the buffer;
+        // the allocation keeps the box, and only this view's handles reach the buffer. It is
+        // ordinary host memory of the global allocator.
+        let alloc = unsafe { TrackedAllocation::adopt(HostSpace, label, ptr.cast(), bytes, Box::new(data)) };
+        Ok(View {
+            alloc,
+            ptr,
+            extents,
+            strides,
+            root_dims: std::array::from_fn(|d| d),
+            footprint: Footprint::whole(&extents),
+            _layout: PhantomData,
+        })
+    }
+
+    /// The elements as a vector in the view's own order: the vector the view was made from,
+    /// without copying, when this is the last handle of a view made by
+    /// [`from_vec`](Self::from_vec) and it covers the whole vector; otherwise a copy.
+    ///
+    /// # Errors
+    ///
+    /// A borrow conflict, when a live writer keeps the copy from being made.
+    pub fn into_vec(self) -> Result<Vec<T>> {
+        if !(self.footprint.is_whole() && self.is_contiguous()) {
+            return self.to_vec();
+        }
+        let View {
+            alloc,
+            ptr,
+            extents,
+            strides,
+            root_dims,
+            footprint,
+            _layout,
+        } = self;
+        match TrackedAllocation::try_into_owner(alloc) {
+            Ok(owner) => match owner.downcast::<Vec<T>>() {
+                Ok(vec) => Ok(*vec),
+                // Adopted memory of another type (never made by `from_vec::<T>`).
+                Err(_) => unreachable_owner(),
+            },
+            Err(alloc) => View::<T, R, L, HostSpace> {
+                alloc,
+                ptr,
+                extents,
+                strides,
+                root_dims,
+                footprint,
+                _layout,
+            }
+            .to_vec(),
+        }
+    }
+}
+
+/// An adopted allocation's owner is always the `Vec<T>` of the view that adopted it, and a
+/// whole view of that allocation has the same `T`.
+#[cold]
+fn unreachable_owner() -> ! {
+    unreachable!("a whole view of adopted memory has the element type of the adopted vector")
 }
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
@@ -317,6 +464,29 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     /// The memory space instance.
     pub fn space(&self) -> &S {
         self.alloc.space()
+    }
+
+    /// How many views and handles share this view's allocation (Kokkos `use_count`): clones,
+    /// subviews, handles and the views inside them.
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// let v: View<u8, 1> = View::new("v", [4])?;
+    /// let w = v.clone();
+    /// let r = v.read();
+    /// assert_eq!(v.use_count(), 3);
+    /// drop((w, r));
+    /// assert_eq!(v.use_count(), 1);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn use_count(&self) -> usize {
+        Arc::strong_count(&self.alloc)
+    }
+
+    /// The address of the first element (Kokkos `data()`), for interop and for finding the
+    /// allocation ([`AllocationRecords::find`]). Dereferencing it is the caller's business.
+    pub fn data(&self) -> *const T {
+        self.ptr.as_ptr()
     }
 
     /// Whether `other` uses the same allocation (it may cover other elements of it).
