@@ -348,6 +348,7 @@ macro_rules! __for_each_check {
                 team_size_above_the_maximum_is_rejected,
                 barrier_orders_scratch_writes,
                 broadcast_returns_the_source_value,
+                team_single_broadcast_functor_and_team_tokens,
                 team_reduce_joins_in_rank_order,
                 team_scan_returns_exclusive_prefix_and_total,
                 team_thread_range_visits_every_index_once,

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_core::{
     Custom, Error, Max, NestedLevel, PerTeam, PerThread, Schedule, Sum, TeamMember, TeamPolicy, TeamSize,
-    TeamThreadRange, TeamVectorRange, ThreadVectorRange, View, parallel_for, parallel_reduce,
+    TeamThreadRange, TeamVectorRange, ThreadVectorRange, UniqueToken, VectorLength, View, parallel_for,
+    parallel_reduce,
 };
 
 use hoplite_core::index::team_owner;
@@ -247,6 +248,72 @@ pub fn broadcast_returns_the_source_value<S: FullSpace>(space: &S) -> Outcome {
                 problems.into_outcome(&format!("league {league}, team size {ts}"))?;
             }
         }
+        Ok(())
+    })
+}
+
+/// `team_single` runs its closure once per team and hands the result to every thread;
+/// `team_broadcast_with` applies its functor on the source only; a team-level unique token
+/// gives one id to the whole team, no two live teams share it, and every id is back in the
+/// pool after the launch; `VectorLength::Auto` resolves to the space's maximum.
+pub fn team_single_broadcast_functor_and_team_tokens<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        for ts in team_sizes(space) {
+            for league in LEAGUES {
+                let problems = Problems::new();
+                let calls = AtomicUsize::new(0);
+                let tokens = space.unique_token_with_size(2)?;
+                let holders: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(usize::MAX)).collect();
+                let policy =
+                    TeamPolicy::new(space.clone(), league, ts).with_vector_length(VectorLength::Auto);
+                parallel_for("single", policy, |m| {
+                    let (lr, tr) = (m.league_rank(), m.team_rank());
+                    let once = m.team_single(|| {
+                        calls.fetch_add(1, Ordering::Relaxed);
+                        lr * 7
+                    });
+                    problems.check(once == lr * 7, || {
+                        format!("team {lr}, thread {tr}: single gave {once}")
+                    });
+                    let doubled = m.team_broadcast_with(|v: &mut usize| *v *= 2, tr + 1, ts - 1);
+                    problems.check(doubled == 2 * ts, || {
+                        format!("team {lr}, thread {tr}: functor broadcast gave {doubled}")
+                    });
+                    let id = tokens.team_guard(m);
+                    problems.check(*id < 2, || format!("team {lr}: team id {} out of range", *id));
+                    if tr == 0 {
+                        let before = holders[*id].swap(lr, Ordering::AcqRel);
+                        problems.check(before == usize::MAX, || {
+                            format!("team {lr} got id {} that team {before} still held", *id)
+                        });
+                    }
+                    let all = m.team_broadcast(*id, 0);
+                    problems.check(all == *id, || format!("team {lr}, thread {tr}: team id differs"));
+                    m.team_barrier();
+                    if tr == 0 {
+                        holders[*id].store(usize::MAX, Ordering::Release);
+                    }
+                })?;
+                problems.into_outcome(&format!("league {league}, team size {ts}"))?;
+                ensure_eq!(
+                    calls.into_inner(),
+                    league,
+                    "team_single calls for league {league}"
+                );
+                let ids: Vec<Option<usize>> = (0..2).map(|_| tokens.try_acquire()).collect();
+                ensure!(
+                    ids.iter().all(Option::is_some),
+                    "team ids left held after the launch: {ids:?}"
+                );
+            }
+        }
+        ensure_eq!(
+            TeamPolicy::new(space.clone(), 1, 1)
+                .with_vector_length(VectorLength::Auto)
+                .vector_length(),
+            space.max_vector_length(),
+            "VectorLength::Auto"
+        );
         Ok(())
     })
 }

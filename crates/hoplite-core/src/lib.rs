@@ -51,6 +51,7 @@ pub use parallel_copy::deep_copy_on;
 pub use policy::{
     DEFAULT_LINE_TILE, ExecutionPolicy, IntoLaunch, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK,
     MDRangePolicy, PerTeam, PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize,
+    VectorLength,
 };
 pub use reducer::*;
 pub use space::{
@@ -61,7 +62,7 @@ pub use team::{
     NestedBounds, NestedLevel, ScratchBuffer, ScratchElement, ScratchPad, ScratchSlice, TeamMember,
     TeamThreadRange, TeamVectorRange, ThreadVectorRange,
 };
-pub use unique_token::{TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
+pub use unique_token::{TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
 pub use view::copy::HostAccessibleSpace;
 pub use view::{
     AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs,

@@ -729,6 +729,23 @@ impl From<usize> for TeamSize {
     }
 }
 
+/// The vector length of a [`TeamPolicy`]: chosen by the backend (Kokkos `AUTO`) or fixed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum VectorLength {
+    /// The backend picks: the space's maximum vector length (1 on the host backends, whose
+    /// vector lanes run in the thread's own loop).
+    #[default]
+    Auto,
+    /// Exactly this many lanes (a power of two, at most the space's maximum).
+    Fixed(usize),
+}
+
+impl From<usize> for VectorLength {
+    fn from(n: usize) -> Self {
+        VectorLength::Fixed(n)
+    }
+}
+
 /// Scratch bytes per team (Kokkos `PerTeam`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PerTeam(pub usize);
@@ -755,7 +772,7 @@ pub struct TeamPolicy<S: ExecutionSpace> {
     space: S,
     league_size: usize,
     team_size: TeamSize,
-    vector_length: usize,
+    vector_length: VectorLength,
     scratch: [(PerTeam, PerThread); SCRATCH_LEVELS],
     bad_scratch_level: Option<usize>,
     chunk: Option<usize>,
@@ -769,7 +786,7 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
             space,
             league_size,
             team_size: team_size.into(),
-            vector_length: 1,
+            vector_length: VectorLength::Fixed(1),
             scratch: Default::default(),
             bad_scratch_level: None,
             chunk: None,
@@ -777,9 +794,17 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
         }
     }
 
-    /// Sets the vector length (a power of two, at most the space's maximum).
-    pub fn with_vector_length(mut self, vector_length: usize) -> Self {
-        self.vector_length = vector_length;
+    /// Sets the vector length: a power of two, at most the space's maximum, or
+    /// [`VectorLength::Auto`] for the space's choice.
+    ///
+    /// ```
+    /// use hoplite_core::{TeamPolicy, VectorLength};
+    /// use hoplite_serial::Serial;
+    /// let p = TeamPolicy::new(Serial::default(), 4, 1).with_vector_length(VectorLength::Auto);
+    /// assert_eq!(p.vector_length(), 1); // the host runs vector lanes in the thread's loop
+    /// ```
+    pub fn with_vector_length(mut self, vector_length: impl Into<VectorLength>) -> Self {
+        self.vector_length = vector_length.into();
         self
     }
 
@@ -834,9 +859,12 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
         self.space.max_team_size()
     }
 
-    /// The vector length.
+    /// The vector length a launch uses: the fixed length, or for `Auto` the space's maximum.
     pub fn vector_length(&self) -> usize {
-        self.vector_length
+        match self.vector_length {
+            VectorLength::Fixed(n) => n,
+            VectorLength::Auto => self.space.max_vector_length(),
+        }
     }
 
     /// Scratch bytes requested at `level`: `(per team, per thread)`; zero for unknown levels.
@@ -891,11 +919,11 @@ unsafe impl<S: ExecutionSpace> ExecutionPolicy for TeamPolicy<S> {
             });
         }
         let max_vector = space.max_vector_length();
-        if self.vector_length == 0 || !self.vector_length.is_power_of_two() || self.vector_length > max_vector
-        {
+        let vector_length = self.vector_length();
+        if vector_length == 0 || !vector_length.is_power_of_two() || vector_length > max_vector {
             return Err(Error::InvalidVectorLength {
                 label: label.to_owned(),
-                requested: self.vector_length,
+                requested: vector_length,
                 max: max_vector,
                 space: space.name(),
             });

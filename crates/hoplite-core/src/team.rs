@@ -104,6 +104,53 @@ pub unsafe trait TeamMember {
     /// stack must not reach another thread, which may outlive that frame.
     fn team_broadcast<T: Clone + Send + Sync + 'static>(&self, value: T, source: usize) -> T;
 
+    /// Runs `f` on one thread of the team (team rank 0) and returns its result on every
+    /// thread (Kokkos `single(PerTeam(member), f, value)`): a value the team computes once and
+    /// then shares, such as a row's norm or a random draw.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_reduce, Sum, TeamMember, TeamPolicy};
+    /// use hoplite_serial::Serial;
+    /// let total = parallel_reduce("single", TeamPolicy::new(Serial::default(), 4, 1), |m, acc| {
+    ///     let once = m.team_single(|| 10 * m.league_rank());
+    ///     *acc += once;
+    /// }, Sum::<usize>::new())?;
+    /// assert_eq!(total, 60);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    fn team_single<T: Clone + Send + Sync + 'static>(&self, f: impl FnOnce() -> T) -> T {
+        let mine = (self.team_rank() == 0).then(f);
+        match self.team_broadcast(mine, 0) {
+            Some(value) => value,
+            // Axiom 3: every thread gets rank 0's value, and rank 0 made one.
+            None => unreachable!("team_broadcast returned another rank's value"),
+        }
+    }
+
+    /// Applies `f` to `value` on team rank `source`, then returns the result on every thread
+    /// (Kokkos' `team_broadcast(f, value, source)` with a functor).
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_reduce, Sum, TeamMember, TeamPolicy};
+    /// use hoplite_serial::Serial;
+    /// let total = parallel_reduce("bcast", TeamPolicy::new(Serial::default(), 3, 1), |m, acc| {
+    ///     *acc += m.team_broadcast_with(|v: &mut usize| *v *= 2, m.team_rank() + 1, 0);
+    /// }, Sum::<usize>::new())?;
+    /// assert_eq!(total, 6);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    fn team_broadcast_with<T: Clone + Send + Sync + 'static>(
+        &self,
+        f: impl FnOnce(&mut T),
+        mut value: T,
+        source: usize,
+    ) -> T {
+        if self.team_rank() == source {
+            f(&mut value);
+        }
+        self.team_broadcast(value, source)
+    }
+
     /// Joins every thread's `value` with `reducer`; every thread gets the result.
     fn team_reduce<R>(&self, reducer: &R, value: R::Value) -> R::Value
     where

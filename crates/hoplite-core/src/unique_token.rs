@@ -67,6 +67,42 @@ pub trait UniqueToken: Clone + Send + Sync {
         }
     }
 
+    /// Acquires one id for a whole team (Kokkos' team-level `acquire`): team rank 0 acquires
+    /// it, every thread of the team gets it, and it is released once every thread of the team
+    /// has dropped its guard (the drop is a team barrier). Call it on every thread of the team,
+    /// as any team collective.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, TeamPolicy, UniqueToken, UniqueTokenSpace};
+    /// use hoplite_serial::Serial;
+    /// let space = Serial::default();
+    /// let tokens = space.unique_token_with_size(2)?;
+    /// parallel_for("team ids", TeamPolicy::new(space, 8, 1), |m| {
+    ///     let id = tokens.team_guard(m);
+    ///     assert!(*id < 2);
+    /// })?;
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    fn team_guard<'t, 'm, M: crate::team::TeamMember>(
+        &'t self,
+        member: &'m M,
+    ) -> TeamTokenGuard<'t, 'm, Self, M>
+    where
+        Self: Sized,
+    {
+        let mine = (member.team_rank() == 0).then(|| self.acquire());
+        let id = match member.team_broadcast(mine, 0) {
+            Some(id) => id,
+            // Axiom 3 of `TeamMember`: rank 0's value reaches every thread, and it made one.
+            None => unreachable!("team_broadcast returned another rank's value"),
+        };
+        TeamTokenGuard {
+            id,
+            token: self,
+            member,
+        }
+    }
+
     /// Acquires an id that is released when the guard drops.
     fn guard(&self) -> TokenGuard<'_, Self>
     where
@@ -122,6 +158,45 @@ impl<T: UniqueToken> std::ops::Deref for TokenGuard<'_, T> {
 impl<T: UniqueToken> Drop for TokenGuard<'_, T> {
     fn drop(&mut self) {
         self.token.release(self.id);
+    }
+}
+
+/// One id held by a whole team ([`UniqueToken::team_guard`]); derefs to the id. Dropping it is
+/// a team barrier, after which team rank 0 releases the id.
+pub struct TeamTokenGuard<'t, 'm, T: UniqueToken, M: crate::team::TeamMember> {
+    id: usize,
+    token: &'t T,
+    member: &'m M,
+}
+
+impl<T: UniqueToken, M: crate::team::TeamMember> std::ops::Deref for TeamTokenGuard<'_, '_, T, M> {
+    type Target = usize;
+    fn deref(&self) -> &usize {
+        &self.id
+    }
+}
+
+impl<T: UniqueToken, M: crate::team::TeamMember> Drop for TeamTokenGuard<'_, '_, T, M> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            // The launch is failing; a barrier now could wait for threads that have left.
+            // Rank 0 still gives the id back so the pool stays whole for later launches.
+            if self.member.team_rank() == 0 {
+                self.token.release(self.id);
+            }
+            return;
+        }
+        // Every thread of the team is done with the id before it goes back.
+        self.member.team_barrier();
+        if self.member.team_rank() == 0 {
+            self.token.release(self.id);
+        }
+    }
+}
+
+impl<T: UniqueToken, M: crate::team::TeamMember> fmt::Debug for TeamTokenGuard<'_, '_, T, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("TeamTokenGuard").field(&self.id).finish()
     }
 }
 

@@ -586,6 +586,32 @@ fn teams() -> Result<()> {
         "{batch} outer products of length {n} through team planes in {}: sum {total} (expected {want})",
         ms(t)
     );
+
+    // Team conveniences: a value computed once per team and shared (Kokkos `single(PerTeam)`),
+    // and one unique-token id per team for a team-private slot of a shared buffer.
+    let space = DefaultExecutionSpace::default();
+    let tokens = space.unique_token_with_size(2)?;
+    let slots = View::<f64, 1>::new("team slots", [2])?;
+    let policy = TeamPolicy::new(space, 16, TeamSize::Auto).with_vector_length(VectorLength::Auto);
+    let atomics = slots.atomic();
+    let shared = parallel_reduce(
+        "team single",
+        policy,
+        |m, acc: &mut usize| {
+            let seed = m.team_single(|| 1000 + m.league_rank());
+            let id = tokens.team_guard(m);
+            if m.team_rank() == 0 {
+                atomics.fetch_add(*id, 1.0);
+                *acc += seed;
+            }
+        },
+        Sum::<usize>::new(),
+    )?;
+    drop(atomics);
+    println!(
+        "team_single gave each of 16 teams its seed (sum {shared}); team-level unique ids split them over 2 slots: {:?}",
+        slots.to_vec()?
+    );
     Ok(())
 }
 

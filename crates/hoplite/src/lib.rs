@@ -223,7 +223,8 @@ pub mod prelude {
         DefaultExecutionSpace, DefaultHostExecutionSpace, Error, ExecutionPolicy, ExecutionSpace, FullSpace,
         Idx, IterationOrder, MDRangePolicy, MdIdx, PerTeam, PerThread, RangePolicy, Reducer, Result,
         Schedule, TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange, ThreadVectorRange,
-        UniqueToken, UniqueTokenSpace, parallel_for, parallel_reduce, parallel_reduce_into, parallel_scan,
+        UniqueToken, UniqueTokenSpace, VectorLength, parallel_for, parallel_reduce, parallel_reduce_into,
+        parallel_scan,
     };
     pub use hoplite_core::reducer::*;
     pub use hoplite_core::{
