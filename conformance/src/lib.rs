@@ -381,6 +381,7 @@ macro_rules! __for_each_check {
                 finalize_runs_once_on_the_total,
                 tuple_of_reducers_matches_separate_reductions,
                 reduce_into_views_and_variables,
+                complex_array_reductions_and_locked_atomics,
             }
             graph {
                 random_dags_run_every_node_once_after_its_predecessors,

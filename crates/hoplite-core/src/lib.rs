@@ -47,6 +47,9 @@ pub use dispatch::{
 };
 pub use error::{Error, Result};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
+/// Complex numbers (the `num-complex` crate): views hold them, `Sum`/`Prod` reduce them and
+/// atomic handles update them under the lock table.
+pub use num_complex::{self, Complex};
 pub use parallel_copy::deep_copy_on;
 pub use policy::{
     DEFAULT_LINE_TILE, ExecutionPolicy, IntoLaunch, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK,
@@ -66,6 +69,6 @@ pub use unique_token::{TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, Uniqu
 pub use view::copy::HostAccessibleSpace;
 pub use view::{
     AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs,
-    Lookup, PlaneRow, Reader, RowReader, Slice, TeamPlane, TeamRow, View, ViewIndex, ViewValue, Writer,
-    create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill,
+    LockedAtomic, Lookup, PlaneRow, Reader, RowReader, Slice, TeamPlane, TeamRow, View, ViewIndex, ViewValue,
+    Writer, create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill,
 };

@@ -85,7 +85,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 use std::marker::PhantomData;
-use std::ops::{AddAssign, BitAndAssign, BitOrAssign, MulAssign};
+use std::ops::{BitAndAssign, BitOrAssign};
 
 // ---------------------------------------------------------------------------
 // The concept
@@ -477,20 +477,17 @@ macro_rules! phantom_reducer {
 pub struct Sum<T>(PhantomData<fn() -> T>);
 phantom_reducer!(Sum);
 
-impl<T> Reducer for Sum<T>
-where
-    T: ReductionIdentity + Copy + Send + AddAssign,
-{
+impl<T: SumValue> Reducer for Sum<T> {
     type Value = T;
 
     #[inline]
     fn init(&self) -> T {
-        T::sum()
+        T::zero()
     }
 
     #[inline]
     fn join(&self, dst: &mut T, src: T) {
-        *dst += src;
+        dst.accumulate(src);
     }
 }
 
@@ -509,20 +506,162 @@ where
 pub struct Prod<T>(PhantomData<fn() -> T>);
 phantom_reducer!(Prod);
 
-impl<T> Reducer for Prod<T>
-where
-    T: ReductionIdentity + Copy + Send + MulAssign,
-{
+impl<T: ProdValue> Reducer for Prod<T> {
     type Value = T;
 
     #[inline]
     fn init(&self) -> T {
-        T::prod()
+        T::one()
     }
 
     #[inline]
     fn join(&self, dst: &mut T, src: T) {
-        *dst *= src;
+        dst.multiply(src);
+    }
+}
+
+/// What [`Sum`] reduces: a zero and an accumulation. Implemented for the primitive numbers
+/// (`+=`, wrapping as `+=` does in release builds), complex numbers ([`num_complex::Complex`])
+/// and arrays of them, element by element (Kokkos' array reductions). Implement it for your
+/// own types.
+///
+/// ```
+/// use hoplite_core::reducer::{Reducer, Sum};
+/// let r = Sum::<[f64; 3]>::new();
+/// let mut a = r.init();
+/// r.join(&mut a, [1.0, 2.0, 3.0]);
+/// r.join(&mut a, [10.0, 20.0, 30.0]);
+/// assert_eq!(a, [11.0, 22.0, 33.0]);
+/// ```
+pub trait SumValue: Copy + Send {
+    /// The identity: zero.
+    fn zero() -> Self;
+    /// `*self += other`.
+    fn accumulate(&mut self, other: Self);
+}
+
+/// What [`Prod`] reduces: a one and a multiplication (primitive numbers, complex numbers and
+/// arrays of them, element by element).
+pub trait ProdValue: Copy + Send {
+    /// The identity: one.
+    fn one() -> Self;
+    /// `*self *= other`.
+    fn multiply(&mut self, other: Self);
+}
+
+/// What [`Min`] and [`Max`] reduce: the identities and a comparison that ignores NaN
+/// (primitive numbers, and arrays of them element by element).
+pub trait MinMaxValue: Copy + Send {
+    /// The identity of a minimum: the largest value (`+inf`, `T::MAX`).
+    fn min_identity() -> Self;
+    /// The identity of a maximum: the smallest value (`-inf`, `T::MIN`).
+    fn max_identity() -> Self;
+    /// Keeps the smaller of `self` and `other` (a NaN never replaces a number).
+    fn keep_min(&mut self, other: Self);
+    /// Keeps the larger of `self` and `other` (a NaN never replaces a number).
+    fn keep_max(&mut self, other: Self);
+}
+
+macro_rules! primitive_values {
+    ($($t:ty),* $(,)?) => {$(
+        impl SumValue for $t {
+            #[inline(always)]
+            fn zero() -> Self { <$t as ReductionIdentity>::sum() }
+            #[inline(always)]
+            fn accumulate(&mut self, other: Self) { *self += other; }
+        }
+        impl ProdValue for $t {
+            #[inline(always)]
+            fn one() -> Self { <$t as ReductionIdentity>::prod() }
+            #[inline(always)]
+            fn multiply(&mut self, other: Self) { *self *= other; }
+        }
+        impl MinMaxValue for $t {
+            #[inline(always)]
+            fn min_identity() -> Self { <$t as ReductionIdentity>::min() }
+            #[inline(always)]
+            fn max_identity() -> Self { <$t as ReductionIdentity>::max() }
+            #[inline(always)]
+            fn keep_min(&mut self, other: Self) {
+                if better(Dir::Min, &other, self) { *self = other; }
+            }
+            #[inline(always)]
+            fn keep_max(&mut self, other: Self) {
+                if better(Dir::Max, &other, self) { *self = other; }
+            }
+        }
+    )*};
+}
+
+primitive_values!(
+    i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64
+);
+
+macro_rules! complex_values {
+    ($($t:ty),*) => {$(
+        impl SumValue for num_complex::Complex<$t> {
+            #[inline(always)]
+            fn zero() -> Self { num_complex::Complex::new(0.0, 0.0) }
+            #[inline(always)]
+            fn accumulate(&mut self, other: Self) { *self += other; }
+        }
+        impl ProdValue for num_complex::Complex<$t> {
+            #[inline(always)]
+            fn one() -> Self { num_complex::Complex::new(1.0, 0.0) }
+            #[inline(always)]
+            fn multiply(&mut self, other: Self) { *self *= other; }
+        }
+    )*};
+}
+
+complex_values!(f32, f64);
+
+impl<T: SumValue, const N: usize> SumValue for [T; N] {
+    #[inline(always)]
+    fn zero() -> Self {
+        [T::zero(); N]
+    }
+    #[inline(always)]
+    fn accumulate(&mut self, other: Self) {
+        for (a, b) in self.iter_mut().zip(other) {
+            a.accumulate(b);
+        }
+    }
+}
+
+impl<T: ProdValue, const N: usize> ProdValue for [T; N] {
+    #[inline(always)]
+    fn one() -> Self {
+        [T::one(); N]
+    }
+    #[inline(always)]
+    fn multiply(&mut self, other: Self) {
+        for (a, b) in self.iter_mut().zip(other) {
+            a.multiply(b);
+        }
+    }
+}
+
+impl<T: MinMaxValue, const N: usize> MinMaxValue for [T; N] {
+    #[inline(always)]
+    fn min_identity() -> Self {
+        [T::min_identity(); N]
+    }
+    #[inline(always)]
+    fn max_identity() -> Self {
+        [T::max_identity(); N]
+    }
+    #[inline(always)]
+    fn keep_min(&mut self, other: Self) {
+        for (a, b) in self.iter_mut().zip(other) {
+            a.keep_min(b);
+        }
+    }
+    #[inline(always)]
+    fn keep_max(&mut self, other: Self) {
+        for (a, b) in self.iter_mut().zip(other) {
+            a.keep_max(b);
+        }
     }
 }
 
@@ -547,22 +686,17 @@ where
 pub struct Min<T>(PhantomData<fn() -> T>);
 phantom_reducer!(Min);
 
-impl<T> Reducer for Min<T>
-where
-    T: ReductionIdentity + Copy + Send + PartialOrd,
-{
+impl<T: MinMaxValue> Reducer for Min<T> {
     type Value = T;
 
     #[inline]
     fn init(&self) -> T {
-        <T as ReductionIdentity>::min()
+        T::min_identity()
     }
 
     #[inline]
     fn join(&self, dst: &mut T, src: T) {
-        if better(Dir::Min, &src, dst) {
-            *dst = src;
-        }
+        dst.keep_min(src);
     }
 }
 
@@ -587,22 +721,17 @@ where
 pub struct Max<T>(PhantomData<fn() -> T>);
 phantom_reducer!(Max);
 
-impl<T> Reducer for Max<T>
-where
-    T: ReductionIdentity + Copy + Send + PartialOrd,
-{
+impl<T: MinMaxValue> Reducer for Max<T> {
     type Value = T;
 
     #[inline]
     fn init(&self) -> T {
-        <T as ReductionIdentity>::max()
+        T::max_identity()
     }
 
     #[inline]
     fn join(&self, dst: &mut T, src: T) {
-        if better(Dir::Max, &src, dst) {
-            *dst = src;
-        }
+        dst.keep_max(src);
     }
 }
 

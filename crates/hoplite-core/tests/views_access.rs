@@ -933,3 +933,38 @@ fn a_rank_zero_view_is_stored_from_a_one_iteration_launch() {
     .expect("empty");
     assert_eq!(total.host_read().expect("host").get([]), 10.0);
 }
+
+#[test]
+fn locked_atomics_on_a_sixteen_byte_struct() {
+    #[derive(Clone, Copy, Debug, Default, PartialEq, PartialOrd, bytemuck::Zeroable)]
+    struct Pair {
+        key: u64,
+        tag: u64,
+    }
+    impl hoplite_core::LockedAtomic for Pair {}
+    let v: View<Pair, 1> = View::new("pairs", [2]).expect("alloc");
+    let a = v.atomic();
+    parallel_for("max", range(0..100), |i| {
+        a.fetch_max(
+            0,
+            Pair {
+                key: (*i as u64 * 37) % 101,
+                tag: *i as u64,
+            },
+        );
+    })
+    .expect("fetch_max");
+    assert_eq!(a.load(0), Pair { key: 100, tag: 30 });
+    assert_eq!(
+        a.compare_exchange(1, Pair::default(), Pair { key: 1, tag: 1 }),
+        Ok(Pair::default())
+    );
+    assert_eq!(
+        a.compare_exchange(1, Pair::default(), Pair { key: 2, tag: 2 }),
+        Err(Pair { key: 1, tag: 1 })
+    );
+    a.store(1, Pair { key: 9, tag: 9 });
+    assert_eq!(a.fetch_min(1, Pair { key: 3, tag: 0 }), Pair { key: 9, tag: 9 });
+    drop(a);
+    assert_eq!(v.to_vec().expect("host")[1], Pair { key: 3, tag: 0 });
+}

@@ -548,26 +548,39 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Reade
 }
 
 /// A value type with atomic operations in views: integers natively, floats by
-/// compare-and-swap on their bits.
+/// compare-and-swap on their bits, and any other [`LockedAtomic`] type (complex numbers,
+/// small structs) under a lock of a global lock table.
+///
+/// The operations that need more of the type say so: `fetch_add` needs `Add`, `fetch_min`
+/// and `fetch_max` need `PartialOrd`, `compare_exchange` needs `PartialEq`.
 ///
 /// # Safety
 ///
 /// Atomic handles reinterpret a view's elements of type `Self` in place as `Self::Atom`. An
 /// implementation promises that `Atom` has the same size as `Self` and an alignment no
 /// greater than `Self`'s, that every bit pattern of a `Self` is a valid `Atom` (and back), and
-/// that `Atom` is an atomic type: its methods here are safe to call from several threads at
-/// once on one element (no references, no pointers, no plain `Cell`s inside).
-pub unsafe trait AtomicValue: ViewValue + PartialOrd {
+/// that `Atom`'s operations here are safe to call from several threads at once on one element:
+/// every access to an element goes through these methods (the borrow rules keep readers and
+/// writers away), and each of them is atomic with respect to the others.
+pub unsafe trait AtomicValue: ViewValue {
     /// The atomic type of the same size and alignment.
     type Atom: Send + Sync;
     /// Atomically adds `v`; returns the old value.
-    fn fetch_add(a: &Self::Atom, v: Self) -> Self;
+    fn fetch_add(a: &Self::Atom, v: Self) -> Self
+    where
+        Self: std::ops::Add<Output = Self>;
     /// Atomically keeps the smaller; returns the old value.
-    fn fetch_min(a: &Self::Atom, v: Self) -> Self;
+    fn fetch_min(a: &Self::Atom, v: Self) -> Self
+    where
+        Self: PartialOrd;
     /// Atomically keeps the larger; returns the old value.
-    fn fetch_max(a: &Self::Atom, v: Self) -> Self;
+    fn fetch_max(a: &Self::Atom, v: Self) -> Self
+    where
+        Self: PartialOrd;
     /// Atomically replaces `current` with `new`; the old value in `Err` if it was not `current`.
-    fn compare_exchange(a: &Self::Atom, current: Self, new: Self) -> std::result::Result<Self, Self>;
+    fn compare_exchange(a: &Self::Atom, current: Self, new: Self) -> std::result::Result<Self, Self>
+    where
+        Self: PartialEq;
     /// Atomic load.
     fn load(a: &Self::Atom) -> Self;
     /// Atomic store.
@@ -700,31 +713,38 @@ impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Ato
 
     /// Atomically adds `v` at `index`; returns the old value.
     #[inline(always)]
-    pub fn fetch_add(&self, index: impl ViewIndex<R>, v: T) -> T {
+    pub fn fetch_add(&self, index: impl ViewIndex<R>, v: T) -> T
+    where
+        T: std::ops::Add<Output = T>,
+    {
         T::fetch_add(self.atom(index), v)
     }
 
     /// Atomically keeps the smaller of the element and `v`; returns the old value.
     #[inline(always)]
-    pub fn fetch_min(&self, index: impl ViewIndex<R>, v: T) -> T {
+    pub fn fetch_min(&self, index: impl ViewIndex<R>, v: T) -> T
+    where
+        T: PartialOrd,
+    {
         T::fetch_min(self.atom(index), v)
     }
 
     /// Atomically keeps the larger of the element and `v`; returns the old value.
     #[inline(always)]
-    pub fn fetch_max(&self, index: impl ViewIndex<R>, v: T) -> T {
+    pub fn fetch_max(&self, index: impl ViewIndex<R>, v: T) -> T
+    where
+        T: PartialOrd,
+    {
         T::fetch_max(self.atom(index), v)
     }
 
     /// Atomically replaces `current` with `new` at `index`: `Ok(old)` on success, `Err(actual)`
     /// otherwise.
     #[inline(always)]
-    pub fn compare_exchange(
-        &self,
-        index: impl ViewIndex<R>,
-        current: T,
-        new: T,
-    ) -> std::result::Result<T, T> {
+    pub fn compare_exchange(&self, index: impl ViewIndex<R>, current: T, new: T) -> std::result::Result<T, T>
+    where
+        T: PartialEq,
+    {
         T::compare_exchange(self.atom(index), current, new)
     }
 

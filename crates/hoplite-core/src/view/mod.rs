@@ -11,6 +11,7 @@ mod alloc;
 mod borrow;
 pub mod copy;
 pub mod graph_support;
+pub mod locked;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -24,6 +25,7 @@ pub use access::{
 };
 pub use alloc::{AccessKind, AllocationRecord, AllocationRecords, Footprint, MAX_VIEW_RANK};
 pub use copy::{create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill};
+pub use locked::{LockedAtomic, LockedCell};
 
 use crate::error::{Error, Result};
 use crate::space::{ArrayLayout, HostSpace, LayoutRight, MemorySpace};
