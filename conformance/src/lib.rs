@@ -349,6 +349,7 @@ macro_rules! __for_each_check {
                 barrier_orders_scratch_writes,
                 broadcast_returns_the_source_value,
                 team_single_broadcast_functor_and_team_tokens,
+                team_slots_store_once_per_thread,
                 team_reduce_joins_in_rank_order,
                 team_scan_returns_exclusive_prefix_and_total,
                 team_thread_range_visits_every_index_once,

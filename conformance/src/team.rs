@@ -318,6 +318,43 @@ pub fn team_single_broadcast_functor_and_team_tokens<S: FullSpace>(space: &S) ->
     })
 }
 
+/// Team slots: every thread stores at its own `[league rank, team rank]` of a rank-2 view,
+/// each element exactly once; a slots handle conflicts with a writer of the same view.
+pub fn team_slots_store_once_per_thread<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        for ts in team_sizes(space) {
+            for league in LEAGUES {
+                let slots: View<usize, 2> = View::new("slots", [league, ts])?;
+                parallel_for(
+                    "slots",
+                    (TeamPolicy::new(space.clone(), league, ts), (slots.team_slots(),)),
+                    |(m, (p,))| {
+                        let slot = m.team_slot();
+                        p.set(slot, p.get(slot) + 1000 * m.league_rank() + m.team_rank() + 1);
+                    },
+                )?;
+                let want: Vec<usize> = (0..league)
+                    .flat_map(|l| (0..ts).map(move |r| 1000 * l + r + 1))
+                    .collect();
+                same(&slots.to_vec()?, &want, || {
+                    format!("league {league}, team size {ts}")
+                })?;
+            }
+        }
+        let v: View<f64, 2> = View::new("slot conflict", [2, 2])?;
+        let result = parallel_for(
+            "conflict",
+            (TeamPolicy::new(space.clone(), 2, 1), (v.team_slots(), v.write())),
+            |_| {},
+        );
+        ensure!(
+            matches!(result, Err(Error::BorrowConflict { .. })),
+            "team slots beside a writer of the same view gave {result:?}"
+        );
+        Ok(())
+    })
+}
+
 /// Axiom 4: `team_reduce` returns on every thread the join of all threads' values in
 /// team-rank order (a concatenation shows the order).
 pub fn team_reduce_joins_in_rank_order<S: FullSpace>(space: &S) -> Outcome {

@@ -207,6 +207,46 @@ impl<'it> LeagueToken<'it> {
     }
 }
 
+/// The slot `[league rank, team rank]` of one team thread: the token a
+/// [`TeamSlots`](crate::TeamSlots) handle stores at (per-thread partial results of a team
+/// launch, Kokkos' `y(league_rank, team_rank) = ...`). Made by
+/// [`TeamMember::team_slot`](crate::TeamMember::team_slot); each launch hands every pair to
+/// exactly one thread.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TeamSlotIdx<'it> {
+    index: [usize; 2],
+    brand: Brand<'it>,
+}
+
+impl TeamSlotIdx<'_> {
+    /// Makes the slot token of a team thread.
+    ///
+    /// # Safety
+    ///
+    /// Within one launch, `[league, rank]` is the league and team rank of exactly one thread,
+    /// every token of brand `'it` with that pair is made on that thread and used only there,
+    /// and the launch passes it (through the team member) to a kernel generic over `'it`.
+    #[inline(always)]
+    pub(crate) unsafe fn new_unchecked(league: usize, rank: usize) -> Self {
+        TeamSlotIdx {
+            index: [league, rank],
+            brand: PhantomData,
+        }
+    }
+
+    /// `[league rank, team rank]`.
+    #[inline(always)]
+    pub fn get(self) -> [usize; 2] {
+        self.index
+    }
+}
+
+impl fmt::Debug for TeamSlotIdx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TeamSlotIdx({:?})", self.index)
+    }
+}
+
 /// The league rank as a write token, held by one thread of the team
 /// ([`LeagueToken::single`]). A rank-1 writer stores at it; because a team kernel has no
 /// launch-wide range to check it against, that store checks the extent (one compare per

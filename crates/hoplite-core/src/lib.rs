@@ -46,7 +46,7 @@ pub use dispatch::{
     parallel_reduce_into, parallel_reduce_validated, parallel_scan, parallel_scan_validated,
 };
 pub use error::{Error, Result};
-pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
+pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};
 /// Complex numbers (the `num-complex` crate): views hold them, `Sum`/`Prod` reduce them and
 /// atomic handles update them under the lock table.
 pub use num_complex::{self, Complex};
@@ -68,7 +68,8 @@ pub use team::{
 pub use unique_token::{TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
 pub use view::copy::HostAccessibleSpace;
 pub use view::{
-    AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs,
-    LockedAtomic, Lookup, PlaneRow, Reader, RowReader, Slice, TeamPlane, TeamRow, View, ViewIndex, ViewValue,
-    Writer, create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill,
+    AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter, HostRead, HostWrite,
+    LaunchArgs, LockedAtomic, Lookup, PlaneRow, Reader, RowReader, Slice, TeamPlane, TeamRow, TeamSlots,
+    View, ViewIndex, ViewValue, Writer, create_mirror_view, create_mirror_view_and_copy, deep_copy,
+    deep_copy_fill,
 };

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize,
 
 use crate::dispatch::ScanValue;
 use crate::error::{Error, Result};
-use crate::index::{Idx, LeagueToken, TeamIdx, for_each_owned};
+use crate::index::{Idx, LeagueToken, TeamIdx, TeamSlotIdx, for_each_owned};
 use crate::reducer::Reducer;
 
 /// Which threads of a team share a nested range.
@@ -82,6 +82,28 @@ pub unsafe trait TeamMember {
         // in this launch, team rank 0 exists once per team, and the member (hence the token,
         // borrowed from it) stays on its thread and inside the kernel call.
         unsafe { LeagueToken::new_unchecked(self.league_rank(), self.team_rank() == 0) }
+    }
+
+    /// This thread's slot `[league rank, team rank]` as a token: a
+    /// [`TeamSlots`](crate::TeamSlots) handle of a rank-2 view stores there, one element per
+    /// team thread, without atomics.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, TeamMember, TeamPolicy, View};
+    /// use hoplite_serial::Serial;
+    /// let partial: View<usize, 2> = View::new("partial", [3, 1])?;
+    /// parallel_for("slots", (TeamPolicy::new(Serial::default(), 3, 1), (partial.team_slots(),)), |(m, (p,))| {
+    ///     p.set(m.team_slot(), 100 * m.league_rank() + m.team_rank());
+    /// })?;
+    /// assert_eq!(partial.to_vec()?, [0, 100, 200]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    #[inline(always)]
+    fn team_slot(&self) -> TeamSlotIdx<'_> {
+        // SAFETY: by axiom 1 of the trait's contract, each (league rank, team rank) pair is
+        // this member's alone in the launch; the member (hence the token, borrowed from it)
+        // stays on its thread and inside the kernel call.
+        unsafe { TeamSlotIdx::new_unchecked(self.league_rank(), self.team_rank()) }
     }
 
     /// Index of this team in the league.

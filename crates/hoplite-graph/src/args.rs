@@ -7,8 +7,8 @@ use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
-    HostWrite, LaunchArgs, LaunchSpec, Lookup, MDRangePolicy, RangePolicy, Reader, TeamPolicy, View,
-    ViewValue, Writer,
+    HostWrite, LaunchArgs, LaunchSpec, Lookup, MDRangePolicy, RangePolicy, Reader, TeamPolicy, TeamSlots,
+    View, ViewValue, Writer,
 };
 
 /// One access a node makes: which allocation, which part of it, and how.
@@ -133,6 +133,29 @@ macro_rules! handle_args {
 handle_args!(Reader, ViewValue, read, read_in, AccessKind::Read);
 handle_args!(Lookup, ViewValue, lookup, lookup_in, AccessKind::Read);
 handle_args!(Writer, ViewValue, write, write_in, AccessKind::Write);
+
+impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> GraphArgs for TeamSlots<T, L, S> {
+    type Views = View<T, 2, L, S>;
+    fn detach(self) -> Self::Views {
+        self.view().clone()
+    }
+    fn attach(views: &Self::Views) -> Self {
+        views.team_slots()
+    }
+    fn record(views: &Self::Views, out: &mut Vec<Access>) {
+        out.push(Access::of_view(views, AccessKind::Write));
+    }
+    unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self {
+        // SAFETY: the caller's contract is that of `View::team_slots_in`.
+        unsafe { views.team_slots_in(group) }
+    }
+    fn conflict(&self) -> Option<&hoplite_core::Error> {
+        TeamSlots::conflict(self)
+    }
+    fn record_handles(&self, out: &mut Vec<Access>) {
+        out.push(Access::of_view(self.view(), AccessKind::Write));
+    }
+}
 handle_args!(AtomicHandle, AtomicValue, atomic, atomic_in, AccessKind::Atomic);
 
 macro_rules! tuple_args {

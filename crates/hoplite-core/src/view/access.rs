@@ -6,6 +6,7 @@
 //! | [`Writer`]        | `y.write()`     | nothing until handed to a launch, then [`BoundWriter`] |
 //! | [`AtomicHandle`]  | `h.atomic()`    | `fetch_add`, `fetch_min`, ... at any index         |
 //! | [`Lookup`]        | `t.lookup()`    | `get(i)` at any index, each checked; any launch range |
+//! | [`TeamSlots`]     | `p.team_slots()`| rank 2, team launches: `get`/`set` at the thread's `[league, team rank]` |
 //!
 //! Making a handle borrows the elements the view covers, like `RefCell` at kernel
 //! granularity: one writer, or many readers, or many atomic handles. A conflicting handle is
@@ -23,7 +24,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{self, Ordering};
 
 use crate::error::{Error, Result};
-use crate::index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx};
+use crate::index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};
 use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::borrow::BorrowId;
 use crate::view::copy::HostAccessibleSpace;
@@ -363,6 +364,15 @@ pub struct Lookup<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> 
     handle: Handle<T, R, L, S>,
 }
 
+/// An exclusive write borrow of a rank-2 view for team launches: each team thread loads and
+/// stores the element at its own `[league rank, team rank]` ([`TeamMember::team_slot`](
+/// crate::TeamMember::team_slot)), each access checked against the extents. A distinct handle
+/// from a [`Writer`], whose team rows hand columns to threads by another rule: the exclusive
+/// borrow keeps the two from writing one view in the same launch.
+pub struct TeamSlots<T: ViewValue, L: ArrayLayout, S: MemorySpace> {
+    handle: Handle<T, 2, L, S>,
+}
+
 /// An exclusive write borrow of a view. It does nothing by itself: handed to a launch it
 /// becomes a [`BoundWriter`] that loads and stores at the launch's tokens.
 pub struct Writer<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
@@ -431,6 +441,16 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     }
 }
 
+impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> View<T, 2, L, S> {
+    /// A team-slots handle: exclusive borrow; in a team launch each thread stores at its own
+    /// `[league rank, team rank]` (see [`TeamMember::team_slot`](crate::TeamMember::team_slot)).
+    pub fn team_slots(&self) -> TeamSlots<T, L, S> {
+        TeamSlots {
+            handle: Handle::new(self, AccessKind::Write),
+        }
+    }
+}
+
 impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
     /// An atomic handle: shared with other atomic handles only.
     ///
@@ -466,6 +486,39 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, 
         Lookup {
             handle: Handle::with_borrow(view, borrow),
         }
+    }
+}
+
+impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
+    pub(crate) fn from_borrow(view: &View<T, 2, L, S>, borrow: Result<BorrowId>) -> Self {
+        TeamSlots {
+            handle: Handle::with_borrow(view, borrow),
+        }
+    }
+
+    /// The view's label.
+    pub fn label(&self) -> &str {
+        self.handle.view.label()
+    }
+
+    /// The view this handle borrows.
+    pub fn view(&self) -> &View<T, 2, L, S> {
+        &self.handle.view
+    }
+
+    /// The conflict that kept this handle from borrowing, if any.
+    pub fn conflict(&self) -> Option<&Error> {
+        self.handle.conflict()
+    }
+}
+
+impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> fmt::Debug for TeamSlots<T, L, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TeamSlots")
+            .field("view", &self.handle.view.label())
+            .field("extents", &self.handle.view.extents)
+            .field("conflict", &self.handle.conflict().map(ToString::to_string))
+            .finish()
     }
 }
 
@@ -1547,6 +1600,76 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout> BoundLookup<'_, T, R, L> {
 
     /// The extents.
     pub fn extents(&self) -> [usize; R] {
+        self.prepared.extents
+    }
+}
+
+impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for TeamSlots<T, L, S> {
+    type Prepared = PreparedWriter<T, 2>;
+    type Bound<'it> = BoundTeamSlots<'it, T, L>;
+
+    fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
+        // No launch-wide check: slots are checked per access.
+        if let Err(e) = &self.handle.borrow {
+            return Err((**e).clone());
+        }
+        Ok(PreparedWriter {
+            ptr: self.handle.view.ptr,
+            strides: self.handle.view.strides,
+            extents: self.handle.extents,
+            label: self.handle.view.label() as *const str,
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundTeamSlots<'it, T, L> {
+        BoundTeamSlots {
+            prepared: *prepared,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+/// A [`TeamSlots`] handle bound to one team launch: loads and stores at the thread's own
+/// `[league rank, team rank]`, checked against the extents (a panic names the view).
+pub struct BoundTeamSlots<'it, T: ViewValue, L: ArrayLayout> {
+    prepared: PreparedWriter<T, 2>,
+    brand: Brand<'it>,
+    _layout: PhantomData<L>,
+}
+
+impl<'it, T: ViewValue, L: ArrayLayout> BoundTeamSlots<'it, T, L> {
+    #[inline(always)]
+    fn slot(&self, slot: TeamSlotIdx<'it>) -> *mut T {
+        let p = &self.prepared;
+        let index = slot.get();
+        if !in_bounds(&index, &p.extents) {
+            // SAFETY: the label belongs to the view of the handle this was bound from, which
+            // the launch keeps alive while bound handles exist.
+            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
+        }
+        p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index))
+    }
+
+    /// The element at the thread's slot.
+    #[inline(always)]
+    pub fn get(&self, slot: TeamSlotIdx<'it>) -> T {
+        // SAFETY: `slot` checked the index; the pair belongs to this thread alone in the
+        // launch (the token's contract) and the exclusive borrow keeps other handles away, so
+        // no other thread touches the element while the launch runs.
+        unsafe { self.slot(slot).read() }
+    }
+
+    /// Stores `value` at the thread's slot.
+    #[inline(always)]
+    pub fn set(&self, slot: TeamSlotIdx<'it>, value: T) {
+        // SAFETY: as in `get`.
+        unsafe { self.slot(slot).write(value) }
+    }
+
+    /// The extents.
+    pub fn extents(&self) -> [usize; 2] {
         self.prepared.extents
     }
 }

@@ -19,7 +19,7 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::space::{ArrayLayout, MemorySpace};
-use crate::view::access::{AtomicHandle, AtomicValue, Lookup, Reader, Writer};
+use crate::view::access::{AtomicHandle, AtomicValue, Lookup, Reader, TeamSlots, Writer};
 use crate::view::{AccessKind, View, ViewValue};
 
 /// The identity of one allocation (all views made from it, subviews included, share it).
@@ -135,6 +135,18 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     /// As for [`read_in`](Self::read_in).
     pub unsafe fn write_in(&self, group: &BorrowGroup) -> Writer<T, R, L, S> {
         Writer::from_borrow(self, self.borrow_in(AccessKind::Write, group.id()))
+    }
+}
+
+impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> View<T, 2, L, S> {
+    /// A team-slots handle in `group`: as [`team_slots`](Self::team_slots), but not checked
+    /// against the group's other handles.
+    ///
+    /// # Safety
+    ///
+    /// As for [`read_in`](Self::read_in).
+    pub unsafe fn team_slots_in(&self, group: &BorrowGroup) -> TeamSlots<T, L, S> {
+        TeamSlots::from_borrow(self, self.borrow_in(AccessKind::Write, group.id()))
     }
 }
 

@@ -20,8 +20,8 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 pub use access::{
-    AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundWriter, HostRead, HostWrite, LaunchArgs,
-    Lookup, PlaneRow, Reader, RowReader, TeamPlane, TeamRow, ViewIndex, Writer,
+    AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter, HostRead, HostWrite,
+    LaunchArgs, Lookup, PlaneRow, Reader, RowReader, TeamPlane, TeamRow, TeamSlots, ViewIndex, Writer,
 };
 pub use alloc::{AccessKind, AllocationRecord, AllocationRecords, Footprint, MAX_VIEW_RANK};
 pub use copy::{create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill};
