@@ -383,6 +383,7 @@ macro_rules! __for_each_check {
                 tuple_of_reducers_matches_separate_reductions,
                 reduce_into_views_and_variables,
                 complex_array_reductions_and_locked_atomics,
+                mdrange_loc_reducers_report_multi_indices,
             }
             graph {
                 random_dags_run_every_node_once_after_its_predecessors,

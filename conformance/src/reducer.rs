@@ -905,3 +905,52 @@ pub fn complex_array_reductions_and_locked_atomics<S: FullSpace>(space: &S) -> O
         Ok(())
     })
 }
+
+/// Location reducers over an MDRange report a multi-index (`ValLoc<T, [usize; 2]>`), ties
+/// going to the first in row-major order whatever the tiling.
+pub fn mdrange_loc_reducers_report_multi_indices<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        use hoplite_core::{MDRangePolicy, MinMaxLocScalar};
+        // Minimum 0 at (3, 5) and (7, 1); maximum 9 at (2, 8) and (6, 0).
+        let f = |i: usize, j: usize| match (i, j) {
+            (3, 5) | (7, 1) => 0,
+            (2, 8) | (6, 0) => 9,
+            _ => 1 + ((i * 3 + j) % 7) as i32,
+        };
+        for tile in [[1, 1], [2, 3], [16, 16]] {
+            let policy = MDRangePolicy::new(space.clone(), [0, 0], [10, 12]).with_tiles(tile);
+            let min = parallel_reduce(
+                "md min loc",
+                policy.clone(),
+                |ij, acc: &mut ValLoc<i32, [usize; 2]>| {
+                    let [i, j] = *ij;
+                    acc.update_min(f(i, j), [i, j]);
+                },
+                MinLoc::<i32, [usize; 2]>::new(),
+            )?;
+            ensure_eq!(
+                min,
+                ValLoc {
+                    val: 0,
+                    loc: Some([3, 5])
+                },
+                "MinLoc over tiles {tile:?}"
+            );
+            let both = parallel_reduce(
+                "md minmax loc",
+                policy,
+                |ij, acc: &mut MinMaxLocScalar<i32, [usize; 2]>| {
+                    let [i, j] = *ij;
+                    acc.update(f(i, j), [i, j]);
+                },
+                MinMaxLoc::<i32, [usize; 2]>::new(),
+            )?;
+            ensure_eq!(
+                (both.min_loc, both.max_val, both.max_loc),
+                (Some([3, 5]), 9, Some([2, 8])),
+                "MinMaxLoc over tiles {tile:?}"
+            );
+        }
+        Ok(())
+    })
+}

@@ -393,13 +393,13 @@ fn better<T: PartialOrd>(dir: Dir, new: &T, cur: &T) -> bool {
 /// `cur_loc`): a `None` location always loses, otherwise the better value
 /// wins and equal values go to the index chosen by `tie`.
 #[inline]
-fn replaces<T: PartialOrd>(
+fn replaces<T: PartialOrd, I: Ord>(
     dir: Dir,
     tie: Tie,
     cur_val: &T,
-    cur_loc: Option<usize>,
+    cur_loc: Option<I>,
     new_val: &T,
-    new_loc: Option<usize>,
+    new_loc: Option<I>,
 ) -> bool {
     match (cur_loc, new_loc) {
         (_, None) => false,
@@ -458,6 +458,54 @@ macro_rules! phantom_reducer {
         }
     };
 }
+
+/// [`phantom_reducer`] for the location reducers `Name<T, I>` (value type and location type).
+macro_rules! phantom_loc_reducer {
+    ($name:ident) => {
+        impl<T, I> $name<T, I> {
+            /// Creates the reducer.
+            #[inline]
+            pub const fn new() -> Self {
+                Self(PhantomData)
+            }
+        }
+
+        impl<T, I> Default for $name<T, I> {
+            #[inline]
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl<T, I> Clone for $name<T, I> {
+            #[inline]
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        impl<T, I> Copy for $name<T, I> {}
+
+        impl<T, I> fmt::Debug for $name<T, I> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(
+                    f,
+                    concat!(stringify!($name), "<{}, {}>"),
+                    std::any::type_name::<T>(),
+                    std::any::type_name::<I>()
+                )
+            }
+        }
+    };
+}
+
+/// A location of the `*Loc` reducers: an index (`usize`) of a range, or a multi-index
+/// (`[usize; R]`) of an MDRange. Ties compare locations with `Ord`, so for multi-indices
+/// "lowest" is the first in row-major order.
+pub trait Location: Copy + Ord + Send + fmt::Debug {}
+
+impl Location for usize {}
+impl<const R: usize> Location for [usize; R] {}
 
 // ---------------------------------------------------------------------------
 // Arithmetic reducers
@@ -819,15 +867,18 @@ where
 ///
 /// Ties go to the lowest index. NaN values lose to every number; a range of
 /// only NaNs reports a NaN at its lowest index.
+///
+/// The location is an index (`I = usize`, the default) or, for MDRange reductions, a
+/// multi-index (`ValLoc<T, [usize; R]>` with `MinLoc::<T, [usize; R]>`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ValLoc<T> {
+pub struct ValLoc<T, I = usize> {
     /// The best value seen.
     pub val: T,
     /// The index of `val`; `None` only when nothing has been seen.
-    pub loc: Option<usize>,
+    pub loc: Option<I>,
 }
 
-impl<T: PartialOrd> ValLoc<T> {
+impl<T: PartialOrd, I: Location> ValLoc<T, I> {
     /// Folds the pair (`val`, `loc`) into a minimum search (what a [`MinLoc`]
     /// kernel calls per element).
     ///
@@ -845,7 +896,7 @@ impl<T: PartialOrd> ValLoc<T> {
     /// assert_eq!(acc, ValLoc { val: 1.0, loc: Some(3) });
     /// ```
     #[inline]
-    pub fn update_min(&mut self, val: T, loc: usize) {
+    pub fn update_min(&mut self, val: T, loc: I) {
         if replaces(Dir::Min, Tie::Lowest, &self.val, self.loc, &val, Some(loc)) {
             self.val = val;
             self.loc = Some(loc);
@@ -859,7 +910,7 @@ impl<T: PartialOrd> ValLoc<T> {
     /// larger, or if it is equal and `loc` is lower (ties go to the lowest
     /// index, whatever order the updates come in).
     #[inline]
-    pub fn update_max(&mut self, val: T, loc: usize) {
+    pub fn update_max(&mut self, val: T, loc: I) {
         if replaces(Dir::Max, Tie::Lowest, &self.val, self.loc, &val, Some(loc)) {
             self.val = val;
             self.loc = Some(loc);
@@ -883,17 +934,17 @@ impl<T: PartialOrd> ValLoc<T> {
 /// r.join(&mut a, ValLoc { val: 1, loc: Some(2) });
 /// assert_eq!(a, ValLoc { val: 1, loc: Some(2) });
 /// ```
-pub struct MinLoc<T>(PhantomData<fn() -> T>);
-phantom_reducer!(MinLoc);
+pub struct MinLoc<T, I = usize>(PhantomData<fn() -> (T, I)>);
+phantom_loc_reducer!(MinLoc);
 
-impl<T> Reducer for MinLoc<T>
+impl<T, I: Location> Reducer for MinLoc<T, I>
 where
     T: ReductionIdentity + Copy + Send + PartialOrd,
 {
-    type Value = ValLoc<T>;
+    type Value = ValLoc<T, I>;
 
     #[inline]
-    fn init(&self) -> ValLoc<T> {
+    fn init(&self) -> ValLoc<T, I> {
         ValLoc {
             val: <T as ReductionIdentity>::min(),
             loc: None,
@@ -901,7 +952,7 @@ where
     }
 
     #[inline]
-    fn join(&self, dst: &mut ValLoc<T>, src: ValLoc<T>) {
+    fn join(&self, dst: &mut ValLoc<T, I>, src: ValLoc<T, I>) {
         if replaces(Dir::Min, Tie::Lowest, &dst.val, dst.loc, &src.val, src.loc) {
             *dst = src;
         }
@@ -914,17 +965,17 @@ where
 /// The identity is `{ val: <T as ReductionIdentity>::max(), loc: None }`.
 /// `join` keeps the larger value; on equal values the lower index wins, and a
 /// side with `loc == None` always loses.
-pub struct MaxLoc<T>(PhantomData<fn() -> T>);
-phantom_reducer!(MaxLoc);
+pub struct MaxLoc<T, I = usize>(PhantomData<fn() -> (T, I)>);
+phantom_loc_reducer!(MaxLoc);
 
-impl<T> Reducer for MaxLoc<T>
+impl<T, I: Location> Reducer for MaxLoc<T, I>
 where
     T: ReductionIdentity + Copy + Send + PartialOrd,
 {
-    type Value = ValLoc<T>;
+    type Value = ValLoc<T, I>;
 
     #[inline]
-    fn init(&self) -> ValLoc<T> {
+    fn init(&self) -> ValLoc<T, I> {
         ValLoc {
             val: <T as ReductionIdentity>::max(),
             loc: None,
@@ -932,7 +983,7 @@ where
     }
 
     #[inline]
-    fn join(&self, dst: &mut ValLoc<T>, src: ValLoc<T>) {
+    fn join(&self, dst: &mut ValLoc<T, I>, src: ValLoc<T, I>) {
         if replaces(Dir::Max, Tie::Lowest, &dst.val, dst.loc, &src.val, src.loc) {
             *dst = src;
         }
@@ -941,11 +992,11 @@ where
 
 /// Kokkos `MinFirstLoc`. Every hoplite `*Loc` reducer breaks ties toward the
 /// lowest index, so this is the same reducer as [`MinLoc`].
-pub type MinFirstLoc<T> = MinLoc<T>;
+pub type MinFirstLoc<T, I = usize> = MinLoc<T, I>;
 
 /// Kokkos `MaxFirstLoc`. Every hoplite `*Loc` reducer breaks ties toward the
 /// lowest index, so this is the same reducer as [`MaxLoc`].
-pub type MaxFirstLoc<T> = MaxLoc<T>;
+pub type MaxFirstLoc<T, I = usize> = MaxLoc<T, I>;
 
 // ---------------------------------------------------------------------------
 // MinMaxLoc / MinMaxFirstLastLoc
@@ -963,18 +1014,18 @@ pub type MaxFirstLoc<T> = MaxLoc<T>;
 /// [`update_first_last`](MinMaxLocScalar::update_first_last) for
 /// [`MinMaxFirstLastLoc`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MinMaxLocScalar<T> {
+pub struct MinMaxLocScalar<T, I = usize> {
     /// The smallest value seen.
     pub min_val: T,
     /// The largest value seen.
     pub max_val: T,
     /// The index of `min_val`; `None` only when nothing has been seen.
-    pub min_loc: Option<usize>,
+    pub min_loc: Option<I>,
     /// The index of `max_val`; `None` only when nothing has been seen.
-    pub max_loc: Option<usize>,
+    pub max_loc: Option<I>,
 }
 
-impl<T: Copy + PartialOrd> MinMaxLocScalar<T> {
+impl<T: Copy + PartialOrd, I: Location> MinMaxLocScalar<T, I> {
     /// Folds (`v`, `loc`) in for [`MinMaxLoc`]: ties go to the lowest index on
     /// both sides.
     ///
@@ -989,7 +1040,7 @@ impl<T: Copy + PartialOrd> MinMaxLocScalar<T> {
     /// assert_eq!((acc.max_val, acc.max_loc), (9, Some(1)));
     /// ```
     #[inline]
-    pub fn update(&mut self, v: T, loc: usize) {
+    pub fn update(&mut self, v: T, loc: I) {
         self.merge(v, Some(loc), v, Some(loc), Tie::Lowest);
     }
 
@@ -1008,21 +1059,14 @@ impl<T: Copy + PartialOrd> MinMaxLocScalar<T> {
     /// assert_eq!((acc.max_val, acc.max_loc), (9, Some(3)));
     /// ```
     #[inline]
-    pub fn update_first_last(&mut self, v: T, loc: usize) {
+    pub fn update_first_last(&mut self, v: T, loc: I) {
         self.merge(v, Some(loc), v, Some(loc), Tie::Highest);
     }
 
     /// Merges a candidate min pair and max pair; `max_tie` picks the max-side
     /// tie rule (the min side always prefers the lowest index).
     #[inline]
-    fn merge(
-        &mut self,
-        min_val: T,
-        min_loc: Option<usize>,
-        max_val: T,
-        max_loc: Option<usize>,
-        max_tie: Tie,
-    ) {
+    fn merge(&mut self, min_val: T, min_loc: Option<I>, max_val: T, max_loc: Option<I>, max_tie: Tie) {
         if replaces(
             Dir::Min,
             Tie::Lowest,
@@ -1043,7 +1087,7 @@ impl<T: Copy + PartialOrd> MinMaxLocScalar<T> {
 
 /// The identity of both min/max-with-location reducers.
 #[inline]
-fn min_max_loc_identity<T: ReductionIdentity>() -> MinMaxLocScalar<T> {
+fn min_max_loc_identity<T: ReductionIdentity, I>() -> MinMaxLocScalar<T, I> {
     MinMaxLocScalar {
         min_val: <T as ReductionIdentity>::min(),
         max_val: <T as ReductionIdentity>::max(),
@@ -1057,22 +1101,22 @@ fn min_max_loc_identity<T: ReductionIdentity>() -> MinMaxLocScalar<T> {
 ///
 /// Ties go to the lowest index on both sides; a side with a `None` location
 /// always loses in `join`.
-pub struct MinMaxLoc<T>(PhantomData<fn() -> T>);
-phantom_reducer!(MinMaxLoc);
+pub struct MinMaxLoc<T, I = usize>(PhantomData<fn() -> (T, I)>);
+phantom_loc_reducer!(MinMaxLoc);
 
-impl<T> Reducer for MinMaxLoc<T>
+impl<T, I: Location> Reducer for MinMaxLoc<T, I>
 where
     T: ReductionIdentity + Copy + Send + PartialOrd,
 {
-    type Value = MinMaxLocScalar<T>;
+    type Value = MinMaxLocScalar<T, I>;
 
     #[inline]
-    fn init(&self) -> MinMaxLocScalar<T> {
+    fn init(&self) -> MinMaxLocScalar<T, I> {
         min_max_loc_identity()
     }
 
     #[inline]
-    fn join(&self, dst: &mut MinMaxLocScalar<T>, src: MinMaxLocScalar<T>) {
+    fn join(&self, dst: &mut MinMaxLocScalar<T, I>, src: MinMaxLocScalar<T, I>) {
         dst.merge(src.min_val, src.min_loc, src.max_val, src.max_loc, Tie::Lowest);
     }
 }
@@ -1086,22 +1130,22 @@ where
 /// way within a chunk). Ties go to the lowest index on the min side and to
 /// the highest index on the max side; a side with a `None` location always
 /// loses in `join`.
-pub struct MinMaxFirstLastLoc<T>(PhantomData<fn() -> T>);
-phantom_reducer!(MinMaxFirstLastLoc);
+pub struct MinMaxFirstLastLoc<T, I = usize>(PhantomData<fn() -> (T, I)>);
+phantom_loc_reducer!(MinMaxFirstLastLoc);
 
-impl<T> Reducer for MinMaxFirstLastLoc<T>
+impl<T, I: Location> Reducer for MinMaxFirstLastLoc<T, I>
 where
     T: ReductionIdentity + Copy + Send + PartialOrd,
 {
-    type Value = MinMaxLocScalar<T>;
+    type Value = MinMaxLocScalar<T, I>;
 
     #[inline]
-    fn init(&self) -> MinMaxLocScalar<T> {
+    fn init(&self) -> MinMaxLocScalar<T, I> {
         min_max_loc_identity()
     }
 
     #[inline]
-    fn join(&self, dst: &mut MinMaxLocScalar<T>, src: MinMaxLocScalar<T>) {
+    fn join(&self, dst: &mut MinMaxLocScalar<T, I>, src: MinMaxLocScalar<T, I>) {
         dst.merge(src.min_val, src.min_loc, src.max_val, src.max_loc, Tie::Highest);
     }
 }
