@@ -359,6 +359,7 @@ macro_rules! __for_each_check {
                 team_planes_store_every_element_once,
                 nested_reduce_returns_the_result_on_every_thread,
                 nested_scan_matches_sequential_prefix,
+                nested_scan_stores_into_the_team_row,
                 team_scratch_has_the_requested_size,
                 thread_scratch_is_private,
                 team_policy_reduce_sums_over_teams,

@@ -635,6 +635,50 @@ pub fn nested_scan_matches_sequential_prefix<S: FullSpace>(space: &S) -> Outcome
     })
 }
 
+/// A team-level scan hands each index to the thread that owns it, so its tokens store the
+/// scan's output into the team's row of a writer: an exclusive prefix over several blocks
+/// per thread, equal to the sequential one.
+pub fn nested_scan_stores_into_the_team_row<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let value = |lr: usize, j: usize| ((lr * 7 + j * 3) % 11) as i64 - 5;
+        for n in [0, 1, 16, 17, 100] {
+            for ts in team_sizes(space) {
+                let league = 3;
+                let out: View<i64, 2> = View::new("scan-row", [league, n])?;
+                parallel_for(
+                    "scan-row",
+                    (TeamPolicy::new(space.clone(), league, ts), (out.write(),)),
+                    |(m, (o,))| {
+                        let lr = m.league_rank();
+                        let row = o.team_row(m.league_token());
+                        let total =
+                            TeamVectorRange::new(m, n).parallel_scan(|j, partial: &mut i64, is_final| {
+                                if is_final {
+                                    row.set(j, *partial);
+                                }
+                                *partial += value(lr, *j);
+                            });
+                        assert_eq!(
+                            total,
+                            (0..n).map(|j| value(lr, j)).sum::<i64>(),
+                            "team {lr} total"
+                        );
+                    },
+                )?;
+                let want: Vec<i64> = (0..league)
+                    .flat_map(|lr| {
+                        crate::util::exclusive_prefix(&(0..n).map(|j| value(lr, j)).collect::<Vec<_>>(), 0).0
+                    })
+                    .collect();
+                same(&out.to_vec()?, &want, || {
+                    format!("scan into rows, n {n}, team size {ts}")
+                })?;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// Axiom 7: team and thread scratch hold at least what the policy requested, at both
 /// levels, and that much can be allocated.
 pub fn team_scratch_has_the_requested_size<S: FullSpace>(space: &S) -> Outcome {

@@ -346,7 +346,7 @@ pub(crate) fn for_each_owned(
 }
 
 /// The runs of consecutive indices of a range that one team rank owns, in order.
-struct OwnedRanges {
+pub(crate) struct OwnedRanges {
     /// The next block that may hold owned indices.
     block_index: usize,
     /// Blocks between two owned ones (the team size).
@@ -358,7 +358,12 @@ struct OwnedRanges {
 
 impl OwnedRanges {
     #[inline(always)]
-    fn new(range: std::ops::Range<usize>, team_rank: usize, team_size: usize, block: usize) -> Self {
+    pub(crate) fn new(
+        range: std::ops::Range<usize>,
+        team_rank: usize,
+        team_size: usize,
+        block: usize,
+    ) -> Self {
         if team_size <= 1 {
             // Everything is owned: one block covering the range.
             return OwnedRanges {

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize,
 
 use crate::dispatch::ScanValue;
 use crate::error::{Error, Result};
-use crate::index::{Idx, LeagueToken, TeamIdx, TeamSlotIdx, for_each_owned};
-use crate::reducer::Reducer;
+use crate::index::{Idx, LeagueToken, OwnedRanges, TeamIdx, TeamSlotIdx, for_each_owned};
+use crate::reducer::{Custom, Reducer};
 
 /// Which threads of a team share a nested range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,8 +43,10 @@ pub enum NestedLevel {
 /// 6. *Nested ranges.* A nested `parallel_for` visits every index of its range exactly once
 ///    across the threads it is split over; a team-level one hands index `j` to the thread
 ///    [`team_owner`](crate::index::team_owner)`(j, team_size, TEAM_BLOCK)`, whatever the
-///    range (the core runs these loops, so every backend agrees). A nested reduce or scan
-///    returns its result on every participating thread.
+///    range (the core runs these loops, so every backend agrees). Team-level scans follow the
+///    same rule (the core runs them too, over the backend's `team_reduce`), so their tokens
+///    store into team rows. A nested reduce or scan returns its result on every participating
+///    thread.
 /// 7. *Scratch.* [`team_scratch`](Self::team_scratch) is one region per team, shared by its
 ///    threads, of the size the policy requested; [`thread_scratch`](Self::thread_scratch)
 ///    is private to the thread. Contents are unspecified at the start of a team.
@@ -272,15 +274,6 @@ macro_rules! nested_range {
             {
                 self.member.nested_reduce($level, self.range, kernel, &reducer)
             }
-
-            /// Scans (`(i, partial, is_final)`); returns the total.
-            pub fn parallel_scan<T, F>(self, kernel: F) -> T
-            where
-                T: ScanValue,
-                F: for<'i> Fn(Idx<'i>, &mut T, bool),
-            {
-                self.member.nested_scan($level, self.range, kernel)
-            }
         }
     };
 }
@@ -350,6 +343,98 @@ macro_rules! team_level_for {
                     },
                 )
             }
+
+            /// Scans the range (Kokkos' `(j, partial, is_final)` scan functor) and returns the
+            /// total on every thread. Each index runs on the thread that owns it, as in
+            /// [`parallel_for`](Self::parallel_for), so the kernel's [`TeamIdx`] stores the
+            /// scan's output into the team's row of a writer:
+            /// `if is_final { row.set(j, *partial) } *partial += x.get(*j)`.
+            ///
+            /// Two passes over this thread's blocks of the range: the first (`is_final` false)
+            /// sums each block, a team reduction gives every thread all block sums, and the
+            /// second (`is_final` true) runs each block from the sum of the blocks before it.
+            /// A team collective: every thread of the team calls it with the same range.
+            ///
+            /// ```
+            /// use hoplite_core::{parallel_for, TeamMember, TeamPolicy, TeamThreadRange, View};
+            /// use hoplite_serial::Serial;
+            /// let offsets: View<usize, 2> = View::new("offsets", [2, 5])?;
+            /// parallel_for("row scan", (TeamPolicy::new(Serial::default(), 2, 1), (offsets.write(),)), |(m, (o,))| {
+            ///     let row = o.team_row(m.league_token());
+            ///     let total = TeamThreadRange::new(m, 5).parallel_scan(|j, partial: &mut usize, is_final| {
+            ///         if is_final { row.set(j, *partial) } // exclusive prefix
+            ///         *partial += *j + m.league_rank();
+            ///     });
+            ///     assert_eq!(total, 10 + 5 * m.league_rank());
+            /// })?;
+            /// assert_eq!(offsets.to_vec()?, [0, 0, 1, 3, 6, 0, 1, 3, 6, 10]);
+            /// # Ok::<(), hoplite_core::Error>(())
+            /// ```
+            pub fn parallel_scan<T, F>(self, mut kernel: F) -> T
+            where
+                T: ScanValue,
+                F: FnMut(TeamIdx<'m>, &mut T, bool),
+            {
+                let m = self.member;
+                let (rank, size, block) = (m.team_rank(), m.team_size(), M::TEAM_BLOCK.max(1));
+                let range = self.range;
+                // Called only with indices this thread owns: all of them in a team of one,
+                // else those of `OwnedRanges`.
+                let token = |j: usize| {
+                    // SAFETY: `j` is an index `team_owner` gives this thread's team rank for
+                    // this member type's block size (`OwnedRanges` yields exactly those, as
+                    // `for_each_owned` does for `parallel_for`, and a team of one owns every
+                    // index); the rest of `parallel_for`'s argument holds unchanged.
+                    unsafe { TeamIdx::new_unchecked(j) }
+                };
+                if size == 1 {
+                    let mut partial = T::zero();
+                    for j in range {
+                        kernel(token(j), &mut partial, true);
+                    }
+                    return partial;
+                }
+                let first_block = range.start / block;
+                let blocks = if range.is_empty() {
+                    0
+                } else {
+                    (range.end - 1) / block + 1 - first_block
+                };
+                let mut sums: Vec<Option<T>> = vec![None; blocks];
+                for run in OwnedRanges::new(range.clone(), rank, size, block) {
+                    let mut sum = T::zero();
+                    let at = run.start / block - first_block;
+                    for j in run {
+                        kernel(token(j), &mut sum, false);
+                    }
+                    sums[at] = Some(sum);
+                }
+                // Every block's sum on every thread: each slot is filled by its owner only.
+                let merge = Custom::new(
+                    move || vec![None; blocks],
+                    |dst: &mut Vec<Option<T>>, src: Vec<Option<T>>| {
+                        for (d, s) in dst.iter_mut().zip(src) {
+                            if s.is_some() {
+                                *d = s;
+                            }
+                        }
+                    },
+                );
+                let sums = m.team_reduce(&merge, sums);
+                let mut prefixes = Vec::with_capacity(blocks);
+                let mut total = T::zero();
+                for sum in &sums {
+                    prefixes.push(total);
+                    total = total + sum.unwrap_or_else(T::zero);
+                }
+                for run in OwnedRanges::new(range, rank, size, block) {
+                    let mut partial = prefixes[run.start / block - first_block];
+                    for j in run {
+                        kernel(token(j), &mut partial, true);
+                    }
+                }
+                total
+            }
         }
     };
 }
@@ -358,6 +443,16 @@ team_level_for!(TeamThreadRange);
 team_level_for!(TeamVectorRange);
 
 impl<M: TeamMember> ThreadVectorRange<'_, M> {
+    /// Scans (`(i, partial, is_final)`) on this thread's vector lanes; returns the total.
+    pub fn parallel_scan<T, F>(self, kernel: F) -> T
+    where
+        T: ScanValue,
+        F: for<'i> Fn(Idx<'i>, &mut T, bool),
+    {
+        self.member
+            .nested_scan(NestedLevel::ThreadVector, self.range, kernel)
+    }
+
     /// Runs `kernel` once per index on the calling thread (its vector lanes), in order; the
     /// kernel may update local state (`FnMut`). The tokens index reads and thread-private
     /// data; stores into views go through team-level loops.
