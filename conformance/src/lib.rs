@@ -385,6 +385,7 @@ macro_rules! __for_each_check {
                 reduce_into_views_and_variables,
                 complex_array_reductions_and_locked_atomics,
                 mdrange_loc_reducers_report_multi_indices,
+                reducer_values_reduce_into_views,
             }
             graph {
                 random_dags_run_every_node_once_after_its_predecessors,

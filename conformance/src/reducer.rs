@@ -954,3 +954,72 @@ pub fn mdrange_loc_reducers_report_multi_indices<S: FullSpace>(space: &S) -> Out
         Ok(())
     })
 }
+
+/// Reducer values live in views: a `MinLoc` (1-d and 2-d locations), a `MinMax` and a
+/// `MinMaxLoc` result reduced straight into rank-0 views, and a view of `ValLoc` starts as
+/// "nothing seen" (`loc: None`).
+pub fn reducer_values_reduce_into_views<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        use hoplite_core::{MDRangePolicy, MinMaxLocScalar};
+        let fresh: View<ValLoc<f64>, 1> = View::new("fresh", [2])?;
+        ensure_eq!(fresh.host_read()?.get(1).loc, None, "a new view of ValLoc");
+        let x: Vec<f64> = (0..500).map(|i| ((i * 37) % 101) as f64 - 50.0).collect();
+        let at: View<ValLoc<f64>, 0> = View::new("argmin", [])?;
+        let range: View<MinMaxScalar<f64>, 0> = View::new("range", [])?;
+        let both: View<MinMaxLocScalar<f64>, 0> = View::new("both", [])?;
+        parallel_reduce_into(
+            "into views",
+            RangePolicy::new(space.clone(), 0..x.len()),
+            |i, (a, r, b): &mut (ValLoc<f64>, MinMaxScalar<f64>, MinMaxLocScalar<f64>)| {
+                a.update_min(x[*i], *i);
+                r.update(x[*i]);
+                b.update(x[*i], *i);
+            },
+            (
+                MinLoc::<f64>::new(),
+                MinMax::<f64>::new(),
+                MinMaxLoc::<f64>::new(),
+            ),
+            (&at, &range, &both),
+        )?;
+        let first_min = x.iter().position(|&v| v == -50.0);
+        ensure_eq!(
+            at.host_read()?.get([]),
+            ValLoc {
+                val: -50.0,
+                loc: first_min
+            },
+            "MinLoc into a view"
+        );
+        ensure_eq!(
+            (range.host_read()?.get([]).min, range.host_read()?.get([]).max),
+            (-50.0, 50.0),
+            "MinMax into a view"
+        );
+        ensure_eq!(
+            both.host_read()?.get([]).min_loc,
+            first_min,
+            "MinMaxLoc into a view"
+        );
+        let md: View<ValLoc<i32, [usize; 2]>, 0> = View::new("md argmax", [])?;
+        parallel_reduce_into(
+            "md into a view",
+            MDRangePolicy::new(space.clone(), [0, 0], [6, 7]),
+            |ij, acc: &mut ValLoc<i32, [usize; 2]>| {
+                let [i, j] = *ij;
+                acc.update_max(((i * 7 + j) % 5) as i32, [i, j]);
+            },
+            MaxLoc::<i32, [usize; 2]>::new(),
+            &md,
+        )?;
+        ensure_eq!(
+            md.host_read()?.get([]),
+            ValLoc {
+                val: 4,
+                loc: Some([0, 4])
+            },
+            "MaxLoc of a box into a view"
+        );
+        Ok(())
+    })
+}

@@ -792,7 +792,7 @@ impl<T: MinMaxValue> Reducer for Max<T> {
 ///
 /// The identity is `{ min: +inf, max: -inf }` (`T::MAX` / `T::MIN` for
 /// integers). NaNs are ignored as in [`Min`] and [`Max`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, bytemuck::Zeroable)]
 pub struct MinMaxScalar<T> {
     /// The smallest value seen.
     pub min: T,
@@ -870,7 +870,7 @@ where
 ///
 /// The location is an index (`I = usize`, the default) or, for MDRange reductions, a
 /// multi-index (`ValLoc<T, [usize; R]>` with `MinLoc::<T, [usize; R]>`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ValLoc<T, I = usize> {
     /// The best value seen.
     pub val: T,
@@ -917,6 +917,29 @@ impl<T: PartialOrd, I: Location> ValLoc<T, I> {
         }
     }
 }
+
+// Reducer values are view values too (Kokkos reduces into views of them): their locations
+// are `Option`s, which `bytemuck` cannot vouch for, so the zero pattern of each location type
+// is checked at compile time below — `mem::zeroed` of an invalid pattern, or reading an
+// invalid tag, is a const-evaluation error — and must be `None`.
+macro_rules! zeroable_locations {
+    ($($loc:ty),*) => {$(
+        const _: () = assert!(
+            // SAFETY: evaluated at compile time, where an invalid value is an error, not UB.
+            unsafe { std::mem::zeroed::<Option<$loc>>() }.is_none(),
+            "an all-zero location must read as None"
+        );
+        // SAFETY: every field is zero-valid: `T: Zeroable`, and the assertion above shows
+        // that an all-zero `Option` of this location type is `None`.
+        unsafe impl<T: bytemuck::Zeroable> bytemuck::Zeroable for ValLoc<T, $loc> {}
+        // SAFETY: as above.
+        unsafe impl<T: bytemuck::Zeroable> bytemuck::Zeroable for MinMaxLocScalar<T, $loc> {}
+    )*};
+}
+
+zeroable_locations!(
+    usize, [usize; 1], [usize; 2], [usize; 3], [usize; 4], [usize; 5], [usize; 6], [usize; 7], [usize; 8]
+);
 
 /// Minimum value and its index (Kokkos `MinLoc`); value [`ValLoc<T>`],
 /// kernels call [`ValLoc::update_min`].
@@ -1013,7 +1036,7 @@ pub type MaxFirstLoc<T, I = usize> = MaxLoc<T, I>;
 /// [`update`](MinMaxLocScalar::update) for [`MinMaxLoc`],
 /// [`update_first_last`](MinMaxLocScalar::update_first_last) for
 /// [`MinMaxFirstLastLoc`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MinMaxLocScalar<T, I = usize> {
     /// The smallest value seen.
     pub min_val: T,
@@ -2217,7 +2240,7 @@ mod tests {
         assert_eq!(format!("{:?}", Sum::<f64>::new()), "Sum<f64>");
         assert_eq!(
             format!("{:?}", MinMaxFirstLastLoc::<i32>::default()),
-            "MinMaxFirstLastLoc<i32>"
+            "MinMaxFirstLastLoc<i32, usize>"
         );
         assert_eq!(format!("{:?}", LOr::new()), "LOr");
         let c = Custom::new(|| 1u8, |_: &mut u8, _| {});
