@@ -341,6 +341,7 @@ macro_rules! __for_each_check {
                 rank_3_visits_every_point_exactly_once,
                 empty_box_runs_no_iteration,
                 reduce_covers_every_point_once,
+                signed_bounds_with_an_origin,
             }
             team {
                 each_league_team_rank_pair_seen_once,

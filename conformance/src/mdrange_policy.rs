@@ -167,3 +167,53 @@ pub fn reduce_covers_every_point_once<S: FullSpace>(space: &S) -> Outcome {
         Ok(())
     })
 }
+
+/// Bounds of any integer type, and negative lower bounds with an origin (ghost cells): tokens
+/// are `logical - origin` and cover exactly the shifted box; a bound below the origin is a
+/// typed error naming the fix, before any iteration runs.
+pub fn signed_bounds_with_an_origin<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        // u(-1:6, -1:4): 8 x 6 elements with one ghost layer.
+        let u: hoplite_core::View<i64, 2> = hoplite_core::View::new("u", [8, 6])?;
+        let whole = MDRangePolicy::new(space.clone(), [-1i64, -1], [7, 5]).with_origin([-1, -1]);
+        hoplite_core::parallel_for("ghosts", (whole, (u.write(),)), |(ij, (u,))| {
+            let [i, j] = ij.get().map(|k| k as i64 - 1);
+            u.set(ij, 100 * i + j);
+        })?;
+        let got = u.to_vec()?;
+        let want: Vec<i64> = (-1..7).flat_map(|i| (-1..5).map(move |j| 100 * i + j)).collect();
+        crate::util::same(&got, &want, || "every cell of u(-1:6, -1:4)".into())?;
+        // The interior, given as u32 bounds, with the same origin.
+        let interior = MDRangePolicy::new(space.clone(), [0u32, 0], [6, 4]).with_origin([-1, -1]);
+        let cells = hoplite_core::parallel_reduce(
+            "interior",
+            (interior, (u.read(),)),
+            |(ij, (u,)), acc: &mut i64| *acc += u.get(ij),
+            hoplite_core::Sum::<i64>::new(),
+        )?;
+        let want: i64 = (0..6).flat_map(|i| (0..4).map(move |j| 100 * i + j)).sum();
+        ensure_eq!(cells, want, "interior sum through an origin");
+        let runs = std::sync::atomic::AtomicUsize::new(0);
+        let below = hoplite_core::parallel_for(
+            "below",
+            MDRangePolicy::new(space.clone(), [-1i32, 0], [4, 4]),
+            |_| {
+                runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            },
+        );
+        ensure!(
+            matches!(
+                &below,
+                Err(hoplite_core::Error::BoundOutsideIndexSpace { dim: 0, bound: -1, origin: 0, label })
+                    if label.as_str() == "below"
+            ),
+            "a negative bound without an origin gave {below:?}"
+        );
+        ensure!(
+            below.expect_err("checked").to_string().contains("with_origin"),
+            "the message names the fix"
+        );
+        ensure_eq!(runs.into_inner(), 0, "iterations of a refused launch");
+        Ok(())
+    })
+}

@@ -74,16 +74,26 @@ fn instances_are_values_with_identity() {
 fn every_thread_of_the_pool_takes_part() {
     for space in pools() {
         let threads = Mutex::new(HashSet::new());
-        parallel_for(
-            "who",
-            RangePolicy::new(space.clone(), 0..space.concurrency() * 64),
-            |_| {
-                threads
-                    .lock()
-                    .expect("not poisoned")
-                    .insert(std::thread::current().id());
-            },
-        )
+        let want = space.concurrency();
+        // Each iteration waits (bounded) until every thread of the pool has run one: on a
+        // loaded machine a worker may start late, and the others would otherwise finish the
+        // range before it takes a chunk. A pool that never hands its other threads any work
+        // still fails, after the bound.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        parallel_for("who", RangePolicy::new(space.clone(), 0..want * 64), |_| {
+            let seen = {
+                let mut set = threads.lock().expect("not poisoned");
+                set.insert(std::thread::current().id());
+                set.len()
+            };
+            if seen < want {
+                while threads.lock().expect("not poisoned").len() < want
+                    && std::time::Instant::now() < deadline
+                {
+                    std::thread::yield_now();
+                }
+            }
+        })
         .expect("launch");
         assert_eq!(
             threads.lock().expect("not poisoned").len(),

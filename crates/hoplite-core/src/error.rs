@@ -181,6 +181,20 @@ pub enum Error {
         /// The view's extent there.
         extent: usize,
     },
+    /// An MDRange bound lies below the policy's origin or past `usize::MAX` once shifted.
+    #[error(
+        "`{label}`: MDRange bound {bound} in dimension {dim} is outside the index space of origin {origin}: tokens index views from 0, so bounds must satisfy origin <= bound <= origin + usize::MAX; for negative lower bounds (ghost cells) set `.with_origin(..)` to the logical index of the views' element 0"
+    )]
+    BoundOutsideIndexSpace {
+        /// Label of the launch.
+        label: String,
+        /// The dimension.
+        dim: usize,
+        /// The bound as given (saturated to the `i64` range).
+        bound: i64,
+        /// The origin of that dimension (saturated to the `i64` range).
+        origin: i64,
+    },
     /// The writer of a rank-0 view was handed to a launch of more than one iteration: every
     /// iteration's token would store the one element, a data race.
     #[error(

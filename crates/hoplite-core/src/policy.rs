@@ -331,6 +331,32 @@ pub const MAX_MDRANGE_RANK: usize = 6;
 /// that a deterministic reduction's tiles (and bits) are the same on every backend.
 pub const DEFAULT_LINE_TILE: usize = 4096;
 
+/// An integer type MDRange bounds can be given in: every primitive integer. Bounds are
+/// converted to the policy's `usize` storage coordinates (see
+/// [`MDRangePolicy::with_origin`]); one that does not fit is a typed error at launch.
+pub trait MdBound: Copy + sealed_bound::Sealed {
+    /// The bound as an `i128` (`u128` values past `i128::MAX` saturate, and are reported).
+    fn to_i128(self) -> i128;
+}
+
+mod sealed_bound {
+    pub trait Sealed {}
+}
+
+macro_rules! md_bounds {
+    ($($t:ty),*) => {$(
+        impl sealed_bound::Sealed for $t {}
+        impl MdBound for $t {
+            #[inline]
+            fn to_i128(self) -> i128 {
+                i128::try_from(self).unwrap_or(i128::MAX)
+            }
+        }
+    )*};
+}
+
+md_bounds!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
+
 /// A rank-`R` box `begin..end` cut into tiles (Kokkos `MDRangePolicy<Rank<R>>`), `R` in 1..=6.
 /// Kernels receive an [`MdIdx`].
 ///
@@ -351,8 +377,14 @@ pub const DEFAULT_LINE_TILE: usize = 4096;
 #[derive(Clone, Debug, PartialEq)]
 pub struct MDRangePolicy<S: ExecutionSpace, const R: usize> {
     space: S,
+    /// The box in storage coordinates (logical minus origin), what tokens and views index.
     begin: [usize; R],
     end: [usize; R],
+    /// The box as given, in logical coordinates, and the logical index of storage index 0.
+    logical: [[i128; R]; 2],
+    origin: [i128; R],
+    /// A bound that is below the origin or past `usize::MAX` (reported by `validate`).
+    bad_bound: Option<(usize, i128)>,
     tiles: Option<[usize; R]>,
     outer: IterationOrder,
     inner: IterationOrder,
@@ -366,18 +398,78 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
         "MDRangePolicy rank must be between 1 and 6"
     );
 
-    /// The box `begin..end` on `space`. A rank outside 1..=6 fails to compile.
-    pub fn new(space: S, begin: [usize; R], end: [usize; R]) -> Self {
+    /// The box `begin..end` on `space`, with bounds of any primitive integer type. A rank
+    /// outside 1..=6 fails to compile.
+    ///
+    /// Tokens and views index from 0; a box with negative lower bounds (ghost cells of a
+    /// stencil: `[-1, -1]..[128, 32]`) names the logical index of the views' element 0 with
+    /// [`with_origin`](Self::with_origin), and its tokens are then `logical - origin`.
+    pub fn new<B: MdBound>(space: S, begin: [B; R], end: [B; R]) -> Self {
         let () = Self::RANK_OK;
-        MDRangePolicy {
+        let logical = [begin.map(MdBound::to_i128), end.map(MdBound::to_i128)];
+        let mut policy = MDRangePolicy {
             space,
-            begin,
-            end,
+            begin: [0; R],
+            end: [0; R],
+            logical,
+            origin: [0; R],
+            bad_bound: None,
             tiles: None,
             outer: IterationOrder::Right,
             inner: IterationOrder::Right,
             deterministic: false,
             schedule: Schedule::Static,
+        };
+        policy.place();
+        policy
+    }
+
+    /// Sets the logical index of the views' element 0 in each dimension (Kokkos `OffsetView`
+    /// begins, Fortran lower bounds): tokens are `logical - origin`. The box must not start
+    /// below it.
+    ///
+    /// ```
+    /// use hoplite_core::{MDRangePolicy, View, parallel_for};
+    /// use hoplite_serial::Serial;
+    /// // u(-1:2, -1:3) with one ghost layer: 4 x 5 elements, logical -1 is element 0.
+    /// let u: View<i64, 2> = View::new("u", [4, 5])?;
+    /// let whole = MDRangePolicy::new(Serial::default(), [-1, -1], [3, 4]).with_origin([-1, -1]);
+    /// parallel_for("init", (whole, (u.write(),)), |(ij, (u,))| {
+    ///     let [i, j] = ij.get().map(|k| k as i64 - 1); // back to logical indices
+    ///     u.set(ij, 10 * i + j);
+    /// })?;
+    /// assert_eq!(u.host_read()?.get([0, 0]), -11); // u(-1, -1)
+    /// assert_eq!(u.host_read()?.get([3, 4]), 23); // u(2, 3)
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn with_origin<B: MdBound>(mut self, origin: [B; R]) -> Self {
+        self.origin = origin.map(MdBound::to_i128);
+        self.place();
+        self
+    }
+
+    /// The origin set by [`with_origin`](Self::with_origin) (0 by default).
+    pub fn origin(&self) -> [i128; R] {
+        self.origin
+    }
+
+    /// Recomputes the storage box from the logical one and the origin; a bound that does not
+    /// land in `0..=usize::MAX` is kept for `validate` to report.
+    fn place(&mut self) {
+        self.bad_bound = None;
+        for d in 0..R {
+            for (side, out) in [(0, &mut self.begin), (1, &mut self.end)] {
+                let bound = self.logical[side][d];
+                match bound.checked_sub(self.origin[d]).map(usize::try_from) {
+                    Some(Ok(v)) => out[d] = v,
+                    _ => {
+                        out[d] = 0;
+                        if self.bad_bound.is_none() {
+                            self.bad_bound = Some((d, bound));
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -640,6 +732,15 @@ unsafe impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy
     }
 
     fn validate(&self, label: &str) -> Result<()> {
+        if let Some((dim, bound)) = self.bad_bound {
+            let narrow = |v: i128| i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX });
+            return Err(Error::BoundOutsideIndexSpace {
+                label: label.to_owned(),
+                dim,
+                bound: narrow(bound),
+                origin: narrow(self.origin[dim]),
+            });
+        }
         for d in 0..R {
             if self.begin[d] > self.end[d] {
                 return Err(Error::InvalidRange {
