@@ -200,7 +200,16 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
         {
             let handle = signature.handles.iter().find(|h| h.name == ident.ident);
             if k == 0 || handle.is_some() {
-                brand_type(krate, &mut typed.ty, handle.is_some_and(|h| h.layout.is_none()));
+                let mut missing = Vec::new();
+                if let Some(handle) = handle {
+                    if handle.layout.is_none() {
+                        missing.push(quote!(#krate::LayoutRight));
+                    }
+                    if handle.kind == HandleKind::Atomic && handle.space.is_none() {
+                        missing.push(quote!(#krate::HostSpace));
+                    }
+                }
+                brand_type(&mut typed.ty, &missing);
             }
         }
     }
@@ -243,8 +252,8 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
 }
 
 /// Gives the token or handle type written in the signature the brand `'it`, and a handle
-/// without a layout `LayoutRight`, keeping the path the user wrote (and so their imports).
-fn brand_type(krate: &Path, ty: &mut syn::Type, add_layout: bool) {
+/// the defaults it leaves out (`LayoutRight`, and `HostSpace` for atomics), keeping the path the user wrote (and so their imports).
+fn brand_type(ty: &mut syn::Type, missing: &[TokenStream2]) {
     let syn::Type::Path(path) = ty else {
         return;
     };
@@ -267,8 +276,8 @@ fn brand_type(krate: &Path, ty: &mut syn::Type, add_layout: bool) {
         {
             args.args.insert(0, syn::parse_quote!('it));
         }
-        if add_layout {
-            args.args.push(syn::parse_quote!(#krate::LayoutRight));
+        for arg in missing {
+            args.args.push(syn::parse_quote!(#arg));
         }
     }
 }

@@ -586,23 +586,24 @@ impl Translator<'_> {
             Expr::Assign(a) => {
                 let (lhs, ty) = self.place(&a.left)?;
                 let rhs_ty = self.infer(&a.right)?;
-                let s = self.scalar_of(ty, a.left.span())?;
-                self.expect(rhs_ty, s, a.right.span())?;
+                let t = self.unify(ty, rhs_ty, a.span())?;
+                let s = self.scalar_of(t, a.left.span())?;
                 let rhs = self.emit(&a.right, s)?;
                 self.line(&format!("{lhs} = {rhs};"));
                 Ok(())
             }
             Expr::Binary(b) if compound_op(&b.op).is_some() => {
                 let (lhs, ty) = self.place(&b.left)?;
-                let s = self.scalar_of(ty, b.left.span())?;
                 let op = compound_op(&b.op).unwrap_or(BinOp::Add(Default::default()));
                 let rhs_ty = self.infer(&b.right)?;
-                let rhs = if matches!(op, BinOp::Shl(_) | BinOp::Shr(_)) {
+                let (s, rhs) = if matches!(op, BinOp::Shl(_) | BinOp::Shr(_)) {
                     let rs = self.scalar_of(rhs_ty, b.right.span())?;
-                    self.emit(&b.right, rs)?
+                    let s = self.scalar_of(ty, b.left.span())?;
+                    (s, self.emit(&b.right, rs)?)
                 } else {
-                    self.expect(rhs_ty, s, b.right.span())?;
-                    self.emit(&b.right, s)?
+                    let t = self.unify(ty, rhs_ty, b.span())?;
+                    let s = self.scalar_of(t, b.left.span())?;
+                    (s, self.emit(&b.right, s)?)
                 };
                 let value = arith(&op, s, &lhs, &rhs, b.span())?;
                 self.line(&format!("{lhs} = {value};"));
@@ -716,15 +717,24 @@ impl Translator<'_> {
         if let Some(label) = &f.label {
             return Err(unsupported(label.span(), "a loop label"));
         }
-        let Pat::Ident(p) = &*f.pat else {
-            return Err(unsupported(f.pat.span(), "this loop pattern (use a plain name)"));
+        let ident = match &*f.pat {
+            Pat::Ident(p) => {
+                if p.mutability.is_some() || p.by_ref.is_some() {
+                    return Err(unsupported(
+                        p.span(),
+                        "a `mut` loop variable (copy it into a `let mut`)",
+                    ));
+                }
+                Some(&p.ident)
+            }
+            Pat::Wild(_) => None,
+            other => {
+                return Err(unsupported(
+                    other.span(),
+                    "this loop pattern (use a plain name or `_`)",
+                ));
+            }
         };
-        if p.mutability.is_some() || p.by_ref.is_some() {
-            return Err(unsupported(
-                p.span(),
-                "a `mut` loop variable (copy it into a `let mut`)",
-            ));
-        }
         let range = match &*f.expr {
             Expr::Range(r) => r,
             Expr::Paren(p) => match &*p.expr {
@@ -775,8 +785,10 @@ impl Translator<'_> {
         }
         self.indent += 1;
         self.scopes.push(HashMap::new());
-        let c_name = self.declare(&p.ident, t);
-        self.line(&format!("const {c} {c_name} = hl_s{k};"));
+        if let Some(ident) = ident {
+            let c_name = self.declare(ident, t);
+            self.line(&format!("const {c} {c_name} = hl_s{k};"));
+        }
         self.loop_depth += 1;
         self.indent -= 1;
         let result = self.block(&f.body);
@@ -1126,14 +1138,14 @@ impl Translator<'_> {
         }
         if s.is_int() {
             let arity = match method {
-                "min" | "max" => 1,
+                "min" | "max" | "wrapping_add" | "wrapping_sub" | "wrapping_mul" => 1,
                 "abs" if s.is_signed() => 0,
                 _ => {
                     return Err(syn::Error::new(
                         span,
                         format!(
-                            "`{}::{method}` is not supported in a #[kernel]; integers support min, max and \
-                             (signed) abs",
+                            "`{}::{method}` is not supported in a #[kernel]; integers support min, max, \
+                             wrapping_add, wrapping_sub, wrapping_mul and (signed) abs",
                             s.rust_name()
                         ),
                     ));
@@ -1462,7 +1474,8 @@ impl Translator<'_> {
             let f = float_fn(method, s).unwrap_or("sqrt");
             return Ok(format!("{f}({})", codes.join(", ")));
         }
-        Ok(format!("hl_{method}<{}>({})", s.cuda_name(), codes.join(", ")))
+        let f = method.strip_prefix("wrapping_").unwrap_or(method);
+        Ok(format!("hl_{f}<{}>({})", s.cuda_name(), codes.join(", ")))
     }
 
     fn emit_method(&mut self, m: &syn::ExprMethodCall, s: Scalar) -> syn::Result<String> {

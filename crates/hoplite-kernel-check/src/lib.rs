@@ -1,0 +1,514 @@
+//! Checks of `#[kernel]` translations that need no GPU.
+//!
+//! [`HostModule`] compiles a kernel's generated CUDA C with the host C++ compiler under a
+//! header that defines the CUDA built-ins for the CPU (`host_header.h`: the grid and block
+//! indices as globals, `__trap` as a jump back to the launcher, atomics as
+//! `std::atomic_ref`), loads it, and launches its entry with parameters packed the way a CUDA
+//! launch packs them (`void**`, one pointer per parameter, in the order
+//! [`DeviceKernel::params`] describes). Tests run the same inputs through the native kernel
+//! and compare: that proves the translation and the parameter layout, not a GPU.
+//!
+//! ```no_run
+//! use hoplite_kernel_check::{HostModule, host_compiler};
+//! # fn demo<K: hoplite_core::DeviceKernel>() -> Result<(), hoplite_kernel_check::CheckError> {
+//! if let Some(cxx) = host_compiler() {
+//!     let module = HostModule::compile::<K>(&cxx, std::path::Path::new("target/tmp"))?;
+//!     # let _ = module;
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::ffi::c_void;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hoplite_core::DeviceKernel;
+use hoplite_core::device_kernel::{DeviceIteration, DeviceParam, DevicePattern, ScalarType};
+
+/// The header that defines the CUDA built-ins for the CPU.
+pub const HOST_HEADER: &str = include_str!("host_header.h");
+
+/// What can go wrong compiling or launching a kernel on the host.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// Writing the source or starting the compiler failed.
+    #[error("kernel `{kernel}`: {what}: {source}")]
+    Io {
+        /// The kernel.
+        kernel: &'static str,
+        /// What was being done.
+        what: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The host C++ compiler rejected the generated source.
+    #[error("kernel `{kernel}`: `{compiler}` rejected the generated CUDA C:\n{log}")]
+    Compile {
+        /// The kernel.
+        kernel: &'static str,
+        /// The compiler.
+        compiler: String,
+        /// Its diagnostics.
+        log: String,
+    },
+    /// Loading the compiled library failed.
+    #[error("kernel `{kernel}`: loading the compiled library failed: {source}")]
+    Load {
+        /// The kernel.
+        kernel: &'static str,
+        /// The cause.
+        source: libloading::Error,
+    },
+    /// The arguments do not match the kernel's parameters.
+    #[error("kernel `{kernel}`: {message}")]
+    Arguments {
+        /// The kernel.
+        kernel: &'static str,
+        /// What does not match.
+        message: String,
+    },
+}
+
+/// The host C++ compiler: `$CXX`, else `g++` or `c++` if one runs; `None` when there is none
+/// (callers print that they skip).
+pub fn host_compiler() -> Option<String> {
+    let candidates: Vec<String> = std::env::var("CXX")
+        .into_iter()
+        .chain(["g++".to_owned(), "c++".to_owned()])
+        .collect();
+    candidates.into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// A scalar argument of a kernel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// `bool`
+    Bool(bool),
+    /// `i32`
+    I32(i32),
+    /// `i64`
+    I64(i64),
+    /// `u32`
+    U32(u32),
+    /// `u64`
+    U64(u64),
+    /// `usize`
+    Usize(usize),
+    /// `isize`
+    Isize(isize),
+    /// `f32`
+    F32(f32),
+    /// `f64`
+    F64(f64),
+}
+
+impl Value {
+    fn ty(self) -> ScalarType {
+        match self {
+            Value::Bool(_) => ScalarType::Bool,
+            Value::I32(_) => ScalarType::I32,
+            Value::I64(_) => ScalarType::I64,
+            Value::U32(_) => ScalarType::U32,
+            Value::U64(_) => ScalarType::U64,
+            Value::Usize(_) => ScalarType::Usize,
+            Value::Isize(_) => ScalarType::Isize,
+            Value::F32(_) => ScalarType::F32,
+            Value::F64(_) => ScalarType::F64,
+        }
+    }
+
+    /// The value's bytes as the device sees them (8 bytes, the value in the low ones).
+    fn slot(self) -> [u8; 8] {
+        let mut out = [0u8; 8];
+        let bytes: Vec<u8> = match self {
+            Value::Bool(b) => vec![u8::from(b)],
+            Value::I32(v) => v.to_ne_bytes().to_vec(),
+            Value::I64(v) => v.to_ne_bytes().to_vec(),
+            Value::U32(v) => v.to_ne_bytes().to_vec(),
+            Value::U64(v) => v.to_ne_bytes().to_vec(),
+            Value::Usize(v) => (v as u64).to_ne_bytes().to_vec(),
+            Value::Isize(v) => (v as i64).to_ne_bytes().to_vec(),
+            Value::F32(v) => v.to_ne_bytes().to_vec(),
+            Value::F64(v) => v.to_ne_bytes().to_vec(),
+        };
+        out[..bytes.len()].copy_from_slice(&bytes);
+        out
+    }
+}
+
+/// An element type a host array can hold.
+pub trait Element: Copy + 'static {
+    /// Its scalar type.
+    const TYPE: ScalarType;
+}
+
+macro_rules! element {
+    ($($t:ty => $v:ident),*) => {$(impl Element for $t { const TYPE: ScalarType = ScalarType::$v; })*};
+}
+element!(i32 => I32, i64 => I64, u32 => U32, u64 => U64, usize => Usize, isize => Isize, f32 => F32, f64 => F64);
+
+/// Host data standing in for a view: a row-major array borrowed for one launch.
+pub struct HostArray<'a> {
+    ptr: *mut c_void,
+    len: usize,
+    element: ScalarType,
+    extents: Vec<usize>,
+    _data: std::marker::PhantomData<&'a mut ()>,
+}
+
+impl<'a> HostArray<'a> {
+    /// `data` as a row-major array of `extents` (their product must be `data.len()`).
+    ///
+    /// # Panics
+    ///
+    /// If the extents do not cover `data` exactly.
+    pub fn new<T: Element>(data: &'a mut [T], extents: &[usize]) -> Self {
+        assert_eq!(
+            extents.iter().product::<usize>(),
+            data.len(),
+            "extents must cover the data"
+        );
+        HostArray {
+            ptr: data.as_mut_ptr().cast(),
+            len: data.len(),
+            element: T::TYPE,
+            extents: extents.to_vec(),
+            _data: std::marker::PhantomData,
+        }
+    }
+
+    fn strides(&self) -> Vec<u64> {
+        let mut strides = vec![1u64; self.extents.len()];
+        for d in (0..self.extents.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * self.extents[d + 1] as u64;
+        }
+        strides
+    }
+}
+
+/// A grid: blocks per dimension and threads per block (x, y, z).
+#[derive(Clone, Copy, Debug)]
+pub struct Grid {
+    /// Blocks along x, y, z.
+    pub blocks: [u32; 3],
+    /// Threads per block along x, y, z.
+    pub threads: [u32; 3],
+}
+
+impl Grid {
+    /// The number of threads launched.
+    pub fn thread_count(&self) -> usize {
+        self.blocks
+            .iter()
+            .chain(&self.threads)
+            .map(|&n| n as usize)
+            .product()
+    }
+}
+
+/// How a launch ended on the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every thread returned.
+    Completed,
+    /// A thread trapped (where the native kernel panics: division by zero, an index outside).
+    Trapped,
+}
+
+type Launcher = unsafe extern "C" fn(u32, u32, u32, u32, u32, u32, *mut *mut c_void) -> i32;
+
+/// A kernel's generated CUDA C compiled for the host and loaded.
+pub struct HostModule {
+    name: &'static str,
+    params: &'static [DeviceParam],
+    iteration: DeviceIteration,
+    pattern: DevicePattern,
+    launcher: Launcher,
+    // Keeps the code `launcher` points into loaded.
+    _library: libloading::Library,
+}
+
+impl HostModule {
+    /// Compiles `K`'s CUDA C with `compiler` into `dir` and loads it.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Compile`] with the compiler's log when it rejects the source; I/O and
+    /// loading errors otherwise.
+    pub fn compile<K: DeviceKernel>(compiler: &str, dir: &Path) -> Result<HostModule, CheckError> {
+        let io = |what: &str| {
+            let what = what.to_owned();
+            move |source| CheckError::Io {
+                kernel: K::NAME,
+                what,
+                source,
+            }
+        };
+        std::fs::create_dir_all(dir).map_err(io("creating the build folder"))?;
+        let stem = format!("{}_{:016x}", K::NAME, K::source_hash());
+        let source: PathBuf = dir.join(format!("{stem}.cpp"));
+        let library: PathBuf = dir.join(format!("lib{stem}.so"));
+        let text = format!(
+            "{HOST_HEADER}\n{}\n{}",
+            K::cuda_source(),
+            launcher_source(K::ENTRY, K::ITERATION, K::PATTERN, K::params())
+        );
+        std::fs::write(&source, text).map_err(io("writing the source"))?;
+        let output = Command::new(compiler)
+            .args([
+                "-std=c++20",
+                "-O1",
+                "-ffp-contract=off",
+                "-fno-strict-aliasing",
+                "-shared",
+                "-fPIC",
+                "-w",
+                "-o",
+            ])
+            .arg(&library)
+            .arg(&source)
+            .output()
+            .map_err(io("running the compiler"))?;
+        if !output.status.success() {
+            return Err(CheckError::Compile {
+                kernel: K::NAME,
+                compiler: compiler.to_owned(),
+                log: String::from_utf8_lossy(&output.stderr).into_owned(),
+            });
+        }
+        // SAFETY: the library is the one just compiled from the generated source and the
+        // host header; its initializers only zero the globals of the header.
+        let lib = unsafe { libloading::Library::new(&library) }.map_err(|source| CheckError::Load {
+            kernel: K::NAME,
+            source,
+        })?;
+        // SAFETY: `hl_host_launch` is defined by `launcher_source` with exactly the signature
+        // of `Launcher`.
+        let launcher = unsafe { lib.get::<Launcher>(b"hl_host_launch\0") }
+            .map(|symbol| *symbol)
+            .map_err(|source| CheckError::Load {
+                kernel: K::NAME,
+                source,
+            })?;
+        Ok(HostModule {
+            name: K::NAME,
+            params: K::params(),
+            iteration: K::ITERATION,
+            pattern: K::PATTERN,
+            launcher,
+            _library: lib,
+        })
+    }
+
+    /// Launches a `parallel_for` entry over `begin..end` (one bound per dimension).
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arrays or scalars do not match the kernel's parameters.
+    pub fn launch_for(
+        &self,
+        grid: Grid,
+        begin: &[usize],
+        end: &[usize],
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+    ) -> Result<Outcome, CheckError> {
+        if self.pattern != DevicePattern::For {
+            return Err(self.arg_error("is not a parallel_for kernel".to_owned()));
+        }
+        self.launch(grid, begin, end, arrays, scalars, None)
+    }
+
+    /// Launches a `parallel_reduce` entry: every thread starts from `init`, and the partials
+    /// (one per launched thread, in thread order) come back for the caller to join.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_reduce(
+        &self,
+        grid: Grid,
+        begin: &[usize],
+        end: &[usize],
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: Value,
+    ) -> Result<(Outcome, Vec<Value>), CheckError> {
+        let DevicePattern::Reduce(ty) = self.pattern else {
+            return Err(self.arg_error("is not a parallel_reduce kernel".to_owned()));
+        };
+        if init.ty() != ty {
+            return Err(self.arg_error(format!("accumulates {ty}, not {}", init.ty())));
+        }
+        let mut partials = vec![[0u8; 8]; grid.thread_count()];
+        let outcome = self.launch(
+            grid,
+            begin,
+            end,
+            arrays,
+            scalars,
+            Some((init, partials.as_mut_ptr().cast())),
+        )?;
+        let values = partials
+            .iter()
+            .map(|slot| {
+                let size = ty.size();
+                let mut b = [0u8; 8];
+                b[..size].copy_from_slice(&slot[..size]);
+                match ty {
+                    ScalarType::Bool => Value::Bool(b[0] != 0),
+                    ScalarType::I32 => Value::I32(i32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+                    ScalarType::U32 => Value::U32(u32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+                    ScalarType::F32 => Value::F32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+                    ScalarType::I64 => Value::I64(i64::from_ne_bytes(b)),
+                    ScalarType::U64 => Value::U64(u64::from_ne_bytes(b)),
+                    ScalarType::Usize => Value::Usize(u64::from_ne_bytes(b) as usize),
+                    ScalarType::Isize => Value::Isize(i64::from_ne_bytes(b) as isize),
+                    ScalarType::F64 => Value::F64(f64::from_ne_bytes(b)),
+                }
+            })
+            .collect();
+        Ok((outcome, values))
+    }
+
+    fn arg_error(&self, message: String) -> CheckError {
+        CheckError::Arguments {
+            kernel: self.name,
+            message,
+        }
+    }
+
+    fn launch(
+        &self,
+        grid: Grid,
+        begin: &[usize],
+        end: &[usize],
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        reduce: Option<(Value, *mut c_void)>,
+    ) -> Result<Outcome, CheckError> {
+        let rank = self.iteration.rank();
+        if begin.len() != rank || end.len() != rank {
+            return Err(self.arg_error(format!("iterates over {rank} dimension(s)")));
+        }
+        // Every parameter lives in an 8-byte slot (pointers and 64-bit values fill it; the
+        // smaller scalars sit in its low bytes, which is where a little-endian load finds them).
+        let mut slots: Vec<[u8; 8]> = Vec::new();
+        for &b in begin.iter().chain(end) {
+            slots.push((b as u64).to_ne_bytes());
+        }
+        let (mut next_array, mut next_scalar) = (0, 0);
+        for param in self.params {
+            match *param {
+                DeviceParam::Handle {
+                    name, element, rank, ..
+                } => {
+                    let array = arrays
+                        .get(next_array)
+                        .ok_or_else(|| self.arg_error(format!("no array for handle `{name}`")))?;
+                    next_array += 1;
+                    if array.element != element || array.extents.len() != rank {
+                        return Err(self.arg_error(format!(
+                            "handle `{name}` holds {element} of rank {rank}, the array {} of rank {}",
+                            array.element,
+                            array.extents.len()
+                        )));
+                    }
+                    slots.push((array.ptr as usize as u64).to_ne_bytes());
+                    for &e in &array.extents {
+                        slots.push((e as u64).to_ne_bytes());
+                    }
+                    for s in array.strides() {
+                        slots.push(s.to_ne_bytes());
+                    }
+                    let _ = array.len;
+                }
+                DeviceParam::Scalar { name, ty } => {
+                    let value = scalars
+                        .get(next_scalar)
+                        .ok_or_else(|| self.arg_error(format!("no value for scalar `{name}`")))?;
+                    next_scalar += 1;
+                    if value.ty() != ty {
+                        return Err(
+                            self.arg_error(format!("scalar `{name}` is {ty}, the value {}", value.ty()))
+                        );
+                    }
+                    slots.push(value.slot());
+                }
+            }
+        }
+        if next_array != arrays.len() || next_scalar != scalars.len() {
+            return Err(self.arg_error("more arguments than parameters".to_owned()));
+        }
+        if let Some((init, partials)) = reduce {
+            slots.push(init.slot());
+            slots.push((partials as usize as u64).to_ne_bytes());
+        }
+        let mut pointers: Vec<*mut c_void> = slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect();
+        let [gx, gy, gz] = grid.blocks;
+        let [bx, by, bz] = grid.threads;
+        // SAFETY: the launcher reads one slot per parameter of the entry, in the order and
+        // with the types `launcher_source` generated from the same parameter list the slots
+        // were packed from; the arrays' pointers and extents describe live, exclusively
+        // borrowed memory, and the partials hold one slot per launched thread.
+        let status = unsafe { (self.launcher)(gx, gy, gz, bx, by, bz, pointers.as_mut_ptr()) };
+        Ok(if status == 0 {
+            Outcome::Completed
+        } else {
+            Outcome::Trapped
+        })
+    }
+}
+
+/// The C++ of `hl_host_launch`: runs every block and thread of the grid one after another and
+/// calls the entry with the parameters unpacked from `void**`.
+fn launcher_source(
+    entry: &str,
+    iteration: DeviceIteration,
+    pattern: DevicePattern,
+    params: &[DeviceParam],
+) -> String {
+    let mut types: Vec<String> = Vec::new();
+    for _ in 0..2 * iteration.rank() {
+        types.push("unsigned long long".to_owned());
+    }
+    for p in params {
+        match *p {
+            DeviceParam::Handle { element, rank, .. } => {
+                types.push(format!("{}*", element.cuda_name()));
+                for _ in 0..2 * rank {
+                    types.push("unsigned long long".to_owned());
+                }
+            }
+            DeviceParam::Scalar { ty, .. } => types.push(ty.cuda_name().to_owned()),
+        }
+    }
+    if let DevicePattern::Reduce(ty) = pattern {
+        types.push(ty.cuda_name().to_owned());
+        types.push(format!("{}*", ty.cuda_name()));
+    }
+    let args: Vec<String> = types
+        .iter()
+        .enumerate()
+        .map(|(k, t)| format!("*({t}*)p[{k}]"))
+        .collect();
+    let mut src = String::new();
+    let _ = writeln!(
+        src,
+        "extern \"C\" int hl_host_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, void** p) {{"
+    );
+    src.push_str("    gridDim = dim3{gx, gy, gz};\n    blockDim = dim3{bx, by, bz};\n");
+    src.push_str("    if (setjmp(hl_trap_point) != 0) return 1;\n");
+    src.push_str("    for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y) for (unsigned x = 0; x < gx; ++x)\n");
+    src.push_str("    for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx) {\n");
+    src.push_str("        blockIdx = dim3{x, y, z};\n        threadIdx = dim3{tx, ty, tz};\n");
+    let _ = writeln!(src, "        {entry}({});", args.join(", "));
+    src.push_str("    }\n    return 0;\n}\n");
+    src
+}
