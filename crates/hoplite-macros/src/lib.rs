@@ -92,7 +92,16 @@ impl Parse for Options {
 fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
     let krate = &options.krate;
     let signature = KernelSignature::parse(&function.sig)?;
-    let translated = translate::translate(&signature, &function)?;
+    // The native function is emitted even when the translation fails, so that the error at the
+    // construct is the only one and the function is still checked as Rust.
+    let translated = match translate::translate(&signature, &function) {
+        Ok(translated) => translated,
+        Err(error) => {
+            let native = native_function(krate, &signature, function);
+            let error = error.to_compile_error();
+            return Ok(quote!(#native #error));
+        }
+    };
     let name = &function.sig.ident.clone();
     let vis = &function.vis.clone();
     let name_str = name.to_string();
@@ -186,33 +195,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
         "The `#[kernel]` `{name_str}`: `{name_str}::with(..)` is its native kernel for a launch, \
          `{name_str}::cuda_source()` its CUDA C (entry `{entry}`)."
     );
-    let mut function = function;
-    function.attrs.push(syn::parse_quote!(#[inline(always)]));
-    function
-        .attrs
-        .push(syn::parse_quote!(#[allow(clippy::too_many_arguments)]));
-    // The token and handles as full types sharing one brand `'it` (the layout defaults to
-    // `LayoutRight`, as views do), so the function is the kernel a launch calls.
-    function.sig.generics.params.push(syn::parse_quote!('it));
-    for (k, input) in function.sig.inputs.iter_mut().enumerate() {
-        if let syn::FnArg::Typed(typed) = input
-            && let syn::Pat::Ident(ident) = &*typed.pat
-        {
-            let handle = signature.handles.iter().find(|h| h.name == ident.ident);
-            if k == 0 || handle.is_some() {
-                let mut missing = Vec::new();
-                if let Some(handle) = handle {
-                    if handle.layout.is_none() {
-                        missing.push(quote!(#krate::LayoutRight));
-                    }
-                    if handle.kind == HandleKind::Atomic && handle.space.is_none() {
-                        missing.push(quote!(#krate::HostSpace));
-                    }
-                }
-                brand_type(&mut typed.ty, &missing);
-            }
-        }
-    }
+    let function = native_function(krate, &signature, function);
     Ok(quote! {
         #function
 
@@ -249,6 +232,38 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             }
         }
     })
+}
+
+/// The function as written, with `#[inline(always)]` and its token and handles sharing the
+/// brand `'it`.
+fn native_function(krate: &Path, signature: &KernelSignature, mut function: ItemFn) -> ItemFn {
+    function.attrs.push(syn::parse_quote!(#[inline(always)]));
+    function
+        .attrs
+        .push(syn::parse_quote!(#[allow(clippy::too_many_arguments)]));
+    // The token and handles as full types sharing one brand `'it` (the layout defaults to
+    // `LayoutRight`, as views do), so the function is the kernel a launch calls.
+    function.sig.generics.params.push(syn::parse_quote!('it));
+    for (k, input) in function.sig.inputs.iter_mut().enumerate() {
+        if let syn::FnArg::Typed(typed) = input
+            && let syn::Pat::Ident(ident) = &*typed.pat
+        {
+            let handle = signature.handles.iter().find(|h| h.name == ident.ident);
+            if k == 0 || handle.is_some() {
+                let mut missing = Vec::new();
+                if let Some(handle) = handle {
+                    if handle.layout.is_none() {
+                        missing.push(quote!(#krate::LayoutRight));
+                    }
+                    if handle.kind == HandleKind::Atomic && handle.space.is_none() {
+                        missing.push(quote!(#krate::HostSpace));
+                    }
+                }
+                brand_type(&mut typed.ty, &missing);
+            }
+        }
+    }
+    function
 }
 
 /// Gives the token or handle type written in the signature the brand `'it`, and a handle

@@ -1004,8 +1004,8 @@ impl Translator<'_> {
 
     fn unsupported_expr(&self, expr: &Expr) -> syn::Error {
         match expr {
-            Expr::Closure(c) => syn::Error::new(
-                c.span(),
+            Expr::Closure(c) => syn::Error::new_spanned(
+                c,
                 "closures cannot run on a device: a #[kernel] body cannot contain a closure; write the \
                  computation inline (loops, `if`, locals)",
             ),
@@ -1080,12 +1080,12 @@ impl Translator<'_> {
         match self.norm(recv) {
             Ty::Handle(k) => self.handle_method_type(k, &method, &args, m),
             Ty::Token if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
-            Ty::Acc(s) => self.math_type(s, &method, &args, m.span()),
-            Ty::Known(s) => self.math_type(s, &method, &args, m.span()),
+            Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
+            Ty::Known(s) => self.math_type(s, &method, &args, m.method.span()),
             Ty::Float(_) => {
                 let s = self.scalar_of(recv, m.span())?;
                 self.set_slot(recv, s);
-                self.math_type(s, &method, &args, m.span())
+                self.math_type(s, &method, &args, m.method.span())
             }
             Ty::Int(_) => {
                 // `5.min(x)`: the receiver takes the argument's type.
@@ -1097,7 +1097,7 @@ impl Translator<'_> {
                     }
                     None => self.scalar_of(recv, m.span())?,
                 };
-                self.math_type(s, &method, &args, m.span())
+                self.math_type(s, &method, &args, m.method.span())
             }
             other => Err(syn::Error::new(
                 m.method.span(),
