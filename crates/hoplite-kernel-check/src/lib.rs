@@ -18,6 +18,9 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "nvrtc")]
+pub mod nvrtc;
+
 use std::ffi::c_void;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
