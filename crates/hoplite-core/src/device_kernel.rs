@@ -22,7 +22,15 @@
 //!    one partial per launched thread (`gridDim * blockDim` of them, x fastest), which the
 //!    host joins in thread order with the launch's reducer.
 //!
-//! Threads walk the iteration space with grid-stride loops, so any grid covers any range.
+//! For a scan the entry takes, after the scalars, the identity, a pointer to one value per
+//! launched thread and a `bool`: whether this is the final pass. Each thread scans one
+//! contiguous chunk of the range (`ceil(len / threads)` indices, in thread order). The first
+//! launch (`false`) stores each thread's chunk sum; the host turns them into exclusive prefix
+//! sums in thread order; the second launch (`true`) starts each thread from its prefix and
+//! runs the kernel's final pass.
+//!
+//! Otherwise threads walk the iteration space with grid-stride loops, so any grid covers any
+//! range.
 
 use std::fmt;
 
@@ -141,6 +149,9 @@ pub enum DevicePattern {
     For,
     /// `parallel_reduce` accumulating a value of this type.
     Reduce(ScalarType),
+    /// `parallel_scan` summing values of this type (two launches of the entry; see the
+    /// module documentation).
+    Scan(ScalarType),
 }
 
 /// What a handle parameter lets the kernel do.

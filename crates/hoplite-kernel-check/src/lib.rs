@@ -356,30 +356,103 @@ impl HostModule {
             end,
             arrays,
             scalars,
-            Some((init, partials.as_mut_ptr().cast())),
+            Some((init, partials.as_mut_ptr().cast(), None)),
         )?;
-        let values = partials
-            .iter()
-            .map(|slot| {
-                let size = ty.size();
-                let mut b = [0u8; 8];
-                b[..size].copy_from_slice(&slot[..size]);
-                match ty {
-                    ScalarType::Bool => Value::Bool(b[0] != 0),
-                    ScalarType::I32 => Value::I32(i32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-                    ScalarType::U32 => Value::U32(u32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-                    ScalarType::F32 => Value::F32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-                    ScalarType::I64 => Value::I64(i64::from_ne_bytes(b)),
-                    ScalarType::U64 => Value::U64(u64::from_ne_bytes(b)),
-                    ScalarType::Usize => Value::Usize(u64::from_ne_bytes(b) as usize),
-                    ScalarType::Isize => Value::Isize(i64::from_ne_bytes(b) as isize),
-                    ScalarType::F64 => Value::F64(f64::from_ne_bytes(b)),
-                }
-            })
-            .collect();
-        Ok((outcome, values))
+        Ok((
+            outcome,
+            partials.iter().map(|slot| Value::from_slot(ty, slot)).collect(),
+        ))
     }
 
+    /// Launches a `parallel_scan` entry twice, as a device backend does: the first pass
+    /// gives each thread's chunk sum, the host turns them into exclusive prefix sums in
+    /// thread order, the final pass runs the kernel from them. Returns the total.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_scan(
+        &self,
+        grid: Grid,
+        range: std::ops::Range<usize>,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        zero: Value,
+    ) -> Result<(Outcome, Value), CheckError> {
+        let DevicePattern::Scan(ty) = self.pattern else {
+            return Err(self.arg_error("is not a parallel_scan kernel".to_owned()));
+        };
+        if zero.ty() != ty {
+            return Err(self.arg_error(format!("sums {ty}, not {}", zero.ty())));
+        }
+        let (begin, end) = ([range.start], [range.end]);
+        let mut partials = vec![[0u8; 8]; grid.thread_count()];
+        let first = self.launch(
+            grid,
+            &begin,
+            &end,
+            arrays,
+            scalars,
+            Some((zero, partials.as_mut_ptr().cast(), Some(false))),
+        )?;
+        if first == Outcome::Trapped {
+            return Ok((first, zero));
+        }
+        let mut running = zero;
+        for slot in &mut partials {
+            let sum = Value::from_slot(ty, slot);
+            *slot = running.slot();
+            running = running.plus(sum);
+        }
+        let outcome = self.launch(
+            grid,
+            &begin,
+            &end,
+            arrays,
+            scalars,
+            Some((zero, partials.as_mut_ptr().cast(), Some(true))),
+        )?;
+        Ok((outcome, running))
+    }
+}
+
+impl Value {
+    /// A value of type `ty` read back from its slot.
+    fn from_slot(ty: ScalarType, slot: &[u8; 8]) -> Value {
+        let size = ty.size();
+        let mut b = [0u8; 8];
+        b[..size].copy_from_slice(&slot[..size]);
+        match ty {
+            ScalarType::Bool => Value::Bool(b[0] != 0),
+            ScalarType::I32 => Value::I32(i32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+            ScalarType::U32 => Value::U32(u32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+            ScalarType::F32 => Value::F32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+            ScalarType::I64 => Value::I64(i64::from_ne_bytes(b)),
+            ScalarType::U64 => Value::U64(u64::from_ne_bytes(b)),
+            ScalarType::Usize => Value::Usize(u64::from_ne_bytes(b) as usize),
+            ScalarType::Isize => Value::Isize(i64::from_ne_bytes(b) as isize),
+            ScalarType::F64 => Value::F64(f64::from_ne_bytes(b)),
+        }
+    }
+
+    /// `self + other` as a scan adds (integers wrap, as in release Rust); values of two types
+    /// give `self` back unchanged.
+    fn plus(self, other: Value) -> Value {
+        match (self, other) {
+            (Value::I32(a), Value::I32(b)) => Value::I32(a.wrapping_add(b)),
+            (Value::I64(a), Value::I64(b)) => Value::I64(a.wrapping_add(b)),
+            (Value::U32(a), Value::U32(b)) => Value::U32(a.wrapping_add(b)),
+            (Value::U64(a), Value::U64(b)) => Value::U64(a.wrapping_add(b)),
+            (Value::Usize(a), Value::Usize(b)) => Value::Usize(a.wrapping_add(b)),
+            (Value::Isize(a), Value::Isize(b)) => Value::Isize(a.wrapping_add(b)),
+            (Value::F32(a), Value::F32(b)) => Value::F32(a + b),
+            (Value::F64(a), Value::F64(b)) => Value::F64(a + b),
+            (a, _) => a,
+        }
+    }
+}
+
+impl HostModule {
     fn arg_error(&self, message: String) -> CheckError {
         CheckError::Arguments {
             kernel: self.name,
@@ -394,7 +467,7 @@ impl HostModule {
         end: &[usize],
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
-        reduce: Option<(Value, *mut c_void)>,
+        reduce: Option<(Value, *mut c_void, Option<bool>)>,
     ) -> Result<Outcome, CheckError> {
         let rank = self.iteration.rank();
         if begin.len() != rank || end.len() != rank {
@@ -449,9 +522,12 @@ impl HostModule {
         if next_array != arrays.len() || next_scalar != scalars.len() {
             return Err(self.arg_error("more arguments than parameters".to_owned()));
         }
-        if let Some((init, partials)) = reduce {
+        if let Some((init, partials, final_pass)) = reduce {
             slots.push(init.slot());
             slots.push((partials as usize as u64).to_ne_bytes());
+            if let Some(final_pass) = final_pass {
+                slots.push(Value::Bool(final_pass).slot());
+            }
         }
         let mut pointers: Vec<*mut c_void> = slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect();
         let [gx, gy, gz] = grid.blocks;
@@ -492,9 +568,12 @@ fn launcher_source(
             DeviceParam::Scalar { ty, .. } => types.push(ty.cuda_name().to_owned()),
         }
     }
-    if let DevicePattern::Reduce(ty) = pattern {
+    if let DevicePattern::Reduce(ty) | DevicePattern::Scan(ty) = pattern {
         types.push(ty.cuda_name().to_owned());
         types.push(format!("{}*", ty.cuda_name()));
+    }
+    if let DevicePattern::Scan(_) = pattern {
+        types.push("bool".to_owned());
     }
     let args: Vec<String> = types
         .iter()

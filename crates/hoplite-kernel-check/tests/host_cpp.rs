@@ -680,3 +680,64 @@ fn checked_plain_indices_and_f32() -> Result<()> {
     assert_eq!(out.to_vec()?, host);
     Ok(())
 }
+
+#[test]
+fn scans_in_two_passes_match_native_scans() -> Result<()> {
+    let (Some(ex), Some(inc)) = (module::<exclusive_prefix>(), module::<inclusive_prefix>()) else {
+        return Ok(());
+    };
+    let n = 103;
+    let x: Vec<i64> = (0..n as i64).map(|k| (k * 31) % 17 - 8).collect();
+    let xf: Vec<f64> = x.iter().map(|&v| v as f64 * 0.5).collect();
+    for range in [0..n, 7..90, 4..4, 0..1] {
+        let (xv, xfv) = (view("x", [n], &x)?, view("xf", [n], &xf)?);
+        let (out, outf) = (
+            View::<i64, 1>::new("out", [n])?,
+            View::<f64, 1>::new("outf", [n])?,
+        );
+        let total = parallel_scan(
+            "exclusive",
+            (
+                RangePolicy::new(RayonSpace::default(), range.clone()),
+                (out.write(), xv.read()),
+            ),
+            exclusive_prefix::with(),
+        )?;
+        let totalf = parallel_scan(
+            "inclusive",
+            (
+                RangePolicy::new(Serial::default(), range.clone()),
+                (outf.write(), xfv.read()),
+            ),
+            inclusive_prefix::with(),
+        )?;
+        let (mut host, mut hostf) = (vec![0i64; n], vec![0f64; n]);
+        let (mut hx, mut hxf) = (x.clone(), xf.clone());
+        let (outcome, host_total) = ex
+            .launch_scan(
+                GRID_1D,
+                range.clone(),
+                &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut hx, &[n])],
+                &[],
+                Value::I64(0),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(host_total, Value::I64(total), "{range:?}");
+        assert_eq!(out.to_vec()?, host, "{range:?}");
+        let (outcome, host_totalf) = inc
+            .launch_scan(
+                GRID_2D,
+                range.clone(),
+                &mut [HostArray::new(&mut hostf, &[n]), HostArray::new(&mut hxf, &[n])],
+                &[],
+                Value::F64(0.0),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        // Halves of small integers: every grouping of the sums is exact.
+        assert_eq!(host_totalf, Value::F64(totalf), "{range:?}");
+        assert_eq!(bits(&outf.to_vec()?), bits(&hostf), "{range:?}");
+    }
+    Ok(())
+}

@@ -91,6 +91,8 @@ fn every_kernel_compiles_for_compute_90_and_assembles_for_sm_90() {
     tools.check::<histogram>(&mut rows);
     tools.check::<wrapping_sum>(&mut rows);
     tools.check::<transpose_sum>(&mut rows);
+    tools.check::<exclusive_prefix>(&mut rows);
+    tools.check::<inclusive_prefix>(&mut rows);
     let table = format!(
         "NVRTC {major}.{minor}, compute_90 -> ptxas sm_90\n\n| kernel | entry | PTX bytes | registers | spill stores / loads (bytes) | stack frame (bytes) |\n|---|---|---|---|---|---|\n{}\n",
         rows.join("\n")

@@ -137,17 +137,31 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
         Some(acc) => {
             let acc_ty = &acc.ty;
             let acc_name = &acc.name;
-            quote! {
-                /// The native kernel with these scalar captures, for a `parallel_reduce` launch.
-                #[inline(always)]
-                #[allow(clippy::too_many_arguments)]
-                #vis fn with(#(#scalar_names: #scalar_tys),*)
-                    -> impl for<'it> Fn(#item_ty, &mut #acc_ty) + Copy + Send + Sync
-                {
-                    move |#item_pat, #acc_name: &mut #acc_ty| {
-                        #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #acc_name)
+            match &signature.scan_flag {
+                None => quote! {
+                    /// The native kernel with these scalar captures, for a `parallel_reduce` launch.
+                    #[inline(always)]
+                    #[allow(clippy::too_many_arguments)]
+                    #vis fn with(#(#scalar_names: #scalar_tys),*)
+                        -> impl for<'it> Fn(#item_ty, &mut #acc_ty) + Copy + Send + Sync
+                    {
+                        move |#item_pat, #acc_name: &mut #acc_ty| {
+                            #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #acc_name)
+                        }
                     }
-                }
+                },
+                Some(flag) => quote! {
+                    /// The native kernel with these scalar captures, for a `parallel_scan` launch.
+                    #[inline(always)]
+                    #[allow(clippy::too_many_arguments)]
+                    #vis fn with(#(#scalar_names: #scalar_tys),*)
+                        -> impl for<'it> Fn(#item_ty, &mut #acc_ty, bool) + Copy + Send + Sync
+                    {
+                        move |#item_pat, #acc_name: &mut #acc_ty, #flag: bool| {
+                            #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #acc_name, #flag)
+                        }
+                    }
+                },
             }
         }
     };
@@ -160,7 +174,11 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
         None => quote!(#krate::device_kernel::DevicePattern::For),
         Some(acc) => {
             let ty = scalar_type_tokens(krate, acc.scalar);
-            quote!(#krate::device_kernel::DevicePattern::Reduce(#ty))
+            if signature.scan_flag.is_some() {
+                quote!(#krate::device_kernel::DevicePattern::Scan(#ty))
+            } else {
+                quote!(#krate::device_kernel::DevicePattern::Reduce(#ty))
+            }
         }
     };
     let params: Vec<TokenStream2> = signature

@@ -163,13 +163,16 @@ pub struct KernelSignature {
     pub handles: Vec<Handle>,
     pub scalars: Vec<ScalarParam>,
     pub accumulator: Option<ScalarParam>,
+    /// A scan's `is_final: bool`, after the accumulator.
+    pub scan_flag: Option<Ident>,
     /// Handle and scalar parameters in declaration order (index into `handles` or `scalars`).
     order: Vec<(bool, usize)>,
 }
 
 const SIGNATURE_HELP: &str = "a #[kernel] takes the iteration token (`Idx<'_>` or `MdIdx<'_, R>`), \
      then bound view handles (`BoundReader<'_, T, R>`, `BoundWriter<'_, T, R>`, `BoundAtomic<'_, T, R>`), \
-     then scalar captures, then for a reduction the accumulator `&mut T`";
+     then scalar captures, then for a reduction the accumulator `&mut T`, and for a scan the \
+     accumulator and `is_final: bool`";
 
 impl KernelSignature {
     pub fn parse(sig: &Signature) -> syn::Result<KernelSignature> {
@@ -205,14 +208,26 @@ impl KernelSignature {
             handles: Vec::new(),
             scalars: Vec::new(),
             accumulator: None,
+            scan_flag: None,
             order: Vec::new(),
         };
         for input in inputs {
             let (name, ty) = typed_param(input)?;
             if signature.accumulator.is_some() {
+                if signature.scan_flag.is_none() && Scalar::from_type(ty) == Some(Scalar::Bool) {
+                    if signature.token != TokenKind::Range {
+                        return Err(syn::Error::new(
+                            ty.span(),
+                            "scans run over a range: the token is `Idx<'_>`",
+                        ));
+                    }
+                    signature.scan_flag = Some(name);
+                    continue;
+                }
                 return Err(syn::Error::new(
                     input.span(),
-                    "the accumulator `&mut T` must be the last parameter of a #[kernel]",
+                    "the accumulator `&mut T` comes last in a reduction, followed only by \
+                     `is_final: bool` in a scan",
                 ));
             }
             if let Some(handle) = handle(&name, ty)? {

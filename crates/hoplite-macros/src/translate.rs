@@ -117,6 +117,9 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
     if let Some(acc) = &sig.accumulator {
         params.push(format!("{}* v_{}", acc.scalar.cuda_name(), acc.name));
     }
+    if let Some(flag) = &sig.scan_flag {
+        params.push(format!("bool v_{flag}"));
+    }
     let _ = writeln!(src, "HL_DEV void {fn_name}_body({}) {{", params.join(", "));
     src.push_str(&body);
     src.push_str("}\n\n");
@@ -126,10 +129,10 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
 }
 
 fn entry_name(sig: &KernelSignature, fn_name: &str) -> String {
-    let pattern = if sig.accumulator.is_some() {
-        "reduce"
-    } else {
-        "for"
+    let pattern = match (&sig.accumulator, &sig.scan_flag) {
+        (_, Some(_)) => "scan",
+        (Some(_), None) => "reduce",
+        (None, None) => "for",
     };
     let policy = match sig.token {
         TokenKind::Range => "range".to_owned(),
@@ -180,12 +183,23 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
             }
         }
     }
+    // The launched thread's number, x fastest.
+    const THREAD: &str = "(((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) \
+         * ((unsigned long long)blockDim.x * blockDim.y * blockDim.z) \
+         + ((unsigned long long)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x";
     if let Some(acc) = &sig.accumulator {
         let t = acc.scalar.cuda_name();
         params.push(format!("{t} hl_init"));
         params.push(format!("{t}* hl_partials"));
-        let _ = writeln!(setup, "    {t} hl_acc = hl_init;");
         args.push("&hl_acc".to_owned());
+        if sig.scan_flag.is_some() {
+            params.push("bool hl_final".to_owned());
+            args.push("hl_final".to_owned());
+            let _ = writeln!(setup, "    const unsigned long long hl_me = {THREAD};");
+            let _ = writeln!(setup, "    {t} hl_acc = hl_final ? hl_partials[hl_me] : hl_init;");
+        } else {
+            let _ = writeln!(setup, "    {t} hl_acc = hl_init;");
+        }
     }
     let call = format!("{fn_name}_body({});", args.join(", "));
     let mut src = format!(
@@ -199,6 +213,25 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
         )
     };
     match sig.token {
+        TokenKind::Range if sig.scan_flag.is_some() => {
+            // A scan: one contiguous chunk per thread, in thread order.
+            for line in [
+                "const unsigned long long hl_threads = (unsigned long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z;",
+                "const unsigned long long hl_len = hl_e0 - hl_b0;",
+                "const unsigned long long hl_chunk = hl_len / hl_threads + (hl_len % hl_threads != 0 ? 1 : 0);",
+                "const unsigned long long hl_off = hl_me * hl_chunk < hl_len ? hl_me * hl_chunk : hl_len;",
+                "const unsigned long long hl_lo = hl_b0 + hl_off;",
+                "const unsigned long long hl_hi = hl_lo + hl_chunk < hl_e0 ? hl_lo + hl_chunk : hl_e0;",
+            ] {
+                let _ = writeln!(src, "    {line}");
+            }
+            let _ = writeln!(
+                src,
+                "    for (unsigned long long hl_t = hl_lo; hl_t < hl_hi; ++hl_t) {{"
+            );
+            let _ = writeln!(src, "        {call}\n    }}");
+            src.push_str("    if (!hl_final) hl_partials[hl_me] = hl_acc;\n");
+        }
         TokenKind::Range => {
             let _ = writeln!(src, "    {} {{", grid_loop("hl_t", 0, "x"));
             let _ = writeln!(src, "        {call}\n    }}");
@@ -246,12 +279,8 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
             let _ = writeln!(src, "        {call}\n    }}");
         }
     }
-    if sig.accumulator.is_some() {
-        src.push_str(
-            "    hl_partials[(((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) \
-             * ((unsigned long long)blockDim.x * blockDim.y * blockDim.z) \
-             + ((unsigned long long)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x] = hl_acc;\n",
-        );
+    if sig.accumulator.is_some() && sig.scan_flag.is_none() {
+        let _ = writeln!(src, "    hl_partials[{THREAD}] = hl_acc;");
     }
     src.push_str("}\n");
     src
@@ -388,6 +417,15 @@ impl Translator<'_> {
                 Var {
                     c_name: format!("v_{}", acc.name),
                     ty: Ty::Acc(acc.scalar),
+                },
+            );
+        }
+        if let Some(flag) = &self.sig.scan_flag {
+            scope.insert(
+                flag.to_string(),
+                Var {
+                    c_name: format!("v_{flag}"),
+                    ty: Ty::Known(Scalar::Bool),
                 },
             );
         }

@@ -186,3 +186,33 @@ pub fn transpose_sum(
     let c = ij[1];
     out.set(ij, m.get([c, r]) + v.get(r) * 2.0f32 - v.get(c));
 }
+
+/// An exclusive prefix sum (store, then add).
+#[kernel]
+pub fn exclusive_prefix(
+    i: Idx<'_>,
+    out: BoundWriter<'_, i64, 1>,
+    x: BoundReader<'_, i64, 1>,
+    partial: &mut i64,
+    is_final: bool,
+) {
+    if is_final {
+        out.set(i, *partial);
+    }
+    *partial += x.get(i);
+}
+
+/// An inclusive prefix sum of floats (add, then store).
+#[kernel]
+pub fn inclusive_prefix(
+    i: Idx<'_>,
+    out: BoundWriter<'_, f64, 1>,
+    x: BoundReader<'_, f64, 1>,
+    partial: &mut f64,
+    is_final: bool,
+) {
+    *partial += x.get(i);
+    if is_final {
+        out.set(i, *partial);
+    }
+}
