@@ -26,6 +26,11 @@ pub struct ReadmeDoctest;
 #[doc = include_str!("../../../docs/graphs.md")]
 pub struct GraphsGuideDoctest;
 
+/// The kernels guide's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/kernels.md")]
+pub struct KernelsGuideDoctest;
+
 /// The implicit DAG guide's examples, run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/dag.md")]
