@@ -382,53 +382,36 @@ impl Translator<'_> {
     }
 
     fn body(&mut self, block: &Block) -> syn::Result<()> {
-        let mut scope = HashMap::new();
-        scope.insert(
-            self.sig.token_name.to_string(),
-            Var {
-                c_name: format!("v_{}", self.sig.token_name),
-                ty: match self.sig.token {
-                    TokenKind::Range => Ty::Token,
-                    TokenKind::MdRange(rank) => Ty::MdToken(rank),
-                },
+        // Parameters keep their names with a `v_` prefix (no clash with C keywords or helpers).
+        let sig = self.sig;
+        let mut params: Vec<(&syn::Ident, Ty)> = vec![(
+            &sig.token_name,
+            match sig.token {
+                TokenKind::Range => Ty::Token,
+                TokenKind::MdRange(rank) => Ty::MdToken(rank),
             },
+        )];
+        params.extend(
+            sig.handles
+                .iter()
+                .enumerate()
+                .map(|(k, h)| (&h.name, Ty::Handle(k))),
         );
-        for (k, h) in self.sig.handles.iter().enumerate() {
-            scope.insert(
-                h.name.to_string(),
-                Var {
-                    c_name: format!("v_{}", h.name),
-                    ty: Ty::Handle(k),
-                },
-            );
-        }
-        for s in &self.sig.scalars {
-            scope.insert(
-                s.name.to_string(),
-                Var {
-                    c_name: format!("v_{}", s.name),
-                    ty: Ty::Known(s.scalar),
-                },
-            );
-        }
-        if let Some(acc) = &self.sig.accumulator {
-            scope.insert(
-                acc.name.to_string(),
-                Var {
-                    c_name: format!("v_{}", acc.name),
-                    ty: Ty::Acc(acc.scalar),
-                },
-            );
-        }
-        if let Some(flag) = &self.sig.scan_flag {
-            scope.insert(
-                flag.to_string(),
-                Var {
-                    c_name: format!("v_{flag}"),
-                    ty: Ty::Known(Scalar::Bool),
-                },
-            );
-        }
+        params.extend(sig.scalars.iter().map(|s| (&s.name, Ty::Known(s.scalar))));
+        params.extend(sig.accumulator.iter().map(|a| (&a.name, Ty::Acc(a.scalar))));
+        params.extend(sig.scan_flag.iter().map(|f| (f, Ty::Known(Scalar::Bool))));
+        let scope = params
+            .into_iter()
+            .map(|(name, ty)| {
+                (
+                    name.to_string(),
+                    Var {
+                        c_name: format!("v_{name}"),
+                        ty,
+                    },
+                )
+            })
+            .collect();
         self.scopes = vec![scope];
         self.loop_depth = 0;
         self.stmts(&block.stmts)
