@@ -149,6 +149,10 @@ pub enum DevicePattern {
     For,
     /// `parallel_reduce` accumulating a value of this type.
     Reduce(ScalarType),
+    /// `parallel_reduce` accumulating a `ValLoc<T>` of this `T` (`MinLoc`, `MaxLoc`): on the
+    /// device a `struct { T val; unsigned long long loc; }` with `loc == ~0` for no location,
+    /// 16 bytes with the value first.
+    ReduceValLoc(ScalarType),
     /// `parallel_scan` summing values of this type (two launches of the entry; see the
     /// module documentation).
     Scan(ScalarType),

@@ -195,6 +195,10 @@ impl<'a> HostArray<'a> {
     }
 }
 
+/// One thread's partial of a `ValLoc` reduction: the value and its location (`None` when the
+/// thread saw no index).
+pub type LocPartial = (Value, Option<usize>);
+
 /// A grid: blocks per dimension and threads per block (x, y, z).
 #[derive(Clone, Copy, Debug)]
 pub struct Grid {
@@ -349,19 +353,72 @@ impl HostModule {
         if init.ty() != ty {
             return Err(self.arg_error(format!("accumulates {ty}, not {}", init.ty())));
         }
-        let mut partials = vec![[0u8; 8]; grid.thread_count()];
+        // 8-aligned, as the device's values are.
+        let mut partials = vec![0u64; grid.thread_count()];
         let outcome = self.launch(
             grid,
             begin,
             end,
             arrays,
             scalars,
-            Some((init, partials.as_mut_ptr().cast(), None)),
+            Some((init.wide(), partials.as_mut_ptr().cast(), None)),
         )?;
         Ok((
             outcome,
-            partials.iter().map(|slot| Value::from_slot(ty, slot)).collect(),
+            partials
+                .iter()
+                .map(|slot| Value::from_slot(ty, &slot.to_ne_bytes()))
+                .collect(),
         ))
+    }
+
+    /// Launches a `parallel_reduce` entry over `ValLoc` values (`MinLoc`, `MaxLoc`): every
+    /// thread starts from `(init, None)`; the partials (value, location) come back in thread
+    /// order for the caller to join.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_reduce_loc(
+        &self,
+        grid: Grid,
+        range: std::ops::Range<usize>,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: Value,
+    ) -> Result<(Outcome, Vec<LocPartial>), CheckError> {
+        let DevicePattern::ReduceValLoc(ty) = self.pattern else {
+            return Err(self.arg_error("is not a parallel_reduce kernel over ValLoc".to_owned()));
+        };
+        if init.ty() != ty {
+            return Err(self.arg_error(format!("accumulates ValLoc<{ty}>, not ValLoc<{}>", init.ty())));
+        }
+        let mut start = init.wide();
+        start[8..].copy_from_slice(&u64::MAX.to_ne_bytes());
+        let mut partials = vec![Slot([0; 16]); grid.thread_count()];
+        let outcome = self.launch(
+            grid,
+            &[range.start],
+            &[range.end],
+            arrays,
+            scalars,
+            Some((start, partials.as_mut_ptr().cast(), None)),
+        )?;
+        let values = partials
+            .iter()
+            .map(|slot| {
+                let mut val = [0u8; 8];
+                val.copy_from_slice(&slot.0[..8]);
+                let mut loc = [0u8; 8];
+                loc.copy_from_slice(&slot.0[8..]);
+                let loc = u64::from_ne_bytes(loc);
+                (
+                    Value::from_slot(ty, &val),
+                    (loc != u64::MAX).then_some(loc as usize),
+                )
+            })
+            .collect();
+        Ok((outcome, values))
     }
 
     /// Launches a `parallel_scan` entry twice, as a device backend does: the first pass
@@ -386,22 +443,23 @@ impl HostModule {
             return Err(self.arg_error(format!("sums {ty}, not {}", zero.ty())));
         }
         let (begin, end) = ([range.start], [range.end]);
-        let mut partials = vec![[0u8; 8]; grid.thread_count()];
+        // 8-aligned, as the device's values are.
+        let mut partials = vec![0u64; grid.thread_count()];
         let first = self.launch(
             grid,
             &begin,
             &end,
             arrays,
             scalars,
-            Some((zero, partials.as_mut_ptr().cast(), Some(false))),
+            Some((zero.wide(), partials.as_mut_ptr().cast(), Some(false))),
         )?;
         if first == Outcome::Trapped {
             return Ok((first, zero));
         }
         let mut running = zero;
         for slot in &mut partials {
-            let sum = Value::from_slot(ty, slot);
-            *slot = running.slot();
+            let sum = Value::from_slot(ty, &slot.to_ne_bytes());
+            *slot = u64::from_ne_bytes(running.slot());
             running = running.plus(sum);
         }
         let outcome = self.launch(
@@ -410,13 +468,34 @@ impl HostModule {
             &end,
             arrays,
             scalars,
-            Some((zero, partials.as_mut_ptr().cast(), Some(true))),
+            Some((zero.wide(), partials.as_mut_ptr().cast(), Some(true))),
         )?;
         Ok((outcome, running))
     }
 }
 
+/// One parameter as a launch passes it: 16 bytes, 8-aligned, the value in the low bytes (the
+/// largest parameter is a `ValLoc` initial value).
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct Slot([u8; 16]);
+
+impl Slot {
+    fn of(bytes: &[u8]) -> Slot {
+        let mut slot = Slot([0; 16]);
+        slot.0[..bytes.len()].copy_from_slice(bytes);
+        slot
+    }
+}
+
 impl Value {
+    /// The value in 16 bytes, low bytes first.
+    fn wide(self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&self.slot());
+        out
+    }
+
     /// A value of type `ty` read back from its slot.
     fn from_slot(ty: ScalarType, slot: &[u8; 8]) -> Value {
         let size = ty.size();
@@ -467,7 +546,7 @@ impl HostModule {
         end: &[usize],
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
-        reduce: Option<(Value, *mut c_void, Option<bool>)>,
+        reduce: Option<([u8; 16], *mut c_void, Option<bool>)>,
     ) -> Result<Outcome, CheckError> {
         let rank = self.iteration.rank();
         if begin.len() != rank || end.len() != rank {
@@ -475,9 +554,9 @@ impl HostModule {
         }
         // Every parameter lives in an 8-byte slot (pointers and 64-bit values fill it; the
         // smaller scalars sit in its low bytes, which is where a little-endian load finds them).
-        let mut slots: Vec<[u8; 8]> = Vec::new();
+        let mut slots: Vec<Slot> = Vec::new();
         for &b in begin.iter().chain(end) {
-            slots.push((b as u64).to_ne_bytes());
+            slots.push(Slot::of(&(b as u64).to_ne_bytes()));
         }
         let (mut next_array, mut next_scalar) = (0, 0);
         for param in self.params {
@@ -496,12 +575,12 @@ impl HostModule {
                             array.extents.len()
                         )));
                     }
-                    slots.push((array.ptr as usize as u64).to_ne_bytes());
+                    slots.push(Slot::of(&(array.ptr as usize as u64).to_ne_bytes()));
                     for &e in &array.extents {
-                        slots.push((e as u64).to_ne_bytes());
+                        slots.push(Slot::of(&(e as u64).to_ne_bytes()));
                     }
                     for s in array.strides() {
-                        slots.push(s.to_ne_bytes());
+                        slots.push(Slot::of(&s.to_ne_bytes()));
                     }
                     let _ = array.len;
                 }
@@ -515,7 +594,7 @@ impl HostModule {
                             self.arg_error(format!("scalar `{name}` is {ty}, the value {}", value.ty()))
                         );
                     }
-                    slots.push(value.slot());
+                    slots.push(Slot::of(&value.slot()));
                 }
             }
         }
@@ -523,13 +602,13 @@ impl HostModule {
             return Err(self.arg_error("more arguments than parameters".to_owned()));
         }
         if let Some((init, partials, final_pass)) = reduce {
-            slots.push(init.slot());
-            slots.push((partials as usize as u64).to_ne_bytes());
+            slots.push(Slot::of(&init));
+            slots.push(Slot::of(&(partials as usize as u64).to_ne_bytes()));
             if let Some(final_pass) = final_pass {
-                slots.push(Value::Bool(final_pass).slot());
+                slots.push(Slot::of(&Value::Bool(final_pass).slot()));
             }
         }
-        let mut pointers: Vec<*mut c_void> = slots.iter_mut().map(|s| s.as_mut_ptr().cast()).collect();
+        let mut pointers: Vec<*mut c_void> = slots.iter_mut().map(|s| s.0.as_mut_ptr().cast()).collect();
         let [gx, gy, gz] = grid.blocks;
         let [bx, by, bz] = grid.threads;
         // SAFETY: the launcher reads one slot per parameter of the entry, in the order and
@@ -571,6 +650,10 @@ fn launcher_source(
     if let DevicePattern::Reduce(ty) | DevicePattern::Scan(ty) = pattern {
         types.push(ty.cuda_name().to_owned());
         types.push(format!("{}*", ty.cuda_name()));
+    }
+    if let DevicePattern::ReduceValLoc(ty) = pattern {
+        types.push(format!("hl_valloc<{}>", ty.cuda_name()));
+        types.push(format!("hl_valloc<{}>*", ty.cuda_name()));
     }
     if let DevicePattern::Scan(_) = pattern {
         types.push("bool".to_owned());

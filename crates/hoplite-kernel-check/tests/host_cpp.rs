@@ -741,3 +741,104 @@ fn scans_in_two_passes_match_native_scans() -> Result<()> {
     }
     Ok(())
 }
+
+/// Joins `(value, location)` partials in thread order with the launch's reducer.
+fn join_loc<T: Copy, R: Reducer<Value = ValLoc<T>>>(
+    reducer: &R,
+    partials: &[(Value, Option<usize>)],
+    unwrap: impl Fn(Value) -> T,
+) -> ValLoc<T> {
+    let mut total = reducer.init();
+    for &(val, loc) in partials {
+        reducer.join(
+            &mut total,
+            ValLoc {
+                val: unwrap(val),
+                loc,
+            },
+        );
+    }
+    total
+}
+
+#[test]
+fn min_loc_and_max_loc_ties_nan_and_empty_ranges() -> Result<()> {
+    let (Some(min), Some(max)) = (module::<argmin>(), module::<argmax_distance>()) else {
+        return Ok(());
+    };
+    let n = 40;
+    // Ties: the minimum -3.0 at 7, 19 and 33; NaN at several places.
+    let x: Vec<f64> = (0..n)
+        .map(|k| {
+            if k % 12 == 7 {
+                -3.0
+            } else if k % 9 == 4 {
+                f64::NAN
+            } else {
+                (k % 5) as f64
+            }
+        })
+        .collect();
+    let xi: Vec<i32> = (0..n as i32).map(|k| (k * 7) % 11 - 5).collect();
+    let as_f64 = |v: Value| match v {
+        Value::F64(v) => v,
+        other => panic!("unexpected {other:?}"),
+    };
+    let as_i32 = |v: Value| match v {
+        Value::I32(v) => v,
+        other => panic!("unexpected {other:?}"),
+    };
+    for range in [0..n, 8..n, 20..34, 5..5] {
+        let (xv, xiv) = (view("x", [n], &x)?, view("xi", [n], &xi)?);
+        let native = parallel_reduce(
+            "argmin",
+            (
+                RangePolicy::new(RayonSpace::default(), range.clone()),
+                (xv.read(),),
+            ),
+            argmin::with(),
+            MinLoc::<f64>::new(),
+        )?;
+        let mut hx = x.clone();
+        let (outcome, partials) = min
+            .launch_reduce_loc(
+                GRID_1D,
+                range.clone(),
+                &mut [HostArray::new(&mut hx, &[n])],
+                &[],
+                Value::F64(f64::MAX),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let host = join_loc(&MinLoc::<f64>::new(), &partials, as_f64);
+        assert_eq!(
+            (host.val.to_bits(), host.loc),
+            (native.val.to_bits(), native.loc),
+            "{range:?}"
+        );
+
+        let native = parallel_reduce(
+            "argmax",
+            (RangePolicy::new(Serial::default(), range.clone()), (xiv.read(),)),
+            argmax_distance::with(2),
+            MaxLoc::<i32>::new(),
+        )?;
+        let mut hxi = xi.clone();
+        let (outcome, partials) = max
+            .launch_reduce_loc(
+                GRID_2D,
+                range.clone(),
+                &mut [HostArray::new(&mut hxi, &[n])],
+                &[Value::I32(2)],
+                Value::I32(i32::MIN),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(
+            join_loc(&MaxLoc::<i32>::new(), &partials, as_i32),
+            native,
+            "{range:?}"
+        );
+    }
+    Ok(())
+}

@@ -77,3 +77,22 @@ HL_DEV long long hl_atomic_add(long long* p, long long v) {
 }
 template <class T> HL_DEV T hl_atomic_min(T* p, T v) { return atomicMin(p, v); }
 template <class T> HL_DEV T hl_atomic_max(T* p, T v) { return atomicMax(p, v); }
+// `ValLoc<T>` of MinLoc/MaxLoc: `loc == ~0` is `None`. NaN ranks below every number; equal
+// values go to the lower index (as `ValLoc::update_min`/`update_max` in Rust).
+template <class T> struct hl_valloc { T val; unsigned long long loc; };
+template <class T> HL_DEV void hl_update_loc(hl_valloc<T>* acc, T val, unsigned long long loc, bool min) {
+    bool take;
+    if (acc->loc == ~0ull) {
+        take = true;
+    } else {
+        const bool un = val != val, uc = acc->val != acc->val;
+        int rank;
+        if (un && uc) rank = 0;
+        else if (un) rank = 1;
+        else if (uc) rank = -1;
+        else rank = val < acc->val ? -1 : (val > acc->val ? 1 : 0);
+        if (!min) rank = -rank;
+        take = rank < 0 || (rank == 0 && loc < acc->loc);
+    }
+    if (take) { acc->val = val; acc->loc = loc; }
+}

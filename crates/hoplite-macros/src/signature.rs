@@ -150,6 +150,19 @@ pub struct ScalarParam {
     pub name: Ident,
     pub ty: Type,
     pub scalar: Scalar,
+    /// An accumulator of type `ValLoc<scalar>` (MinLoc, MaxLoc) rather than `scalar`.
+    pub val_loc: bool,
+}
+
+impl ScalarParam {
+    /// The accumulator's CUDA C type.
+    pub fn cuda_type(&self) -> String {
+        if self.val_loc {
+            format!("hl_valloc<{}>", self.scalar.cuda_name())
+        } else {
+            self.scalar.cuda_name().to_owned()
+        }
+    }
 }
 
 pub enum Param<'a> {
@@ -240,22 +253,33 @@ impl KernelSignature {
                 signature.order.push((true, signature.handles.len()));
                 signature.handles.push(handle);
             } else if let Type::Reference(reference) = ty {
-                let scalar = match (&reference.mutability, Scalar::from_type(&reference.elem)) {
+                let val_loc = val_loc_element(&reference.elem);
+                let scalar = match (
+                    &reference.mutability,
+                    val_loc.or_else(|| Scalar::from_type(&reference.elem)),
+                ) {
                     (Some(_), Some(scalar)) if scalar != Scalar::Bool => scalar,
                     _ => {
                         return Err(syn::Error::new(
                             ty.span(),
                             format!(
-                                "a reference parameter is the reduction's accumulator: `&mut T` with T one of \
-                                 i32, i64, u32, u64, usize, isize, f32, f64 ({SIGNATURE_HELP})"
+                                "a reference parameter is the reduction's accumulator: `&mut T` or `&mut ValLoc<T>` \
+                                 with T one of i32, i64, u32, u64, usize, isize, f32, f64 ({SIGNATURE_HELP})"
                             ),
                         ));
                     }
                 };
+                if val_loc.is_some() && signature.token != TokenKind::Range {
+                    return Err(syn::Error::new(
+                        ty.span(),
+                        "`ValLoc` accumulators reduce over a range: the token is `Idx<'_>`",
+                    ));
+                }
                 signature.accumulator = Some(ScalarParam {
                     name,
                     ty: (*reference.elem).clone(),
                     scalar,
+                    val_loc: val_loc.is_some(),
                 });
             } else if let Some(scalar) = Scalar::from_type(ty) {
                 signature.order.push((false, signature.scalars.len()));
@@ -263,6 +287,7 @@ impl KernelSignature {
                     name,
                     ty: ty.clone(),
                     scalar,
+                    val_loc: false,
                 });
             } else {
                 return Err(syn::Error::new(
@@ -335,6 +360,21 @@ fn token_kind(ty: &Type) -> Option<TokenKind> {
                 _ => None,
             })
         }
+        _ => None,
+    }
+}
+
+/// `T` of a `ValLoc<T>` type (the value of `MinLoc` and `MaxLoc`).
+fn val_loc_element(ty: &Type) -> Option<Scalar> {
+    let seg = last_segment(ty)?;
+    if seg.ident != "ValLoc" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &seg.arguments else {
+        return None;
+    };
+    match args.args.first() {
+        Some(GenericArgument::Type(t)) if args.args.len() == 1 => Scalar::from_type(t),
         _ => None,
     }
 }

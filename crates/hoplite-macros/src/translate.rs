@@ -47,6 +47,8 @@ enum Ty {
     MdToken(usize),
     Handle(usize),
     Acc(Scalar),
+    /// A `&mut ValLoc<T>` accumulator: only `update_min` and `update_max`.
+    AccLoc(Scalar),
 }
 
 #[derive(Clone)]
@@ -115,7 +117,7 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
         }
     }
     if let Some(acc) = &sig.accumulator {
-        params.push(format!("{}* v_{}", acc.scalar.cuda_name(), acc.name));
+        params.push(format!("{}* v_{}", acc.cuda_type(), acc.name));
     }
     if let Some(flag) = &sig.scan_flag {
         params.push(format!("bool v_{flag}"));
@@ -188,7 +190,7 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
          * ((unsigned long long)blockDim.x * blockDim.y * blockDim.z) \
          + ((unsigned long long)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x";
     if let Some(acc) = &sig.accumulator {
-        let t = acc.scalar.cuda_name();
+        let t = acc.cuda_type();
         params.push(format!("{t} hl_init"));
         params.push(format!("{t}* hl_partials"));
         args.push("&hl_acc".to_owned());
@@ -398,7 +400,16 @@ impl Translator<'_> {
                 .map(|(k, h)| (&h.name, Ty::Handle(k))),
         );
         params.extend(sig.scalars.iter().map(|s| (&s.name, Ty::Known(s.scalar))));
-        params.extend(sig.accumulator.iter().map(|a| (&a.name, Ty::Acc(a.scalar))));
+        params.extend(sig.accumulator.iter().map(|a| {
+            (
+                &a.name,
+                if a.val_loc {
+                    Ty::AccLoc(a.scalar)
+                } else {
+                    Ty::Acc(a.scalar)
+                },
+            )
+        }));
         params.extend(sig.scan_flag.iter().map(|f| (f, Ty::Known(Scalar::Bool))));
         let scope = params
             .into_iter()
@@ -1102,6 +1113,27 @@ impl Translator<'_> {
             Ty::Handle(k) => self.handle_method_type(k, &method, &args, m),
             Ty::Token if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
             Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
+            Ty::AccLoc(s) => {
+                if method != "update_min" && method != "update_max" {
+                    return Err(syn::Error::new(
+                        m.method.span(),
+                        format!(
+                            "method `{method}` is not supported on a `ValLoc` accumulator; supported: update_min, update_max"
+                        ),
+                    ));
+                }
+                if args.len() != 2 {
+                    return Err(syn::Error::new(
+                        m.span(),
+                        format!("`{method}` takes a value and an index"),
+                    ));
+                }
+                let t = self.infer(args[0])?;
+                self.expect(t, s, args[0].span())?;
+                let t = self.infer(args[1])?;
+                self.expect(t, Scalar::Usize, args[1].span())?;
+                Ok(Ty::Unit)
+            }
             Ty::Known(s) => self.math_type(s, &method, &args, m.method.span()),
             Ty::Float(_) => {
                 let s = self.scalar_of(recv, m.span())?;
@@ -1505,6 +1537,13 @@ impl Translator<'_> {
         let args: Vec<&Expr> = m.args.iter().collect();
         match self.norm(recv_ty) {
             Ty::Handle(k) => self.emit_handle_method(k, &method, &args),
+            Ty::AccLoc(s) => {
+                let acc = self.emit_token(&m.receiver)?;
+                let v = self.emit(args[0], s)?;
+                let loc = self.emit(args[1], Scalar::Usize)?;
+                let dir = if method == "update_min" { "true" } else { "false" };
+                Ok(format!("hl_update_loc({acc}, {v}, {loc}, {dir})"))
+            }
             Ty::Token => self.emit_token(&m.receiver),
             _ => {
                 let r = self.emit(&m.receiver, s)?;

@@ -4,6 +4,7 @@
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite_core::ValLoc;
 use hoplite_core::view::access::BoundAtomic;
 
 #[kernel]
@@ -215,4 +216,16 @@ pub fn inclusive_prefix(
     if is_final {
         out.set(i, *partial);
     }
+}
+
+/// The minimum and its index; ties go to the lowest index.
+#[kernel]
+pub fn argmin(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut ValLoc<f64>) {
+    acc.update_min(x.get(i), *i);
+}
+
+/// The maximum of `|x - shift|` and its index, in integers.
+#[kernel]
+pub fn argmax_distance(i: Idx<'_>, x: BoundReader<'_, i32, 1>, shift: i32, acc: &mut ValLoc<i32>) {
+    acc.update_max((x.get(i) - shift).abs(), *i);
 }
