@@ -194,3 +194,48 @@ fn device_description_follows_the_signature() {
     );
     println!("{}", collatz_steps::cuda_source());
 }
+
+/// The same kernels as graph nodes and implicit-DAG vertices: those launches take the eager
+/// shapes, so `with(..)` serves them unchanged.
+#[test]
+fn kernels_are_graph_nodes_and_dag_vertices() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    use hoplite::dag::device::HostDevice;
+    use hoplite::dag::{Context, ContextOptions};
+    use hoplite::graph::{ReduceResult, create_graph};
+
+    let n = 1000;
+    let space = RayonSpace::default();
+    let b = View::<f64, 1>::from_slice("b", [n], &(0..n).map(|k| k as f64).collect::<Vec<_>>())?;
+    let c = View::<f64, 1>::from_slice("c", [n], &vec![2.0; n])?;
+    let a = View::<f64, 1>::new("a", [n])?;
+    let norm = ReduceResult::<f64>::new();
+    let range = RangePolicy::new(space.clone(), 0..n);
+    let mut graph = create_graph(&space, |g| {
+        g.parallel_for(
+            "triad",
+            (range.clone(), (a.write(), b.read(), c.read())),
+            triad::with(0.5),
+        )
+        .then_parallel_reduce(
+            "dot",
+            (range.clone(), (a.read(), c.read())),
+            dot::with(),
+            Sum::<f64>::new(),
+            norm.clone(),
+        );
+    })?;
+    graph.submit()?;
+    space.fence()?;
+    let want: f64 = (0..n).map(|k| (k as f64 + 1.0) * 2.0).sum();
+    assert_eq!(norm.get(), Some(want));
+
+    let ctx = Context::new(
+        vec![HostDevice::partitioned("cpu", &space, 2)?],
+        ContextOptions::default(),
+    )?;
+    ctx.launch("triad", (n, (a.write(), b.read(), c.read())), triad::with(1.5))?;
+    let total = ctx.reduce("dot", (n, (a.read(), c.read())), dot::with(), Sum::<f64>::new())?;
+    let want: f64 = (0..n).map(|k| (k as f64 + 3.0) * 2.0).sum();
+    assert_eq!(total.get()?, want);
+    Ok(())
+}
