@@ -193,14 +193,14 @@ impl KernelSignature {
             return Err(syn::Error::new(asyncness.span(), "a #[kernel] cannot be async"));
         }
         if !sig.generics.params.is_empty() {
-            return Err(syn::Error::new(
-                sig.generics.span(),
+            return Err(syn::Error::new_spanned(
+                &sig.generics,
                 "a #[kernel] cannot be generic: the CUDA C needs concrete element types",
             ));
         }
         if let syn::ReturnType::Type(_, ty) = &sig.output {
-            return Err(syn::Error::new(
-                ty.span(),
+            return Err(syn::Error::new_spanned(
+                ty,
                 "a #[kernel] returns nothing: it stores through writers or adds to its accumulator",
             ));
         }
@@ -229,8 +229,8 @@ impl KernelSignature {
             if signature.accumulator.is_some() {
                 if signature.scan_flag.is_none() && Scalar::from_type(ty) == Some(Scalar::Bool) {
                     if signature.token != TokenKind::Range {
-                        return Err(syn::Error::new(
-                            ty.span(),
+                        return Err(syn::Error::new_spanned(
+                            ty,
                             "scans run over a range: the token is `Idx<'_>`",
                         ));
                     }
@@ -245,8 +245,8 @@ impl KernelSignature {
             }
             if let Some(handle) = handle(&name, ty)? {
                 if !signature.scalars.is_empty() {
-                    return Err(syn::Error::new(
-                        ty.span(),
+                    return Err(syn::Error::new_spanned(
+                        ty,
                         format!("handles come before scalars: {SIGNATURE_HELP}"),
                     ));
                 }
@@ -260,8 +260,8 @@ impl KernelSignature {
                 ) {
                     (Some(_), Some(scalar)) if scalar != Scalar::Bool => scalar,
                     _ => {
-                        return Err(syn::Error::new(
-                            ty.span(),
+                        return Err(syn::Error::new_spanned(
+                            ty,
                             format!(
                                 "a reference parameter is the reduction's accumulator: `&mut T` or `&mut ValLoc<T>` \
                                  with T one of i32, i64, u32, u64, usize, isize, f32, f64 ({SIGNATURE_HELP})"
@@ -270,8 +270,8 @@ impl KernelSignature {
                     }
                 };
                 if val_loc.is_some() && signature.token != TokenKind::Range {
-                    return Err(syn::Error::new(
-                        ty.span(),
+                    return Err(syn::Error::new_spanned(
+                        ty,
                         "`ValLoc` accumulators reduce over a range: the token is `Idx<'_>`",
                     ));
                 }
@@ -290,8 +290,8 @@ impl KernelSignature {
                     val_loc: false,
                 });
             } else {
-                return Err(syn::Error::new(
-                    ty.span(),
+                return Err(syn::Error::new_spanned(
+                    ty,
                     format!(
                         "unsupported parameter type in a #[kernel]: scalars are {SUPPORTED_SCALARS} \
                          (a `String` or other heap data cannot go to a device); {SIGNATURE_HELP}"
@@ -404,8 +404,8 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
         _ => return Ok(None),
     };
     let usage = || {
-        syn::Error::new(
-            ty.span(),
+        syn::Error::new_spanned(
+            ty,
             format!(
                 "write a handle as `{}<'_, T, R>` (optionally `, Layout`): T one of {SUPPORTED_SCALARS}, R a number",
                 seg.ident
@@ -432,11 +432,11 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
         return Err(usage());
     };
     if rank == 0 {
-        return Err(syn::Error::new(ty.span(), "a handle has rank 1 or more"));
+        return Err(syn::Error::new_spanned(ty, "a handle has rank 1 or more"));
     }
     if kind == HandleKind::Atomic && element == Scalar::Bool {
-        return Err(syn::Error::new(
-            ty.span(),
+        return Err(syn::Error::new_spanned(
+            ty,
             "atomic handles hold numbers, not bool",
         ));
     }
