@@ -1,9 +1,10 @@
 //! `#[kernel]` functions are kernels like closures: the same launches give the same results
-//! on every backend, for `parallel_for` over ranges and MDRanges and for `parallel_reduce`.
+//! on every backend, for `parallel_for` over ranges and MDRanges, `parallel_reduce`, and team
+//! reductions.
 
 use hoplite_core::{
-    BoundReader, BoundWriter, Idx, MDRangePolicy, MdIdx, RangePolicy, Sum, View, parallel_for,
-    parallel_reduce,
+    BoundReader, BoundWriter, Idx, MDRangePolicy, MdIdx, RangePolicy, Sum, TeamMember, TeamPolicy, TeamSize,
+    View, parallel_for, parallel_reduce,
 };
 use hoplite_macros::kernel;
 
@@ -29,6 +30,24 @@ fn weighted_count(i: Idx<'_>, x: BoundReader<'_, i64, 1>, threshold: i64, acc: &
         *acc += v;
     } else {
         *acc += 1;
+    }
+}
+
+#[kernel(crate = hoplite_core)]
+fn team_row_norms(m: &impl TeamMember, a: BoundReader<'_, i64, 2>, cols: usize, acc: &mut i64) {
+    let row = m.league_rank();
+    let mut part = 0i64;
+    let mut j = m.team_rank();
+    while j < cols {
+        let v = a.get([row, j]);
+        part += v * v;
+        j += m.team_size();
+    }
+    let total = m.team_reduce(&Sum::new(), part);
+    let lead = m.team_broadcast(row as i64, 0);
+    m.team_barrier();
+    if m.team_rank() == 0 {
+        *acc += total + lead;
     }
 }
 
@@ -110,6 +129,46 @@ pub fn kernel_reduce_matches_closure<S: FullSpace>(space: &S) -> Outcome {
                 Sum::<i64>::new(),
             )?;
             ensure_eq!(got, want, "the weighted count over {n} elements");
+        }
+        Ok(())
+    })
+}
+
+/// A `#[kernel]` team reduction (team ranks, `team_reduce`, `team_broadcast`, a barrier) returns
+/// what the same closure returns, for every team size the space allows up to 4.
+pub fn kernel_team_reduce_matches_closure<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let (rows, cols) = (13, 37);
+        let data: Vec<i64> = (0..(rows * cols) as i64).map(|k| (k * 7) % 19 - 9).collect();
+        let a: View<i64, 2> = View::from_slice("a", [rows, cols], &data)?;
+        let max = TeamPolicy::new(space.clone(), rows, TeamSize::Auto).team_size_max();
+        for team in (1..=max.min(4)).collect::<Vec<_>>() {
+            let policy = TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team));
+            let got = parallel_reduce(
+                "team kernel",
+                (policy.clone(), (a.read(),)),
+                team_row_norms::with::<S>(cols),
+                Sum::<i64>::new(),
+            )?;
+            let want = parallel_reduce(
+                "team closure",
+                (policy, (a.read(),)),
+                |(m, (a,)), acc: &mut i64| {
+                    let row = m.league_rank();
+                    let part: i64 = (m.team_rank()..cols)
+                        .step_by(m.team_size())
+                        .map(|j| a.get([row, j]).pow(2))
+                        .sum();
+                    let total = m.team_reduce(&Sum::new(), part);
+                    let lead = m.team_broadcast(row as i64, 0);
+                    m.team_barrier();
+                    if m.team_rank() == 0 {
+                        *acc += total + lead;
+                    }
+                },
+                Sum::<i64>::new(),
+            )?;
+            ensure_eq!(got, want, "row norms by teams of {team}");
         }
         Ok(())
     })

@@ -410,6 +410,7 @@ macro_rules! __for_each_check {
                 kernel_range_for_matches_closure,
                 kernel_mdrange_for_matches_closure,
                 kernel_reduce_matches_closure,
+                kernel_team_reduce_matches_closure,
             }
             views {
                 writer_stores_at_every_token,

@@ -14,7 +14,8 @@
 //! The entry takes, in order:
 //!
 //! 1. the iteration space: for a range `begin, end` (two `unsigned long long`); for an MDRange
-//!    of rank `R`, `R` begins then `R` ends;
+//!    of rank `R`, `R` begins then `R` ends; for teams, the league size (one
+//!    `unsigned long long`);
 //! 2. per handle, in the kernel's parameter order: the element pointer, then `R` extents
 //!    (`unsigned long long`), then `R` strides in elements (`unsigned long long`);
 //! 3. per scalar capture, its value;
@@ -125,10 +126,14 @@ pub enum DeviceIteration {
     /// An `MDRangePolicy` of this rank: the kernel takes an `MdIdx` token. Ranks up to 3 map
     /// to the grid's z, y, x (x the last, fastest index); higher ranks are flattened onto x.
     MdRange(usize),
+    /// A `TeamPolicy`: the kernel takes the team member. A block is a team (launch it with
+    /// `blockDim.x` = the team size and `blockDim.y = blockDim.z = 1`); blocks walk the league
+    /// with a grid-stride loop, all threads of a block together, so barriers line up.
+    Team,
 }
 
 impl DeviceIteration {
-    /// The number of dimensions (1 for a range).
+    /// The number of dimensions (1 for a range and for a league of teams).
     ///
     /// ```
     /// use hoplite_core::device_kernel::DeviceIteration;
@@ -136,7 +141,7 @@ impl DeviceIteration {
     /// ```
     pub const fn rank(self) -> usize {
         match self {
-            DeviceIteration::Range => 1,
+            DeviceIteration::Range | DeviceIteration::Team => 1,
             DeviceIteration::MdRange(rank) => rank,
         }
     }

@@ -2,7 +2,8 @@
 //!
 //! [`HostModule`] compiles a kernel's generated CUDA C with the host C++ compiler under a
 //! header that defines the CUDA built-ins for the CPU (`host_header.h`: the grid and block
-//! indices as globals, `__trap` as a jump back to the launcher, atomics as
+//! indices, `__trap` as an exception the launcher catches, `__syncthreads` as a barrier
+//! between a block's threads, which run at once in team launches, atomics as
 //! `std::atomic_ref`), loads it, and launches its entry with parameters packed the way a CUDA
 //! launch packs them (`void**`, one pointer per parameter, in the order
 //! [`DeviceKernel::params`] describes). Tests run the same inputs through the native kernel
@@ -258,39 +259,48 @@ impl HostModule {
             }
         };
         std::fs::create_dir_all(dir).map_err(io("creating the build folder"))?;
-        let stem = format!("{}_{:016x}", K::NAME, K::source_hash());
-        let source: PathBuf = dir.join(format!("{stem}.cpp"));
-        let library: PathBuf = dir.join(format!("lib{stem}.so"));
         let text = format!(
             "{HOST_HEADER}\n{}\n{}",
             K::cuda_source(),
             launcher_source(K::ENTRY, K::ITERATION, K::PATTERN, K::params())
         );
-        std::fs::write(&source, text).map_err(io("writing the source"))?;
-        let output = Command::new(compiler)
-            .args([
-                "-std=c++20",
-                "-O1",
-                "-ffp-contract=off",
-                "-fno-strict-aliasing",
-                "-shared",
-                "-fPIC",
-                "-w",
-                "-o",
-            ])
-            .arg(&library)
-            .arg(&source)
-            .output()
-            .map_err(io("running the compiler"))?;
-        if !output.status.success() {
-            return Err(CheckError::Compile {
-                kernel: K::NAME,
-                compiler: compiler.to_owned(),
-                log: String::from_utf8_lossy(&output.stderr).into_owned(),
-            });
+        // Named by a hash of everything compiled (and the compiler), so an unchanged kernel is
+        // not compiled again on the next run.
+        let hash = hoplite_core::device_kernel::stable_hash(&[text.as_bytes(), compiler.as_bytes()]);
+        let stem = format!("{}_{hash:016x}", K::NAME);
+        let source: PathBuf = dir.join(format!("{stem}.cpp"));
+        let library: PathBuf = dir.join(format!("lib{stem}.so"));
+        if !library.is_file() {
+            std::fs::write(&source, text).map_err(io("writing the source"))?;
+            // Compiled under a name of its own and renamed when complete, so that an
+            // interrupted compile never leaves a library that looks finished.
+            let partial: PathBuf = dir.join(format!("lib{stem}.{}.tmp", std::process::id()));
+            let output = Command::new(compiler)
+                .args([
+                    "-std=c++20",
+                    "-O1",
+                    "-ffp-contract=off",
+                    "-fno-strict-aliasing",
+                    "-shared",
+                    "-fPIC",
+                    "-w",
+                    "-o",
+                ])
+                .arg(&partial)
+                .arg(&source)
+                .output()
+                .map_err(io("running the compiler"))?;
+            if !output.status.success() {
+                return Err(CheckError::Compile {
+                    kernel: K::NAME,
+                    compiler: compiler.to_owned(),
+                    log: String::from_utf8_lossy(&output.stderr).into_owned(),
+                });
+            }
+            std::fs::rename(&partial, &library).map_err(io("renaming the compiled library"))?;
         }
-        // SAFETY: the library is the one just compiled from the generated source and the
-        // host header; its initializers only zero the globals of the header.
+        // SAFETY: the library was compiled from exactly this generated source and the host
+        // header (its name is their hash); its initializers only set up the header's globals.
         let lib = unsafe { libloading::Library::new(&library) }.map_err(|source| CheckError::Load {
             kernel: K::NAME,
             source,
@@ -370,6 +380,45 @@ impl HostModule {
                 .map(|slot| Value::from_slot(ty, &slot.to_ne_bytes()))
                 .collect(),
         ))
+    }
+
+    /// Launches a team `parallel_for` entry over a league of `league_size` teams, one block a
+    /// team: `grid.threads` is the team size (x only).
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_team_for(
+        &self,
+        grid: Grid,
+        league_size: usize,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+    ) -> Result<Outcome, CheckError> {
+        if self.iteration != DeviceIteration::Team || self.pattern != DevicePattern::For {
+            return Err(self.arg_error("is not a team parallel_for kernel".to_owned()));
+        }
+        self.launch(grid, &[0], &[league_size], arrays, scalars, None)
+    }
+
+    /// Launches a team `parallel_reduce` entry over a league of `league_size` teams; the
+    /// partials come back as from [`launch_reduce`](Self::launch_reduce).
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_team_reduce(
+        &self,
+        grid: Grid,
+        league_size: usize,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: Value,
+    ) -> Result<(Outcome, Vec<Value>), CheckError> {
+        if self.iteration != DeviceIteration::Team {
+            return Err(self.arg_error("is not a team kernel".to_owned()));
+        }
+        self.launch_reduce(grid, &[0], &[league_size], arrays, scalars, init)
     }
 
     /// Launches a `parallel_reduce` entry over `ValLoc` values (`MinLoc`, `MaxLoc`): every
@@ -552,11 +601,16 @@ impl HostModule {
         if begin.len() != rank || end.len() != rank {
             return Err(self.arg_error(format!("iterates over {rank} dimension(s)")));
         }
-        // Every parameter lives in an 8-byte slot (pointers and 64-bit values fill it; the
-        // smaller scalars sit in its low bytes, which is where a little-endian load finds them).
+        // Every parameter lives in a 16-byte slot, the value in its low bytes (where a
+        // little-endian load of a smaller scalar finds it).
         let mut slots: Vec<Slot> = Vec::new();
-        for &b in begin.iter().chain(end) {
-            slots.push(Slot::of(&(b as u64).to_ne_bytes()));
+        if self.iteration == DeviceIteration::Team {
+            // A league of teams: only its size (`begin` is 0).
+            slots.push(Slot::of(&(end[0] as u64).to_ne_bytes()));
+        } else {
+            for &b in begin.iter().chain(end) {
+                slots.push(Slot::of(&(b as u64).to_ne_bytes()));
+            }
         }
         let (mut next_array, mut next_scalar) = (0, 0);
         for param in self.params {
@@ -633,7 +687,12 @@ fn launcher_source(
     params: &[DeviceParam],
 ) -> String {
     let mut types: Vec<String> = Vec::new();
-    for _ in 0..2 * iteration.rank() {
+    let bounds = if iteration == DeviceIteration::Team {
+        1
+    } else {
+        2 * iteration.rank()
+    };
+    for _ in 0..bounds {
         types.push("unsigned long long".to_owned());
     }
     for p in params {
@@ -663,17 +722,37 @@ fn launcher_source(
         .enumerate()
         .map(|(k, t)| format!("*({t}*)p[{k}]"))
         .collect();
+    let call = format!("{entry}({});", args.join(", "));
     let mut src = String::new();
     let _ = writeln!(
         src,
         "extern \"C\" int hl_host_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, void** p) {{"
     );
-    src.push_str("    gridDim = dim3{gx, gy, gz};\n    blockDim = dim3{bx, by, bz};\n");
-    src.push_str("    if (setjmp(hl_trap_point) != 0) return 1;\n");
-    src.push_str("    for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y) for (unsigned x = 0; x < gx; ++x)\n");
-    src.push_str("    for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx) {\n");
-    src.push_str("        blockIdx = dim3{x, y, z};\n        threadIdx = dim3{tx, ty, tz};\n");
-    let _ = writeln!(src, "        {entry}({});", args.join(", "));
-    src.push_str("    }\n    return 0;\n}\n");
+    src.push_str("    gridDim = dim3{gx, gy, gz};\n    blockDim = dim3{bx, by, bz};\n    std::atomic<int> trapped{0};\n");
+    src.push_str("    for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y) for (unsigned x = 0; x < gx; ++x) {\n");
+    if iteration == DeviceIteration::Team {
+        // Team kernels meet at barriers: the threads of a block run at once.
+        src.push_str("        std::barrier<> block(bx * by * bz);\n        hl_block_barrier = &block;\n");
+        src.push_str("        std::vector<std::thread> threads;\n");
+        src.push_str("        for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx)\n");
+        src.push_str("            threads.emplace_back([&, x, y, z, tx, ty, tz] {\n");
+        src.push_str(
+            "                blockIdx = dim3{x, y, z};\n                threadIdx = dim3{tx, ty, tz};\n",
+        );
+        let _ = writeln!(
+            src,
+            "                try {{ {call} }} catch (hl_trap_signal&) {{ trapped = 1; block.arrive_and_drop(); }}"
+        );
+        src.push_str("            });\n        for (auto& t : threads) t.join();\n        hl_block_barrier = nullptr;\n");
+    } else {
+        src.push_str("        for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx) {\n");
+        src.push_str("            blockIdx = dim3{x, y, z};\n            threadIdx = dim3{tx, ty, tz};\n");
+        let _ = writeln!(
+            src,
+            "            try {{ {call} }} catch (hl_trap_signal&) {{ return 1; }}"
+        );
+        src.push_str("        }\n");
+    }
+    src.push_str("    }\n    return trapped.load();\n}\n");
     src
 }

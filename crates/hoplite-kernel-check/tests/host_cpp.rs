@@ -842,3 +842,100 @@ fn min_loc_and_max_loc_ties_nan_and_empty_ranges() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn team_kernels_barriers_broadcast_and_team_reduce() -> Result<()> {
+    let (Some(sums_m), Some(norm_m)) = (module::<row_sums>(), module::<team_norm>()) else {
+        return Ok(());
+    };
+    let (rows, cols) = (9, 23);
+    let a: Vec<i64> = (0..rows * cols).map(|k| (k as i64 * 13) % 29 - 14).collect();
+    let af: Vec<f64> = a.iter().map(|&v| v as f64 * 0.5).collect();
+    for team in [1, 2, 3] {
+        let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team));
+        if team > policy.team_size_max() {
+            println!(
+                "team size {team} skipped: the rayon pool allows {}",
+                policy.team_size_max()
+            );
+            continue;
+        }
+        let (av, afv) = (view("a", [rows, cols], &a)?, view("af", [rows, cols], &af)?);
+        let sums = View::<i64, 1>::new("sums", [rows])?;
+        parallel_for(
+            "row sums",
+            (policy.clone(), (sums.atomic(), av.read())),
+            row_sums::with::<RayonSpace>(cols),
+        )?;
+        let norm = parallel_reduce(
+            "norm",
+            (policy, (afv.read(),)),
+            team_norm::with::<RayonSpace>(cols),
+            Sum::<f64>::new(),
+        )?;
+
+        // Two blocks walk the nine teams; a block is a team of `team` threads.
+        let grid = Grid {
+            blocks: [2, 1, 1],
+            threads: [team as u32, 1, 1],
+        };
+        let mut host = vec![0i64; rows];
+        let mut ha = a.clone();
+        let outcome = sums_m
+            .launch_team_for(
+                grid,
+                rows,
+                &mut [
+                    HostArray::new(&mut host, &[rows]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(sums.to_vec()?, host, "team size {team}");
+        let mut haf = af.clone();
+        let (outcome, partials) = norm_m
+            .launch_team_reduce(
+                grid,
+                rows,
+                &mut [HostArray::new(&mut haf, &[rows, cols])],
+                &[Value::Usize(cols)],
+                Value::F64(0.0),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        // Quarters of small integers: every grouping of the sums is exact.
+        assert_eq!(join_f64(&partials, |x, y| x + y, 0.0), norm, "team size {team}");
+    }
+    // Teams larger than this machine's pool: the device side against the sums by hand.
+    for team in [3usize, 4, 8] {
+        let grid = Grid {
+            blocks: [4, 1, 1],
+            threads: [team as u32, 1, 1],
+        };
+        let mut host = vec![0i64; rows];
+        let mut ha = a.clone();
+        let outcome = sums_m
+            .launch_team_for(
+                grid,
+                rows,
+                &mut [
+                    HostArray::new(&mut host, &[rows]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let want: Vec<i64> = (0..rows)
+            .map(|r| {
+                let row = &a[r * cols..(r + 1) * cols];
+                let first: i64 = row.iter().step_by(team).sum();
+                row.iter().sum::<i64>() * 1000 + first
+            })
+            .collect();
+        assert_eq!(host, want, "team size {team}");
+    }
+    Ok(())
+}

@@ -22,14 +22,16 @@ use signature::{Handle, HandleKind, KernelSignature, TokenKind};
 /// Compiles a function to a native hoplite kernel and translates it to CUDA C.
 ///
 /// The function's parameters are, in order: the iteration token (`Idx<'_>` for a range,
-/// `MdIdx<'_, R>` for an MDRange), the bound view handles the launch hands over
+/// `MdIdx<'_, R>` for an MDRange, `&impl TeamMember` for teams), the bound view handles the launch hands over
 /// (`BoundReader<'_, T, R>`, `BoundWriter<'_, T, R>`, `BoundAtomic<'_, T, R>`), plain scalar
-/// captures (`f64`, `usize`, ...), and for a reduction the accumulator `&mut T` last.
+/// captures (`f64`, `usize`, ...), and for a reduction the accumulator `&mut T` (or
+/// `&mut ValLoc<T>`) last; a scan adds `is_final: bool` after it.
 ///
 /// The function stays as written. Beside it the macro defines a type of the same name with
 /// `with(scalars...)`, which gives the closure a launch takes
 /// (`parallel_for("axpy", (n, (y.write(), x.read())), axpy::with(a))`), and `cuda_source()`,
-/// the generated CUDA C; the type implements `DeviceKernel`.
+/// the generated CUDA C; the type implements `DeviceKernel`. A team kernel's `with` names the
+/// space: `with::<Space>(..)`.
 ///
 /// `#[kernel(crate = hoplite_core)]` names the crate the generated code refers to (default
 /// `::hoplite`), for crates that depend on `hoplite-core` rather than the facade.
@@ -114,12 +116,18 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
     };
     let scalar_names: Vec<&syn::Ident> = signature.scalars.iter().map(|s| &s.name).collect();
     let scalar_tys: Vec<&syn::Type> = signature.scalars.iter().map(|s| &s.ty).collect();
+    // A team member's type depends on the space: `with::<Space>(..)` names it.
+    let with_generics = if signature.token == TokenKind::Team {
+        quote!(<S: #krate::ExecutionSpace>)
+    } else {
+        quote!()
+    };
     let with_fn = match &signature.accumulator {
         None => quote! {
             /// The native kernel with these scalar captures, for a `parallel_for` launch.
             #[inline(always)]
             #[allow(clippy::too_many_arguments)]
-            #vis fn with(#(#scalar_names: #scalar_tys),*)
+            #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
                 -> impl for<'it> Fn(#item_ty) + Copy + Send + Sync
             {
                 move |#item_pat| #name(#token_name, #(#handle_names,)* #(#scalar_names),*)
@@ -133,7 +141,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
                     /// The native kernel with these scalar captures, for a `parallel_reduce` launch.
                     #[inline(always)]
                     #[allow(clippy::too_many_arguments)]
-                    #vis fn with(#(#scalar_names: #scalar_tys),*)
+                    #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
                         -> impl for<'it> Fn(#item_ty, &mut #acc_ty) + Copy + Send + Sync
                     {
                         move |#item_pat, #acc_name: &mut #acc_ty| {
@@ -145,7 +153,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
                     /// The native kernel with these scalar captures, for a `parallel_scan` launch.
                     #[inline(always)]
                     #[allow(clippy::too_many_arguments)]
-                    #vis fn with(#(#scalar_names: #scalar_tys),*)
+                    #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
                         -> impl for<'it> Fn(#item_ty, &mut #acc_ty, bool) + Copy + Send + Sync
                     {
                         move |#item_pat, #acc_name: &mut #acc_ty, #flag: bool| {
@@ -160,6 +168,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
     let iteration = match signature.token {
         TokenKind::Range => quote!(#krate::device_kernel::DeviceIteration::Range),
         TokenKind::MdRange(rank) => quote!(#krate::device_kernel::DeviceIteration::MdRange(#rank)),
+        TokenKind::Team => quote!(#krate::device_kernel::DeviceIteration::Team),
     };
     let pattern = match &signature.accumulator {
         None => quote!(#krate::device_kernel::DevicePattern::For),
@@ -260,7 +269,7 @@ fn native_function(krate: &Path, signature: &KernelSignature, mut function: Item
             && let syn::Pat::Ident(ident) = &*typed.pat
         {
             let handle = signature.handles.iter().find(|h| h.name == ident.ident);
-            if k == 0 || handle.is_some() {
+            if (k == 0 && signature.token != TokenKind::Team) || handle.is_some() {
                 let mut missing = Vec::new();
                 if let Some(handle) = handle {
                     if handle.layout.is_none() {
@@ -312,6 +321,7 @@ fn token_type(krate: &Path, token: TokenKind) -> TokenStream2 {
     match token {
         TokenKind::Range => quote!(#krate::Idx<'it>),
         TokenKind::MdRange(rank) => quote!(#krate::MdIdx<'it, #rank>),
+        TokenKind::Team => quote!(&'it <S as #krate::ExecutionSpace>::TeamMember<'it>),
     }
 }
 

@@ -96,3 +96,31 @@ template <class T> HL_DEV void hl_update_loc(hl_valloc<T>* acc, T val, unsigned 
     }
     if (take) { acc->val = val; acc->loc = loc; }
 }
+// Teams: a block is a team. Collectives go through shared memory between barriers; the sum
+// joins in rank order from rank 0's value, as the host backends' team_reduce does.
+struct hl_member { unsigned long long league, league_size; };
+template <class T> HL_DEV T hl_team_broadcast(T v, unsigned long long src) {
+    __shared__ T hl_slot;
+    __syncthreads();
+    if (threadIdx.x == src) hl_slot = v;
+    __syncthreads();
+    T r = hl_slot;
+    __syncthreads();
+    return r;
+}
+template <class T> HL_DEV T hl_team_sum(T v) {
+    __shared__ T hl_values[1024];
+    __shared__ T hl_total;
+    __syncthreads();
+    hl_values[threadIdx.x] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        T s = hl_values[0];
+        for (unsigned k = 1; k < blockDim.x; ++k) s = hl_add(s, hl_values[k]);
+        hl_total = s;
+    }
+    __syncthreads();
+    T r = hl_total;
+    __syncthreads();
+    return r;
+}

@@ -119,12 +119,14 @@ impl Scalar {
 pub enum TokenKind {
     Range,
     MdRange(usize),
+    /// `&impl TeamMember`: a team kernel.
+    Team,
 }
 
 impl TokenKind {
     pub fn rank(self) -> usize {
         match self {
-            TokenKind::Range => 1,
+            TokenKind::Range | TokenKind::Team => 1,
             TokenKind::MdRange(rank) => rank,
         }
     }
@@ -182,7 +184,8 @@ pub struct KernelSignature {
     order: Vec<(bool, usize)>,
 }
 
-const SIGNATURE_HELP: &str = "a #[kernel] takes the iteration token (`Idx<'_>` or `MdIdx<'_, R>`), \
+const SIGNATURE_HELP: &str = "a #[kernel] takes the iteration token (`Idx<'_>`, `MdIdx<'_, R>`, or \
+     `&impl TeamMember` for a team kernel), \
      then bound view handles (`BoundReader<'_, T, R>`, `BoundWriter<'_, T, R>`, `BoundAtomic<'_, T, R>`), \
      then scalar captures, then for a reduction the accumulator `&mut T`, and for a scan the \
      accumulator and `is_final: bool`";
@@ -348,6 +351,15 @@ fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
 }
 
 fn token_kind(ty: &Type) -> Option<TokenKind> {
+    if let Type::Reference(r) = ty
+        && r.mutability.is_none()
+        && let Type::ImplTrait(bounds) = &*r.elem
+    {
+        let team = bounds.bounds.iter().any(|b| {
+            matches!(b, syn::TypeParamBound::Trait(t) if t.path.segments.last().is_some_and(|s| s.ident == "TeamMember"))
+        });
+        return team.then_some(TokenKind::Team);
+    }
     let seg = last_segment(ty)?;
     match seg.ident.to_string().as_str() {
         "Idx" => Some(TokenKind::Range),

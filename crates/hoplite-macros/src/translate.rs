@@ -49,6 +49,8 @@ enum Ty {
     Acc(Scalar),
     /// A `&mut ValLoc<T>` accumulator: only `update_min` and `update_max`.
     AccLoc(Scalar),
+    /// The team member of a team kernel.
+    Member,
 }
 
 #[derive(Clone)]
@@ -102,6 +104,7 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
     let mut params = vec![match sig.token {
         TokenKind::Range => format!("unsigned long long v_{}", sig.token_name),
         TokenKind::MdRange(rank) => format!("hl_idx<{rank}> v_{}", sig.token_name),
+        TokenKind::Team => format!("hl_member v_{}", sig.token_name),
     }];
     for p in sig.params_in_order() {
         match p {
@@ -139,6 +142,7 @@ fn entry_name(sig: &KernelSignature, fn_name: &str) -> String {
     let policy = match sig.token {
         TokenKind::Range => "range".to_owned(),
         TokenKind::MdRange(rank) => format!("mdrange{rank}"),
+        TokenKind::Team => "team".to_owned(),
     };
     format!("{fn_name}_{pattern}_{policy}")
 }
@@ -147,11 +151,15 @@ fn entry_name(sig: &KernelSignature, fn_name: &str) -> String {
 fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
     let rank = sig.token.rank();
     let mut params = Vec::new();
-    for d in 0..rank {
-        params.push(format!("unsigned long long hl_b{d}"));
-    }
-    for d in 0..rank {
-        params.push(format!("unsigned long long hl_e{d}"));
+    if sig.token == TokenKind::Team {
+        params.push("unsigned long long hl_league_size".to_owned());
+    } else {
+        for d in 0..rank {
+            params.push(format!("unsigned long long hl_b{d}"));
+        }
+        for d in 0..rank {
+            params.push(format!("unsigned long long hl_e{d}"));
+        }
     }
     let mut setup = String::new();
     let mut args = vec!["hl_t".to_owned()];
@@ -233,6 +241,14 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
             );
             let _ = writeln!(src, "        {call}\n    }}");
             src.push_str("    if (!hl_final) hl_partials[hl_me] = hl_acc;\n");
+        }
+        TokenKind::Team => {
+            // Every thread of a block runs the same leagues, so barriers line up.
+            src.push_str(
+                "    for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n\
+                 \x20       hl_member hl_t = {hl_l, hl_league_size};\n",
+            );
+            let _ = writeln!(src, "        {call}\n    }}");
         }
         TokenKind::Range => {
             let _ = writeln!(src, "    {} {{", grid_loop("hl_t", 0, "x"));
@@ -391,6 +407,7 @@ impl Translator<'_> {
             match sig.token {
                 TokenKind::Range => Ty::Token,
                 TokenKind::MdRange(rank) => Ty::MdToken(rank),
+                TokenKind::Team => Ty::Member,
             },
         )];
         params.extend(
@@ -1113,6 +1130,7 @@ impl Translator<'_> {
             Ty::Handle(k) => self.handle_method_type(k, &method, &args, m),
             Ty::Token if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
             Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
+            Ty::Member => self.member_method_type(&method, &args, m),
             Ty::AccLoc(s) => {
                 if method != "update_min" && method != "update_max" {
                     return Err(syn::Error::new(
@@ -1159,6 +1177,61 @@ impl Translator<'_> {
                      (`get`, `set`, `neighbor`, `fetch_add`, `fetch_min`, `fetch_max`), `Idx::get`, the \
                      float functions and the integers' `min`/`max`/`abs`",
                     describe(other)
+                ),
+            )),
+        }
+    }
+
+    fn member_method_type(
+        &mut self,
+        method: &str,
+        args: &[&Expr],
+        m: &syn::ExprMethodCall,
+    ) -> syn::Result<Ty> {
+        let arity = |n: usize| -> syn::Result<()> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(syn::Error::new_spanned(
+                    m,
+                    format!("`{method}` takes {n} argument(s)"),
+                ))
+            }
+        };
+        match method {
+            "league_rank" | "league_size" | "team_rank" | "team_size" => {
+                arity(0)?;
+                Ok(Ty::Known(Scalar::Usize))
+            }
+            "team_barrier" => {
+                arity(0)?;
+                Ok(Ty::Unit)
+            }
+            "team_broadcast" => {
+                arity(2)?;
+                let t = self.infer(args[0])?;
+                let s = self.scalar_of(t, args[0].span())?;
+                self.set_slot(t, s);
+                let src = self.infer(args[1])?;
+                self.expect(src, Scalar::Usize, args[1].span())?;
+                Ok(Ty::Known(s))
+            }
+            "team_reduce" => {
+                arity(2)?;
+                sum_reducer(args[0])?;
+                let t = self.infer(args[1])?;
+                let s = self.scalar_of(t, args[1].span())?;
+                if s == Scalar::Bool {
+                    return Err(syn::Error::new(args[1].span(), "team_reduce sums numbers"));
+                }
+                self.set_slot(t, s);
+                Ok(Ty::Known(s))
+            }
+            _ => Err(syn::Error::new(
+                m.method.span(),
+                format!(
+                    "method `{method}` is not supported on the team member in a #[kernel]; supported: league_rank, \
+                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new(), v)"
                 ),
             )),
         }
@@ -1537,6 +1610,25 @@ impl Translator<'_> {
         let args: Vec<&Expr> = m.args.iter().collect();
         match self.norm(recv_ty) {
             Ty::Handle(k) => self.emit_handle_method(k, &method, &args),
+            Ty::Member => {
+                let member = self.emit_token(&m.receiver)?;
+                match method.as_str() {
+                    "league_rank" => Ok(format!("{member}.league")),
+                    "league_size" => Ok(format!("{member}.league_size")),
+                    "team_rank" => Ok("((unsigned long long)threadIdx.x)".to_owned()),
+                    "team_size" => Ok("((unsigned long long)blockDim.x)".to_owned()),
+                    "team_barrier" => Ok("__syncthreads()".to_owned()),
+                    "team_broadcast" => {
+                        let v = self.emit(args[0], s)?;
+                        let src = self.emit(args[1], Scalar::Usize)?;
+                        Ok(format!("hl_team_broadcast<{}>({v}, {src})", s.cuda_name()))
+                    }
+                    _ => {
+                        let v = self.emit(args[1], s)?;
+                        Ok(format!("hl_team_sum<{}>({v})", s.cuda_name()))
+                    }
+                }
+            }
             Ty::AccLoc(s) => {
                 let acc = self.emit_token(&m.receiver)?;
                 let v = self.emit(args[0], s)?;
@@ -1633,6 +1725,33 @@ impl Translator<'_> {
                 format!("unsupported handle method `{method}`"),
             )),
         }
+    }
+}
+
+/// Checks that a `team_reduce` reducer is `&Sum::new()` (or `&Sum::<T>::new()`, `&Sum::default()`).
+fn sum_reducer(arg: &Expr) -> syn::Result<()> {
+    let is_sum = match arg {
+        Expr::Reference(r) => match &*r.expr {
+            Expr::Call(c) if c.args.is_empty() => match &*c.func {
+                Expr::Path(p) => {
+                    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                    segs.len() >= 2
+                        && segs[segs.len() - 2] == "Sum"
+                        && matches!(segs[segs.len() - 1].as_str(), "new" | "default")
+                }
+                _ => false,
+            },
+            _ => false,
+        },
+        _ => false,
+    };
+    if is_sum {
+        Ok(())
+    } else {
+        Err(syn::Error::new_spanned(
+            arg,
+            "team_reduce in a #[kernel] supports the `Sum` reducer: `m.team_reduce(&Sum::new(), value)`",
+        ))
     }
 }
 

@@ -229,3 +229,39 @@ pub fn argmin(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut ValLoc<f64>) {
 pub fn argmax_distance(i: Idx<'_>, x: BoundReader<'_, i32, 1>, shift: i32, acc: &mut ValLoc<i32>) {
     acc.update_max((x.get(i) - shift).abs(), *i);
 }
+
+/// Row sums by teams: each thread sums a strided part of its team's row, the team adds the
+/// parts, and rank 0 stores the total (and rank 0's own part, broadcast) through an atomic.
+#[kernel]
+pub fn row_sums(m: &impl TeamMember, sums: BoundAtomic<'_, i64, 1>, a: BoundReader<'_, i64, 2>, cols: usize) {
+    let row = m.league_rank();
+    let mut part = 0i64;
+    let mut j = m.team_rank();
+    while j < cols {
+        part += a.get([row, j]);
+        j += m.team_size();
+    }
+    let total = m.team_reduce(&Sum::new(), part);
+    let first = m.team_broadcast(part, 0);
+    m.team_barrier();
+    if m.team_rank() == 0 {
+        sums.fetch_add(row, total * 1000 + first);
+    }
+}
+
+/// The squared Frobenius norm by teams: a team reduces its row, rank 0 adds it.
+#[kernel]
+pub fn team_norm(m: &impl TeamMember, a: BoundReader<'_, f64, 2>, cols: usize, acc: &mut f64) {
+    let row = m.league_rank();
+    let mut part = 0.0;
+    let mut j = m.team_rank();
+    while j < cols {
+        let v = a.get([row, j]);
+        part += v * v;
+        j += m.team_size();
+    }
+    let total = m.team_reduce(&Sum::new(), part);
+    if m.team_rank() == 0 {
+        *acc += total;
+    }
+}
