@@ -62,6 +62,7 @@ mod util;
 pub mod errors;
 pub mod execution_space;
 pub mod graph;
+pub mod kernels;
 pub mod mdrange_policy;
 pub mod memory_space;
 pub mod panics;
@@ -411,6 +412,12 @@ macro_rules! __for_each_check {
                 zero_size_is_rejected,
                 huge_size_is_an_error_not_an_abort,
                 global_live_ids_are_distinct,
+            }
+            kernels {
+                kernel_range_for_matches_closure,
+                kernel_mdrange_for_matches_closure,
+                kernel_reduce_matches_closure,
+                kernel_team_reduce_matches_closure,
             }
             views {
                 writer_stores_at_every_token,

@@ -10,6 +10,7 @@
 //!   conformance suite under Miri (needs a nightly toolchain with miri).
 
 mod bench;
+mod cuda_tools;
 
 use std::env;
 use std::process::{Command, ExitCode};
@@ -156,6 +157,23 @@ fn test(args: &[String]) -> Result<(), String> {
             ],
         ));
     }
+    if lint {
+        // The NVRTC checks are compiled only with the kernel checks' `nvrtc` feature.
+        steps.push(Step::cargo(
+            "clippy (nvrtc feature)",
+            &[
+                "clippy",
+                "-p",
+                "hoplite-kernel-check",
+                "--features",
+                "nvrtc",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ));
+    }
     let mut tests = Step::cargo("tests", &["test", "--workspace"]);
     for arg in passthrough {
         tests = tests.arg(arg.clone());
@@ -173,6 +191,32 @@ fn test(args: &[String]) -> Result<(), String> {
             "tracing",
         ],
     ));
+    // Every #[kernel] through NVRTC (compute_90) and ptxas (sm_90), from pip wheels.
+    let mut nvrtc = Step::cargo(
+        "kernels through NVRTC and ptxas",
+        &[
+            "test",
+            "-p",
+            "hoplite-kernel-check",
+            "--features",
+            "nvrtc",
+            "--test",
+            "nvrtc",
+            "--",
+            "--nocapture",
+        ],
+    );
+    match cuda_tools::install() {
+        Ok(tools) => {
+            nvrtc = nvrtc
+                .env("HOPLITE_NVRTC_LIB", &tools.nvrtc.to_string_lossy())
+                .env("HOPLITE_PTXAS", &tools.ptxas.to_string_lossy());
+        }
+        Err(why) => {
+            println!("xtask: NVRTC and ptxas unavailable ({why}); their check reports itself skipped")
+        }
+    }
+    steps.push(nvrtc);
     // The lock-free parts (the borrow table, the barrier, the pool's hand-offs) under loom's
     // model checker: every interleaving within a few preemptions. A target folder of its own,
     // because `--cfg loom` changes every crate's build.

@@ -28,6 +28,7 @@
 //! # Ok::<(), hoplite_core::Error>(())
 //! ```
 
+pub mod device_kernel;
 pub mod dispatch;
 pub mod error;
 pub mod index;
@@ -40,6 +41,7 @@ pub mod team;
 pub mod unique_token;
 pub mod view;
 
+pub use device_kernel::DeviceKernel;
 pub use dispatch::{
     ForKernel, FullSpace, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceInto, ReduceKernel,
     ScanKernel, ScanValue, ValidatedPolicy, parallel_for, parallel_for_validated, parallel_reduce,

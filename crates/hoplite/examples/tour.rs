@@ -22,6 +22,7 @@ fn main() -> Result<()> {
     reductions()?;
     scans()?;
     md_range()?;
+    kernels()?;
     teams()?;
     unique_tokens()?;
     if let Err(e) = graphs() {
@@ -427,6 +428,76 @@ fn scans() -> Result<()> {
             .collect::<Vec<_>>()
     );
     Ok(())
+}
+
+/// One function, two compilations: the native kernel and its CUDA C.
+#[hoplite::kernel]
+fn scaled_sum(
+    i: Idx<'_>,
+    out: hoplite::BoundWriter<'_, f64, 1>,
+    x: hoplite::BoundReader<'_, f64, 1>,
+    y: hoplite::BoundReader<'_, f64, 1>,
+    a: f64,
+) {
+    out.set(i, a * x.get(i) + y.get(i).sqrt());
+}
+
+fn kernels() -> Result<()> {
+    section("#[kernel]: one function, a native kernel and CUDA C");
+    let n = 1 << 20;
+    let x = View::<f64, 1>::from_slice("x", [n], &(0..n).map(|k| k as f64).collect::<Vec<_>>())?;
+    let y = View::<f64, 1>::from_slice("y", [n], &(0..n).map(|k| (k * k) as f64).collect::<Vec<_>>())?;
+    let out = View::<f64, 1>::new("out", [n])?;
+    let (done, t) = timed(3, || {
+        parallel_for(
+            "scaled sum",
+            (n, (out.write(), x.read(), y.read())),
+            scaled_sum::with(0.5),
+        )
+    });
+    done?;
+    println!(
+        "native: out[10] = {} (0.5 * 10 + sqrt(100)) over {n} elements in {}",
+        out.host_read()?.get(10),
+        ms(t)
+    );
+    let source = scaled_sum::cuda_source();
+    // The prelude of helpers comes first; show the translated body and the entry.
+    let body = source
+        .find("HL_DEV void scaled_sum_body")
+        .map_or(source, |at| &source[at..]);
+    println!(
+        "generated CUDA C ({} bytes in all), body and entry:\n{body}",
+        source.len()
+    );
+    match nvrtc_ptx_size(source) {
+        Ok(bytes) => println!("NVRTC compiled it for compute_90: {bytes} bytes of PTX"),
+        Err(why) => println!("PTX size not shown: {why}"),
+    }
+    Ok(())
+}
+
+/// Compiles `source` with NVRTC from `$HOPLITE_NVRTC_LIB` or the wheel `cargo xtask test`
+/// installs, and returns the PTX size.
+fn nvrtc_ptx_size(source: &str) -> std::result::Result<usize, String> {
+    use hoplite_kernel_check::nvrtc::{NVRTC_ENV, Nvrtc};
+    let path = std::env::var_os(NVRTC_ENV)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/cuda-wheels/nvidia/cuda_nvrtc/lib/libnvrtc.so.12")
+        });
+    if !path.is_file() {
+        return Err(format!(
+            "no NVRTC at {} (`cargo xtask test` installs it)",
+            path.display()
+        ));
+    }
+    let nvrtc = Nvrtc::open(&path).map_err(|e| e.to_string())?;
+    nvrtc
+        .compile("scaled_sum", source)
+        .map(|ptx| ptx.len())
+        .map_err(|e| e.to_string())
 }
 
 fn md_range() -> Result<()> {

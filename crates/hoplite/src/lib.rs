@@ -26,6 +26,11 @@ pub struct ReadmeDoctest;
 #[doc = include_str!("../../../docs/graphs.md")]
 pub struct GraphsGuideDoctest;
 
+/// The kernels guide's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/kernels.md")]
+pub struct KernelsGuideDoctest;
+
 /// The implicit DAG guide's examples, run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/dag.md")]
@@ -35,6 +40,27 @@ pub struct DagGuideDoctest;
 compile_error!("hoplite needs at least one backend feature: enable `rayon` or `serial` (both are default)");
 
 pub use hoplite_core::*;
+
+/// Single-source kernels: `#[kernel]` keeps a function as a native kernel and translates it to
+/// CUDA C (see `docs/kernels.md` and [`DeviceKernel`]).
+///
+/// ```
+/// use hoplite::prelude::*;
+/// use hoplite::{BoundReader, BoundWriter, kernel};
+///
+/// #[kernel]
+/// fn axpy(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, a: f64) {
+///     y.set(i, a * x.get(i) + y.get(i));
+/// }
+///
+/// let x = View::<f64, 1>::from_slice("x", [4], &[1.0, 2.0, 3.0, 4.0])?;
+/// let y = View::<f64, 1>::new("y", [4])?;
+/// parallel_for("axpy", (4, (y.write(), x.read())), axpy::with(2.0))?;
+/// assert_eq!(y.to_vec()?, [2.0, 4.0, 6.0, 8.0]);
+/// assert!(axpy::cuda_source().contains("extern \"C\" __global__ void axpy_for_range"));
+/// # Ok::<(), hoplite::Error>(())
+/// ```
+pub use hoplite_macros::kernel;
 
 /// Explicit graphs (Kokkos Graphs): build a DAG of kernels once, submit it many times. See
 /// [`hoplite_graph`].

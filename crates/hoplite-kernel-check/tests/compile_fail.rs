@@ -1,0 +1,8 @@
+//! Code outside the `#[kernel]` subset is a compile error at the construct, saying what is
+//! supported: a closure, a method the subset lacks, a global, a `String`, recursion.
+
+#[test]
+fn outside_the_subset() {
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("tests/compile_fail/*.rs");
+}

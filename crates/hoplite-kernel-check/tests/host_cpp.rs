@@ -1,0 +1,941 @@
+//! Each kernel runs twice on the same inputs: natively (serial and rayon backends) and as its
+//! generated CUDA C compiled by the host C++ compiler under the host header. The results must
+//! be equal, bit for bit. Skipped, with a printed reason, when there is no C++ compiler.
+
+mod kernels;
+
+use std::path::PathBuf;
+
+use hoplite::prelude::*;
+use hoplite::{DeviceKernel, RayonSpace, Serial};
+use hoplite_kernel_check::{Grid, HostArray, HostModule, Outcome, Value, host_compiler};
+use kernels::*;
+
+/// Compiles `K` for the host, or says why the check is skipped.
+fn module<K: DeviceKernel>() -> Option<HostModule> {
+    let Some(cxx) = host_compiler() else {
+        println!("skipped: no host C++ compiler (set CXX, or install g++) to run the generated CUDA C");
+        return None;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kernel-host");
+    match HostModule::compile::<K>(&cxx, &dir) {
+        Ok(m) => Some(m),
+        Err(e) => panic!("{e}\n--- generated source ---\n{}", K::cuda_source()),
+    }
+}
+
+const ONE_BLOCK: Grid = Grid {
+    blocks: [1, 1, 1],
+    threads: [1, 1, 1],
+};
+/// A grid that covers ranges with several blocks and grid-stride steps.
+const GRID_1D: Grid = Grid {
+    blocks: [3, 1, 1],
+    threads: [4, 1, 1],
+};
+const GRID_2D: Grid = Grid {
+    blocks: [2, 3, 1],
+    threads: [3, 2, 1],
+};
+const GRID_3D: Grid = Grid {
+    blocks: [2, 1, 2],
+    threads: [2, 3, 1],
+};
+
+/// A host view holding `data`.
+fn view<T: hoplite::ViewValue, const R: usize>(
+    label: &str,
+    extents: [usize; R],
+    data: &[T],
+) -> Result<View<T, R>> {
+    View::from_slice(label, extents, data)
+}
+
+fn f64s(n: usize, f: impl Fn(usize) -> f64) -> Vec<f64> {
+    (0..n).map(f).collect()
+}
+
+#[test]
+fn triad_range_for() -> Result<()> {
+    let Some(m) = module::<triad>() else { return Ok(()) };
+    let n = 101;
+    let (b, c) = (f64s(n, |k| k as f64 * 0.25), f64s(n, |k| (k % 7) as f64 - 2.5));
+    for space in ["serial", "rayon"] {
+        let a = View::<f64, 1>::new("a", [n])?;
+        let (bv, cv) = (view("b", [n], &b)?, view("c", [n], &c)?);
+        let launch = (a.write(), bv.read(), cv.read());
+        if space == "serial" {
+            parallel_for(
+                "triad",
+                (RangePolicy::new(Serial::default(), 0..n), launch),
+                triad::with(0.75),
+            )?;
+        } else {
+            parallel_for(
+                "triad",
+                (RangePolicy::new(RayonSpace::default(), 0..n), launch),
+                triad::with(0.75),
+            )?;
+        }
+        let mut host = vec![f64::NAN; n];
+        let (mut hb, mut hc) = (b.clone(), c.clone());
+        let outcome = m
+            .launch_for(
+                GRID_1D,
+                &[0],
+                &[n],
+                &mut [
+                    HostArray::new(&mut host, &[n]),
+                    HostArray::new(&mut hb, &[n]),
+                    HostArray::new(&mut hc, &[n]),
+                ],
+                &[Value::F64(0.75)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(bits(&a.to_vec()?), bits(&host), "{space}");
+    }
+    Ok(())
+}
+
+fn bits(v: &[f64]) -> Vec<u64> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// Joins host partials in thread order, as a backend joins them.
+fn join_f64(partials: &[Value], join: impl Fn(f64, f64) -> f64, init: f64) -> f64 {
+    partials.iter().fold(init, |a, p| match p {
+        Value::F64(v) => join(a, *v),
+        other => panic!("unexpected partial {other:?}"),
+    })
+}
+
+#[test]
+fn dot_reduce_and_empty_range() -> Result<()> {
+    let Some(m) = module::<dot>() else { return Ok(()) };
+    let n = 257;
+    // Integer-valued data: every summation order gives the same exact total.
+    let (x, y) = (f64s(n, |k| (k % 13) as f64), f64s(n, |k| (k % 5) as f64 - 2.0));
+    let (xv, yv) = (view("x", [n], &x)?, view("y", [n], &y)?);
+    for (lo, hi) in [(0, n), (10, 200), (5, 5)] {
+        let native = parallel_reduce(
+            "dot",
+            (
+                RangePolicy::new(RayonSpace::default(), lo..hi),
+                (xv.read(), yv.read()),
+            ),
+            dot::with(),
+            Sum::<f64>::new(),
+        )?;
+        let (mut hx, mut hy) = (x.clone(), y.clone());
+        let (outcome, partials) = m
+            .launch_reduce(
+                GRID_1D,
+                &[lo],
+                &[hi],
+                &mut [HostArray::new(&mut hx, &[n]), HostArray::new(&mut hy, &[n])],
+                &[],
+                Value::F64(0.0),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(partials.len(), GRID_1D.thread_count());
+        assert_eq!(join_f64(&partials, |a, b| a + b, 0.0), native, "range {lo}..{hi}");
+    }
+    Ok(())
+}
+
+#[test]
+fn laplace_mdrange2_neighbors() -> Result<()> {
+    let Some(m) = module::<laplace>() else {
+        return Ok(());
+    };
+    let (rows, cols) = (9, 13);
+    let u = f64s(rows * cols, |k| ((k * 7) % 23) as f64 * 0.5);
+    let uv = View::<f64, 2>::from_slice("u", [rows, cols], &u)?;
+    let out = View::<f64, 2>::new("out", [rows, cols])?;
+    parallel_for(
+        "laplace",
+        (
+            MDRangePolicy::new(Serial::default(), [1, 1], [rows - 1, cols - 1]),
+            (out.write(), uv.read()),
+        ),
+        laplace::with(),
+    )?;
+    let mut host = vec![0.0; rows * cols];
+    let mut hu = u.clone();
+    let outcome = m
+        .launch_for(
+            GRID_2D,
+            &[1, 1],
+            &[rows - 1, cols - 1],
+            &mut [
+                HostArray::new(&mut host, &[rows, cols]),
+                HostArray::new(&mut hu, &[rows, cols]),
+            ],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(bits(&out.to_vec()?), bits(&host));
+    Ok(())
+}
+
+#[test]
+fn mdrange3_and_flattened_rank4() -> Result<()> {
+    if let Some(m) = module::<index_code>() {
+        let ext = [3, 4, 5];
+        let out = View::<i64, 3>::new("out", ext)?;
+        parallel_for(
+            "code3",
+            (
+                MDRangePolicy::new(RayonSpace::default(), [0, 1, 2], ext),
+                (out.write(),),
+            ),
+            index_code::with(-3),
+        )?;
+        let mut host = vec![0i64; 60];
+        let outcome = m
+            .launch_for(
+                GRID_3D,
+                &[0, 1, 2],
+                &ext,
+                &mut [HostArray::new(&mut host, &ext)],
+                &[Value::I64(-3)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(out.to_vec()?, host);
+    }
+    if let Some(m) = module::<index_code4>() {
+        let ext = [2, 3, 4, 5];
+        let out = View::<u32, 4>::new("out", ext)?;
+        parallel_for(
+            "code4",
+            (
+                MDRangePolicy::new(Serial::default(), [1, 0, 1, 0], ext),
+                (out.write(),),
+            ),
+            index_code4::with(),
+        )?;
+        let mut host = vec![0u32; 120];
+        let outcome = m
+            .launch_for(
+                GRID_1D,
+                &[1, 0, 1, 0],
+                &ext,
+                &mut [HostArray::new(&mut host, &ext)],
+                &[],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(out.to_vec()?, host);
+    }
+    Ok(())
+}
+
+#[test]
+fn collatz_while_loops_reduce_u64() -> Result<()> {
+    let Some(m) = module::<collatz_steps>() else {
+        return Ok(());
+    };
+    let n = 500;
+    let native = parallel_reduce(
+        "collatz",
+        RangePolicy::new(Serial::default(), 0..n),
+        collatz_steps::with(),
+        Sum::<u64>::new(),
+    )?;
+    let (outcome, partials) = m
+        .launch_reduce(GRID_1D, &[0], &[n], &mut [], &[], Value::U64(0))
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    let total: u64 = partials
+        .iter()
+        .map(|p| match p {
+            Value::U64(v) => *v,
+            other => panic!("unexpected partial {other:?}"),
+        })
+        .sum();
+    assert_eq!(total, native);
+    Ok(())
+}
+
+fn edge_i32() -> Vec<i32> {
+    vec![
+        0,
+        1,
+        -1,
+        7,
+        -7,
+        13,
+        i32::MAX,
+        i32::MIN,
+        i32::MAX - 1,
+        i32::MIN + 1,
+        31,
+        32,
+        33,
+        -33,
+        64,
+        1 << 20,
+        -(1 << 30),
+    ]
+}
+
+#[test]
+fn integer_semantics_wrap_divide_and_shift_like_rust() -> Result<()> {
+    let Some(m) = module::<int_ops>() else {
+        return Ok(());
+    };
+    let vals = edge_i32();
+    let (a, b): (Vec<i32>, Vec<i32>) = vals
+        .iter()
+        .flat_map(|&x| vals.iter().map(move |&y| (x, y)))
+        .unzip();
+    let n = a.len();
+    let (av, bv) = (view("a", [n], &a)?, view("b", [n], &b)?);
+    let out = View::<i32, 1>::new("out", [n])?;
+    parallel_for(
+        "int ops",
+        (
+            RangePolicy::new(Serial::default(), 0..n),
+            (out.write(), av.read(), bv.read()),
+        ),
+        int_ops::with(),
+    )?;
+    let mut host = vec![0i32; n];
+    let (mut ha, mut hb) = (a.clone(), b.clone());
+    let outcome = m
+        .launch_for(
+            GRID_1D,
+            &[0],
+            &[n],
+            &mut [
+                HostArray::new(&mut host, &[n]),
+                HostArray::new(&mut ha, &[n]),
+                HostArray::new(&mut hb, &[n]),
+            ],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(out.to_vec()?, host);
+    Ok(())
+}
+
+#[test]
+fn unsigned_and_wide_arithmetic() -> Result<()> {
+    let Some(m) = module::<wide_ops>() else {
+        return Ok(());
+    };
+    let a: Vec<u64> = vec![
+        0,
+        1,
+        2,
+        u64::MAX,
+        u64::MAX - 1,
+        1 << 63,
+        0xdead_beef,
+        12_345_678_901_234,
+        7,
+    ];
+    let n = a.len();
+    let av = view("a", [n], &a)?;
+    let out = View::<u64, 1>::new("out", [n])?;
+    parallel_for(
+        "wide",
+        (
+            RangePolicy::new(Serial::default(), 0..n),
+            (out.write(), av.read()),
+        ),
+        wide_ops::with(),
+    )?;
+    let mut host = vec![0u64; n];
+    let mut ha = a.clone();
+    let outcome = m
+        .launch_for(
+            ONE_BLOCK,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut ha, &[n])],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(out.to_vec()?, host);
+    Ok(())
+}
+
+#[test]
+fn casts_saturate_and_map_nan_to_zero() -> Result<()> {
+    let Some(m) = module::<casts>() else { return Ok(()) };
+    let x = vec![
+        0.0,
+        -0.0,
+        1.5,
+        -1.5,
+        2.5e9,
+        -2.5e9,
+        4.3e9,
+        1e20,
+        -1e20,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        2147483647.9,
+        -2147483648.9,
+        16777217.0,
+        1.8e19,
+    ];
+    let n = x.len();
+    let xv = view("x", [n], &x)?;
+    let out = View::<i64, 1>::new("out", [n])?;
+    parallel_for(
+        "casts",
+        (
+            RangePolicy::new(Serial::default(), 0..n),
+            (out.write(), xv.read()),
+        ),
+        casts::with(),
+    )?;
+    let mut host = vec![0i64; n];
+    let mut hx = x.clone();
+    let outcome = m
+        .launch_for(
+            GRID_1D,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut hx, &[n])],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(out.to_vec()?, host);
+    Ok(())
+}
+
+#[test]
+fn float_functions_nan_and_infinities() -> Result<()> {
+    let Some(m) = module::<float_math>() else {
+        return Ok(());
+    };
+    let x = vec![
+        0.0,
+        1.0,
+        -2.5,
+        0.1,
+        3.75,
+        1e-300,
+        -1e300,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        42.0,
+    ];
+    let y: Vec<f32> = x.iter().map(|&v| (v * 0.5) as f32).collect();
+    let n = x.len();
+    let (xv, yv) = (view("x", [n], &x)?, view("y", [n], &y)?);
+    let out = View::<f64, 1>::new("out", [n])?;
+    parallel_for(
+        "float math",
+        (
+            RangePolicy::new(Serial::default(), 0..n),
+            (out.write(), xv.read(), yv.read()),
+        ),
+        float_math::with(),
+    )?;
+    let mut host = vec![0.0; n];
+    let (mut hx, mut hy) = (x.clone(), y.clone());
+    let outcome = m
+        .launch_for(
+            GRID_1D,
+            &[0],
+            &[n],
+            &mut [
+                HostArray::new(&mut host, &[n]),
+                HostArray::new(&mut hx, &[n]),
+                HostArray::new(&mut hy, &[n]),
+            ],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(bits(&out.to_vec()?), bits(&host));
+    Ok(())
+}
+
+#[test]
+fn max_reduce_skips_nan() -> Result<()> {
+    let Some(m) = module::<max_of>() else {
+        return Ok(());
+    };
+    let x = vec![f64::NAN, 3.0, -1.0, f64::NAN, 7.5, 2.0, f64::NAN];
+    let n = x.len();
+    let xv = view("x", [n], &x)?;
+    let native = parallel_reduce(
+        "max",
+        (RangePolicy::new(Serial::default(), 0..n), (xv.read(),)),
+        max_of::with(),
+        Max::<f64>::new(),
+    )?;
+    let mut hx = x.clone();
+    let init = f64::NEG_INFINITY;
+    let (outcome, partials) = m
+        .launch_reduce(
+            GRID_1D,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut hx, &[n])],
+            &[],
+            Value::F64(init),
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(join_f64(&partials, f64::max, init), native);
+    assert_eq!(native, 7.5);
+    Ok(())
+}
+
+#[test]
+fn control_flow_breaks_continues_and_returns_early() -> Result<()> {
+    let Some(m) = module::<control>() else {
+        return Ok(());
+    };
+    let n = 60;
+    for limit in [0u32, 4, 5, 9] {
+        let out = View::<i64, 1>::new("out", [n])?;
+        parallel_for(
+            "control",
+            (RangePolicy::new(Serial::default(), 0..n), (out.write(),)),
+            control::with(limit),
+        )?;
+        let mut host = vec![0i64; n];
+        let outcome = m
+            .launch_for(
+                GRID_1D,
+                &[0],
+                &[n],
+                &mut [HostArray::new(&mut host, &[n])],
+                &[Value::U32(limit)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(out.to_vec()?, host, "limit {limit}");
+    }
+    Ok(())
+}
+
+#[test]
+fn division_by_zero_panics_natively_and_traps_on_the_device() -> Result<()> {
+    let Some(m) = module::<divide>() else {
+        return Ok(());
+    };
+    let n = 8;
+    let out = View::<i32, 1>::new("out", [n])?;
+    let native = parallel_for(
+        "divide",
+        (RangePolicy::new(Serial::default(), 0..n), (out.write(),)),
+        divide::with(0),
+    );
+    assert!(matches!(native, Err(Error::KernelPanicked { .. })), "{native:?}");
+    let mut host = vec![0i32; n];
+    let outcome = m
+        .launch_for(
+            ONE_BLOCK,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut host, &[n])],
+            &[Value::I32(0)],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Trapped);
+    // And with a divisor, both agree.
+    parallel_for(
+        "divide",
+        (RangePolicy::new(Serial::default(), 0..n), (out.write(),)),
+        divide::with(-3),
+    )?;
+    let outcome = m
+        .launch_for(
+            ONE_BLOCK,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut host, &[n])],
+            &[Value::I32(-3)],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(out.to_vec()?, host);
+    Ok(())
+}
+
+#[test]
+fn atomic_histogram() -> Result<()> {
+    let Some(m) = module::<histogram>() else {
+        return Ok(());
+    };
+    let n = 1000;
+    let x: Vec<u32> = (0..n as u32).map(|k| k.wrapping_mul(2_654_435_761)).collect();
+    let xv = view("x", [n], &x)?;
+    let bins = View::<u64, 1>::new("bins", [7])?;
+    parallel_for(
+        "hist",
+        (
+            RangePolicy::new(RayonSpace::default(), 0..n),
+            (bins.atomic(), xv.read()),
+        ),
+        histogram::with(7),
+    )?;
+    let mut host = vec![0u64; 7];
+    let mut hx = x.clone();
+    let outcome = m
+        .launch_for(
+            GRID_1D,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut host, &[7]), HostArray::new(&mut hx, &[n])],
+            &[Value::Usize(7)],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(bins.to_vec()?, host);
+    assert_eq!(host.iter().sum::<u64>(), n as u64);
+    Ok(())
+}
+
+#[test]
+fn wrapping_reduction() -> Result<()> {
+    let Some(m) = module::<wrapping_sum>() else {
+        return Ok(());
+    };
+    let x: Vec<i32> = vec![i32::MAX, i32::MAX, 5, i32::MIN, -9, i32::MAX / 2];
+    let n = x.len();
+    let xv = view("x", [n], &x)?;
+    let native = parallel_reduce(
+        "wsum",
+        (RangePolicy::new(Serial::default(), 0..n), (xv.read(),)),
+        wrapping_sum::with(),
+        Sum::<i32>::new(),
+    );
+    let mut hx = x.clone();
+    let (outcome, partials) = m
+        .launch_reduce(
+            ONE_BLOCK,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut hx, &[n])],
+            &[],
+            Value::I32(0),
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(
+        partials,
+        [Value::I32(
+            x.iter().fold(0i32, |a, v| a.wrapping_add(v.wrapping_mul(3)))
+        )]
+    );
+    // The native launch wraps inside the kernel too; only the backend's join (`Sum`) may check.
+    if let Ok(total) = native {
+        assert_eq!(Value::I32(total), partials[0]);
+    }
+    Ok(())
+}
+
+#[test]
+fn checked_plain_indices_and_f32() -> Result<()> {
+    let Some(m) = module::<transpose_sum>() else {
+        return Ok(());
+    };
+    let k = 6;
+    let mat: Vec<f32> = (0..k * k).map(|v| v as f32 * 0.5 - 3.0).collect();
+    let vec_: Vec<f32> = (0..k).map(|v| v as f32 * 1.25).collect();
+    let (mv, vv) = (view("m", [k, k], &mat)?, view("v", [k], &vec_)?);
+    let out = View::<f32, 2>::new("out", [k, k])?;
+    parallel_for(
+        "transpose",
+        (
+            MDRangePolicy::new(Serial::default(), [0, 0], [k, k]),
+            (out.write(), mv.read(), vv.read()),
+        ),
+        transpose_sum::with(),
+    )?;
+    let mut host = vec![0f32; k * k];
+    let (mut hm, mut hv) = (mat.clone(), vec_.clone());
+    let outcome = m
+        .launch_for(
+            GRID_2D,
+            &[0, 0],
+            &[k, k],
+            &mut [
+                HostArray::new(&mut host, &[k, k]),
+                HostArray::new(&mut hm, &[k, k]),
+                HostArray::new(&mut hv, &[k]),
+            ],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(out.to_vec()?, host);
+    Ok(())
+}
+
+#[test]
+fn scans_in_two_passes_match_native_scans() -> Result<()> {
+    let (Some(ex), Some(inc)) = (module::<exclusive_prefix>(), module::<inclusive_prefix>()) else {
+        return Ok(());
+    };
+    let n = 103;
+    let x: Vec<i64> = (0..n as i64).map(|k| (k * 31) % 17 - 8).collect();
+    let xf: Vec<f64> = x.iter().map(|&v| v as f64 * 0.5).collect();
+    for range in [0..n, 7..90, 4..4, 0..1] {
+        let (xv, xfv) = (view("x", [n], &x)?, view("xf", [n], &xf)?);
+        let (out, outf) = (
+            View::<i64, 1>::new("out", [n])?,
+            View::<f64, 1>::new("outf", [n])?,
+        );
+        let total = parallel_scan(
+            "exclusive",
+            (
+                RangePolicy::new(RayonSpace::default(), range.clone()),
+                (out.write(), xv.read()),
+            ),
+            exclusive_prefix::with(),
+        )?;
+        let totalf = parallel_scan(
+            "inclusive",
+            (
+                RangePolicy::new(Serial::default(), range.clone()),
+                (outf.write(), xfv.read()),
+            ),
+            inclusive_prefix::with(),
+        )?;
+        let (mut host, mut hostf) = (vec![0i64; n], vec![0f64; n]);
+        let (mut hx, mut hxf) = (x.clone(), xf.clone());
+        let (outcome, host_total) = ex
+            .launch_scan(
+                GRID_1D,
+                range.clone(),
+                &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut hx, &[n])],
+                &[],
+                Value::I64(0),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(host_total, Value::I64(total), "{range:?}");
+        assert_eq!(out.to_vec()?, host, "{range:?}");
+        let (outcome, host_totalf) = inc
+            .launch_scan(
+                GRID_2D,
+                range.clone(),
+                &mut [HostArray::new(&mut hostf, &[n]), HostArray::new(&mut hxf, &[n])],
+                &[],
+                Value::F64(0.0),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        // Halves of small integers: every grouping of the sums is exact.
+        assert_eq!(host_totalf, Value::F64(totalf), "{range:?}");
+        assert_eq!(bits(&outf.to_vec()?), bits(&hostf), "{range:?}");
+    }
+    Ok(())
+}
+
+/// Joins `(value, location)` partials in thread order with the launch's reducer.
+fn join_loc<T: Copy, R: Reducer<Value = ValLoc<T>>>(
+    reducer: &R,
+    partials: &[(Value, Option<usize>)],
+    unwrap: impl Fn(Value) -> T,
+) -> ValLoc<T> {
+    let mut total = reducer.init();
+    for &(val, loc) in partials {
+        reducer.join(
+            &mut total,
+            ValLoc {
+                val: unwrap(val),
+                loc,
+            },
+        );
+    }
+    total
+}
+
+#[test]
+fn min_loc_and_max_loc_ties_nan_and_empty_ranges() -> Result<()> {
+    let (Some(min), Some(max)) = (module::<argmin>(), module::<argmax_distance>()) else {
+        return Ok(());
+    };
+    let n = 40;
+    // Ties: the minimum -3.0 at 7, 19 and 33; NaN at several places.
+    let x: Vec<f64> = (0..n)
+        .map(|k| {
+            if k % 12 == 7 {
+                -3.0
+            } else if k % 9 == 4 {
+                f64::NAN
+            } else {
+                (k % 5) as f64
+            }
+        })
+        .collect();
+    let xi: Vec<i32> = (0..n as i32).map(|k| (k * 7) % 11 - 5).collect();
+    let as_f64 = |v: Value| match v {
+        Value::F64(v) => v,
+        other => panic!("unexpected {other:?}"),
+    };
+    let as_i32 = |v: Value| match v {
+        Value::I32(v) => v,
+        other => panic!("unexpected {other:?}"),
+    };
+    for range in [0..n, 8..n, 20..34, 5..5] {
+        let (xv, xiv) = (view("x", [n], &x)?, view("xi", [n], &xi)?);
+        let native = parallel_reduce(
+            "argmin",
+            (
+                RangePolicy::new(RayonSpace::default(), range.clone()),
+                (xv.read(),),
+            ),
+            argmin::with(),
+            MinLoc::<f64>::new(),
+        )?;
+        let mut hx = x.clone();
+        let (outcome, partials) = min
+            .launch_reduce_loc(
+                GRID_1D,
+                range.clone(),
+                &mut [HostArray::new(&mut hx, &[n])],
+                &[],
+                Value::F64(f64::MAX),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let host = join_loc(&MinLoc::<f64>::new(), &partials, as_f64);
+        assert_eq!(
+            (host.val.to_bits(), host.loc),
+            (native.val.to_bits(), native.loc),
+            "{range:?}"
+        );
+
+        let native = parallel_reduce(
+            "argmax",
+            (RangePolicy::new(Serial::default(), range.clone()), (xiv.read(),)),
+            argmax_distance::with(2),
+            MaxLoc::<i32>::new(),
+        )?;
+        let mut hxi = xi.clone();
+        let (outcome, partials) = max
+            .launch_reduce_loc(
+                GRID_2D,
+                range.clone(),
+                &mut [HostArray::new(&mut hxi, &[n])],
+                &[Value::I32(2)],
+                Value::I32(i32::MIN),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(
+            join_loc(&MaxLoc::<i32>::new(), &partials, as_i32),
+            native,
+            "{range:?}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn team_kernels_barriers_broadcast_and_team_reduce() -> Result<()> {
+    let (Some(sums_m), Some(norm_m)) = (module::<row_sums>(), module::<team_norm>()) else {
+        return Ok(());
+    };
+    let (rows, cols) = (9, 23);
+    let a: Vec<i64> = (0..rows * cols).map(|k| (k as i64 * 13) % 29 - 14).collect();
+    let af: Vec<f64> = a.iter().map(|&v| v as f64 * 0.5).collect();
+    for team in [1, 2, 3] {
+        let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team));
+        if team > policy.team_size_max() {
+            println!(
+                "team size {team} skipped: the rayon pool allows {}",
+                policy.team_size_max()
+            );
+            continue;
+        }
+        let (av, afv) = (view("a", [rows, cols], &a)?, view("af", [rows, cols], &af)?);
+        let sums = View::<i64, 1>::new("sums", [rows])?;
+        parallel_for(
+            "row sums",
+            (policy.clone(), (sums.atomic(), av.read())),
+            row_sums::with::<RayonSpace>(cols),
+        )?;
+        let norm = parallel_reduce(
+            "norm",
+            (policy, (afv.read(),)),
+            team_norm::with::<RayonSpace>(cols),
+            Sum::<f64>::new(),
+        )?;
+
+        // Two blocks walk the nine teams; a block is a team of `team` threads.
+        let grid = Grid {
+            blocks: [2, 1, 1],
+            threads: [team as u32, 1, 1],
+        };
+        let mut host = vec![0i64; rows];
+        let mut ha = a.clone();
+        let outcome = sums_m
+            .launch_team_for(
+                grid,
+                rows,
+                &mut [
+                    HostArray::new(&mut host, &[rows]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(sums.to_vec()?, host, "team size {team}");
+        let mut haf = af.clone();
+        let (outcome, partials) = norm_m
+            .launch_team_reduce(
+                grid,
+                rows,
+                &mut [HostArray::new(&mut haf, &[rows, cols])],
+                &[Value::Usize(cols)],
+                Value::F64(0.0),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        // Quarters of small integers: every grouping of the sums is exact.
+        assert_eq!(join_f64(&partials, |x, y| x + y, 0.0), norm, "team size {team}");
+    }
+    // Teams larger than this machine's pool: the device side against the sums by hand.
+    for team in [3usize, 4, 8] {
+        let grid = Grid {
+            blocks: [4, 1, 1],
+            threads: [team as u32, 1, 1],
+        };
+        let mut host = vec![0i64; rows];
+        let mut ha = a.clone();
+        let outcome = sums_m
+            .launch_team_for(
+                grid,
+                rows,
+                &mut [
+                    HostArray::new(&mut host, &[rows]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let want: Vec<i64> = (0..rows)
+            .map(|r| {
+                let row = &a[r * cols..(r + 1) * cols];
+                let first: i64 = row.iter().step_by(team).sum();
+                row.iter().sum::<i64>() * 1000 + first
+            })
+            .collect();
+        assert_eq!(host, want, "team size {team}");
+    }
+    Ok(())
+}

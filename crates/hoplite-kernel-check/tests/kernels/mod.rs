@@ -1,0 +1,267 @@
+//! The kernels the checks run through both paths: native Rust and the generated CUDA C.
+
+#![allow(dead_code, reason = "each test binary uses some of the kernels")]
+
+use hoplite::prelude::*;
+use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite_core::ValLoc;
+use hoplite_core::view::access::BoundAtomic;
+
+#[kernel]
+pub fn triad(
+    i: Idx<'_>,
+    a: BoundWriter<'_, f64, 1>,
+    b: BoundReader<'_, f64, 1>,
+    c: BoundReader<'_, f64, 1>,
+    s: f64,
+) {
+    a.set(i, b.get(i) + s * c.get(i));
+}
+
+#[kernel]
+pub fn dot(i: Idx<'_>, x: BoundReader<'_, f64, 1>, y: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    *acc += x.get(i) * y.get(i);
+}
+
+#[kernel]
+pub fn laplace(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f64, 2>, u: BoundReader<'_, f64, 2>) {
+    let sum =
+        u.neighbor(ij, [-1, 0]) + u.neighbor(ij, [1, 0]) + u.neighbor(ij, [0, -1]) + u.neighbor(ij, [0, 1]);
+    out.set(ij, sum - 4.0 * u.get(ij));
+}
+
+#[kernel]
+pub fn index_code(ijk: MdIdx<'_, 3>, out: BoundWriter<'_, i64, 3>, scale: i64) {
+    let v = (ijk[0] * 100 + ijk[1] * 10 + ijk[2]) as i64;
+    out.set(ijk, v * scale);
+}
+
+/// Rank 4: flattened onto the grid's x.
+#[kernel]
+pub fn index_code4(t: MdIdx<'_, 4>, out: BoundWriter<'_, u32, 4>) {
+    out.set(t, (t[0] * 1000 + t[1] * 100 + t[2] * 10 + t[3]) as u32);
+}
+
+#[kernel]
+#[allow(
+    clippy::manual_is_multiple_of,
+    reason = "the kernel subset has `%`, not `is_multiple_of`"
+)]
+pub fn collatz_steps(i: Idx<'_>, acc: &mut u64) {
+    let mut n = *i as u64 + 1;
+    let mut steps = 0;
+    while n != 1 {
+        n = if n % 2 == 0 { n / 2 } else { 3 * n + 1 };
+        steps += 1;
+    }
+    *acc += steps;
+}
+
+/// Integer semantics where C differs from Rust: wrapping, signed `/` and `%`, masked shifts.
+#[kernel]
+pub fn int_ops(
+    i: Idx<'_>,
+    out: BoundWriter<'_, i32, 1>,
+    a: BoundReader<'_, i32, 1>,
+    b: BoundReader<'_, i32, 1>,
+) {
+    let x = a.get(i);
+    let y = b.get(i);
+    let mut r = x.wrapping_mul(1);
+    r = r * y + x - y;
+    r ^= x << (y & 63);
+    r = r.wrapping_add(x >> (y as u32));
+    if y != 0 && !(x == i32::MIN && y == -1) {
+        r += x / y + x % y;
+    }
+    out.set(i, r);
+}
+
+/// Unsigned and 64-bit arithmetic, and `usize` from a token.
+#[kernel]
+pub fn wide_ops(i: Idx<'_>, out: BoundWriter<'_, u64, 1>, a: BoundReader<'_, u64, 1>) {
+    let x = a.get(i);
+    let k = *i;
+    let mut h = x * 0x9e37_79b9_7f4a_7c15 + k as u64;
+    h ^= h >> 29;
+    h = h - (x << 63) - 1;
+    let small = (h as u32) / 7 + (x as u32) % 11;
+    out.set(i, h ^ small as u64);
+}
+
+/// `as` casts: float -> int saturates, NaN is 0; int -> int truncates; int -> float rounds.
+#[kernel]
+pub fn casts(i: Idx<'_>, out: BoundWriter<'_, i64, 1>, x: BoundReader<'_, f64, 1>) {
+    let v = x.get(i);
+    let a = v as i32 as i64;
+    let b = v as u32 as i64;
+    let c = (v as f32) as i64;
+    let d = v as u64 as i32;
+    out.set(i, a * 3 + b * 5 + c * 7 + d as i64);
+}
+
+/// Floats: the math functions, NaN and infinities.
+#[kernel]
+pub fn float_math(
+    i: Idx<'_>,
+    out: BoundWriter<'_, f64, 1>,
+    x: BoundReader<'_, f64, 1>,
+    y: BoundReader<'_, f32, 1>,
+) {
+    let v = x.get(i);
+    let w = y.get(i);
+    let a = v.abs().sqrt() + v.exp().ln() + v.sin() * v.cos();
+    let b = v.max(1.5) + v.min(f64::MAX) * 0.5 + f64::powi(v, 3) + v.abs().powf(0.5) + v.mul_add(2.0, 1.0);
+    let c = (w.sqrt() + w.max(0.25) * w.powi(2)) as f64;
+    out.set(i, a + b + c % 3.0);
+}
+
+/// The maximum, skipping NaN like `f64::max`.
+#[kernel]
+pub fn max_of(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    *acc = acc.max(x.get(i));
+}
+
+/// Loops, `break`, `continue`, inclusive ranges to the type's end, early return.
+#[kernel]
+pub fn control(i: Idx<'_>, out: BoundWriter<'_, i64, 1>, limit: u32) {
+    let k = *i;
+    if k == 3 {
+        out.set(i, -1);
+        return;
+    }
+    let mut total = 0i64;
+    for j in 0..k {
+        if j % 3 == 1 {
+            continue;
+        }
+        if j > 40 {
+            break;
+        }
+        total += j as i64;
+    }
+    let mut count = 0;
+    for v in u32::MAX - 2..=u32::MAX {
+        count += (v - (u32::MAX - 2)) as i64;
+    }
+    for _ in 5..=limit {
+        count += 1;
+    }
+    let mut m = 0u32;
+    loop {
+        m += 1;
+        if m >= 4 {
+            break;
+        }
+    }
+    out.set(i, total * 100 + count * 10 + m as i64);
+}
+
+/// Division by zero: the native kernel panics, the device traps.
+#[kernel]
+pub fn divide(i: Idx<'_>, out: BoundWriter<'_, i32, 1>, by: i32) {
+    out.set(i, *i as i32 / by);
+}
+
+/// Atomic scatter-add: a histogram.
+#[kernel]
+pub fn histogram(i: Idx<'_>, bins: BoundAtomic<'_, u64, 1>, x: BoundReader<'_, u32, 1>, nbins: usize) {
+    bins.fetch_add(x.get(i) as usize % nbins, 1);
+}
+
+/// A sum of `i32` that overflows and wraps.
+#[kernel]
+pub fn wrapping_sum(i: Idx<'_>, x: BoundReader<'_, i32, 1>, acc: &mut i32) {
+    *acc += x.get(i) * 3;
+}
+
+/// Reads with plain indices (checked) and a reader of rank 2 with `[i, j]`.
+#[kernel]
+pub fn transpose_sum(
+    ij: MdIdx<'_, 2>,
+    out: BoundWriter<'_, f32, 2>,
+    m: BoundReader<'_, f32, 2>,
+    v: BoundReader<'_, f32, 1>,
+) {
+    let r = ij[0];
+    let c = ij[1];
+    out.set(ij, m.get([c, r]) + v.get(r) * 2.0f32 - v.get(c));
+}
+
+/// An exclusive prefix sum (store, then add).
+#[kernel]
+pub fn exclusive_prefix(
+    i: Idx<'_>,
+    out: BoundWriter<'_, i64, 1>,
+    x: BoundReader<'_, i64, 1>,
+    partial: &mut i64,
+    is_final: bool,
+) {
+    if is_final {
+        out.set(i, *partial);
+    }
+    *partial += x.get(i);
+}
+
+/// An inclusive prefix sum of floats (add, then store).
+#[kernel]
+pub fn inclusive_prefix(
+    i: Idx<'_>,
+    out: BoundWriter<'_, f64, 1>,
+    x: BoundReader<'_, f64, 1>,
+    partial: &mut f64,
+    is_final: bool,
+) {
+    *partial += x.get(i);
+    if is_final {
+        out.set(i, *partial);
+    }
+}
+
+/// The minimum and its index; ties go to the lowest index.
+#[kernel]
+pub fn argmin(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut ValLoc<f64>) {
+    acc.update_min(x.get(i), *i);
+}
+
+/// The maximum of `|x - shift|` and its index, in integers.
+#[kernel]
+pub fn argmax_distance(i: Idx<'_>, x: BoundReader<'_, i32, 1>, shift: i32, acc: &mut ValLoc<i32>) {
+    acc.update_max((x.get(i) - shift).abs(), *i);
+}
+
+/// Row sums by teams: each thread sums a strided part of its team's row, the team adds the
+/// parts, and rank 0 stores the total (and rank 0's own part, broadcast) through an atomic.
+#[kernel]
+pub fn row_sums(m: &impl TeamMember, sums: BoundAtomic<'_, i64, 1>, a: BoundReader<'_, i64, 2>, cols: usize) {
+    let row = m.league_rank();
+    let mut part = 0i64;
+    let mut j = m.team_rank();
+    while j < cols {
+        part += a.get([row, j]);
+        j += m.team_size();
+    }
+    let total = m.team_reduce(&Sum::new(), part);
+    let first = m.team_broadcast(part, 0);
+    m.team_barrier();
+    if m.team_rank() == 0 {
+        sums.fetch_add(row, total * 1000 + first);
+    }
+}
+
+/// The squared Frobenius norm by teams: a team reduces its row, rank 0 adds it.
+#[kernel]
+pub fn team_norm(m: &impl TeamMember, a: BoundReader<'_, f64, 2>, cols: usize, acc: &mut f64) {
+    let row = m.league_rank();
+    let mut part = 0.0;
+    let mut j = m.team_rank();
+    while j < cols {
+        let v = a.get([row, j]);
+        part += v * v;
+        j += m.team_size();
+    }
+    let total = m.team_reduce(&Sum::new(), part);
+    if m.team_rank() == 0 {
+        *acc += total;
+    }
+}

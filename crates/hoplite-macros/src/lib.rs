@@ -1,0 +1,351 @@
+//! `#[kernel]`: one Rust function, two compilations.
+//!
+//! The attribute keeps the function as ordinary Rust for the host backends and translates its
+//! body — a documented subset of Rust — to CUDA C, exposed through
+//! `hoplite_core::device_kernel::DeviceKernel`. Use it through the facade, `hoplite::kernel`;
+//! `docs/kernels.md` lists the subset and the mapping.
+//!
+//! The example on `hoplite::kernel` runs as a doctest of the facade (this crate cannot depend
+//! on the crates its output names).
+
+mod signature;
+mod translate;
+
+use proc_macro::TokenStream;
+use proc_macro2::TokenStream as TokenStream2;
+use quote::{format_ident, quote};
+use syn::parse::{Parse, ParseStream};
+use syn::{ItemFn, Path, Token};
+
+use signature::{Handle, HandleKind, KernelSignature, TokenKind};
+
+/// Compiles a function to a native hoplite kernel and translates it to CUDA C.
+///
+/// The function's parameters are, in order: the iteration token (`Idx<'_>` for a range,
+/// `MdIdx<'_, R>` for an MDRange, `&impl TeamMember` for teams), the bound view handles the launch hands over
+/// (`BoundReader<'_, T, R>`, `BoundWriter<'_, T, R>`, `BoundAtomic<'_, T, R>`), plain scalar
+/// captures (`f64`, `usize`, ...), and for a reduction the accumulator `&mut T` (or
+/// `&mut ValLoc<T>`) last; a scan adds `is_final: bool` after it.
+///
+/// The function stays as written. Beside it the macro defines a type of the same name with
+/// `with(scalars...)`, which gives the closure a launch takes
+/// (`parallel_for("axpy", (n, (y.write(), x.read())), axpy::with(a))`), and `cuda_source()`,
+/// the generated CUDA C; the type implements `DeviceKernel`. A team kernel's `with` names the
+/// space: `with::<Space>(..)`.
+///
+/// `#[kernel(crate = hoplite_core)]` names the crate the generated code refers to (default
+/// `::hoplite`), for crates that depend on `hoplite-core` rather than the facade.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let options = match syn::parse::<Options>(attr) {
+        Ok(options) => options,
+        Err(e) => return e.to_compile_error().into(),
+    };
+    let function = match syn::parse::<ItemFn>(item) {
+        Ok(function) => function,
+        Err(e) => return e.to_compile_error().into(),
+    };
+    match expand(&options, function) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// The attribute's arguments.
+struct Options {
+    krate: Path,
+}
+
+impl Parse for Options {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let mut krate: Path = syn::parse_quote!(::hoplite);
+        while !input.is_empty() {
+            let key: syn::Ident = if input.peek(Token![crate]) {
+                let k: Token![crate] = input.parse()?;
+                syn::Ident::new("crate", k.span)
+            } else {
+                input.parse()?
+            };
+            if key != "crate" {
+                return Err(syn::Error::new(
+                    key.span(),
+                    "unknown #[kernel] option; the only option is `crate = path`",
+                ));
+            }
+            input.parse::<Token![=]>()?;
+            krate = input.parse()?;
+            if !input.is_empty() {
+                input.parse::<Token![,]>()?;
+            }
+        }
+        Ok(Options { krate })
+    }
+}
+
+fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
+    let krate = &options.krate;
+    let signature = KernelSignature::parse(&function.sig)?;
+    // The native function is emitted even when the translation fails, so that the error at the
+    // construct is the only one and the function is still checked as Rust.
+    let translated = match translate::translate(&signature, &function) {
+        Ok(translated) => translated,
+        Err(error) => {
+            let native = native_function(krate, &signature, function);
+            let error = error.to_compile_error();
+            return Ok(quote!(#native #error));
+        }
+    };
+    let name = &function.sig.ident.clone();
+    let vis = &function.vis.clone();
+    let name_str = name.to_string();
+    let entry = translated.entry.clone();
+    let source = translated.source;
+
+    // The closure type the launch takes: `for<'it> Fn(item[, &mut acc])`.
+    let token_ty = token_type(krate, signature.token);
+    let handle_tys: Vec<TokenStream2> = signature.handles.iter().map(|h| bound_type(krate, h)).collect();
+    let handle_names: Vec<&syn::Ident> = signature.handles.iter().map(|h| &h.name).collect();
+    let token_name = &signature.token_name;
+    let (item_ty, item_pat) = if signature.handles.is_empty() {
+        (token_ty, quote!(#token_name))
+    } else {
+        (
+            quote!((#token_ty, (#(#handle_tys,)*))),
+            quote!((#token_name, (#(#handle_names,)*))),
+        )
+    };
+    let scalar_names: Vec<&syn::Ident> = signature.scalars.iter().map(|s| &s.name).collect();
+    let scalar_tys: Vec<&syn::Type> = signature.scalars.iter().map(|s| &s.ty).collect();
+    // A team member's type depends on the space: `with::<Space>(..)` names it.
+    let with_generics = if signature.token == TokenKind::Team {
+        quote!(<S: #krate::ExecutionSpace>)
+    } else {
+        quote!()
+    };
+    let with_fn = match &signature.accumulator {
+        None => quote! {
+            /// The native kernel with these scalar captures, for a `parallel_for` launch.
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
+                -> impl for<'it> Fn(#item_ty) + Copy + Send + Sync
+            {
+                move |#item_pat| #name(#token_name, #(#handle_names,)* #(#scalar_names),*)
+            }
+        },
+        Some(acc) => {
+            let acc_ty = &acc.ty;
+            let acc_name = &acc.name;
+            match &signature.scan_flag {
+                None => quote! {
+                    /// The native kernel with these scalar captures, for a `parallel_reduce` launch.
+                    #[inline(always)]
+                    #[allow(clippy::too_many_arguments)]
+                    #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
+                        -> impl for<'it> Fn(#item_ty, &mut #acc_ty) + Copy + Send + Sync
+                    {
+                        move |#item_pat, #acc_name: &mut #acc_ty| {
+                            #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #acc_name)
+                        }
+                    }
+                },
+                Some(flag) => quote! {
+                    /// The native kernel with these scalar captures, for a `parallel_scan` launch.
+                    #[inline(always)]
+                    #[allow(clippy::too_many_arguments)]
+                    #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
+                        -> impl for<'it> Fn(#item_ty, &mut #acc_ty, bool) + Copy + Send + Sync
+                    {
+                        move |#item_pat, #acc_name: &mut #acc_ty, #flag: bool| {
+                            #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #acc_name, #flag)
+                        }
+                    }
+                },
+            }
+        }
+    };
+
+    let iteration = match signature.token {
+        TokenKind::Range => quote!(#krate::device_kernel::DeviceIteration::Range),
+        TokenKind::MdRange(rank) => quote!(#krate::device_kernel::DeviceIteration::MdRange(#rank)),
+        TokenKind::Team => quote!(#krate::device_kernel::DeviceIteration::Team),
+    };
+    let pattern = match &signature.accumulator {
+        None => quote!(#krate::device_kernel::DevicePattern::For),
+        Some(acc) => {
+            let ty = scalar_type_tokens(krate, acc.scalar);
+            if signature.scan_flag.is_some() {
+                quote!(#krate::device_kernel::DevicePattern::Scan(#ty))
+            } else if acc.val_loc {
+                quote!(#krate::device_kernel::DevicePattern::ReduceValLoc(#ty))
+            } else {
+                quote!(#krate::device_kernel::DevicePattern::Reduce(#ty))
+            }
+        }
+    };
+    let params: Vec<TokenStream2> = signature
+        .params_in_order()
+        .into_iter()
+        .map(|p| match p {
+            signature::Param::Handle(h) => {
+                let name = h.name.to_string();
+                let access = match h.kind {
+                    HandleKind::Reader => quote!(Read),
+                    HandleKind::Writer => quote!(Write),
+                    HandleKind::Atomic => quote!(Atomic),
+                };
+                let element = scalar_type_tokens(krate, h.element);
+                let rank = h.rank;
+                quote!(#krate::device_kernel::DeviceParam::Handle {
+                    name: #name,
+                    access: #krate::device_kernel::HandleAccess::#access,
+                    element: #element,
+                    rank: #rank,
+                })
+            }
+            signature::Param::Scalar(s) => {
+                let name = s.name.to_string();
+                let ty = scalar_type_tokens(krate, s.scalar);
+                quote!(#krate::device_kernel::DeviceParam::Scalar { name: #name, ty: #ty })
+            }
+        })
+        .collect();
+
+    let doc = format!(
+        "The `#[kernel]` `{name_str}`: `{name_str}::with(..)` is its native kernel for a launch, \
+         `{name_str}::cuda_source()` its CUDA C (entry `{entry}`)."
+    );
+    let function = native_function(krate, &signature, function);
+    Ok(quote! {
+        #function
+
+        #[doc = #doc]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #name {}
+
+        #[allow(dead_code)]
+        impl #name {
+            #with_fn
+
+            /// The CUDA C source of this kernel (a self-contained translation unit).
+            #vis fn cuda_source() -> &'static str {
+                <Self as #krate::device_kernel::DeviceKernel>::cuda_source()
+            }
+        }
+
+        // SAFETY: the entry is generated from the function by `#[kernel]`, which emits
+        // unchecked accesses only at the launch's tokens (in bounds by the launch's extent
+        // check), stores to partials only at the thread's own slot, and checks every other
+        // index against the extents passed in (trapping when outside).
+        unsafe impl #krate::device_kernel::DeviceKernel for #name {
+            const NAME: &'static str = #name_str;
+            const ENTRY: &'static str = #entry;
+            const ITERATION: #krate::device_kernel::DeviceIteration = #iteration;
+            const PATTERN: #krate::device_kernel::DevicePattern = #pattern;
+
+            fn params() -> &'static [#krate::device_kernel::DeviceParam] {
+                &[#(#params),*]
+            }
+
+            fn cuda_source() -> &'static str {
+                #source
+            }
+        }
+    })
+}
+
+/// The function as written, with `#[inline(always)]` and its token and handles sharing the
+/// brand `'it`.
+fn native_function(krate: &Path, signature: &KernelSignature, mut function: ItemFn) -> ItemFn {
+    function.attrs.push(syn::parse_quote!(#[inline(always)]));
+    function
+        .attrs
+        .push(syn::parse_quote!(#[allow(clippy::too_many_arguments)]));
+    // The token and handles as full types sharing one brand `'it` (the layout defaults to
+    // `LayoutRight`, as views do), so the function is the kernel a launch calls.
+    function.sig.generics.params.push(syn::parse_quote!('it));
+    for (k, input) in function.sig.inputs.iter_mut().enumerate() {
+        if let syn::FnArg::Typed(typed) = input
+            && let syn::Pat::Ident(ident) = &*typed.pat
+        {
+            let handle = signature.handles.iter().find(|h| h.name == ident.ident);
+            if (k == 0 && signature.token != TokenKind::Team) || handle.is_some() {
+                let mut missing = Vec::new();
+                if let Some(handle) = handle {
+                    if handle.layout.is_none() {
+                        missing.push(quote!(#krate::LayoutRight));
+                    }
+                    if handle.kind == HandleKind::Atomic && handle.space.is_none() {
+                        missing.push(quote!(#krate::HostSpace));
+                    }
+                }
+                brand_type(&mut typed.ty, &missing);
+            }
+        }
+    }
+    function
+}
+
+/// Gives the token or handle type written in the signature the brand `'it`, and a handle
+/// the defaults it leaves out (`LayoutRight`, and `HostSpace` for atomics), keeping the path the user wrote (and so their imports).
+fn brand_type(ty: &mut syn::Type, missing: &[TokenStream2]) {
+    let syn::Type::Path(path) = ty else {
+        return;
+    };
+    let Some(last) = path.path.segments.last_mut() else {
+        return;
+    };
+    if matches!(last.arguments, syn::PathArguments::None) {
+        last.arguments = syn::PathArguments::AngleBracketed(syn::parse_quote!(<'it>));
+    }
+    if let syn::PathArguments::AngleBracketed(args) = &mut last.arguments {
+        for arg in args.args.iter_mut() {
+            if let syn::GenericArgument::Lifetime(lifetime) = arg {
+                *lifetime = syn::Lifetime::new("'it", lifetime.span());
+            }
+        }
+        if !args
+            .args
+            .iter()
+            .any(|a| matches!(a, syn::GenericArgument::Lifetime(_)))
+        {
+            args.args.insert(0, syn::parse_quote!('it));
+        }
+        for arg in missing {
+            args.args.push(syn::parse_quote!(#arg));
+        }
+    }
+}
+
+fn token_type(krate: &Path, token: TokenKind) -> TokenStream2 {
+    match token {
+        TokenKind::Range => quote!(#krate::Idx<'it>),
+        TokenKind::MdRange(rank) => quote!(#krate::MdIdx<'it, #rank>),
+        TokenKind::Team => quote!(&'it <S as #krate::ExecutionSpace>::TeamMember<'it>),
+    }
+}
+
+fn bound_type(krate: &Path, handle: &Handle) -> TokenStream2 {
+    let element = format_ident!("{}", handle.element.rust_name());
+    let rank = handle.rank;
+    let layout = match &handle.layout {
+        Some(layout) => quote!(#layout),
+        None => quote!(#krate::LayoutRight),
+    };
+    match handle.kind {
+        HandleKind::Reader => quote!(#krate::BoundReader<'it, #element, #rank, #layout>),
+        HandleKind::Writer => quote!(#krate::BoundWriter<'it, #element, #rank, #layout>),
+        HandleKind::Atomic => {
+            let space = match &handle.space {
+                Some(space) => quote!(#space),
+                None => quote!(#krate::HostSpace),
+            };
+            quote!(#krate::view::access::BoundAtomic<'it, #element, #rank, #layout, #space>)
+        }
+    }
+}
+
+fn scalar_type_tokens(krate: &Path, scalar: signature::Scalar) -> TokenStream2 {
+    let variant = format_ident!("{}", scalar.variant());
+    quote!(#krate::device_kernel::ScalarType::#variant)
+}

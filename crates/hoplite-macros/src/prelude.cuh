@@ -1,0 +1,126 @@
+// hoplite kernel prelude: Rust's semantics for the operations where C++ differs.
+// Integers wrap (two's complement, as release Rust), shifts mask their amount, division by
+// zero or MIN / -1 traps (Rust panics), float -> int casts saturate and map NaN to 0.
+#define HL_DEV static __device__ __forceinline__
+template <class T> struct hl_bits;
+template <> struct hl_bits<int> { typedef unsigned int U; static const int N = 32; static __device__ int min() { return (int)0x80000000u; } };
+template <> struct hl_bits<long long> { typedef unsigned long long U; static const int N = 64; static __device__ long long min() { return (long long)0x8000000000000000ull; } };
+template <> struct hl_bits<unsigned int> { typedef unsigned int U; static const int N = 32; static __device__ unsigned int min() { return 0u; } };
+template <> struct hl_bits<unsigned long long> { typedef unsigned long long U; static const int N = 64; static __device__ unsigned long long min() { return 0ull; } };
+HL_DEV void hl_panic() { __trap(); }
+template <class T> HL_DEV T hl_add(T a, T b) { typedef typename hl_bits<T>::U U; return (T)((U)a + (U)b); }
+template <class T> HL_DEV T hl_sub(T a, T b) { typedef typename hl_bits<T>::U U; return (T)((U)a - (U)b); }
+template <class T> HL_DEV T hl_mul(T a, T b) { typedef typename hl_bits<T>::U U; return (T)((U)a * (U)b); }
+template <class T> HL_DEV T hl_neg(T a) { typedef typename hl_bits<T>::U U; return (T)((U)0 - (U)a); }
+template <class T> HL_DEV T hl_div(T a, T b) {
+    if (b == (T)0) hl_panic();
+    if (hl_bits<T>::min() != (T)0 && a == hl_bits<T>::min() && b == (T)-1) hl_panic();
+    return a / b;
+}
+template <class T> HL_DEV T hl_rem(T a, T b) {
+    if (b == (T)0) hl_panic();
+    if (hl_bits<T>::min() != (T)0 && a == hl_bits<T>::min() && b == (T)-1) hl_panic();
+    return a % b;
+}
+template <class T, class S> HL_DEV T hl_shl(T a, S b) { typedef typename hl_bits<T>::U U; return (T)((U)a << ((unsigned)b & (hl_bits<T>::N - 1))); }
+template <class T, class S> HL_DEV T hl_shr(T a, S b) { return (T)(a >> ((unsigned)b & (hl_bits<T>::N - 1))); }
+template <class T> HL_DEV T hl_abs(T a) { return a < (T)0 ? hl_neg(a) : a; }
+template <class T> HL_DEV T hl_min(T a, T b) { return b < a ? b : a; }
+template <class T> HL_DEV T hl_max(T a, T b) { return a > b ? a : b; }
+HL_DEV float hl_add(float a, float b) { return a + b; }
+HL_DEV double hl_add(double a, double b) { return a + b; }
+HL_DEV float hl_sub(float a, float b) { return a - b; }
+HL_DEV double hl_sub(double a, double b) { return a - b; }
+HL_DEV float hl_mul(float a, float b) { return a * b; }
+HL_DEV double hl_mul(double a, double b) { return a * b; }
+HL_DEV float hl_neg(float a) { return -a; }
+HL_DEV double hl_neg(double a) { return -a; }
+HL_DEV float hl_div(float a, float b) { return a / b; }
+HL_DEV double hl_div(double a, double b) { return a / b; }
+HL_DEV float hl_rem(float a, float b) { return fmodf(a, b); }
+HL_DEV double hl_rem(double a, double b) { return fmod(a, b); }
+// Saturating float -> integer `as`: NaN is 0, out-of-range values clamp.
+template <class T, class F> HL_DEV T hl_f2i(F x, T lo, T hi) {
+    if (x != x) return (T)0;
+    if (x <= (F)lo) return lo;
+    if (x >= (F)hi) return hi;
+    return (T)x;
+}
+// Rust's powi: repeated squaring (compiler-rt's __powidf2), not pow().
+template <class F> HL_DEV F hl_powi(F a, int b) {
+    const bool recip = b < 0;
+    F r = (F)1;
+    for (;;) {
+        if (b & 1) r *= a;
+        b /= 2;
+        if (b == 0) break;
+        a *= a;
+    }
+    return recip ? (F)1 / r : r;
+}
+template <class T, int R> struct hl_view { T* ptr; unsigned long long ext[R]; unsigned long long str[R]; };
+template <int R> struct hl_idx { unsigned long long v[R]; };
+template <class T, int R> HL_DEV unsigned long long hl_offset(const hl_view<T, R>& h, const unsigned long long* at) {
+    unsigned long long off = 0;
+    for (int d = 0; d < R; ++d) off += at[d] * h.str[d];
+    return off;
+}
+template <class T, int R> HL_DEV unsigned long long hl_checked(const hl_view<T, R>& h, const unsigned long long* at) {
+    for (int d = 0; d < R; ++d) if (at[d] >= h.ext[d]) hl_panic();
+    return hl_offset(h, at);
+}
+// Atomic min/max by compare-and-swap: CUDA has no 64-bit signed or float forms for every type.
+template <class T> HL_DEV T hl_atomic_add(T* p, T v) { return atomicAdd(p, v); }
+HL_DEV int hl_atomic_add(int* p, int v) { return atomicAdd(p, v); }
+HL_DEV long long hl_atomic_add(long long* p, long long v) {
+    return (long long)atomicAdd((unsigned long long*)p, (unsigned long long)v);
+}
+template <class T> HL_DEV T hl_atomic_min(T* p, T v) { return atomicMin(p, v); }
+template <class T> HL_DEV T hl_atomic_max(T* p, T v) { return atomicMax(p, v); }
+// `ValLoc<T>` of MinLoc/MaxLoc: `loc == ~0` is `None`. NaN ranks below every number; equal
+// values go to the lower index (as `ValLoc::update_min`/`update_max` in Rust).
+template <class T> struct hl_valloc { T val; unsigned long long loc; };
+template <class T> HL_DEV void hl_update_loc(hl_valloc<T>* acc, T val, unsigned long long loc, bool min) {
+    bool take;
+    if (acc->loc == ~0ull) {
+        take = true;
+    } else {
+        const bool un = val != val, uc = acc->val != acc->val;
+        int rank;
+        if (un && uc) rank = 0;
+        else if (un) rank = 1;
+        else if (uc) rank = -1;
+        else rank = val < acc->val ? -1 : (val > acc->val ? 1 : 0);
+        if (!min) rank = -rank;
+        take = rank < 0 || (rank == 0 && loc < acc->loc);
+    }
+    if (take) { acc->val = val; acc->loc = loc; }
+}
+// Teams: a block is a team. Collectives go through shared memory between barriers; the sum
+// joins in rank order from rank 0's value, as the host backends' team_reduce does.
+struct hl_member { unsigned long long league, league_size; };
+template <class T> HL_DEV T hl_team_broadcast(T v, unsigned long long src) {
+    __shared__ T hl_slot;
+    __syncthreads();
+    if (threadIdx.x == src) hl_slot = v;
+    __syncthreads();
+    T r = hl_slot;
+    __syncthreads();
+    return r;
+}
+template <class T> HL_DEV T hl_team_sum(T v) {
+    __shared__ T hl_values[1024];
+    __shared__ T hl_total;
+    __syncthreads();
+    hl_values[threadIdx.x] = v;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        T s = hl_values[0];
+        for (unsigned k = 1; k < blockDim.x; ++k) s = hl_add(s, hl_values[k]);
+        hl_total = s;
+    }
+    __syncthreads();
+    T r = hl_total;
+    __syncthreads();
+    return r;
+}

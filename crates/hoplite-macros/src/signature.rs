@@ -1,0 +1,463 @@
+//! The kernel's signature: which parameter is the token, which are handles, scalars and the
+//! accumulator.
+
+use syn::spanned::Spanned;
+use syn::{FnArg, GenericArgument, Ident, Pat, PathArguments, Signature, Type};
+
+/// A scalar type of the subset (mirrors `hoplite_core::device_kernel::ScalarType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scalar {
+    Bool,
+    I32,
+    I64,
+    U32,
+    U64,
+    Usize,
+    Isize,
+    F32,
+    F64,
+}
+
+pub const SUPPORTED_SCALARS: &str = "bool, i32, i64, u32, u64, usize, isize, f32, f64";
+
+impl Scalar {
+    pub fn from_name(name: &str) -> Option<Scalar> {
+        Some(match name {
+            "bool" => Scalar::Bool,
+            "i32" => Scalar::I32,
+            "i64" => Scalar::I64,
+            "u32" => Scalar::U32,
+            "u64" => Scalar::U64,
+            "usize" => Scalar::Usize,
+            "isize" => Scalar::Isize,
+            "f32" => Scalar::F32,
+            "f64" => Scalar::F64,
+            _ => return None,
+        })
+    }
+
+    pub fn from_type(ty: &Type) -> Option<Scalar> {
+        match ty {
+            Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
+                let seg = &p.path.segments[0];
+                if !matches!(seg.arguments, PathArguments::None) {
+                    return None;
+                }
+                Scalar::from_name(&seg.ident.to_string())
+            }
+            Type::Paren(p) => Scalar::from_type(&p.elem),
+            _ => None,
+        }
+    }
+
+    /// The `ScalarType` variant name.
+    pub fn variant(self) -> &'static str {
+        match self {
+            Scalar::Bool => "Bool",
+            Scalar::I32 => "I32",
+            Scalar::I64 => "I64",
+            Scalar::U32 => "U32",
+            Scalar::U64 => "U64",
+            Scalar::Usize => "Usize",
+            Scalar::Isize => "Isize",
+            Scalar::F32 => "F32",
+            Scalar::F64 => "F64",
+        }
+    }
+
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::I32 => "i32",
+            Scalar::I64 => "i64",
+            Scalar::U32 => "u32",
+            Scalar::U64 => "u64",
+            Scalar::Usize => "usize",
+            Scalar::Isize => "isize",
+            Scalar::F32 => "f32",
+            Scalar::F64 => "f64",
+        }
+    }
+
+    pub fn cuda_name(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::I32 => "int",
+            Scalar::I64 | Scalar::Isize => "long long",
+            Scalar::U32 => "unsigned int",
+            Scalar::U64 | Scalar::Usize => "unsigned long long",
+            Scalar::F32 => "float",
+            Scalar::F64 => "double",
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F32 | Scalar::F64)
+    }
+
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != Scalar::Bool
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(self, Scalar::I32 | Scalar::I64 | Scalar::Isize)
+    }
+
+    /// The CUDA C expressions of the type's smallest and largest values.
+    pub fn cuda_bounds(self) -> (&'static str, &'static str) {
+        match self {
+            Scalar::I32 => ("(int)0x80000000u", "0x7fffffff"),
+            Scalar::I64 | Scalar::Isize => ("(long long)0x8000000000000000ull", "0x7fffffffffffffffll"),
+            Scalar::U32 => ("0u", "0xffffffffu"),
+            Scalar::U64 | Scalar::Usize => ("0ull", "0xffffffffffffffffull"),
+            Scalar::Bool | Scalar::F32 | Scalar::F64 => ("", ""),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenKind {
+    Range,
+    MdRange(usize),
+    /// `&impl TeamMember`: a team kernel.
+    Team,
+}
+
+impl TokenKind {
+    pub fn rank(self) -> usize {
+        match self {
+            TokenKind::Range | TokenKind::Team => 1,
+            TokenKind::MdRange(rank) => rank,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandleKind {
+    Reader,
+    Writer,
+    Atomic,
+}
+
+pub struct Handle {
+    pub name: Ident,
+    pub kind: HandleKind,
+    pub element: Scalar,
+    pub rank: usize,
+    pub layout: Option<Type>,
+    pub space: Option<Type>,
+}
+
+pub struct ScalarParam {
+    pub name: Ident,
+    pub ty: Type,
+    pub scalar: Scalar,
+    /// An accumulator of type `ValLoc<scalar>` (MinLoc, MaxLoc) rather than `scalar`.
+    pub val_loc: bool,
+}
+
+impl ScalarParam {
+    /// The accumulator's CUDA C type.
+    pub fn cuda_type(&self) -> String {
+        if self.val_loc {
+            format!("hl_valloc<{}>", self.scalar.cuda_name())
+        } else {
+            self.scalar.cuda_name().to_owned()
+        }
+    }
+}
+
+pub enum Param<'a> {
+    Handle(&'a Handle),
+    Scalar(&'a ScalarParam),
+}
+
+pub struct KernelSignature {
+    pub token: TokenKind,
+    pub token_name: Ident,
+    pub handles: Vec<Handle>,
+    pub scalars: Vec<ScalarParam>,
+    pub accumulator: Option<ScalarParam>,
+    /// A scan's `is_final: bool`, after the accumulator.
+    pub scan_flag: Option<Ident>,
+    /// Handle and scalar parameters in declaration order (index into `handles` or `scalars`).
+    order: Vec<(bool, usize)>,
+}
+
+const SIGNATURE_HELP: &str = "a #[kernel] takes the iteration token (`Idx<'_>`, `MdIdx<'_, R>`, or \
+     `&impl TeamMember` for a team kernel), \
+     then bound view handles (`BoundReader<'_, T, R>`, `BoundWriter<'_, T, R>`, `BoundAtomic<'_, T, R>`), \
+     then scalar captures, then for a reduction the accumulator `&mut T`, and for a scan the \
+     accumulator and `is_final: bool`";
+
+impl KernelSignature {
+    pub fn parse(sig: &Signature) -> syn::Result<KernelSignature> {
+        if let Some(asyncness) = &sig.asyncness {
+            return Err(syn::Error::new(asyncness.span(), "a #[kernel] cannot be async"));
+        }
+        if !sig.generics.params.is_empty() {
+            return Err(syn::Error::new_spanned(
+                &sig.generics,
+                "a #[kernel] cannot be generic: the CUDA C needs concrete element types",
+            ));
+        }
+        if let syn::ReturnType::Type(_, ty) = &sig.output {
+            return Err(syn::Error::new_spanned(
+                ty,
+                "a #[kernel] returns nothing: it stores through writers or adds to its accumulator",
+            ));
+        }
+        let mut inputs = sig.inputs.iter();
+        let Some(first) = inputs.next() else {
+            return Err(syn::Error::new(sig.span(), SIGNATURE_HELP));
+        };
+        let (token_name, token_ty) = typed_param(first)?;
+        let token = token_kind(token_ty).ok_or_else(|| {
+            syn::Error::new(
+                token_ty.span(),
+                format!("expected the iteration token: {SIGNATURE_HELP}"),
+            )
+        })?;
+        let mut signature = KernelSignature {
+            token,
+            token_name,
+            handles: Vec::new(),
+            scalars: Vec::new(),
+            accumulator: None,
+            scan_flag: None,
+            order: Vec::new(),
+        };
+        for input in inputs {
+            let (name, ty) = typed_param(input)?;
+            if signature.accumulator.is_some() {
+                if signature.scan_flag.is_none() && Scalar::from_type(ty) == Some(Scalar::Bool) {
+                    if signature.token != TokenKind::Range {
+                        return Err(syn::Error::new_spanned(
+                            ty,
+                            "scans run over a range: the token is `Idx<'_>`",
+                        ));
+                    }
+                    signature.scan_flag = Some(name);
+                    continue;
+                }
+                return Err(syn::Error::new(
+                    input.span(),
+                    "the accumulator `&mut T` comes last in a reduction, followed only by \
+                     `is_final: bool` in a scan",
+                ));
+            }
+            if let Some(handle) = handle(&name, ty)? {
+                if !signature.scalars.is_empty() {
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        format!("handles come before scalars: {SIGNATURE_HELP}"),
+                    ));
+                }
+                signature.order.push((true, signature.handles.len()));
+                signature.handles.push(handle);
+            } else if let Type::Reference(reference) = ty {
+                let val_loc = val_loc_element(&reference.elem);
+                let scalar = match (
+                    &reference.mutability,
+                    val_loc.or_else(|| Scalar::from_type(&reference.elem)),
+                ) {
+                    (Some(_), Some(scalar)) if scalar != Scalar::Bool => scalar,
+                    _ => {
+                        return Err(syn::Error::new_spanned(
+                            ty,
+                            format!(
+                                "a reference parameter is the reduction's accumulator: `&mut T` or `&mut ValLoc<T>` \
+                                 with T one of i32, i64, u32, u64, usize, isize, f32, f64 ({SIGNATURE_HELP})"
+                            ),
+                        ));
+                    }
+                };
+                if val_loc.is_some() && signature.token != TokenKind::Range {
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        "`ValLoc` accumulators reduce over a range: the token is `Idx<'_>`",
+                    ));
+                }
+                signature.accumulator = Some(ScalarParam {
+                    name,
+                    ty: (*reference.elem).clone(),
+                    scalar,
+                    val_loc: val_loc.is_some(),
+                });
+            } else if let Some(scalar) = Scalar::from_type(ty) {
+                signature.order.push((false, signature.scalars.len()));
+                signature.scalars.push(ScalarParam {
+                    name,
+                    ty: ty.clone(),
+                    scalar,
+                    val_loc: false,
+                });
+            } else {
+                return Err(syn::Error::new_spanned(
+                    ty,
+                    format!(
+                        "unsupported parameter type in a #[kernel]: scalars are {SUPPORTED_SCALARS} \
+                         (a `String` or other heap data cannot go to a device); {SIGNATURE_HELP}"
+                    ),
+                ));
+            }
+        }
+        Ok(signature)
+    }
+
+    pub fn params_in_order(&self) -> Vec<Param<'_>> {
+        self.order
+            .iter()
+            .map(|&(is_handle, k)| {
+                if is_handle {
+                    Param::Handle(&self.handles[k])
+                } else {
+                    Param::Scalar(&self.scalars[k])
+                }
+            })
+            .collect()
+    }
+}
+
+fn typed_param(arg: &FnArg) -> syn::Result<(Ident, &Type)> {
+    match arg {
+        FnArg::Receiver(r) => Err(syn::Error::new(
+            r.span(),
+            "a #[kernel] is a free function, not a method",
+        )),
+        FnArg::Typed(typed) => match &*typed.pat {
+            Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                if ident.mutability.is_some() {
+                    return Err(syn::Error::new(
+                        ident.span(),
+                        "#[kernel] parameters cannot be `mut`: copy into a `let mut` local",
+                    ));
+                }
+                Ok((ident.ident.clone(), &typed.ty))
+            }
+            other => Err(syn::Error::new(
+                other.span(),
+                "#[kernel] parameters must be plain names (no patterns)",
+            )),
+        },
+    }
+}
+
+fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
+        _ => None,
+    }
+}
+
+fn token_kind(ty: &Type) -> Option<TokenKind> {
+    if let Type::Reference(r) = ty
+        && r.mutability.is_none()
+        && let Type::ImplTrait(bounds) = &*r.elem
+    {
+        let team = bounds.bounds.iter().any(|b| {
+            matches!(b, syn::TypeParamBound::Trait(t) if t.path.segments.last().is_some_and(|s| s.ident == "TeamMember"))
+        });
+        return team.then_some(TokenKind::Team);
+    }
+    let seg = last_segment(ty)?;
+    match seg.ident.to_string().as_str() {
+        "Idx" => Some(TokenKind::Range),
+        "MdIdx" => {
+            let PathArguments::AngleBracketed(args) = &seg.arguments else {
+                return None;
+            };
+            args.args.iter().find_map(|a| match a {
+                GenericArgument::Const(e) => int_literal(e).map(TokenKind::MdRange),
+                _ => None,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// `T` of a `ValLoc<T>` type (the value of `MinLoc` and `MaxLoc`).
+fn val_loc_element(ty: &Type) -> Option<Scalar> {
+    let seg = last_segment(ty)?;
+    if seg.ident != "ValLoc" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &seg.arguments else {
+        return None;
+    };
+    match args.args.first() {
+        Some(GenericArgument::Type(t)) if args.args.len() == 1 => Scalar::from_type(t),
+        _ => None,
+    }
+}
+
+fn int_literal(e: &syn::Expr) -> Option<usize> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse().ok(),
+        syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+            syn::Stmt::Expr(e, None) => int_literal(e),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
+    let Some(seg) = last_segment(ty) else {
+        return Ok(None);
+    };
+    let kind = match seg.ident.to_string().as_str() {
+        "BoundReader" => HandleKind::Reader,
+        "BoundWriter" => HandleKind::Writer,
+        "BoundAtomic" => HandleKind::Atomic,
+        _ => return Ok(None),
+    };
+    let usage = || {
+        syn::Error::new_spanned(
+            ty,
+            format!(
+                "write a handle as `{}<'_, T, R>` (optionally `, Layout`): T one of {SUPPORTED_SCALARS}, R a number",
+                seg.ident
+            ),
+        )
+    };
+    let PathArguments::AngleBracketed(args) = &seg.arguments else {
+        return Err(usage());
+    };
+    let mut types = Vec::new();
+    let mut rank = None;
+    for arg in &args.args {
+        match arg {
+            GenericArgument::Lifetime(_) => {}
+            GenericArgument::Type(t) => types.push(t.clone()),
+            GenericArgument::Const(e) => rank = int_literal(e),
+            _ => return Err(usage()),
+        }
+    }
+    let Some(element) = types.first().and_then(Scalar::from_type) else {
+        return Err(usage());
+    };
+    let Some(rank) = rank else {
+        return Err(usage());
+    };
+    if rank == 0 {
+        return Err(syn::Error::new_spanned(ty, "a handle has rank 1 or more"));
+    }
+    if kind == HandleKind::Atomic && element == Scalar::Bool {
+        return Err(syn::Error::new_spanned(
+            ty,
+            "atomic handles hold numbers, not bool",
+        ));
+    }
+    Ok(Some(Handle {
+        name: name.clone(),
+        kind,
+        element,
+        rank,
+        layout: types.get(1).cloned(),
+        space: types.get(2).cloned(),
+    }))
+}
