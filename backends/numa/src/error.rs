@@ -82,6 +82,12 @@ pub enum NumaError {
         /// The limit ([`hoplite_rayon::max_threads`]).
         limit: usize,
     },
+    /// The calling thread's binding cannot be asked for.
+    #[error("cannot ask hwloc where this thread runs: {reason}")]
+    BindingQuery {
+        /// Why.
+        reason: String,
+    },
     /// A view whose memory binding cannot be asked for.
     #[error("cannot report the memory binding of view `{label}`: {reason}")]
     NoBindingReport {

@@ -4,11 +4,14 @@
 //! spans at least a page, and then (for [`Placement::Node`] and [`Placement::Interleave`])
 //! bound with hwloc's `bind_memory_area`. The steps, in order:
 //!
-//! 1. allocate (zeroed allocations of a page or more come from the operating system as
-//!    untouched pages, so nothing is placed yet);
-//! 2. bind the pages of the area to the node set with the placement's policy (hwloc's
-//!    `MIGRATE` flag moves pages already touched, for small allocations `calloc` cleared);
-//! 3. if binding is impossible (a synthetic topology, a system without `mbind`), keep the
+//! 1. allocate without clearing (a first-touch allocation of a page or more that must read
+//!    as zeros comes from the operating system as untouched zero pages instead);
+//! 2. bind the pages of the area to the node set with the placement's policy, before
+//!    anything writes them;
+//! 3. clear the memory if asked to: this first touch places every page on the bound nodes.
+//!    (Pages the allocator recycles from earlier use of the heap were placed already and
+//!    stay where they are; large allocations are fresh pages.)
+//! 4. if binding is impossible (a synthetic topology, a system without `mbind`), keep the
 //!    memory unbound, count the failure ([`NumaMemory::binding_failures`]) and say so once on
 //!    standard error: the data path never fails because of placement, and never hides it.
 //!
@@ -154,17 +157,24 @@ impl NumaMemory {
                 .ok_or_else(|| fail("alignment is zero".to_owned()));
         }
         let layout = layout_for(bytes).map_err(|e| fail(format!("invalid size: {e}")))?;
+        // Placed memory is bound before anything writes it, and cleared after: clearing is the
+        // first touch, which then lands on the bound nodes.
+        let bind_first = self.placement != Placement::FirstTouch && bytes >= PAGE;
         // SAFETY: `layout` has a non-zero size (checked above).
         let raw = unsafe {
-            if zeroed {
+            if zeroed && !bind_first {
                 std::alloc::alloc_zeroed(layout)
             } else {
                 std::alloc::alloc(layout)
             }
         };
         let ptr = NonNull::new(raw).ok_or_else(|| fail("out of memory".to_owned()))?;
-        if bytes >= PAGE {
+        if bind_first {
             self.bind(ptr, bytes);
+            if zeroed {
+                // SAFETY: `ptr` is valid for `bytes` bytes of writes (just allocated, unshared).
+                unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, bytes) };
+            }
         }
         *live().lock().entry(self.placement).or_default() += bytes;
         Ok(ptr)
@@ -186,7 +196,7 @@ impl NumaMemory {
                 MemoryBindingPolicy::Interleave,
             ),
         };
-        let outcome = if topology.can_bind() {
+        let outcome = if topology.can_bind_memory(self.placement) {
             // SAFETY: `ptr` is a fresh allocation of `bytes` bytes that nothing else refers to
             // yet; `MaybeUninit<u8>` has no validity requirement, and hwloc only passes the
             // address range to the kernel (it neither reads nor writes the bytes).
@@ -194,10 +204,10 @@ impl NumaMemory {
                 unsafe { std::slice::from_raw_parts(ptr.as_ptr().cast::<MaybeUninit<u8>>(), bytes) };
             topology
                 .hwloc()
-                .bind_memory_area(area, &nodeset, policy, MemoryBindingFlags::MIGRATE)
+                .bind_memory_area(area, &nodeset, policy, MemoryBindingFlags::empty())
                 .map_err(|e| e.to_string())
         } else {
-            Err("the topology is synthetic: there are no such nodes to bind to".to_owned())
+            Err(unsupported(topology))
         };
         if let Err(reason) = outcome {
             BINDING_FAILURES.fetch_add(1, Ordering::Relaxed);
@@ -370,4 +380,13 @@ pub fn memory_binding<T: ViewValue, const R: usize, L: ArrayLayout>(
         _ => AreaPolicy::Other,
     });
     Ok(AreaBinding { nodes, policy })
+}
+
+/// Why a topology cannot bind memory.
+fn unsupported(topology: &NumaTopology) -> String {
+    if topology.can_bind() {
+        "hwloc cannot bind memory areas with this policy on this system".to_owned()
+    } else {
+        "the topology is synthetic: there are no such nodes to bind to".to_owned()
+    }
 }

@@ -205,7 +205,7 @@ impl NumaSpace {
             .iter()
             .flat_map(|&(node, threads)| std::iter::repeat_n(node, threads))
             .collect();
-        let skipped = (!topology.can_bind()).then(|| match topology.source() {
+        let skipped = (!topology.can_bind_threads()).then(|| match topology.source() {
             crate::TopologySource::Synthetic(d) => format!("the topology is synthetic (\"{d}\")"),
             crate::TopologySource::Discovered => "hwloc cannot bind threads on this system".to_owned(),
         });

@@ -219,6 +219,41 @@ impl NumaTopology {
         matches!(self.inner.source, TopologySource::Discovered) && self.inner.hwloc.is_this_system()
     }
 
+    /// Whether hwloc can bind memory areas here with `placement`'s policy (first touch needs
+    /// no binding and is always possible).
+    ///
+    /// ```
+    /// use hoplite_numa::{NumaTopology, Placement};
+    /// let topo = NumaTopology::synthetic("numa:2 pu:1")?;
+    /// assert!(topo.can_bind_memory(Placement::FirstTouch));
+    /// assert!(!topo.can_bind_memory(Placement::Node(0)));
+    /// # Ok::<(), hoplite_numa::NumaError>(())
+    /// ```
+    pub fn can_bind_memory(&self, placement: crate::Placement) -> bool {
+        let support = self.inner.hwloc.feature_support().memory_binding();
+        match placement {
+            crate::Placement::FirstTouch => true,
+            crate::Placement::Node(_) => {
+                self.can_bind() && support.is_some_and(|s| s.set_area() && s.get_area() && s.bind_policy())
+            }
+            crate::Placement::Interleave => {
+                self.can_bind()
+                    && support.is_some_and(|s| s.set_area() && s.get_area() && s.interleave_policy())
+            }
+        }
+    }
+
+    /// Whether hwloc can bind the calling thread here.
+    pub fn can_bind_threads(&self) -> bool {
+        self.can_bind()
+            && self
+                .inner
+                .hwloc
+                .feature_support()
+                .cpu_binding()
+                .is_some_and(|s| s.set_current_thread())
+    }
+
     /// Prints the nodes with their cores, processing units and memory (the topology part of
     /// [`NumaSpace::print_configuration`](hoplite_core::ExecutionSpace::print_configuration)).
     ///
@@ -289,6 +324,44 @@ impl fmt::Debug for NumaTopology {
 }
 
 impl NumaTopology {
+    /// The processing units (operating-system numbers) the calling thread is bound to, and
+    /// the one(s) it last ran on: hwloc's `cpu_binding` and `last_cpu_location` for the thread.
+    /// How a test checks that a pool's workers are pinned.
+    ///
+    /// ```
+    /// let topo = hoplite_numa::NumaTopology::discover()?;
+    /// let (bound, last) = topo.current_thread_cpus()?;
+    /// assert!(!bound.is_empty() && !last.is_empty());
+    /// # Ok::<(), hoplite_numa::NumaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`NumaError::BindingQuery`] on a synthetic topology, or when the system cannot say.
+    pub fn current_thread_cpus(&self) -> Result<(Vec<usize>, Vec<usize>), NumaError> {
+        let query = |reason: String| NumaError::BindingQuery { reason };
+        if !self.can_bind() {
+            return Err(query(
+                "the topology is synthetic: no thread runs on its processing units".to_owned(),
+            ));
+        }
+        let flags = hwlocality::cpu::binding::CpuBindingFlags::THREAD;
+        let bound = self
+            .inner
+            .hwloc
+            .cpu_binding(flags)
+            .map_err(|e| query(e.to_string()))?;
+        let last = self
+            .inner
+            .hwloc
+            .last_cpu_location(flags)
+            .map_err(|e| query(e.to_string()))?;
+        Ok((
+            bound.iter_set().map(usize::from).collect(),
+            last.iter_set().map(usize::from).collect(),
+        ))
+    }
+
     /// Logical indices of the nodes whose node set meets `set`.
     pub(crate) fn nodes_in(&self, set: &NodeSet) -> Vec<usize> {
         self.inner
