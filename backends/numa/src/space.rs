@@ -576,7 +576,7 @@ impl ExecutionSpace for NumaSpace {
             inner.spans
         )?;
         let binding = match self.thread_binding() {
-            ThreadBinding::Bound { workers } => format!("{workers} workers bound to their node's cores"),
+            ThreadBinding::Bound { workers } => format!("every worker bound to its node's cores ({workers})"),
             ThreadBinding::Unbound { reason } => format!("unbound: {reason}"),
             ThreadBinding::Partial {
                 bound,
