@@ -14,6 +14,11 @@
 //!   their node when they start.
 //! * [`NumaMemory`]: the memory space: host memory placed by first touch, bound to one node,
 //!   or interleaved ([`Placement`]); [`memory_binding`] reports what hwloc says the pages got.
+//! * Dynamic selection: node pools are resources of `hoplite-select` as they are (its
+//!   `SpaceBackend`), and [`NodeTasks`] — a node's pool with a task group that can be waited
+//!   for — has its own backend, [`NumaBackend`], one resource per node by default.
+//! * The implicit DAG runtime: `hoplite_dag::device::HostDevice::new("node 0",
+//!   vec![space.node(0)?])` is a device whose streams run on node 0's pool.
 //!
 //! ```
 //! use hoplite_core::{LayoutRight, RangePolicy, Sum, View, parallel_for, parallel_reduce};
@@ -51,11 +56,13 @@
 
 mod error;
 mod memory;
+mod select;
 mod space;
 mod topology;
 
 pub use error::NumaError;
 pub use memory::{AreaBinding, AreaPolicy, NumaMemory, Placement, memory_binding};
+pub use select::{NodeTasks, NumaBackend};
 pub use space::{NumaSpace, ThreadBinding};
 pub use topology::{NodeInfo, NumaTopology, TOPOLOGY_ENV, TopologySource};
 

@@ -433,6 +433,44 @@ impl RayonSpace {
         }
     }
 
+    /// Runs `f` asynchronously on this instance's work-stealing pool (rayon's
+    /// `ThreadPool::spawn`) and returns at once: fire and forget, for task groups built on an
+    /// instance (the NUMA backend's node task groups). If the pool cannot be built, `f` runs on
+    /// a thread of its own.
+    ///
+    /// A panic in `f` is caught and dropped (rayon would abort the process): catch it inside
+    /// `f` to report it.
+    ///
+    /// # Errors
+    ///
+    /// Only without a pool: the operating system refused the thread (`f` did not run).
+    ///
+    /// ```
+    /// use hoplite_rayon::RayonSpace;
+    /// let space = RayonSpace::with_threads(2)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// space.spawn(move || tx.send(7).expect("receiver alive"))?;
+    /// assert_eq!(rx.recv().ok(), Some(7));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn(&self, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
+        let guarded = move || {
+            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+                hoplite_core::error::drop_panic_payload(payload);
+            }
+        };
+        match self.rayon_pool() {
+            Some(pool) => {
+                pool.spawn(guarded);
+                Ok(())
+            }
+            None => std::thread::Builder::new()
+                .name(format!("hoplite-rayon-{}-task", self.inner.id))
+                .spawn(guarded)
+                .map(drop),
+        }
+    }
+
     /// The instance's rayon pool, built on first use; `None` if it could not be built.
     pub(crate) fn rayon_pool(&self) -> Option<&rayon::ThreadPool> {
         let inner = &*self.inner;
