@@ -31,6 +31,11 @@ pub struct GraphsGuideDoctest;
 #[doc = include_str!("../../../docs/dag.md")]
 pub struct DagGuideDoctest;
 
+/// The NUMA guide's examples, run as doctests (with the `numa` feature).
+#[cfg(all(doctest, feature = "numa"))]
+#[doc = include_str!("../../../docs/numa.md")]
+pub struct NumaGuideDoctest;
+
 #[cfg(not(any(feature = "serial", feature = "rayon")))]
 compile_error!("hoplite needs at least one backend feature: enable `rayon` or `serial` (both are default)");
 
