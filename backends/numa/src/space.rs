@@ -52,7 +52,7 @@ struct Instance {
     /// Threads per node asked for (0: one per processing unit), for the node pools.
     threads_per_node: usize,
     binding: Arc<BindingState>,
-    /// The node pools of a whole-machine instance, made on first use.
+    /// The node pools of a whole-machine instance or a partition, made on first use.
     node_pools: Vec<OnceLock<NumaSpace>>,
 }
 
@@ -256,8 +256,8 @@ impl NumaSpace {
             });
         }
         let node_pools = match kind {
-            Kind::Machine => (0..topology.node_count()).map(|_| OnceLock::new()).collect(),
-            _ => Vec::new(),
+            Kind::Machine | Kind::Partition => (0..topology.node_count()).map(|_| OnceLock::new()).collect(),
+            Kind::Node(_) => Vec::new(),
         };
         Ok(NumaSpace {
             inner: Arc::new(Instance {
@@ -273,8 +273,9 @@ impl NumaSpace {
         })
     }
 
-    /// The pool of node `k` alone: on a whole-machine instance, made on first use and the same
-    /// instance afterwards; on a node pool, itself for its own node.
+    /// The pool of node `k` alone: on a whole-machine instance (or a partition), a pool of the
+    /// node's threads in it, made on first use and the same instance afterwards; on a node pool,
+    /// itself for its own node.
     ///
     /// ```
     /// use hoplite_numa::{NumaError, NumaSpace, NumaTopology};
@@ -288,7 +289,8 @@ impl NumaSpace {
     /// # Errors
     ///
     /// [`NumaError::NodeOutOfRange`], [`NumaError::EmptyCpuset`] for a node without processing
-    /// units, [`NumaError::NodeNotSpanned`] on a node pool or partition asked for another node,
+    /// units, [`NumaError::NodeNotSpanned`] when this instance has no thread on node `k` (a node
+    /// pool asked for another node, a partition for a node it does not reach),
     /// [`NumaError::Threads`].
     pub fn node(&self, k: usize) -> std::result::Result<NumaSpace, NumaError> {
         let inner = &*self.inner;
@@ -296,14 +298,28 @@ impl NumaSpace {
         if node.info.pus.is_empty() {
             return Err(NumaError::EmptyCpuset { node: k });
         }
+        let not_spanned = || NumaError::NodeNotSpanned {
+            node: k,
+            spans: self.nodes(),
+        };
         match inner.kind {
             Kind::Node(own) if own == k => Ok(self.clone()),
-            Kind::Machine => {
+            Kind::Node(_) => Err(not_spanned()),
+            Kind::Machine | Kind::Partition => {
+                // The node's threads in this instance (a partition may hold part of them).
+                let threads: usize = inner
+                    .spans
+                    .iter()
+                    .filter(|&&(n, _)| n == k)
+                    .map(|&(_, t)| t)
+                    .sum();
+                if threads == 0 {
+                    return Err(not_spanned());
+                }
                 let cell = &inner.node_pools[k];
                 if let Some(space) = cell.get() {
                     return Ok(space.clone());
                 }
-                let threads = per_node(&node.info.pus, inner.threads_per_node);
                 let space = Self::build(
                     &inner.topology,
                     vec![(k, threads)],
@@ -313,10 +329,6 @@ impl NumaSpace {
                 // Two threads may race to make it: the first one stored wins, the other is dropped.
                 Ok(cell.get_or_init(|| space).clone())
             }
-            _ => Err(NumaError::NodeNotSpanned {
-                node: k,
-                spans: self.nodes(),
-            }),
         }
     }
 

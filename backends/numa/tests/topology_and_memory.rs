@@ -170,6 +170,16 @@ fn node_pools_and_partitions_keep_their_nodes() {
     let parts = space.partition_space_weighted(&[3.0, 1.0]).expect("parts");
     assert_eq!(parts[0].rank_nodes(), [0, 0, 1]);
     assert_eq!(parts[1].rank_nodes(), [1]);
+    // A partition's node pool holds the partition's threads on that node.
+    assert_eq!(parts[0].node(1).expect("part 0 reaches node 1").rank_nodes(), [1]);
+    assert_eq!(parts[0].node(0).expect("and node 0").rank_nodes(), [0, 0]);
+    assert_eq!(
+        parts[1].node(0).expect_err("part 1 is on node 1 only"),
+        NumaError::NodeNotSpanned {
+            node: 0,
+            spans: vec![1]
+        }
+    );
     let sum = parallel_reduce(
         "sum",
         RangePolicy::new(parts[0].clone(), 0..100),
