@@ -31,6 +31,12 @@ pub enum NumaError {
         /// hwloc's reason.
         reason: String,
     },
+    /// An hwloc XML document hwloc does not accept.
+    #[error("the XML topology does not load ({reason}); give what `lstopo --of xml` writes")]
+    BadXml {
+        /// hwloc's reason.
+        reason: String,
+    },
     /// A node index past the topology's nodes.
     #[error("NUMA node {node} does not exist: this topology has {nodes} node(s), 0..{nodes}")]
     NodeOutOfRange {
@@ -51,7 +57,7 @@ pub enum NumaError {
     },
     /// A node with no processing units (a memory-only node) cannot have a pool.
     #[error(
-        "NUMA node {node} has an empty cpuset (a memory-only node): it cannot run a pool; allocate memory on it with `NumaMemory::bound_to({node})` and run on a node with cores"
+        "NUMA node {node} has an empty cpuset (a memory-only node, or one whose processing units this process may not use, as under a cgroup cpuset): it cannot run a pool; allocate memory on it with `NumaMemory::bound_to(&topology, {node})` and run on a node with usable cores"
     )]
     EmptyCpuset {
         /// The node.

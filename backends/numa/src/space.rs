@@ -207,6 +207,7 @@ impl NumaSpace {
             .collect();
         let skipped = (!topology.can_bind_threads()).then(|| match topology.source() {
             crate::TopologySource::Synthetic(d) => format!("the topology is synthetic (\"{d}\")"),
+            crate::TopologySource::Xml => "the topology was loaded from XML".to_owned(),
             crate::TopologySource::Discovered => "hwloc cannot bind threads on this system".to_owned(),
         });
         let binding = Arc::new(BindingState {

@@ -57,6 +57,8 @@ pub enum TopologySource {
     Discovered,
     /// Built from a synthetic description: nothing can be bound, pools run unbound.
     Synthetic(String),
+    /// Loaded from hwloc XML (`lstopo machine.xml` on another machine): nothing can be bound.
+    Xml,
 }
 
 /// The machine's NUMA layout, shared by the pools and memory spaces built on it. Cheap to
@@ -135,6 +137,28 @@ impl NumaTopology {
             .build()
             .map_err(|e| bad(e.to_string()))?;
         Self::from_hwloc(hwloc, TopologySource::Synthetic(description.to_owned()))
+    }
+
+    /// A topology from hwloc's XML export (`lstopo machine.xml`, or `lstopo --of xml`), to
+    /// run as if on the machine it describes. Like a synthetic topology, nothing can be bound.
+    ///
+    /// ```
+    /// use hoplite_numa::{NumaError, NumaTopology, TopologySource};
+    /// let err = NumaTopology::from_xml("<topology>").expect_err("not a topology");
+    /// assert!(matches!(err, NumaError::BadXml { .. }), "{err}");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`NumaError::BadXml`] when hwloc rejects the document.
+    pub fn from_xml(xml: &str) -> Result<Self, NumaError> {
+        let bad = |reason: String| NumaError::BadXml { reason };
+        let hwloc = Topology::builder()
+            .from_xml(xml)
+            .map_err(|e| bad(e.to_string()))?
+            .build()
+            .map_err(|e| bad(e.to_string()))?;
+        Self::from_hwloc(hwloc, TopologySource::Xml)
     }
 
     /// The synthetic topology named by the environment variable [`TOPOLOGY_ENV`] when it is
@@ -305,6 +329,7 @@ impl fmt::Display for NumaTopology {
         let source = match &self.inner.source {
             TopologySource::Discovered => "discovered".to_owned(),
             TopologySource::Synthetic(d) => format!("synthetic \"{d}\", unbound"),
+            TopologySource::Xml => "from XML, unbound".to_owned(),
         };
         write!(
             f,

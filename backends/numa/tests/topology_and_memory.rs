@@ -328,3 +328,53 @@ fn first_touch_views_hold_their_values_and_deep_copy_to_host() {
     .expect("launch");
     assert_eq!(sum, 250_000.0);
 }
+
+/// Two packages with a node and a core each, where the process may use only the first
+/// package's processing unit (as under a cgroup cpuset): node 1 keeps its memory but has an
+/// empty cpuset.
+const NODE_1_WITHOUT_USABLE_CPUS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE topology SYSTEM "hwloc2.dtd">
+<topology version="2.0">
+  <object type="Machine" os_index="0" cpuset="0x00000003" complete_cpuset="0x00000003" allowed_cpuset="0x00000001" nodeset="0x00000003" complete_nodeset="0x00000003" allowed_nodeset="0x00000003" gp_index="1">
+    <object type="Package" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="4">
+      <object type="NUMANode" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="5" local_memory="1073741824"/>
+      <object type="Core" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="3">
+        <object type="PU" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="2"/>
+      </object>
+    </object>
+    <object type="Package" os_index="1" cpuset="0x00000002" complete_cpuset="0x00000002" nodeset="0x00000002" complete_nodeset="0x00000002" gp_index="8">
+      <object type="NUMANode" os_index="1" cpuset="0x00000002" complete_cpuset="0x00000002" nodeset="0x00000002" complete_nodeset="0x00000002" gp_index="9" local_memory="1073741824"/>
+      <object type="Core" os_index="1" cpuset="0x00000002" complete_cpuset="0x00000002" nodeset="0x00000002" complete_nodeset="0x00000002" gp_index="7">
+        <object type="PU" os_index="1" cpuset="0x00000002" complete_cpuset="0x00000002" nodeset="0x00000002" complete_nodeset="0x00000002" gp_index="6"/>
+      </object>
+    </object>
+  </object>
+</topology>
+"#;
+
+#[test]
+fn a_node_without_usable_cpus_is_a_typed_error_and_left_out_of_the_whole_space() {
+    let topology = NumaTopology::from_xml(NODE_1_WITHOUT_USABLE_CPUS).expect("valid XML");
+    assert_eq!(topology.source(), &TopologySource::Xml);
+    let nodes = topology.nodes();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!((nodes[0].pus.len(), nodes[1].pus.len()), (1, 0));
+    assert_eq!(nodes[1].memory_bytes, 1 << 30);
+    let space = NumaSpace::with_topology(&topology, 0).expect("pools");
+    assert_eq!(space.threads_on_nodes(), [(0, 1)]);
+    let err = space.node(1).expect_err("no usable processing unit");
+    assert_eq!(err, NumaError::EmptyCpuset { node: 1 });
+    assert!(err.to_string().contains("cgroup"), "{err}");
+    // Memory can still be placed there (unbound here: the topology is not this machine).
+    assert!(NumaMemory::bound_to(&topology, 1).is_ok());
+}
+
+#[test]
+fn xml_that_does_not_load_is_a_typed_error() {
+    for bad in ["", "<topology>", "not xml at all"] {
+        assert!(
+            matches!(NumaTopology::from_xml(bad), Err(NumaError::BadXml { .. })),
+            "{bad:?}"
+        );
+    }
+}
