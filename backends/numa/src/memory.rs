@@ -263,6 +263,21 @@ unsafe impl MemorySpace for NumaMemory {
         &RECORDS
     }
 
+    /// The tracked allocations, then the live bytes per placement (per node, interleaved,
+    /// first touch).
+    fn print_records(&self, out: &mut dyn std::io::Write, detail: bool) -> std::io::Result<()> {
+        self.records().print(out, self.name(), detail)?;
+        for (placement, bytes) in NumaMemory::live_bytes() {
+            let place = match placement {
+                Placement::FirstTouch => "first touch".to_owned(),
+                Placement::Node(k) => format!("bound to node {k}"),
+                Placement::Interleave => "interleaved".to_owned(),
+            };
+            writeln!(out, "  {place}: {bytes} bytes live")?;
+        }
+        Ok(())
+    }
+
     unsafe fn deallocate(&self, ptr: NonNull<u8>, bytes: usize) {
         if bytes == 0 {
             return;
@@ -315,6 +330,9 @@ pub struct AreaBinding {
     pub nodes: Vec<usize>,
     /// The policy, when all pages have the same.
     pub policy: Option<AreaPolicy>,
+    /// Logical indices of the nodes the pages are on now (hwloc `area_memory_location`; pages
+    /// not touched yet are on none), or `None` where the system cannot say.
+    pub located_on: Option<Vec<usize>>,
 }
 
 /// A memory binding policy as hwloc reports it.
@@ -330,8 +348,8 @@ pub enum AreaPolicy {
     Other,
 }
 
-/// The binding the pages of `view` actually have, as hwloc reports it for the area: the
-/// check that a [`Placement`] took effect.
+/// The binding the pages of `view` actually have, and where they are, as hwloc reports it for
+/// the area: the check that a [`Placement`] took effect.
 ///
 /// ```
 /// use hoplite_core::{LayoutRight, View};
@@ -373,13 +391,22 @@ pub fn memory_binding<T: ViewValue, const R: usize, L: ArrayLayout>(
         .area_memory_binding::<[T], NodeSet>(slice, MemoryBindingFlags::empty())
         .map_err(|e| no(e.to_string()))?;
     let nodes = topology.nodes_in(&set).into_iter().collect();
+    let located_on = topology
+        .hwloc()
+        .area_memory_location::<[T], NodeSet>(slice, MemoryBindingFlags::empty())
+        .ok()
+        .map(|set| topology.nodes_in(&set));
     let policy = policy.map(|p| match p {
         MemoryBindingPolicy::FirstTouch => AreaPolicy::FirstTouch,
         MemoryBindingPolicy::Bind => AreaPolicy::Bind,
         MemoryBindingPolicy::Interleave => AreaPolicy::Interleave,
         _ => AreaPolicy::Other,
     });
-    Ok(AreaBinding { nodes, policy })
+    Ok(AreaBinding {
+        nodes,
+        policy,
+        located_on,
+    })
 }
 
 /// Why a topology cannot bind memory.

@@ -273,6 +273,10 @@ fn memory_placements_are_reported_by_hwloc() {
     let report = memory_binding(&topology, &bound).expect("a report");
     assert_eq!(report.nodes, [0]);
     assert_eq!(report.policy, Some(AreaPolicy::Bind));
+    // Cleared after binding, so every page was touched, on the bound node.
+    if let Some(located_on) = report.located_on {
+        assert_eq!(located_on, [0]);
+    }
     let interleaved: View<f64, 1, LayoutRight, NumaMemory> =
         View::new_in(NumaMemory::interleaved(&topology), "interleaved", [1 << 18]).expect("view");
     let report = memory_binding(&topology, &interleaved).expect("a report");
@@ -288,6 +292,34 @@ fn memory_placements_are_reported_by_hwloc() {
             .any(|&(p, b)| p == Placement::Interleave && b >= 8 << 18),
         "{live:?}"
     );
+    let mut out = Vec::new();
+    hoplite_core::MemorySpace::print_records(&NumaMemory::first_touch(), &mut out, true).expect("print");
+    let text = String::from_utf8(out).expect("utf-8");
+    assert!(
+        text.contains("bound to node 0:") && text.contains("interleaved:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn first_touch_pages_land_where_the_launch_wrote_them() {
+    let topology = NumaTopology::discover().expect("hwloc reads this machine");
+    if !topology.can_bind_memory(Placement::Node(0)) {
+        println!("skipped: hwloc cannot query memory areas on this system");
+        return;
+    }
+    let space = NumaSpace::with_topology(&topology, 0).expect("pools");
+    let x = space.first_touch_view("x", 1 << 20, 1.0f64).expect("view");
+    let report = memory_binding(&topology, &x).expect("a report");
+    assert_eq!(report.policy, Some(AreaPolicy::FirstTouch));
+    match report.located_on {
+        // Every node that holds a page runs part of the launch that wrote it.
+        Some(nodes) => {
+            assert!(!nodes.is_empty());
+            assert!(nodes.iter().all(|k| space.nodes().contains(k)), "{nodes:?}");
+        }
+        None => println!("note: this system cannot say where pages are"),
+    }
 }
 
 #[test]
