@@ -1,6 +1,7 @@
 //! The whole conformance suite on the NUMA backend: on this machine's topology (every node,
-//! and node 0's pool alone) and on a synthetic two-node topology of three threads per node,
-//! which exercises the split over nodes and teams spanning nodes on a machine of any size.
+//! and node 0's pool alone), on a synthetic two-node topology of three threads per node (and
+//! its node 1), which exercises the split over nodes and teams spanning nodes on a machine of
+//! any size, and on a synthetic four-node, two-package topology with one thread per node.
 
 use hoplite_numa::{NumaSpace, NumaTopology};
 use std::sync::OnceLock;
@@ -42,3 +43,17 @@ hoplite_conformance::suite!(
     || two_nodes().node(1).expect("node 1 exists"),
     NumaSpace
 );
+
+/// Four nodes on two packages (`pack:2 numa:2 core:4 pu:2`), one thread per node, so every
+/// launch crosses all four.
+fn four_nodes_one_thread_each() -> NumaSpace {
+    static SPACE: OnceLock<NumaSpace> = OnceLock::new();
+    SPACE
+        .get_or_init(|| {
+            let topology = NumaTopology::synthetic("pack:2 numa:2 core:4 pu:2").expect("a valid description");
+            NumaSpace::with_topology(&topology, 1).expect("a pool per node")
+        })
+        .clone()
+}
+
+hoplite_conformance::suite!(numa_synthetic_four_nodes, four_nodes_one_thread_each, NumaSpace);

@@ -260,6 +260,8 @@ impl RayonSpace {
     /// not started by the instance, so the hook does not run on it.
     ///
     /// A panic in the hook is dropped; the thread then runs as if the hook had returned.
+    /// Partitions made with [`partition_space`](Self::partition_space) start their own threads
+    /// without it (a backend that needs its threads set up partitions its own way).
     ///
     /// ```
     /// use hoplite_core::ExecutionSpace;
