@@ -41,6 +41,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             other => return Err(format!("unknown option `{other}` for `bench`")),
         }
     }
+    // The workspace's benchmarks include hoplite-numa's, which link the system's hwloc.
+    crate::install_system_packages(crate::NUMA_SYSTEM_PACKAGES)?;
     let started = SystemTime::now();
     let mut step = Step::cargo("bench", &["bench", "--workspace", "--bench", "*", "--"]);
     if quick {

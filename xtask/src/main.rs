@@ -1,7 +1,8 @@
 //! `cargo xtask <command>`: the project's automation, in Rust so it runs wherever cargo does.
 //!
-//! * `test` — the formatter check, clippy with warnings denied, and every test of the
-//!   workspace (unit, integration, doc), then the loom models of the lock-free parts. This is
+//! * `test` — installs the system packages hoplite-numa links (hwloc, udev) when missing, then
+//!   the formatter check, clippy with warnings denied, and every test of the workspace (unit,
+//!   integration, doc), then the loom models of the lock-free parts. This is
 //!   the one command CI runs (`.ci/run`).
 //! * `bench` — the criterion benchmarks, then `target/hoplite-bench/summary.json` pairing every
 //!   hoplite measurement with the baselines measured in the same run.
@@ -21,13 +22,15 @@ usage: cargo xtask <command> [options]
 
 commands:
   test [--no-lint] [-- <cargo test args>]
-        check formatting, run clippy (-D warnings), every test of the workspace and the
-        loom models of the borrow table, the barrier and the pool; --no-lint skips the formatting and clippy steps
+        install the system packages hoplite-numa links (libhwloc-dev, libudev-dev; with
+        apt-get, once), check formatting, run clippy (-D warnings), every test of the
+        workspace and the loom models of the borrow table, the barrier and the pool;
+        --no-lint skips the formatting and clippy steps
   bench [--quick] [-- <criterion filter>]
         run the criterion benchmarks and write target/hoplite-bench/summary.json;
         --quick uses short warm-up and measurement times (a few minutes on 2 cores)
   conformance [--backend NAME]
-        run the conformance suite on every backend, or on NAME (serial, rayon, thread-scope)
+        run the conformance suite on every backend, or on NAME (serial, rayon, thread-scope, numa)
   miri  run the core's and the backends' unit tests, the rayon team machinery and the
         conformance checks of teams, panics, bad input, tokens and views on every backend
         under Miri (installs the nightly miri component with rustup when it is missing)
@@ -134,6 +137,9 @@ fn test(args: &[String]) -> Result<(), String> {
             other => return Err(format!("unknown option `{other}` for `test`\n\n{USAGE}")),
         }
     }
+    // hoplite-numa links the system's hwloc: install it first, so that clippy of the whole
+    // workspace and the NUMA tests below can build.
+    install_system_packages(NUMA_SYSTEM_PACKAGES)?;
     let mut steps = Vec::new();
     if lint {
         steps.push(Step::cargo("format", &["fmt", "--all", "--", "--check"]));
@@ -156,8 +162,21 @@ fn test(args: &[String]) -> Result<(), String> {
                 "warnings",
             ],
         ));
-    }
-    if lint {
+        // The facade's NUMA section (the tour's) is compiled only with its `numa` feature.
+        steps.push(Step::cargo(
+            "clippy (numa feature)",
+            &[
+                "clippy",
+                "-p",
+                "hoplite",
+                "--features",
+                "numa",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ));
         // The NVRTC checks are compiled only with the kernel checks' `nvrtc` feature.
         steps.push(Step::cargo(
             "clippy (nvrtc feature)",
@@ -174,11 +193,22 @@ fn test(args: &[String]) -> Result<(), String> {
             ],
         ));
     }
-    let mut tests = Step::cargo("tests", &["test", "--workspace"]);
+    // hoplite-numa is left out of the plain workspace run (which needs no system library) and
+    // tested on its own below, where the libraries are known to be installed.
+    let mut tests = Step::cargo("tests", &["test", "--workspace", "--exclude", "hoplite-numa"]);
     for arg in passthrough {
         tests = tests.arg(arg.clone());
     }
     steps.push(tests);
+    let mut numa_tests = Step::cargo("tests (hoplite-numa)", &["test", "-p", "hoplite-numa"]);
+    for arg in passthrough {
+        numa_tests = numa_tests.arg(arg.clone());
+    }
+    steps.push(numa_tests);
+    steps.push(Step::cargo(
+        "tests (numa feature of the facade)",
+        &["test", "-p", "hoplite", "--features", "numa"],
+    ));
     steps.push(Step::cargo(
         "tests (tracing feature)",
         &[
@@ -250,9 +280,66 @@ fn test(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// The backends whose crates run the conformance suite, and the test target that does.
-const CONFORMANCE_BACKENDS: &[(&str, &str)] =
-    &[("serial", "serial"), ("thread-scope", "thread_scope_backend")];
+/// The Debian packages hoplite-numa builds against: hwloc's headers and library (2.9 in
+/// Debian 12), and udev's, which hwloc's static dependencies need at link time.
+const NUMA_SYSTEM_PACKAGES: &[&str] = &["libhwloc-dev", "libudev-dev"];
+
+/// Installs the Debian `packages` that are not installed yet, with `apt-get update` once and
+/// `apt-get install -y` (through `sudo` when not root). Does nothing when `dpkg -s` shows them
+/// all installed, so running it again is harmless.
+fn install_system_packages(packages: &[&str]) -> Result<(), String> {
+    let installed = |package: &str| {
+        Command::new("dpkg")
+            .args(["-s", package])
+            .output()
+            .is_ok_and(|o| {
+                o.status.success()
+                    && String::from_utf8_lossy(&o.stdout).contains("Status: install ok installed")
+            })
+    };
+    let missing: Vec<&str> = packages.iter().copied().filter(|p| !installed(p)).collect();
+    if missing.is_empty() {
+        println!("xtask: system packages {} are installed", packages.join(", "));
+        return Ok(());
+    }
+    if Command::new("apt-get").arg("--version").output().is_err() {
+        return Err(format!(
+            "hoplite-numa needs the system packages {} (hwloc 2.8 or newer and udev, with headers), and this system has no apt-get: install them with its package manager",
+            missing.join(", ")
+        ));
+    }
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let apt = |name: &'static str, args: &[&str]| {
+        if is_root {
+            Step::program(name, "apt-get", args)
+        } else {
+            Step::program(name, "sudo", &[&["apt-get"], args].concat())
+        }
+    };
+    println!(
+        "xtask: installing the system packages hoplite-numa needs: {}",
+        missing.join(", ")
+    );
+    apt("apt-get update", &["update"]).run()?;
+    apt(
+        "apt-get install",
+        &[&["install", "-y"], missing.as_slice()].concat(),
+    )
+    .env("DEBIAN_FRONTEND", "noninteractive")
+    .run()
+}
+
+/// The backends that run the conformance suite: name, the package and the test target that
+/// run it.
+const CONFORMANCE_BACKENDS: &[(&str, &str, &str)] = &[
+    ("serial", "hoplite-conformance", "serial"),
+    ("rayon", "hoplite-conformance", "rayon"),
+    ("thread-scope", "hoplite-conformance", "thread_scope_backend"),
+    ("numa", "hoplite-numa", "conformance"),
+];
 
 fn conformance(args: &[String]) -> Result<(), String> {
     let backend = match args {
@@ -266,23 +353,22 @@ fn conformance(args: &[String]) -> Result<(), String> {
     };
     let selected: Vec<_> = CONFORMANCE_BACKENDS
         .iter()
-        .filter(|(name, _)| backend.is_none_or(|b| b == *name))
+        .filter(|(name, _, _)| backend.is_none_or(|b| b == *name))
         .collect();
     if selected.is_empty() {
-        let known: Vec<_> = CONFORMANCE_BACKENDS.iter().map(|(n, _)| *n).collect();
+        let known: Vec<_> = CONFORMANCE_BACKENDS.iter().map(|(n, _, _)| *n).collect();
         return Err(format!(
             "unknown backend `{}`; known: {}",
             backend.unwrap_or_default(),
             known.join(", ")
         ));
     }
-    for (name, target) in selected {
+    for (name, package, target) in selected {
+        if *name == "numa" {
+            install_system_packages(NUMA_SYSTEM_PACKAGES)?;
+        }
         println!("xtask: conformance suite on `{name}`");
-        Step::cargo(
-            "conformance",
-            &["test", "-p", "hoplite-conformance", "--test", target],
-        )
-        .run()?;
+        Step::cargo("conformance", &["test", "-p", package, "--test", target]).run()?;
     }
     Ok(())
 }

@@ -164,6 +164,32 @@ struct Instance {
     is_default: bool,
     parent: Option<u64>,
     pool: OnceLock<Option<rayon::ThreadPool>>,
+    /// Runs first on every thread the instance starts (see [`RayonSpace::with_thread_start`]).
+    on_start: Option<StartHook>,
+}
+
+/// A thread an instance starts, as its start hook sees it (see
+/// [`RayonSpace::with_thread_start`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WorkerThread {
+    /// The hot-team worker of this rank, `1..threads` (rank 0 is the thread that launches, which
+    /// the instance does not start).
+    Hot(usize),
+    /// Thread `i` of the work-stealing pool that dynamic schedules use, `0..threads`.
+    Stealing(usize),
+}
+
+/// A start hook, shared by every thread of an instance.
+pub(crate) type StartHook = Arc<dyn Fn(WorkerThread) + Send + Sync>;
+
+/// Runs a start hook on the thread it is for. A panicking hook must not take the worker down
+/// (its launches would wait for it forever): the panic is dropped, and the thread runs as if
+/// the hook had returned.
+pub(crate) fn run_start_hook(hook: &StartHook, thread: WorkerThread) {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(thread)));
+    if let Err(payload) = ran {
+        hoplite_core::error::drop_panic_payload(payload);
+    }
 }
 
 /// How a launch runs: on the hot team (holding the launch lock) or inline on this thread.
@@ -223,10 +249,52 @@ impl RayonSpace {
         } else {
             threads
         };
-        Self::build(threads, None)
+        Self::build(threads, None, None)
     }
 
-    fn build(threads: usize, parent: Option<u64>) -> Result<Self> {
+    /// A new instance of `threads` threads (as [`with_threads`](Self::with_threads)) that runs
+    /// `on_start` first on every thread it starts: each hot-team worker and, when a dynamic
+    /// schedule first needs it, each thread of its work-stealing pool. Backends built on this
+    /// one use it to pin threads (the NUMA backend binds each worker to its node's cores) or
+    /// to name them for a profiler. The launching thread (rank 0) is the caller's own and is
+    /// not started by the instance, so the hook does not run on it.
+    ///
+    /// A panic in the hook is dropped; the thread then runs as if the hook had returned.
+    /// Partitions made with [`partition_space`](Self::partition_space) start their own threads
+    /// without it (a backend that needs its threads set up partitions its own way).
+    ///
+    /// ```
+    /// use hoplite_core::ExecutionSpace;
+    /// use hoplite_rayon::{RayonSpace, WorkerThread};
+    /// use std::sync::{Arc, Mutex};
+    /// let started = Arc::new(Mutex::new(Vec::new()));
+    /// let seen = Arc::clone(&started);
+    /// let pool = RayonSpace::with_thread_start(3, move |t| seen.lock().expect("lock").push(t))?;
+    /// assert_eq!(pool.concurrency(), 3);
+    /// // Workers start asynchronously: a launch is finished only once every worker ran it.
+    /// hoplite_core::parallel_for("touch", hoplite_core::RangePolicy::new(pool.clone(), 0..3), |_| {})?;
+    /// let mut hot = started.lock().expect("lock").clone();
+    /// hot.sort_by_key(|t| match t { WorkerThread::Hot(r) => *r, WorkerThread::Stealing(i) => 100 + i });
+    /// assert_eq!(hot, [WorkerThread::Hot(1), WorkerThread::Hot(2)]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`with_threads`](Self::with_threads).
+    pub fn with_thread_start(
+        threads: usize,
+        on_start: impl Fn(WorkerThread) + Send + Sync + 'static,
+    ) -> Result<Self> {
+        let threads = if threads == 0 {
+            available_threads()
+        } else {
+            threads
+        };
+        Self::build(threads, None, Some(Arc::new(on_start)))
+    }
+
+    fn build(threads: usize, parent: Option<u64>, on_start: Option<StartHook>) -> Result<Self> {
         let limit = max_threads();
         if threads > limit {
             return Err(hoplite_core::Error::ThreadsUnavailable {
@@ -238,7 +306,7 @@ impl RayonSpace {
                 ),
             });
         }
-        let (space, refused) = Self::start(threads, false, parent);
+        let (space, refused) = Self::start(threads, false, parent, on_start);
         match refused {
             None => Ok(space),
             Some(e) => Err(hoplite_core::Error::ThreadsUnavailable {
@@ -256,12 +324,18 @@ impl RayonSpace {
 
     /// Starts an instance of up to `threads` threads. If the operating system refuses one,
     /// the instance has the threads it got, and the error comes back beside it.
-    fn start(threads: usize, is_default: bool, parent: Option<u64>) -> (Self, Option<io::Error>) {
+    fn start(
+        threads: usize,
+        is_default: bool,
+        parent: Option<u64>,
+        on_start: Option<StartHook>,
+    ) -> (Self, Option<io::Error>) {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         context::thread_ticket();
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
         // Workers of the default instance prefer the global-token id of their rank.
-        let (team, refused) = HotTeam::start(id, threads, |rank| is_default.then_some(rank));
+        let (team, refused) =
+            HotTeam::start(id, threads, |rank| is_default.then_some(rank), on_start.as_ref());
         let space = RayonSpace {
             inner: Arc::new(Instance {
                 id,
@@ -269,6 +343,7 @@ impl RayonSpace {
                 is_default,
                 parent,
                 pool: OnceLock::new(),
+                on_start,
             }),
         };
         (space, refused)
@@ -326,7 +401,7 @@ impl RayonSpace {
         check_parts(weights.len())?;
         partition_counts(self.concurrency(), weights)
             .into_iter()
-            .map(|threads| Self::build(threads, Some(self.inner.id)))
+            .map(|threads| Self::build(threads, Some(self.inner.id), None))
             .collect()
     }
 
@@ -360,6 +435,44 @@ impl RayonSpace {
         }
     }
 
+    /// Runs `f` asynchronously on this instance's work-stealing pool (rayon's
+    /// `ThreadPool::spawn`) and returns at once: fire and forget, for task groups built on an
+    /// instance (the NUMA backend's node task groups). If the pool cannot be built, `f` runs on
+    /// a thread of its own.
+    ///
+    /// A panic in `f` is caught and dropped (rayon would abort the process): catch it inside
+    /// `f` to report it.
+    ///
+    /// # Errors
+    ///
+    /// Only without a pool: the operating system refused the thread (`f` did not run).
+    ///
+    /// ```
+    /// use hoplite_rayon::RayonSpace;
+    /// let space = RayonSpace::with_threads(2)?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// space.spawn(move || tx.send(7).expect("receiver alive"))?;
+    /// assert_eq!(rx.recv().ok(), Some(7));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn(&self, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
+        let guarded = move || {
+            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+                hoplite_core::error::drop_panic_payload(payload);
+            }
+        };
+        match self.rayon_pool() {
+            Some(pool) => {
+                pool.spawn(guarded);
+                Ok(())
+            }
+            None => std::thread::Builder::new()
+                .name(format!("hoplite-rayon-{}-task", self.inner.id))
+                .spawn(guarded)
+                .map(drop),
+        }
+    }
+
     /// The instance's rayon pool, built on first use; `None` if it could not be built.
     pub(crate) fn rayon_pool(&self) -> Option<&rayon::ThreadPool> {
         let inner = &*self.inner;
@@ -371,11 +484,19 @@ impl RayonSpace {
                 let mut builder = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .thread_name(move |i| format!("hoplite-rayon-{id}-s{i}"));
-                if inner.is_default {
-                    // The default instance's stealing threads prefer global-token ids after
-                    // those of its hot team.
-                    builder =
-                        builder.start_handler(move |i| context::set_preferred_global(Some(threads + i)));
+                let is_default = inner.is_default;
+                let on_start = inner.on_start.clone();
+                if is_default || on_start.is_some() {
+                    builder = builder.start_handler(move |i| {
+                        // The default instance's stealing threads prefer global-token ids
+                        // after those of its hot team.
+                        if is_default {
+                            context::set_preferred_global(Some(threads + i));
+                        }
+                        if let Some(hook) = &on_start {
+                            run_start_hook(hook, WorkerThread::Stealing(i));
+                        }
+                    });
                 }
                 builder.build().ok()
             })
@@ -440,8 +561,17 @@ fn check_parts(parts: usize) -> Result<()> {
     Ok(())
 }
 
-/// Thread counts of a weighted partition of `total` threads.
-fn partition_counts(total: usize, weights: &[f64]) -> Vec<usize> {
+/// Thread counts of a weighted partition of `total` threads, as
+/// [`RayonSpace::partition_space_weighted`] makes it: one count per weight, each at least one,
+/// the rest shared in proportion to the weights by largest remainders (non-finite and negative
+/// weights count as zero; all zero shares evenly). Backends that partition their own pools
+/// use it to split the same way.
+///
+/// ```
+/// assert_eq!(hoplite_rayon::partition_counts(8, &[3.0, 1.0]), [6, 2]);
+/// assert_eq!(hoplite_rayon::partition_counts(2, &[1.0, 1.0, 1.0]), [1, 1, 1]);
+/// ```
+pub fn partition_counts(total: usize, weights: &[f64]) -> Vec<usize> {
     let parts = weights.len();
     if parts == 0 {
         return Vec::new();
@@ -483,7 +613,7 @@ impl Default for RayonSpace {
         DEFAULT
             // The default instance cannot report an error: if the operating system refuses a
             // thread, it keeps the threads it got (`concurrency` tells how many).
-            .get_or_init(|| RayonSpace::start(available_threads(), true, None).0)
+            .get_or_init(|| RayonSpace::start(available_threads(), true, None, None).0)
             .clone()
     }
 }

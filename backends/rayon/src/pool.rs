@@ -40,6 +40,7 @@ use crate::context::{self, InKernel};
 use crate::prims::thread::{self, JoinHandle, Thread};
 use crate::prims::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, fence};
 use crate::sync::{SpinWait, is_poison_echo, lock};
+use crate::{StartHook, WorkerThread, run_start_hook};
 
 /// A caught panic.
 pub(crate) type Payload = Box<dyn Any + Send>;
@@ -193,8 +194,16 @@ const CALLER_SPIN: Duration = Duration::from_micros(50);
 /// How long the caller busy-waits before it parks.
 const CALLER_BUSY: Duration = Duration::from_micros(500);
 
-fn worker_main(shared: Arc<Shared>, rank: usize, preferred_global: Option<usize>) {
+fn worker_main(
+    shared: Arc<Shared>,
+    rank: usize,
+    preferred_global: Option<usize>,
+    on_start: Option<StartHook>,
+) {
     context::set_preferred_global(preferred_global);
+    if let Some(hook) = on_start {
+        run_start_hook(&hook, WorkerThread::Hot(rank));
+    }
     let mut seen = 0;
     loop {
         seen = shared.wait_epoch(rank, seen);
@@ -247,11 +256,12 @@ impl HotTeam {
     /// Starts up to `threads - 1` workers for instance `instance`. If the OS refuses a thread,
     /// the team has the workers it got (at least the caller remains) and the error comes back
     /// beside it, for the caller to keep the smaller team or drop it. `preferred_global` gives
-    /// each worker rank its preferred global-token id.
+    /// each worker rank its preferred global-token id; `on_start` runs first on every worker.
     pub(crate) fn start(
         instance: u64,
         threads: usize,
         preferred_global: impl Fn(usize) -> Option<usize>,
+        on_start: Option<&StartHook>,
     ) -> (Self, Option<std::io::Error>) {
         let wanted = threads.max(1) - 1;
         let shared = Arc::new(Shared {
@@ -273,9 +283,10 @@ impl HotTeam {
         for rank in 1..=wanted {
             let worker_shared = Arc::clone(&shared);
             let preferred = preferred_global(rank);
+            let hook = on_start.cloned();
             let spawned = thread::Builder::new()
                 .name(format!("hoplite-rayon-{instance}-w{rank}"))
-                .spawn(move || worker_main(worker_shared, rank, preferred));
+                .spawn(move || worker_main(worker_shared, rank, preferred, hook));
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
@@ -466,7 +477,7 @@ mod loom_models {
             builder.preemption_bound = Some(2);
         }
         builder.check(move || {
-            let (team, refused) = HotTeam::start(1, threads, |_| None);
+            let (team, refused) = HotTeam::start(1, threads, |_| None, None);
             assert!(refused.is_none());
             let job = CountJob {
                 cells: (0..threads).map(|_| UnsafeCell::new(0)).collect(),

@@ -243,6 +243,28 @@ impl<S: ExecutionSpace> RangePolicy<S> {
         self
     }
 
+    /// The same range, chunk size, schedule and reduction mode on an instance of another space:
+    /// how a backend that runs its launches on another backend's instances hands a policy on.
+    ///
+    /// ```
+    /// use hoplite_core::{RangePolicy, Schedule};
+    /// use hoplite_serial::Serial;
+    /// let p = RangePolicy::new(Serial::default(), 3..9).with_chunk_size(2).with_schedule(Schedule::Dynamic);
+    /// let q: RangePolicy<Serial> = p.clone().on_space(Serial::default());
+    /// assert_eq!(q, p);
+    /// ```
+    pub fn on_space<S2: ExecutionSpace>(self, space: S2) -> RangePolicy<S2> {
+        RangePolicy {
+            space,
+            begin: self.begin,
+            end: self.end,
+            chunk: self.chunk,
+            zero_chunk: self.zero_chunk,
+            schedule: self.schedule,
+            deterministic: self.deterministic,
+        }
+    }
+
     /// First index.
     pub fn begin(&self) -> usize {
         self.begin
@@ -537,6 +559,33 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
     pub fn with_space(mut self, space: S) -> Self {
         self.space = space;
         self
+    }
+
+    /// The same box, tiles (set or default), iteration orders, schedule and reduction mode on
+    /// an instance of another space, visiting the same tiles in the same order.
+    ///
+    /// ```
+    /// use hoplite_core::{IterationOrder, MDRangePolicy};
+    /// use hoplite_serial::Serial;
+    /// let p = MDRangePolicy::new(Serial::default(), [0, 0], [10, 7])
+    ///     .with_iteration(IterationOrder::Left, IterationOrder::Right);
+    /// let q: MDRangePolicy<Serial, 2> = p.clone().on_space(Serial::default());
+    /// assert_eq!((q.num_tiles(), q.tile_bounds(3)), (p.num_tiles(), p.tile_bounds(3)));
+    /// ```
+    pub fn on_space<S2: ExecutionSpace>(self, space: S2) -> MDRangePolicy<S2, R> {
+        MDRangePolicy {
+            space,
+            begin: self.begin,
+            end: self.end,
+            logical: self.logical,
+            origin: self.origin,
+            bad_bound: self.bad_bound,
+            tiles: self.tiles,
+            outer: self.outer,
+            inner: self.inner,
+            deterministic: self.deterministic,
+            schedule: self.schedule,
+        }
     }
 
     /// Lower corner.
@@ -935,6 +984,29 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
     pub fn with_space(mut self, space: S) -> Self {
         self.space = space;
         self
+    }
+
+    /// The same league, team size (as asked for: `Auto` is resolved by the new space), vector
+    /// length, scratch, chunk size and schedule on an instance of another space.
+    ///
+    /// ```
+    /// use hoplite_core::{PerTeam, PerThread, TeamPolicy};
+    /// use hoplite_serial::Serial;
+    /// let p = TeamPolicy::new(Serial::default(), 8, 1).with_scratch_size(1, PerTeam(64), PerThread(8));
+    /// let q: TeamPolicy<Serial> = p.clone().on_space(Serial::default());
+    /// assert_eq!(q, p);
+    /// ```
+    pub fn on_space<S2: ExecutionSpace>(self, space: S2) -> TeamPolicy<S2> {
+        TeamPolicy {
+            space,
+            league_size: self.league_size,
+            team_size: self.team_size,
+            vector_length: self.vector_length,
+            scratch: self.scratch,
+            bad_scratch_level: self.bad_scratch_level,
+            chunk: self.chunk,
+            schedule: self.schedule,
+        }
     }
 
     /// Number of teams.

@@ -8,6 +8,8 @@
 //! submissions.
 //!
 //! Run with `cargo run -p hoplite-select --example numa_custom_backend`.
+//! The same program on pools pinned to the machine's real NUMA nodes, with the backend in the
+//! NUMA crate (`hoplite_numa::NumaBackend`), is `backends/numa/examples/numa_custom_backend.rs`.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -66,7 +68,7 @@ mod numa {
         }
     }
 
-    /// The NUMA nodes (two synthetic nodes here; the `numa` backend reads the topology).
+    /// The NUMA nodes (two partitions of one pool here; `hoplite-numa` reads the topology).
     fn numa_nodes() -> Vec<RayonSpace> {
         RayonSpace::default().partition_space(2).unwrap_or_default()
     }

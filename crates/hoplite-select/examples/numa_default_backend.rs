@@ -3,11 +3,13 @@
 //!
 //! In the seed a resource is a pair of a TBB arena (a pool pinned to a NUMA node) and a task
 //! group. Here it is a pair of a rayon pool instance (one per node, from `partition_space`;
-//! the `numa` backend pins such pools to the nodes' cores) and a task group of our own. The
+//! the NUMA backend, `hoplite-numa`, pins such pools to the nodes' cores) and a task group of our own. The
 //! default backend cannot wait on this pair, so, as in the seed, the submitted function returns
 //! a `WaitType` and the program collects the submissions and waits on each.
 //!
 //! Run with `cargo run -p hoplite-select --example numa_default_backend`.
+//! The same program on pools pinned to the machine's real NUMA nodes is
+//! `backends/numa/examples/numa_default_backend.rs`.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

@@ -1,7 +1,8 @@
 //! A tour of hoplite on the default execution space: every feature that works today, what it
 //! computed, and how long it took.
 //!
-//! Run it with `cargo run --release --example tour`.
+//! Run it with `cargo run --release --example tour`; with `--features numa` it also tours the
+//! NUMA backend (which links the system's hwloc).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -33,6 +34,10 @@ fn main() -> Result<()> {
     }
     if let Err(e) = implicit_dag() {
         println!("implicit DAG failed: {e}");
+    }
+    #[cfg(feature = "numa")]
+    if let Err(e) = numa() {
+        println!("NUMA failed: {e}");
     }
     errors()?;
 
@@ -1015,5 +1020,115 @@ fn errors() -> Result<()> {
     }
     let after = parallel_reduce("after-panic", 100, |_, acc| *acc += 1, Sum::<usize>::new())?;
     println!("next launch after the panic counted {after} of 100 iterations: the runtime is fine");
+    Ok(())
+}
+
+/// The NUMA backend: the topology, then the triad `a = b + 3 c` per node (arrays bound to the
+/// node, run on its pool), on every node at once with first-touch arrays, and with interleaved
+/// arrays.
+#[cfg(feature = "numa")]
+fn numa() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    use hoplite::numa::{NumaMemory, NumaSpace, NumaTopology, memory_binding};
+
+    section("NUMA: a pool per node, memory bound to nodes");
+    let space = NumaSpace::new()?;
+    let mut out = Vec::new();
+    space.print_configuration(&mut out, false)?;
+    print!("{}", String::from_utf8_lossy(&out));
+
+    let n = 1 << 22;
+    type Numa1 = View<f64, 1, LayoutRight, NumaMemory>;
+    let triad = |label: &str, on: &NumaSpace, a: &Numa1, b: &Numa1, c: &Numa1| -> Result<()> {
+        let (r, t) = timed(5, || {
+            parallel_for(
+                "triad",
+                (
+                    RangePolicy::new(on.clone(), 0..n),
+                    (a.write(), b.read(), c.read()),
+                ),
+                |(i, (a, b, c))| a.set(i, b.get(i) + 3.0 * c.get(i)),
+            )
+        });
+        r?;
+        println!(
+            "  triad {label:<28} {:>2} threads {:>10} {:>6} GB/s",
+            on.concurrency(),
+            ms(t),
+            gbps(3 * n * size_of::<f64>(), t)
+        );
+        Ok(())
+    };
+    let filled = |on: &NumaSpace, mem: NumaMemory, label: &str, value: f64| -> Result<Numa1> {
+        let v = View::new_in(mem, label, [n])?;
+        parallel_for(
+            "fill",
+            (RangePolicy::new(on.clone(), 0..n), v.write()),
+            |(i, v)| v.set(i, value),
+        )?;
+        Ok(v)
+    };
+
+    for k in space.nodes() {
+        let node = space.node(k)?;
+        let mem = space.memory_on(k)?;
+        let (a, b, c) = (
+            filled(&node, mem.clone(), "a", 0.0)?,
+            filled(&node, mem.clone(), "b", 1.0)?,
+            filled(&node, mem, "c", 2.0)?,
+        );
+        triad(&format!("on node {k}, memory bound"), &node, &a, &b, &c)?;
+        match memory_binding(space.topology(), &a) {
+            Ok(binding) => println!(
+                "    hwloc: the pages of `a` are on nodes {:?}, policy {:?}",
+                binding.nodes, binding.policy
+            ),
+            Err(e) => println!("    {e}"),
+        }
+    }
+    let (a, b, c) = (
+        space.first_touch_view("a", n, 0.0)?,
+        space.first_touch_view("b", n, 1.0)?,
+        space.first_touch_view("c", n, 2.0)?,
+    );
+    triad("every node, first touch", &space, &a, &b, &c)?;
+    let mem = space.memory_interleaved();
+    let (a, b, c) = (
+        filled(&space, mem.clone(), "a", 0.0)?,
+        filled(&space, mem.clone(), "b", 1.0)?,
+        filled(&space, mem, "c", 2.0)?,
+    );
+    triad("every node, interleaved", &space, &a, &b, &c)?;
+    let sum = parallel_reduce(
+        "check",
+        (RangePolicy::new(space.clone(), 0..n), a.read()),
+        |(i, a), acc| *acc += a.get(i),
+        Sum::<f64>::new(),
+    )?;
+    println!("  sum of a = {sum} (expected {})", 7.0 * n as f64);
+
+    if space.node_count() < 2 {
+        // Two nodes of half the cores each, as a two-socket machine of this size would be.
+        let cores = space.concurrency().max(2);
+        let description = format!("pack:2 numa:1 core:{} pu:1", cores.div_ceil(2));
+        let plan = NumaSpace::with_topology(&NumaTopology::synthetic(&description)?, 0)?;
+        println!(
+            "  this machine has one NUMA node; on two nodes (synthetic \"{description}\", unbound) the plan is:"
+        );
+        let ranks = plan.rank_nodes();
+        let mut before = 0;
+        for (node, threads) in plan.threads_on_nodes() {
+            let (lo, hi) = (n * before / ranks.len(), n * (before + threads) / ranks.len());
+            println!(
+                "    node {node}: {threads} thread(s), indices {lo}..{hi} of a launch over 0..{n}, and their first-touched pages"
+            );
+            before += threads;
+        }
+        let (a, b, c) = (
+            plan.first_touch_view("a", n, 0.0)?,
+            plan.first_touch_view("b", n, 1.0)?,
+            plan.first_touch_view("c", n, 2.0)?,
+        );
+        triad("synthetic 2 nodes (unbound)", &plan, &a, &b, &c)?;
+    }
     Ok(())
 }

@@ -36,6 +36,11 @@ pub struct KernelsGuideDoctest;
 #[doc = include_str!("../../../docs/dag.md")]
 pub struct DagGuideDoctest;
 
+/// The NUMA guide's examples, run as doctests (with the `numa` feature).
+#[cfg(all(doctest, feature = "numa"))]
+#[doc = include_str!("../../../docs/numa.md")]
+pub struct NumaGuideDoctest;
+
 #[cfg(not(any(feature = "serial", feature = "rayon")))]
 compile_error!("hoplite needs at least one backend feature: enable `rayon` or `serial` (both are default)");
 
@@ -79,6 +84,11 @@ pub use hoplite_serial::{self as serial, Serial};
 
 #[cfg(feature = "rayon")]
 pub use hoplite_rayon::{self as rayon, RayonSpace};
+
+/// The NUMA backend (feature `numa`, off by default: it links the system's hwloc): a pool per
+/// NUMA node and memory bound to nodes. See [`hoplite_numa`].
+#[cfg(feature = "numa")]
+pub use hoplite_numa::{self as numa, NumaSpace};
 
 /// The execution space used when a launch names none: the most parallel enabled backend
 /// (rayon, else serial).
@@ -240,6 +250,8 @@ pub fn print_configuration(out: &mut dyn std::io::Write, detail: bool) -> std::i
     RayonSpace::default().print_configuration(out, detail)?;
     #[cfg(feature = "serial")]
     Serial::default().print_configuration(out, detail)?;
+    #[cfg(feature = "numa")]
+    NumaSpace::default().print_configuration(out, detail)?;
     Ok(())
 }
 
