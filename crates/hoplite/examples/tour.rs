@@ -393,6 +393,32 @@ fn reductions() -> Result<()> {
         max.loc,
         ms(t)
     );
+
+    // Complex numbers and fixed-size arrays reduce like numbers; complex atomics use Kokkos'
+    // lock table.
+    let z = |i: usize| Complex::from_polar(1.0, i as f64 * std::f64::consts::PI / 8.0);
+    let ring: Complex<f64> = parallel_reduce("ring", 16, |i, acc| *acc += z(*i), Sum::<Complex<f64>>::new())?;
+    let moments = parallel_reduce(
+        "moments",
+        n,
+        |i, acc: &mut [f64; 3]| {
+            let x = v[*i] as f64;
+            *acc = [acc[0] + 1.0, acc[1] + x, acc[2] + x * x];
+        },
+        Sum::<[f64; 3]>::new(),
+    )?;
+    let bins = View::<Complex<f64>, 1>::new("complex bins", [2])?;
+    {
+        let atomics = bins.atomic();
+        parallel_for("complex scatter", 16, |i| {
+            atomics.fetch_add(*i % 2, Complex::new(*i as f64, 1.0));
+        })?;
+    }
+    println!(
+        "sum of the 16th roots of unity {:.1e}; [count, sum, sum of squares] = {moments:?}; complex atomics by parity: {:?}",
+        ring.norm(),
+        bins.to_vec()?
+    );
     Ok(())
 }
 
@@ -563,6 +589,32 @@ fn md_range() -> Result<()> {
         balanced,
         ms(t_dynamic),
         ((fixed - balanced) / fixed).abs()
+    );
+
+    // Fortran-style bounds with a ghost layer: u(-1:64, -1:32) iterated by its logical bounds
+    // (any integer type), the origin mapping them to the view's elements; the argmax comes back
+    // as a multi-index, reduced straight into a view.
+    let u = View::<f64, 2>::new("u with ghosts", [66, 34])?;
+    let whole =
+        MDRangePolicy::new(DefaultExecutionSpace::default(), [-1i32, -1], [65, 33]).with_origin([-1, -1]);
+    parallel_for("init u", (whole, (u.write(),)), |(ij, (u,))| {
+        let [i, j] = ij.get().map(|k| k as f64 - 1.0);
+        u.set(ij, (i - 20.0).powi(2) + (j - 7.0).powi(2));
+    })?;
+    let peak = View::<ValLoc<f64, [usize; 2]>, 0>::new("closest to (20, 7)", [])?;
+    let interior =
+        MDRangePolicy::new(DefaultExecutionSpace::default(), [0i32, 0], [64, 32]).with_origin([-1, -1]);
+    parallel_reduce_into(
+        "argmin",
+        (interior, (u.read(),)),
+        |(ij, (u,)), acc: &mut ValLoc<f64, [usize; 2]>| acc.update_min(u.get(ij), ij.get()),
+        MinLoc::<f64, [usize; 2]>::new(),
+        &peak,
+    )?;
+    let found = peak.host_read()?.get([]);
+    println!(
+        "u(-1:64, -1:32) by its logical bounds: the minimum {} sits at element {:?}, i.e. u(20, 7)",
+        found.val, found.loc
     );
     Ok(())
 }

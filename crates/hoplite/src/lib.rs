@@ -266,7 +266,7 @@ pub mod prelude {
     };
     pub use hoplite_core::reducer::*;
     pub use hoplite_core::{
-        HostSpace, LayoutLeft, LayoutRight, LayoutStride, MemorySpace, Slice, View, create_mirror_view,
-        create_mirror_view_and_copy, deep_copy, deep_copy_fill,
+        Complex, HostSpace, LayoutLeft, LayoutRight, LayoutStride, LockedAtomic, MemorySpace, Slice, View,
+        create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill, deep_copy_on,
     };
 }
