@@ -56,6 +56,70 @@ fn f64s(n: usize, f: impl Fn(usize) -> f64) -> Vec<f64> {
 }
 
 #[test]
+fn lookup_table_in_a_wider_launch() -> Result<()> {
+    let Some(m) = module::<poly_lookup>() else {
+        return Ok(());
+    };
+    let n = 37;
+    let coef = [0.5, -1.25, 0.125];
+    let y = View::<f64, 1>::new("y", [n])?;
+    let table = view("coef", [3], &coef)?;
+    parallel_for(
+        "poly",
+        (
+            RangePolicy::new(RayonSpace::default(), 0..n),
+            (y.write(), table.lookup()),
+        ),
+        poly_lookup::with(),
+    )?;
+    let mut host = vec![f64::NAN; n];
+    let mut hc = coef.to_vec();
+    let outcome = m
+        .launch_for(
+            GRID_1D,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut hc, &[3])],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(bits(&y.to_vec()?), bits(&host));
+    Ok(())
+}
+
+#[test]
+fn lookup_past_its_extent_panics_natively_and_traps_on_the_device() -> Result<()> {
+    let Some(m) = module::<gather_lookup>() else {
+        return Ok(());
+    };
+    let table = view("table", [3], &[1.0, 2.0, 3.0])?;
+    let y = View::<f64, 1>::new("y", [5])?;
+    let err = parallel_for(
+        "gather",
+        (
+            RangePolicy::new(Serial::default(), 0..5),
+            (y.write(), table.lookup()),
+        ),
+        gather_lookup::with(),
+    )
+    .expect_err("index 3 is past the table");
+    assert!(err.to_string().contains("table"), "{err}");
+    let (mut host, mut ht) = (vec![0.0; 5], vec![1.0, 2.0, 3.0]);
+    let outcome = m
+        .launch_for(
+            GRID_1D,
+            &[0],
+            &[5],
+            &mut [HostArray::new(&mut host, &[5]), HostArray::new(&mut ht, &[3])],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Trapped);
+    Ok(())
+}
+
+#[test]
 fn triad_range_for() -> Result<()> {
     let Some(m) = module::<triad>() else { return Ok(()) };
     let n = 101;

@@ -76,6 +76,8 @@ fn every_kernel_compiles_for_compute_90_and_assembles_for_sm_90() {
     let (major, minor) = tools.nvrtc.version();
     let mut rows = Vec::new();
     tools.check::<triad>(&mut rows);
+    tools.check::<poly_lookup>(&mut rows);
+    tools.check::<gather_lookup>(&mut rows);
     tools.check::<dot>(&mut rows);
     tools.check::<laplace>(&mut rows);
     tools.check::<index_code>(&mut rows);

@@ -23,7 +23,8 @@ use signature::{Handle, HandleKind, KernelSignature, TokenKind};
 ///
 /// The function's parameters are, in order: the iteration token (`Idx<'_>` for a range,
 /// `MdIdx<'_, R>` for an MDRange, `&impl TeamMember` for teams), the bound view handles the launch hands over
-/// (`BoundReader<'_, T, R>`, `BoundWriter<'_, T, R>`, `BoundAtomic<'_, T, R>`), plain scalar
+/// (`BoundReader<'_, T, R>`, `BoundLookup<'_, T, R>`, `BoundWriter<'_, T, R>`,
+/// `BoundAtomic<'_, T, R>`), plain scalar
 /// captures (`f64`, `usize`, ...), and for a reduction the accumulator `&mut T` (or
 /// `&mut ValLoc<T>`) last; a scan adds `is_final: bool` after it.
 ///
@@ -190,7 +191,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             signature::Param::Handle(h) => {
                 let name = h.name.to_string();
                 let access = match h.kind {
-                    HandleKind::Reader => quote!(Read),
+                    HandleKind::Reader | HandleKind::Lookup => quote!(Read),
                     HandleKind::Writer => quote!(Write),
                     HandleKind::Atomic => quote!(Atomic),
                 };
@@ -334,6 +335,7 @@ fn bound_type(krate: &Path, handle: &Handle) -> TokenStream2 {
     };
     match handle.kind {
         HandleKind::Reader => quote!(#krate::BoundReader<'it, #element, #rank, #layout>),
+        HandleKind::Lookup => quote!(#krate::BoundLookup<'it, #element, #rank, #layout>),
         HandleKind::Writer => quote!(#krate::BoundWriter<'it, #element, #rank, #layout>),
         HandleKind::Atomic => {
             let space = match &handle.space {

@@ -135,6 +135,8 @@ impl TokenKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HandleKind {
     Reader,
+    /// A lookup handle (`BoundLookup`): loads at any index, tokens included, each checked.
+    Lookup,
     Writer,
     Atomic,
 }
@@ -186,7 +188,8 @@ pub struct KernelSignature {
 
 const SIGNATURE_HELP: &str = "a #[kernel] takes the iteration token (`Idx<'_>`, `MdIdx<'_, R>`, or \
      `&impl TeamMember` for a team kernel), \
-     then bound view handles (`BoundReader<'_, T, R>`, `BoundWriter<'_, T, R>`, `BoundAtomic<'_, T, R>`), \
+     then bound view handles (`BoundReader<'_, T, R>`, `BoundLookup<'_, T, R>`, `BoundWriter<'_, T, R>`, \
+     `BoundAtomic<'_, T, R>`), \
      then scalar captures, then for a reduction the accumulator `&mut T`, and for a scan the \
      accumulator and `is_final: bool`";
 
@@ -411,6 +414,7 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
     };
     let kind = match seg.ident.to_string().as_str() {
         "BoundReader" => HandleKind::Reader,
+        "BoundLookup" => HandleKind::Lookup,
         "BoundWriter" => HandleKind::Writer,
         "BoundAtomic" => HandleKind::Atomic,
         _ => return Ok(None),

@@ -1316,7 +1316,7 @@ impl Translator<'_> {
             }
         };
         match (kind, method) {
-            (HandleKind::Reader, "get") => {
+            (HandleKind::Reader | HandleKind::Lookup, "get") => {
                 arity(1)?;
                 self.index_arg(args[0], rank, true)?;
                 Ok(Ty::Known(element))
@@ -1355,6 +1355,7 @@ impl Translator<'_> {
             _ => {
                 let supported = match kind {
                     HandleKind::Reader => "`get(index)` and `neighbor(token, offsets)`",
+                    HandleKind::Lookup => "`get(index)`",
                     HandleKind::Writer => "`get(token)` and `set(token, value)`",
                     HandleKind::Atomic => "`fetch_add`, `fetch_min` and `fetch_max`",
                 };
@@ -1665,11 +1666,34 @@ impl Translator<'_> {
         }
     }
 
+    /// The offset of `arg` in handle `h`, checked against its extents whatever the index (a
+    /// token of the launch or a plain index): atomic handles and lookups, whose extents no
+    /// launch-wide check covers.
+    fn emit_checked_index(&mut self, arg: &Expr, rank: usize, h: &str) -> syn::Result<String> {
+        match self.infer_quiet(arg)? {
+            Ty::Token | Ty::MdToken(_) => {
+                let tok = self.emit_token(arg)?;
+                let idx = if rank == 1 && matches!(self.infer_quiet(arg)?, Ty::Token) {
+                    format!("hl_idx<1>{{{{{tok}}}}}.v")
+                } else {
+                    format!("{tok}.v")
+                };
+                Ok(format!("hl_checked({h}, {idx})"))
+            }
+            _ => self.emit_index(arg, rank, h),
+        }
+    }
+
     fn emit_handle_method(&mut self, k: usize, method: &str, args: &[&Expr]) -> syn::Result<String> {
         let h = &self.sig.handles[k];
         let (element, rank) = (h.element, h.rank);
         let hv = format!("v_{}", h.name);
         match method {
+            // A lookup's range was never checked against the launch: tokens are checked too.
+            "get" if h.kind == HandleKind::Lookup => {
+                let at = self.emit_checked_index(args[0], rank, &hv)?;
+                Ok(format!("{hv}.ptr[{at}]"))
+            }
             "get" => {
                 let at = self.emit_index(args[0], rank, &hv)?;
                 Ok(format!("{hv}.ptr[{at}]"))
@@ -1701,18 +1725,7 @@ impl Translator<'_> {
                 ))
             }
             "fetch_add" | "fetch_min" | "fetch_max" => {
-                let at = match self.infer_quiet(args[0])? {
-                    Ty::Token | Ty::MdToken(_) => {
-                        let tok = self.emit_token(args[0])?;
-                        let idx = if rank == 1 && matches!(self.infer_quiet(args[0])?, Ty::Token) {
-                            format!("hl_idx<1>{{{{{tok}}}}}.v")
-                        } else {
-                            format!("{tok}.v")
-                        };
-                        format!("hl_checked({hv}, {idx})")
-                    }
-                    _ => self.emit_index(args[0], rank, &hv)?,
-                };
+                let at = self.emit_checked_index(args[0], rank, &hv)?;
                 let v = self.emit(args[1], element)?;
                 let f = &method[6..];
                 Ok(format!(

@@ -3,7 +3,7 @@
 #![allow(dead_code, reason = "each test binary uses some of the kernels")]
 
 use hoplite::prelude::*;
-use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite::{BoundLookup, BoundReader, BoundWriter, kernel};
 use hoplite_core::ValLoc;
 use hoplite_core::view::access::BoundAtomic;
 
@@ -264,4 +264,21 @@ pub fn team_norm(m: &impl TeamMember, a: BoundReader<'_, f64, 2>, cols: usize, a
     if m.team_rank() == 0 {
         *acc += total;
     }
+}
+
+/// A lookup table read at computed indices in a launch wider than the table.
+#[kernel]
+pub fn poly_lookup(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, coef: BoundLookup<'_, f64, 1>) {
+    let x = *i as f64;
+    y.set(
+        i,
+        coef.get(0) + coef.get(1) * x + coef.get(2) * x * x + coef.get(*i % 3),
+    );
+}
+
+/// A gather through a lookup at the launch's own tokens: checked, since the lookup's extent
+/// was never checked against the launch.
+#[kernel]
+pub fn gather_lookup(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, table: BoundLookup<'_, f64, 1>) {
+    y.set(i, table.get(i));
 }
