@@ -11,20 +11,23 @@ use hoplite_macros::kernel;
 use crate::util::same;
 use crate::{FullSpace, Outcome, check};
 
+/// A kernel of these checks (public so the NVRTC check compiles it too).
 #[kernel(crate = hoplite_core)]
-fn axpy(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, a: f64) {
+pub fn axpy(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, a: f64) {
     y.set(i, a * x.get(i) + y.get(i));
 }
 
+/// A kernel of these checks (public so the NVRTC check compiles it too).
 #[kernel(crate = hoplite_core)]
-fn five_point(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f64, 2>, u: BoundReader<'_, f64, 2>) {
+pub fn five_point(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f64, 2>, u: BoundReader<'_, f64, 2>) {
     let sum =
         u.neighbor(ij, [-1, 0]) + u.neighbor(ij, [1, 0]) + u.neighbor(ij, [0, -1]) + u.neighbor(ij, [0, 1]);
     out.set(ij, sum - 4.0 * u.get(ij));
 }
 
+/// A kernel of these checks (public so the NVRTC check compiles it too).
 #[kernel(crate = hoplite_core)]
-fn weighted_count(i: Idx<'_>, x: BoundReader<'_, i64, 1>, threshold: i64, acc: &mut i64) {
+pub fn weighted_count(i: Idx<'_>, x: BoundReader<'_, i64, 1>, threshold: i64, acc: &mut i64) {
     let v = x.get(i);
     if v > threshold {
         *acc += v;
@@ -33,8 +36,9 @@ fn weighted_count(i: Idx<'_>, x: BoundReader<'_, i64, 1>, threshold: i64, acc: &
     }
 }
 
+/// A kernel of these checks (public so the NVRTC check compiles it too).
 #[kernel(crate = hoplite_core)]
-fn team_row_norms(m: &impl TeamMember, a: BoundReader<'_, i64, 2>, cols: usize, acc: &mut i64) {
+pub fn team_row_norms(m: &impl TeamMember, a: BoundReader<'_, i64, 2>, cols: usize, acc: &mut i64) {
     let row = m.league_rank();
     let mut part = 0i64;
     let mut j = m.team_rank();

@@ -77,6 +77,11 @@ fn every_kernel_compiles_for_compute_90_and_assembles_for_sm_90() {
     let mut rows = Vec::new();
     tools.check::<triad>(&mut rows);
     tools.check::<poly_lookup>(&mut rows);
+    // The conformance suite's kernels too.
+    tools.check::<hoplite_conformance::kernels::axpy>(&mut rows);
+    tools.check::<hoplite_conformance::kernels::five_point>(&mut rows);
+    tools.check::<hoplite_conformance::kernels::weighted_count>(&mut rows);
+    tools.check::<hoplite_conformance::kernels::team_row_norms>(&mut rows);
     tools.check::<gather_lookup>(&mut rows);
     tools.check::<dot>(&mut rows);
     tools.check::<laplace>(&mut rows);
