@@ -2,7 +2,8 @@
 //!
 //! * `test` — the formatter check, clippy with warnings denied, and every test of the
 //!   workspace (unit, integration, doc), then the loom models of the lock-free parts. This is
-//!   the one command CI runs (`.ci/run`).
+//!   the one command CI runs (`.ci/run`). hoplite-mpi is left out of the workspace run and
+//!   tested after: its step installs Open MPI first (`mpi_steps`).
 //! * `bench` — the criterion benchmarks, then `target/hoplite-bench/summary.json` pairing every
 //!   hoplite measurement with the baselines measured in the same run.
 //! * `conformance` — the conformance suite, for every backend or one.
@@ -21,7 +22,9 @@ usage: cargo xtask <command> [options]
 commands:
   test [--no-lint] [-- <cargo test args>]
         check formatting, run clippy (-D warnings), every test of the workspace and the
-        loom models of the borrow table, the barrier and the pool; --no-lint skips the formatting and clippy steps
+        loom models of the borrow table, the barrier and the pool, then hoplite-mpi's steps
+        (installs Debian's Open MPI and libclang with apt-get when missing, clippy and its
+        mpirun-driven tests); --no-lint skips the formatting and clippy steps
   bench [--quick] [-- <criterion filter>]
         run the criterion benchmarks and write target/hoplite-bench/summary.json;
         --quick uses short warm-up and measurement times (a few minutes on 2 cores)
@@ -138,7 +141,16 @@ fn test(args: &[String]) -> Result<(), String> {
         steps.push(Step::cargo("format", &["fmt", "--all", "--", "--check"]));
         steps.push(Step::cargo(
             "clippy",
-            &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+            &[
+                "clippy",
+                "--workspace",
+                "--exclude",
+                "hoplite-mpi",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
         ));
         // The profiling hooks are compiled only with the core's `tracing` feature.
         steps.push(Step::cargo(
@@ -156,7 +168,8 @@ fn test(args: &[String]) -> Result<(), String> {
             ],
         ));
     }
-    let mut tests = Step::cargo("tests", &["test", "--workspace"]);
+    // hoplite-mpi needs an MPI library: it has steps of its own (`mpi_steps`).
+    let mut tests = Step::cargo("tests", &["test", "--workspace", "--exclude", "hoplite-mpi"]);
     for arg in passthrough {
         tests = tests.arg(arg.clone());
     }
@@ -199,11 +212,74 @@ fn test(args: &[String]) -> Result<(), String> {
     for step in &steps {
         step.run()?;
     }
+    mpi_steps(lint)?;
     println!(
         "xtask: all steps passed in {:.1} s",
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// Debian packages hoplite-mpi needs: an MPI library and its launcher, and libclang for the
+/// bindings that rsmpi generates at build time.
+const MPI_PACKAGES: &[&str] = &["libopenmpi-dev", "openmpi-bin", "libclang-dev"];
+
+/// Whether `dpkg` lists `package` as installed.
+fn dpkg_installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .is_ok_and(|o| {
+            o.status.success() && String::from_utf8_lossy(&o.stdout).contains("install ok installed")
+        })
+}
+
+/// Installs the MPI packages with apt-get (once: `apt-get update`, then `install -y`) unless
+/// `dpkg` shows them installed already.
+fn install_mpi_packages() -> Result<(), String> {
+    let missing: Vec<&str> = MPI_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| !dpkg_installed(p))
+        .collect();
+    if missing.is_empty() {
+        println!(
+            "xtask: MPI packages installed already: {}",
+            MPI_PACKAGES.join(", ")
+        );
+        return Ok(());
+    }
+    println!("xtask: installing MPI packages: {}", missing.join(", "));
+    Step::program("apt-get update", "apt-get", &["update"]).run()?;
+    let mut install = Step::program("install MPI packages", "apt-get", &["install", "-y"])
+        .env("DEBIAN_FRONTEND", "noninteractive");
+    for p in &missing {
+        install = install.arg(*p);
+    }
+    install.run()
+}
+
+/// The steps of hoplite-mpi: install Open MPI, then clippy and the tests of the crate (its
+/// integration tests start `mpirun --oversubscribe -np 2` and `-np 4`), then the facade's
+/// `mpi` feature.
+fn mpi_steps(lint: bool) -> Result<(), String> {
+    install_mpi_packages()?;
+    if lint {
+        Step::cargo(
+            "clippy (hoplite-mpi)",
+            &[
+                "clippy",
+                "-p",
+                "hoplite-mpi",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        )
+        .run()?;
+    }
+    Step::cargo("tests (hoplite-mpi)", &["test", "-p", "hoplite-mpi"]).run()
 }
 
 /// The backends whose crates run the conformance suite, and the test target that does.
