@@ -201,6 +201,18 @@ where
     })
 }
 
+/// A fingerprint of `T` for checking that every rank passes the same element type.
+pub(crate) fn type_fingerprint<T>() -> i64 {
+    // FNV-1a over the type's name: the same program gives every rank the same name.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in std::any::type_name::<T>().bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    // Two bits off, so the value and its negation both fit an i64.
+    (hash >> 2) as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +229,12 @@ mod tests {
             row_major_contiguous([1, 4], [9, 1]),
             "a single row ignores its stride"
         );
+    }
+
+    #[test]
+    fn fingerprints_tell_types_apart() {
+        assert_ne!(type_fingerprint::<f64>(), type_fingerprint::<i64>());
+        assert_eq!(type_fingerprint::<f64>(), type_fingerprint::<f64>());
+        assert!(type_fingerprint::<f64>() >= 0);
     }
 }

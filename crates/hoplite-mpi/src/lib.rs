@@ -38,11 +38,13 @@
 //! # Ok::<(), hoplite_mpi::Error>(())
 //! ```
 
+mod collective;
 mod comm;
 mod datatype;
 mod error;
 mod p2p;
 
+pub use collective::MpiReducer;
 pub use comm::{Comm, Mpi};
 pub use datatype::MpiValue;
 pub use error::{Error, Result};

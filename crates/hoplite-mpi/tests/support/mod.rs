@@ -18,11 +18,23 @@ use std::time::{Duration, Instant};
 pub const PASSED: &str = "hoplite-mpi rank checks passed";
 
 /// How long one mpirun may take.
-const LIMIT: Duration = Duration::from_secs(180);
+const LIMIT: Duration = Duration::from_secs(120);
 
-/// Whether this process is a rank started by [`run_ranks`].
+/// Whether this process is a rank started by [`run_ranks`]. When it is, a panic (a failed
+/// assertion) aborts the whole MPI job after printing, so that the other ranks do not wait for
+/// this one until the time limit.
 pub fn is_rank() -> bool {
-    std::env::var_os("HOPLITE_MPI_RANKS").is_some()
+    let rank = std::env::var_os("HOPLITE_MPI_RANKS").is_some();
+    if rank {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            default(info);
+            // SAFETY: MPI_Abort may be called at any time, initialized or not (it then ends
+            // this process only); MPI_COMM_WORLD is a predefined handle.
+            unsafe { mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, 1) };
+        }));
+    }
+    rank
 }
 
 fn find_mpirun() -> Option<PathBuf> {
