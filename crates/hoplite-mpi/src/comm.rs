@@ -6,14 +6,16 @@ use std::sync::Arc;
 use mpi::environment::{Threading, Universe};
 use mpi::ffi;
 use mpi::raw::AsRaw;
-use mpi::topology::{Communicator, SimpleCommunicator};
+use std::mem::ManuallyDrop;
+
+use mpi::topology::{CartesianCommunicator, Communicator, SimpleCommunicator};
 
 use crate::error::{Error, Result, check};
 
 /// MPI, started for this process; MPI is finalized when this value is dropped.
 ///
-/// Drop every [`Comm`] made from it first: a communicator used after MPI is finalized makes
-/// MPI abort the process.
+/// Use no [`Comm`] after it is dropped: MPI calls after finalization make MPI abort the
+/// process (dropping a communicator then is harmless).
 ///
 /// ```no_run
 /// let mpi = hoplite_mpi::Mpi::init()?;
@@ -63,12 +65,14 @@ impl std::fmt::Debug for Mpi {
 
 pub(crate) enum Inner {
     Simple(SimpleCommunicator),
+    Cartesian(CartesianCommunicator),
 }
 
 /// The rsmpi communicator and its raw handle.
 pub(crate) struct Shared {
-    // Owns the communicator that `raw` names.
-    _inner: Inner,
+    // Owns the communicator that `raw` names; not freed once MPI is finalized (MPI would
+    // abort), see the Drop below.
+    inner: ManuallyDrop<Inner>,
     raw: ffi::MPI_Comm,
     rank: i32,
     size: i32,
@@ -81,6 +85,17 @@ unsafe impl Send for Shared {}
 // SAFETY: as for `Send`: every use is an MPI call, which `Multiple` allows from any thread at
 // any time.
 unsafe impl Sync for Shared {}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if !mpi::environment::is_finalized() {
+            // SAFETY: dropped exactly once, here; `raw` dies with it.
+            unsafe { ManuallyDrop::drop(&mut self.inner) };
+        }
+        // After finalization freeing a communicator would make MPI abort: the process is
+        // ending its MPI life anyway, so the handle is left to the operating system.
+    }
+}
 
 /// A communicator: a group of ranks that exchange views. Cheap to clone (the same
 /// communicator); safe to use from several threads at once.
@@ -102,6 +117,7 @@ impl Comm {
     pub(crate) fn new(inner: Inner) -> Result<Self> {
         let (raw, rank, size) = match &inner {
             Inner::Simple(c) => (c.as_raw(), c.rank(), c.size()),
+            Inner::Cartesian(c) => (c.as_raw(), c.rank(), c.size()),
         };
         // Errors come back as codes (then typed errors) instead of aborting every rank.
         // SAFETY: `raw` is a live communicator; MPI_ERRORS_RETURN is a predefined handler.
@@ -109,7 +125,7 @@ impl Comm {
         check(rc, "set error handler", "communicator")?;
         Ok(Comm {
             shared: Arc::new(Shared {
-                _inner: inner,
+                inner: ManuallyDrop::new(inner),
                 raw,
                 rank,
                 size,
@@ -158,6 +174,13 @@ impl Comm {
 
     pub(crate) fn raw(&self) -> ffi::MPI_Comm {
         self.shared.raw
+    }
+
+    pub(crate) fn simple(&self) -> Option<&SimpleCommunicator> {
+        match &*self.shared.inner {
+            Inner::Simple(c) => Some(c),
+            Inner::Cartesian(_) => None,
+        }
     }
 
     /// Checks that `rank` names a rank of this communicator.

@@ -42,12 +42,14 @@ mod collective;
 mod comm;
 mod datatype;
 mod error;
+mod halo;
 mod p2p;
 
 pub use collective::MpiReducer;
 pub use comm::{Comm, Mpi};
 pub use datatype::MpiValue;
 pub use error::{Error, Result};
+pub use halo::Halo;
 pub use p2p::{RecvRequest, SendRequest};
 
 /// Re-exported so that users name the same rsmpi as hoplite-mpi.
