@@ -122,7 +122,6 @@ pub(crate) fn element_datatype<T: MpiValue>() -> Result<Datatype> {
 pub(crate) struct ViewLayout {
     pub(crate) datatype: Datatype,
     pub(crate) count: c_int,
-    pub(crate) bytes: usize,
 }
 
 /// Whether the view's elements lie one after another in row-major index order (the order in
@@ -157,7 +156,6 @@ where
             c_int::MAX
         ),
     };
-    let bytes = view.len() * size_of::<T>();
     let element = element_datatype::<T>()?;
     let extents = view.extents();
     let strides = view.strides();
@@ -165,7 +163,6 @@ where
         return Ok(ViewLayout {
             datatype: element,
             count: 0,
-            bytes: 0,
         });
     }
     if row_major_contiguous(extents, strides) {
@@ -173,7 +170,6 @@ where
         return Ok(ViewLayout {
             datatype: element,
             count,
-            bytes,
         });
     }
     // Innermost dimension first: each level repeats the one inside it `extent` times, `stride`
@@ -197,7 +193,6 @@ where
     Ok(ViewLayout {
         datatype: current,
         count: 1,
-        bytes,
     })
 }
 

@@ -14,6 +14,9 @@ pub enum Error {
     /// A view error: a borrow conflict (the view is borrowed elsewhere), a bad extent.
     #[error(transparent)]
     View(#[from] hoplite_core::Error),
+    /// A DAG error: a vertex's ancestor failed, a view borrowed outside the context.
+    #[error(transparent)]
+    Dag(#[from] hoplite_dag::DagError),
     /// MPI was initialized already in this process.
     #[error(
         "MPI is already initialized in this process; call `Mpi::init` once and pass its communicators around"

@@ -172,6 +172,20 @@ impl<const D: usize> Halo<D> {
         L: ArrayLayout,
         S: HostAccessibleSpace,
     {
+        self.check_extents(view)?;
+        for d in 0..D {
+            self.exchange_dimension(view, d)?;
+        }
+        Ok(())
+    }
+
+    /// Checks that every extent holds two ghost layers and an interior at least as wide.
+    pub(crate) fn check_extents<T, L, S>(&self, view: &View<T, D, L, S>) -> Result<()>
+    where
+        T: ViewValue,
+        L: ArrayLayout,
+        S: HostAccessibleSpace,
+    {
         let g = self.ghost;
         let extents = view.extents();
         if let Some(d) = (0..D).find(|&d| extents[d] < 3 * g) {
@@ -184,10 +198,61 @@ impl<const D: usize> Halo<D> {
                 ),
             });
         }
-        for d in 0..D {
-            self.exchange_dimension(view, d)?;
-        }
         Ok(())
+    }
+
+    /// Exchanges dimension `d` given its four layers, without borrowing them.
+    ///
+    /// # Safety
+    ///
+    /// Until this returns, the caller keeps the allocation alive, the ghost layers to itself
+    /// (no other reads or writes) and the sent layers unwritten.
+    pub(crate) unsafe fn exchange_raw<T, S>(
+        &self,
+        d: usize,
+        lower_ghost: &View<T, D, LayoutStride, S>,
+        upper_ghost: &View<T, D, LayoutStride, S>,
+        lower_sent: &View<T, D, LayoutStride, S>,
+        upper_sent: &View<T, D, LayoutStride, S>,
+    ) -> Result<()>
+    where
+        T: ViewValue + MpiValue,
+        S: HostAccessibleSpace,
+    {
+        let (lower, upper) = self.neighbors[d];
+        let up = 2 * d as i32;
+        let down = up + 1;
+        let mut transfers = Vec::new();
+        let mut first_error = None;
+        // Every started transfer is waited for below, errors or not.
+        let started = (|| -> Result<()> {
+            if let Some(lower) = lower {
+                // SAFETY: the caller keeps this ghost layer alive and to itself until we return.
+                transfers.push(unsafe { self.comm.raw_recv(lower_ghost, lower, up)? });
+            }
+            if let Some(upper) = upper {
+                // SAFETY: as above, for the upper ghost layer.
+                transfers.push(unsafe { self.comm.raw_recv(upper_ghost, upper, down)? });
+            }
+            if let Some(upper) = upper {
+                // SAFETY: the caller keeps this layer alive and unwritten until we return.
+                transfers.push(unsafe { self.comm.raw_send(upper_sent, upper, up)? });
+            }
+            if let Some(lower) = lower {
+                // SAFETY: as above, for the lower sent layer.
+                transfers.push(unsafe { self.comm.raw_send(lower_sent, lower, down)? });
+            }
+            Ok(())
+        })();
+        if let Err(e) = started {
+            first_error = Some(e);
+        }
+        for t in transfers {
+            if let Err(e) = t.wait() {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     fn exchange_dimension<T, L, S>(&self, view: &View<T, D, L, S>, d: usize) -> Result<()>

@@ -40,6 +40,7 @@
 
 mod collective;
 mod comm;
+mod dag;
 mod datatype;
 mod error;
 mod halo;
@@ -47,6 +48,7 @@ mod p2p;
 
 pub use collective::MpiReducer;
 pub use comm::{Comm, Mpi};
+pub use dag::{CommExt, CommVertex};
 pub use datatype::MpiValue;
 pub use error::{Error, Result};
 pub use halo::Halo;

@@ -16,7 +16,7 @@ use crate::comm::Comm;
 use crate::datatype::{Datatype, MpiValue, view_layout};
 use crate::error::{Error, Result, check, error_class};
 
-fn check_tag(op: &'static str, label: &str, tag: i32) -> Result<()> {
+pub(crate) fn check_tag(op: &'static str, label: &str, tag: i32) -> Result<()> {
     if tag < 0 {
         return Err(Error::InvalidTag {
             op,
@@ -151,7 +151,187 @@ fn received_bytes(status: &ffi::MPI_Status) -> usize {
     usize::try_from(count).unwrap_or(0)
 }
 
+/// A started transfer that is not tied to a handle: the caller keeps the view's borrow (a DAG
+/// vertex's handles) until [`RawTransfer::wait`] returns.
+pub(crate) struct RawTransfer {
+    raw: ffi::MPI_Request,
+    _datatype: Datatype,
+    label: String,
+    source: i32,
+    tag: i32,
+    expected: usize,
+    len: usize,
+    element_bytes: usize,
+    receive: bool,
+}
+
+impl RawTransfer {
+    /// Waits for the transfer; a receive checks the message's size.
+    pub(crate) fn wait(mut self) -> Result<()> {
+        let (rc, status) = wait_raw(&mut self.raw);
+        let op = if self.receive { "receive" } else { "send" };
+        let mismatch = |received: usize| Error::SizeMismatch {
+            label: self.label.clone(),
+            from_rank: self.source,
+            tag: self.tag,
+            received,
+            expected: self.expected,
+            len: self.len,
+            element_bytes: self.element_bytes,
+        };
+        if rc != ffi::MPI_SUCCESS as c_int {
+            if self.receive && error_class(rc) == ffi::MPI_ERR_TRUNCATE as c_int {
+                return Err(mismatch(self.expected + 1));
+            }
+            return check(rc, op, &self.label);
+        }
+        if self.receive {
+            let received = received_bytes(&status);
+            if received != self.expected {
+                return Err(mismatch(received));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Comm {
+    /// Starts a send of `view` without borrowing it.
+    ///
+    /// # Safety
+    ///
+    /// Until the returned request completes, the view's allocation stays alive and no one
+    /// writes its elements (the caller holds a reader or an equivalent borrow).
+    pub(crate) unsafe fn start_send<T, const R: usize, L, S>(
+        &self,
+        view: &View<T, R, L, S>,
+        dest: i32,
+        tag: i32,
+    ) -> Result<(ffi::MPI_Request, Datatype)>
+    where
+        T: ViewValue + MpiValue,
+        L: ArrayLayout,
+        S: HostAccessibleSpace,
+    {
+        let layout = view_layout("send", view)?;
+        let mut raw = null_request();
+        // SAFETY: `layout` describes exactly the view's elements from `data()` on; the caller
+        // keeps the memory alive and unchanged until the request completes.
+        let rc = unsafe {
+            ffi::MPI_Isend(
+                view.data().cast(),
+                layout.count,
+                layout.datatype.raw(),
+                dest,
+                tag,
+                self.raw(),
+                &mut raw,
+            )
+        };
+        check(rc, "send", view.label())?;
+        Ok((raw, layout.datatype))
+    }
+
+    /// Starts a receive into `view` without borrowing it.
+    ///
+    /// # Safety
+    ///
+    /// Until the returned request completes, the view's allocation stays alive and no one else
+    /// reads or writes its elements (the caller holds a writer or an equivalent borrow).
+    pub(crate) unsafe fn start_recv<T, const R: usize, L, S>(
+        &self,
+        view: &View<T, R, L, S>,
+        source: i32,
+        tag: i32,
+    ) -> Result<(ffi::MPI_Request, Datatype)>
+    where
+        T: ViewValue + MpiValue,
+        L: ArrayLayout,
+        S: HostAccessibleSpace,
+    {
+        let layout = view_layout("receive", view)?;
+        let mut raw = null_request();
+        // SAFETY: `layout` describes exactly the view's elements from `data()` on (MPI writes
+        // no other byte, and reports a longer message as truncation); the caller keeps the
+        // memory alive and to itself until the request completes. Any bytes are a valid
+        // element (`MpiValue`'s contract, and `ViewValue: Zeroable` for partial writes).
+        let rc = unsafe {
+            ffi::MPI_Irecv(
+                view.data().cast_mut().cast(),
+                layout.count,
+                layout.datatype.raw(),
+                source,
+                tag,
+                self.raw(),
+                &mut raw,
+            )
+        };
+        check(rc, "receive", view.label())?;
+        Ok((raw, layout.datatype))
+    }
+
+    /// Starts a send whose borrow the caller holds (see [`start_send`](Self::start_send)).
+    ///
+    /// # Safety
+    ///
+    /// As for `start_send`.
+    pub(crate) unsafe fn raw_send<T, const R: usize, L, S>(
+        &self,
+        view: &View<T, R, L, S>,
+        dest: i32,
+        tag: i32,
+    ) -> Result<RawTransfer>
+    where
+        T: ViewValue + MpiValue,
+        L: ArrayLayout,
+        S: HostAccessibleSpace,
+    {
+        // SAFETY: the caller's contract.
+        let (raw, datatype) = unsafe { self.start_send(view, dest, tag)? };
+        Ok(RawTransfer {
+            raw,
+            _datatype: datatype,
+            label: view.label().to_owned(),
+            source: self.rank(),
+            tag,
+            expected: view.len() * size_of::<T>(),
+            len: view.len(),
+            element_bytes: size_of::<T>(),
+            receive: false,
+        })
+    }
+
+    /// Starts a receive whose borrow the caller holds (see [`start_recv`](Self::start_recv)).
+    ///
+    /// # Safety
+    ///
+    /// As for `start_recv`.
+    pub(crate) unsafe fn raw_recv<T, const R: usize, L, S>(
+        &self,
+        view: &View<T, R, L, S>,
+        source: i32,
+        tag: i32,
+    ) -> Result<RawTransfer>
+    where
+        T: ViewValue + MpiValue,
+        L: ArrayLayout,
+        S: HostAccessibleSpace,
+    {
+        // SAFETY: the caller's contract.
+        let (raw, datatype) = unsafe { self.start_recv(view, source, tag)? };
+        Ok(RawTransfer {
+            raw,
+            _datatype: datatype,
+            label: view.label().to_owned(),
+            source,
+            tag,
+            expected: view.len() * size_of::<T>(),
+            len: view.len(),
+            element_bytes: size_of::<T>(),
+            receive: true,
+        })
+    }
+
     /// Starts sending `view` to rank `dest` with `tag`; the returned request holds a reader of
     /// the view until it completes.
     ///
@@ -190,27 +370,13 @@ impl Comm {
         if let Some(e) = reader.conflict() {
             return Err(e.clone().into());
         }
-        let layout = view_layout("send", view)?;
-        let mut raw = null_request();
-        // SAFETY: `layout` describes exactly the view's elements from `data()` on; the reader,
-        // kept in the request until MPI_Wait returns, keeps the allocation alive and excludes
-        // writers, so the memory MPI reads is valid and unchanging.
-        let rc = unsafe {
-            ffi::MPI_Isend(
-                view.data().cast(),
-                layout.count,
-                layout.datatype.raw(),
-                dest,
-                tag,
-                self.raw(),
-                &mut raw,
-            )
-        };
-        check(rc, "send", view.label())?;
+        // SAFETY: the reader, kept in the request until MPI_Wait returns, keeps the allocation
+        // alive and excludes writers.
+        let (raw, datatype) = unsafe { self.start_send(view, dest, tag)? };
         Ok(SendRequest {
             raw,
             label: view.label().to_owned(),
-            _datatype: layout.datatype,
+            _datatype: datatype,
             _reader: reader,
             done: false,
         })
@@ -251,34 +417,17 @@ impl Comm {
         if let Some(e) = writer.conflict() {
             return Err(e.clone().into());
         }
-        let layout = view_layout("receive", view)?;
-        let mut raw = null_request();
-        // SAFETY: `layout` describes exactly the view's elements from `data()` on (MPI writes
-        // no other byte, and reports a longer message as truncation); the writer, kept in the
-        // request until MPI_Wait returns, keeps the allocation alive and excludes every other
-        // handle and guard, so nothing else reads or writes the memory meanwhile. Any bytes
-        // are a valid element (`MpiValue`'s contract, and `ViewValue: Zeroable` for partial
-        // writes).
-        let rc = unsafe {
-            ffi::MPI_Irecv(
-                view.data().cast_mut().cast(),
-                layout.count,
-                layout.datatype.raw(),
-                source,
-                tag,
-                self.raw(),
-                &mut raw,
-            )
-        };
-        check(rc, "receive", view.label())?;
+        // SAFETY: the writer, kept in the request until MPI_Wait returns, keeps the allocation
+        // alive and excludes every other handle and guard.
+        let (raw, datatype) = unsafe { self.start_recv(view, source, tag)? };
         Ok(RecvRequest {
             raw,
             label: view.label().to_owned(),
             source,
             tag,
-            expected: layout.bytes,
+            expected: view.len() * size_of::<T>(),
             len: view.len(),
-            _datatype: layout.datatype,
+            _datatype: datatype,
             _writer: writer,
             done: false,
         })

@@ -51,23 +51,47 @@ fn running_as_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
-/// Runs the rank test `test` of this test binary on `ranks` ranks; returns the combined output.
+/// Runs the rank test `test` of this test binary on `ranks` ranks; returns the combined output,
+/// or `None` when mpirun is missing.
 pub fn run_ranks(test: &str, ranks: usize) -> Option<String> {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let args = ["--exact", test, "--ignored", "--nocapture", "--test-threads=1"];
+    let all = run_mpi(&exe, &args, ranks)?;
+    let passed = all.matches(PASSED).count();
+    assert_eq!(
+        passed, ranks,
+        "`{test}`: {passed} of {ranks} ranks passed; output:\n{all}"
+    );
+    Some(all)
+}
+
+/// The example `name`, built by `cargo test` beside this test binary.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    profile_dir.join("examples").join(name)
+}
+
+/// Runs `program args` on `ranks` ranks under mpirun, within the time limit; panics when it
+/// fails or takes too long, returns stdout and stderr, or `None` when mpirun is missing.
+pub fn run_mpi(program: &std::path::Path, args: &[&str], ranks: usize) -> Option<String> {
     let Some(mpirun) = find_mpirun() else {
         println!(
             "skipped: `mpirun` is not on PATH (install Debian's openmpi-bin, or run `cargo xtask test`)"
         );
         return None;
     };
-    let exe = std::env::current_exe().expect("the test binary's path");
     let mut cmd = Command::new(mpirun);
     cmd.arg("--oversubscribe");
     if running_as_root() {
         cmd.arg("--allow-run-as-root");
     }
     cmd.args(["-np", &ranks.to_string()])
-        .arg(exe)
-        .args(["--exact", test, "--ignored", "--nocapture", "--test-threads=1"])
+        .arg(program)
+        .args(args)
         .env("HOPLITE_MPI_RANKS", ranks.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -100,17 +124,13 @@ pub fn run_ranks(test: &str, ranks: usize) -> Option<String> {
     let out = out_thread.join().unwrap_or_default();
     let err = err_thread.join().unwrap_or_default();
     let all = format!("{out}\n--- stderr ---\n{err}");
+    let name = program.display();
     let Some(status) = status else {
-        panic!("`{test}` on {ranks} ranks did not finish within {LIMIT:?}; output:\n{all}");
+        panic!("`{name} {args:?}` on {ranks} ranks did not finish within {LIMIT:?}; output:\n{all}");
     };
     assert!(
         status.success(),
-        "`{test}` on {ranks} ranks failed ({status}); output:\n{all}"
-    );
-    let passed = out.matches(PASSED).count();
-    assert_eq!(
-        passed, ranks,
-        "`{test}`: {passed} of {ranks} ranks passed; output:\n{all}"
+        "`{name} {args:?}` on {ranks} ranks failed ({status}); output:\n{all}"
     );
     Some(all)
 }
