@@ -279,7 +279,22 @@ fn mpi_steps(lint: bool) -> Result<(), String> {
         )
         .run()?;
     }
-    Step::cargo("tests (hoplite-mpi)", &["test", "-p", "hoplite-mpi"]).run()
+    Step::cargo("tests (hoplite-mpi)", &["test", "-p", "hoplite-mpi"]).run()?;
+    // The facade's `mpi` feature only re-exports the crate: building it is the check.
+    Step::cargo(
+        "clippy (facade with the mpi feature)",
+        &[
+            "clippy",
+            "-p",
+            "hoplite",
+            "--features",
+            "mpi",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )
+    .run()
 }
 
 /// The backends whose crates run the conformance suite, and the test target that does.
