@@ -54,5 +54,9 @@ pub use error::{Error, Result};
 pub use halo::Halo;
 pub use p2p::{RecvRequest, SendRequest};
 
+/// The guide (`docs/mpi.md`), whose examples compile as doctests.
+#[doc = include_str!("../../../docs/mpi.md")]
+pub mod guide {}
+
 /// Re-exported so that users name the same rsmpi as hoplite-mpi.
 pub use mpi;
