@@ -33,6 +33,9 @@ commands:
   miri  run the core's and the backends' unit tests, the rayon team machinery and the
         conformance checks of teams, panics, bad input, tokens and views on every backend
         under Miri (installs the nightly miri component with rustup when it is missing)
+  mpi [--no-lint]
+        only hoplite-mpi's steps of `test`: install Open MPI and libclang when missing, clippy,
+        the mpirun-driven tests, the facade's `mpi` feature
   help  print this message";
 
 fn main() -> ExitCode {
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(rest),
         Some("conformance") => conformance(rest),
         Some("miri") => miri(rest),
+        Some("mpi") => mpi(rest),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())
@@ -237,6 +241,16 @@ fn dpkg_installed(package: &str) -> bool {
 /// Installs the MPI packages with apt-get (once: `apt-get update`, then `install -y`) unless
 /// `dpkg` shows them installed already.
 fn install_mpi_packages() -> Result<(), String> {
+    let has_dpkg = Command::new("dpkg-query")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_dpkg {
+        println!(
+            "xtask: no dpkg here, so no Debian packages to install: hoplite-mpi builds against the MPI library (mpicc) and libclang already on the machine"
+        );
+        return Ok(());
+    }
     let missing: Vec<&str> = MPI_PACKAGES
         .iter()
         .copied()
@@ -257,6 +271,14 @@ fn install_mpi_packages() -> Result<(), String> {
         install = install.arg(*p);
     }
     install.run()
+}
+
+fn mpi(args: &[String]) -> Result<(), String> {
+    match args {
+        [] => mpi_steps(true),
+        [flag] if flag == "--no-lint" => mpi_steps(false),
+        _ => Err(format!("usage: cargo xtask mpi [--no-lint]\n\n{USAGE}")),
+    }
 }
 
 /// The steps of hoplite-mpi: install Open MPI, then clippy and the tests of the crate (its
