@@ -177,7 +177,10 @@ where
     let mut current = element;
     for d in (0..R).rev() {
         let count = c_int::try_from(extents[d]).map_err(|_| too_large())?;
-        let stride = isize::try_from(strides[d] * size_of::<T>()).map_err(|_| too_large())?;
+        let stride = strides[d]
+            .checked_mul(size_of::<T>())
+            .and_then(|bytes| isize::try_from(bytes).ok())
+            .ok_or_else(too_large)?;
         let mut new = null_datatype();
         // SAFETY: `current` is a valid datatype; `new` receives the new handle.
         let rc = unsafe {
