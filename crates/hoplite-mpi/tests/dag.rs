@@ -152,6 +152,71 @@ fn dag_checks() -> Result<(), Error> {
     assert_eq!(s[0], ((first + global - 1) % global) as f64, "lower ghost");
     assert_eq!(s[local + 1], ((first + local) % global) as f64, "upper ghost");
 
+    // Overlap of a halo exchange: on odd ranks the exchange vertex cannot finish before the
+    // even neighbours join, which they do only when told to, so the edges the runtime infers
+    // are seen while it is pending. A kernel on ghost-free subviews gets no edge to it (it
+    // runs during the exchange); one that reads the ghosts does.
+    let chain = Halo::<1>::new(&world, [0], [false], 1)?;
+    let (v, v_next): (View<f64, 1>, View<f64, 1>) =
+        (View::new("v", [local + 2])?, View::new("v next", [local + 2])?);
+    v.fill_host(rank as f64)?;
+    if rank % 2 == 1 {
+        let ctx2 = context()?;
+        let exchange = ctx2.halo_exchange("exchange", &chain, &v)?;
+        let v_in: View<f64, 1, hoplite_core::LayoutStride> =
+            v.subview([hoplite_core::Slice::Range(1..local + 1)])?;
+        let next_in: View<f64, 1, hoplite_core::LayoutStride> =
+            v_next.subview([hoplite_core::Slice::Range(1..local + 1)])?;
+        ctx2.launch(
+            "inner",
+            (
+                RangePolicy::new(Serial::default(), 1..local - 1),
+                (next_in.write(), v_in.read()),
+            ),
+            |(i, (n, v))| n.set(i, v.get(*i - 1) + v.get(*i + 1)),
+        )?;
+        ctx2.launch(
+            "edge",
+            (
+                RangePolicy::new(Serial::default(), 1..2),
+                (v_next.write(), v.read()),
+            ),
+            |(i, (n, v))| n.set(i, v.get(*i - 1) + v.get(*i + 1)),
+        )?;
+        assert!(
+            !exchange.is_finished(),
+            "the exchange waits for the even neighbours"
+        );
+        let parents = ctx2.parents();
+        assert_eq!(parents.len(), 3, "{parents:?}");
+        assert!(
+            parents[1].is_empty(),
+            "the ghost-free kernel does not wait for the exchange: {parents:?}"
+        );
+        assert!(
+            parents[2].contains(&exchange.vertex().id()),
+            "the kernel that reads ghosts waits for it: {parents:?}"
+        );
+        for neighbour in [rank - 1, rank + 1] {
+            if neighbour < world.size() {
+                world.send(&go, neighbour, 6)?;
+            }
+        }
+        exchange.wait()?;
+        ctx2.synchronize()?;
+        // The edge point sums its lower ghost (the lower neighbour's value) and its right
+        // neighbour (this rank's own).
+        assert_eq!(v_next.host_read()?.get(1), (rank - 1) as f64 + rank as f64);
+    } else {
+        for neighbour in [rank - 1, rank + 1] {
+            if neighbour >= 0 && neighbour < world.size() {
+                world.recv(&go, neighbour, 6)?;
+            }
+        }
+        chain.exchange(&v)?;
+    }
+    world.barrier()?;
+
     // Failures: a message of the wrong size fails the receive vertex and its descendants; the
     // context stays usable. A view borrowed outside the context is refused at once.
     let ten: View<f64, 1> = View::new("ten", [10])?;
