@@ -42,7 +42,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     // The workspace's benchmarks include hoplite-numa's, which link the system's hwloc.
-    crate::install_system_packages(crate::NUMA_SYSTEM_PACKAGES)?;
+    crate::install_system_packages("hoplite-numa", crate::NUMA_SYSTEM_PACKAGES)?;
     let started = SystemTime::now();
     let mut step = Step::cargo("bench", &["bench", "--workspace", "--bench", "*", "--"]);
     if quick {

@@ -2,8 +2,8 @@
 //!
 //! * `test` — installs the system packages hoplite-numa links (hwloc, udev) when missing, then
 //!   the formatter check, clippy with warnings denied, and every test of the workspace (unit,
-//!   integration, doc), then the loom models of the lock-free parts. This is
-//!   the one command CI runs (`.ci/run`).
+//!   integration, doc), then the loom models of the lock-free parts, then hoplite-mpi's steps
+//!   (which install Open MPI first: `mpi_steps`). This is the one command CI runs (`.ci/run`).
 //! * `bench` — the criterion benchmarks, then `target/hoplite-bench/summary.json` pairing every
 //!   hoplite measurement with the baselines measured in the same run.
 //! * `conformance` — the conformance suite, for every backend or one.
@@ -24,8 +24,10 @@ commands:
   test [--no-lint] [-- <cargo test args>]
         install the system packages hoplite-numa links (libhwloc-dev, libudev-dev; with
         apt-get, once), check formatting, run clippy (-D warnings), every test of the
-        workspace and the loom models of the borrow table, the barrier and the pool;
-        --no-lint skips the formatting and clippy steps
+        workspace and the loom models of the borrow table, the barrier and the pool, then
+        hoplite-mpi's steps (installs Debian's Open MPI and libclang with apt-get when
+        missing, clippy and its mpirun-driven tests); --no-lint skips the formatting and
+        clippy steps
   bench [--quick] [-- <criterion filter>]
         run the criterion benchmarks and write target/hoplite-bench/summary.json;
         --quick uses short warm-up and measurement times (a few minutes on 2 cores)
@@ -34,6 +36,9 @@ commands:
   miri  run the core's and the backends' unit tests, the rayon team machinery and the
         conformance checks of teams, panics, bad input, tokens and views on every backend
         under Miri (installs the nightly miri component with rustup when it is missing)
+  mpi [--no-lint]
+        only hoplite-mpi's steps of `test`: install Open MPI and libclang when missing, clippy,
+        the mpirun-driven tests, the facade's `mpi` feature
   help  print this message";
 
 fn main() -> ExitCode {
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(rest),
         Some("conformance") => conformance(rest),
         Some("miri") => miri(rest),
+        Some("mpi") => mpi(rest),
         Some("help" | "--help" | "-h") | None => {
             println!("{USAGE}");
             Ok(())
@@ -139,13 +145,22 @@ fn test(args: &[String]) -> Result<(), String> {
     }
     // hoplite-numa links the system's hwloc: install it first, so that clippy of the whole
     // workspace and the NUMA tests below can build.
-    install_system_packages(NUMA_SYSTEM_PACKAGES)?;
+    install_system_packages("hoplite-numa", NUMA_SYSTEM_PACKAGES)?;
     let mut steps = Vec::new();
     if lint {
         steps.push(Step::cargo("format", &["fmt", "--all", "--", "--check"]));
         steps.push(Step::cargo(
             "clippy",
-            &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+            &[
+                "clippy",
+                "--workspace",
+                "--exclude",
+                "hoplite-mpi",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
         ));
         // The profiling hooks are compiled only with the core's `tracing` feature.
         steps.push(Step::cargo(
@@ -194,8 +209,19 @@ fn test(args: &[String]) -> Result<(), String> {
         ));
     }
     // hoplite-numa is left out of the plain workspace run (which needs no system library) and
-    // tested on its own below, where the libraries are known to be installed.
-    let mut tests = Step::cargo("tests", &["test", "--workspace", "--exclude", "hoplite-numa"]);
+    // tested on its own below, where the libraries are known to be installed; hoplite-mpi
+    // needs an MPI library and has steps of its own (`mpi_steps`).
+    let mut tests = Step::cargo(
+        "tests",
+        &[
+            "test",
+            "--workspace",
+            "--exclude",
+            "hoplite-numa",
+            "--exclude",
+            "hoplite-mpi",
+        ],
+    );
     for arg in passthrough {
         tests = tests.arg(arg.clone());
     }
@@ -273,6 +299,7 @@ fn test(args: &[String]) -> Result<(), String> {
     for step in &steps {
         step.run()?;
     }
+    mpi_steps(lint)?;
     println!(
         "xtask: all steps passed in {:.1} s",
         start.elapsed().as_secs_f64()
@@ -287,7 +314,7 @@ const NUMA_SYSTEM_PACKAGES: &[&str] = &["libhwloc-dev", "libudev-dev"];
 /// Installs the Debian `packages` that are not installed yet, with `apt-get update` once and
 /// `apt-get install -y` (through `sudo` when not root). Does nothing when `dpkg -s` shows them
 /// all installed, so running it again is harmless.
-fn install_system_packages(packages: &[&str]) -> Result<(), String> {
+fn install_system_packages(needed_by: &str, packages: &[&str]) -> Result<(), String> {
     let installed = |package: &str| {
         Command::new("dpkg")
             .args(["-s", package])
@@ -304,7 +331,7 @@ fn install_system_packages(packages: &[&str]) -> Result<(), String> {
     }
     if Command::new("apt-get").arg("--version").output().is_err() {
         return Err(format!(
-            "hoplite-numa needs the system packages {} (hwloc 2.8 or newer and udev, with headers), and this system has no apt-get: install them with its package manager",
+            "{needed_by} needs the system packages {}, and this system has no apt-get: install them with its package manager",
             missing.join(", ")
         ));
     }
@@ -320,7 +347,7 @@ fn install_system_packages(packages: &[&str]) -> Result<(), String> {
         }
     };
     println!(
-        "xtask: installing the system packages hoplite-numa needs: {}",
+        "xtask: installing the system packages {needed_by} needs: {}",
         missing.join(", ")
     );
     apt("apt-get update", &["update"]).run()?;
@@ -329,6 +356,56 @@ fn install_system_packages(packages: &[&str]) -> Result<(), String> {
         &[&["install", "-y"], missing.as_slice()].concat(),
     )
     .env("DEBIAN_FRONTEND", "noninteractive")
+    .run()
+}
+
+/// Debian packages hoplite-mpi needs: an MPI library and its launcher, and libclang for the
+/// bindings that rsmpi generates at build time.
+const MPI_PACKAGES: &[&str] = &["libopenmpi-dev", "openmpi-bin", "libclang-dev"];
+
+fn mpi(args: &[String]) -> Result<(), String> {
+    match args {
+        [] => mpi_steps(true),
+        [flag] if flag == "--no-lint" => mpi_steps(false),
+        _ => Err(format!("usage: cargo xtask mpi [--no-lint]\n\n{USAGE}")),
+    }
+}
+
+/// The steps of hoplite-mpi: install Open MPI, then clippy and the tests of the crate (its
+/// integration tests start `mpirun --oversubscribe -np 2` and `-np 4`), then the facade's
+/// `mpi` feature.
+fn mpi_steps(lint: bool) -> Result<(), String> {
+    install_system_packages("hoplite-mpi", MPI_PACKAGES)?;
+    if lint {
+        Step::cargo(
+            "clippy (hoplite-mpi)",
+            &[
+                "clippy",
+                "-p",
+                "hoplite-mpi",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        )
+        .run()?;
+    }
+    Step::cargo("tests (hoplite-mpi)", &["test", "-p", "hoplite-mpi"]).run()?;
+    // The facade's `mpi` feature only re-exports the crate: building it is the check.
+    Step::cargo(
+        "clippy (facade with the mpi feature)",
+        &[
+            "clippy",
+            "-p",
+            "hoplite",
+            "--features",
+            "mpi",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    )
     .run()
 }
 
@@ -365,7 +442,7 @@ fn conformance(args: &[String]) -> Result<(), String> {
     }
     for (name, package, target) in selected {
         if *name == "numa" {
-            install_system_packages(NUMA_SYSTEM_PACKAGES)?;
+            install_system_packages("hoplite-numa", NUMA_SYSTEM_PACKAGES)?;
         }
         println!("xtask: conformance suite on `{name}`");
         Step::cargo("conformance", &["test", "-p", package, "--test", target]).run()?;

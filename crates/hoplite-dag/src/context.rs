@@ -12,8 +12,8 @@ use hoplite_core::view::AccessKind;
 use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup};
 use hoplite_core::{
     ArrayLayout, ExecutionPolicy, HostAccessibleSpace, HostRead, HostWrite, IntoLaunch, LaunchSpec,
-    ParallelFor, ParallelReduce, ParallelScan, Reducer, ScanValue, ValidatedPolicy, View, ViewValue,
-    parallel_for_validated, parallel_reduce_validated, parallel_scan_validated,
+    ParallelFor, ParallelReduce, ParallelScan, RangePolicy, Reducer, ScanValue, ValidatedPolicy, View,
+    ViewValue, parallel_for_validated, parallel_reduce_validated, parallel_scan_validated,
 };
 use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
 use parking_lot::{Condvar, Mutex};
@@ -462,6 +462,50 @@ impl<D: Device> Context<D> {
             Ok(())
         })?;
         Ok(Pending { vertex, value })
+    }
+
+    /// Adds a vertex that runs host work instead of a kernel — a message send or receive, a
+    /// halo exchange, I/O — ordered by the views of `args` exactly like a launch with the same
+    /// handles: it waits for the vertices whose accesses conflict with its own, and later
+    /// vertices that touch those views wait for it. `work` runs once, on a stream's worker
+    /// thread, with the handles (their borrows held in the context's group, so that, as for a
+    /// kernel, nothing outside the context touches the views meanwhile). An `Err` or a panic
+    /// fails the vertex and poisons its descendants, as a failed kernel does.
+    ///
+    /// # Errors
+    ///
+    /// A handle whose view is borrowed outside the context, or a stream the device could not
+    /// make; in sync mode also the work's failure.
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// use hoplite_dag::device::HostDevice;
+    /// use hoplite_dag::{Context, ContextOptions};
+    /// use hoplite_serial::Serial;
+    ///
+    /// let ctx = Context::new(vec![HostDevice::new("cpu", vec![Serial::default()])?], ContextOptions::default())?;
+    /// let x: View<f64, 1> = View::new("x", [4])?;
+    /// let saved = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    /// let out = saved.clone();
+    /// ctx.task("save", (x.read(),), move |(x,)| {
+    ///     out.lock().push(x.view().len());
+    ///     Ok(())
+    /// })?;
+    /// ctx.synchronize()?;
+    /// assert_eq!(*saved.lock(), vec![4]);
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    pub fn task<A, F>(&self, label: &str, args: A, work: F) -> Result<Vertex>
+    where
+        A: GraphArgs + hoplite_core::view::LaunchArgs + 'static,
+        (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
+        F: FnOnce(&A) -> hoplite_core::Result<()> + Send + 'static,
+    {
+        // A one-point policy stands in for the kernel's: the work runs once, on the host.
+        let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
+        self.submit::<(RangePolicy<SpaceOf<D>>, A), _>(label, policy, args, move |_, _, handles| {
+            work(handles)
+        })
     }
 
     /// The common path of every launch: record the accesses, hold the views in the context's

@@ -659,3 +659,59 @@ fn stream_aware_selection_sends_work_to_the_least_busy_device() {
     open.store(true, Ordering::Release);
     ctx.synchronize().expect("done");
 }
+
+#[test]
+fn tasks_are_ordered_by_their_handles_and_fail_like_kernels() {
+    let ctx = context(1, ContextOptions::default().execution(Execution::Async));
+    let (x, y) = (view("x"), view("y"));
+    let (open, held) = gate();
+    // A kernel writes x; a task reading x must start after it, one on y need not.
+    ctx.launch("fill", (range(64), (x.write(),)), move |(i, (x,))| {
+        wait_until(&held);
+        x.set(i, 2)
+    })
+    .expect("fill");
+    let saw = Arc::new(AtomicBool::new(false));
+    let saw_in_task = saw.clone();
+    let reads_x = ctx
+        .task("reads x", (x.read(),), move |(x,)| {
+            saw_in_task.store(x.view().host_write().is_err(), Ordering::Release);
+            Ok(())
+        })
+        .expect("task on x");
+    let on_y = ctx.task("on y", (y.read(),), |_| Ok(())).expect("task on y");
+    on_y.wait().expect("the task on y does not wait for the fill");
+    assert!(
+        matches!(reads_x.state(), VertexState::Queued),
+        "{:?}",
+        reads_x.state()
+    );
+    open.store(true, Ordering::Release);
+    reads_x.wait().expect("task on x");
+    assert!(
+        saw.load(Ordering::Acquire),
+        "the task's reader keeps host writers out while it runs"
+    );
+
+    // A failing task poisons the launches that depend on it; others still run.
+    let failing = ctx
+        .task("failing", (y.write(),), |(y,)| {
+            Err(Error::from_panic(y.label(), Box::new("the transfer failed")))
+        })
+        .expect("failing task");
+    let dependent = ctx
+        .launch("dependent", (range(64), (x.write(), y.read())), |(i, (x, y))| {
+            x.set(i, y.get(i))
+        })
+        .expect("dependent");
+    assert!(failing.wait().is_err());
+    assert!(
+        dependent.wait().is_err(),
+        "the dependent launch inherits the failure"
+    );
+    let z = view("z");
+    ctx.launch("independent", (range(64), (z.write(),)), |(i, (z,))| z.set(i, 1))
+        .expect("independent")
+        .wait()
+        .expect("the context stays usable");
+}

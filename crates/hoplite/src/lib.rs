@@ -79,6 +79,12 @@ pub use hoplite_dag as dag;
 /// partition of one, any execution space — for each submission. See [`hoplite_select`].
 pub use hoplite_select as select;
 
+/// Multi-node hoplite on MPI (feature `mpi`, off by default; needs an MPI library such as
+/// Debian's `libopenmpi-dev`): views sent, received and reduced across ranks, halo exchange,
+/// communication as DAG vertices. See [`hoplite_mpi`].
+#[cfg(feature = "mpi")]
+pub use hoplite_mpi as mpi;
+
 #[cfg(feature = "serial")]
 pub use hoplite_serial::{self as serial, Serial};
 
