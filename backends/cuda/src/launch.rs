@@ -322,6 +322,15 @@ impl Cuda {
         check_args(K::NAME, ends, args)?;
         let stream = self.stream()?;
         let device = &stream.device;
+        if device.ordinal != 0 && args.iter().any(|a| a.bytes.is_some()) {
+            return Err(CudaError::InvalidLaunch {
+                kernel: K::NAME,
+                reason: format!(
+                    "views are allocated on device 0, but this instance is a stream of device {}; launch on a device-0 instance",
+                    device.ordinal
+                ),
+            });
+        }
         let Some(g) = geometry(&device.limits) else {
             return Ok(()); // an empty iteration space: nothing to run
         };

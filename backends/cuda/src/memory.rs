@@ -79,8 +79,10 @@ macro_rules! cuda_space {
         // for zero bytes; they are valid for reads and writes of `bytes` bytes where this
         // space is accessible (device code for device and managed memory, which host code
         // never dereferences because these spaces are not `HostAccessibleSpace`), and are
-        // not reused until `deallocate`; zeroed ones are cleared (and the clear completed)
-        // before they are returned; the records are one static.
+        // not reused until `deallocate`; zeroed ones are cleared before they are returned
+        // (pinned memory on the host; device and managed memory by a memset on the legacy
+        // default stream, which every later copy and every launch on a `Cuda` stream, all
+        // blocking streams, is ordered after); the records are one static.
         unsafe impl MemorySpace for $name {
             const ALIGNMENT: usize = ALIGN;
 
@@ -266,7 +268,7 @@ fn contiguous_bytes<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace
 ///
 /// [`CudaError::Transfer`](crate::CudaError::Transfer) when `dst` is not contiguous or the
 /// lengths differ; the driver's error when the copy fails.
-pub fn copy_to_device<T: ViewValue, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+pub fn copy_to_device<T: crate::DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
     dst: &View<T, R, L, S>,
     src: &[T],
 ) -> std::result::Result<(), crate::CudaError> {
@@ -284,9 +286,8 @@ pub fn copy_to_device<T: ViewValue, const R: usize, L: ArrayLayout, S: DeviceAcc
     if bytes == 0 {
         return Ok(());
     }
-    // SAFETY: `ViewValue` types are plain `Copy` data (`Zeroable`, no padding concerns for
-    // reading as bytes through `bytemuck`-style casts of initialized values); the slice covers
-    // exactly `bytes` initialized bytes.
+    // SAFETY: `DeviceScalar` types are primitives without padding, so the `src.len()`
+    // initialized values are exactly `bytes` initialized bytes.
     let src = unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), bytes) };
     // SAFETY: `dst` is a contiguous view of `bytes` bytes of device memory starting at its
     // data pointer, alive while `dst` is borrowed; host code never touches it, and the
@@ -315,7 +316,7 @@ pub fn copy_to_device<T: ViewValue, const R: usize, L: ArrayLayout, S: DeviceAcc
 /// # Errors
 ///
 /// As for [`copy_to_device`].
-pub fn copy_to_host<T: ViewValue, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+pub fn copy_to_host<T: crate::DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
     dst: &mut [T],
     src: &View<T, R, L, S>,
 ) -> std::result::Result<(), crate::CudaError> {
@@ -333,9 +334,10 @@ pub fn copy_to_host<T: ViewValue, const R: usize, L: ArrayLayout, S: DeviceAcces
     if bytes == 0 {
         return Ok(());
     }
-    // SAFETY: `dst` is `bytes` bytes of initialized, writable memory; every bit pattern the
-    // device wrote came from values of `T` (views only hold values of their element type,
-    // starting zeroed, which `Zeroable` makes valid).
+    // SAFETY: `dst` is `bytes` bytes of initialized, writable memory (primitives without
+    // padding); the bytes copied in are values of `T` (device views hold only values of their
+    // element type, which `DeviceScalar` promises has `T`'s representation, and start zeroed,
+    // a valid `T`).
     let dst = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u8>(), bytes) };
     // SAFETY: `src` is a contiguous view of `bytes` bytes of device memory from its data
     // pointer, alive while borrowed; the synchronous copy waits for queued kernels.

@@ -116,6 +116,18 @@ impl Cuda {
     }
 }
 
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // The views queued launches use must outlive them: wait for the stream before the
+        // kept values (and so possibly their memory) are dropped. An error here was already
+        // reported by the launch or would be by a fence; nothing is left to tell.
+        if let Ok(stream) = &self.stream {
+            let _ = stream.synchronize();
+        }
+        self.keep_alive.get_mut().clear();
+    }
+}
+
 impl Default for Cuda {
     /// The default instance: one stream on device 0 for the whole process (so
     /// `Cuda::default() == Cuda::default()`), or an instance carrying the error when there is
