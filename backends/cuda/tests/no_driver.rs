@@ -116,6 +116,15 @@ fn gpu_round_trip(cuda: &Cuda) {
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f64));
 }
 
+// What the types promise, checked at compile time: instances cross threads, device memory is
+// not host accessible, pinned memory is.
+static_assertions::assert_impl_all!(Cuda: Send, Sync, ExecutionSpace);
+static_assertions::assert_not_impl_any!(CudaSpace: hoplite_core::HostAccessibleSpace);
+static_assertions::assert_not_impl_any!(CudaUVMSpace: hoplite_core::HostAccessibleSpace);
+static_assertions::assert_impl_all!(CudaHostPinnedSpace: hoplite_core::HostAccessibleSpace);
+static_assertions::assert_impl_all!(CudaSpace: hoplite_cuda::DeviceAccessibleSpace);
+static_assertions::assert_not_impl_any!(CudaHostPinnedSpace: hoplite_cuda::DeviceAccessibleSpace);
+
 #[test]
 fn writers_must_contain_the_range() {
     // Checked before the device is needed, so this holds with or without a GPU (the views

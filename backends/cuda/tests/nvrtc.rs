@@ -81,6 +81,14 @@ fn kernels_compile_and_are_cached_in_memory_and_on_disk() {
     assert_eq!(hit, CacheHit::Disk);
     assert_eq!(from_disk, ptx);
 
+    // A torn or foreign file is ignored and compiled again.
+    std::fs::write(&file, "not PTX").expect("writable temp folder");
+    let fresh = ModuleCache::new(Some(dir.clone()));
+    let (recompiled, hit) = fresh.ptx::<triad>("compute_90").expect("compiled again");
+    assert_eq!(hit, CacheHit::Compiled);
+    assert_eq!(recompiled, ptx);
+    assert_eq!(std::fs::read_to_string(&file).expect("rewritten"), *ptx);
+
     let (md, _) = cache.ptx::<stencil>("compute_90").expect("stencil compiles");
     assert!(md.contains(stencil::ENTRY));
     assert_eq!(cache.len(), 3);
