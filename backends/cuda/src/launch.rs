@@ -8,13 +8,15 @@ use std::ffi::{CString, c_int};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use hoplite_core::device_kernel::{DeviceKernel, ScalarType};
+use hoplite_core::TeamSize;
+use hoplite_core::device_kernel::{DeviceKernel, HandleAccess, ScalarType};
 use hoplite_core::{ArrayLayout, View, ViewValue};
 use parking_lot::Mutex;
 
 use crate::driver::{Device, check};
 use crate::geometry::{
-    KernelResources, LaunchGeometry, blocks_per_sm, fits, mdrange_geometry, range_geometry,
+    KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm, fits, mdrange_geometry,
+    range_geometry, team_geometry,
 };
 use crate::nvrtc::ModuleCache;
 use crate::params::{HandleArg, IterationArgs, KernelArg, ScalarArg, pack_for};
@@ -76,14 +78,16 @@ impl std::fmt::Debug for DeviceArg {
 impl DeviceArg {
     fn handle<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
         view: &View<T, R, L, S>,
-        writer: bool,
+        access: HandleAccess,
     ) -> DeviceArg {
+        let writer = access == HandleAccess::Write;
         let extents: Vec<u64> = view.extents().iter().map(|&e| e as u64).collect();
         let ptr = view.data() as usize as u64;
         let span = (view.span() * size_of::<T>()) as u64;
         DeviceArg {
             arg: KernelArg::Handle(HandleArg {
                 ptr,
+                access,
                 element: T::SCALAR,
                 extents: extents.clone(),
                 strides: view.strides().iter().map(|&s| s as u64).collect(),
@@ -98,7 +102,7 @@ impl DeviceArg {
     pub fn read<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
         view: &View<T, R, L, S>,
     ) -> DeviceArg {
-        DeviceArg::handle(view, false)
+        DeviceArg::handle(view, HandleAccess::Read)
     }
 
     /// A writer of `view` (a `Writer` parameter): the launch checks that its iteration space
@@ -106,7 +110,15 @@ impl DeviceArg {
     pub fn write<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
         view: &View<T, R, L, S>,
     ) -> DeviceArg {
-        DeviceArg::handle(view, true)
+        DeviceArg::handle(view, HandleAccess::Write)
+    }
+
+    /// An atomic handle of `view` (an `AtomicHandle` parameter): atomic updates anywhere in
+    /// the view, each checked against its extents by the kernel.
+    pub fn atomic<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, R, L, S>,
+    ) -> DeviceArg {
+        DeviceArg::handle(view, HandleAccess::Atomic)
     }
 
     /// A scalar capture.
@@ -267,12 +279,9 @@ impl Cuda {
             });
         }
         let iteration = IterationArgs::Range { begin, end };
-        self.launch::<K>(
-            iteration,
-            &[end],
-            |limits| range_geometry(limits, end - begin),
-            args,
-        )
+        self.launch::<K>(iteration, &[end], args, |limits, _| {
+            Ok(range_geometry(limits, end - begin))
+        })
     }
 
     /// Launches `K` (a `#[kernel]` `parallel_for` over an `MDRangePolicy` of rank `R`) over
@@ -301,20 +310,69 @@ impl Cuda {
             begins,
             ends: ends.clone(),
         };
-        self.launch::<K>(
-            iteration,
-            &ends,
-            |limits| mdrange_geometry(limits, &lengths),
-            args,
-        )
+        self.launch::<K>(iteration, &ends, args, |limits, _| {
+            Ok(mdrange_geometry(limits, &lengths))
+        })
+    }
+
+    /// Launches `K` (a `#[kernel]` `parallel_for` over a `TeamPolicy`) over a league of
+    /// `league_size` teams of `team_size` threads (`TeamSize::Auto`: the size that keeps the
+    /// most threads resident, from the compiled kernel's registers and shared memory). Team
+    /// kernels store through atomic handles, so writers are refused.
+    ///
+    /// ```
+    /// use hoplite_core::TeamSize;
+    /// match hoplite_cuda::Cuda::new() {
+    ///     Err(e) => println!("{e}"),
+    ///     Ok(cuda) => println!("teams run on {}", cuda.limits()?.arch()),
+    /// }
+    /// # let _ = TeamSize::Auto;
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`launch_range`](Self::launch_range); a writer argument; a team size of 0 or
+    /// above the device's block limit.
+    pub fn launch_team<K: DeviceKernel>(
+        &self,
+        league_size: usize,
+        team_size: TeamSize,
+        args: &[DeviceArg],
+    ) -> Result<(), CudaError> {
+        if let Some(k) = args.iter().position(|a| a.writer_extents.is_some()) {
+            return Err(CudaError::InvalidLaunch {
+                kernel: K::NAME,
+                reason: format!(
+                    "argument {k} is a writer; team kernels store through atomic handles or their accumulator"
+                ),
+            });
+        }
+        let league = league_size as u64;
+        let iteration = IterationArgs::Team { league_size: league };
+        self.launch::<K>(iteration, &[], args, |limits, resources| {
+            let size = match team_size {
+                TeamSize::Fixed(n) => u32::try_from(n).unwrap_or(u32::MAX),
+                TeamSize::Auto => auto_team_size(
+                    limits,
+                    resources,
+                    TeamScratch::default(),
+                    limits.max_threads_per_block,
+                )?,
+            };
+            team_geometry(limits, resources, league, size, TeamScratch::default())
+        })
     }
 
     fn launch<K: DeviceKernel>(
         &self,
         iteration: IterationArgs,
         ends: &[u64],
-        geometry: impl FnOnce(&crate::geometry::DeviceLimits) -> Option<LaunchGeometry>,
         args: &[DeviceArg],
+        geometry: impl FnOnce(
+            &crate::geometry::DeviceLimits,
+            &KernelResources,
+        ) -> Result<Option<LaunchGeometry>, CudaError>,
     ) -> Result<(), CudaError> {
         // Pure checks first, so bad input is reported the same with or without a device.
         let kernel_args: Vec<KernelArg> = args.iter().map(|a| a.arg.clone()).collect();
@@ -331,10 +389,18 @@ impl Cuda {
                 ),
             });
         }
-        let Some(g) = geometry(&device.limits) else {
-            return Ok(()); // an empty iteration space: nothing to run
+        let empty = match &iteration {
+            IterationArgs::Range { begin, end } => begin == end,
+            IterationArgs::MdRange { begins, ends } => begins.iter().zip(ends).any(|(b, e)| b == e),
+            IterationArgs::Team { league_size } => *league_size == 0,
         };
+        if empty {
+            return Ok(()); // an empty iteration space: nothing to compile or run
+        }
         let loaded = load::<K>(device)?;
+        let Some(g) = geometry(&device.limits, &loaded.resources)? else {
+            return Ok(());
+        };
         if !fits(&device.limits, &g) || g.block_threads() > u64::from(device.limits.max_threads_per_block) {
             return Err(CudaError::InvalidLaunch {
                 kernel: K::NAME,

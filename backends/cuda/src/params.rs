@@ -6,7 +6,7 @@
 //! parameters, so the buffer is both the storage `cuLaunchKernel`'s `kernelParams` pointers
 //! point into and a valid packed argument block.
 
-use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DeviceParam, ScalarType};
+use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DeviceParam, HandleAccess, ScalarType};
 
 use crate::CudaError;
 
@@ -80,6 +80,8 @@ impl ScalarArg {
 pub struct HandleArg {
     /// The device address of element 0.
     pub ptr: u64,
+    /// Reader, writer or atomic handle: must be the parameter's.
+    pub access: HandleAccess,
     /// The element type.
     pub element: ScalarType,
     /// The extent of each dimension.
@@ -275,10 +277,19 @@ pub fn pack_for<K: DeviceKernel>(
         match (param, arg) {
             (
                 DeviceParam::Handle {
-                    name, element, rank, ..
+                    name,
+                    access,
+                    element,
+                    rank,
                 },
                 KernelArg::Handle(h),
             ) => {
+                if h.access != *access {
+                    return Err(invalid(format!(
+                        "parameter `{name}` is a {access:?} handle, but the argument is a {:?} handle; pass the same kind",
+                        h.access
+                    )));
+                }
                 if h.element != *element || h.extents.len() != *rank || h.strides.len() != *rank {
                     return Err(invalid(format!(
                         "parameter `{name}` is a rank-{rank} view of {element}, but the argument is a rank-{} view of {}",
@@ -327,7 +338,7 @@ pub fn pack_for<K: DeviceKernel>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hoplite_core::device_kernel::{DevicePattern, HandleAccess};
+    use hoplite_core::device_kernel::DevicePattern;
 
     struct Md;
     // SAFETY: test-only; never launched.
@@ -368,6 +379,7 @@ mod tests {
             KernelArg::Scalar(ScalarArg::Bool(true)),
             KernelArg::Handle(HandleArg {
                 ptr: 0xdead_beef_0000,
+                access: HandleAccess::Read,
                 element: ScalarType::F64,
                 extents: vec![3, 4],
                 strides: vec![4, 1],
@@ -425,12 +437,22 @@ mod tests {
         let mut args = md_args();
         args[1] = KernelArg::Handle(HandleArg {
             ptr: 0,
+            access: HandleAccess::Read,
             element: ScalarType::F64,
             extents: vec![12],
             strides: vec![1],
         });
         let e = pack_for::<Md>(&it, &args).expect_err("wrong rank");
         assert!(e.to_string().contains("rank-2 view of f64"), "{e}");
+
+        // A writer where the kernel takes a reader (or the reverse) is refused: the launch's
+        // writer checks depend on the kinds matching.
+        let mut args = md_args();
+        if let KernelArg::Handle(h) = &mut args[1] {
+            h.access = HandleAccess::Write;
+        }
+        let e = pack_for::<Md>(&it, &args).expect_err("wrong access");
+        assert!(e.to_string().contains("`x` is a Read handle"), "{e}");
 
         let mut args = md_args();
         args.swap(0, 1);

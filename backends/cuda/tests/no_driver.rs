@@ -3,6 +3,8 @@
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite_core::TeamSize;
+use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{ExecutionSpace, LayoutLeft, MemorySpace, View};
 use hoplite_cuda::{
     Cuda, CudaError, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceArg, copy_to_device, copy_to_host,
@@ -12,6 +14,22 @@ use hoplite_cuda::{
 #[kernel]
 pub fn scale(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, a: f64) {
     y.set(i, a * x.get(i));
+}
+
+/// Row sums by teams: each team reduces its row, rank 0 adds it through an atomic handle.
+#[kernel]
+pub fn row_sums(m: &impl TeamMember, sums: BoundAtomic<'_, i64, 1>, a: BoundReader<'_, i64, 2>, cols: usize) {
+    let row = m.league_rank();
+    let mut part = 0i64;
+    let mut j = m.team_rank();
+    while j < cols {
+        part += a.get([row, j]);
+        j += m.team_size();
+    }
+    let total = m.team_reduce(&Sum::new(), part);
+    if m.team_rank() == 0 {
+        sums.fetch_add(row, total);
+    }
 }
 
 fn is_absence(e: &CudaError) -> bool {
@@ -114,6 +132,49 @@ fn gpu_round_trip(cuda: &Cuda) {
     let mut out = vec![0.0; n];
     copy_to_host(&mut out, &y).expect("copy out");
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f64));
+}
+
+#[test]
+fn team_launches_check_their_arguments() {
+    let empty1: View<i64, 1, LayoutLeft, CudaSpace> = View::default();
+    let empty2: View<i64, 2, LayoutLeft, CudaSpace> = View::default();
+    let cuda = Cuda::default();
+    // Team kernels store through atomics: a writer is refused, with or without a device.
+    let err = cuda
+        .launch_team::<row_sums>(
+            4,
+            TeamSize::Auto,
+            &[
+                DeviceArg::write(&empty1),
+                DeviceArg::read(&empty2),
+                DeviceArg::scalar(3usize),
+            ],
+        )
+        .expect_err("a writer in a team launch");
+    assert!(err.to_string().contains("atomic"), "{err}");
+    // A reader where the kernel takes an atomic handle is refused too.
+    let err = cuda
+        .launch_team::<row_sums>(
+            4,
+            TeamSize::Auto,
+            &[
+                DeviceArg::read(&empty1),
+                DeviceArg::read(&empty2),
+                DeviceArg::scalar(3usize),
+            ],
+        )
+        .expect_err("wrong handle kind");
+    assert!(err.to_string().contains("Atomic handle"), "{err}");
+    // Matching arguments over an empty league: nothing to run, or the missing device.
+    let args = [
+        DeviceArg::atomic(&empty1),
+        DeviceArg::read(&empty2),
+        DeviceArg::scalar(0usize),
+    ];
+    match cuda.launch_team::<row_sums>(0, TeamSize::Fixed(64), &args) {
+        Ok(()) => assert!(cuda.is_available()),
+        Err(e) => assert!(is_absence(&e), "{e}"),
+    }
 }
 
 // What the types promise, checked at compile time: instances cross threads, device memory is
