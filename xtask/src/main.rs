@@ -192,6 +192,21 @@ fn test(args: &[String]) -> Result<(), String> {
                 "warnings",
             ],
         ));
+        // The facade's CUDA re-exports are compiled only with its `cuda` feature.
+        steps.push(Step::cargo(
+            "clippy (cuda feature)",
+            &[
+                "clippy",
+                "-p",
+                "hoplite",
+                "--features",
+                "cuda",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ));
         // The NVRTC checks are compiled only with the kernel checks' `nvrtc` feature.
         steps.push(Step::cargo(
             "clippy (nvrtc feature)",
@@ -262,17 +277,33 @@ fn test(args: &[String]) -> Result<(), String> {
             "--nocapture",
         ],
     );
+    // The CUDA backend's module cache compiles #[kernel] kernels with the same NVRTC (no GPU
+    // needed); the plain workspace run above tests the rest of hoplite-cuda without a driver.
+    let mut cuda_nvrtc = Step::cargo(
+        "hoplite-cuda module cache through NVRTC",
+        &[
+            "test",
+            "-p",
+            "hoplite-cuda",
+            "--test",
+            "nvrtc",
+            "--",
+            "--nocapture",
+        ],
+    );
     match cuda_tools::install() {
         Ok(tools) => {
             nvrtc = nvrtc
                 .env("HOPLITE_NVRTC_LIB", &tools.nvrtc.to_string_lossy())
                 .env("HOPLITE_PTXAS", &tools.ptxas.to_string_lossy());
+            cuda_nvrtc = cuda_nvrtc.env("HOPLITE_NVRTC_LIB", &tools.nvrtc.to_string_lossy());
         }
         Err(why) => {
             println!("xtask: NVRTC and ptxas unavailable ({why}); their check reports itself skipped")
         }
     }
     steps.push(nvrtc);
+    steps.push(cuda_nvrtc);
     // The lock-free parts (the borrow table, the barrier, the pool's hand-offs) under loom's
     // model checker: every interleaving within a few preemptions. A target folder of its own,
     // because `--cfg loom` changes every crate's build.

@@ -268,6 +268,16 @@ pub enum Error {
         /// Why: the limit, or the operating system's error.
         reason: String,
     },
+    /// A device backend could not do what was asked: no driver or device, a failed driver
+    /// call, a kernel that did not compile. The backend's own error type has the details;
+    /// this carries its message.
+    #[error("{space}: {reason}")]
+    Device {
+        /// The execution or memory space's name, such as `"Cuda"`.
+        space: &'static str,
+        /// What failed and how to fix it (the backend error's message).
+        reason: String,
+    },
 }
 
 fn dim_suffix(dim: Option<usize>) -> String {

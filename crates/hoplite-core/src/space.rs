@@ -198,9 +198,13 @@ pub fn check_partition_count(space: &'static str, parts: usize) -> Result<()> {
 ///
 /// Views write into what [`allocate`](Self::allocate) returns without further checks. An
 /// implementation promises that a successful `allocate(label, bytes)` (and
-/// `allocate_zeroed`) returns memory valid for reads and writes of `bytes` bytes, aligned to
+/// `allocate_zeroed`) returns memory valid for reads and writes of `bytes` bytes where the
+/// space is accessible (host memory for a host space; for a device space, memory of its
+/// device, which host code never dereferences because such a space is not
+/// [`HostAccessibleSpace`](crate::HostAccessibleSpace)), aligned to
 /// [`ALIGNMENT`](Self::ALIGNMENT) (a power of two, at least 8), not used by anything else
-/// until it is passed to `deallocate`, and that `allocate_zeroed` memory reads as zeros;
+/// until it is passed to `deallocate`, and that `allocate_zeroed` memory reads as zeros (a
+/// device space overrides it: the provided one clears the memory from the host);
 /// `records` always returns the same records.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a memory space",

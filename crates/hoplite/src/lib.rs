@@ -96,6 +96,12 @@ pub use hoplite_rayon::{self as rayon, RayonSpace};
 #[cfg(feature = "numa")]
 pub use hoplite_numa::{self as numa, NumaSpace};
 
+/// The CUDA backend (feature `cuda`, off by default): streams as instances, device memory,
+/// `#[kernel]` kernels compiled with NVRTC. Builds without CUDA; without a GPU its calls
+/// return typed errors. See [`hoplite_cuda`].
+#[cfg(feature = "cuda")]
+pub use hoplite_cuda::{self as cuda, Cuda, CudaSpace};
+
 /// The execution space used when a launch names none: the most parallel enabled backend
 /// (rayon, else serial).
 #[cfg(feature = "rayon")]

@@ -1,0 +1,369 @@
+//! The CUDA driver, behind the check that it is present: small safe functions over
+//! `cudarc::driver::sys`, each arguing its call.
+//!
+//! cudarc loads `libcuda` at the first driver call and panics when it is missing, so nothing
+//! here calls the driver before [`driver`] has found the library with
+//! `is_culib_present`; without it every entry point returns [`CudaError::NoDriver`].
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::{Arc, OnceLock};
+
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+
+use crate::CudaError;
+use crate::geometry::DeviceLimits;
+
+/// The library names cudarc tries for the driver.
+fn driver_names() -> String {
+    cudarc::get_lib_name_candidates("cuda")
+        .into_iter()
+        .take(3)
+        .chain(std::iter::once("libcuda.so.1".to_owned()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Turns a `CUresult` into `Ok` or a [`CudaError::Driver`] naming `call`.
+pub(crate) fn check(call: &'static str, result: sys::CUresult) -> Result<(), CudaError> {
+    if result == sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    let text = |f: unsafe fn(sys::CUresult, *mut *const c_char) -> sys::CUresult| {
+        let mut p: *const c_char = std::ptr::null();
+        // SAFETY: the driver is loaded (a result came from it); `p` is a live out pointer,
+        // set to a static string of the driver or left null.
+        let ok = unsafe { f(result, &mut p) } == sys::CUresult::CUDA_SUCCESS;
+        if ok && !p.is_null() {
+            // SAFETY: the driver returns a NUL-terminated static string.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        } else {
+            "unknown".to_owned()
+        }
+    };
+    Err(CudaError::Driver {
+        call,
+        code: result as u32,
+        name: text(sys::cuGetErrorName),
+        description: text(sys::cuGetErrorString),
+    })
+}
+
+/// The initialized driver: the device count.
+#[derive(Debug)]
+pub(crate) struct Driver {
+    pub(crate) device_count: usize,
+    pub(crate) version: i32,
+}
+
+/// The driver, initialized once; the typed error when there is none, no device, or an
+/// older one than CUDA 12.0.
+pub(crate) fn driver() -> Result<&'static Driver, CudaError> {
+    static DRIVER: OnceLock<Result<Driver, CudaError>> = OnceLock::new();
+    DRIVER.get_or_init(init).as_ref().map_err(Clone::clone)
+}
+
+fn init() -> Result<Driver, CudaError> {
+    // SAFETY: `is_culib_present` only tries to open the driver library by its usual names
+    // (running its initializers, which set up the library itself) and closes it again.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(CudaError::NoDriver {
+            looked_for: driver_names(),
+        });
+    }
+    // SAFETY: the library is present, so cudarc's loader finds it and `cuInit`, which every
+    // driver since CUDA 2.0 exports; flags must be 0.
+    check("cuInit", unsafe { sys::cuInit(0) }).map_err(|e| match e {
+        CudaError::Driver { code: 100, .. } => CudaError::NoDevice,
+        other => other,
+    })?;
+    let mut version: c_int = 0;
+    // SAFETY: initialized driver; `version` is a live out pointer.
+    check("cuDriverGetVersion", unsafe {
+        sys::cuDriverGetVersion(&mut version)
+    })?;
+    if version < 12000 {
+        // The 12.0 API is checked before any newer symbol is loaded (cudarc panics on a
+        // missing symbol).
+        return Err(CudaError::DriverTooOld {
+            found_major: version / 1000,
+            found_minor: (version % 1000) / 10,
+        });
+    }
+    let mut count: c_int = 0;
+    // SAFETY: initialized driver; `count` is a live out pointer.
+    check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut count) })?;
+    if count <= 0 {
+        return Err(CudaError::NoDevice);
+    }
+    Ok(Driver {
+        device_count: count as usize,
+        version,
+    })
+}
+
+/// One device: its primary context (retained for the life of the process) and properties.
+#[derive(Debug)]
+pub(crate) struct Device {
+    pub(crate) ordinal: usize,
+    pub(crate) name: String,
+    pub(crate) total_memory: usize,
+    pub(crate) limits: DeviceLimits,
+    ctx: sys::CUcontext,
+}
+
+// SAFETY: a CUDA context handle may be used from any thread (the driver API is thread-safe
+// and `bind` makes it current on the calling thread before each use); the other fields are
+// plain data.
+unsafe impl Send for Device {}
+// SAFETY: as for `Send`: shared use only passes the handle to thread-safe driver calls.
+unsafe impl Sync for Device {}
+
+impl Device {
+    /// Device `ordinal`, opened once per process.
+    pub(crate) fn get(ordinal: usize) -> Result<Arc<Device>, CudaError> {
+        static DEVICES: Mutex<Vec<Option<Arc<Device>>>> = Mutex::new(Vec::new());
+        let driver = driver()?;
+        if ordinal >= driver.device_count {
+            return Err(CudaError::InvalidDevice {
+                ordinal,
+                count: driver.device_count,
+            });
+        }
+        let mut devices = DEVICES.lock();
+        if devices.len() < driver.device_count {
+            devices.resize(driver.device_count, None);
+        }
+        if let Some(d) = &devices[ordinal] {
+            return Ok(d.clone());
+        }
+        let d = Arc::new(Device::open(ordinal)?);
+        devices[ordinal] = Some(d.clone());
+        Ok(d)
+    }
+
+    fn open(ordinal: usize) -> Result<Device, CudaError> {
+        let mut dev: sys::CUdevice = 0;
+        // SAFETY: initialized driver (`get` called `driver()`); `ordinal` is below the
+        // device count, so it fits `c_int`; `dev` is a live out pointer.
+        check("cuDeviceGet", unsafe {
+            sys::cuDeviceGet(&mut dev, ordinal as c_int)
+        })?;
+        let mut ctx: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: `dev` is a valid device; `ctx` is a live out pointer. The primary context
+        // is retained once per device and never released, so it outlives every use.
+        check("cuDevicePrimaryCtxRetain", unsafe {
+            sys::cuDevicePrimaryCtxRetain(&mut ctx, dev)
+        })?;
+        let mut name = [0 as c_char; 256];
+        // SAFETY: `name` holds 256 bytes, the length passed; the driver NUL-terminates.
+        check("cuDeviceGetName", unsafe {
+            sys::cuDeviceGetName(name.as_mut_ptr(), 256, dev)
+        })?;
+        // SAFETY: NUL-terminated by the driver within the buffer.
+        let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let mut total_memory = 0usize;
+        // SAFETY: valid device; live out pointer.
+        check("cuDeviceTotalMem_v2", unsafe {
+            sys::cuDeviceTotalMem_v2(&mut total_memory, dev)
+        })?;
+        use sys::CUdevice_attribute as A;
+        let attr = |a: A| -> Result<u32, CudaError> {
+            let mut v: c_int = 0;
+            // SAFETY: valid device; a known attribute; live out pointer.
+            check("cuDeviceGetAttribute", unsafe {
+                sys::cuDeviceGetAttribute(&mut v, a, dev)
+            })?;
+            Ok(v.max(0) as u32)
+        };
+        let limits = DeviceLimits {
+            compute_capability: (
+                attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            sm_count: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            warp_size: attr(A::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            max_threads_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_block_dims: [
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid_dims: [
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                attr(A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_threads_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_blocks_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
+            registers_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)?,
+            registers_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
+            shared_per_block: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as usize,
+            shared_per_block_optin: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as usize,
+            shared_per_sm: attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as usize,
+            reserved_shared_per_block: attr(A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)?
+                as usize,
+        };
+        Ok(Device {
+            ordinal,
+            name,
+            total_memory,
+            limits,
+            ctx,
+        })
+    }
+
+    /// Makes this device's context current on the calling thread, as every driver call below
+    /// needs.
+    pub(crate) fn bind(&self) -> Result<(), CudaError> {
+        // SAFETY: `ctx` is a retained primary context, valid for the life of the process.
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.ctx) })
+    }
+}
+
+/// A stream of a device, destroyed when dropped.
+#[derive(Debug)]
+pub(crate) struct Stream {
+    pub(crate) device: Arc<Device>,
+    raw: sys::CUstream,
+}
+
+// SAFETY: a stream handle may be used from any thread; the driver serializes work on it.
+unsafe impl Send for Stream {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    /// A new stream on `device`.
+    pub(crate) fn new(device: Arc<Device>) -> Result<Stream, CudaError> {
+        device.bind()?;
+        let mut raw: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: the device's context is current; `raw` is a live out pointer; flags 0 is
+        // CU_STREAM_DEFAULT.
+        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut raw, 0) })?;
+        Ok(Stream { device, raw })
+    }
+
+    /// Waits for every launch on the stream; reports an asynchronous failure.
+    pub(crate) fn synchronize(&self) -> Result<(), CudaError> {
+        self.device.bind()?;
+        // SAFETY: `raw` is a live stream of the bound context.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(self.raw)
+        })
+    }
+
+    pub(crate) fn raw(&self) -> sys::CUstream {
+        self.raw
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.device.bind().is_ok() {
+            // SAFETY: `raw` is a live stream created by `new` and not used after this; work
+            // still queued completes before the driver frees it.
+            let _ = unsafe { sys::cuStreamDestroy_v2(self.raw) };
+        }
+    }
+}
+
+/// Which kind of memory an allocation is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MemoryKind {
+    Device,
+    Managed,
+    HostPinned,
+}
+
+/// Allocates `bytes` (non-zero) of `kind` on device 0's context.
+pub(crate) fn allocate(kind: MemoryKind, bytes: usize) -> Result<*mut u8, CudaError> {
+    let device = Device::get(0)?;
+    device.bind()?;
+    match kind {
+        MemoryKind::Device => {
+            let mut p: sys::CUdeviceptr = 0;
+            // SAFETY: bound context; live out pointer.
+            check("cuMemAlloc_v2", unsafe { sys::cuMemAlloc_v2(&mut p, bytes) })?;
+            Ok(p as usize as *mut u8)
+        }
+        MemoryKind::Managed => {
+            let mut p: sys::CUdeviceptr = 0;
+            // SAFETY: bound context; live out pointer; CU_MEM_ATTACH_GLOBAL (1) makes the
+            // memory accessible from every stream and the host.
+            check("cuMemAllocManaged", unsafe {
+                sys::cuMemAllocManaged(&mut p, bytes, 1)
+            })?;
+            Ok(p as usize as *mut u8)
+        }
+        MemoryKind::HostPinned => {
+            let mut p: *mut c_void = std::ptr::null_mut();
+            // SAFETY: bound context; live out pointer.
+            check("cuMemAllocHost_v2", unsafe {
+                sys::cuMemAllocHost_v2(&mut p, bytes)
+            })?;
+            Ok(p.cast())
+        }
+    }
+}
+
+/// Sets `bytes` bytes at `ptr` (from [`allocate`] with `Device` or `Managed`) to zero.
+pub(crate) fn zero(ptr: *mut u8, bytes: usize) -> Result<(), CudaError> {
+    Device::get(0)?.bind()?;
+    // SAFETY: `ptr` is a device address from `allocate` valid for `bytes` bytes (the caller's
+    // promise, kept by the memory spaces, which pass their own fresh allocations).
+    check("cuMemsetD8_v2", unsafe {
+        sys::cuMemsetD8_v2(ptr as usize as u64, 0, bytes)
+    })
+}
+
+/// Frees memory from [`allocate`].
+///
+/// # Safety
+///
+/// `ptr` came from `allocate(kind, _)` and is not used afterwards.
+pub(crate) unsafe fn free(kind: MemoryKind, ptr: *mut u8) {
+    let Ok(device) = Device::get(0) else { return };
+    if device.bind().is_err() {
+        return;
+    }
+    // SAFETY: by the caller's promise `ptr` is a live allocation of this kind.
+    let _ = unsafe {
+        match kind {
+            MemoryKind::Device | MemoryKind::Managed => sys::cuMemFree_v2(ptr as usize as u64),
+            MemoryKind::HostPinned => sys::cuMemFreeHost(ptr.cast()),
+        }
+    };
+}
+
+/// Copies `src` (host memory) to the device address `dst`.
+///
+/// # Safety
+///
+/// `dst` is a device (or managed) allocation with at least `src.len()` bytes from `dst` on,
+/// and no kernel uses those bytes during the copy.
+pub(crate) unsafe fn copy_to_device(dst: *mut u8, src: &[u8]) -> Result<(), CudaError> {
+    Device::get(0)?.bind()?;
+    // SAFETY: `src` is valid for its length; `dst` by the caller's promise. The copy is
+    // synchronous, so `src` outlives it.
+    check("cuMemcpyHtoD_v2", unsafe {
+        sys::cuMemcpyHtoD_v2(dst as usize as u64, src.as_ptr().cast(), src.len())
+    })
+}
+
+/// Copies from the device address `src` into `dst` (host memory).
+///
+/// # Safety
+///
+/// `src` is a device (or managed) allocation with at least `dst.len()` bytes from `src` on,
+/// and no kernel writes those bytes during the copy.
+pub(crate) unsafe fn copy_to_host(dst: &mut [u8], src: *const u8) -> Result<(), CudaError> {
+    Device::get(0)?.bind()?;
+    // SAFETY: `dst` is valid for writes of its length; `src` by the caller's promise. The
+    // copy is synchronous.
+    check("cuMemcpyDtoH_v2", unsafe {
+        sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src as usize as u64, dst.len())
+    })
+}

@@ -1,0 +1,108 @@
+//! [`CudaError`]: every way the CUDA backend can fail, as a value.
+
+/// What went wrong in the CUDA backend: a missing driver or device, a failed driver call, a
+/// kernel NVRTC rejected, a launch that does not fit the device. Every message names the
+/// value and says what to do.
+///
+/// Converts into [`hoplite_core::Error::Device`] for the core traits' methods.
+///
+/// ```
+/// use hoplite_cuda::CudaError;
+/// let e = CudaError::NoDevice;
+/// assert!(e.to_string().contains("no CUDA device"));
+/// let core: hoplite_core::Error = e.into();
+/// assert!(matches!(core, hoplite_core::Error::Device { space: "Cuda", .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CudaError {
+    /// The CUDA driver library could not be opened.
+    #[error(
+        "the CUDA driver library was not found (looked for {looked_for}); install the NVIDIA driver, or run on a machine with an NVIDIA GPU"
+    )]
+    NoDriver {
+        /// The library names that were tried.
+        looked_for: String,
+    },
+    /// The driver is older than the API the backend calls.
+    #[error(
+        "the CUDA driver supports CUDA {found_major}.{found_minor}, but hoplite-cuda needs 12.0 or newer; update the NVIDIA driver"
+    )]
+    DriverTooOld {
+        /// The driver's CUDA major version.
+        found_major: i32,
+        /// The driver's CUDA minor version.
+        found_minor: i32,
+    },
+    /// The driver is there but sees no device.
+    #[error(
+        "no CUDA device: the driver is installed but reports no GPU (check `nvidia-smi` and CUDA_VISIBLE_DEVICES)"
+    )]
+    NoDevice,
+    /// A device ordinal past the last device.
+    #[error("CUDA device {ordinal} does not exist: the driver reports {count} device(s), numbered from 0")]
+    InvalidDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices there are.
+        count: usize,
+    },
+    /// A driver call failed.
+    #[error("{call} failed with {name} ({code}): {description}")]
+    Driver {
+        /// The driver function.
+        call: &'static str,
+        /// The `CUresult` code.
+        code: u32,
+        /// Its name, such as `CUDA_ERROR_OUT_OF_MEMORY`.
+        name: String,
+        /// The driver's description of it.
+        description: String,
+    },
+    /// NVRTC could not be opened.
+    #[error(
+        "NVRTC was not found (looked for {looked_for}); install the CUDA toolkit or `pip install nvidia-cuda-nvrtc-cu12`, and name libnvrtc.so.12 in HOPLITE_NVRTC_LIB"
+    )]
+    NoNvrtc {
+        /// The paths and names that were tried.
+        looked_for: String,
+    },
+    /// NVRTC rejected a kernel.
+    #[error("kernel `{kernel}` did not compile for {arch}: {status}\n{log}")]
+    Compile {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The virtual architecture, such as `compute_90`.
+        arch: String,
+        /// NVRTC's status.
+        status: String,
+        /// NVRTC's log.
+        log: String,
+    },
+    /// A launch that cannot be made: arguments that do not match the kernel, or a geometry
+    /// the device cannot run.
+    #[error("kernel `{kernel}`: {reason}")]
+    InvalidLaunch {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// What does not fit, with the numbers and the fix.
+        reason: String,
+    },
+    /// A host transfer whose sizes do not match.
+    #[error("copy of `{label}`: {reason}")]
+    Transfer {
+        /// The view's label.
+        label: String,
+        /// What does not match.
+        reason: String,
+    },
+}
+
+impl From<CudaError> for hoplite_core::Error {
+    fn from(e: CudaError) -> Self {
+        hoplite_core::Error::Device {
+            space: "Cuda",
+            reason: e.to_string(),
+        }
+    }
+}

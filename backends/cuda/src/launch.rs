@@ -1,0 +1,454 @@
+//! Launching a [`DeviceKernel`] over a range or an MDRange on a [`Cuda`] instance: the
+//! module from the cache, loaded once per device; the geometry from [`crate::geometry`]; the
+//! parameters packed by [`crate::params`]; then `cuLaunchKernel` on the instance's stream.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::ffi::{CString, c_int};
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use hoplite_core::TeamSize;
+use hoplite_core::device_kernel::{DeviceKernel, HandleAccess, ScalarType};
+use hoplite_core::{ArrayLayout, View, ViewValue};
+use parking_lot::Mutex;
+
+use crate::driver::{Device, check};
+use crate::geometry::{
+    KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm, fits, mdrange_geometry,
+    range_geometry, team_geometry,
+};
+use crate::nvrtc::ModuleCache;
+use crate::params::{HandleArg, IterationArgs, KernelArg, ScalarArg, pack_for};
+use crate::{Cuda, CudaError, DeviceAccessibleSpace};
+
+/// An element type device kernels use, with its [`ScalarType`].
+///
+/// # Safety
+///
+/// Launches pass views of `Self` to entries declared over [`SCALAR`](Self::SCALAR). An
+/// implementation promises that `Self` has exactly that type's size and representation on
+/// the device.
+pub unsafe trait DeviceScalar: ViewValue {
+    /// The device type.
+    const SCALAR: ScalarType;
+}
+
+macro_rules! device_scalar {
+    ($($t:ty => $s:ident),*) => {$(
+        // SAFETY: the Rust type and the CUDA C type have the same size and representation
+        // (two's complement integers, IEEE floats, 64-bit `usize`/`isize` on 64-bit hosts
+        // and devices; `bool` is one byte of 0 or 1 in both).
+        unsafe impl DeviceScalar for $t {
+            const SCALAR: ScalarType = ScalarType::$s;
+        }
+    )*};
+}
+device_scalar!(bool => Bool, i32 => I32, i64 => I64, u32 => U32, u64 => U64, f32 => F32, f64 => F64);
+#[cfg(target_pointer_width = "64")]
+device_scalar!(usize => Usize, isize => Isize);
+
+/// One argument of a device launch, in the kernel's parameter order: a view handle (read or
+/// write) or a scalar. Built only from views of device memory, so a launch never hands the
+/// device an address it cannot use.
+///
+/// ```
+/// use hoplite_core::{LayoutLeft, View};
+/// use hoplite_cuda::{CudaSpace, DeviceArg};
+/// let a = DeviceArg::scalar(2.0f64);
+/// if let Ok(x) = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [10]) {
+///     let _args = [a, DeviceArg::write(&x)];
+/// }
+/// ```
+pub struct DeviceArg {
+    arg: KernelArg,
+    /// For a writer: its extents, which the launch's iteration space must stay inside.
+    writer_extents: Option<Vec<u64>>,
+    /// The bytes the handle covers, to refuse a writer that overlaps another handle.
+    bytes: Option<(u64, u64)>,
+    keep: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for DeviceArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceArg").field("arg", &self.arg).finish()
+    }
+}
+
+impl DeviceArg {
+    fn handle<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, R, L, S>,
+        access: HandleAccess,
+    ) -> DeviceArg {
+        let writer = access == HandleAccess::Write;
+        let extents: Vec<u64> = view.extents().iter().map(|&e| e as u64).collect();
+        let ptr = view.data() as usize as u64;
+        let span = (view.span() * size_of::<T>()) as u64;
+        DeviceArg {
+            arg: KernelArg::Handle(HandleArg {
+                ptr,
+                access,
+                element: T::SCALAR,
+                extents: extents.clone(),
+                strides: view.strides().iter().map(|&s| s as u64).collect(),
+            }),
+            writer_extents: writer.then_some(extents),
+            bytes: Some((ptr, ptr + span)),
+            keep: Some(Arc::new(view.clone())),
+        }
+    }
+
+    /// A reader of `view` (a `Reader` parameter).
+    pub fn read<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, R, L, S>,
+    ) -> DeviceArg {
+        DeviceArg::handle(view, HandleAccess::Read)
+    }
+
+    /// A writer of `view` (a `Writer` parameter): the launch checks that its iteration space
+    /// lies inside the view's extents and that no other handle overlaps the view.
+    pub fn write<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, R, L, S>,
+    ) -> DeviceArg {
+        DeviceArg::handle(view, HandleAccess::Write)
+    }
+
+    /// An atomic handle of `view` (an `AtomicHandle` parameter): atomic updates anywhere in
+    /// the view, each checked against its extents by the kernel.
+    pub fn atomic<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, R, L, S>,
+    ) -> DeviceArg {
+        DeviceArg::handle(view, HandleAccess::Atomic)
+    }
+
+    /// A scalar capture.
+    pub fn scalar(value: impl Into<ScalarArg>) -> DeviceArg {
+        DeviceArg {
+            arg: KernelArg::Scalar(value.into()),
+            writer_extents: None,
+            bytes: None,
+            keep: None,
+        }
+    }
+}
+
+macro_rules! scalar_from {
+    ($($t:ty => $v:ident),*) => {$(
+        impl From<$t> for ScalarArg {
+            fn from(v: $t) -> Self {
+                ScalarArg::$v(v)
+            }
+        }
+    )*};
+}
+scalar_from!(bool => Bool, i32 => I32, i64 => I64, u32 => U32, u64 => U64, usize => Usize, isize => Isize, f32 => F32, f64 => F64);
+
+/// A kernel loaded on a device: the function and what it uses.
+struct Loaded {
+    function: sys::CUfunction,
+    resources: KernelResources,
+}
+
+// SAFETY: a loaded function handle may be used from any thread (the module is never
+// unloaded, so the handle stays valid for the life of the process).
+unsafe impl Send for Loaded {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Loaded {}
+
+/// `K` loaded on `device`: compiled (or taken from the cache) and loaded once per device.
+fn load<K: DeviceKernel>(device: &Device) -> Result<Arc<Loaded>, CudaError> {
+    /// Loaded kernels by (device ordinal, source hash).
+    type Table = HashMap<(usize, u64), Arc<Loaded>>;
+    static LOADED: Mutex<Option<Table>> = Mutex::new(None);
+    let key = (device.ordinal, K::source_hash());
+    if let Some(l) = LOADED.lock().get_or_insert_with(HashMap::new).get(&key) {
+        return Ok(l.clone());
+    }
+    let (ptx, _) = ModuleCache::global().ptx::<K>(&device.limits.arch())?;
+    let invalid = |reason: String| CudaError::InvalidLaunch {
+        kernel: K::NAME,
+        reason,
+    };
+    let image = CString::new(ptx.as_bytes()).map_err(|_| invalid("the PTX holds a NUL byte".into()))?;
+    let entry = CString::new(K::ENTRY).map_err(|_| invalid("the entry name holds a NUL byte".into()))?;
+    device.bind()?;
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    // SAFETY: the device's context is current; `image` is NUL-terminated PTX that outlives
+    // the call; `module` is a live out pointer.
+    check("cuModuleLoadData", unsafe {
+        sys::cuModuleLoadData(&mut module, image.as_ptr().cast())
+    })?;
+    let mut function: sys::CUfunction = std::ptr::null_mut();
+    // SAFETY: `module` was just loaded; `entry` is NUL-terminated; live out pointer.
+    check("cuModuleGetFunction", unsafe {
+        sys::cuModuleGetFunction(&mut function, module, entry.as_ptr())
+    })?;
+    let attr = |a: sys::CUfunction_attribute| -> Result<usize, CudaError> {
+        let mut v: c_int = 0;
+        // SAFETY: `function` is a live function; a known attribute; live out pointer.
+        check("cuFuncGetAttribute", unsafe {
+            sys::cuFuncGetAttribute(&mut v, a, function)
+        })?;
+        Ok(v.max(0) as usize)
+    };
+    let resources = KernelResources {
+        registers_per_thread: attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)? as u32,
+        static_shared: attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+    };
+    let loaded = Arc::new(Loaded { function, resources });
+    LOADED
+        .lock()
+        .get_or_insert_with(HashMap::new)
+        .insert(key, loaded.clone());
+    Ok(loaded)
+}
+
+/// Checks the handles against the iteration space: writers contain it and overlap no other
+/// handle.
+fn check_args(kernel: &'static str, ends: &[u64], args: &[DeviceArg]) -> Result<(), CudaError> {
+    let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
+    for (k, a) in args.iter().enumerate() {
+        let Some(extents) = &a.writer_extents else {
+            continue;
+        };
+        if extents.len() != ends.len() || extents.iter().zip(ends).any(|(e, end)| end > e) {
+            return Err(invalid(format!(
+                "argument {k}: a writer of extents {extents:?} cannot take every index up to {ends:?}; launch over a range inside the view"
+            )));
+        }
+        let Some((lo, hi)) = a.bytes else { continue };
+        for (j, b) in args.iter().enumerate() {
+            if j != k
+                && let Some((blo, bhi)) = b.bytes
+                && blo < hi
+                && lo < bhi
+            {
+                return Err(invalid(format!(
+                    "argument {k} is a writer whose memory overlaps argument {j}; pass disjoint views"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Cuda {
+    /// Launches `K` (a `#[kernel]` `parallel_for` over a `RangePolicy`) over `range` on this
+    /// instance's stream, with `args` in the kernel's parameter order. Returns once the launch
+    /// is queued; [`fence`](hoplite_core::ExecutionSpace::fence) waits for it (the views
+    /// passed are kept alive until then).
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, BoundWriter, kernel};
+    /// use hoplite_core::{ExecutionSpace, LayoutLeft, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    ///
+    /// #[kernel]
+    /// fn twice(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>) {
+    ///     y.set(i, 2.0 * x.get(i));
+    /// }
+    ///
+    /// match Cuda::new() {
+    ///     Err(e) => println!("{e}"),
+    ///     Ok(cuda) => {
+    ///         let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [100])?;
+    ///         let y = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [100])?;
+    ///         cuda.launch_range::<twice>(0..100, &[DeviceArg::write(&y), DeviceArg::read(&x)])?;
+    ///         cuda.fence()?;
+    ///     }
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Why this instance has no device; [`CudaError::InvalidLaunch`] for arguments that do
+    /// not match the kernel or a writer that does not contain the range; NVRTC's errors; the
+    /// driver's error.
+    pub fn launch_range<K: DeviceKernel>(
+        &self,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+    ) -> Result<(), CudaError> {
+        let (begin, end) = (range.start as u64, range.end as u64);
+        if begin > end {
+            return Err(CudaError::InvalidLaunch {
+                kernel: K::NAME,
+                reason: format!("range {begin}..{end} starts after it ends"),
+            });
+        }
+        let iteration = IterationArgs::Range { begin, end };
+        self.launch::<K>(iteration, &[end], args, |limits, _| {
+            Ok(range_geometry(limits, end - begin))
+        })
+    }
+
+    /// Launches `K` (a `#[kernel]` `parallel_for` over an `MDRangePolicy` of rank `R`) over
+    /// `begins..ends` per dimension, as [`launch_range`](Self::launch_range) does.
+    ///
+    /// # Errors
+    ///
+    /// As for [`launch_range`](Self::launch_range), and a dimension whose begin is past its
+    /// end.
+    pub fn launch_mdrange<K: DeviceKernel, const R: usize>(
+        &self,
+        begins: [usize; R],
+        ends: [usize; R],
+        args: &[DeviceArg],
+    ) -> Result<(), CudaError> {
+        let begins: Vec<u64> = begins.iter().map(|&b| b as u64).collect();
+        let ends: Vec<u64> = ends.iter().map(|&e| e as u64).collect();
+        if let Some(d) = (0..R).find(|&d| begins[d] > ends[d]) {
+            return Err(CudaError::InvalidLaunch {
+                kernel: K::NAME,
+                reason: format!("dimension {d}: {}..{} starts after it ends", begins[d], ends[d]),
+            });
+        }
+        let lengths: Vec<u64> = (0..R).map(|d| ends[d] - begins[d]).collect();
+        let iteration = IterationArgs::MdRange {
+            begins,
+            ends: ends.clone(),
+        };
+        self.launch::<K>(iteration, &ends, args, |limits, _| {
+            Ok(mdrange_geometry(limits, &lengths))
+        })
+    }
+
+    /// Launches `K` (a `#[kernel]` `parallel_for` over a `TeamPolicy`) over a league of
+    /// `league_size` teams of `team_size` threads (`TeamSize::Auto`: the size that keeps the
+    /// most threads resident, from the compiled kernel's registers and shared memory). Team
+    /// kernels store through atomic handles, so writers are refused.
+    ///
+    /// ```
+    /// use hoplite_core::TeamSize;
+    /// match hoplite_cuda::Cuda::new() {
+    ///     Err(e) => println!("{e}"),
+    ///     Ok(cuda) => println!("teams run on {}", cuda.limits()?.arch()),
+    /// }
+    /// # let _ = TeamSize::Auto;
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`launch_range`](Self::launch_range); a writer argument; a team size of 0 or
+    /// above the device's block limit.
+    pub fn launch_team<K: DeviceKernel>(
+        &self,
+        league_size: usize,
+        team_size: TeamSize,
+        args: &[DeviceArg],
+    ) -> Result<(), CudaError> {
+        if let Some(k) = args.iter().position(|a| a.writer_extents.is_some()) {
+            return Err(CudaError::InvalidLaunch {
+                kernel: K::NAME,
+                reason: format!(
+                    "argument {k} is a writer; team kernels store through atomic handles or their accumulator"
+                ),
+            });
+        }
+        let league = league_size as u64;
+        let iteration = IterationArgs::Team { league_size: league };
+        self.launch::<K>(iteration, &[], args, |limits, resources| {
+            let size = match team_size {
+                TeamSize::Fixed(n) => u32::try_from(n).unwrap_or(u32::MAX),
+                TeamSize::Auto => auto_team_size(
+                    limits,
+                    resources,
+                    TeamScratch::default(),
+                    limits.max_threads_per_block,
+                )?,
+            };
+            team_geometry(limits, resources, league, size, TeamScratch::default())
+        })
+    }
+
+    fn launch<K: DeviceKernel>(
+        &self,
+        iteration: IterationArgs,
+        ends: &[u64],
+        args: &[DeviceArg],
+        geometry: impl FnOnce(
+            &crate::geometry::DeviceLimits,
+            &KernelResources,
+        ) -> Result<Option<LaunchGeometry>, CudaError>,
+    ) -> Result<(), CudaError> {
+        // Pure checks first, so bad input is reported the same with or without a device.
+        let kernel_args: Vec<KernelArg> = args.iter().map(|a| a.arg.clone()).collect();
+        let mut params = pack_for::<K>(&iteration, &kernel_args)?;
+        check_args(K::NAME, ends, args)?;
+        let stream = self.stream()?;
+        let device = &stream.device;
+        if device.ordinal != 0 && args.iter().any(|a| a.bytes.is_some()) {
+            return Err(CudaError::InvalidLaunch {
+                kernel: K::NAME,
+                reason: format!(
+                    "views are allocated on device 0, but this instance is a stream of device {}; launch on a device-0 instance",
+                    device.ordinal
+                ),
+            });
+        }
+        let empty = match &iteration {
+            IterationArgs::Range { begin, end } => begin == end,
+            IterationArgs::MdRange { begins, ends } => begins.iter().zip(ends).any(|(b, e)| b == e),
+            IterationArgs::Team { league_size } => *league_size == 0,
+        };
+        if empty {
+            return Ok(()); // an empty iteration space: nothing to compile or run
+        }
+        let loaded = load::<K>(device)?;
+        let Some(g) = geometry(&device.limits, &loaded.resources)? else {
+            return Ok(());
+        };
+        if !fits(&device.limits, &g) || g.block_threads() > u64::from(device.limits.max_threads_per_block) {
+            return Err(CudaError::InvalidLaunch {
+                kernel: K::NAME,
+                reason: format!("the geometry {g:?} does not fit the device"),
+            });
+        }
+        if blocks_per_sm(
+            &device.limits,
+            &loaded.resources,
+            g.block[0] * g.block[1] * g.block[2],
+            g.shared_bytes as usize,
+        ) == 0
+        {
+            return Err(CudaError::InvalidLaunch {
+                kernel: K::NAME,
+                reason: format!(
+                    "a block of {:?} threads does not fit one multiprocessor with {:?}",
+                    g.block, loaded.resources
+                ),
+            });
+        }
+        let mut pointers = params.pointers();
+        device.bind()?;
+        // SAFETY: `function` is a loaded kernel of this device whose entry takes exactly the
+        // parameters `pack_for` laid out (checked against `K::params()`, which the
+        // `DeviceKernel` contract promises match the entry); `pointers` point into `params`,
+        // which outlives the call (the driver copies the values before returning); every
+        // handle address is a live device allocation of a view kept alive below until the
+        // next fence, and writers contain the iteration space; the geometry fits the device.
+        check("cuLaunchKernel", unsafe {
+            sys::cuLaunchKernel(
+                loaded.function,
+                g.grid[0],
+                g.grid[1],
+                g.grid[2],
+                g.block[0],
+                g.block[1],
+                g.block[2],
+                g.shared_bytes,
+                stream.raw(),
+                pointers.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })?;
+        self.inner
+            .keep_alive
+            .lock()
+            .extend(args.iter().filter_map(|a| a.keep.clone()));
+        Ok(())
+    }
+}

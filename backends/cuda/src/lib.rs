@@ -1,0 +1,47 @@
+//! The CUDA backend of hoplite: the [`Cuda`] execution space (instances are streams), the
+//! [`CudaSpace`], [`CudaUVMSpace`] and [`CudaHostPinnedSpace`] memory spaces, launch
+//! geometry and occupancy ([`geometry`]), kernel parameter packing ([`params`]), and the
+//! NVRTC module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use.
+//!
+//! The crate builds and its tests run on machines without CUDA: the driver (`libcuda`) and
+//! NVRTC are loaded at run time, every driver call sits behind the check that the library is
+//! present, and without it the public API returns [`CudaError::NoDriver`] or
+//! [`CudaError::NoDevice`] instead of panicking. See `docs/cuda.md`.
+//!
+//! ```
+//! use hoplite_core::ExecutionSpace;
+//! use hoplite_cuda::Cuda;
+//!
+//! let mut out = Vec::new();
+//! Cuda::default().print_configuration(&mut out, true)?;
+//! println!("{}", String::from_utf8_lossy(&out)); // the device, or why there is none
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod driver;
+mod error;
+pub mod geometry;
+mod launch;
+mod memory;
+pub mod nvrtc;
+pub mod params;
+mod space;
+
+pub use error::CudaError;
+pub use launch::{DeviceArg, DeviceScalar};
+pub use memory::{
+    CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, copy_to_device, copy_to_host,
+};
+pub use space::{Cuda, CudaTeamMember};
+
+/// Whether the CUDA driver library can be loaded on this machine (a GPU may still be
+/// missing: [`Cuda::new`] says).
+///
+/// ```
+/// if !hoplite_cuda::driver_present() {
+///     println!("no CUDA driver: Cuda instances report CudaError::NoDriver");
+/// }
+/// ```
+pub fn driver_present() -> bool {
+    !matches!(driver::driver(), Err(CudaError::NoDriver { .. }))
+}

@@ -1,0 +1,496 @@
+//! The parameter buffer of a kernel launch, laid out exactly as
+//! `hoplite_core::device_kernel` documents the entry's parameters: pure code, tested without
+//! a GPU.
+//!
+//! Each parameter sits at an offset aligned to its size, as the CUDA ABI places kernel
+//! parameters, so the buffer is both the storage `cuLaunchKernel`'s `kernelParams` pointers
+//! point into and a valid packed argument block.
+
+use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DeviceParam, HandleAccess, ScalarType};
+
+use crate::CudaError;
+
+/// The most bytes of parameters a kernel may take (the limit every CUDA driver accepts).
+pub const MAX_PARAM_BYTES: usize = 4096;
+
+/// A scalar argument with its type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarArg {
+    /// `bool`
+    Bool(bool),
+    /// `i32`
+    I32(i32),
+    /// `i64`
+    I64(i64),
+    /// `u32`
+    U32(u32),
+    /// `u64`
+    U64(u64),
+    /// `usize` (64 bits on the device)
+    Usize(usize),
+    /// `isize` (64 bits on the device)
+    Isize(isize),
+    /// `f32`
+    F32(f32),
+    /// `f64`
+    F64(f64),
+}
+
+impl ScalarArg {
+    /// The argument's type.
+    ///
+    /// ```
+    /// use hoplite_cuda::params::ScalarArg;
+    /// use hoplite_core::device_kernel::ScalarType;
+    /// assert_eq!(ScalarArg::F64(2.0).ty(), ScalarType::F64);
+    /// ```
+    pub fn ty(&self) -> ScalarType {
+        match self {
+            ScalarArg::Bool(_) => ScalarType::Bool,
+            ScalarArg::I32(_) => ScalarType::I32,
+            ScalarArg::I64(_) => ScalarType::I64,
+            ScalarArg::U32(_) => ScalarType::U32,
+            ScalarArg::U64(_) => ScalarType::U64,
+            ScalarArg::Usize(_) => ScalarType::Usize,
+            ScalarArg::Isize(_) => ScalarType::Isize,
+            ScalarArg::F32(_) => ScalarType::F32,
+            ScalarArg::F64(_) => ScalarType::F64,
+        }
+    }
+
+    /// The bytes the device reads (little-endian, its size).
+    fn bytes(&self) -> Vec<u8> {
+        match *self {
+            ScalarArg::Bool(v) => vec![u8::from(v)],
+            ScalarArg::I32(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::I64(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::U32(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::U64(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::Usize(v) => (v as u64).to_le_bytes().to_vec(),
+            ScalarArg::Isize(v) => (v as i64).to_le_bytes().to_vec(),
+            ScalarArg::F32(v) => v.to_le_bytes().to_vec(),
+            ScalarArg::F64(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+/// A view handle argument as the device sees it: the element pointer (a device address), the
+/// extents and the strides in elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HandleArg {
+    /// The device address of element 0.
+    pub ptr: u64,
+    /// Reader, writer or atomic handle: must be the parameter's.
+    pub access: HandleAccess,
+    /// The element type.
+    pub element: ScalarType,
+    /// The extent of each dimension.
+    pub extents: Vec<u64>,
+    /// The stride of each dimension, in elements.
+    pub strides: Vec<u64>,
+}
+
+/// One argument of a kernel, in the kernel's parameter order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum KernelArg {
+    /// A view handle.
+    Handle(HandleArg),
+    /// A scalar capture.
+    Scalar(ScalarArg),
+}
+
+/// The iteration space of a launch, as the entry's first parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IterationArgs {
+    /// A range `begin..end`.
+    Range {
+        /// The first index.
+        begin: u64,
+        /// One past the last index.
+        end: u64,
+    },
+    /// An MDRange: per dimension, first index first.
+    MdRange {
+        /// The first index of each dimension.
+        begins: Vec<u64>,
+        /// One past the last index of each dimension.
+        ends: Vec<u64>,
+    },
+    /// A league of this many teams.
+    Team {
+        /// The number of teams.
+        league_size: u64,
+    },
+}
+
+/// A packed parameter buffer: the bytes, and where each parameter starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamBuffer {
+    /// The storage, in 8-byte words so every offset below is aligned in memory too.
+    words: Vec<u64>,
+    /// The byte length used.
+    len: usize,
+    /// The byte offset of each parameter, in order.
+    offsets: Vec<usize>,
+}
+
+impl ParamBuffer {
+    fn new() -> Self {
+        ParamBuffer {
+            words: Vec::new(),
+            len: 0,
+            offsets: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let align = bytes.len().max(1);
+        let offset = self.len.next_multiple_of(align);
+        let end = offset + bytes.len();
+        self.words.resize(end.div_ceil(8), 0);
+        for (k, &b) in bytes.iter().enumerate() {
+            let at = offset + k;
+            let word = &mut self.words[at / 8];
+            let shift = (at % 8) * 8;
+            *word = (*word & !(0xffu64 << shift)) | (u64::from(b) << shift);
+        }
+        self.offsets.push(offset);
+        self.len = end;
+    }
+
+    fn push_u64(&mut self, v: u64) {
+        self.push(&v.to_le_bytes());
+    }
+
+    /// The packed bytes, `len()` of them.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.words
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .take(self.len)
+            .collect()
+    }
+
+    /// The byte length of the packed parameters.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no parameters.
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// The byte offset of each parameter, in the entry's order.
+    pub fn offsets(&self) -> &[usize] {
+        &self.offsets
+    }
+
+    /// One pointer per parameter into the buffer: `cuLaunchKernel`'s `kernelParams`. They
+    /// stay valid while `self` is neither moved nor changed.
+    pub(crate) fn pointers(&mut self) -> Vec<*mut std::ffi::c_void> {
+        let base = self.words.as_mut_ptr().cast::<u8>();
+        self.offsets
+            .iter()
+            // `wrapping_add` keeps this safe code; every offset is inside `words`.
+            .map(|&off| base.wrapping_add(off).cast())
+            .collect()
+    }
+}
+
+/// Packs the parameters of `K`'s entry for a `parallel_for` launch: the iteration space,
+/// then each handle (pointer, extents, strides) and scalar in `K::params()` order.
+///
+/// ```
+/// use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DevicePattern, DeviceParam, ScalarType};
+/// use hoplite_cuda::params::{pack_for, IterationArgs, KernelArg, ScalarArg};
+///
+/// struct Scale;
+/// // SAFETY: the entry touches no memory.
+/// unsafe impl DeviceKernel for Scale {
+///     const NAME: &'static str = "scale";
+///     const ENTRY: &'static str = "scale_for";
+///     const ITERATION: DeviceIteration = DeviceIteration::Range;
+///     const PATTERN: DevicePattern = DevicePattern::For;
+///     fn params() -> &'static [DeviceParam] {
+///         &[DeviceParam::Scalar { name: "a", ty: ScalarType::F32 }]
+///     }
+///     fn cuda_source() -> &'static str { "" }
+/// }
+/// let p = pack_for::<Scale>(&IterationArgs::Range { begin: 0, end: 10 }, &[KernelArg::Scalar(ScalarArg::F32(2.0))])?;
+/// assert_eq!(p.offsets(), [0, 8, 16]);
+/// assert_eq!(p.len(), 20);
+/// # Ok::<(), hoplite_cuda::CudaError>(())
+/// ```
+///
+/// # Errors
+///
+/// [`CudaError::InvalidLaunch`] when the kernel is not a `parallel_for`, the iteration space
+/// is not the kernel's, the arguments do not match `K::params()` in number, kind, element
+/// type, rank or scalar type, or the parameters exceed [`MAX_PARAM_BYTES`].
+pub fn pack_for<K: DeviceKernel>(
+    iteration: &IterationArgs,
+    args: &[KernelArg],
+) -> Result<ParamBuffer, CudaError> {
+    let invalid = |reason: String| CudaError::InvalidLaunch {
+        kernel: K::NAME,
+        reason,
+    };
+    if K::PATTERN != hoplite_core::device_kernel::DevicePattern::For {
+        return Err(invalid(format!(
+            "the kernel computes {:?}; only parallel_for kernels launch on Cuda so far",
+            K::PATTERN
+        )));
+    }
+    let mut buf = ParamBuffer::new();
+    match (K::ITERATION, iteration) {
+        (DeviceIteration::Range, IterationArgs::Range { begin, end }) => {
+            buf.push_u64(*begin);
+            buf.push_u64(*end);
+        }
+        (DeviceIteration::MdRange(rank), IterationArgs::MdRange { begins, ends })
+            if begins.len() == rank && ends.len() == rank =>
+        {
+            for &b in begins {
+                buf.push_u64(b);
+            }
+            for &e in ends {
+                buf.push_u64(e);
+            }
+        }
+        (DeviceIteration::Team, IterationArgs::Team { league_size }) => buf.push_u64(*league_size),
+        (expected, found) => {
+            return Err(invalid(format!(
+                "the kernel iterates as {expected:?} but the launch gives {found:?}; use the policy the kernel was written for"
+            )));
+        }
+    }
+    let params = K::params();
+    if params.len() != args.len() {
+        return Err(invalid(format!(
+            "{} arguments for {} parameters; pass one per kernel parameter, in order",
+            args.len(),
+            params.len()
+        )));
+    }
+    for (param, arg) in params.iter().zip(args) {
+        match (param, arg) {
+            (
+                DeviceParam::Handle {
+                    name,
+                    access,
+                    element,
+                    rank,
+                },
+                KernelArg::Handle(h),
+            ) => {
+                if h.access != *access {
+                    return Err(invalid(format!(
+                        "parameter `{name}` is a {access:?} handle, but the argument is a {:?} handle; pass the same kind",
+                        h.access
+                    )));
+                }
+                if h.element != *element || h.extents.len() != *rank || h.strides.len() != *rank {
+                    return Err(invalid(format!(
+                        "parameter `{name}` is a rank-{rank} view of {element}, but the argument is a rank-{} view of {}",
+                        h.extents.len(),
+                        h.element
+                    )));
+                }
+                buf.push_u64(h.ptr);
+                for &e in &h.extents {
+                    buf.push_u64(e);
+                }
+                for &s in &h.strides {
+                    buf.push_u64(s);
+                }
+            }
+            (DeviceParam::Scalar { name, ty }, KernelArg::Scalar(s)) => {
+                if s.ty() != *ty {
+                    return Err(invalid(format!(
+                        "parameter `{name}` is {ty}, but the argument is {}",
+                        s.ty()
+                    )));
+                }
+                buf.push(&s.bytes());
+            }
+            (param, _) => {
+                return Err(invalid(format!(
+                    "parameter `{}` is a {}; pass that kind of argument in its place",
+                    param.name(),
+                    match param {
+                        DeviceParam::Handle { .. } => "view handle",
+                        DeviceParam::Scalar { .. } => "scalar",
+                    }
+                )));
+            }
+        }
+    }
+    if buf.len() > MAX_PARAM_BYTES {
+        return Err(invalid(format!(
+            "{} bytes of parameters exceed the {MAX_PARAM_BYTES} bytes a kernel may take; pass fewer views or scalars",
+            buf.len()
+        )));
+    }
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hoplite_core::device_kernel::DevicePattern;
+
+    struct Md;
+    // SAFETY: test-only; never launched.
+    unsafe impl DeviceKernel for Md {
+        const NAME: &'static str = "md";
+        const ENTRY: &'static str = "md_for";
+        const ITERATION: DeviceIteration = DeviceIteration::MdRange(2);
+        const PATTERN: DevicePattern = DevicePattern::For;
+        fn params() -> &'static [DeviceParam] {
+            &[
+                DeviceParam::Scalar {
+                    name: "flag",
+                    ty: ScalarType::Bool,
+                },
+                DeviceParam::Handle {
+                    name: "x",
+                    access: HandleAccess::Read,
+                    element: ScalarType::F64,
+                    rank: 2,
+                },
+                DeviceParam::Scalar {
+                    name: "n",
+                    ty: ScalarType::I32,
+                },
+                DeviceParam::Scalar {
+                    name: "a",
+                    ty: ScalarType::F64,
+                },
+            ]
+        }
+        fn cuda_source() -> &'static str {
+            ""
+        }
+    }
+
+    fn md_args() -> Vec<KernelArg> {
+        vec![
+            KernelArg::Scalar(ScalarArg::Bool(true)),
+            KernelArg::Handle(HandleArg {
+                ptr: 0xdead_beef_0000,
+                access: HandleAccess::Read,
+                element: ScalarType::F64,
+                extents: vec![3, 4],
+                strides: vec![4, 1],
+            }),
+            KernelArg::Scalar(ScalarArg::I32(-7)),
+            KernelArg::Scalar(ScalarArg::F64(1.5)),
+        ]
+    }
+
+    #[test]
+    fn offsets_follow_the_abi_alignment() {
+        let it = IterationArgs::MdRange {
+            begins: vec![1, 2],
+            ends: vec![3, 4],
+        };
+        let mut p = pack_for::<Md>(&it, &md_args()).expect("matching arguments");
+        // 4 bounds (0..32), bool at 32, handle pointer aligned up to 40, 2 extents, 2
+        // strides (48..80), i32 at 80, f64 aligned up to 88.
+        assert_eq!(p.offsets(), [0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88]);
+        assert_eq!(p.len(), 96);
+        let bytes = p.bytes();
+        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        assert_eq!([word(0), word(8), word(16), word(24)], [1, 2, 3, 4]);
+        assert_eq!(bytes[32], 1);
+        assert_eq!(&bytes[33..40], &[0; 7]);
+        assert_eq!(word(40), 0xdead_beef_0000);
+        assert_eq!([word(48), word(56), word(64), word(72)], [3, 4, 4, 1]);
+        assert_eq!(i32::from_le_bytes(bytes[80..84].try_into().expect("4 bytes")), -7);
+        assert_eq!(f64::from_bits(word(88)), 1.5);
+        // The pointers point at the offsets, each aligned to its parameter's size.
+        let ptrs = p.pointers();
+        let base = ptrs[0] as usize;
+        for (ptr, off) in ptrs.iter().zip([0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88]) {
+            assert_eq!(*ptr as usize - base, off);
+        }
+        assert_eq!(base % 8, 0);
+    }
+
+    #[test]
+    fn mismatches_are_typed_errors() {
+        let it = IterationArgs::MdRange {
+            begins: vec![0, 0],
+            ends: vec![3, 4],
+        };
+        let mut args = md_args();
+        args.pop();
+        let e = pack_for::<Md>(&it, &args).expect_err("too few");
+        assert!(e.to_string().contains("3 arguments for 4 parameters"), "{e}");
+
+        let mut args = md_args();
+        args[3] = KernelArg::Scalar(ScalarArg::F32(1.5));
+        let e = pack_for::<Md>(&it, &args).expect_err("wrong scalar type");
+        assert!(e.to_string().contains("`a` is f64"), "{e}");
+
+        let mut args = md_args();
+        args[1] = KernelArg::Handle(HandleArg {
+            ptr: 0,
+            access: HandleAccess::Read,
+            element: ScalarType::F64,
+            extents: vec![12],
+            strides: vec![1],
+        });
+        let e = pack_for::<Md>(&it, &args).expect_err("wrong rank");
+        assert!(e.to_string().contains("rank-2 view of f64"), "{e}");
+
+        // A writer where the kernel takes a reader (or the reverse) is refused: the launch's
+        // writer checks depend on the kinds matching.
+        let mut args = md_args();
+        if let KernelArg::Handle(h) = &mut args[1] {
+            h.access = HandleAccess::Write;
+        }
+        let e = pack_for::<Md>(&it, &args).expect_err("wrong access");
+        assert!(e.to_string().contains("`x` is a Read handle"), "{e}");
+
+        let mut args = md_args();
+        args.swap(0, 1);
+        assert!(pack_for::<Md>(&it, &args).is_err());
+
+        let e =
+            pack_for::<Md>(&IterationArgs::Range { begin: 0, end: 1 }, &md_args()).expect_err("wrong policy");
+        assert!(e.to_string().contains("MdRange(2)"), "{e}");
+        let short = IterationArgs::MdRange {
+            begins: vec![0],
+            ends: vec![3],
+        };
+        assert!(pack_for::<Md>(&short, &md_args()).is_err());
+    }
+
+    struct Wide;
+    // SAFETY: test-only; never launched.
+    unsafe impl DeviceKernel for Wide {
+        const NAME: &'static str = "wide";
+        const ENTRY: &'static str = "wide_for";
+        const ITERATION: DeviceIteration = DeviceIteration::Range;
+        const PATTERN: DevicePattern = DevicePattern::For;
+        fn params() -> &'static [DeviceParam] {
+            const P: DeviceParam = DeviceParam::Scalar {
+                name: "s",
+                ty: ScalarType::U64,
+            };
+            &[P; 600]
+        }
+        fn cuda_source() -> &'static str {
+            ""
+        }
+    }
+
+    #[test]
+    fn too_many_parameter_bytes() {
+        let args = vec![KernelArg::Scalar(ScalarArg::U64(1)); 600];
+        let e = pack_for::<Wide>(&IterationArgs::Range { begin: 0, end: 1 }, &args).expect_err("4816 bytes");
+        assert!(e.to_string().contains("4816 bytes"), "{e}");
+    }
+}

@@ -1,0 +1,329 @@
+//! [`Cuda`]: the execution space whose instances are streams of a device.
+
+use std::any::Any;
+use std::io;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use hoplite_core::index::Idx;
+use hoplite_core::team::{NestedLevel, ScratchPad};
+use hoplite_core::{
+    ExecutionSpace, LayoutLeft, Reducer, Result, ScanValue, TeamMember, check_partition_count,
+};
+use parking_lot::Mutex;
+
+use crate::driver::{self, Device, Stream};
+use crate::geometry::DeviceLimits;
+use crate::{CudaError, CudaSpace};
+
+/// An instance: a stream (or why there is none), and what its queued launches use.
+#[derive(Debug)]
+pub(crate) struct Instance {
+    pub(crate) stream: std::result::Result<Stream, CudaError>,
+    /// Values (view clones) that queued launches read through raw addresses: kept alive until
+    /// the next fence.
+    pub(crate) keep_alive: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
+}
+
+/// The CUDA execution space: each instance is a stream of a device, and work submitted to it
+/// runs in order on that stream (Kokkos `Cuda`).
+///
+/// Without a driver or a device, [`Cuda::new`] returns the typed error; the default instance
+/// (which `Default` must produce without failing) then carries the error, and every call that
+/// needs the device returns it.
+///
+/// ```
+/// use hoplite_core::ExecutionSpace;
+/// use hoplite_cuda::Cuda;
+/// match Cuda::new() {
+///     Ok(cuda) => {
+///         cuda.fence()?;
+///         println!("{} with {} threads resident", cuda.name(), cuda.concurrency());
+///     }
+///     Err(e) => println!("{e}"),
+/// }
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Cuda {
+    pub(crate) inner: Arc<Instance>,
+}
+
+impl Cuda {
+    /// A new instance: a new stream on device 0.
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::NoDriver`], [`CudaError::NoDevice`] or the driver's error.
+    pub fn new() -> std::result::Result<Cuda, CudaError> {
+        Cuda::on_device(0)
+    }
+
+    /// A new instance: a new stream on device `ordinal`.
+    ///
+    /// ```
+    /// match hoplite_cuda::Cuda::on_device(0) {
+    ///     Ok(cuda) => println!("{:?}", cuda.limits()),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`new`](Self::new), and [`CudaError::InvalidDevice`] past the last device.
+    pub fn on_device(ordinal: usize) -> std::result::Result<Cuda, CudaError> {
+        let stream = Stream::new(Device::get(ordinal)?)?;
+        Ok(Cuda::from_stream(Ok(stream)))
+    }
+
+    fn from_stream(stream: std::result::Result<Stream, CudaError>) -> Cuda {
+        Cuda {
+            inner: Arc::new(Instance {
+                stream,
+                keep_alive: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The stream, or why this instance has none.
+    pub(crate) fn stream(&self) -> std::result::Result<&Stream, CudaError> {
+        self.inner.stream.as_ref().map_err(Clone::clone)
+    }
+
+    /// Whether this instance has a device (false without a driver or device).
+    pub fn is_available(&self) -> bool {
+        self.inner.stream.is_ok()
+    }
+
+    /// The device's limits, which launch geometry follows.
+    ///
+    /// # Errors
+    ///
+    /// Why this instance has no device.
+    pub fn limits(&self) -> std::result::Result<DeviceLimits, CudaError> {
+        Ok(self.stream()?.device.limits)
+    }
+
+    /// Waits for the stream, then drops what finished launches kept alive.
+    ///
+    /// # Errors
+    ///
+    /// Why this instance has no device, or the asynchronous failure of a launch.
+    pub fn synchronize(&self) -> std::result::Result<(), CudaError> {
+        self.stream()?.synchronize()?;
+        self.inner.keep_alive.lock().clear();
+        Ok(())
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // The views queued launches use must outlive them: wait for the stream before the
+        // kept values (and so possibly their memory) are dropped. An error here was already
+        // reported by the launch or would be by a fence; nothing is left to tell.
+        if let Ok(stream) = &self.stream {
+            let _ = stream.synchronize();
+        }
+        self.keep_alive.get_mut().clear();
+    }
+}
+
+impl Default for Cuda {
+    /// The default instance: one stream on device 0 for the whole process (so
+    /// `Cuda::default() == Cuda::default()`), or an instance carrying the error when there is
+    /// no device.
+    fn default() -> Self {
+        static DEFAULT: OnceLock<Cuda> = OnceLock::new();
+        DEFAULT
+            .get_or_init(|| Cuda::from_stream(Device::get(0).and_then(Stream::new)))
+            .clone()
+    }
+}
+
+impl PartialEq for Cuda {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl ExecutionSpace for Cuda {
+    type MemorySpace = CudaSpace;
+    type ScratchMemorySpace = CudaSpace;
+    /// Column-major, as Kokkos' device default: a range over rows makes neighbouring threads
+    /// touch neighbouring elements.
+    type ArrayLayout = LayoutLeft;
+    type TeamMember<'t> = CudaTeamMember;
+
+    fn name(&self) -> &'static str {
+        "Cuda"
+    }
+
+    fn fence(&self) -> Result<()> {
+        Ok(self.synchronize()?)
+    }
+
+    fn in_parallel(&self) -> bool {
+        // Host threads never run this space's kernels.
+        false
+    }
+
+    fn concurrency(&self) -> usize {
+        self.limits()
+            .map(|l| l.sm_count as usize * l.max_threads_per_sm as usize)
+            .unwrap_or(1)
+            .max(1)
+    }
+
+    fn max_team_size(&self) -> usize {
+        self.limits()
+            .map(|l| l.max_threads_per_block as usize)
+            .unwrap_or(0)
+    }
+
+    fn max_vector_length(&self) -> usize {
+        self.limits().map(|l| l.warp_size as usize).unwrap_or(1).max(1)
+    }
+
+    fn max_scratch_size(&self, level: usize) -> usize {
+        match level {
+            // Level 0 is shared memory; level 1 (global memory scratch) is not offered yet.
+            0 => self.limits().map(|l| l.shared_per_block_optin).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    fn print_configuration(&self, out: &mut dyn io::Write, detail: bool) -> io::Result<()> {
+        writeln!(out, "Cuda:")?;
+        let stream = match self.stream() {
+            Ok(s) => s,
+            Err(e) => return writeln!(out, "  unavailable: {e}"),
+        };
+        if let Ok(d) = driver::driver() {
+            writeln!(
+                out,
+                "  driver: CUDA {}.{}, {} device(s)",
+                d.version / 1000,
+                (d.version % 1000) / 10,
+                d.device_count
+            )?;
+        }
+        let dev = &stream.device;
+        let l = &dev.limits;
+        writeln!(
+            out,
+            "  device {}: {} (sm_{}{}), {} multiprocessors, {} MiB",
+            dev.ordinal,
+            dev.name,
+            l.compute_capability.0,
+            l.compute_capability.1,
+            l.sm_count,
+            dev.total_memory >> 20
+        )?;
+        if detail {
+            writeln!(
+                out,
+                "  threads: {} per block ({:?} block, {:?} grid), {} per multiprocessor, warp {}",
+                l.max_threads_per_block, l.max_block_dims, l.max_grid_dims, l.max_threads_per_sm, l.warp_size
+            )?;
+            writeln!(
+                out,
+                "  shared memory: {} B per block ({} B opt-in), {} B per multiprocessor",
+                l.shared_per_block, l.shared_per_block_optin, l.shared_per_sm
+            )?;
+            writeln!(
+                out,
+                "  registers: {} per block, {} per multiprocessor",
+                l.registers_per_block, l.registers_per_sm
+            )?;
+            match crate::nvrtc::Nvrtc::get() {
+                Ok(n) => writeln!(out, "  NVRTC {}.{}", n.version().0, n.version().1)?,
+                Err(e) => writeln!(out, "  {e}")?,
+            }
+        }
+        Ok(())
+    }
+
+    fn synchronous_launches(&self) -> bool {
+        false
+    }
+
+    /// New streams on the same device, one per weight. The device schedules blocks of all
+    /// streams together, so the weights do not divide it; they only set the number of parts.
+    fn partition_space_weighted(&self, weights: &[f64]) -> Result<Vec<Self>> {
+        check_partition_count(self.name(), weights.len())?;
+        let device = self.stream()?.device.clone();
+        weights
+            .iter()
+            .map(|_| Ok(Cuda::from_stream(Ok(Stream::new(device.clone())?))))
+            .collect()
+    }
+}
+
+/// The team member of `Cuda` team kernels. Team kernels run on the device as CUDA C
+/// (`#[kernel]`), never as host closures, so no value of this type exists: it only names the
+/// space's member type.
+#[derive(Debug)]
+pub enum CudaTeamMember {}
+
+// SAFETY: the type has no values, so no method can ever be called and no promise of the
+// contract is ever put to the test.
+unsafe impl TeamMember for CudaTeamMember {
+    fn league_rank(&self) -> usize {
+        match *self {}
+    }
+    fn league_size(&self) -> usize {
+        match *self {}
+    }
+    fn team_rank(&self) -> usize {
+        match *self {}
+    }
+    fn team_size(&self) -> usize {
+        match *self {}
+    }
+    fn vector_length(&self) -> usize {
+        match *self {}
+    }
+    fn team_barrier(&self) {
+        match *self {}
+    }
+    fn team_broadcast<T: Clone + Send + Sync + 'static>(&self, _value: T, _source: usize) -> T {
+        match *self {}
+    }
+    fn team_reduce<R>(&self, _reducer: &R, _value: R::Value) -> R::Value
+    where
+        R: Reducer,
+        R::Value: Clone + Sync + 'static,
+    {
+        match *self {}
+    }
+    fn team_scan<T: ScanValue>(&self, _value: T) -> (T, T) {
+        match *self {}
+    }
+    fn team_scratch(&self, _level: usize) -> &ScratchPad<'_> {
+        match *self {}
+    }
+    fn thread_scratch(&self, _level: usize) -> &ScratchPad<'_> {
+        match *self {}
+    }
+    fn nested_reduce<R, F>(
+        &self,
+        _level: NestedLevel,
+        _range: Range<usize>,
+        _kernel: F,
+        _reducer: &R,
+    ) -> R::Value
+    where
+        R: Reducer,
+        R::Value: Clone + Send + Sync + 'static,
+        F: for<'i> Fn(Idx<'i>, &mut R::Value),
+    {
+        match *self {}
+    }
+    fn nested_scan<T, F>(&self, _level: NestedLevel, _range: Range<usize>, _kernel: F) -> T
+    where
+        T: ScanValue,
+        F: for<'i> Fn(Idx<'i>, &mut T, bool),
+    {
+        match *self {}
+    }
+}

@@ -1,0 +1,7 @@
+//! What the types forbid: host access to device memory.
+
+#[test]
+fn compile_fail() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/compile_fail/*.rs");
+}

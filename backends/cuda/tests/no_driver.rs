@@ -1,0 +1,206 @@
+//! The public API on a machine without a CUDA driver (or without a GPU): typed errors, no
+//! panic. On a machine with a GPU the same calls succeed, and the test checks that instead.
+
+use hoplite::prelude::*;
+use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite_core::TeamSize;
+use hoplite_core::view::access::BoundAtomic;
+use hoplite_core::{ExecutionSpace, LayoutLeft, MemorySpace, View};
+use hoplite_cuda::{
+    Cuda, CudaError, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceArg, copy_to_device, copy_to_host,
+};
+
+/// `y = a x`: the kernel the launches below use.
+#[kernel]
+pub fn scale(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, a: f64) {
+    y.set(i, a * x.get(i));
+}
+
+/// Row sums by teams: each team reduces its row, rank 0 adds it through an atomic handle.
+#[kernel]
+pub fn row_sums(m: &impl TeamMember, sums: BoundAtomic<'_, i64, 1>, a: BoundReader<'_, i64, 2>, cols: usize) {
+    let row = m.league_rank();
+    let mut part = 0i64;
+    let mut j = m.team_rank();
+    while j < cols {
+        part += a.get([row, j]);
+        j += m.team_size();
+    }
+    let total = m.team_reduce(&Sum::new(), part);
+    if m.team_rank() == 0 {
+        sums.fetch_add(row, total);
+    }
+}
+
+fn is_absence(e: &CudaError) -> bool {
+    matches!(
+        e,
+        CudaError::NoDriver { .. } | CudaError::NoDevice | CudaError::DriverTooOld { .. }
+    )
+}
+
+#[test]
+fn the_api_without_a_driver_returns_typed_errors() {
+    match Cuda::new() {
+        Err(e) => {
+            assert!(is_absence(&e), "{e}");
+            let msg = e.to_string();
+            println!("skipped the GPU part: {msg}");
+            if let CudaError::NoDriver { looked_for } = &e {
+                assert!(looked_for.contains("libcuda"), "{looked_for}");
+                assert!(msg.contains("install the NVIDIA driver"), "{msg}");
+            }
+            // The default instance exists and reports the same error through the core traits.
+            let cuda = Cuda::default();
+            assert!(!cuda.is_available());
+            assert_eq!(cuda, Cuda::default());
+            assert_eq!(cuda.name(), "Cuda");
+            assert!(!cuda.synchronous_launches());
+            let err = cuda.fence().expect_err("no device to fence");
+            assert!(
+                matches!(err, hoplite_core::Error::Device { space: "Cuda", .. }),
+                "{err}"
+            );
+            assert!(cuda.partition_space(2).is_err());
+            assert!(cuda.limits().is_err());
+            assert_eq!(cuda.concurrency(), 1);
+            assert_eq!(cuda.max_scratch_size(0), 0);
+            let mut out = Vec::new();
+            cuda.print_configuration(&mut out, true).expect("writes to a Vec");
+            let text = String::from_utf8(out).expect("UTF-8");
+            assert!(text.contains("unavailable"), "{text}");
+            // Allocation in every space is a typed allocation error.
+            for err in [
+                CudaSpace.allocate("d", 64).expect_err("no driver"),
+                CudaUVMSpace.allocate("m", 64).expect_err("no driver"),
+                CudaHostPinnedSpace.allocate("p", 64).expect_err("no driver"),
+            ] {
+                assert!(
+                    matches!(err, hoplite_core::Error::AllocationFailed { bytes: 64, .. }),
+                    "{err}"
+                );
+            }
+            let v = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("v", [8]);
+            assert!(v.is_err());
+            // Zero bytes need no driver.
+            let z = CudaSpace.allocate("z", 0).expect("zero bytes");
+            assert_eq!(z.as_ptr() as usize % CudaSpace::ALIGNMENT, 0);
+            // SAFETY: a zero-byte allocation from this space; not used again.
+            unsafe { CudaSpace.deallocate(z, 0) };
+            // A launch with matching arguments reaches the device check and stops there.
+            let err = cuda
+                .launch_range::<scale>(0..0, &[DeviceArg::scalar(2.0)])
+                .expect_err("bad arguments are found first");
+            assert!(err.to_string().contains("1 arguments for 3 parameters"), "{err}");
+            let empty: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+            let err = cuda
+                .launch_range::<scale>(
+                    0..0,
+                    &[
+                        DeviceArg::write(&empty),
+                        DeviceArg::read(&empty),
+                        DeviceArg::scalar(2.0),
+                    ],
+                )
+                .expect_err("no device");
+            assert!(
+                matches!(err, CudaError::InvalidLaunch { .. }) || is_absence(&err),
+                "{err}"
+            );
+        }
+        Ok(cuda) => gpu_round_trip(&cuda),
+    }
+}
+
+/// With a GPU: a view round trip and one launch.
+fn gpu_round_trip(cuda: &Cuda) {
+    let n = 1000;
+    let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n]).expect("device memory");
+    let y = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [n]).expect("device memory");
+    let host: Vec<f64> = (0..n).map(|i| i as f64).collect();
+    copy_to_device(&x, &host).expect("copy in");
+    let args = [DeviceArg::write(&y), DeviceArg::read(&x), DeviceArg::scalar(2.0)];
+    match cuda.launch_range::<scale>(0..n, &args) {
+        Ok(()) => {}
+        Err(e @ CudaError::NoNvrtc { .. }) => {
+            println!("skipped the launch: {e}");
+            return;
+        }
+        Err(e) => panic!("launch: {e}"),
+    }
+    cuda.fence().expect("fence");
+    let mut out = vec![0.0; n];
+    copy_to_host(&mut out, &y).expect("copy out");
+    assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f64));
+}
+
+#[test]
+fn team_launches_check_their_arguments() {
+    let empty1: View<i64, 1, LayoutLeft, CudaSpace> = View::default();
+    let empty2: View<i64, 2, LayoutLeft, CudaSpace> = View::default();
+    let cuda = Cuda::default();
+    // Team kernels store through atomics: a writer is refused, with or without a device.
+    let err = cuda
+        .launch_team::<row_sums>(
+            4,
+            TeamSize::Auto,
+            &[
+                DeviceArg::write(&empty1),
+                DeviceArg::read(&empty2),
+                DeviceArg::scalar(3usize),
+            ],
+        )
+        .expect_err("a writer in a team launch");
+    assert!(err.to_string().contains("atomic"), "{err}");
+    // A reader where the kernel takes an atomic handle is refused too.
+    let err = cuda
+        .launch_team::<row_sums>(
+            4,
+            TeamSize::Auto,
+            &[
+                DeviceArg::read(&empty1),
+                DeviceArg::read(&empty2),
+                DeviceArg::scalar(3usize),
+            ],
+        )
+        .expect_err("wrong handle kind");
+    assert!(err.to_string().contains("Atomic handle"), "{err}");
+    // Matching arguments over an empty league: nothing to run, or the missing device.
+    let args = [
+        DeviceArg::atomic(&empty1),
+        DeviceArg::read(&empty2),
+        DeviceArg::scalar(0usize),
+    ];
+    match cuda.launch_team::<row_sums>(0, TeamSize::Fixed(64), &args) {
+        Ok(()) => assert!(cuda.is_available()),
+        Err(e) => assert!(is_absence(&e), "{e}"),
+    }
+}
+
+// What the types promise, checked at compile time: instances cross threads, device memory is
+// not host accessible, pinned memory is.
+static_assertions::assert_impl_all!(Cuda: Send, Sync, ExecutionSpace);
+static_assertions::assert_not_impl_any!(CudaSpace: hoplite_core::HostAccessibleSpace);
+static_assertions::assert_not_impl_any!(CudaUVMSpace: hoplite_core::HostAccessibleSpace);
+static_assertions::assert_impl_all!(CudaHostPinnedSpace: hoplite_core::HostAccessibleSpace);
+static_assertions::assert_impl_all!(CudaSpace: hoplite_cuda::DeviceAccessibleSpace);
+static_assertions::assert_not_impl_any!(CudaHostPinnedSpace: hoplite_cuda::DeviceAccessibleSpace);
+
+#[test]
+fn writers_must_contain_the_range() {
+    // Checked before the device is needed, so this holds with or without a GPU (the views
+    // are empty and need no allocation).
+    let empty: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    let cuda = Cuda::default();
+    let err = cuda
+        .launch_range::<scale>(
+            0..10,
+            &[
+                DeviceArg::write(&empty),
+                DeviceArg::read(&empty),
+                DeviceArg::scalar(2.0),
+            ],
+        )
+        .expect_err("the writer has extent 0");
+    assert!(err.to_string().contains("cannot take every index"), "{err}");
+}
