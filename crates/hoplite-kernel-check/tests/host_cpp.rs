@@ -1003,3 +1003,125 @@ fn team_kernels_barriers_broadcast_and_team_reduce() -> Result<()> {
     }
     Ok(())
 }
+
+/// The bytes `reverse_rows` allocates: three `i32` (12 bytes), then `cols` `f64` from byte 16.
+fn reverse_rows_bytes(cols: usize) -> usize {
+    16 + 8 * cols
+}
+
+/// `reverse_rows` on the host side: a block's dynamic shared memory of `bytes`.
+fn reverse_rows_device(
+    m: &HostModule,
+    team: usize,
+    rows: usize,
+    cols: usize,
+    bytes: usize,
+    a: &[f64],
+) -> (Outcome, Vec<i64>) {
+    let grid = Grid {
+        blocks: [2, 1, 1],
+        threads: [team as u32, 1, 1],
+    };
+    let mut out = vec![0i64; rows * cols];
+    let mut ha = a.to_vec();
+    let outcome = m
+        .launch_team_for_scratch(
+            grid,
+            rows,
+            bytes,
+            &mut [
+                HostArray::new(&mut out, &[rows, cols]),
+                HostArray::new(&mut ha, &[rows, cols]),
+            ],
+            &[Value::Usize(cols)],
+        )
+        .expect("arguments match");
+    (outcome, out)
+}
+
+#[test]
+fn team_scratch_is_shared_memory_between_barriers() -> Result<()> {
+    let Some(m) = module::<reverse_rows>() else {
+        return Ok(());
+    };
+    for (rows, cols) in [(0, 5), (5, 0), (1, 1), (7, 6), (9, 23)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 7) % 31) as f64 * 0.25 - 3.0)
+            .collect();
+        let want: Vec<i64> = (0..rows * cols)
+            .map(|k| {
+                let (r, c) = (k / cols, k % cols);
+                (a[r * cols + cols - 1 - c] * 4.0) as i64 * 100 + r as i64 * 10 + 3
+            })
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let bytes = reverse_rows_bytes(cols);
+            let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team))
+                .with_scratch_size(0, PerTeam(bytes), PerThread(0));
+            if team <= policy.team_size_max() {
+                let av = view("a", [rows, cols], &a)?;
+                let out = View::<i64, 2>::new("out", [rows, cols])?;
+                parallel_for(
+                    "reverse rows",
+                    (policy, (out.atomic(), av.read())),
+                    reverse_rows::with::<RayonSpace>(cols),
+                )?;
+                assert_eq!(out.to_vec()?, want, "rayon, team size {team}, {rows}x{cols}");
+            }
+            let (outcome, host) = reverse_rows_device(&m, team, rows, cols, bytes, &a);
+            assert_eq!(outcome, Outcome::Completed);
+            assert_eq!(host, want, "team size {team}, {rows}x{cols}");
+        }
+        // Serial: one team at a time, the same scratch.
+        let policy = TeamPolicy::new(Serial::default(), rows, TeamSize::Fixed(1)).with_scratch_size(
+            0,
+            PerTeam(reverse_rows_bytes(cols)),
+            PerThread(0),
+        );
+        let av = view("a", [rows, cols], &a)?;
+        let out = View::<i64, 2>::new("out", [rows, cols])?;
+        parallel_for(
+            "reverse rows",
+            (policy, (out.atomic(), av.read())),
+            reverse_rows::with::<Serial>(cols),
+        )?;
+        assert_eq!(out.to_vec()?, want, "serial, {rows}x{cols}");
+    }
+    Ok(())
+}
+
+#[test]
+fn team_scratch_beyond_the_request_panics_natively_and_traps_on_the_device() -> Result<()> {
+    let Some(m) = module::<reverse_rows>() else {
+        return Ok(());
+    };
+    let (rows, cols) = (3, 4);
+    let a = f64s(rows * cols, |k| k as f64);
+    // A word short: the `f64` slice does not fit (a multiple of 8 bytes, which both sides
+    // grant exactly).
+    let bytes = reverse_rows_bytes(cols) - 8;
+    let policy = TeamPolicy::new(Serial::default(), rows, TeamSize::Fixed(1)).with_scratch_size(
+        0,
+        PerTeam(bytes),
+        PerThread(0),
+    );
+    let av = view("a", [rows, cols], &a)?;
+    let out = View::<i64, 2>::new("out", [rows, cols])?;
+    let native = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parallel_for(
+            "reverse rows",
+            (policy, (out.atomic(), av.read())),
+            reverse_rows::with::<Serial>(cols),
+        )
+    }));
+    // The panic of `unwrap` reaches the caller, or the backend reports it as an error.
+    assert!(
+        matches!(native, Err(_) | Ok(Err(_))),
+        "the native allocation fails: {native:?}"
+    );
+    for team in [1, 3] {
+        let (outcome, _) = reverse_rows_device(&m, team, rows, cols, bytes, &a);
+        assert_eq!(outcome, Outcome::Trapped, "team size {team}");
+    }
+    Ok(())
+}

@@ -124,3 +124,33 @@ template <class T> HL_DEV T hl_team_sum(T v) {
     __syncthreads();
     return r;
 }
+// Team scratch: level 0 is the block's dynamic shared memory, a bump allocator from its start
+// with each element type's alignment, like the host backends' `ScratchPad`. An allocation
+// beyond the dynamic shared memory the launch gave, or an index past a slice, traps (Rust
+// panics there).
+template <class T> struct hl_scratch { T* ptr; unsigned long long len; };
+#ifndef HL_HOST_CHECK
+HL_DEV unsigned char* hl_scratch_base() {
+    extern __shared__ unsigned long long hl_dynamic_smem[];
+    return (unsigned char*)hl_dynamic_smem;
+}
+HL_DEV unsigned long long hl_scratch_capacity() {
+    unsigned bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+    return bytes;
+}
+#endif
+template <class T> HL_DEV hl_scratch<T> hl_scratch_alloc(unsigned long long* used, unsigned long long len) {
+    const unsigned long long size = sizeof(T);
+    const unsigned long long start = (*used + size - 1) / size * size;
+    if (len > (~0ull - start) / size) hl_panic();
+    const unsigned long long end = start + len * size;
+    if (end > hl_scratch_capacity()) hl_panic();
+    *used = end;
+    hl_scratch<T> s = {(T*)(hl_scratch_base() + start), len};
+    return s;
+}
+template <class T> HL_DEV unsigned long long hl_scratch_at(hl_scratch<T> s, unsigned long long k) {
+    if (k >= s.len) hl_panic();
+    return k;
+}

@@ -27,6 +27,10 @@ const SUPPORTED_EXPRESSIONS: &str = "numbers and bools, arithmetic, comparisons,
      handle methods (`get`, `set`, `neighbor`, `fetch_add`, `fetch_min`, `fetch_max`) and the \
      float functions (`sqrt`, `exp`, `ln`, `sin`, `cos`, `abs`, `min`, `max`, `powi`, `powf`, `mul_add`)";
 
+const SCRATCH_USAGE: &str = "team scratch in a #[kernel] is level 0, allocated once per `let`: \
+     `let s = m.team_scratch(0).alloc::<T>(len).unwrap();` (or `.expect(\"..\")`) with T one of \
+     i32, i64, u32, u64, usize, f32, f64; then `s.get(k)`, `s.set(k, v)`, `s.len()`";
+
 fn unsupported(span: Span, what: &str) -> syn::Error {
     syn::Error::new(
         span,
@@ -51,6 +55,8 @@ enum Ty {
     AccLoc(Scalar),
     /// The team member of a team kernel.
     Member,
+    /// A slice of team scratch (shared memory) of this element type.
+    Scratch(Scalar),
 }
 
 #[derive(Clone)]
@@ -70,6 +76,8 @@ struct Translator<'a> {
     loop_depth: usize,
     out: String,
     indent: usize,
+    /// Whether the body allocates team scratch (the entry then separates teams by a barrier).
+    uses_scratch: bool,
 }
 
 pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Translated> {
@@ -84,6 +92,7 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
         loop_depth: 0,
         out: String::new(),
         indent: 1,
+        uses_scratch: false,
     };
     // Walk once to learn the slots' types, then emit with them.
     tx.body(&function.block)?;
@@ -126,10 +135,14 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
         params.push(format!("bool v_{flag}"));
     }
     let _ = writeln!(src, "HL_DEV void {fn_name}_body({}) {{", params.join(", "));
+    if tx.uses_scratch {
+        // Every thread of the team makes the same allocations, so gets the same slices.
+        src.push_str("    unsigned long long hl_scratch_used = 0;\n");
+    }
     src.push_str(&body);
     src.push_str("}\n\n");
     let entry = entry_name(sig, &fn_name);
-    src.push_str(&entry_source(sig, &fn_name, &entry));
+    src.push_str(&entry_source(sig, &fn_name, &entry, tx.uses_scratch));
     Ok(Translated { entry, source: src })
 }
 
@@ -148,7 +161,7 @@ fn entry_name(sig: &KernelSignature, fn_name: &str) -> String {
 }
 
 /// The `extern "C" __global__` entry: unpacks the parameters and walks the iteration space.
-fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
+fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch: bool) -> String {
     let rank = sig.token.rank();
     let mut params = Vec::new();
     if sig.token == TokenKind::Team {
@@ -248,7 +261,12 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
                 "    for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n\
                  \x20       hl_member hl_t = {hl_l, hl_league_size};\n",
             );
-            let _ = writeln!(src, "        {call}\n    }}");
+            if uses_scratch {
+                // The next team of this block reuses the scratch: the last reads come first.
+                let _ = writeln!(src, "        {call}\n        __syncthreads();\n    }}");
+            } else {
+                let _ = writeln!(src, "        {call}\n    }}");
+            }
         }
         TokenKind::Range => {
             let _ = writeln!(src, "    {} {{", grid_loop("hl_t", 0, "x"));
@@ -602,6 +620,24 @@ impl Translator<'_> {
         };
         if let Some((_, diverge)) = &init.diverge {
             return Err(unsupported(diverge.span(), "`let ... else`"));
+        }
+        if let Some((element, len)) = self.scratch_alloc(&init.expr)? {
+            if annotated.is_some() {
+                return Err(syn::Error::new(
+                    local.pat.span(),
+                    "a team scratch slice takes its type from `alloc::<T>`: write `let s = ...` without a type",
+                ));
+            }
+            let t = self.infer(len)?;
+            self.expect(t, Scalar::Usize, len.span())?;
+            let len = self.emit(len, Scalar::Usize)?;
+            self.uses_scratch = true;
+            let c = element.cuda_name();
+            let c_name = self.declare(ident, Ty::Scratch(element));
+            self.line(&format!(
+                "hl_scratch<{c}> {c_name} = hl_scratch_alloc<{c}>(&hl_scratch_used, {len});"
+            ));
+            return Ok(());
         }
         let ty = self.infer(&init.expr)?;
         let var_ty = match annotated {
@@ -1131,6 +1167,7 @@ impl Translator<'_> {
             Ty::Token if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
             Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
             Ty::Member => self.member_method_type(&method, &args, m),
+            Ty::Scratch(s) => self.scratch_method_type(s, &method, &args, m),
             Ty::AccLoc(s) => {
                 if method != "update_min" && method != "update_max" {
                     return Err(syn::Error::new(
@@ -1216,6 +1253,7 @@ impl Translator<'_> {
                 self.expect(src, Scalar::Usize, args[1].span())?;
                 Ok(Ty::Known(s))
             }
+            "team_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
             "team_reduce" => {
                 arity(2)?;
                 sum_reducer(args[0])?;
@@ -1232,6 +1270,101 @@ impl Translator<'_> {
                 format!(
                     "method `{method}` is not supported on the team member in a #[kernel]; supported: league_rank, \
                      league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new(), v)"
+                ),
+            )),
+        }
+    }
+
+    /// `m.team_scratch(0).alloc::<T>(len).unwrap()` (or `.expect("..")`): the element type
+    /// and the length, or `None` when `expr` is no scratch allocation at all.
+    fn scratch_alloc<'e>(&mut self, expr: &'e Expr) -> syn::Result<Option<(Scalar, &'e Expr)>> {
+        let Expr::MethodCall(outer) = expr else {
+            return Ok(None);
+        };
+        let Expr::MethodCall(alloc) = &*outer.receiver else {
+            return Ok(None);
+        };
+        let Expr::MethodCall(pad) = &*alloc.receiver else {
+            return Ok(None);
+        };
+        let receiver = self.infer_quiet(&pad.receiver)?;
+        if pad.method != "team_scratch" || self.norm(receiver) != Ty::Member {
+            return Ok(None);
+        }
+        let unwrapped = match outer.method.to_string().as_str() {
+            "unwrap" => outer.args.is_empty(),
+            "expect" => matches!(
+                outer.args.iter().collect::<Vec<_>>().as_slice(),
+                [Expr::Lit(syn::ExprLit { lit: Lit::Str(_), .. })]
+            ),
+            _ => false,
+        };
+        let level_zero = pad.args.len() == 1 && pad.args.first().and_then(int_lit) == Some(0);
+        let element =
+            alloc
+                .turbofish
+                .as_ref()
+                .and_then(|t| match t.args.iter().collect::<Vec<_>>().as_slice() {
+                    [syn::GenericArgument::Type(ty)] => Scalar::from_type(ty),
+                    _ => None,
+                });
+        let element = element.filter(|s| !matches!(s, Scalar::Bool | Scalar::Isize));
+        match (
+            unwrapped,
+            level_zero,
+            alloc.method == "alloc",
+            element,
+            alloc.args.first(),
+        ) {
+            (true, true, true, Some(element), Some(len)) if alloc.args.len() == 1 => Ok(Some((element, len))),
+            _ => Err(syn::Error::new_spanned(expr, SCRATCH_USAGE)),
+        }
+    }
+
+    fn scratch_method_type(
+        &mut self,
+        element: Scalar,
+        method: &str,
+        args: &[&Expr],
+        m: &syn::ExprMethodCall,
+    ) -> syn::Result<Ty> {
+        let arity = |n: usize| -> syn::Result<()> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(syn::Error::new_spanned(
+                    m,
+                    format!("`{method}` takes {n} argument(s)"),
+                ))
+            }
+        };
+        match method {
+            "get" => {
+                arity(1)?;
+                let t = self.infer(args[0])?;
+                self.expect(t, Scalar::Usize, args[0].span())?;
+                Ok(Ty::Known(element))
+            }
+            "set" => {
+                arity(2)?;
+                let t = self.infer(args[0])?;
+                self.expect(t, Scalar::Usize, args[0].span())?;
+                let t = self.infer(args[1])?;
+                self.expect(t, element, args[1].span())?;
+                Ok(Ty::Unit)
+            }
+            "len" => {
+                arity(0)?;
+                Ok(Ty::Known(Scalar::Usize))
+            }
+            "is_empty" => {
+                arity(0)?;
+                Ok(Ty::Known(Scalar::Bool))
+            }
+            _ => Err(syn::Error::new(
+                m.method.span(),
+                format!(
+                    "method `{method}` is not supported on team scratch in a #[kernel]; supported: get, set, len, is_empty"
                 ),
             )),
         }
@@ -1628,6 +1761,22 @@ impl Translator<'_> {
                         let v = self.emit(args[1], s)?;
                         Ok(format!("hl_team_sum<{}>({v})", s.cuda_name()))
                     }
+                }
+            }
+            Ty::Scratch(element) => {
+                let r = self.emit_token(&m.receiver)?;
+                match method.as_str() {
+                    "get" => {
+                        let k = self.emit(args[0], Scalar::Usize)?;
+                        Ok(format!("{r}.ptr[hl_scratch_at({r}, {k})]"))
+                    }
+                    "set" => {
+                        let k = self.emit(args[0], Scalar::Usize)?;
+                        let v = self.emit(args[1], element)?;
+                        Ok(format!("{r}.ptr[hl_scratch_at({r}, {k})] = {v}"))
+                    }
+                    "len" => Ok(format!("{r}.len")),
+                    _ => Ok(format!("({r}.len == 0)")),
                 }
             }
             Ty::AccLoc(s) => {

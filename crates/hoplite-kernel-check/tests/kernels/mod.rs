@@ -282,3 +282,40 @@ pub fn poly_lookup(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, coef: BoundLookup<'_,
 pub fn gather_lookup(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, table: BoundLookup<'_, f64, 1>) {
     y.set(i, table.get(i));
 }
+
+/// Reverses each row through team scratch: the team stores its row in shared memory, meets at
+/// a barrier, and every thread reads mirrored elements. A slice of another type, allocated
+/// first, makes the `f64` slice start at its alignment past it.
+#[kernel]
+pub fn reverse_rows(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, i64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let tags = m.team_scratch(0).alloc::<i32>(3).expect("the launch asks for the tags");
+    let s = m
+        .team_scratch(0)
+        .alloc::<f64>(cols)
+        .expect("the launch asks for a row");
+    if m.team_rank() == 0 {
+        tags.set(0, row as i32);
+        tags.set(1, tags.len() as i32);
+    }
+    let mut j = m.team_rank();
+    while j < cols {
+        s.set(j, a.get([row, j]));
+        j += m.team_size();
+    }
+    m.team_barrier();
+    let mut k = m.team_rank();
+    while k < s.len() {
+        let v = s.get(s.len() - 1 - k) * 4.0;
+        out.fetch_add(
+            [row, k],
+            v as i64 * 100 + tags.get(0) as i64 * 10 + tags.get(1) as i64,
+        );
+        k += m.team_size();
+    }
+}
