@@ -1125,3 +1125,141 @@ fn team_scratch_beyond_the_request_panics_natively_and_traps_on_the_device() -> 
     }
     Ok(())
 }
+
+/// Runs a team `parallel_for` kernel over `rows` teams of `team` threads on the host side.
+fn team_device(m: &HostModule, team: usize, rows: usize, arrays: &mut [HostArray<'_>], scalars: &[Value]) {
+    let grid = Grid {
+        blocks: [2, 1, 1],
+        threads: [team as u32, 1, 1],
+    };
+    let outcome = m
+        .launch_team_for(grid, rows, arrays, scalars)
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+}
+
+#[test]
+fn nested_team_loops_hand_indices_to_the_owning_thread() -> Result<()> {
+    let (Some(rows_m), Some(red_m)) = (module::<nested_rows>(), module::<nested_reductions>()) else {
+        return Ok(());
+    };
+    // Ranges across several blocks of 16 columns, one shorter than a block, one empty.
+    for (rows, cols, skip) in [(3, 40, 0), (4, 37, 5), (2, 7, 0), (3, 9, 9), (0, 4, 0)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 11) % 23) as f64 * 0.3 - 2.0)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            // What both sides must compute, written out: column j on rank (j / 16) % team,
+            // reductions over contiguous shares joined in rank order.
+            let (want_rows, want_sums) = nested_by_hand(&a, rows, cols, skip, team);
+            let (mut host, mut ha) = (vec![0.0; rows * cols], a.clone());
+            team_device(
+                &rows_m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut host, &[rows, cols]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols), Value::Usize(skip)],
+            );
+            assert_eq!(
+                bits(&host),
+                bits(&want_rows),
+                "team size {team}, {rows}x{cols} from {skip}"
+            );
+            let (mut host_sums, mut ha) = (vec![0.0; rows * 3], a.clone());
+            team_device(
+                &red_m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut host_sums, &[rows, 3]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            );
+            assert_eq!(
+                bits(&host_sums),
+                bits(&want_sums),
+                "team size {team}, {rows}x{cols}"
+            );
+
+            let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team));
+            if team > policy.team_size_max() {
+                println!(
+                    "team size {team} skipped natively: the rayon pool allows {}",
+                    policy.team_size_max()
+                );
+                continue;
+            }
+            let av = view("a", [rows, cols], &a)?;
+            let out = View::<f64, 2>::new("out", [rows, cols])?;
+            parallel_for(
+                "nested rows",
+                (policy.clone(), (out.atomic(), av.read())),
+                nested_rows::with::<RayonSpace>(cols, skip),
+            )?;
+            assert_eq!(bits(&out.to_vec()?), bits(&host), "rayon, team size {team}");
+            let sums = View::<f64, 2>::new("sums", [rows, 3])?;
+            parallel_for(
+                "nested reductions",
+                (policy, (sums.atomic(), av.read())),
+                nested_reductions::with::<RayonSpace>(cols),
+            )?;
+            assert_eq!(bits(&sums.to_vec()?), bits(&host_sums), "rayon, team size {team}");
+        }
+    }
+    Ok(())
+}
+
+/// `nested_rows` and `nested_reductions` computed by hand for teams of `team` threads.
+fn nested_by_hand(a: &[f64], rows: usize, cols: usize, skip: usize, team: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut out = vec![0.0; rows * cols];
+    let mut sums = vec![0.0; rows * 3];
+    // The host backends' contiguous share of `n` indices for rank `r`.
+    let share = |n: usize, r: usize| {
+        let (base, extra) = (n / team, n % team);
+        let lo = base * r + r.min(extra);
+        lo..lo + base + usize::from(r < extra)
+    };
+    for row in 0..rows {
+        let x = |j: usize| a[row * cols + j];
+        for j in skip..cols {
+            let mut near = 0.0;
+            for d in 0..3 {
+                near += x((j + d) % cols);
+            }
+            out[row * cols + j] = 0.0 + (near * 0.5 + (((j / 16) % team) * 1000) as f64);
+        }
+        let mut sum = 0.0;
+        let mut top = f64::NEG_INFINITY;
+        for r in 0..team {
+            let mut part = 0.0;
+            let mut best = f64::NEG_INFINITY;
+            for j in share(cols, r) {
+                part += x(j) * 0.1;
+            }
+            for j in share(cols - 1.min(cols), r) {
+                best = best.max(x(j + 1));
+            }
+            sum = if r == 0 { part } else { sum + part };
+            top = top.max(best);
+        }
+        let lows: Vec<i64> = (0..team)
+            .map(|r| {
+                (0..cols)
+                    .map(|j| (x(j) * 8.0) as i64 - r as i64)
+                    .fold(i64::MAX, Ord::min)
+            })
+            .collect();
+        let (most, fewest) = (
+            lows.iter().copied().max().unwrap_or(0),
+            lows.iter().copied().min().unwrap_or(0),
+        );
+        sums[row * 3] = 0.0 + sum;
+        sums[row * 3 + 1] = 0.0 + top;
+        sums[row * 3 + 2] = 0.0 + (most * 3 - fewest) as f64;
+    }
+    (out, sums)
+}

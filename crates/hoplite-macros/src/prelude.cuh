@@ -108,7 +108,11 @@ template <class T> HL_DEV T hl_team_broadcast(T v, unsigned long long src) {
     __syncthreads();
     return r;
 }
-template <class T> HL_DEV T hl_team_sum(T v) {
+// Max and Min keep the first of equal values, and a NaN never replaces a number (as the host's
+// `Max`/`Min` reducers).
+template <class T> HL_DEV void hl_keep_max(T* a, T b) { if (b > *a || (*a != *a && b == b)) *a = b; }
+template <class T> HL_DEV void hl_keep_min(T* a, T b) { if (b < *a || (*a != *a && b == b)) *a = b; }
+template <class T, int OP> HL_DEV T hl_team_join(T v) {
     __shared__ T hl_values[1024];
     __shared__ T hl_total;
     __syncthreads();
@@ -116,7 +120,11 @@ template <class T> HL_DEV T hl_team_sum(T v) {
     __syncthreads();
     if (threadIdx.x == 0) {
         T s = hl_values[0];
-        for (unsigned k = 1; k < blockDim.x; ++k) s = hl_add(s, hl_values[k]);
+        for (unsigned k = 1; k < blockDim.x; ++k) {
+            if (OP == 0) s = hl_add(s, hl_values[k]);
+            else if (OP == 1) hl_keep_max(&s, hl_values[k]);
+            else hl_keep_min(&s, hl_values[k]);
+        }
         hl_total = s;
     }
     __syncthreads();
@@ -124,6 +132,9 @@ template <class T> HL_DEV T hl_team_sum(T v) {
     __syncthreads();
     return r;
 }
+template <class T> HL_DEV T hl_team_sum(T v) { return hl_team_join<T, 0>(v); }
+template <class T> HL_DEV T hl_team_max(T v) { return hl_team_join<T, 1>(v); }
+template <class T> HL_DEV T hl_team_min(T v) { return hl_team_join<T, 2>(v); }
 // Team scratch: level 0 is the block's dynamic shared memory, a bump allocator from its start
 // with each element type's alignment, like the host backends' `ScratchPad`. An allocation
 // beyond the dynamic shared memory the launch gave, or an index past a slice, traps (Rust

@@ -57,7 +57,59 @@ enum Ty {
     Member,
     /// A slice of team scratch (shared memory) of this element type.
     Scratch(Scalar),
+    /// The index of a nested loop's closure (`*j`, `j.get()`).
+    NestedIdx,
 }
+
+/// The nested ranges a #[kernel] translates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NestedLevel {
+    /// `TeamThreadRange`: split over the team's threads.
+    TeamThread,
+    /// `ThreadVectorRange`: a loop on the calling thread.
+    ThreadVector,
+}
+
+/// `TeamVectorRange::new(m, bounds).parallel_for(|j| ..)` and friends, taken apart.
+struct NestedCall<'e> {
+    level: NestedLevel,
+    member: &'e Expr,
+    bounds: &'e Expr,
+    method: String,
+    call: &'e syn::ExprMethodCall,
+}
+
+fn nested_call(m: &syn::ExprMethodCall) -> Option<NestedCall<'_>> {
+    let Expr::Call(c) = &*m.receiver else {
+        return None;
+    };
+    let Expr::Path(p) = &*c.func else {
+        return None;
+    };
+    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    if segs.len() < 2 || segs[segs.len() - 1] != "new" || c.args.len() != 2 {
+        return None;
+    }
+    let level = match segs[segs.len() - 2].as_str() {
+        "TeamThreadRange" => NestedLevel::TeamThread,
+        "ThreadVectorRange" => NestedLevel::ThreadVector,
+        _ => return None,
+    };
+    Some(NestedCall {
+        level,
+        member: &c.args[0],
+        bounds: &c.args[1],
+        method: m.method.to_string(),
+        call: m,
+    })
+}
+
+/// A nested loop closure's parameter: its name, and the `T` of an `&mut T` annotation.
+type ClosureParam<'e> = (&'e syn::Ident, Option<Scalar>);
+
+const NESTED_USAGE: &str = "nested loops in a #[kernel] are `TeamThreadRange::new(m, n)` or \
+     `ThreadVectorRange::new(m, n)` (`n` a count or `a..b`) with `.parallel_for(|j| ..)` as a statement, or \
+     `let s = ...parallel_reduce(|j, acc: &mut T| .., Sum::new());`; the closure uses its index as `*j`";
 
 #[derive(Clone)]
 struct Var {
@@ -78,6 +130,8 @@ struct Translator<'a> {
     indent: usize,
     /// Whether the body allocates team scratch (the entry then separates teams by a barrier).
     uses_scratch: bool,
+    /// Whether the statements are a nested loop's closure body (`return` is refused there).
+    in_closure: bool,
 }
 
 pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Translated> {
@@ -93,6 +147,7 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
         out: String::new(),
         indent: 1,
         uses_scratch: false,
+        in_closure: false,
     };
     // Walk once to learn the slots' types, then emit with them.
     tx.body(&function.block)?;
@@ -621,6 +676,14 @@ impl Translator<'_> {
         if let Some((_, diverge)) = &init.diverge {
             return Err(unsupported(diverge.span(), "`let ... else`"));
         }
+        if let Expr::MethodCall(m) = &*init.expr
+            && let Some(call) = nested_call(m)
+        {
+            if call.method != "parallel_reduce" {
+                return Err(syn::Error::new_spanned(m, NESTED_USAGE));
+            }
+            return self.nested_reduce(ident, annotated, &call);
+        }
         if let Some((element, len)) = self.scratch_alloc(&init.expr)? {
             if annotated.is_some() {
                 return Err(syn::Error::new(
@@ -751,6 +814,12 @@ impl Translator<'_> {
                 Ok(())
             }
             Expr::Return(r) => {
+                if self.in_closure {
+                    return Err(syn::Error::new_spanned(
+                        r,
+                        "`return` in a nested loop's closure is not supported in a #[kernel]; use `if`/`else`",
+                    ));
+                }
                 if let Some(e) = &r.expr {
                     return Err(syn::Error::new(
                         e.span(),
@@ -761,6 +830,13 @@ impl Translator<'_> {
                 Ok(())
             }
             Expr::Paren(p) => self.expr_stmt(&p.expr),
+            Expr::MethodCall(m) if nested_call(m).is_some() => {
+                let call = nested_call(m).ok_or_else(|| syn::Error::new_spanned(m, NESTED_USAGE))?;
+                if call.method != "parallel_for" {
+                    return Err(syn::Error::new_spanned(m, NESTED_USAGE));
+                }
+                self.nested_for(&call)
+            }
             other => {
                 let ty = self.infer(other)?;
                 let code = match self.norm(ty) {
@@ -945,7 +1021,7 @@ impl Translator<'_> {
                 UnOp::Deref(_) => match &*u.expr {
                     Expr::Path(p) => match self.path_type(p)? {
                         Ty::Acc(s) => Ok(Ty::Known(s)),
-                        Ty::Token => Ok(Ty::Known(Scalar::Usize)),
+                        Ty::Token | Ty::NestedIdx => Ok(Ty::Known(Scalar::Usize)),
                         _ => Err(unsupported(
                             u.span(),
                             "dereferencing anything but the accumulator or a range token",
@@ -1091,8 +1167,9 @@ impl Translator<'_> {
         match expr {
             Expr::Closure(c) => syn::Error::new_spanned(
                 c,
-                "closures cannot run on a device: a #[kernel] body cannot contain a closure; write the \
-                 computation inline (loops, `if`, locals)",
+                "closures cannot run on a device: a #[kernel] body cannot contain a closure other than a \
+                 nested loop's (`TeamThreadRange::new(m, n).parallel_for(|j| ..)`); write the computation \
+                 inline (loops, `if`, locals)",
             ),
             Expr::Lit(l) if matches!(l.lit, Lit::Str(_) | Lit::ByteStr(_) | Lit::CStr(_)) => syn::Error::new(
                 l.span(),
@@ -1164,7 +1241,7 @@ impl Translator<'_> {
         let args: Vec<&Expr> = m.args.iter().collect();
         match self.norm(recv) {
             Ty::Handle(k) => self.handle_method_type(k, &method, &args, m),
-            Ty::Token if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
+            Ty::Token | Ty::NestedIdx if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
             Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
             Ty::Member => self.member_method_type(&method, &args, m),
             Ty::Scratch(s) => self.scratch_method_type(s, &method, &args, m),
@@ -1256,11 +1333,14 @@ impl Translator<'_> {
             "team_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
             "team_reduce" => {
                 arity(2)?;
-                sum_reducer(args[0])?;
+                let (_, turbofish) = reducer_kind(args[0], true)?;
                 let t = self.infer(args[1])?;
+                if let Some(want) = turbofish {
+                    self.expect(t, want, args[1].span())?;
+                }
                 let s = self.scalar_of(t, args[1].span())?;
                 if s == Scalar::Bool {
-                    return Err(syn::Error::new(args[1].span(), "team_reduce sums numbers"));
+                    return Err(syn::Error::new(args[1].span(), "team_reduce reduces numbers"));
                 }
                 self.set_slot(t, s);
                 Ok(Ty::Known(s))
@@ -1269,10 +1349,232 @@ impl Translator<'_> {
                 m.method.span(),
                 format!(
                     "method `{method}` is not supported on the team member in a #[kernel]; supported: league_rank, \
-                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new(), v)"
+                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scratch(0)"
                 ),
             )),
         }
+    }
+
+    /// The bounds of a nested range as C code: `(begin, end)`.
+    fn nested_bounds(&mut self, call: &NestedCall<'_>) -> syn::Result<(String, String)> {
+        let member = self.infer_quiet(call.member)?;
+        if self.norm(member) != Ty::Member {
+            return Err(syn::Error::new(
+                call.member.span(),
+                "a nested range takes the team member of this kernel",
+            ));
+        }
+        let (lo, hi) = match call.bounds {
+            Expr::Range(r) if matches!(r.limits, syn::RangeLimits::HalfOpen(_)) => match (&r.start, &r.end) {
+                (Some(a), Some(b)) => (Some(&**a), &**b),
+                _ => return Err(syn::Error::new_spanned(r, NESTED_USAGE)),
+            },
+            Expr::Range(r) => return Err(syn::Error::new_spanned(r, NESTED_USAGE)),
+            n => (None, n),
+        };
+        let hi_ty = self.infer(hi)?;
+        self.expect(hi_ty, Scalar::Usize, hi.span())?;
+        let hi = self.emit(hi, Scalar::Usize)?;
+        let lo = match lo {
+            Some(lo) => {
+                let t = self.infer(lo)?;
+                self.expect(t, Scalar::Usize, lo.span())?;
+                self.emit(lo, Scalar::Usize)?
+            }
+            None => "0ull".to_owned(),
+        };
+        Ok((lo, hi))
+    }
+
+    /// The closure of a nested loop: its parameters (the index, then for a reduction the
+    /// accumulator with its annotated type, if any) and body.
+    fn nested_closure<'e>(
+        &self,
+        call: &NestedCall<'e>,
+        params: usize,
+    ) -> syn::Result<(Vec<ClosureParam<'e>>, &'e Expr)> {
+        let Some(Expr::Closure(c)) = call.call.args.first() else {
+            return Err(syn::Error::new_spanned(call.call, NESTED_USAGE));
+        };
+        if c.inputs.len() != params || c.asyncness.is_some() || c.movability.is_some() {
+            return Err(syn::Error::new_spanned(c, NESTED_USAGE));
+        }
+        let mut names = Vec::new();
+        for input in &c.inputs {
+            let (pat, ty) = match input {
+                Pat::Type(t) => (&*t.pat, Some(&*t.ty)),
+                other => (other, None),
+            };
+            let Pat::Ident(ident) = pat else {
+                return Err(syn::Error::new_spanned(input, NESTED_USAGE));
+            };
+            let scalar = match ty {
+                Some(syn::Type::Reference(r)) if r.mutability.is_some() => Scalar::from_type(&r.elem),
+                _ => None,
+            };
+            names.push((&ident.ident, scalar));
+        }
+        Ok((names, &c.body))
+    }
+
+    /// The closure's body, with `index` (C name `j`) and maybe an accumulator in scope.
+    fn nested_body(
+        &mut self,
+        index: &syn::Ident,
+        j: &str,
+        acc: Option<(&syn::Ident, Scalar, String)>,
+        body: &Expr,
+    ) -> syn::Result<()> {
+        self.scopes.push(HashMap::new());
+        self.indent += 1;
+        let c_name = self.declare(index, Ty::NestedIdx);
+        self.line(&format!("const unsigned long long {c_name} = {j};"));
+        if let Some((name, s, ptr)) = acc {
+            let c_name = self.declare(name, Ty::Acc(s));
+            self.line(&format!("{}* {c_name} = {ptr};", s.cuda_name()));
+        }
+        let (depth, closure) = (self.loop_depth, self.in_closure);
+        self.loop_depth = 0;
+        self.in_closure = true;
+        let result = match body {
+            Expr::Block(b) if b.label.is_none() => self.stmts(&b.block.stmts),
+            other => self.expr_stmt(other),
+        };
+        self.loop_depth = depth;
+        self.in_closure = closure;
+        self.indent -= 1;
+        self.scopes.pop();
+        result
+    }
+
+    /// Opens the C loops over the indices this thread runs (the caller closes two braces):
+    /// for a team-level `parallel_for` the blocks `team_owner` gives this rank, for a
+    /// team-level reduction this rank's contiguous share (as the host backends split it),
+    /// and on one thread the whole range.
+    fn open_nested_loops(&mut self, level: NestedLevel, share: bool, lo: &str, hi: &str, k: usize) {
+        self.line(&format!(
+            "const unsigned long long hl_lo{k} = {lo}, hl_hi{k} = {hi};"
+        ));
+        // The host panics on a range with begin > end.
+        self.line(&format!("if (hl_lo{k} > hl_hi{k}) hl_panic();"));
+        match (level, share) {
+            (NestedLevel::ThreadVector, _) => {
+                self.line("{");
+                self.line(&format!(
+                    "for (unsigned long long hl_j{k} = hl_lo{k}; hl_j{k} < hl_hi{k}; ++hl_j{k}) {{"
+                ));
+            }
+            (NestedLevel::TeamThread, true) => {
+                self.line("{");
+                self.line(&format!(
+                    "const unsigned long long hl_n{k} = hl_hi{k} - hl_lo{k}, hl_base{k} = hl_n{k} / blockDim.x, hl_extra{k} = hl_n{k} % blockDim.x;"
+                ));
+                self.line(&format!(
+                    "const unsigned long long hl_from{k} = hl_lo{k} + hl_base{k} * threadIdx.x + (threadIdx.x < hl_extra{k} ? threadIdx.x : hl_extra{k});"
+                ));
+                self.line(&format!(
+                    "const unsigned long long hl_to{k} = hl_from{k} + hl_base{k} + (threadIdx.x < hl_extra{k} ? 1 : 0);"
+                ));
+                self.line(&format!(
+                    "for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) {{"
+                ));
+            }
+            (NestedLevel::TeamThread, false) => {
+                // Blocks of 16 indices, round robin: `team_owner(j, team_size, 16)`.
+                self.line(&format!(
+                    "const unsigned long long hl_b0{k} = hl_lo{k} / 16, hl_b1{k} = hl_lo{k} < hl_hi{k} ? (hl_hi{k} - 1) / 16 + 1 : hl_b0{k};"
+                ));
+                self.line(&format!(
+                    "for (unsigned long long hl_b{k} = hl_b0{k} + (threadIdx.x + blockDim.x - hl_b0{k} % blockDim.x) % blockDim.x; hl_b{k} < hl_b1{k}; hl_b{k} += blockDim.x) {{"
+                ));
+                self.line(&format!(
+                    "const unsigned long long hl_from{k} = hl_b{k} * 16 > hl_lo{k} ? hl_b{k} * 16 : hl_lo{k};"
+                ));
+                self.line(&format!(
+                    "const unsigned long long hl_to{k} = hl_hi{k} - hl_b{k} * 16 > 16 ? hl_b{k} * 16 + 16 : hl_hi{k};"
+                ));
+                self.line(&format!(
+                    "for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) {{"
+                ));
+            }
+        }
+    }
+
+    /// `TeamThreadRange::new(m, n).parallel_for(|j| ..)` (or `ThreadVectorRange`).
+    fn nested_for(&mut self, call: &NestedCall<'_>) -> syn::Result<()> {
+        if call.call.args.len() != 1 {
+            return Err(syn::Error::new_spanned(call.call, NESTED_USAGE));
+        }
+        let (params, body) = self.nested_closure(call, 1)?;
+        let (lo, hi) = self.nested_bounds(call)?;
+        self.next_name += 1;
+        let k = self.next_name;
+        self.line("{");
+        self.indent += 1;
+        self.open_nested_loops(call.level, false, &lo, &hi, k);
+        self.indent += 1;
+        let result = self.nested_body(params[0].0, &format!("hl_j{k}"), None, body);
+        self.indent -= 1;
+        result?;
+        self.line("}\n}");
+        self.indent -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// `let v = TeamThreadRange::new(m, n).parallel_reduce(|j, acc: &mut T| .., Sum::new());`
+    fn nested_reduce(
+        &mut self,
+        ident: &syn::Ident,
+        annotated: Option<Scalar>,
+        call: &NestedCall<'_>,
+    ) -> syn::Result<()> {
+        if call.call.args.len() != 2 {
+            return Err(syn::Error::new_spanned(call.call, NESTED_USAGE));
+        }
+        let (params, body) = self.nested_closure(call, 2)?;
+        let reducer = &call.call.args[1];
+        let (kind, turbofish) = reducer_kind(reducer, false)?;
+        let s = params[1].1.or(turbofish).or(annotated).ok_or_else(|| {
+            syn::Error::new_spanned(
+                call.call,
+                "say the accumulator's type in a #[kernel]'s nested reduction: `|j, acc: &mut f64| ..`, \
+                 `Sum::<f64>::new()` or `let v: f64 = ..`",
+            )
+        })?;
+        if s == Scalar::Bool {
+            return Err(syn::Error::new_spanned(
+                call.call,
+                "a nested reduction reduces numbers",
+            ));
+        }
+        let (lo, hi) = self.nested_bounds(call)?;
+        self.next_name += 1;
+        let k = self.next_name;
+        let c = s.cuda_name();
+        self.line(&format!("{c} hl_p{k} = {};", kind.identity(s)));
+        self.line("{");
+        self.indent += 1;
+        self.open_nested_loops(call.level, true, &lo, &hi, k);
+        self.indent += 1;
+        let result = self.nested_body(
+            params[0].0,
+            &format!("hl_j{k}"),
+            Some((params[1].0, s, format!("&hl_p{k}"))),
+            body,
+        );
+        self.indent -= 1;
+        result?;
+        self.line("}\n}");
+        self.indent -= 1;
+        self.line("}");
+        let value = match call.level {
+            NestedLevel::TeamThread => format!("{}<{c}>(hl_p{k})", kind.team_fn()),
+            NestedLevel::ThreadVector => format!("hl_p{k}"),
+        };
+        let c_name = self.declare(ident, Ty::Known(s));
+        self.line(&format!("{c} {c_name} = {value};"));
+        Ok(())
     }
 
     /// `m.team_scratch(0).alloc::<T>(len).unwrap()` (or `.expect("..")`): the element type
@@ -1758,8 +2060,9 @@ impl Translator<'_> {
                         Ok(format!("hl_team_broadcast<{}>({v}, {src})", s.cuda_name()))
                     }
                     _ => {
+                        let (kind, _) = reducer_kind(args[0], true)?;
                         let v = self.emit(args[1], s)?;
-                        Ok(format!("hl_team_sum<{}>({v})", s.cuda_name()))
+                        Ok(format!("{}<{}>({v})", kind.team_fn(), s.cuda_name()))
                     }
                 }
             }
@@ -1786,7 +2089,7 @@ impl Translator<'_> {
                 let dir = if method == "update_min" { "true" } else { "false" };
                 Ok(format!("hl_update_loc({acc}, {v}, {loc}, {dir})"))
             }
-            Ty::Token => self.emit_token(&m.receiver),
+            Ty::Token | Ty::NestedIdx => self.emit_token(&m.receiver),
             _ => {
                 let r = self.emit(&m.receiver, s)?;
                 self.emit_math(s, &method, &r, &args)
@@ -1890,31 +2193,85 @@ impl Translator<'_> {
     }
 }
 
-/// Checks that a `team_reduce` reducer is `&Sum::new()` (or `&Sum::<T>::new()`, `&Sum::default()`).
-fn sum_reducer(arg: &Expr) -> syn::Result<()> {
-    let is_sum = match arg {
-        Expr::Reference(r) => match &*r.expr {
-            Expr::Call(c) if c.args.is_empty() => match &*c.func {
-                Expr::Path(p) => {
-                    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
-                    segs.len() >= 2
-                        && segs[segs.len() - 2] == "Sum"
-                        && matches!(segs[segs.len() - 1].as_str(), "new" | "default")
-                }
-                _ => false,
-            },
-            _ => false,
-        },
-        _ => false,
-    };
-    if is_sum {
-        Ok(())
-    } else {
-        Err(syn::Error::new_spanned(
-            arg,
-            "team_reduce in a #[kernel] supports the `Sum` reducer: `m.team_reduce(&Sum::new(), value)`",
-        ))
+/// The reducers of `team_reduce` and nested reductions in a #[kernel].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReducerKind {
+    Sum,
+    Max,
+    Min,
+}
+
+impl ReducerKind {
+    /// The reducer's `init()` for `s`, as C.
+    fn identity(self, s: Scalar) -> String {
+        let c = s.cuda_name();
+        match (self, s.is_float()) {
+            (ReducerKind::Sum, _) => format!("(({c})0)"),
+            (ReducerKind::Max, true) => format!("(({c})(-1.0 / 0.0))"),
+            (ReducerKind::Min, true) => format!("(({c})(1.0 / 0.0))"),
+            (ReducerKind::Max, false) => format!("(({c}){})", s.cuda_bounds().0),
+            (ReducerKind::Min, false) => format!("(({c}){})", s.cuda_bounds().1),
+        }
     }
+
+    /// The prelude's team join (in rank order, from rank 0's value).
+    fn team_fn(self) -> &'static str {
+        match self {
+            ReducerKind::Sum => "hl_team_sum",
+            ReducerKind::Max => "hl_team_max",
+            ReducerKind::Min => "hl_team_min",
+        }
+    }
+}
+
+/// A reducer written as `Sum::new()`, `Max::<f64>::new()`, `Min::default()` (behind `&` when
+/// `by_ref`): its kind and the type a turbofish names.
+fn reducer_kind(arg: &Expr, by_ref: bool) -> syn::Result<(ReducerKind, Option<Scalar>)> {
+    let call = match (arg, by_ref) {
+        (Expr::Reference(r), true) => &*r.expr,
+        (other, false) => other,
+        _ => arg,
+    };
+    let found = match call {
+        Expr::Call(c) if c.args.is_empty() && (!by_ref || matches!(arg, Expr::Reference(_))) => {
+            match &*c.func {
+                Expr::Path(p) if p.path.segments.len() >= 2 => {
+                    let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+                    let (ty_seg, ctor) = (segs[segs.len() - 2], segs[segs.len() - 1]);
+                    let kind = match ty_seg.ident.to_string().as_str() {
+                        "Sum" => Some(ReducerKind::Sum),
+                        "Max" => Some(ReducerKind::Max),
+                        "Min" => Some(ReducerKind::Min),
+                        _ => None,
+                    };
+                    let turbofish = match &ty_seg.arguments {
+                        syn::PathArguments::AngleBracketed(a) => {
+                            match a.args.iter().collect::<Vec<_>>().as_slice() {
+                                [syn::GenericArgument::Type(t)] => Scalar::from_type(t),
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    };
+                    kind.filter(|_| matches!(ctor.ident.to_string().as_str(), "new" | "default"))
+                        .map(|k| (k, turbofish))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    found.ok_or_else(|| {
+        let example = if by_ref {
+            "`m.team_reduce(&Sum::new(), value)`"
+        } else {
+            "`..parallel_reduce(|j, acc: &mut f64| .., Sum::new())`"
+        };
+        syn::Error::new_spanned(
+            arg,
+            format!("reductions in a #[kernel] support the `Sum`, `Max` and `Min` reducers: {example}"),
+        )
+    })
 }
 
 fn describe(ty: Ty) -> &'static str {

@@ -294,7 +294,10 @@ pub fn reverse_rows(
     cols: usize,
 ) {
     let row = m.league_rank();
-    let tags = m.team_scratch(0).alloc::<i32>(3).expect("the launch asks for the tags");
+    let tags = m
+        .team_scratch(0)
+        .alloc::<i32>(3)
+        .expect("the launch asks for the tags");
     let s = m
         .team_scratch(0)
         .alloc::<f64>(cols)
@@ -317,5 +320,69 @@ pub fn reverse_rows(
             v as i64 * 100 + tags.get(0) as i64 * 10 + tags.get(1) as i64,
         );
         k += m.team_size();
+    }
+}
+
+/// Team-level nested loops: each column goes to the thread `team_owner` names (the stored
+/// value records the rank that ran it), and each thread sums a few of the row's values in a
+/// per-thread loop first.
+#[kernel]
+pub fn nested_rows(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, f64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+    skip: usize,
+) {
+    let row = m.league_rank();
+    TeamThreadRange::new(m, skip..cols).parallel_for(|j| {
+        let mut near = 0.0;
+        ThreadVectorRange::new(m, 3).parallel_for(|d| {
+            near += a.get([row, (*j + *d) % cols]);
+        });
+        out.fetch_add([row, *j], near * 0.5 + (m.team_rank() * 1000) as f64);
+    });
+}
+
+/// Nested reductions (a team-level sum and maximum, a per-thread minimum) and `team_reduce`
+/// with `Max` and `Min`; rank 0 stores the row's results.
+#[kernel]
+pub fn nested_reductions(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, f64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let sum = TeamThreadRange::new(m, cols).parallel_reduce(
+        |j, part: &mut f64| {
+            *part += a.get([row, *j]) * 0.1;
+        },
+        Sum::new(),
+    );
+    let top: f64 = TeamThreadRange::new(m, 1..cols).parallel_reduce(
+        |j, best| {
+            let v = a.get([row, *j]);
+            if v > *best {
+                *best = v;
+            }
+        },
+        Max::new(),
+    );
+    let low = ThreadVectorRange::new(m, cols).parallel_reduce(
+        |j, least: &mut i64| {
+            let v = (a.get([row, *j]) * 8.0) as i64 - m.team_rank() as i64;
+            if v < *least {
+                *least = v;
+            }
+        },
+        Min::new(),
+    );
+    let most = m.team_reduce(&Max::new(), low);
+    let fewest = m.team_reduce(&Min::<i64>::new(), low);
+    if m.team_rank() == 0 {
+        out.fetch_add([row, 0], sum);
+        out.fetch_add([row, 1], top);
+        out.fetch_add([row, 2], (most * 3 - fewest) as f64);
     }
 }
