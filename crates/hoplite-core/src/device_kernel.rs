@@ -167,6 +167,9 @@ pub enum DevicePattern {
     /// device a `struct { T val; unsigned long long loc; }` with `loc == ~0` for no location,
     /// 16 bytes with the value first.
     ReduceValLoc(ScalarType),
+    /// `parallel_reduce` accumulating a `MinMaxScalar<T>` of this `T` (`MinMax`): on the
+    /// device a `struct { T min; T max; }` of 16 bytes, `min` at byte 0 and `max` at byte 8.
+    ReduceMinMax(ScalarType),
     /// `parallel_scan` summing values of this type (two launches of the entry; see the
     /// module documentation).
     Scan(ScalarType),

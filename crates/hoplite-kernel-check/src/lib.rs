@@ -493,6 +493,57 @@ impl HostModule {
         Ok((outcome, values))
     }
 
+    /// Launches a `parallel_reduce` entry over `MinMaxScalar` values (`MinMax`) on a range, or
+    /// on a league of `range.end` teams for a team kernel: every thread starts from
+    /// `{ min: init_min, max: init_max }`; the partials `(min, max)` come back in thread order
+    /// for the caller to join.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_reduce_min_max(
+        &self,
+        grid: Grid,
+        range: std::ops::Range<usize>,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: (Value, Value),
+    ) -> Result<(Outcome, Vec<(Value, Value)>), CheckError> {
+        let DevicePattern::ReduceMinMax(ty) = self.pattern else {
+            return Err(self.arg_error("is not a parallel_reduce kernel over MinMaxScalar".to_owned()));
+        };
+        if init.0.ty() != ty || init.1.ty() != ty {
+            return Err(self.arg_error(format!(
+                "accumulates MinMaxScalar<{ty}>, not ({}, {})",
+                init.0.ty(),
+                init.1.ty()
+            )));
+        }
+        let mut start = init.0.wide();
+        start[8..].copy_from_slice(&init.1.slot());
+        let mut partials = vec![Slot([0; 16]); grid.thread_count()];
+        let outcome = self.launch(
+            grid,
+            0,
+            &[range.start],
+            &[range.end],
+            arrays,
+            scalars,
+            Some((start, partials.as_mut_ptr().cast(), None)),
+        )?;
+        let values = partials
+            .iter()
+            .map(|slot| {
+                let mut min = [0u8; 8];
+                min.copy_from_slice(&slot.0[..8]);
+                let mut max = [0u8; 8];
+                max.copy_from_slice(&slot.0[8..]);
+                (Value::from_slot(ty, &min), Value::from_slot(ty, &max))
+            })
+            .collect();
+        Ok((outcome, values))
+    }
+
     /// Launches a `parallel_scan` entry twice, as a device backend does: the first pass
     /// gives each thread's chunk sum, the host turns them into exclusive prefix sums in
     /// thread order, the final pass runs the kernel from them. Returns the total.
@@ -751,6 +802,10 @@ fn launcher_source(
     if let DevicePattern::ReduceValLoc(ty) = pattern {
         types.push(format!("hl_valloc<{}>", ty.cuda_name()));
         types.push(format!("hl_valloc<{}>*", ty.cuda_name()));
+    }
+    if let DevicePattern::ReduceMinMax(ty) = pattern {
+        types.push(format!("hl_minmax<{}>", ty.cuda_name()));
+        types.push(format!("hl_minmax<{}>*", ty.cuda_name()));
     }
     if let DevicePattern::Scan(_) = pattern {
         types.push("bool".to_owned());

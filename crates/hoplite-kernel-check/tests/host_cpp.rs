@@ -1263,3 +1263,130 @@ fn nested_by_hand(a: &[f64], rows: usize, cols: usize, skip: usize, team: usize)
     }
     (out, sums)
 }
+
+/// Joins `(min, max)` partials in thread order with `MinMax`'s join.
+fn join_min_max<T: Copy>(
+    partials: &[(Value, Value)],
+    r: &MinMax<T>,
+    get: impl Fn(&Value) -> T,
+) -> MinMaxScalar<T>
+where
+    MinMax<T>: Reducer<Value = MinMaxScalar<T>>,
+{
+    let mut total = r.init();
+    for (min, max) in partials {
+        r.join(
+            &mut total,
+            MinMaxScalar {
+                min: get(min),
+                max: get(max),
+            },
+        );
+    }
+    total
+}
+
+fn as_f64(v: &Value) -> f64 {
+    match v {
+        Value::F64(x) => *x,
+        other => panic!("unexpected partial {other:?}"),
+    }
+}
+
+#[test]
+fn min_max_accumulators_skip_nan_on_ranges_and_teams() -> Result<()> {
+    let (Some(range_m), Some(team_m)) = (module::<extremes>(), module::<team_extremes>()) else {
+        return Ok(());
+    };
+    let n = 50;
+    let mut x = f64s(n, |k| ((k * 17) % 23) as f64 - 11.5);
+    x[0] = f64::NAN;
+    x[7] = f64::NAN;
+    x[31] = 11.0; // equal values on both sides
+    for (range, scale) in [(0..n, 1.0), (0..n, -2.0), (3..4, 1.0), (0..1, 1.0), (5..5, 1.0)] {
+        let xv = view("x", [n], &x)?;
+        let reducer = MinMax::<f64>::new();
+        let native = parallel_reduce(
+            "extremes",
+            (
+                RangePolicy::new(RayonSpace::default(), range.clone()),
+                (xv.read(),),
+            ),
+            extremes::with(scale),
+            MinMax::<f64>::new(),
+        )?;
+        let serial = parallel_reduce(
+            "extremes",
+            (RangePolicy::new(Serial::default(), range.clone()), (xv.read(),)),
+            extremes::with(scale),
+            MinMax::<f64>::new(),
+        )?;
+        let mut hx = x.clone();
+        let (outcome, partials) = range_m
+            .launch_reduce_min_max(
+                GRID_1D,
+                range.clone(),
+                &mut [HostArray::new(&mut hx, &[n])],
+                &[Value::F64(scale)],
+                (Value::F64(f64::INFINITY), Value::F64(f64::NEG_INFINITY)),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let device = join_min_max(&partials, &reducer, as_f64);
+        for other in [native, serial] {
+            assert_eq!(
+                (device.min.to_bits(), device.max.to_bits()),
+                (other.min.to_bits(), other.max.to_bits()),
+                "{range:?} x {scale}: {device:?} and {other:?}"
+            );
+        }
+    }
+
+    let (rows, cols) = (5, 21);
+    let a: Vec<i32> = (0..rows * cols).map(|k| ((k * 29) % 41) as i32 - 20).collect();
+    for team in [1usize, 2, 3, 4] {
+        let grid = Grid {
+            blocks: [2, 1, 1],
+            threads: [team as u32, 1, 1],
+        };
+        let mut ha = a.clone();
+        let (outcome, partials) = team_m
+            .launch_reduce_min_max(
+                grid,
+                0..rows,
+                &mut [HostArray::new(&mut ha, &[rows, cols])],
+                &[Value::Usize(cols)],
+                (Value::I32(i32::MAX), Value::I32(i32::MIN)),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let device = join_min_max(&partials, &MinMax::<i32>::new(), |v| match v {
+            Value::I32(x) => *x,
+            other => panic!("unexpected partial {other:?}"),
+        });
+        // By hand: column j runs on rank (j / 16) % team.
+        let want = (0..rows * cols).fold(
+            MinMaxScalar {
+                min: i32::MAX,
+                max: i32::MIN,
+            },
+            |mut acc, k| {
+                acc.update(a[k] - ((k % cols / 16) % team) as i32);
+                acc
+            },
+        );
+        assert_eq!(device, want, "team size {team}");
+        let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team));
+        if team <= policy.team_size_max() {
+            let av = view("a", [rows, cols], &a)?;
+            let native = parallel_reduce(
+                "team extremes",
+                (policy, (av.read(),)),
+                team_extremes::with::<RayonSpace>(cols),
+                MinMax::<i32>::new(),
+            )?;
+            assert_eq!(native, want, "rayon, team size {team}");
+        }
+    }
+    Ok(())
+}

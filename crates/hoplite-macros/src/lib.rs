@@ -177,6 +177,8 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             let ty = scalar_type_tokens(krate, acc.scalar);
             if signature.scan_flag.is_some() {
                 quote!(#krate::device_kernel::DevicePattern::Scan(#ty))
+            } else if acc.min_max {
+                quote!(#krate::device_kernel::DevicePattern::ReduceMinMax(#ty))
             } else if acc.val_loc {
                 quote!(#krate::device_kernel::DevicePattern::ReduceValLoc(#ty))
             } else {

@@ -165,3 +165,10 @@ template <class T> HL_DEV unsigned long long hl_scratch_at(hl_scratch<T> s, unsi
     if (k >= s.len) hl_panic();
     return k;
 }
+// `MinMaxScalar<T>` of MinMax: 16 bytes, the minimum at byte 0 and the maximum at byte 8, as
+// `ValLoc` has its value first. `update` keeps each side as `Min` and `Max` do.
+template <class T> struct alignas(8) hl_minmax { T min; alignas(8) T max; };
+template <class T> HL_DEV void hl_update_minmax(hl_minmax<T>* acc, T v) {
+    hl_keep_min(&acc->min, v);
+    hl_keep_max(&acc->max, v);
+}

@@ -53,6 +53,8 @@ enum Ty {
     Acc(Scalar),
     /// A `&mut ValLoc<T>` accumulator: only `update_min` and `update_max`.
     AccLoc(Scalar),
+    /// A `&mut MinMaxScalar<T>` accumulator: only `update`.
+    AccMinMax(Scalar),
     /// The team member of a team kernel.
     Member,
     /// A slice of team scratch (shared memory) of this element type.
@@ -135,6 +137,14 @@ struct Translator<'a> {
 }
 
 pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Translated> {
+    if let (Some(acc), Some(flag)) = (&sig.accumulator, &sig.scan_flag)
+        && (acc.val_loc || acc.min_max)
+    {
+        return Err(syn::Error::new(
+            flag.span(),
+            "a #[kernel] scan sums numbers: its accumulator is `&mut T`",
+        ));
+    }
     let fn_name = function.sig.ident.to_string();
     let mut tx = Translator {
         sig,
@@ -495,6 +505,8 @@ impl Translator<'_> {
                 &a.name,
                 if a.val_loc {
                     Ty::AccLoc(a.scalar)
+                } else if a.min_max {
+                    Ty::AccMinMax(a.scalar)
                 } else {
                     Ty::Acc(a.scalar)
                 },
@@ -1245,6 +1257,19 @@ impl Translator<'_> {
             Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
             Ty::Member => self.member_method_type(&method, &args, m),
             Ty::Scratch(s) => self.scratch_method_type(s, &method, &args, m),
+            Ty::AccMinMax(s) => {
+                if method != "update" || args.len() != 1 {
+                    return Err(syn::Error::new(
+                        m.method.span(),
+                        format!(
+                            "`{method}` is not supported on a `MinMaxScalar` accumulator; supported: `acc.update(value)`"
+                        ),
+                    ));
+                }
+                let t = self.infer(args[0])?;
+                self.expect(t, s, args[0].span())?;
+                Ok(Ty::Unit)
+            }
             Ty::AccLoc(s) => {
                 if method != "update_min" && method != "update_max" {
                     return Err(syn::Error::new(
@@ -2081,6 +2106,11 @@ impl Translator<'_> {
                     "len" => Ok(format!("{r}.len")),
                     _ => Ok(format!("({r}.len == 0)")),
                 }
+            }
+            Ty::AccMinMax(s) => {
+                let acc = self.emit_token(&m.receiver)?;
+                let v = self.emit(args[0], s)?;
+                Ok(format!("hl_update_minmax({acc}, {v})"))
             }
             Ty::AccLoc(s) => {
                 let acc = self.emit_token(&m.receiver)?;

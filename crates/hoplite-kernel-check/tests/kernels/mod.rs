@@ -386,3 +386,23 @@ pub fn nested_reductions(
         out.fetch_add([row, 2], (most * 3 - fewest) as f64);
     }
 }
+
+/// The smallest and largest of `x * scale` (`MinMax`); NaN never replaces a number.
+#[kernel]
+pub fn extremes(i: Idx<'_>, x: BoundReader<'_, f64, 1>, scale: f64, acc: &mut MinMaxScalar<f64>) {
+    acc.update(x.get(i) * scale);
+}
+
+/// The smallest and largest of every row minus the team rank that reads it, by teams.
+#[kernel]
+pub fn team_extremes(
+    m: &impl TeamMember,
+    a: BoundReader<'_, i32, 2>,
+    cols: usize,
+    acc: &mut MinMaxScalar<i32>,
+) {
+    let row = m.league_rank();
+    TeamThreadRange::new(m, cols).parallel_for(|j| {
+        acc.update(a.get([row, *j]) - m.team_rank() as i32);
+    });
+}
