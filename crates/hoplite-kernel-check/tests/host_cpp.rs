@@ -1390,3 +1390,58 @@ fn min_max_accumulators_skip_nan_on_ranges_and_teams() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn team_reduce_max_and_min_skip_nan() -> Result<()> {
+    let Some(m) = module::<team_max_min>() else {
+        return Ok(());
+    };
+    let nan = f64::NAN;
+    #[rustfmt::skip]
+    let a = [
+        nan, 1.0, 2.0, 3.0,
+        3.0, nan, -1.0, nan,
+        nan, nan, nan, nan,
+        2.0, 2.0, 5.0, 5.0,
+    ];
+    let rows = 4;
+    for team in [1usize, 2, 3, 4] {
+        // By hand: the values of ranks 0..team joined in rank order, as `Max` and `Min` join.
+        let mut want = vec![0.0; rows * 2];
+        for r in 0..rows {
+            let vals = &a[r * 4..r * 4 + team];
+            let (mut big, mut small) = (vals[0], vals[0]);
+            for &v in &vals[1..] {
+                let mut both = MinMaxScalar { min: small, max: big };
+                both.update(v);
+                (big, small) = (both.max, both.min);
+            }
+            want[r * 2] = 0.0 + big;
+            want[r * 2 + 1] = 0.0 + small;
+        }
+        let (mut host, mut ha) = (vec![0.0; rows * 2], a.to_vec());
+        team_device(
+            &m,
+            team,
+            rows,
+            &mut [
+                HostArray::new(&mut host, &[rows, 2]),
+                HostArray::new(&mut ha, &[rows, 4]),
+            ],
+            &[],
+        );
+        assert_eq!(bits(&host), bits(&want), "team size {team}");
+        let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team));
+        if team <= policy.team_size_max() {
+            let av = view("a", [rows, 4], &a)?;
+            let out = View::<f64, 2>::new("out", [rows, 2])?;
+            parallel_for(
+                "team max min",
+                (policy, (out.atomic(), av.read())),
+                team_max_min::with::<RayonSpace>(),
+            )?;
+            assert_eq!(bits(&out.to_vec()?), bits(&want), "rayon, team size {team}");
+        }
+    }
+    Ok(())
+}

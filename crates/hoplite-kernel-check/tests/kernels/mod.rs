@@ -406,3 +406,16 @@ pub fn team_extremes(
         acc.update(a.get([row, *j]) - m.team_rank() as i32);
     });
 }
+
+/// `team_reduce` with `Max` and `Min` over one value per thread, NaN among them.
+#[kernel]
+pub fn team_max_min(m: &impl TeamMember, out: BoundAtomic<'_, f64, 2>, a: BoundReader<'_, f64, 2>) {
+    let row = m.league_rank();
+    let v = a.get([row, m.team_rank()]);
+    let big = m.team_reduce(&Max::new(), v);
+    let small = m.team_reduce(&Min::<f64>::new(), v);
+    if m.team_rank() == 0 {
+        out.fetch_add([row, 0], big);
+        out.fetch_add([row, 1], small);
+    }
+}
