@@ -1246,6 +1246,17 @@ impl Translator<'_> {
 
     fn method_type(&mut self, m: &syn::ExprMethodCall) -> syn::Result<Ty> {
         let method = m.method.to_string();
+        // A nested range anywhere but where `expr_stmt` and `local` take it apart (or one the
+        // translation lacks, `TeamVectorRange`).
+        if let Expr::Call(c) = &*m.receiver
+            && let Expr::Path(p) = &*c.func
+            && p.path
+                .segments
+                .iter()
+                .any(|s| s.ident.to_string().ends_with("Range"))
+        {
+            return Err(syn::Error::new_spanned(m, NESTED_USAGE));
+        }
         if m.turbofish.is_some() {
             return Err(unsupported(m.turbofish.span(), "a turbofish"));
         }
@@ -1507,10 +1518,10 @@ impl Translator<'_> {
             (NestedLevel::TeamThread, false) => {
                 // Blocks of 16 indices, round robin: `team_owner(j, team_size, 16)`.
                 self.line(&format!(
-                    "const unsigned long long hl_b0{k} = hl_lo{k} / 16, hl_b1{k} = hl_lo{k} < hl_hi{k} ? (hl_hi{k} - 1) / 16 + 1 : hl_b0{k};"
+                    "const unsigned long long hl_bfirst{k} = hl_lo{k} / 16, hl_bend{k} = hl_lo{k} < hl_hi{k} ? (hl_hi{k} - 1) / 16 + 1 : hl_bfirst{k};"
                 ));
                 self.line(&format!(
-                    "for (unsigned long long hl_b{k} = hl_b0{k} + (threadIdx.x + blockDim.x - hl_b0{k} % blockDim.x) % blockDim.x; hl_b{k} < hl_b1{k}; hl_b{k} += blockDim.x) {{"
+                    "for (unsigned long long hl_b{k} = hl_bfirst{k} + (threadIdx.x + blockDim.x - hl_bfirst{k} % blockDim.x) % blockDim.x; hl_b{k} < hl_bend{k}; hl_b{k} += blockDim.x) {{"
                 ));
                 self.line(&format!(
                     "const unsigned long long hl_from{k} = hl_b{k} * 16 > hl_lo{k} ? hl_b{k} * 16 : hl_lo{k};"
