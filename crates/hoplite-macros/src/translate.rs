@@ -1487,7 +1487,7 @@ impl Translator<'_> {
     /// for a team-level `parallel_for` the blocks `team_owner` gives this rank, for a
     /// team-level reduction this rank's contiguous share (as the host backends split it),
     /// and on one thread the whole range.
-    fn open_nested_loops(&mut self, level: NestedLevel, share: bool, lo: &str, hi: &str, k: usize) {
+    fn open_nested_loops(&mut self, level: NestedLevel, share: bool, lo: &str, hi: &str, k: usize) -> usize {
         self.line(&format!(
             "const unsigned long long hl_lo{k} = {lo}, hl_hi{k} = {hi};"
         ));
@@ -1496,12 +1496,14 @@ impl Translator<'_> {
         match (level, share) {
             (NestedLevel::ThreadVector, _) => {
                 self.line("{");
+                self.indent += 1;
                 self.line(&format!(
                     "for (unsigned long long hl_j{k} = hl_lo{k}; hl_j{k} < hl_hi{k}; ++hl_j{k}) {{"
                 ));
             }
             (NestedLevel::TeamThread, true) => {
                 self.line("{");
+                self.indent += 1;
                 self.line(&format!(
                     "const unsigned long long hl_n{k} = hl_hi{k} - hl_lo{k}, hl_base{k} = hl_n{k} / blockDim.x, hl_extra{k} = hl_n{k} % blockDim.x;"
                 ));
@@ -1523,6 +1525,7 @@ impl Translator<'_> {
                 self.line(&format!(
                     "for (unsigned long long hl_b{k} = hl_bfirst{k} + (threadIdx.x + blockDim.x - hl_bfirst{k} % blockDim.x) % blockDim.x; hl_b{k} < hl_bend{k}; hl_b{k} += blockDim.x) {{"
                 ));
+                self.indent += 1;
                 self.line(&format!(
                     "const unsigned long long hl_from{k} = hl_b{k} * 16 > hl_lo{k} ? hl_b{k} * 16 : hl_lo{k};"
                 ));
@@ -1533,6 +1536,18 @@ impl Translator<'_> {
                     "for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) {{"
                 ));
             }
+        }
+        // Two braces are open: the index loop and a block (the loop over this rank's blocks of
+        // 16 indices for a team-level `parallel_for`).
+        2
+    }
+
+    /// Closes what `open_nested_loops` opened, after the body.
+    fn close_nested_loops(&mut self, opened: usize) {
+        self.line("}");
+        for _ in 1..opened {
+            self.indent -= 1;
+            self.line("}");
         }
     }
 
@@ -1547,12 +1562,9 @@ impl Translator<'_> {
         let k = self.next_name;
         self.line("{");
         self.indent += 1;
-        self.open_nested_loops(call.level, false, &lo, &hi, k);
-        self.indent += 1;
-        let result = self.nested_body(params[0].0, &format!("hl_j{k}"), None, body);
-        self.indent -= 1;
-        result?;
-        self.line("}\n}");
+        let opened = self.open_nested_loops(call.level, false, &lo, &hi, k);
+        self.nested_body(params[0].0, &format!("hl_j{k}"), None, body)?;
+        self.close_nested_loops(opened);
         self.indent -= 1;
         self.line("}");
         Ok(())
@@ -1591,17 +1603,14 @@ impl Translator<'_> {
         self.line(&format!("{c} hl_p{k} = {};", kind.identity(s)));
         self.line("{");
         self.indent += 1;
-        self.open_nested_loops(call.level, true, &lo, &hi, k);
-        self.indent += 1;
-        let result = self.nested_body(
+        let opened = self.open_nested_loops(call.level, true, &lo, &hi, k);
+        self.nested_body(
             params[0].0,
             &format!("hl_j{k}"),
             Some((params[1].0, s, format!("&hl_p{k}"))),
             body,
-        );
-        self.indent -= 1;
-        result?;
-        self.line("}\n}");
+        )?;
+        self.close_nested_loops(opened);
         self.indent -= 1;
         self.line("}");
         let value = match call.level {
