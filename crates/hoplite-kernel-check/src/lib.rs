@@ -3,9 +3,10 @@
 //! [`HostModule`] compiles a kernel's generated CUDA C with the host C++ compiler under a
 //! header that defines the CUDA built-ins for the CPU (`host_header.h`: the grid and block
 //! indices, `__trap` as an exception the launcher catches, `__syncthreads` as a barrier
-//! between a block's threads, which run at once in team launches, atomics as
-//! `std::atomic_ref`), loads it, and launches its entry with parameters packed the way a CUDA
-//! launch packs them (`void**`, one pointer per parameter, in the order
+//! between a block's threads, which run at once in team launches, a fresh buffer per block as
+//! the dynamic shared memory of team scratch, atomics as `std::atomic_ref`), loads it, and
+//! launches its entry with parameters packed the way a CUDA launch packs them (`void**`, one
+//! pointer per parameter, in the order
 //! [`DeviceKernel::params`] describes). Tests run the same inputs through the native kernel
 //! and compare: that proves the translation and the parameter layout, not a GPU.
 //!
