@@ -32,6 +32,15 @@
 //!
 //! Otherwise threads walk the iteration space with grid-stride loops, so any grid covers any
 //! range.
+//!
+//! # Team scratch
+//!
+//! A team kernel's level-0 team scratch (`m.team_scratch(0)`) is the block's dynamic shared
+//! memory: launch it with the policy's level-0 request, per team first (then per thread,
+//! which kernels do not use yet), as the `sharedMemBytes` of the launch. The kernel allocates
+//! from its start with each element type's alignment, as the host's `ScratchPad` does, and
+//! traps past the dynamic shared memory it was given. The host backends round a team's
+//! request up to 8 bytes; ask for a multiple of 8 for the two to fail alike.
 
 use std::fmt;
 
@@ -158,6 +167,9 @@ pub enum DevicePattern {
     /// device a `struct { T val; unsigned long long loc; }` with `loc == ~0` for no location,
     /// 16 bytes with the value first.
     ReduceValLoc(ScalarType),
+    /// `parallel_reduce` accumulating a `MinMaxScalar<T>` of this `T` (`MinMax`): on the
+    /// device a `struct { T min; T max; }` of 16 bytes, `min` at byte 0 and `max` at byte 8.
+    ReduceMinMax(ScalarType),
     /// `parallel_scan` summing values of this type (two launches of the entry; see the
     /// module documentation).
     Scan(ScalarType),

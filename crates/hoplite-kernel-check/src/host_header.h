@@ -23,6 +23,13 @@ static std::barrier<>* hl_block_barrier = nullptr;
 // Blocks run one after another, so one static per variable serves as each block's shared copy.
 #define __shared__ static
 
+// A block's dynamic shared memory (team scratch): the launcher gives each block a fresh one.
+#define HL_HOST_CHECK
+static unsigned char* hl_dynamic_smem = nullptr;
+static unsigned long long hl_dynamic_smem_bytes = 0;
+static unsigned char* hl_scratch_base() { return hl_dynamic_smem; }
+static unsigned long long hl_scratch_capacity() { return hl_dynamic_smem_bytes; }
+
 [[noreturn]] static void __trap() { throw hl_trap_signal{}; }
 static void __syncthreads() {
     if (hl_block_barrier) hl_block_barrier->arrive_and_wait();

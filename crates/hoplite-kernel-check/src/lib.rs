@@ -3,9 +3,10 @@
 //! [`HostModule`] compiles a kernel's generated CUDA C with the host C++ compiler under a
 //! header that defines the CUDA built-ins for the CPU (`host_header.h`: the grid and block
 //! indices, `__trap` as an exception the launcher catches, `__syncthreads` as a barrier
-//! between a block's threads, which run at once in team launches, atomics as
-//! `std::atomic_ref`), loads it, and launches its entry with parameters packed the way a CUDA
-//! launch packs them (`void**`, one pointer per parameter, in the order
+//! between a block's threads, which run at once in team launches, a fresh buffer per block as
+//! the dynamic shared memory of team scratch, atomics as `std::atomic_ref`), loads it, and
+//! launches its entry with parameters packed the way a CUDA launch packs them (`void**`, one
+//! pointer per parameter, in the order
 //! [`DeviceKernel::params`] describes). Tests run the same inputs through the native kernel
 //! and compare: that proves the translation and the parameter layout, not a GPU.
 //!
@@ -229,7 +230,7 @@ pub enum Outcome {
     Trapped,
 }
 
-type Launcher = unsafe extern "C" fn(u32, u32, u32, u32, u32, u32, *mut *mut c_void) -> i32;
+type Launcher = unsafe extern "C" fn(u32, u32, u32, u32, u32, u32, u64, *mut *mut c_void) -> i32;
 
 /// A kernel's generated CUDA C compiled for the host and loaded.
 pub struct HostModule {
@@ -339,7 +340,7 @@ impl HostModule {
         if self.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a parallel_for kernel".to_owned()));
         }
-        self.launch(grid, begin, end, arrays, scalars, None)
+        self.launch(grid, 0, begin, end, arrays, scalars, None)
     }
 
     /// Launches a `parallel_reduce` entry: every thread starts from `init`, and the partials
@@ -367,6 +368,7 @@ impl HostModule {
         let mut partials = vec![0u64; grid.thread_count()];
         let outcome = self.launch(
             grid,
+            0,
             begin,
             end,
             arrays,
@@ -398,7 +400,28 @@ impl HostModule {
         if self.iteration != DeviceIteration::Team || self.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a team parallel_for kernel".to_owned()));
         }
-        self.launch(grid, &[0], &[league_size], arrays, scalars, None)
+        self.launch_team_for_scratch(grid, league_size, 0, arrays, scalars)
+    }
+
+    /// Launches a team `parallel_for` entry as [`launch_team_for`](Self::launch_team_for)
+    /// does, with `scratch_bytes` of dynamic shared memory per block: the team scratch of
+    /// level 0 (a device backend gives the policy's per-team request there).
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_team_for_scratch(
+        &self,
+        grid: Grid,
+        league_size: usize,
+        scratch_bytes: usize,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+    ) -> Result<Outcome, CheckError> {
+        if self.iteration != DeviceIteration::Team || self.pattern != DevicePattern::For {
+            return Err(self.arg_error("is not a team parallel_for kernel".to_owned()));
+        }
+        self.launch(grid, scratch_bytes, &[0], &[league_size], arrays, scalars, None)
     }
 
     /// Launches a team `parallel_reduce` entry over a league of `league_size` teams; the
@@ -447,6 +470,7 @@ impl HostModule {
         let mut partials = vec![Slot([0; 16]); grid.thread_count()];
         let outcome = self.launch(
             grid,
+            0,
             &[range.start],
             &[range.end],
             arrays,
@@ -465,6 +489,57 @@ impl HostModule {
                     Value::from_slot(ty, &val),
                     (loc != u64::MAX).then_some(loc as usize),
                 )
+            })
+            .collect();
+        Ok((outcome, values))
+    }
+
+    /// Launches a `parallel_reduce` entry over `MinMaxScalar` values (`MinMax`) on a range, or
+    /// on a league of `range.end` teams for a team kernel: every thread starts from
+    /// `{ min: init_min, max: init_max }`; the partials `(min, max)` come back in thread order
+    /// for the caller to join.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_reduce_min_max(
+        &self,
+        grid: Grid,
+        range: std::ops::Range<usize>,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: (Value, Value),
+    ) -> Result<(Outcome, Vec<(Value, Value)>), CheckError> {
+        let DevicePattern::ReduceMinMax(ty) = self.pattern else {
+            return Err(self.arg_error("is not a parallel_reduce kernel over MinMaxScalar".to_owned()));
+        };
+        if init.0.ty() != ty || init.1.ty() != ty {
+            return Err(self.arg_error(format!(
+                "accumulates MinMaxScalar<{ty}>, not ({}, {})",
+                init.0.ty(),
+                init.1.ty()
+            )));
+        }
+        let mut start = init.0.wide();
+        start[8..].copy_from_slice(&init.1.slot());
+        let mut partials = vec![Slot([0; 16]); grid.thread_count()];
+        let outcome = self.launch(
+            grid,
+            0,
+            &[range.start],
+            &[range.end],
+            arrays,
+            scalars,
+            Some((start, partials.as_mut_ptr().cast(), None)),
+        )?;
+        let values = partials
+            .iter()
+            .map(|slot| {
+                let mut min = [0u8; 8];
+                min.copy_from_slice(&slot.0[..8]);
+                let mut max = [0u8; 8];
+                max.copy_from_slice(&slot.0[8..]);
+                (Value::from_slot(ty, &min), Value::from_slot(ty, &max))
             })
             .collect();
         Ok((outcome, values))
@@ -496,6 +571,7 @@ impl HostModule {
         let mut partials = vec![0u64; grid.thread_count()];
         let first = self.launch(
             grid,
+            0,
             &begin,
             &end,
             arrays,
@@ -513,6 +589,7 @@ impl HostModule {
         }
         let outcome = self.launch(
             grid,
+            0,
             &begin,
             &end,
             arrays,
@@ -588,9 +665,11 @@ impl HostModule {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         grid: Grid,
+        scratch_bytes: usize,
         begin: &[usize],
         end: &[usize],
         arrays: &mut [HostArray<'_>],
@@ -669,7 +748,18 @@ impl HostModule {
         // with the types `launcher_source` generated from the same parameter list the slots
         // were packed from; the arrays' pointers and extents describe live, exclusively
         // borrowed memory, and the partials hold one slot per launched thread.
-        let status = unsafe { (self.launcher)(gx, gy, gz, bx, by, bz, pointers.as_mut_ptr()) };
+        let status = unsafe {
+            (self.launcher)(
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                scratch_bytes as u64,
+                pointers.as_mut_ptr(),
+            )
+        };
         Ok(if status == 0 {
             Outcome::Completed
         } else {
@@ -714,6 +804,10 @@ fn launcher_source(
         types.push(format!("hl_valloc<{}>", ty.cuda_name()));
         types.push(format!("hl_valloc<{}>*", ty.cuda_name()));
     }
+    if let DevicePattern::ReduceMinMax(ty) = pattern {
+        types.push(format!("hl_minmax<{}>", ty.cuda_name()));
+        types.push(format!("hl_minmax<{}>*", ty.cuda_name()));
+    }
     if let DevicePattern::Scan(_) = pattern {
         types.push("bool".to_owned());
     }
@@ -726,13 +820,19 @@ fn launcher_source(
     let mut src = String::new();
     let _ = writeln!(
         src,
-        "extern \"C\" int hl_host_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, void** p) {{"
+        "extern \"C\" int hl_host_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned long long shared, void** p) {{"
     );
     src.push_str("    gridDim = dim3{gx, gy, gz};\n    blockDim = dim3{bx, by, bz};\n    std::atomic<int> trapped{0};\n");
     src.push_str("    for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y) for (unsigned x = 0; x < gx; ++x) {\n");
     if iteration == DeviceIteration::Team {
         // Team kernels meet at barriers: the threads of a block run at once.
         src.push_str("        std::barrier<> block(bx * by * bz);\n        hl_block_barrier = &block;\n");
+        // Each block's own dynamic shared memory, filled with a pattern rather than zeros (a
+        // device does not clear it either).
+        src.push_str(
+            "        std::vector<unsigned long long> smem(shared / 8 + 1, 0x5a5a5a5a5a5a5a5aull);\n",
+        );
+        src.push_str("        hl_dynamic_smem = (unsigned char*)smem.data();\n        hl_dynamic_smem_bytes = shared;\n");
         src.push_str("        std::vector<std::thread> threads;\n");
         src.push_str("        for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx)\n");
         src.push_str("            threads.emplace_back([&, x, y, z, tx, ty, tz] {\n");

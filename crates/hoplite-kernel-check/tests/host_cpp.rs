@@ -1003,3 +1003,445 @@ fn team_kernels_barriers_broadcast_and_team_reduce() -> Result<()> {
     }
     Ok(())
 }
+
+/// The bytes `reverse_rows` allocates: three `i32` (12 bytes), then `cols` `f64` from byte 16.
+fn reverse_rows_bytes(cols: usize) -> usize {
+    16 + 8 * cols
+}
+
+/// `reverse_rows` on the host side: a block's dynamic shared memory of `bytes`.
+fn reverse_rows_device(
+    m: &HostModule,
+    team: usize,
+    rows: usize,
+    cols: usize,
+    bytes: usize,
+    a: &[f64],
+) -> (Outcome, Vec<i64>) {
+    let grid = Grid {
+        blocks: [2, 1, 1],
+        threads: [team as u32, 1, 1],
+    };
+    let mut out = vec![0i64; rows * cols];
+    let mut ha = a.to_vec();
+    let outcome = m
+        .launch_team_for_scratch(
+            grid,
+            rows,
+            bytes,
+            &mut [
+                HostArray::new(&mut out, &[rows, cols]),
+                HostArray::new(&mut ha, &[rows, cols]),
+            ],
+            &[Value::Usize(cols)],
+        )
+        .expect("arguments match");
+    (outcome, out)
+}
+
+#[test]
+fn team_scratch_is_shared_memory_between_barriers() -> Result<()> {
+    let Some(m) = module::<reverse_rows>() else {
+        return Ok(());
+    };
+    for (rows, cols) in [(0, 5), (5, 0), (1, 1), (7, 6), (9, 23)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 7) % 31) as f64 * 0.25 - 3.0)
+            .collect();
+        let want: Vec<i64> = (0..rows * cols)
+            .map(|k| {
+                let (r, c) = (k / cols, k % cols);
+                (a[r * cols + cols - 1 - c] * 4.0) as i64 * 100 + r as i64 * 10 + 3
+            })
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let bytes = reverse_rows_bytes(cols);
+            let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team))
+                .with_scratch_size(0, PerTeam(bytes), PerThread(0));
+            if team <= policy.team_size_max() {
+                let av = view("a", [rows, cols], &a)?;
+                let out = View::<i64, 2>::new("out", [rows, cols])?;
+                parallel_for(
+                    "reverse rows",
+                    (policy, (out.atomic(), av.read())),
+                    reverse_rows::with::<RayonSpace>(cols),
+                )?;
+                assert_eq!(out.to_vec()?, want, "rayon, team size {team}, {rows}x{cols}");
+            }
+            let (outcome, host) = reverse_rows_device(&m, team, rows, cols, bytes, &a);
+            assert_eq!(outcome, Outcome::Completed);
+            assert_eq!(host, want, "team size {team}, {rows}x{cols}");
+        }
+        // Serial: one team at a time, the same scratch.
+        let policy = TeamPolicy::new(Serial::default(), rows, TeamSize::Fixed(1)).with_scratch_size(
+            0,
+            PerTeam(reverse_rows_bytes(cols)),
+            PerThread(0),
+        );
+        let av = view("a", [rows, cols], &a)?;
+        let out = View::<i64, 2>::new("out", [rows, cols])?;
+        parallel_for(
+            "reverse rows",
+            (policy, (out.atomic(), av.read())),
+            reverse_rows::with::<Serial>(cols),
+        )?;
+        assert_eq!(out.to_vec()?, want, "serial, {rows}x{cols}");
+    }
+    Ok(())
+}
+
+#[test]
+fn team_scratch_beyond_the_request_panics_natively_and_traps_on_the_device() -> Result<()> {
+    let Some(m) = module::<reverse_rows>() else {
+        return Ok(());
+    };
+    let (rows, cols) = (3, 4);
+    let a = f64s(rows * cols, |k| k as f64);
+    // A word short: the `f64` slice does not fit (a multiple of 8 bytes, which both sides
+    // grant exactly).
+    let bytes = reverse_rows_bytes(cols) - 8;
+    let policy = TeamPolicy::new(Serial::default(), rows, TeamSize::Fixed(1)).with_scratch_size(
+        0,
+        PerTeam(bytes),
+        PerThread(0),
+    );
+    let av = view("a", [rows, cols], &a)?;
+    let out = View::<i64, 2>::new("out", [rows, cols])?;
+    let native = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parallel_for(
+            "reverse rows",
+            (policy, (out.atomic(), av.read())),
+            reverse_rows::with::<Serial>(cols),
+        )
+    }));
+    // The panic of `unwrap` reaches the caller, or the backend reports it as an error.
+    assert!(
+        matches!(native, Err(_) | Ok(Err(_))),
+        "the native allocation fails: {native:?}"
+    );
+    for team in [1, 3] {
+        let (outcome, _) = reverse_rows_device(&m, team, rows, cols, bytes, &a);
+        assert_eq!(outcome, Outcome::Trapped, "team size {team}");
+    }
+    Ok(())
+}
+
+/// Runs a team `parallel_for` kernel over `rows` teams of `team` threads on the host side.
+fn team_device(m: &HostModule, team: usize, rows: usize, arrays: &mut [HostArray<'_>], scalars: &[Value]) {
+    let grid = Grid {
+        blocks: [2, 1, 1],
+        threads: [team as u32, 1, 1],
+    };
+    let outcome = m
+        .launch_team_for(grid, rows, arrays, scalars)
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+}
+
+#[test]
+fn nested_team_loops_hand_indices_to_the_owning_thread() -> Result<()> {
+    let (Some(rows_m), Some(red_m)) = (module::<nested_rows>(), module::<nested_reductions>()) else {
+        return Ok(());
+    };
+    // Ranges across several blocks of 16 columns, one shorter than a block, one empty.
+    for (rows, cols, skip) in [(3, 40, 0), (4, 37, 5), (2, 7, 0), (3, 9, 9), (0, 4, 0)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 11) % 23) as f64 * 0.3 - 2.0)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            // What both sides must compute, written out: column j on rank (j / 16) % team,
+            // reductions over contiguous shares joined in rank order.
+            let (want_rows, want_sums) = nested_by_hand(&a, rows, cols, skip, team);
+            let (mut host, mut ha) = (vec![0.0; rows * cols], a.clone());
+            team_device(
+                &rows_m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut host, &[rows, cols]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols), Value::Usize(skip)],
+            );
+            assert_eq!(
+                bits(&host),
+                bits(&want_rows),
+                "team size {team}, {rows}x{cols} from {skip}"
+            );
+            let (mut host_sums, mut ha) = (vec![0.0; rows * 3], a.clone());
+            team_device(
+                &red_m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut host_sums, &[rows, 3]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            );
+            assert_eq!(
+                bits(&host_sums),
+                bits(&want_sums),
+                "team size {team}, {rows}x{cols}"
+            );
+
+            let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team));
+            if team > policy.team_size_max() {
+                println!(
+                    "team size {team} skipped natively: the rayon pool allows {}",
+                    policy.team_size_max()
+                );
+                continue;
+            }
+            let av = view("a", [rows, cols], &a)?;
+            let out = View::<f64, 2>::new("out", [rows, cols])?;
+            parallel_for(
+                "nested rows",
+                (policy.clone(), (out.atomic(), av.read())),
+                nested_rows::with::<RayonSpace>(cols, skip),
+            )?;
+            assert_eq!(bits(&out.to_vec()?), bits(&host), "rayon, team size {team}");
+            let sums = View::<f64, 2>::new("sums", [rows, 3])?;
+            parallel_for(
+                "nested reductions",
+                (policy, (sums.atomic(), av.read())),
+                nested_reductions::with::<RayonSpace>(cols),
+            )?;
+            assert_eq!(bits(&sums.to_vec()?), bits(&host_sums), "rayon, team size {team}");
+        }
+    }
+    Ok(())
+}
+
+/// `nested_rows` and `nested_reductions` computed by hand for teams of `team` threads.
+fn nested_by_hand(a: &[f64], rows: usize, cols: usize, skip: usize, team: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut out = vec![0.0; rows * cols];
+    let mut sums = vec![0.0; rows * 3];
+    // The host backends' contiguous share of `n` indices for rank `r`.
+    let share = |n: usize, r: usize| {
+        let (base, extra) = (n / team, n % team);
+        let lo = base * r + r.min(extra);
+        lo..lo + base + usize::from(r < extra)
+    };
+    for row in 0..rows {
+        let x = |j: usize| a[row * cols + j];
+        for j in skip..cols {
+            let mut near = 0.0;
+            for d in 0..3 {
+                near += x((j + d) % cols);
+            }
+            out[row * cols + j] = 0.0 + (near * 0.5 + (((j / 16) % team) * 1000) as f64);
+        }
+        let mut sum = 0.0;
+        let mut top = f64::NEG_INFINITY;
+        for r in 0..team {
+            let mut part = 0.0;
+            let mut best = f64::NEG_INFINITY;
+            for j in share(cols, r) {
+                part += x(j) * 0.1;
+            }
+            for j in share(cols - 1.min(cols), r) {
+                best = best.max(x(j + 1));
+            }
+            sum = if r == 0 { part } else { sum + part };
+            top = top.max(best);
+        }
+        let lows: Vec<i64> = (0..team)
+            .map(|r| {
+                (0..cols)
+                    .map(|j| (x(j) * 8.0) as i64 - r as i64)
+                    .fold(i64::MAX, Ord::min)
+            })
+            .collect();
+        let (most, fewest) = (
+            lows.iter().copied().max().unwrap_or(0),
+            lows.iter().copied().min().unwrap_or(0),
+        );
+        sums[row * 3] = 0.0 + sum;
+        sums[row * 3 + 1] = 0.0 + top;
+        sums[row * 3 + 2] = 0.0 + (most * 3 - fewest) as f64;
+    }
+    (out, sums)
+}
+
+/// Joins `(min, max)` partials in thread order with `MinMax`'s join.
+fn join_min_max<T: Copy>(
+    partials: &[(Value, Value)],
+    r: &MinMax<T>,
+    get: impl Fn(&Value) -> T,
+) -> MinMaxScalar<T>
+where
+    MinMax<T>: Reducer<Value = MinMaxScalar<T>>,
+{
+    let mut total = r.init();
+    for (min, max) in partials {
+        r.join(
+            &mut total,
+            MinMaxScalar {
+                min: get(min),
+                max: get(max),
+            },
+        );
+    }
+    total
+}
+
+fn as_f64(v: &Value) -> f64 {
+    match v {
+        Value::F64(x) => *x,
+        other => panic!("unexpected partial {other:?}"),
+    }
+}
+
+#[test]
+fn min_max_accumulators_skip_nan_on_ranges_and_teams() -> Result<()> {
+    let (Some(range_m), Some(team_m)) = (module::<extremes>(), module::<team_extremes>()) else {
+        return Ok(());
+    };
+    let n = 50;
+    let mut x = f64s(n, |k| ((k * 17) % 23) as f64 - 11.5);
+    x[0] = f64::NAN;
+    x[7] = f64::NAN;
+    x[31] = 11.0; // equal values on both sides
+    for (range, scale) in [(0..n, 1.0), (0..n, -2.0), (3..4, 1.0), (0..1, 1.0), (5..5, 1.0)] {
+        let xv = view("x", [n], &x)?;
+        let reducer = MinMax::<f64>::new();
+        let native = parallel_reduce(
+            "extremes",
+            (
+                RangePolicy::new(RayonSpace::default(), range.clone()),
+                (xv.read(),),
+            ),
+            extremes::with(scale),
+            MinMax::<f64>::new(),
+        )?;
+        let serial = parallel_reduce(
+            "extremes",
+            (RangePolicy::new(Serial::default(), range.clone()), (xv.read(),)),
+            extremes::with(scale),
+            MinMax::<f64>::new(),
+        )?;
+        let mut hx = x.clone();
+        let (outcome, partials) = range_m
+            .launch_reduce_min_max(
+                GRID_1D,
+                range.clone(),
+                &mut [HostArray::new(&mut hx, &[n])],
+                &[Value::F64(scale)],
+                (Value::F64(f64::INFINITY), Value::F64(f64::NEG_INFINITY)),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let device = join_min_max(&partials, &reducer, as_f64);
+        for other in [native, serial] {
+            assert_eq!(
+                (device.min.to_bits(), device.max.to_bits()),
+                (other.min.to_bits(), other.max.to_bits()),
+                "{range:?} x {scale}: {device:?} and {other:?}"
+            );
+        }
+    }
+
+    let (rows, cols) = (5, 21);
+    let a: Vec<i32> = (0..rows * cols).map(|k| ((k * 29) % 41) as i32 - 20).collect();
+    for team in [1usize, 2, 3, 4] {
+        let grid = Grid {
+            blocks: [2, 1, 1],
+            threads: [team as u32, 1, 1],
+        };
+        let mut ha = a.clone();
+        let (outcome, partials) = team_m
+            .launch_reduce_min_max(
+                grid,
+                0..rows,
+                &mut [HostArray::new(&mut ha, &[rows, cols])],
+                &[Value::Usize(cols)],
+                (Value::I32(i32::MAX), Value::I32(i32::MIN)),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let device = join_min_max(&partials, &MinMax::<i32>::new(), |v| match v {
+            Value::I32(x) => *x,
+            other => panic!("unexpected partial {other:?}"),
+        });
+        // By hand: column j runs on rank (j / 16) % team.
+        let want = (0..rows * cols).fold(
+            MinMaxScalar {
+                min: i32::MAX,
+                max: i32::MIN,
+            },
+            |mut acc, k| {
+                acc.update(a[k] - ((k % cols / 16) % team) as i32);
+                acc
+            },
+        );
+        assert_eq!(device, want, "team size {team}");
+        let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team));
+        if team <= policy.team_size_max() {
+            let av = view("a", [rows, cols], &a)?;
+            let native = parallel_reduce(
+                "team extremes",
+                (policy, (av.read(),)),
+                team_extremes::with::<RayonSpace>(cols),
+                MinMax::<i32>::new(),
+            )?;
+            assert_eq!(native, want, "rayon, team size {team}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn team_reduce_max_and_min_skip_nan() -> Result<()> {
+    let Some(m) = module::<team_max_min>() else {
+        return Ok(());
+    };
+    let nan = f64::NAN;
+    #[rustfmt::skip]
+    let a = [
+        nan, 1.0, 2.0, 3.0,
+        3.0, nan, -1.0, nan,
+        nan, nan, nan, nan,
+        2.0, 2.0, 5.0, 5.0,
+    ];
+    let rows = 4;
+    for team in [1usize, 2, 3, 4] {
+        // By hand: the values of ranks 0..team joined in rank order, as `Max` and `Min` join.
+        let mut want = vec![0.0; rows * 2];
+        for r in 0..rows {
+            let vals = &a[r * 4..r * 4 + team];
+            let (mut big, mut small) = (vals[0], vals[0]);
+            for &v in &vals[1..] {
+                let mut both = MinMaxScalar { min: small, max: big };
+                both.update(v);
+                (big, small) = (both.max, both.min);
+            }
+            want[r * 2] = 0.0 + big;
+            want[r * 2 + 1] = 0.0 + small;
+        }
+        let (mut host, mut ha) = (vec![0.0; rows * 2], a.to_vec());
+        team_device(
+            &m,
+            team,
+            rows,
+            &mut [
+                HostArray::new(&mut host, &[rows, 2]),
+                HostArray::new(&mut ha, &[rows, 4]),
+            ],
+            &[],
+        );
+        assert_eq!(bits(&host), bits(&want), "team size {team}");
+        let policy = TeamPolicy::new(RayonSpace::default(), rows, TeamSize::Fixed(team));
+        if team <= policy.team_size_max() {
+            let av = view("a", [rows, 4], &a)?;
+            let out = View::<f64, 2>::new("out", [rows, 2])?;
+            parallel_for(
+                "team max min",
+                (policy, (out.atomic(), av.read())),
+                team_max_min::with::<RayonSpace>(),
+            )?;
+            assert_eq!(bits(&out.to_vec()?), bits(&want), "rayon, team size {team}");
+        }
+    }
+    Ok(())
+}

@@ -104,6 +104,12 @@ fn every_kernel_compiles_for_compute_90_and_assembles_for_sm_90() {
     tools.check::<argmax_distance>(&mut rows);
     tools.check::<row_sums>(&mut rows);
     tools.check::<team_norm>(&mut rows);
+    tools.check::<reverse_rows>(&mut rows);
+    tools.check::<nested_rows>(&mut rows);
+    tools.check::<nested_reductions>(&mut rows);
+    tools.check::<extremes>(&mut rows);
+    tools.check::<team_extremes>(&mut rows);
+    tools.check::<team_max_min>(&mut rows);
     let table = format!(
         "NVRTC {major}.{minor}, compute_90 -> ptxas sm_90\n\n| kernel | entry | PTX bytes | registers | spill stores / loads (bytes) | stack frame (bytes) |\n|---|---|---|---|---|---|\n{}\n",
         rows.join("\n")

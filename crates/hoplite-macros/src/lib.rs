@@ -26,7 +26,9 @@ use signature::{Handle, HandleKind, KernelSignature, TokenKind};
 /// (`BoundReader<'_, T, R>`, `BoundLookup<'_, T, R>`, `BoundWriter<'_, T, R>`,
 /// `BoundAtomic<'_, T, R>`), plain scalar
 /// captures (`f64`, `usize`, ...), and for a reduction the accumulator `&mut T` (or
-/// `&mut ValLoc<T>`) last; a scan adds `is_final: bool` after it.
+/// `&mut ValLoc<T>`, `&mut MinMaxScalar<T>`) last; a scan adds `is_final: bool` after it.
+/// Team kernels may use level-0 team scratch and the nested loops `TeamThreadRange` and
+/// `ThreadVectorRange` (`docs/kernels.md` lists the forms).
 ///
 /// The function stays as written. Beside it the macro defines a type of the same name with
 /// `with(scalars...)`, which gives the closure a launch takes
@@ -177,6 +179,8 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             let ty = scalar_type_tokens(krate, acc.scalar);
             if signature.scan_flag.is_some() {
                 quote!(#krate::device_kernel::DevicePattern::Scan(#ty))
+            } else if acc.min_max {
+                quote!(#krate::device_kernel::DevicePattern::ReduceMinMax(#ty))
             } else if acc.val_loc {
                 quote!(#krate::device_kernel::DevicePattern::ReduceValLoc(#ty))
             } else {

@@ -108,7 +108,11 @@ template <class T> HL_DEV T hl_team_broadcast(T v, unsigned long long src) {
     __syncthreads();
     return r;
 }
-template <class T> HL_DEV T hl_team_sum(T v) {
+// Max and Min keep the first of equal values, and a NaN never replaces a number (as the host's
+// `Max`/`Min` reducers).
+template <class T> HL_DEV void hl_keep_max(T* a, T b) { if (b > *a || (*a != *a && b == b)) *a = b; }
+template <class T> HL_DEV void hl_keep_min(T* a, T b) { if (b < *a || (*a != *a && b == b)) *a = b; }
+template <class T, int OP> HL_DEV T hl_team_join(T v) {
     __shared__ T hl_values[1024];
     __shared__ T hl_total;
     __syncthreads();
@@ -116,11 +120,55 @@ template <class T> HL_DEV T hl_team_sum(T v) {
     __syncthreads();
     if (threadIdx.x == 0) {
         T s = hl_values[0];
-        for (unsigned k = 1; k < blockDim.x; ++k) s = hl_add(s, hl_values[k]);
+        for (unsigned k = 1; k < blockDim.x; ++k) {
+            if (OP == 0) s = hl_add(s, hl_values[k]);
+            else if (OP == 1) hl_keep_max(&s, hl_values[k]);
+            else hl_keep_min(&s, hl_values[k]);
+        }
         hl_total = s;
     }
     __syncthreads();
     T r = hl_total;
     __syncthreads();
     return r;
+}
+template <class T> HL_DEV T hl_team_sum(T v) { return hl_team_join<T, 0>(v); }
+template <class T> HL_DEV T hl_team_max(T v) { return hl_team_join<T, 1>(v); }
+template <class T> HL_DEV T hl_team_min(T v) { return hl_team_join<T, 2>(v); }
+// Team scratch: level 0 is the block's dynamic shared memory, a bump allocator from its start
+// with each element type's alignment, like the host backends' `ScratchPad`. An allocation
+// beyond the dynamic shared memory the launch gave, or an index past a slice, traps (Rust
+// panics there).
+template <class T> struct hl_scratch { T* ptr; unsigned long long len; };
+#ifndef HL_HOST_CHECK
+HL_DEV unsigned char* hl_scratch_base() {
+    extern __shared__ unsigned long long hl_dynamic_smem[];
+    return (unsigned char*)hl_dynamic_smem;
+}
+HL_DEV unsigned long long hl_scratch_capacity() {
+    unsigned bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+    return bytes;
+}
+#endif
+template <class T> HL_DEV hl_scratch<T> hl_scratch_alloc(unsigned long long* used, unsigned long long len) {
+    const unsigned long long size = sizeof(T);
+    const unsigned long long start = (*used + size - 1) / size * size;
+    if (len > (~0ull - start) / size) hl_panic();
+    const unsigned long long end = start + len * size;
+    if (end > hl_scratch_capacity()) hl_panic();
+    *used = end;
+    hl_scratch<T> s = {(T*)(hl_scratch_base() + start), len};
+    return s;
+}
+template <class T> HL_DEV unsigned long long hl_scratch_at(hl_scratch<T> s, unsigned long long k) {
+    if (k >= s.len) hl_panic();
+    return k;
+}
+// `MinMaxScalar<T>` of MinMax: 16 bytes, the minimum at byte 0 and the maximum at byte 8, as
+// `ValLoc` has its value first. `update` keeps each side as `Min` and `Max` do.
+template <class T> struct alignas(8) hl_minmax { T min; alignas(8) T max; };
+template <class T> HL_DEV void hl_update_minmax(hl_minmax<T>* acc, T v) {
+    hl_keep_min(&acc->min, v);
+    hl_keep_max(&acc->max, v);
 }

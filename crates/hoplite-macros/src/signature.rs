@@ -156,6 +156,8 @@ pub struct ScalarParam {
     pub scalar: Scalar,
     /// An accumulator of type `ValLoc<scalar>` (MinLoc, MaxLoc) rather than `scalar`.
     pub val_loc: bool,
+    /// An accumulator of type `MinMaxScalar<scalar>` (MinMax) rather than `scalar`.
+    pub min_max: bool,
 }
 
 impl ScalarParam {
@@ -163,6 +165,8 @@ impl ScalarParam {
     pub fn cuda_type(&self) -> String {
         if self.val_loc {
             format!("hl_valloc<{}>", self.scalar.cuda_name())
+        } else if self.min_max {
+            format!("hl_minmax<{}>", self.scalar.cuda_name())
         } else {
             self.scalar.cuda_name().to_owned()
         }
@@ -259,18 +263,19 @@ impl KernelSignature {
                 signature.order.push((true, signature.handles.len()));
                 signature.handles.push(handle);
             } else if let Type::Reference(reference) = ty {
-                let val_loc = val_loc_element(&reference.elem);
+                let val_loc = wrapped_element(&reference.elem, "ValLoc");
+                let min_max = wrapped_element(&reference.elem, "MinMaxScalar");
                 let scalar = match (
                     &reference.mutability,
-                    val_loc.or_else(|| Scalar::from_type(&reference.elem)),
+                    val_loc.or(min_max).or_else(|| Scalar::from_type(&reference.elem)),
                 ) {
                     (Some(_), Some(scalar)) if scalar != Scalar::Bool => scalar,
                     _ => {
                         return Err(syn::Error::new_spanned(
                             ty,
                             format!(
-                                "a reference parameter is the reduction's accumulator: `&mut T` or `&mut ValLoc<T>` \
-                                 with T one of i32, i64, u32, u64, usize, isize, f32, f64 ({SIGNATURE_HELP})"
+                                "a reference parameter is the reduction's accumulator: `&mut T`, `&mut ValLoc<T>` \
+                                 or `&mut MinMaxScalar<T>` with T one of i32, i64, u32, u64, usize, isize, f32, f64 ({SIGNATURE_HELP})"
                             ),
                         ));
                     }
@@ -286,6 +291,7 @@ impl KernelSignature {
                     ty: (*reference.elem).clone(),
                     scalar,
                     val_loc: val_loc.is_some(),
+                    min_max: min_max.is_some(),
                 });
             } else if let Some(scalar) = Scalar::from_type(ty) {
                 signature.order.push((false, signature.scalars.len()));
@@ -294,6 +300,7 @@ impl KernelSignature {
                     ty: ty.clone(),
                     scalar,
                     val_loc: false,
+                    min_max: false,
                 });
             } else {
                 return Err(syn::Error::new_spanned(
@@ -379,10 +386,11 @@ fn token_kind(ty: &Type) -> Option<TokenKind> {
     }
 }
 
-/// `T` of a `ValLoc<T>` type (the value of `MinLoc` and `MaxLoc`).
-fn val_loc_element(ty: &Type) -> Option<Scalar> {
+/// `T` of a `wrapper<T>` type: `ValLoc<T>` (the value of `MinLoc` and `MaxLoc`),
+/// `MinMaxScalar<T>` (the value of `MinMax`).
+fn wrapped_element(ty: &Type, wrapper: &str) -> Option<Scalar> {
     let seg = last_segment(ty)?;
-    if seg.ident != "ValLoc" {
+    if seg.ident != wrapper {
         return None;
     }
     let PathArguments::AngleBracketed(args) = &seg.arguments else {

@@ -27,6 +27,10 @@ const SUPPORTED_EXPRESSIONS: &str = "numbers and bools, arithmetic, comparisons,
      handle methods (`get`, `set`, `neighbor`, `fetch_add`, `fetch_min`, `fetch_max`) and the \
      float functions (`sqrt`, `exp`, `ln`, `sin`, `cos`, `abs`, `min`, `max`, `powi`, `powf`, `mul_add`)";
 
+const SCRATCH_USAGE: &str = "team scratch in a #[kernel] is level 0, allocated once per `let`: \
+     `let s = m.team_scratch(0).alloc::<T>(len).unwrap();` (or `.expect(\"..\")`) with T one of \
+     i32, i64, u32, u64, usize, f32, f64; then `s.get(k)`, `s.set(k, v)`, `s.len()`";
+
 fn unsupported(span: Span, what: &str) -> syn::Error {
     syn::Error::new(
         span,
@@ -49,9 +53,65 @@ enum Ty {
     Acc(Scalar),
     /// A `&mut ValLoc<T>` accumulator: only `update_min` and `update_max`.
     AccLoc(Scalar),
+    /// A `&mut MinMaxScalar<T>` accumulator: only `update`.
+    AccMinMax(Scalar),
     /// The team member of a team kernel.
     Member,
+    /// A slice of team scratch (shared memory) of this element type.
+    Scratch(Scalar),
+    /// The index of a nested loop's closure (`*j`, `j.get()`).
+    NestedIdx,
 }
+
+/// The nested ranges a #[kernel] translates.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NestedLevel {
+    /// `TeamThreadRange`: split over the team's threads.
+    TeamThread,
+    /// `ThreadVectorRange`: a loop on the calling thread.
+    ThreadVector,
+}
+
+/// `TeamVectorRange::new(m, bounds).parallel_for(|j| ..)` and friends, taken apart.
+struct NestedCall<'e> {
+    level: NestedLevel,
+    member: &'e Expr,
+    bounds: &'e Expr,
+    method: String,
+    call: &'e syn::ExprMethodCall,
+}
+
+fn nested_call(m: &syn::ExprMethodCall) -> Option<NestedCall<'_>> {
+    let Expr::Call(c) = &*m.receiver else {
+        return None;
+    };
+    let Expr::Path(p) = &*c.func else {
+        return None;
+    };
+    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    if segs.len() < 2 || segs[segs.len() - 1] != "new" || c.args.len() != 2 {
+        return None;
+    }
+    let level = match segs[segs.len() - 2].as_str() {
+        "TeamThreadRange" => NestedLevel::TeamThread,
+        "ThreadVectorRange" => NestedLevel::ThreadVector,
+        _ => return None,
+    };
+    Some(NestedCall {
+        level,
+        member: &c.args[0],
+        bounds: &c.args[1],
+        method: m.method.to_string(),
+        call: m,
+    })
+}
+
+/// A nested loop closure's parameter: its name, and the `T` of an `&mut T` annotation.
+type ClosureParam<'e> = (&'e syn::Ident, Option<Scalar>);
+
+const NESTED_USAGE: &str = "nested loops in a #[kernel] are `TeamThreadRange::new(m, n)` or \
+     `ThreadVectorRange::new(m, n)` (`n` a count or `a..b`) with `.parallel_for(|j| ..)` as a statement, or \
+     `let s = ...parallel_reduce(|j, acc: &mut T| .., Sum::new());`; the closure uses its index as `*j`";
 
 #[derive(Clone)]
 struct Var {
@@ -70,9 +130,21 @@ struct Translator<'a> {
     loop_depth: usize,
     out: String,
     indent: usize,
+    /// Whether the body allocates team scratch (the entry then separates teams by a barrier).
+    uses_scratch: bool,
+    /// Whether the statements are a nested loop's closure body (`return` is refused there).
+    in_closure: bool,
 }
 
 pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Translated> {
+    if let (Some(acc), Some(flag)) = (&sig.accumulator, &sig.scan_flag)
+        && (acc.val_loc || acc.min_max)
+    {
+        return Err(syn::Error::new(
+            flag.span(),
+            "a #[kernel] scan sums numbers: its accumulator is `&mut T`",
+        ));
+    }
     let fn_name = function.sig.ident.to_string();
     let mut tx = Translator {
         sig,
@@ -84,6 +156,8 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
         loop_depth: 0,
         out: String::new(),
         indent: 1,
+        uses_scratch: false,
+        in_closure: false,
     };
     // Walk once to learn the slots' types, then emit with them.
     tx.body(&function.block)?;
@@ -126,10 +200,14 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
         params.push(format!("bool v_{flag}"));
     }
     let _ = writeln!(src, "HL_DEV void {fn_name}_body({}) {{", params.join(", "));
+    if tx.uses_scratch {
+        // Every thread of the team makes the same allocations, so gets the same slices.
+        src.push_str("    unsigned long long hl_scratch_used = 0;\n");
+    }
     src.push_str(&body);
     src.push_str("}\n\n");
     let entry = entry_name(sig, &fn_name);
-    src.push_str(&entry_source(sig, &fn_name, &entry));
+    src.push_str(&entry_source(sig, &fn_name, &entry, tx.uses_scratch));
     Ok(Translated { entry, source: src })
 }
 
@@ -148,7 +226,7 @@ fn entry_name(sig: &KernelSignature, fn_name: &str) -> String {
 }
 
 /// The `extern "C" __global__` entry: unpacks the parameters and walks the iteration space.
-fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
+fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch: bool) -> String {
     let rank = sig.token.rank();
     let mut params = Vec::new();
     if sig.token == TokenKind::Team {
@@ -248,7 +326,12 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str) -> String {
                 "    for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n\
                  \x20       hl_member hl_t = {hl_l, hl_league_size};\n",
             );
-            let _ = writeln!(src, "        {call}\n    }}");
+            if uses_scratch {
+                // The next team of this block reuses the scratch: the last reads come first.
+                let _ = writeln!(src, "        {call}\n        __syncthreads();\n    }}");
+            } else {
+                let _ = writeln!(src, "        {call}\n    }}");
+            }
         }
         TokenKind::Range => {
             let _ = writeln!(src, "    {} {{", grid_loop("hl_t", 0, "x"));
@@ -422,6 +505,8 @@ impl Translator<'_> {
                 &a.name,
                 if a.val_loc {
                     Ty::AccLoc(a.scalar)
+                } else if a.min_max {
+                    Ty::AccMinMax(a.scalar)
                 } else {
                     Ty::Acc(a.scalar)
                 },
@@ -603,6 +688,32 @@ impl Translator<'_> {
         if let Some((_, diverge)) = &init.diverge {
             return Err(unsupported(diverge.span(), "`let ... else`"));
         }
+        if let Expr::MethodCall(m) = &*init.expr
+            && let Some(call) = nested_call(m)
+        {
+            if call.method != "parallel_reduce" {
+                return Err(syn::Error::new_spanned(m, NESTED_USAGE));
+            }
+            return self.nested_reduce(ident, annotated, &call);
+        }
+        if let Some((element, len)) = self.scratch_alloc(&init.expr)? {
+            if annotated.is_some() {
+                return Err(syn::Error::new(
+                    local.pat.span(),
+                    "a team scratch slice takes its type from `alloc::<T>`: write `let s = ...` without a type",
+                ));
+            }
+            let t = self.infer(len)?;
+            self.expect(t, Scalar::Usize, len.span())?;
+            let len = self.emit(len, Scalar::Usize)?;
+            self.uses_scratch = true;
+            let c = element.cuda_name();
+            let c_name = self.declare(ident, Ty::Scratch(element));
+            self.line(&format!(
+                "hl_scratch<{c}> {c_name} = hl_scratch_alloc<{c}>(&hl_scratch_used, {len});"
+            ));
+            return Ok(());
+        }
         let ty = self.infer(&init.expr)?;
         let var_ty = match annotated {
             Some(s) => {
@@ -715,6 +826,12 @@ impl Translator<'_> {
                 Ok(())
             }
             Expr::Return(r) => {
+                if self.in_closure {
+                    return Err(syn::Error::new_spanned(
+                        r,
+                        "`return` in a nested loop's closure is not supported in a #[kernel]; use `if`/`else`",
+                    ));
+                }
                 if let Some(e) = &r.expr {
                     return Err(syn::Error::new(
                         e.span(),
@@ -725,6 +842,13 @@ impl Translator<'_> {
                 Ok(())
             }
             Expr::Paren(p) => self.expr_stmt(&p.expr),
+            Expr::MethodCall(m) if nested_call(m).is_some() => {
+                let call = nested_call(m).ok_or_else(|| syn::Error::new_spanned(m, NESTED_USAGE))?;
+                if call.method != "parallel_for" {
+                    return Err(syn::Error::new_spanned(m, NESTED_USAGE));
+                }
+                self.nested_for(&call)
+            }
             other => {
                 let ty = self.infer(other)?;
                 let code = match self.norm(ty) {
@@ -909,7 +1033,7 @@ impl Translator<'_> {
                 UnOp::Deref(_) => match &*u.expr {
                     Expr::Path(p) => match self.path_type(p)? {
                         Ty::Acc(s) => Ok(Ty::Known(s)),
-                        Ty::Token => Ok(Ty::Known(Scalar::Usize)),
+                        Ty::Token | Ty::NestedIdx => Ok(Ty::Known(Scalar::Usize)),
                         _ => Err(unsupported(
                             u.span(),
                             "dereferencing anything but the accumulator or a range token",
@@ -1055,8 +1179,9 @@ impl Translator<'_> {
         match expr {
             Expr::Closure(c) => syn::Error::new_spanned(
                 c,
-                "closures cannot run on a device: a #[kernel] body cannot contain a closure; write the \
-                 computation inline (loops, `if`, locals)",
+                "closures cannot run on a device: a #[kernel] body cannot contain a closure other than a \
+                 nested loop's (`TeamThreadRange::new(m, n).parallel_for(|j| ..)`); write the computation \
+                 inline (loops, `if`, locals)",
             ),
             Expr::Lit(l) if matches!(l.lit, Lit::Str(_) | Lit::ByteStr(_) | Lit::CStr(_)) => syn::Error::new(
                 l.span(),
@@ -1121,6 +1246,17 @@ impl Translator<'_> {
 
     fn method_type(&mut self, m: &syn::ExprMethodCall) -> syn::Result<Ty> {
         let method = m.method.to_string();
+        // A nested range anywhere but where `expr_stmt` and `local` take it apart (or one the
+        // translation lacks, `TeamVectorRange`).
+        if let Expr::Call(c) = &*m.receiver
+            && let Expr::Path(p) = &*c.func
+            && p.path
+                .segments
+                .iter()
+                .any(|s| s.ident.to_string().ends_with("Range"))
+        {
+            return Err(syn::Error::new_spanned(m, NESTED_USAGE));
+        }
         if m.turbofish.is_some() {
             return Err(unsupported(m.turbofish.span(), "a turbofish"));
         }
@@ -1128,9 +1264,23 @@ impl Translator<'_> {
         let args: Vec<&Expr> = m.args.iter().collect();
         match self.norm(recv) {
             Ty::Handle(k) => self.handle_method_type(k, &method, &args, m),
-            Ty::Token if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
+            Ty::Token | Ty::NestedIdx if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
             Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
             Ty::Member => self.member_method_type(&method, &args, m),
+            Ty::Scratch(s) => self.scratch_method_type(s, &method, &args, m),
+            Ty::AccMinMax(s) => {
+                if method != "update" || args.len() != 1 {
+                    return Err(syn::Error::new(
+                        m.method.span(),
+                        format!(
+                            "`{method}` is not supported on a `MinMaxScalar` accumulator; supported: `acc.update(value)`"
+                        ),
+                    ));
+                }
+                let t = self.infer(args[0])?;
+                self.expect(t, s, args[0].span())?;
+                Ok(Ty::Unit)
+            }
             Ty::AccLoc(s) => {
                 if method != "update_min" && method != "update_max" {
                     return Err(syn::Error::new(
@@ -1216,13 +1366,17 @@ impl Translator<'_> {
                 self.expect(src, Scalar::Usize, args[1].span())?;
                 Ok(Ty::Known(s))
             }
+            "team_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
             "team_reduce" => {
                 arity(2)?;
-                sum_reducer(args[0])?;
+                let (_, turbofish) = reducer_kind(args[0], true)?;
                 let t = self.infer(args[1])?;
+                if let Some(want) = turbofish {
+                    self.expect(t, want, args[1].span())?;
+                }
                 let s = self.scalar_of(t, args[1].span())?;
                 if s == Scalar::Bool {
-                    return Err(syn::Error::new(args[1].span(), "team_reduce sums numbers"));
+                    return Err(syn::Error::new(args[1].span(), "team_reduce reduces numbers"));
                 }
                 self.set_slot(t, s);
                 Ok(Ty::Known(s))
@@ -1231,7 +1385,333 @@ impl Translator<'_> {
                 m.method.span(),
                 format!(
                     "method `{method}` is not supported on the team member in a #[kernel]; supported: league_rank, \
-                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new(), v)"
+                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scratch(0)"
+                ),
+            )),
+        }
+    }
+
+    /// The bounds of a nested range as C code: `(begin, end)`.
+    fn nested_bounds(&mut self, call: &NestedCall<'_>) -> syn::Result<(String, String)> {
+        let member = self.infer_quiet(call.member)?;
+        if self.norm(member) != Ty::Member {
+            return Err(syn::Error::new(
+                call.member.span(),
+                "a nested range takes the team member of this kernel",
+            ));
+        }
+        let (lo, hi) = match call.bounds {
+            Expr::Range(r) if matches!(r.limits, syn::RangeLimits::HalfOpen(_)) => match (&r.start, &r.end) {
+                (Some(a), Some(b)) => (Some(&**a), &**b),
+                _ => return Err(syn::Error::new_spanned(r, NESTED_USAGE)),
+            },
+            Expr::Range(r) => return Err(syn::Error::new_spanned(r, NESTED_USAGE)),
+            n => (None, n),
+        };
+        let hi_ty = self.infer(hi)?;
+        self.expect(hi_ty, Scalar::Usize, hi.span())?;
+        let hi = self.emit(hi, Scalar::Usize)?;
+        let lo = match lo {
+            Some(lo) => {
+                let t = self.infer(lo)?;
+                self.expect(t, Scalar::Usize, lo.span())?;
+                self.emit(lo, Scalar::Usize)?
+            }
+            None => "0ull".to_owned(),
+        };
+        Ok((lo, hi))
+    }
+
+    /// The closure of a nested loop: its parameters (the index, then for a reduction the
+    /// accumulator with its annotated type, if any) and body.
+    fn nested_closure<'e>(
+        &self,
+        call: &NestedCall<'e>,
+        params: usize,
+    ) -> syn::Result<(Vec<ClosureParam<'e>>, &'e Expr)> {
+        let Some(Expr::Closure(c)) = call.call.args.first() else {
+            return Err(syn::Error::new_spanned(call.call, NESTED_USAGE));
+        };
+        if c.inputs.len() != params || c.asyncness.is_some() || c.movability.is_some() {
+            return Err(syn::Error::new_spanned(c, NESTED_USAGE));
+        }
+        let mut names = Vec::new();
+        for input in &c.inputs {
+            let (pat, ty) = match input {
+                Pat::Type(t) => (&*t.pat, Some(&*t.ty)),
+                other => (other, None),
+            };
+            let Pat::Ident(ident) = pat else {
+                return Err(syn::Error::new_spanned(input, NESTED_USAGE));
+            };
+            let scalar = match ty {
+                Some(syn::Type::Reference(r)) if r.mutability.is_some() => Scalar::from_type(&r.elem),
+                _ => None,
+            };
+            names.push((&ident.ident, scalar));
+        }
+        Ok((names, &c.body))
+    }
+
+    /// The closure's body, with `index` (C name `j`) and maybe an accumulator in scope.
+    fn nested_body(
+        &mut self,
+        index: &syn::Ident,
+        j: &str,
+        acc: Option<(&syn::Ident, Scalar, String)>,
+        body: &Expr,
+    ) -> syn::Result<()> {
+        self.scopes.push(HashMap::new());
+        self.indent += 1;
+        let c_name = self.declare(index, Ty::NestedIdx);
+        self.line(&format!("const unsigned long long {c_name} = {j};"));
+        if let Some((name, s, ptr)) = acc {
+            let c_name = self.declare(name, Ty::Acc(s));
+            self.line(&format!("{}* {c_name} = {ptr};", s.cuda_name()));
+        }
+        let (depth, closure) = (self.loop_depth, self.in_closure);
+        self.loop_depth = 0;
+        self.in_closure = true;
+        let result = match body {
+            Expr::Block(b) if b.label.is_none() => self.stmts(&b.block.stmts),
+            other => self.expr_stmt(other),
+        };
+        self.loop_depth = depth;
+        self.in_closure = closure;
+        self.indent -= 1;
+        self.scopes.pop();
+        result
+    }
+
+    /// Opens the C loops over the indices this thread runs (the caller closes two braces):
+    /// for a team-level `parallel_for` the blocks `team_owner` gives this rank, for a
+    /// team-level reduction this rank's contiguous share (as the host backends split it),
+    /// and on one thread the whole range.
+    fn open_nested_loops(&mut self, level: NestedLevel, share: bool, lo: &str, hi: &str, k: usize) -> usize {
+        self.line(&format!(
+            "const unsigned long long hl_lo{k} = {lo}, hl_hi{k} = {hi};"
+        ));
+        // The host panics on a range with begin > end.
+        self.line(&format!("if (hl_lo{k} > hl_hi{k}) hl_panic();"));
+        match (level, share) {
+            (NestedLevel::ThreadVector, _) => {
+                self.line("{");
+                self.indent += 1;
+                self.line(&format!(
+                    "for (unsigned long long hl_j{k} = hl_lo{k}; hl_j{k} < hl_hi{k}; ++hl_j{k}) {{"
+                ));
+            }
+            (NestedLevel::TeamThread, true) => {
+                self.line("{");
+                self.indent += 1;
+                self.line(&format!(
+                    "const unsigned long long hl_n{k} = hl_hi{k} - hl_lo{k}, hl_base{k} = hl_n{k} / blockDim.x, hl_extra{k} = hl_n{k} % blockDim.x;"
+                ));
+                self.line(&format!(
+                    "const unsigned long long hl_from{k} = hl_lo{k} + hl_base{k} * threadIdx.x + (threadIdx.x < hl_extra{k} ? threadIdx.x : hl_extra{k});"
+                ));
+                self.line(&format!(
+                    "const unsigned long long hl_to{k} = hl_from{k} + hl_base{k} + (threadIdx.x < hl_extra{k} ? 1 : 0);"
+                ));
+                self.line(&format!(
+                    "for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) {{"
+                ));
+            }
+            (NestedLevel::TeamThread, false) => {
+                // Blocks of 16 indices, round robin: `team_owner(j, team_size, 16)`.
+                self.line(&format!(
+                    "const unsigned long long hl_bfirst{k} = hl_lo{k} / 16, hl_bend{k} = hl_lo{k} < hl_hi{k} ? (hl_hi{k} - 1) / 16 + 1 : hl_bfirst{k};"
+                ));
+                self.line(&format!(
+                    "for (unsigned long long hl_b{k} = hl_bfirst{k} + (threadIdx.x + blockDim.x - hl_bfirst{k} % blockDim.x) % blockDim.x; hl_b{k} < hl_bend{k}; hl_b{k} += blockDim.x) {{"
+                ));
+                self.indent += 1;
+                self.line(&format!(
+                    "const unsigned long long hl_from{k} = hl_b{k} * 16 > hl_lo{k} ? hl_b{k} * 16 : hl_lo{k};"
+                ));
+                self.line(&format!(
+                    "const unsigned long long hl_to{k} = hl_hi{k} - hl_b{k} * 16 > 16 ? hl_b{k} * 16 + 16 : hl_hi{k};"
+                ));
+                self.line(&format!(
+                    "for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) {{"
+                ));
+            }
+        }
+        // Two braces are open: the index loop and a block (the loop over this rank's blocks of
+        // 16 indices for a team-level `parallel_for`).
+        2
+    }
+
+    /// Closes what `open_nested_loops` opened, after the body.
+    fn close_nested_loops(&mut self, opened: usize) {
+        self.line("}");
+        for _ in 1..opened {
+            self.indent -= 1;
+            self.line("}");
+        }
+    }
+
+    /// `TeamThreadRange::new(m, n).parallel_for(|j| ..)` (or `ThreadVectorRange`).
+    fn nested_for(&mut self, call: &NestedCall<'_>) -> syn::Result<()> {
+        if call.call.args.len() != 1 {
+            return Err(syn::Error::new_spanned(call.call, NESTED_USAGE));
+        }
+        let (params, body) = self.nested_closure(call, 1)?;
+        let (lo, hi) = self.nested_bounds(call)?;
+        self.next_name += 1;
+        let k = self.next_name;
+        self.line("{");
+        self.indent += 1;
+        let opened = self.open_nested_loops(call.level, false, &lo, &hi, k);
+        self.nested_body(params[0].0, &format!("hl_j{k}"), None, body)?;
+        self.close_nested_loops(opened);
+        self.indent -= 1;
+        self.line("}");
+        Ok(())
+    }
+
+    /// `let v = TeamThreadRange::new(m, n).parallel_reduce(|j, acc: &mut T| .., Sum::new());`
+    fn nested_reduce(
+        &mut self,
+        ident: &syn::Ident,
+        annotated: Option<Scalar>,
+        call: &NestedCall<'_>,
+    ) -> syn::Result<()> {
+        if call.call.args.len() != 2 {
+            return Err(syn::Error::new_spanned(call.call, NESTED_USAGE));
+        }
+        let (params, body) = self.nested_closure(call, 2)?;
+        let reducer = &call.call.args[1];
+        let (kind, turbofish) = reducer_kind(reducer, false)?;
+        let s = params[1].1.or(turbofish).or(annotated).ok_or_else(|| {
+            syn::Error::new_spanned(
+                call.call,
+                "say the accumulator's type in a #[kernel]'s nested reduction: `|j, acc: &mut f64| ..`, \
+                 `Sum::<f64>::new()` or `let v: f64 = ..`",
+            )
+        })?;
+        if s == Scalar::Bool {
+            return Err(syn::Error::new_spanned(
+                call.call,
+                "a nested reduction reduces numbers",
+            ));
+        }
+        let (lo, hi) = self.nested_bounds(call)?;
+        self.next_name += 1;
+        let k = self.next_name;
+        let c = s.cuda_name();
+        self.line(&format!("{c} hl_p{k} = {};", kind.identity(s)));
+        self.line("{");
+        self.indent += 1;
+        let opened = self.open_nested_loops(call.level, true, &lo, &hi, k);
+        self.nested_body(
+            params[0].0,
+            &format!("hl_j{k}"),
+            Some((params[1].0, s, format!("&hl_p{k}"))),
+            body,
+        )?;
+        self.close_nested_loops(opened);
+        self.indent -= 1;
+        self.line("}");
+        let value = match call.level {
+            NestedLevel::TeamThread => format!("{}<{c}>(hl_p{k})", kind.team_fn()),
+            NestedLevel::ThreadVector => format!("hl_p{k}"),
+        };
+        let c_name = self.declare(ident, Ty::Known(s));
+        self.line(&format!("{c} {c_name} = {value};"));
+        Ok(())
+    }
+
+    /// `m.team_scratch(0).alloc::<T>(len).unwrap()` (or `.expect("..")`): the element type
+    /// and the length, or `None` when `expr` is no scratch allocation at all.
+    fn scratch_alloc<'e>(&mut self, expr: &'e Expr) -> syn::Result<Option<(Scalar, &'e Expr)>> {
+        let Expr::MethodCall(outer) = expr else {
+            return Ok(None);
+        };
+        let Expr::MethodCall(alloc) = &*outer.receiver else {
+            return Ok(None);
+        };
+        let Expr::MethodCall(pad) = &*alloc.receiver else {
+            return Ok(None);
+        };
+        let receiver = self.infer_quiet(&pad.receiver)?;
+        if pad.method != "team_scratch" || self.norm(receiver) != Ty::Member {
+            return Ok(None);
+        }
+        let unwrapped = match outer.method.to_string().as_str() {
+            "unwrap" => outer.args.is_empty(),
+            "expect" => matches!(
+                outer.args.iter().collect::<Vec<_>>().as_slice(),
+                [Expr::Lit(syn::ExprLit { lit: Lit::Str(_), .. })]
+            ),
+            _ => false,
+        };
+        let level_zero = pad.args.len() == 1 && pad.args.first().and_then(int_lit) == Some(0);
+        let element =
+            alloc
+                .turbofish
+                .as_ref()
+                .and_then(|t| match t.args.iter().collect::<Vec<_>>().as_slice() {
+                    [syn::GenericArgument::Type(ty)] => Scalar::from_type(ty),
+                    _ => None,
+                });
+        let element = element.filter(|s| !matches!(s, Scalar::Bool | Scalar::Isize));
+        match (
+            unwrapped,
+            level_zero,
+            alloc.method == "alloc",
+            element,
+            alloc.args.first(),
+        ) {
+            (true, true, true, Some(element), Some(len)) if alloc.args.len() == 1 => Ok(Some((element, len))),
+            _ => Err(syn::Error::new_spanned(expr, SCRATCH_USAGE)),
+        }
+    }
+
+    fn scratch_method_type(
+        &mut self,
+        element: Scalar,
+        method: &str,
+        args: &[&Expr],
+        m: &syn::ExprMethodCall,
+    ) -> syn::Result<Ty> {
+        let arity = |n: usize| -> syn::Result<()> {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(syn::Error::new_spanned(
+                    m,
+                    format!("`{method}` takes {n} argument(s)"),
+                ))
+            }
+        };
+        match method {
+            "get" => {
+                arity(1)?;
+                let t = self.infer(args[0])?;
+                self.expect(t, Scalar::Usize, args[0].span())?;
+                Ok(Ty::Known(element))
+            }
+            "set" => {
+                arity(2)?;
+                let t = self.infer(args[0])?;
+                self.expect(t, Scalar::Usize, args[0].span())?;
+                let t = self.infer(args[1])?;
+                self.expect(t, element, args[1].span())?;
+                Ok(Ty::Unit)
+            }
+            "len" => {
+                arity(0)?;
+                Ok(Ty::Known(Scalar::Usize))
+            }
+            "is_empty" => {
+                arity(0)?;
+                Ok(Ty::Known(Scalar::Bool))
+            }
+            _ => Err(syn::Error::new(
+                m.method.span(),
+                format!(
+                    "method `{method}` is not supported on team scratch in a #[kernel]; supported: get, set, len, is_empty"
                 ),
             )),
         }
@@ -1625,10 +2105,32 @@ impl Translator<'_> {
                         Ok(format!("hl_team_broadcast<{}>({v}, {src})", s.cuda_name()))
                     }
                     _ => {
+                        let (kind, _) = reducer_kind(args[0], true)?;
                         let v = self.emit(args[1], s)?;
-                        Ok(format!("hl_team_sum<{}>({v})", s.cuda_name()))
+                        Ok(format!("{}<{}>({v})", kind.team_fn(), s.cuda_name()))
                     }
                 }
+            }
+            Ty::Scratch(element) => {
+                let r = self.emit_token(&m.receiver)?;
+                match method.as_str() {
+                    "get" => {
+                        let k = self.emit(args[0], Scalar::Usize)?;
+                        Ok(format!("{r}.ptr[hl_scratch_at({r}, {k})]"))
+                    }
+                    "set" => {
+                        let k = self.emit(args[0], Scalar::Usize)?;
+                        let v = self.emit(args[1], element)?;
+                        Ok(format!("{r}.ptr[hl_scratch_at({r}, {k})] = {v}"))
+                    }
+                    "len" => Ok(format!("{r}.len")),
+                    _ => Ok(format!("({r}.len == 0)")),
+                }
+            }
+            Ty::AccMinMax(s) => {
+                let acc = self.emit_token(&m.receiver)?;
+                let v = self.emit(args[0], s)?;
+                Ok(format!("hl_update_minmax({acc}, {v})"))
             }
             Ty::AccLoc(s) => {
                 let acc = self.emit_token(&m.receiver)?;
@@ -1637,7 +2139,7 @@ impl Translator<'_> {
                 let dir = if method == "update_min" { "true" } else { "false" };
                 Ok(format!("hl_update_loc({acc}, {v}, {loc}, {dir})"))
             }
-            Ty::Token => self.emit_token(&m.receiver),
+            Ty::Token | Ty::NestedIdx => self.emit_token(&m.receiver),
             _ => {
                 let r = self.emit(&m.receiver, s)?;
                 self.emit_math(s, &method, &r, &args)
@@ -1741,31 +2243,85 @@ impl Translator<'_> {
     }
 }
 
-/// Checks that a `team_reduce` reducer is `&Sum::new()` (or `&Sum::<T>::new()`, `&Sum::default()`).
-fn sum_reducer(arg: &Expr) -> syn::Result<()> {
-    let is_sum = match arg {
-        Expr::Reference(r) => match &*r.expr {
-            Expr::Call(c) if c.args.is_empty() => match &*c.func {
-                Expr::Path(p) => {
-                    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
-                    segs.len() >= 2
-                        && segs[segs.len() - 2] == "Sum"
-                        && matches!(segs[segs.len() - 1].as_str(), "new" | "default")
-                }
-                _ => false,
-            },
-            _ => false,
-        },
-        _ => false,
-    };
-    if is_sum {
-        Ok(())
-    } else {
-        Err(syn::Error::new_spanned(
-            arg,
-            "team_reduce in a #[kernel] supports the `Sum` reducer: `m.team_reduce(&Sum::new(), value)`",
-        ))
+/// The reducers of `team_reduce` and nested reductions in a #[kernel].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReducerKind {
+    Sum,
+    Max,
+    Min,
+}
+
+impl ReducerKind {
+    /// The reducer's `init()` for `s`, as C.
+    fn identity(self, s: Scalar) -> String {
+        let c = s.cuda_name();
+        match (self, s.is_float()) {
+            (ReducerKind::Sum, _) => format!("(({c})0)"),
+            (ReducerKind::Max, true) => format!("(({c})(-1.0 / 0.0))"),
+            (ReducerKind::Min, true) => format!("(({c})(1.0 / 0.0))"),
+            (ReducerKind::Max, false) => format!("(({c}){})", s.cuda_bounds().0),
+            (ReducerKind::Min, false) => format!("(({c}){})", s.cuda_bounds().1),
+        }
     }
+
+    /// The prelude's team join (in rank order, from rank 0's value).
+    fn team_fn(self) -> &'static str {
+        match self {
+            ReducerKind::Sum => "hl_team_sum",
+            ReducerKind::Max => "hl_team_max",
+            ReducerKind::Min => "hl_team_min",
+        }
+    }
+}
+
+/// A reducer written as `Sum::new()`, `Max::<f64>::new()`, `Min::default()` (behind `&` when
+/// `by_ref`): its kind and the type a turbofish names.
+fn reducer_kind(arg: &Expr, by_ref: bool) -> syn::Result<(ReducerKind, Option<Scalar>)> {
+    let call = match (arg, by_ref) {
+        (Expr::Reference(r), true) => &*r.expr,
+        (other, false) => other,
+        _ => arg,
+    };
+    let found = match call {
+        Expr::Call(c) if c.args.is_empty() && (!by_ref || matches!(arg, Expr::Reference(_))) => {
+            match &*c.func {
+                Expr::Path(p) if p.path.segments.len() >= 2 => {
+                    let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+                    let (ty_seg, ctor) = (segs[segs.len() - 2], segs[segs.len() - 1]);
+                    let kind = match ty_seg.ident.to_string().as_str() {
+                        "Sum" => Some(ReducerKind::Sum),
+                        "Max" => Some(ReducerKind::Max),
+                        "Min" => Some(ReducerKind::Min),
+                        _ => None,
+                    };
+                    let turbofish = match &ty_seg.arguments {
+                        syn::PathArguments::AngleBracketed(a) => {
+                            match a.args.iter().collect::<Vec<_>>().as_slice() {
+                                [syn::GenericArgument::Type(t)] => Scalar::from_type(t),
+                                _ => None,
+                            }
+                        }
+                        _ => None,
+                    };
+                    kind.filter(|_| matches!(ctor.ident.to_string().as_str(), "new" | "default"))
+                        .map(|k| (k, turbofish))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    found.ok_or_else(|| {
+        let example = if by_ref {
+            "`m.team_reduce(&Sum::new(), value)`"
+        } else {
+            "`..parallel_reduce(|j, acc: &mut f64| .., Sum::new())`"
+        };
+        syn::Error::new_spanned(
+            arg,
+            format!("reductions in a #[kernel] support the `Sum`, `Max` and `Min` reducers: {example}"),
+        )
+    })
 }
 
 fn describe(ty: Ty) -> &'static str {

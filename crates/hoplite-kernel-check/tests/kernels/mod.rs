@@ -282,3 +282,140 @@ pub fn poly_lookup(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, coef: BoundLookup<'_,
 pub fn gather_lookup(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, table: BoundLookup<'_, f64, 1>) {
     y.set(i, table.get(i));
 }
+
+/// Reverses each row through team scratch: the team stores its row in shared memory, meets at
+/// a barrier, and every thread reads mirrored elements. A slice of another type, allocated
+/// first, makes the `f64` slice start at its alignment past it.
+#[kernel]
+pub fn reverse_rows(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, i64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let tags = m
+        .team_scratch(0)
+        .alloc::<i32>(3)
+        .expect("the launch asks for the tags");
+    let s = m
+        .team_scratch(0)
+        .alloc::<f64>(cols)
+        .expect("the launch asks for a row");
+    if m.team_rank() == 0 {
+        tags.set(0, row as i32);
+        tags.set(1, tags.len() as i32);
+    }
+    let mut j = m.team_rank();
+    while j < cols {
+        s.set(j, a.get([row, j]));
+        j += m.team_size();
+    }
+    m.team_barrier();
+    let mut k = m.team_rank();
+    while k < s.len() {
+        let v = s.get(s.len() - 1 - k) * 4.0;
+        out.fetch_add(
+            [row, k],
+            v as i64 * 100 + tags.get(0) as i64 * 10 + tags.get(1) as i64,
+        );
+        k += m.team_size();
+    }
+}
+
+/// Team-level nested loops: each column goes to the thread `team_owner` names (the stored
+/// value records the rank that ran it), and each thread sums a few of the row's values in a
+/// per-thread loop first.
+#[kernel]
+pub fn nested_rows(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, f64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+    skip: usize,
+) {
+    let row = m.league_rank();
+    TeamThreadRange::new(m, skip..cols).parallel_for(|j| {
+        let mut near = 0.0;
+        ThreadVectorRange::new(m, 3).parallel_for(|d| {
+            near += a.get([row, (*j + *d) % cols]);
+        });
+        out.fetch_add([row, *j], near * 0.5 + (m.team_rank() * 1000) as f64);
+    });
+}
+
+/// Nested reductions (a team-level sum and maximum, a per-thread minimum) and `team_reduce`
+/// with `Max` and `Min`; rank 0 stores the row's results.
+#[kernel]
+pub fn nested_reductions(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, f64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let sum = TeamThreadRange::new(m, cols).parallel_reduce(
+        |j, part: &mut f64| {
+            *part += a.get([row, *j]) * 0.1;
+        },
+        Sum::new(),
+    );
+    let top: f64 = TeamThreadRange::new(m, 1..cols).parallel_reduce(
+        |j, best| {
+            let v = a.get([row, *j]);
+            if v > *best {
+                *best = v;
+            }
+        },
+        Max::new(),
+    );
+    let low = ThreadVectorRange::new(m, cols).parallel_reduce(
+        |j, least: &mut i64| {
+            let v = (a.get([row, *j]) * 8.0) as i64 - m.team_rank() as i64;
+            if v < *least {
+                *least = v;
+            }
+        },
+        Min::new(),
+    );
+    let most = m.team_reduce(&Max::new(), low);
+    let fewest = m.team_reduce(&Min::<i64>::new(), low);
+    if m.team_rank() == 0 {
+        out.fetch_add([row, 0], sum);
+        out.fetch_add([row, 1], top);
+        out.fetch_add([row, 2], (most * 3 - fewest) as f64);
+    }
+}
+
+/// The smallest and largest of `x * scale` (`MinMax`); NaN never replaces a number.
+#[kernel]
+pub fn extremes(i: Idx<'_>, x: BoundReader<'_, f64, 1>, scale: f64, acc: &mut MinMaxScalar<f64>) {
+    acc.update(x.get(i) * scale);
+}
+
+/// The smallest and largest of every row minus the team rank that reads it, by teams.
+#[kernel]
+pub fn team_extremes(
+    m: &impl TeamMember,
+    a: BoundReader<'_, i32, 2>,
+    cols: usize,
+    acc: &mut MinMaxScalar<i32>,
+) {
+    let row = m.league_rank();
+    TeamThreadRange::new(m, cols).parallel_for(|j| {
+        acc.update(a.get([row, *j]) - m.team_rank() as i32);
+    });
+}
+
+/// `team_reduce` with `Max` and `Min` over one value per thread, NaN among them.
+#[kernel]
+pub fn team_max_min(m: &impl TeamMember, out: BoundAtomic<'_, f64, 2>, a: BoundReader<'_, f64, 2>) {
+    let row = m.league_rank();
+    let v = a.get([row, m.team_rank()]);
+    let big = m.team_reduce(&Max::new(), v);
+    let small = m.team_reduce(&Min::<f64>::new(), v);
+    if m.team_rank() == 0 {
+        out.fetch_add([row, 0], big);
+        out.fetch_add([row, 1], small);
+    }
+}

@@ -1,0 +1,21 @@
+use hoplite::prelude::*;
+use hoplite::kernel;
+use hoplite::view::access::BoundAtomic;
+
+#[kernel]
+fn early_out(m: &impl TeamMember, out: BoundAtomic<'_, f64, 1>, n: usize) {
+    TeamThreadRange::new(m, n).parallel_for(|j| {
+        if *j == 3 {
+            return;
+        }
+        out.fetch_add(*j, 1.0);
+    });
+}
+
+#[kernel]
+fn product(m: &impl TeamMember, out: BoundAtomic<'_, f64, 1>, n: usize) {
+    let p = TeamThreadRange::new(m, n).parallel_reduce(|j, acc: &mut f64| *acc *= *j as f64, Prod::new());
+    out.fetch_add(m.league_rank(), p);
+}
+
+fn main() {}
