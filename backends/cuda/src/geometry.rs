@@ -273,10 +273,12 @@ pub struct TeamScratch {
 }
 
 impl TeamScratch {
-    /// The dynamic shared memory of a block of `threads` threads.
+    /// The dynamic shared memory of a block of `threads` threads. Each part is rounded up to
+    /// 8 bytes, as the host backends round a scratch request, so an allocation that fits on
+    /// the host fits on the device.
     pub fn bytes(&self, threads: u32) -> usize {
-        self.per_team
-            .saturating_add(self.per_thread.saturating_mul(threads as usize))
+        let round = |b: usize| b.checked_next_multiple_of(8).unwrap_or(usize::MAX);
+        round(self.per_team).saturating_add(round(self.per_thread).saturating_mul(threads as usize))
     }
 }
 
@@ -562,7 +564,7 @@ mod tests {
         };
         let err = team_geometry(&l, &k, 10, 128, one_more).expect_err("too big");
         assert!(err.to_string().contains("scratch"), "{err}");
-        // Per-thread scratch scales with the team.
+        // Per-thread scratch scales with the team, each thread's part rounded up to 8 bytes.
         let per_thread = TeamScratch {
             per_team: 0,
             per_thread: 100,
@@ -570,6 +572,6 @@ mod tests {
         let g = team_geometry(&l, &k, 4, 256, per_thread)
             .expect("valid")
             .expect("non-empty");
-        assert_eq!(g.shared_bytes, 25_600);
+        assert_eq!(g.shared_bytes, 104 * 256);
     }
 }

@@ -40,7 +40,8 @@
 //! which kernels do not use yet), as the `sharedMemBytes` of the launch. The kernel allocates
 //! from its start with each element type's alignment, as the host's `ScratchPad` does, and
 //! traps past the dynamic shared memory it was given. The host backends round a team's
-//! request up to 8 bytes; ask for a multiple of 8 for the two to fail alike.
+//! request up to 8 bytes, and a device backend gives the same rounded amount (hoplite-cuda's
+//! `TeamScratch::bytes`), so the two fail alike.
 
 use std::fmt;
 
