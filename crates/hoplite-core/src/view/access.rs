@@ -259,6 +259,24 @@ fn out_of_bounds<const R: usize>(
     }
 }
 
+/// The address of the element at `index` of a bound handle, after checking `index` against
+/// `extents` (a panic naming the view otherwise), so it lies in the allocation.
+#[inline(always)]
+fn checked_element<T, const R: usize, L: ArrayLayout>(
+    ptr: NonNull<T>,
+    strides: &[usize; R],
+    extents: &[usize; R],
+    label: *const str,
+    index: [usize; R],
+) -> *mut T {
+    if !in_bounds(&index, extents) {
+        // SAFETY: the label belongs to the view of the handle this was bound from, which the
+        // launch keeps alive while bound handles exist.
+        out_of_bounds(unsafe { &*label }, index, *extents, None);
+    }
+    ptr.as_ptr().wrapping_add(L::offset(strides, &index))
+}
+
 #[inline(always)]
 fn in_bounds<const R: usize>(index: &[usize; R], extents: &[usize; R]) -> bool {
     let mut ok = true;
@@ -312,11 +330,17 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
         in_bounds(index, &self.extents) && (R > 0 || self.borrow.is_ok())
     }
 
+    /// The conflict that refused this handle's borrow, as the launch's error.
+    fn borrowed(&self) -> Result<()> {
+        match &self.borrow {
+            Ok(_) => Ok(()),
+            Err(e) => Err((**e).clone()),
+        }
+    }
+
     /// Checks the handle for a launch over `bounds`: no conflict, and every token in bounds.
     fn check(&self, label: &str, bounds: &IndexBounds) -> Result<()> {
-        if let Err(e) = &self.borrow {
-            return Err((**e).clone());
-        }
+        self.borrowed()?;
         let Some((rank, _lo, hi)) = bounds.token_extents() else {
             return Ok(());
         };
@@ -840,10 +864,8 @@ impl<'it, T: ViewValue, const R: usize, L: ArrayLayout> BoundWriter<'it, T, R, L
     #[inline(always)]
     fn element(&self, index: [usize; R], check: bool) -> *mut T {
         let p = &self.prepared;
-        if check && !in_bounds(&index, &p.extents) {
-            // SAFETY: the label belongs to the view of the writer this was bound from, which
-            // the launch keeps alive while bound handles exist.
-            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
+        if check {
+            return checked_element::<T, R, L>(p.ptr, &p.strides, &p.extents, p.label, index);
         }
         p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index))
     }
@@ -1551,9 +1573,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
 
     fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
         // No range check: every access is checked instead. Only a refused borrow fails.
-        if let Err(e) = &self.handle.borrow {
-            return Err((**e).clone());
-        }
+        self.handle.borrowed()?;
         Ok(PreparedReader {
             ptr: self.handle.view.ptr,
             strides: self.handle.view.strides,
@@ -1586,16 +1606,11 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout> BoundLookup<'_, T, R, L> {
     /// The element at `index` (a number, an array or any token), checked.
     #[inline(always)]
     pub fn get(&self, index: impl ViewIndex<R>) -> T {
-        let index = index.index();
         let p = &self.prepared;
-        if !in_bounds(&index, &p.extents) {
-            // SAFETY: the label belongs to the view of the handle this was bound from, which
-            // the launch keeps alive while bound handles exist.
-            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
-        }
-        // SAFETY: `index` is inside the extents (checked above); the shared borrow the launch
-        // holds excludes writers while the launch runs.
-        unsafe { p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index)).read() }
+        let at = checked_element::<T, R, L>(p.ptr, &p.strides, &p.extents, p.label, index.index());
+        // SAFETY: `checked_element` checked the index against the extents; the shared borrow
+        // the launch holds excludes writers while the launch runs.
+        unsafe { at.read() }
     }
 
     /// The extents.
@@ -1610,9 +1625,7 @@ impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for TeamSl
 
     fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
         // No launch-wide check: slots are checked per access.
-        if let Err(e) = &self.handle.borrow {
-            return Err((**e).clone());
-        }
+        self.handle.borrowed()?;
         Ok(PreparedWriter {
             ptr: self.handle.view.ptr,
             strides: self.handle.view.strides,
@@ -1643,13 +1656,7 @@ impl<'it, T: ViewValue, L: ArrayLayout> BoundTeamSlots<'it, T, L> {
     #[inline(always)]
     fn slot(&self, slot: TeamSlotIdx<'it>) -> *mut T {
         let p = &self.prepared;
-        let index = slot.get();
-        if !in_bounds(&index, &p.extents) {
-            // SAFETY: the label belongs to the view of the handle this was bound from, which
-            // the launch keeps alive while bound handles exist.
-            out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
-        }
-        p.ptr.as_ptr().wrapping_add(L::offset(&p.strides, &index))
+        checked_element::<T, 2, L>(p.ptr, &p.strides, &p.extents, p.label, slot.get())
     }
 
     /// The element at the thread's slot.
