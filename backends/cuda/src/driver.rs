@@ -109,6 +109,9 @@ pub(crate) struct Device {
     pub(crate) name: String,
     pub(crate) total_memory: usize,
     pub(crate) limits: DeviceLimits,
+    /// Whether the device has stream-ordered allocation (`cuMemAllocAsync`), from
+    /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`.
+    pub(crate) memory_pools: bool,
     ctx: sys::CUcontext,
 }
 
@@ -206,11 +209,13 @@ impl Device {
             reserved_shared_per_block: attr(A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)?
                 as usize,
         };
+        let memory_pools = attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0;
         Ok(Device {
             ordinal,
             name,
             total_memory,
             limits,
+            memory_pools,
             ctx,
         })
     }
@@ -366,4 +371,102 @@ pub(crate) unsafe fn copy_to_host(dst: &mut [u8], src: *const u8) -> Result<(), 
     check("cuMemcpyDtoH_v2", unsafe {
         sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src as usize as u64, dst.len())
     })
+}
+
+/// Device memory for one operation on one stream (a reduction's partials): allocated in
+/// stream order where the device has memory pools, else with `cuMemAlloc`, and freed the same
+/// way when dropped.
+pub(crate) struct StreamBuffer<'s> {
+    stream: &'s Stream,
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    pooled: bool,
+}
+
+impl<'s> StreamBuffer<'s> {
+    /// At least one byte, so the address is a real allocation.
+    pub(crate) fn new(stream: &'s Stream, bytes: usize) -> Result<StreamBuffer<'s>, CudaError> {
+        let bytes = bytes.max(1);
+        stream.device.bind()?;
+        let pooled = stream.device.memory_pools;
+        let mut ptr: sys::CUdeviceptr = 0;
+        if pooled {
+            // SAFETY: the stream's device context is current; `ptr` is a live out pointer;
+            // the device reported memory pool support, so stream-ordered allocation is valid
+            // on its streams.
+            check("cuMemAllocAsync", unsafe {
+                sys::cuMemAllocAsync(&mut ptr, bytes, stream.raw)
+            })?;
+        } else {
+            // SAFETY: the device's context is current; live out pointer.
+            check("cuMemAlloc_v2", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+        }
+        Ok(StreamBuffer {
+            stream,
+            ptr,
+            bytes,
+            pooled,
+        })
+    }
+
+    /// The device address.
+    pub(crate) fn address(&self) -> u64 {
+        self.ptr
+    }
+
+    /// Queues a copy of `src` to the start of the buffer on the stream. The driver stages
+    /// pageable memory before it returns, so `src` may go away afterwards.
+    pub(crate) fn upload(&self, src: &[u8]) -> Result<(), CudaError> {
+        if src.len() > self.bytes {
+            return Err(CudaError::Transfer {
+                label: "partials".into(),
+                reason: format!("{} bytes do not fit a buffer of {}", src.len(), self.bytes),
+            });
+        }
+        self.stream.device.bind()?;
+        // SAFETY: `ptr` is a live allocation of `bytes >= src.len()` bytes on this device;
+        // `src` is readable for its length and, being pageable, is copied to staging memory
+        // before the call returns.
+        check("cuMemcpyHtoDAsync_v2", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(self.ptr, src.as_ptr().cast(), src.len(), self.stream.raw)
+        })
+    }
+
+    /// Copies the start of the buffer into `dst` after the work queued on the stream, and
+    /// waits for it.
+    pub(crate) fn download(&self, dst: &mut [u8]) -> Result<(), CudaError> {
+        if dst.len() > self.bytes {
+            return Err(CudaError::Transfer {
+                label: "partials".into(),
+                reason: format!("{} bytes asked of a buffer of {}", dst.len(), self.bytes),
+            });
+        }
+        self.stream.device.bind()?;
+        // SAFETY: `ptr` is a live allocation of at least `dst.len()` bytes; `dst` is
+        // writable for its length and outlives the copy, which the synchronization below
+        // completes before `dst` is used or freed.
+        check("cuMemcpyDtoHAsync_v2", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), self.ptr, dst.len(), self.stream.raw)
+        })?;
+        self.stream.synchronize()
+    }
+}
+
+impl Drop for StreamBuffer<'_> {
+    fn drop(&mut self) {
+        if self.stream.device.bind().is_err() {
+            return;
+        }
+        // SAFETY: `ptr` was allocated as `pooled` says and is freed once. A pooled free is
+        // ordered after the stream's work; otherwise the stream is drained first, so no
+        // queued kernel or copy still uses the memory.
+        let _ = unsafe {
+            if self.pooled {
+                sys::cuMemFreeAsync(self.ptr, self.stream.raw)
+            } else {
+                sys::cuStreamSynchronize(self.stream.raw);
+                sys::cuMemFree_v2(self.ptr)
+            }
+        };
+    }
 }

@@ -8,18 +8,24 @@ use std::ffi::{CString, c_int};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use hoplite_core::TeamSize;
 use hoplite_core::device_kernel::{DeviceKernel, HandleAccess, ScalarType};
 use hoplite_core::{ArrayLayout, View, ViewValue};
+use hoplite_core::{Reducer, ScanValue, TeamSize};
 use parking_lot::Mutex;
 
-use crate::driver::{Device, check};
+use crate::driver::{Device, Stream, StreamBuffer, check};
 use crate::geometry::{
-    KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm, fits, mdrange_geometry,
-    range_geometry, team_geometry,
+    DeviceLimits, KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm, fits,
+    mdrange_geometry, range_geometry, team_geometry,
 };
 use crate::nvrtc::ModuleCache;
-use crate::params::{HandleArg, IterationArgs, KernelArg, ScalarArg, pack_for};
+use crate::params::{
+    HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, pack_for, pack_reduce, pack_scan,
+};
+use crate::reduce::{
+    DeviceReduceValue, decode, encode, exclusive_prefix, join_in_thread_order, partials_count,
+    partials_geometry, value_layout,
+};
 use crate::{Cuda, CudaError, DeviceAccessibleSpace};
 
 /// An element type device kernels use, with its [`ScalarType`].
@@ -271,13 +277,7 @@ impl Cuda {
         range: std::ops::Range<usize>,
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        let (begin, end) = (range.start as u64, range.end as u64);
-        if begin > end {
-            return Err(CudaError::InvalidLaunch {
-                kernel: K::NAME,
-                reason: format!("range {begin}..{end} starts after it ends"),
-            });
-        }
+        let (begin, end) = checked_range::<K>(range)?;
         let iteration = IterationArgs::Range { begin, end };
         self.launch::<K>(iteration, &[end], args, |limits, _| {
             Ok(range_geometry(limits, end - begin))
@@ -297,19 +297,7 @@ impl Cuda {
         ends: [usize; R],
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        let begins: Vec<u64> = begins.iter().map(|&b| b as u64).collect();
-        let ends: Vec<u64> = ends.iter().map(|&e| e as u64).collect();
-        if let Some(d) = (0..R).find(|&d| begins[d] > ends[d]) {
-            return Err(CudaError::InvalidLaunch {
-                kernel: K::NAME,
-                reason: format!("dimension {d}: {}..{} starts after it ends", begins[d], ends[d]),
-            });
-        }
-        let lengths: Vec<u64> = (0..R).map(|d| ends[d] - begins[d]).collect();
-        let iteration = IterationArgs::MdRange {
-            begins,
-            ends: ends.clone(),
-        };
+        let (iteration, ends, lengths) = checked_mdrange::<K, R>(begins, ends)?;
         self.launch::<K>(iteration, &ends, args, |limits, _| {
             Ok(mdrange_geometry(limits, &lengths))
         })
@@ -321,7 +309,7 @@ impl Cuda {
     /// kernels store through atomic handles, so writers are refused.
     ///
     /// ```
-    /// use hoplite_core::TeamSize;
+    /// use hoplite_core::{Reducer, ScanValue, TeamSize};
     /// match hoplite_cuda::Cuda::new() {
     ///     Err(e) => println!("{e}"),
     ///     Ok(cuda) => println!("teams run on {}", cuda.limits()?.arch()),
@@ -340,27 +328,11 @@ impl Cuda {
         team_size: TeamSize,
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        if let Some(k) = args.iter().position(|a| a.writer_extents.is_some()) {
-            return Err(CudaError::InvalidLaunch {
-                kernel: K::NAME,
-                reason: format!(
-                    "argument {k} is a writer; team kernels store through atomic handles or their accumulator"
-                ),
-            });
-        }
+        refuse_team_writers::<K>(args)?;
         let league = league_size as u64;
         let iteration = IterationArgs::Team { league_size: league };
         self.launch::<K>(iteration, &[], args, |limits, resources| {
-            let size = match team_size {
-                TeamSize::Fixed(n) => u32::try_from(n).unwrap_or(u32::MAX),
-                TeamSize::Auto => auto_team_size(
-                    limits,
-                    resources,
-                    TeamScratch::default(),
-                    limits.max_threads_per_block,
-                )?,
-            };
-            team_geometry(limits, resources, league, size, TeamScratch::default())
+            team_plan(limits, resources, league, team_size)
         })
     }
 
@@ -369,15 +341,33 @@ impl Cuda {
         iteration: IterationArgs,
         ends: &[u64],
         args: &[DeviceArg],
-        geometry: impl FnOnce(
-            &crate::geometry::DeviceLimits,
-            &KernelResources,
-        ) -> Result<Option<LaunchGeometry>, CudaError>,
+        geometry: impl FnOnce(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError>,
     ) -> Result<(), CudaError> {
         // Pure checks first, so bad input is reported the same with or without a device.
-        let kernel_args: Vec<KernelArg> = args.iter().map(|a| a.arg.clone()).collect();
-        let mut params = pack_for::<K>(&iteration, &kernel_args)?;
+        let mut params = pack_for::<K>(&iteration, &kernel_args(args))?;
         check_args(K::NAME, ends, args)?;
+        let Some(plan) = self.plan::<K>(&iteration, args, geometry)? else {
+            return Ok(());
+        };
+        // SAFETY: `params` was packed by `pack_for::<K>` against `K::params()`, and
+        // `check_args` found every writer containing the iteration space and overlapping no
+        // other handle; the views are kept alive below until the next fence.
+        unsafe { plan.launch(&mut params) }?;
+        self.inner
+            .keep_alive
+            .lock()
+            .extend(args.iter().filter_map(|a| a.keep.clone()));
+        Ok(())
+    }
+
+    /// The device side of a launch after the pure checks: the stream, the loaded kernel and
+    /// the geometry, checked against the device. `None` for an empty iteration space.
+    fn plan<K: DeviceKernel>(
+        &self,
+        iteration: &IterationArgs,
+        args: &[DeviceArg],
+        geometry: impl FnOnce(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError>,
+    ) -> Result<Option<Plan<'_>>, CudaError> {
         let stream = self.stream()?;
         let device = &stream.device;
         if device.ordinal != 0 && args.iter().any(|a| a.bytes.is_some()) {
@@ -389,17 +379,17 @@ impl Cuda {
                 ),
             });
         }
-        let empty = match &iteration {
+        let empty = match iteration {
             IterationArgs::Range { begin, end } => begin == end,
             IterationArgs::MdRange { begins, ends } => begins.iter().zip(ends).any(|(b, e)| b == e),
             IterationArgs::Team { league_size } => *league_size == 0,
         };
         if empty {
-            return Ok(()); // an empty iteration space: nothing to compile or run
+            return Ok(None); // an empty iteration space: nothing to compile or run
         }
         let loaded = load::<K>(device)?;
         let Some(g) = geometry(&device.limits, &loaded.resources)? else {
-            return Ok(());
+            return Ok(None);
         };
         if !fits(&device.limits, &g) || g.block_threads() > u64::from(device.limits.max_threads_per_block) {
             return Err(CudaError::InvalidLaunch {
@@ -422,17 +412,344 @@ impl Cuda {
                 ),
             });
         }
+        Ok(Some(Plan {
+            stream,
+            function: loaded.function,
+            geometry: g,
+        }))
+    }
+
+    /// A reduction: validates, allocates the partials on the device, launches, copies them
+    /// back and joins them in thread order (see [`crate::reduce`]).
+    fn reduce<K: DeviceKernel, R>(
+        &self,
+        iteration: IterationArgs,
+        ends: &[u64],
+        args: &[DeviceArg],
+        reducer: &R,
+        geometry: impl FnOnce(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError>,
+    ) -> Result<R::Value, CudaError>
+    where
+        R: Reducer,
+        R::Value: DeviceReduceValue,
+    {
+        let identity = reducer.init();
+        let mut params = pack_reduce::<K, R::Value>(&iteration, &kernel_args(args), &identity)?;
+        let partials_param = params.offsets().len() - 1;
+        check_args(K::NAME, ends, args)?;
+        let Some(plan) = self.plan::<K>(&iteration, args, |limits, resources| {
+            Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
+        })?
+        else {
+            return Ok(join_in_thread_order(reducer, []));
+        };
+        let bytes = partials_bytes::<K, R::Value>(&plan.geometry)?;
+        let partials = StreamBuffer::new(plan.stream, bytes)?;
+        params.set(partials_param, &partials.address().to_le_bytes());
+        // SAFETY: `params` was packed by `pack_reduce::<K, _>` against `K::params()` and the
+        // kernel's pattern, which fixes the partial's size; the partials pointer is a live
+        // allocation of one partial per launched thread of `plan.geometry`; `check_args`
+        // found every writer containing the iteration space and overlapping no other handle;
+        // the views in `args` are borrowed until the download below has waited for the launch.
+        unsafe { plan.launch(&mut params) }?;
+        let mut host = vec![0u8; bytes];
+        partials.download(&mut host)?;
+        Ok(join_in_thread_order(reducer, decode::<R::Value>(&host)))
+    }
+
+    /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over a `RangePolicy`) over `range`
+    /// on this instance's stream and returns the reducer's value: every launched thread
+    /// accumulates from `reducer.init()`, the host joins the partials in thread order (see
+    /// [`crate::reduce`]) and finalizes once. Waits for the launch.
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, kernel};
+    /// use hoplite_core::{LayoutLeft, Sum, View};
+    /// use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg};
+    ///
+    /// #[kernel]
+    /// fn total(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    ///     *acc += x.get(i);
+    /// }
+    ///
+    /// let x: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    /// let cuda = Cuda::default();
+    /// // The reducer's value type must be the kernel's accumulator: refused before the device.
+    /// let e = cuda.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], &Sum::<f32>::new());
+    /// assert!(matches!(e, Err(CudaError::InvalidLaunch { .. })));
+    /// match cuda.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], &Sum::<f64>::new()) {
+    ///     Ok(sum) => assert_eq!(sum, 0.0),
+    ///     Err(e) => println!("{e}"), // no device here
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`launch_range`](Self::launch_range), and [`CudaError::InvalidLaunch`] when the
+    /// kernel is not a reduction of the reducer's value type.
+    pub fn reduce_range<K: DeviceKernel, R>(
+        &self,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+        reducer: &R,
+    ) -> Result<R::Value, CudaError>
+    where
+        R: Reducer,
+        R::Value: DeviceReduceValue,
+    {
+        let (begin, end) = checked_range::<K>(range)?;
+        self.reduce::<K, R>(
+            IterationArgs::Range { begin, end },
+            &[end],
+            args,
+            reducer,
+            |limits, _| Ok(range_geometry(limits, end - begin)),
+        )
+    }
+
+    /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over an `MDRangePolicy` of rank `N`)
+    /// over `begins..ends`, as [`reduce_range`](Self::reduce_range) does.
+    ///
+    /// # Errors
+    ///
+    /// As for [`reduce_range`](Self::reduce_range) and
+    /// [`launch_mdrange`](Self::launch_mdrange).
+    pub fn reduce_mdrange<K: DeviceKernel, R, const N: usize>(
+        &self,
+        begins: [usize; N],
+        ends: [usize; N],
+        args: &[DeviceArg],
+        reducer: &R,
+    ) -> Result<R::Value, CudaError>
+    where
+        R: Reducer,
+        R::Value: DeviceReduceValue,
+    {
+        let (iteration, ends, lengths) = checked_mdrange::<K, N>(begins, ends)?;
+        self.reduce::<K, R>(iteration, &ends, args, reducer, |limits, _| {
+            Ok(mdrange_geometry(limits, &lengths))
+        })
+    }
+
+    /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`) over a league
+    /// of `league_size` teams, as [`reduce_range`](Self::reduce_range) does; every thread of
+    /// every team contributes its partial. Writers are refused, as in
+    /// [`launch_team`](Self::launch_team).
+    ///
+    /// # Errors
+    ///
+    /// As for [`reduce_range`](Self::reduce_range) and [`launch_team`](Self::launch_team).
+    pub fn reduce_team<K: DeviceKernel, R>(
+        &self,
+        league_size: usize,
+        team_size: TeamSize,
+        args: &[DeviceArg],
+        reducer: &R,
+    ) -> Result<R::Value, CudaError>
+    where
+        R: Reducer,
+        R::Value: DeviceReduceValue,
+    {
+        refuse_team_writers::<K>(args)?;
+        let league = league_size as u64;
+        self.reduce::<K, R>(
+            IterationArgs::Team { league_size: league },
+            &[],
+            args,
+            reducer,
+            |limits, resources| team_plan(limits, resources, league, team_size),
+        )
+    }
+
+    /// Scans with `K` (a `#[kernel]` `parallel_scan` over a `RangePolicy`) over `range` and
+    /// returns the total. Two launches of the same geometry: the first stores each thread's
+    /// chunk sum, the host turns them into exclusive prefix sums in thread order
+    /// ([`exclusive_prefix`](crate::reduce::exclusive_prefix)), the second runs the final
+    /// pass from them. Waits for both.
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, BoundWriter, kernel};
+    /// use hoplite_core::{LayoutLeft, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    ///
+    /// #[kernel]
+    /// fn prefix(i: Idx<'_>, y: BoundWriter<'_, i64, 1>, x: BoundReader<'_, i64, 1>, acc: &mut i64, is_final: bool) {
+    ///     *acc += x.get(i);
+    ///     if is_final {
+    ///         y.set(i, *acc);
+    ///     }
+    /// }
+    ///
+    /// let (x, y): (View<i64, 1, LayoutLeft, CudaSpace>, View<i64, 1, LayoutLeft, CudaSpace>) =
+    ///     (View::default(), View::default());
+    /// match Cuda::default().scan_range::<prefix, i64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)]) {
+    ///     Ok(total) => assert_eq!(total, 0),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`launch_range`](Self::launch_range), and [`CudaError::InvalidLaunch`] when the
+    /// kernel is not a scan of `T`.
+    pub fn scan_range<K: DeviceKernel, T>(
+        &self,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+    ) -> Result<T, CudaError>
+    where
+        T: DeviceReduceValue + ScanValue,
+    {
+        let (begin, end) = checked_range::<K>(range)?;
+        let mut params = pack_scan::<K, T>(&IterationArgs::Range { begin, end }, &kernel_args(args))?;
+        let final_param = params.offsets().len() - 1;
+        let values_param = final_param - 1;
+        check_args(K::NAME, &[end], args)?;
+        let Some(plan) = self.plan::<K>(&IterationArgs::Range { begin, end }, args, |limits, _| {
+            Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
+        })?
+        else {
+            return Ok(T::zero());
+        };
+        let bytes = partials_bytes::<K, T>(&plan.geometry)?;
+        let values = StreamBuffer::new(plan.stream, bytes)?;
+        params.set(values_param, &values.address().to_le_bytes());
+        // SAFETY: `params` was packed by `pack_scan::<K, T>` against `K::params()` and the
+        // kernel's pattern; the values pointer is a live allocation of one `T` per launched
+        // thread of `plan.geometry`, the geometry both passes use (the entry derives its
+        // chunks from it); writers contain the range and overlap no other handle; the views
+        // in `args` are borrowed until the synchronization below.
+        unsafe { plan.launch(&mut params) }?;
+        let mut host = vec![0u8; bytes];
+        values.download(&mut host)?;
+        let mut sums: Vec<T> = decode::<T>(&host).collect();
+        let total = exclusive_prefix(&mut sums);
+        values.upload(&encode(&sums))?;
+        params.set(final_param, &[1]);
+        // SAFETY: as for the first pass; the prefixes were queued on the same stream before
+        // this launch, so the final pass reads them.
+        unsafe { plan.launch(&mut params) }?;
+        plan.stream.synchronize()?;
+        Ok(total)
+    }
+}
+
+/// The arguments as the packer sees them.
+fn kernel_args(args: &[DeviceArg]) -> Vec<KernelArg> {
+    args.iter().map(|a| a.arg.clone()).collect()
+}
+
+fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> Result<(u64, u64), CudaError> {
+    let (begin, end) = (range.start as u64, range.end as u64);
+    if begin > end {
+        return Err(CudaError::InvalidLaunch {
+            kernel: K::NAME,
+            reason: format!("range {begin}..{end} starts after it ends"),
+        });
+    }
+    Ok((begin, end))
+}
+
+/// The iteration space, the ends and the lengths of an MDRange, or the dimension that starts
+/// after it ends.
+fn checked_mdrange<K: DeviceKernel, const R: usize>(
+    begins: [usize; R],
+    ends: [usize; R],
+) -> Result<(IterationArgs, Vec<u64>, Vec<u64>), CudaError> {
+    let begins: Vec<u64> = begins.iter().map(|&b| b as u64).collect();
+    let ends: Vec<u64> = ends.iter().map(|&e| e as u64).collect();
+    if let Some(d) = (0..R).find(|&d| begins[d] > ends[d]) {
+        return Err(CudaError::InvalidLaunch {
+            kernel: K::NAME,
+            reason: format!("dimension {d}: {}..{} starts after it ends", begins[d], ends[d]),
+        });
+    }
+    let lengths: Vec<u64> = (0..R).map(|d| ends[d] - begins[d]).collect();
+    let iteration = IterationArgs::MdRange {
+        begins,
+        ends: ends.clone(),
+    };
+    Ok((iteration, ends, lengths))
+}
+
+fn refuse_team_writers<K: DeviceKernel>(args: &[DeviceArg]) -> Result<(), CudaError> {
+    match args.iter().position(|a| a.writer_extents.is_some()) {
+        Some(k) => Err(CudaError::InvalidLaunch {
+            kernel: K::NAME,
+            reason: format!(
+                "argument {k} is a writer; team kernels store through atomic handles or their accumulator"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The geometry of a league of teams of `team_size` (`Auto`: from the kernel's resources).
+fn team_plan(
+    limits: &DeviceLimits,
+    resources: &KernelResources,
+    league: u64,
+    team_size: TeamSize,
+) -> Result<Option<LaunchGeometry>, CudaError> {
+    let size = match team_size {
+        TeamSize::Fixed(n) => u32::try_from(n).unwrap_or(u32::MAX),
+        TeamSize::Auto => auto_team_size(
+            limits,
+            resources,
+            TeamScratch::default(),
+            limits.max_threads_per_block,
+        )?,
+    };
+    team_geometry(limits, resources, league, size, TeamScratch::default())
+}
+
+/// The bytes of one partial per launched thread of `g`, in `V`'s device layout.
+fn partials_bytes<K: DeviceKernel, V: DeviceReduceValue>(g: &LaunchGeometry) -> Result<usize, CudaError> {
+    let size = value_layout(V::PATTERN).map_or(0, |l| l.size);
+    usize::try_from(partials_count(g))
+        .ok()
+        .and_then(|n| n.checked_mul(size))
+        .ok_or_else(|| CudaError::InvalidLaunch {
+            kernel: K::NAME,
+            reason: format!(
+                "{} partials of {size} bytes do not fit the address space",
+                partials_count(g)
+            ),
+        })
+}
+
+/// A launch ready for the device: the stream, the function and the checked geometry.
+struct Plan<'a> {
+    stream: &'a Stream,
+    function: sys::CUfunction,
+    geometry: LaunchGeometry,
+}
+
+impl Plan<'_> {
+    /// `cuLaunchKernel` of the planned function with `params` on the stream.
+    ///
+    /// # Safety
+    ///
+    /// `params` must be packed for the kernel's entry by one of `crate::params`' packers
+    /// (which check them against the kernel's `params()` and pattern); every handle and
+    /// partials address in it must be a live allocation of the device that stays alive until
+    /// the launch completes, every writer must contain the iteration space and overlap no
+    /// other handle.
+    unsafe fn launch(&self, params: &mut ParamBuffer) -> Result<(), CudaError> {
+        let g = &self.geometry;
         let mut pointers = params.pointers();
-        device.bind()?;
-        // SAFETY: `function` is a loaded kernel of this device whose entry takes exactly the
-        // parameters `pack_for` laid out (checked against `K::params()`, which the
-        // `DeviceKernel` contract promises match the entry); `pointers` point into `params`,
-        // which outlives the call (the driver copies the values before returning); every
-        // handle address is a live device allocation of a view kept alive below until the
-        // next fence, and writers contain the iteration space; the geometry fits the device.
+        self.stream.device.bind()?;
+        // SAFETY: `function` is a loaded kernel of this stream's device whose entry takes
+        // exactly the parameters packed in `params` (the caller's contract, and the
+        // `DeviceKernel` contract that the entry matches `params()`); `pointers` holds one
+        // pointer per parameter into `params`, which outlives the call (the driver copies the
+        // values before returning), and `extra` is null; the geometry was checked against the
+        // device by `plan`.
         check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
-                loaded.function,
+                self.function,
                 g.grid[0],
                 g.grid[1],
                 g.grid[2],
@@ -440,15 +757,10 @@ impl Cuda {
                 g.block[1],
                 g.block[2],
                 g.shared_bytes,
-                stream.raw(),
+                self.stream.raw(),
                 pointers.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
-        })?;
-        self.inner
-            .keep_alive
-            .lock()
-            .extend(args.iter().filter_map(|a| a.keep.clone()));
-        Ok(())
+        })
     }
 }

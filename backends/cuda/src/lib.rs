@@ -25,6 +25,7 @@ mod launch;
 mod memory;
 pub mod nvrtc;
 pub mod params;
+pub mod reduce;
 mod space;
 
 pub use error::CudaError;

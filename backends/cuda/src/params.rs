@@ -6,9 +6,12 @@
 //! parameters, so the buffer is both the storage `cuLaunchKernel`'s `kernelParams` pointers
 //! point into and a valid packed argument block.
 
-use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DeviceParam, HandleAccess, ScalarType};
+use hoplite_core::device_kernel::{
+    DeviceIteration, DeviceKernel, DeviceParam, DevicePattern, HandleAccess, ScalarType,
+};
 
 use crate::CudaError;
+use crate::reduce::{DeviceReduceValue, ValueLayout, value_layout};
 
 /// The most bytes of parameters a kernel may take (the limit every CUDA driver accepts).
 pub const MAX_PARAM_BYTES: usize = 4096;
@@ -144,7 +147,12 @@ impl ParamBuffer {
     }
 
     fn push(&mut self, bytes: &[u8]) {
-        let align = bytes.len().max(1);
+        self.push_aligned(bytes, bytes.len().max(1));
+    }
+
+    /// Appends a parameter at the next multiple of `align` (a struct's alignment, which may
+    /// be less than its size).
+    fn push_aligned(&mut self, bytes: &[u8], align: usize) {
         let offset = self.len.next_multiple_of(align);
         let end = offset + bytes.len();
         self.words.resize(end.div_ceil(8), 0);
@@ -160,6 +168,18 @@ impl ParamBuffer {
 
     fn push_u64(&mut self, v: u64) {
         self.push(&v.to_le_bytes());
+    }
+
+    /// Overwrites parameter `index` with `bytes` (its size): the partials pointer once it is
+    /// allocated, the scan's final-pass flag between its two launches.
+    pub(crate) fn set(&mut self, index: usize, bytes: &[u8]) {
+        let offset = self.offsets[index];
+        for (k, &b) in bytes.iter().enumerate() {
+            let at = offset + k;
+            let word = &mut self.words[at / 8];
+            let shift = (at % 8) * 8;
+            *word = (*word & !(0xffu64 << shift)) | (u64::from(b) << shift);
+        }
     }
 
     /// The packed bytes, `len()` of them.
@@ -232,16 +252,143 @@ pub fn pack_for<K: DeviceKernel>(
     iteration: &IterationArgs,
     args: &[KernelArg],
 ) -> Result<ParamBuffer, CudaError> {
+    if K::PATTERN != DevicePattern::For {
+        return Err(CudaError::InvalidLaunch {
+            kernel: K::NAME,
+            reason: format!(
+                "the kernel computes {:?}; launch it with the reduce or scan launch of its pattern",
+                K::PATTERN
+            ),
+        });
+    }
+    let buf = pack_common::<K>(iteration, args)?;
+    check_size::<K>(buf)
+}
+
+/// Packs the parameters of `K`'s entry for a reduction: the `parallel_for` parameters, then
+/// the reducer's identity in the device layout of `V` and the partials pointer (0 here; the
+/// launch sets it once the partials are allocated).
+///
+/// ```
+/// use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DevicePattern, DeviceParam, ScalarType};
+/// use hoplite_core::ValLoc;
+/// use hoplite_cuda::params::{pack_reduce, IterationArgs};
+///
+/// struct ArgMin;
+/// // SAFETY: never launched.
+/// unsafe impl DeviceKernel for ArgMin {
+///     const NAME: &'static str = "argmin";
+///     const ENTRY: &'static str = "argmin_reduce_range";
+///     const ITERATION: DeviceIteration = DeviceIteration::Range;
+///     const PATTERN: DevicePattern = DevicePattern::ReduceValLoc(ScalarType::F32);
+///     fn params() -> &'static [DeviceParam] { &[] }
+///     fn cuda_source() -> &'static str { "" }
+/// }
+/// let identity = ValLoc { val: f32::MAX, loc: None };
+/// let p = pack_reduce::<ArgMin, _>(&IterationArgs::Range { begin: 0, end: 10 }, &[], &identity)?;
+/// // begin, end, the 16-byte identity (8-byte aligned), the partials pointer.
+/// assert_eq!(p.offsets(), [0, 8, 16, 32]);
+/// # Ok::<(), hoplite_cuda::CudaError>(())
+/// ```
+///
+/// # Errors
+///
+/// As for [`pack_for`], and [`CudaError::InvalidLaunch`] when the kernel's pattern is not
+/// the reduction of `V` (a `Sum<f64>` reducer for a kernel accumulating `f32`, a `MinLoc`
+/// reducer for a plain `f64` accumulator).
+pub fn pack_reduce<K: DeviceKernel, V: DeviceReduceValue>(
+    iteration: &IterationArgs,
+    args: &[KernelArg],
+    identity: &V,
+) -> Result<ParamBuffer, CudaError> {
+    check_reduce_pattern::<K>(V::PATTERN)?;
+    let mut buf = pack_common::<K>(iteration, args)?;
+    push_value(&mut buf, identity);
+    buf.push_u64(0);
+    check_size::<K>(buf)
+}
+
+/// Packs the parameters of `K`'s scan entry: the `parallel_for` parameters, the identity
+/// (zero), the per-thread values pointer (0 here) and the final-pass flag (`false`).
+///
+/// # Errors
+///
+/// As for [`pack_for`], and [`CudaError::InvalidLaunch`] when `K` is not a scan of `T`.
+pub fn pack_scan<K: DeviceKernel, T: DeviceReduceValue + hoplite_core::ScanValue>(
+    iteration: &IterationArgs,
+    args: &[KernelArg],
+) -> Result<ParamBuffer, CudaError> {
+    if !matches!((K::PATTERN, plain_scalar(T::PATTERN)), (DevicePattern::Scan(k), Some(t)) if k == t) {
+        return Err(CudaError::InvalidLaunch {
+            kernel: K::NAME,
+            reason: format!(
+                "the kernel computes {:?}, but the scan accumulates {}; scan with the kernel's value type",
+                K::PATTERN,
+                std::any::type_name::<T>()
+            ),
+        });
+    }
+    let mut buf = pack_common::<K>(iteration, args)?;
+    push_value(&mut buf, &T::zero());
+    buf.push_u64(0);
+    buf.push(&[0]);
+    check_size::<K>(buf)
+}
+
+/// The scalar type of a plain value (`Reduce(s)`), which is what a scan sums.
+fn plain_scalar(pattern: DevicePattern) -> Option<ScalarType> {
+    match pattern {
+        DevicePattern::Reduce(s) => Some(s),
+        _ => None,
+    }
+}
+
+fn push_value<V: DeviceReduceValue>(buf: &mut ParamBuffer, value: &V) {
+    let layout = value_layout(V::PATTERN).unwrap_or(ValueLayout { size: 0, align: 1 });
+    let mut bytes = vec![0u8; layout.size];
+    value.write_device(&mut bytes);
+    buf.push_aligned(&bytes, layout.align);
+}
+
+/// Refuses a kernel whose pattern is not the reduction `expected`.
+fn check_reduce_pattern<K: DeviceKernel>(expected: DevicePattern) -> Result<(), CudaError> {
+    if K::PATTERN == expected
+        && value_layout(expected).is_some()
+        && !matches!(expected, DevicePattern::Scan(_))
+    {
+        return Ok(());
+    }
+    Err(CudaError::InvalidLaunch {
+        kernel: K::NAME,
+        reason: format!(
+            "the kernel computes {:?}, but the reducer's value is reduced as {expected:?}; use the reducer the kernel's accumulator was written for",
+            K::PATTERN
+        ),
+    })
+}
+
+fn check_size<K: DeviceKernel>(buf: ParamBuffer) -> Result<ParamBuffer, CudaError> {
+    if buf.len() > MAX_PARAM_BYTES {
+        return Err(CudaError::InvalidLaunch {
+            kernel: K::NAME,
+            reason: format!(
+                "{} bytes of parameters exceed the {MAX_PARAM_BYTES} bytes a kernel may take; pass fewer views or scalars",
+                buf.len()
+            ),
+        });
+    }
+    Ok(buf)
+}
+
+/// The iteration space, handles and scalars, checked against `K::params()`.
+fn pack_common<K: DeviceKernel>(
+    iteration: &IterationArgs,
+    args: &[KernelArg],
+) -> Result<ParamBuffer, CudaError> {
     let invalid = |reason: String| CudaError::InvalidLaunch {
         kernel: K::NAME,
         reason,
     };
-    if K::PATTERN != hoplite_core::device_kernel::DevicePattern::For {
-        return Err(invalid(format!(
-            "the kernel computes {:?}; only parallel_for kernels launch on Cuda so far",
-            K::PATTERN
-        )));
-    }
     let mut buf = ParamBuffer::new();
     match (K::ITERATION, iteration) {
         (DeviceIteration::Range, IterationArgs::Range { begin, end }) => {
@@ -326,19 +473,12 @@ pub fn pack_for<K: DeviceKernel>(
             }
         }
     }
-    if buf.len() > MAX_PARAM_BYTES {
-        return Err(invalid(format!(
-            "{} bytes of parameters exceed the {MAX_PARAM_BYTES} bytes a kernel may take; pass fewer views or scalars",
-            buf.len()
-        )));
-    }
     Ok(buf)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hoplite_core::device_kernel::DevicePattern;
 
     struct Md;
     // SAFETY: test-only; never launched.

@@ -1,0 +1,380 @@
+//! Reductions and scans on the device: the value layouts of the reduce patterns, the bounded
+//! geometry that sizes the per-thread partials, the host join in thread order and the
+//! exclusive prefix of a scan's chunk sums. Everything here is pure and tested without a
+//! GPU; `Cuda::reduce_*` and `Cuda::scan_range` (in `launch.rs`) drive the device with it.
+//!
+//! # The join order
+//!
+//! A reduce entry stores one partial per launched thread at the thread's number
+//! `t = block * blockThreads + threadInBlock`, with
+//! `block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x` and
+//! `threadInBlock = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x`.
+//! The host starts from the reducer's `init()`, joins partial 0, then 1, and so on to the
+//! last thread, and finalizes once. The geometry depends only on the iteration space, the
+//! device's limits and the compiled kernel's resources, so the same launch on the same device
+//! gives the same value, bit for bit. Threads walk the space with grid-stride loops, so a
+//! partial covers every `T`-th index rather than a contiguous run: device reductions are for
+//! reducers whose join is commutative, as every reducer a `#[kernel]` accumulator can have
+//! (sums, products, min, max, `MinLoc`/`MaxLoc`, `MinMax`) is.
+
+use hoplite_core::device_kernel::{DevicePattern, ScalarType};
+use hoplite_core::{MinMaxScalar, Reducer, ScanValue, ValLoc};
+
+use crate::DeviceScalar;
+use crate::geometry::{DeviceLimits, LaunchGeometry};
+
+/// The size and alignment of a reduced value on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueLayout {
+    /// Bytes per value (the stride of the partials).
+    pub size: usize,
+    /// The alignment of the value as a kernel parameter.
+    pub align: usize,
+}
+
+/// The device layout of the value a pattern accumulates; `None` for `parallel_for`.
+///
+/// This is the one place a new reduce pattern needs an arm: the launch sizes the partials,
+/// packs the identity and decodes the partials from it.
+///
+/// ```
+/// use hoplite_core::device_kernel::{DevicePattern, ScalarType};
+/// use hoplite_cuda::reduce::{value_layout, ValueLayout};
+/// assert_eq!(value_layout(DevicePattern::ReduceValLoc(ScalarType::F32)), Some(ValueLayout { size: 16, align: 8 }));
+/// assert_eq!(value_layout(DevicePattern::For), None);
+/// ```
+pub const fn value_layout(pattern: DevicePattern) -> Option<ValueLayout> {
+    match pattern {
+        DevicePattern::For => None,
+        DevicePattern::Reduce(s) | DevicePattern::Scan(s) => Some(ValueLayout {
+            size: s.size(),
+            align: s.size(),
+        }),
+        // `struct { T val; unsigned long long loc; }`: 16 bytes, 8-aligned.
+        DevicePattern::ReduceValLoc(_) => Some(ValueLayout { size: 16, align: 8 }),
+        // `struct alignas(8) { T min; alignas(8) T max; }`: 16 bytes, 8-aligned.
+        DevicePattern::ReduceMinMax(_) => Some(ValueLayout { size: 16, align: 8 }),
+    }
+}
+
+/// A reducer's value that a device reduction produces: which reduce pattern accumulates it,
+/// and its bytes in that pattern's device layout ([`value_layout`]).
+///
+/// Implemented for the scalars (`Reduce`), `ValLoc<T>` (`ReduceValLoc`, `loc == !0` on the
+/// device for `None`) and `MinMaxScalar<T>` (`ReduceMinMax`). The launch refuses a kernel
+/// whose pattern is not [`PATTERN`](Self::PATTERN) before anything reaches the device.
+///
+/// ```
+/// use hoplite_core::ValLoc;
+/// use hoplite_cuda::reduce::DeviceReduceValue;
+/// let v = ValLoc { val: 2.5f32, loc: Some(7) };
+/// let mut bytes = [0u8; 16];
+/// v.write_device(&mut bytes);
+/// assert_eq!(ValLoc::<f32>::read_device(&bytes), v);
+/// ```
+pub trait DeviceReduceValue: Copy + Send + 'static {
+    /// The pattern of a kernel accumulating this value.
+    const PATTERN: DevicePattern;
+
+    /// Writes the device bytes into `out` (`value_layout(PATTERN).size` long).
+    fn write_device(&self, out: &mut [u8]);
+
+    /// Reads a value from its device bytes (`value_layout(PATTERN).size` of them).
+    fn read_device(bytes: &[u8]) -> Self;
+}
+
+/// The first `N` bytes of `bytes`, zero-padded if it is shorter.
+fn first<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    let n = N.min(bytes.len());
+    a[..n].copy_from_slice(&bytes[..n]);
+    a
+}
+
+/// Copies `src` to the start of `out`, as much as fits.
+fn put(out: &mut [u8], src: &[u8]) {
+    let n = src.len().min(out.len());
+    out[..n].copy_from_slice(&src[..n]);
+}
+
+macro_rules! reduce_scalar {
+    ($($t:ty => $s:ident),*) => {$(
+        impl DeviceReduceValue for $t {
+            const PATTERN: DevicePattern = DevicePattern::Reduce(ScalarType::$s);
+            fn write_device(&self, out: &mut [u8]) {
+                put(out, &self.to_le_bytes());
+            }
+            fn read_device(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(first(bytes))
+            }
+        }
+    )*};
+}
+reduce_scalar!(i32 => I32, i64 => I64, u32 => U32, u64 => U64, f32 => F32, f64 => F64);
+#[cfg(target_pointer_width = "64")]
+reduce_scalar!(usize => Usize, isize => Isize);
+
+impl DeviceReduceValue for bool {
+    const PATTERN: DevicePattern = DevicePattern::Reduce(ScalarType::Bool);
+    fn write_device(&self, out: &mut [u8]) {
+        put(out, &[u8::from(*self)]);
+    }
+    fn read_device(bytes: &[u8]) -> Self {
+        bytes.first().is_some_and(|&b| b != 0)
+    }
+}
+
+impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for ValLoc<T> {
+    const PATTERN: DevicePattern = DevicePattern::ReduceValLoc(T::SCALAR);
+    fn write_device(&self, out: &mut [u8]) {
+        self.val.write_device(out);
+        let loc = self.loc.map_or(u64::MAX, |l| l as u64);
+        if let Some(tail) = out.get_mut(8..) {
+            put(tail, &loc.to_le_bytes());
+        }
+    }
+    fn read_device(bytes: &[u8]) -> Self {
+        let loc = u64::from_le_bytes(first(bytes.get(8..).unwrap_or(&[])));
+        ValLoc {
+            val: T::read_device(bytes),
+            // A location the host cannot index is no location (the device's `~0`).
+            loc: (loc != u64::MAX).then(|| usize::try_from(loc).ok()).flatten(),
+        }
+    }
+}
+
+impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for MinMaxScalar<T> {
+    const PATTERN: DevicePattern = DevicePattern::ReduceMinMax(T::SCALAR);
+    fn write_device(&self, out: &mut [u8]) {
+        self.min.write_device(out);
+        if let Some(tail) = out.get_mut(8..) {
+            self.max.write_device(tail);
+        }
+    }
+    fn read_device(bytes: &[u8]) -> Self {
+        MinMaxScalar {
+            min: T::read_device(bytes),
+            max: T::read_device(bytes.get(8..).unwrap_or(&[])),
+        }
+    }
+}
+
+/// The geometry a reduction or scan launches with: `g` with its grid cut to the blocks that
+/// are resident at once (`sm_count * max_threads_per_sm / blockThreads`, x kept first), so
+/// the partials stay a few megabytes whatever the length. Entries use grid-stride loops (a
+/// scan, contiguous chunks), so any grid covers the space.
+///
+/// ```
+/// use hoplite_cuda::geometry::{range_geometry, DeviceLimits};
+/// use hoplite_cuda::reduce::{partials_geometry, partials_count};
+/// let limits = DeviceLimits::SM_90;
+/// let g = partials_geometry(&limits, range_geometry(&limits, 1 << 30).expect("not empty"));
+/// assert_eq!(partials_count(&g), u64::from(limits.sm_count * limits.max_threads_per_sm));
+/// ```
+pub fn partials_geometry(limits: &DeviceLimits, g: LaunchGeometry) -> LaunchGeometry {
+    let resident_threads = u64::from(limits.sm_count.max(1)) * u64::from(limits.max_threads_per_sm.max(1));
+    let mut budget = (resident_threads / g.block_threads().max(1)).max(1);
+    let mut grid = g.grid;
+    for extent in &mut grid {
+        let kept = u64::from(*extent).min(budget).max(1);
+        *extent = u32::try_from(kept).unwrap_or(u32::MAX);
+        budget = (budget / kept).max(1);
+    }
+    LaunchGeometry { grid, ..g }
+}
+
+/// The number of partials a launch of `g` writes: one per launched thread.
+///
+/// ```
+/// use hoplite_cuda::geometry::LaunchGeometry;
+/// use hoplite_cuda::reduce::partials_count;
+/// let g = LaunchGeometry { grid: [4, 2, 1], block: [32, 8, 1], shared_bytes: 0 };
+/// assert_eq!(partials_count(&g), 2048);
+/// ```
+pub fn partials_count(g: &LaunchGeometry) -> u64 {
+    g.total_threads()
+}
+
+/// Joins per-thread partials in thread order, from the reducer's identity, and finalizes the
+/// total once (the [module documentation](self) gives the order).
+///
+/// ```
+/// use hoplite_core::Sum;
+/// use hoplite_cuda::reduce::join_in_thread_order;
+/// assert_eq!(join_in_thread_order(&Sum::<i64>::new(), [1, 2, 3]), 6);
+/// ```
+pub fn join_in_thread_order<R: Reducer>(
+    reducer: &R,
+    partials: impl IntoIterator<Item = R::Value>,
+) -> R::Value {
+    let mut total = reducer.init();
+    for p in partials {
+        reducer.join(&mut total, p);
+    }
+    reducer.finalize(&mut total);
+    total
+}
+
+/// Replaces each thread's chunk sum with the sum of the chunks before it (an exclusive
+/// prefix in thread order, from zero) and returns the total: the starting values of a scan's
+/// final pass.
+///
+/// ```
+/// use hoplite_cuda::reduce::exclusive_prefix;
+/// let mut sums = [3, 1, 4];
+/// assert_eq!(exclusive_prefix(&mut sums), 8);
+/// assert_eq!(sums, [0, 3, 4]);
+/// ```
+pub fn exclusive_prefix<T: ScanValue>(sums: &mut [T]) -> T {
+    let mut running = T::zero();
+    for s in sums {
+        let chunk = *s;
+        *s = running;
+        running = running + chunk;
+    }
+    running
+}
+
+/// Decodes `count` values of the device layout of `V::PATTERN` from `bytes`.
+pub(crate) fn decode<V: DeviceReduceValue>(bytes: &[u8]) -> impl Iterator<Item = V> + '_ {
+    let size = value_layout(V::PATTERN).map_or(1, |l| l.size.max(1));
+    bytes.chunks_exact(size).map(V::read_device)
+}
+
+/// Encodes `values` in the device layout of `V::PATTERN`.
+pub(crate) fn encode<V: DeviceReduceValue>(values: &[V]) -> Vec<u8> {
+    let size = value_layout(V::PATTERN).map_or(1, |l| l.size.max(1));
+    let mut bytes = vec![0u8; size * values.len()];
+    for (v, out) in values.iter().zip(bytes.chunks_exact_mut(size)) {
+        v.write_device(out);
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::{mdrange_geometry, range_geometry};
+    use hoplite_core::{MaxLoc, MinLoc, MinMax, Sum};
+
+    #[test]
+    fn partials_are_bounded_by_the_resident_threads() {
+        for limits in [DeviceLimits::SM_70, DeviceLimits::SM_80, DeviceLimits::SM_90] {
+            let resident = u64::from(limits.sm_count) * u64::from(limits.max_threads_per_sm);
+            // Small ranges keep one thread per index.
+            let g = partials_geometry(&limits, range_geometry(&limits, 1000).expect("not empty"));
+            assert_eq!(partials_count(&g), 1024);
+            // Long ones stop at the resident threads.
+            let g = partials_geometry(&limits, range_geometry(&limits, u64::MAX).expect("not empty"));
+            assert_eq!(partials_count(&g), resident);
+            // MDRanges too, x kept first.
+            let g = mdrange_geometry(&limits, &[1 << 20, 1 << 20, 1 << 20]).expect("not empty");
+            let p = partials_geometry(&limits, g);
+            assert!(partials_count(&p) <= resident, "{p:?}");
+            assert_eq!(p.block, g.block);
+            assert!(p.grid[0] >= p.grid[1] && p.grid[1] >= p.grid[2], "{p:?}");
+            assert!(p.grid.iter().all(|&e| e >= 1));
+        }
+    }
+
+    #[test]
+    fn the_join_is_in_thread_order_and_finalizes_once() {
+        // A non-commutative join shows the order: concatenation of digits.
+        let concat = hoplite_core::Custom::with_finalize(
+            || 0u64,
+            |d: &mut u64, s: u64| *d = *d * 10 + s,
+            |v: &mut u64| *v += 1_000_000,
+        );
+        assert_eq!(join_in_thread_order(&concat, [1, 2, 3, 4]), 1_001_234);
+        assert_eq!(join_in_thread_order(&concat, []), 1_000_000);
+        // Floating-point sums are joined left to right, so the result is that fold's.
+        let parts = [1e16, 1.0, -1e16, 1.0];
+        let fold = parts.iter().fold(0.0, |a, b| a + b);
+        assert_eq!(join_in_thread_order(&Sum::<f64>::new(), parts), fold);
+    }
+
+    #[test]
+    fn values_round_trip_through_the_device_layout() {
+        let r = MinLoc::<f64>::new();
+        let parts = [
+            ValLoc {
+                val: 3.0,
+                loc: Some(4),
+            },
+            r.init(),
+            ValLoc {
+                val: -1.0,
+                loc: Some(9),
+            },
+            ValLoc {
+                val: -1.0,
+                loc: Some(2),
+            },
+        ];
+        let bytes = encode(&parts);
+        assert_eq!(bytes.len(), 64);
+        // `loc` at byte 8, `~0` for none.
+        assert_eq!(&bytes[24..32], &[0xff; 8]);
+        assert_eq!(u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")), 4);
+        let back: Vec<_> = decode::<ValLoc<f64>>(&bytes).collect();
+        assert_eq!(back, parts);
+        assert_eq!(
+            join_in_thread_order(&r, back),
+            ValLoc {
+                val: -1.0,
+                loc: Some(2)
+            }
+        );
+        let m = MaxLoc::<i32>::new();
+        let one = [ValLoc { val: 7, loc: Some(1) }];
+        assert_eq!(join_in_thread_order(&m, decode(&encode(&one))), one[0]);
+
+        let mm = [
+            MinMaxScalar {
+                min: -2.5f32,
+                max: 8.0,
+            },
+            MinMax::<f32>::new().init(),
+        ];
+        let bytes = encode(&mm);
+        assert_eq!(f32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")), 8.0);
+        assert_eq!(decode::<MinMaxScalar<f32>>(&bytes).collect::<Vec<_>>(), mm);
+        assert_eq!(
+            join_in_thread_order(&MinMax::<f32>::new(), mm),
+            MinMaxScalar { min: -2.5, max: 8.0 }
+        );
+        let flags = [true, false];
+        assert_eq!(decode::<bool>(&encode(&flags)).collect::<Vec<_>>(), flags);
+        let ints = [-3i64, 5];
+        assert_eq!(decode::<i64>(&encode(&ints)).collect::<Vec<_>>(), ints);
+    }
+
+    #[test]
+    fn layouts_follow_the_patterns() {
+        assert_eq!(
+            <f32 as DeviceReduceValue>::PATTERN,
+            DevicePattern::Reduce(ScalarType::F32)
+        );
+        assert_eq!(
+            <ValLoc<i64> as DeviceReduceValue>::PATTERN,
+            DevicePattern::ReduceValLoc(ScalarType::I64)
+        );
+        assert_eq!(
+            value_layout(DevicePattern::Scan(ScalarType::I32)),
+            Some(ValueLayout { size: 4, align: 4 })
+        );
+        assert_eq!(
+            value_layout(DevicePattern::ReduceMinMax(ScalarType::F32)),
+            Some(ValueLayout { size: 16, align: 8 })
+        );
+    }
+
+    #[test]
+    fn prefixes_are_exclusive_in_thread_order() {
+        let mut sums = [5.0, 0.0, 2.5, 1.0];
+        assert_eq!(exclusive_prefix(&mut sums), 8.5);
+        assert_eq!(sums, [0.0, 5.0, 5.0, 7.5]);
+        let mut none: [i32; 0] = [];
+        assert_eq!(exclusive_prefix(&mut none), 0);
+    }
+}

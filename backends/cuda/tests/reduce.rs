@@ -1,0 +1,256 @@
+//! Device reductions and scans: the checks that hold without a GPU (the reducer must match
+//! the kernel's accumulator, before any driver call), every reduce and scan entry compiled by
+//! NVRTC (skipped without it), and with a GPU the values against the host's.
+
+use hoplite::prelude::*;
+use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite_core::device_kernel::DeviceKernel;
+use hoplite_core::{LayoutLeft, MinMaxScalar, ValLoc, View};
+use hoplite_cuda::nvrtc::{ModuleCache, Nvrtc};
+use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_device, copy_to_host};
+
+/// A plain sum over a range.
+#[kernel]
+pub fn sum_of(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    *acc += x.get(i);
+}
+
+/// The minimum and its index.
+#[kernel]
+pub fn argmin(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut ValLoc<f64>) {
+    acc.update_min(x.get(i), *i);
+}
+
+/// The smallest and largest value.
+#[kernel]
+pub fn extremes(i: Idx<'_>, x: BoundReader<'_, f32, 1>, acc: &mut MinMaxScalar<f32>) {
+    acc.update(x.get(i));
+}
+
+/// A weighted sum over a rank-2 MDRange.
+#[kernel]
+pub fn weighted(ij: MdIdx<'_, 2>, a: BoundReader<'_, i64, 2>, acc: &mut i64) {
+    *acc += a.get(ij) * (ij[0] as i64 + 1);
+}
+
+/// Row sums by teams, joined into one total.
+#[kernel]
+pub fn team_total(m: &impl TeamMember, a: BoundReader<'_, i64, 2>, cols: usize, acc: &mut i64) {
+    let row = m.league_rank();
+    let mut part = 0i64;
+    let mut j = m.team_rank();
+    while j < cols {
+        part += a.get([row, j]);
+        j += m.team_size();
+    }
+    *acc += part;
+}
+
+/// An inclusive prefix sum.
+#[kernel]
+pub fn prefix(
+    i: Idx<'_>,
+    y: BoundWriter<'_, i64, 1>,
+    x: BoundReader<'_, i64, 1>,
+    acc: &mut i64,
+    is_final: bool,
+) {
+    *acc += x.get(i);
+    if is_final {
+        y.set(i, *acc);
+    }
+}
+
+/// A `parallel_for`, to show a reduce launch refuses it.
+#[kernel]
+pub fn fill_one(i: Idx<'_>, y: BoundWriter<'_, f64, 1>) {
+    y.set(i, 1.0);
+}
+
+fn is_absence(e: &CudaError) -> bool {
+    matches!(
+        e,
+        CudaError::NoDriver { .. } | CudaError::NoDevice | CudaError::DriverTooOld { .. }
+    )
+}
+
+fn is_invalid(e: &CudaError, needle: &str) -> bool {
+    matches!(e, CudaError::InvalidLaunch { .. }) && e.to_string().contains(needle)
+}
+
+#[test]
+fn reducers_must_match_the_kernel_before_the_device() {
+    // Empty views need no allocation, so this runs the same with or without a GPU.
+    let x64: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    let y64: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    let xi: View<i64, 1, LayoutLeft, CudaSpace> = View::default();
+    let yi: View<i64, 1, LayoutLeft, CudaSpace> = View::default();
+    let cuda = Cuda::default();
+    let args = [DeviceArg::read(&x64)];
+
+    let e = cuda
+        .reduce_range::<sum_of, _>(0..0, &args, &Sum::<f32>::new())
+        .expect_err("f32 reducer, f64 kernel");
+    assert!(is_invalid(&e, "Reduce(F64)"), "{e}");
+    let e = cuda
+        .reduce_range::<sum_of, _>(0..0, &args, &MinLoc::<f64>::new())
+        .expect_err("MinLoc on a plain accumulator");
+    assert!(is_invalid(&e, "ReduceValLoc(F64)"), "{e}");
+    let e = cuda
+        .reduce_range::<argmin, _>(0..0, &args, &MinMax::<f64>::new())
+        .expect_err("MinMax on a ValLoc accumulator");
+    assert!(is_invalid(&e, "ReduceMinMax(F64)"), "{e}");
+    let e = cuda
+        .reduce_range::<fill_one, _>(0..0, &[DeviceArg::write(&y64)], &Sum::<f64>::new())
+        .expect_err("a parallel_for is no reduction");
+    assert!(is_invalid(&e, "For"), "{e}");
+    let e = cuda
+        .launch_range::<sum_of>(0..0, &args)
+        .expect_err("a reduction needs its reducer");
+    assert!(is_invalid(&e, "reduce or scan launch"), "{e}");
+    let e = cuda
+        .reduce_mdrange::<sum_of, _, 1>([0], [0], &args, &Sum::<f64>::new())
+        .expect_err("a range kernel over an MDRange");
+    assert!(is_invalid(&e, "iterates as Range"), "{e}");
+    let e = cuda
+        .scan_range::<prefix, f64>(0..0, &[DeviceArg::write(&y64), DeviceArg::read(&x64)])
+        .expect_err("an f64 scan of an i64 kernel");
+    assert!(is_invalid(&e, "Scan(I64)"), "{e}");
+    let e = cuda
+        .scan_range::<sum_of, f64>(0..0, &args)
+        .expect_err("a reduction is no scan");
+    assert!(is_invalid(&e, "Reduce(F64)"), "{e}");
+    let e = cuda
+        .reduce_team::<team_total, _>(1, TeamSize::Auto, &[DeviceArg::write(&yi)], &Sum::<i64>::new())
+        .expect_err("team kernels take no writers");
+    assert!(is_invalid(&e, "writer"), "{e}");
+    // A writer that does not contain the range is refused before the device too.
+    let e = cuda
+        .scan_range::<prefix, i64>(0..5, &[DeviceArg::write(&yi), DeviceArg::read(&xi)])
+        .expect_err("the writer has extent 0");
+    assert!(is_invalid(&e, "cannot take every index"), "{e}");
+
+    // Matching arguments reach the device: no device, or the identity of an empty range.
+    match cuda.reduce_range::<sum_of, _>(0..0, &args, &Sum::<f64>::new()) {
+        Ok(v) => assert_eq!(v, 0.0),
+        Err(e) => {
+            assert!(is_absence(&e), "{e}");
+            println!("skipped the device part: {e}");
+        }
+    }
+}
+
+#[test]
+fn every_reduce_and_scan_entry_compiles() {
+    if let Err(e) = Nvrtc::get() {
+        println!("skipped: {e}");
+        return;
+    }
+    let cache = ModuleCache::new(None);
+    for (entry, ptx) in [
+        (sum_of::ENTRY, cache.ptx::<sum_of>("compute_90").map(|p| p.0)),
+        (argmin::ENTRY, cache.ptx::<argmin>("compute_90").map(|p| p.0)),
+        (extremes::ENTRY, cache.ptx::<extremes>("compute_90").map(|p| p.0)),
+        (weighted::ENTRY, cache.ptx::<weighted>("compute_90").map(|p| p.0)),
+        (
+            team_total::ENTRY,
+            cache.ptx::<team_total>("compute_90").map(|p| p.0),
+        ),
+        (prefix::ENTRY, cache.ptx::<prefix>("compute_90").map(|p| p.0)),
+    ] {
+        let ptx = ptx.unwrap_or_else(|e| panic!("{entry}: {e}"));
+        assert!(ptx.contains(&format!(".entry {entry}(")), "{entry}");
+    }
+    // The ValLoc identity is a 16-byte, 8-aligned parameter, as the packer lays it out.
+    let (ptx, _) = cache.ptx::<argmin>("compute_90").expect("compiled above");
+    assert!(ptx.contains(".param .align 8 .b8"), "{ptx}");
+}
+
+#[test]
+fn device_reductions_match_the_host() {
+    let cuda = match Cuda::new() {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(is_absence(&e), "{e}");
+            println!("skipped: no device ({e})");
+            return;
+        }
+    };
+    if let Err(e) = Nvrtc::get() {
+        println!("skipped: {e}");
+        return;
+    }
+    let n = 100_003;
+    let host: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 - 500.0).collect();
+    let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n]).expect("device memory");
+    copy_to_device(&x, &host).expect("copy in");
+    let args = [DeviceArg::read(&x)];
+
+    let sum = cuda
+        .reduce_range::<sum_of, _>(0..n, &args, &Sum::<f64>::new())
+        .expect("sum");
+    assert_eq!(sum, host.iter().sum::<f64>()); // integers: exact in any order
+    let min = cuda
+        .reduce_range::<argmin, _>(0..n, &args, &MinLoc::<f64>::new())
+        .expect("argmin");
+    let expected = host
+        .iter()
+        .enumerate()
+        .fold(MinLoc::<f64>::new().init(), |mut a, (i, &v)| {
+            a.update_min(v, i);
+            a
+        });
+    assert_eq!(min, expected);
+
+    let small: Vec<f32> = host.iter().map(|&v| v as f32 * 0.5).collect();
+    let xf = View::<f32, 1, LayoutLeft, CudaSpace>::without_initializing("xf", [n]).expect("device memory");
+    copy_to_device(&xf, &small).expect("copy in");
+    let mm = cuda
+        .reduce_range::<extremes, _>(0..n, &[DeviceArg::read(&xf)], &MinMax::<f32>::new())
+        .expect("minmax");
+    assert_eq!((mm.min, mm.max), (-250.0, 249.5));
+
+    let (rows, cols) = (37, 1001);
+    let grid: Vec<i64> = (0..rows * cols).map(|k| (k % 13) as i64 - 6).collect();
+    let a = View::<i64, 2, LayoutLeft, CudaSpace>::without_initializing("a", [rows, cols])
+        .expect("device memory");
+    copy_to_device(&a, &grid).expect("copy in");
+    let mut want = 0i64;
+    let mut total = 0i64;
+    for j in 0..cols {
+        for i in 0..rows {
+            let v = grid[i + j * rows]; // LayoutLeft
+            want += v * (i as i64 + 1);
+            total += v;
+        }
+    }
+    let got = cuda
+        .reduce_mdrange::<weighted, _, 2>([0, 0], [rows, cols], &[DeviceArg::read(&a)], &Sum::<i64>::new())
+        .expect("mdrange");
+    assert_eq!(got, want);
+    let by_teams = cuda
+        .reduce_team::<team_total, _>(
+            rows,
+            TeamSize::Auto,
+            &[DeviceArg::read(&a), DeviceArg::scalar(cols)],
+            &Sum::<i64>::new(),
+        )
+        .expect("teams");
+    assert_eq!(by_teams, total);
+
+    let xi = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("xi", [n]).expect("device memory");
+    let yi = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("yi", [n]).expect("device memory");
+    let ints: Vec<i64> = (0..n as i64).map(|i| i % 5 - 2).collect();
+    copy_to_device(&xi, &ints).expect("copy in");
+    let t = cuda
+        .scan_range::<prefix, i64>(0..n, &[DeviceArg::write(&yi), DeviceArg::read(&xi)])
+        .expect("scan");
+    let mut out = vec![0i64; n];
+    copy_to_host(&mut out, &yi).expect("copy out");
+    let mut running = 0;
+    for (k, &v) in ints.iter().enumerate() {
+        running += v;
+        assert_eq!(out[k], running, "index {k}");
+    }
+    assert_eq!(t, running);
+}
