@@ -277,16 +277,22 @@ fn test(args: &[String]) -> Result<(), String> {
             "--nocapture",
         ],
     );
-    // The CUDA backend's module cache compiles #[kernel] kernels with the same NVRTC (no GPU
-    // needed); the plain workspace run above tests the rest of hoplite-cuda without a driver.
+    // The CUDA backend's module cache, its reduce and scan entries and its own fill and copy
+    // kernels through the same NVRTC and ptxas (no GPU needed; the library test fails on a
+    // spill and prints its rows of the ptxas table); the plain workspace run above tests the
+    // rest of hoplite-cuda without a driver.
     let mut cuda_nvrtc = Step::cargo(
-        "hoplite-cuda module cache through NVRTC",
+        "hoplite-cuda kernels through NVRTC and ptxas",
         &[
             "test",
             "-p",
             "hoplite-cuda",
             "--test",
             "nvrtc",
+            "--test",
+            "reduce",
+            "--test",
+            "library",
             "--",
             "--nocapture",
         ],
@@ -296,7 +302,9 @@ fn test(args: &[String]) -> Result<(), String> {
             nvrtc = nvrtc
                 .env("HOPLITE_NVRTC_LIB", &tools.nvrtc.to_string_lossy())
                 .env("HOPLITE_PTXAS", &tools.ptxas.to_string_lossy());
-            cuda_nvrtc = cuda_nvrtc.env("HOPLITE_NVRTC_LIB", &tools.nvrtc.to_string_lossy());
+            cuda_nvrtc = cuda_nvrtc
+                .env("HOPLITE_NVRTC_LIB", &tools.nvrtc.to_string_lossy())
+                .env("HOPLITE_PTXAS", &tools.ptxas.to_string_lossy());
         }
         Err(why) => {
             println!("xtask: NVRTC and ptxas unavailable ({why}); their check reports itself skipped")

@@ -86,6 +86,17 @@ impl DeviceArg {
         view: &View<T, R, L, S>,
         access: HandleAccess,
     ) -> DeviceArg {
+        DeviceArg::handle_as(view, access, T::SCALAR)
+    }
+
+    /// A handle of `view` that the kernel sees as elements of `element`, which must have
+    /// `T`'s size (the library's fill and copy kernels move bits through a carrier type).
+    pub(crate) fn handle_as<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, R, L, S>,
+        access: HandleAccess,
+        element: ScalarType,
+    ) -> DeviceArg {
+        debug_assert_eq!(element.size(), T::SCALAR.size());
         let writer = access == HandleAccess::Write;
         let extents: Vec<u64> = view.extents().iter().map(|&e| e as u64).collect();
         let ptr = view.data() as usize as u64;
@@ -94,7 +105,7 @@ impl DeviceArg {
             arg: KernelArg::Handle(HandleArg {
                 ptr,
                 access,
-                element: T::SCALAR,
+                element,
                 extents: extents.clone(),
                 strides: view.strides().iter().map(|&s| s as u64).collect(),
             }),

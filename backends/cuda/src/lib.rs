@@ -22,6 +22,7 @@ mod driver;
 mod error;
 pub mod geometry;
 mod launch;
+pub mod library;
 mod memory;
 pub mod nvrtc;
 pub mod params;

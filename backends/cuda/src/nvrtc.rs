@@ -85,7 +85,7 @@ impl Nvrtc {
                 };
                 let mut tried = Vec::new();
                 for c in &candidates {
-                    match Nvrtc::open(c) {
+                    match Nvrtc::open_named(c) {
                         Ok(n) => return Ok(n),
                         Err(e) => tried.push(format!("{c} ({e})")),
                     }
@@ -98,7 +98,25 @@ impl Nvrtc {
             .map_err(Clone::clone)
     }
 
-    fn open(path: &str) -> Result<Nvrtc, String> {
+    /// Opens NVRTC from the file `path` (`libnvrtc.so.12`), apart from the process's
+    /// [`get`](Self::get): for tools that name the library themselves.
+    ///
+    /// ```
+    /// let e = hoplite_cuda::nvrtc::Nvrtc::open(std::path::Path::new("/no/such/libnvrtc.so"));
+    /// assert!(matches!(e, Err(hoplite_cuda::CudaError::NoNvrtc { .. })));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::NoNvrtc`] with why the file does not load.
+    pub fn open(path: &Path) -> Result<Nvrtc, CudaError> {
+        let name = path.to_string_lossy();
+        Nvrtc::open_named(&name).map_err(|e| CudaError::NoNvrtc {
+            looked_for: format!("{name} ({e})"),
+        })
+    }
+
+    fn open_named(path: &str) -> Result<Nvrtc, String> {
         // SAFETY: loading NVRTC runs its initializers, which only set up the library itself.
         let library = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
         macro_rules! symbol {
@@ -209,6 +227,81 @@ impl Nvrtc {
             buf.pop();
         }
         String::from_utf8_lossy(&buf).into_owned()
+    }
+}
+
+/// The environment variable naming the `ptxas` program (`cargo xtask test` sets it to the
+/// one of the PyPI wheel `nvidia-cuda-nvcc-cu12`).
+pub const PTXAS_ENV: &str = "HOPLITE_PTXAS";
+
+/// What ptxas reports for one entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxasReport {
+    /// Registers per thread.
+    pub registers: u32,
+    /// Bytes of spill stores.
+    pub spill_stores: u32,
+    /// Bytes of spill loads.
+    pub spill_loads: u32,
+    /// Bytes of stack frame.
+    pub stack_frame: u32,
+}
+
+/// Assembles `ptx` for `sm_90` with `ptxas -v` (the program at `program`) in the folder
+/// `dir` and reads the resource usage of its entry. No GPU is needed.
+///
+/// ```
+/// use hoplite_cuda::nvrtc::ptxas;
+/// let dir = std::env::temp_dir();
+/// let e = ptxas(std::path::Path::new("/no/such/ptxas"), "k", "", &dir);
+/// assert!(matches!(e, Err(hoplite_cuda::CudaError::Compile { .. })));
+/// ```
+///
+/// # Errors
+///
+/// [`CudaError::Compile`] (architecture `sm_90`) with ptxas's output when it rejects the PTX
+/// or reports nothing, or with the reason the files could not be written or ptxas not run.
+pub fn ptxas(program: &Path, kernel: &'static str, ptx: &str, dir: &Path) -> Result<PtxasReport, CudaError> {
+    let fail = |status: String, log: String| CudaError::Compile {
+        kernel,
+        arch: "sm_90".to_owned(),
+        status,
+        log,
+    };
+    let io = |what: &str| {
+        let what = what.to_owned();
+        move |e: std::io::Error| fail(format!("{what}: {e}"), String::new())
+    };
+    std::fs::create_dir_all(dir).map_err(io("creating the build folder"))?;
+    let input = dir.join(format!("{kernel}.ptx"));
+    let output = dir.join(format!("{kernel}.cubin"));
+    std::fs::write(&input, ptx).map_err(io("writing the PTX"))?;
+    let run = std::process::Command::new(program)
+        .args(["-arch=sm_90", "-v", "-o"])
+        .arg(&output)
+        .arg(&input)
+        .output()
+        .map_err(io(&format!("running {}", program.display())))?;
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let number_before = |key: &str| -> Option<u32> {
+        let at = log.find(key)?;
+        log[..at].split_whitespace().last()?.parse().ok()
+    };
+    match (run.status.success(), number_before(" registers")) {
+        (true, Some(registers)) => Ok(PtxasReport {
+            registers,
+            spill_stores: number_before(" bytes spill stores").unwrap_or(0),
+            spill_loads: number_before(" bytes spill loads").unwrap_or(0),
+            stack_frame: number_before(" bytes stack frame").unwrap_or(0),
+        }),
+        _ => Err(fail(
+            format!("{} rejected the PTX ({})", program.display(), run.status),
+            log,
+        )),
     }
 }
 

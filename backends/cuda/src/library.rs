@@ -1,0 +1,235 @@
+//! The library's own device kernels, written with `#[kernel]` like any user kernel: filling a
+//! view with a value and copying between views of any layout and strides, ranks 1 to 3.
+//!
+//! A kernel's element type is fixed, but filling and copying only move bits, so each exists
+//! per element size: 1 byte (`bool`), 4 bytes (`u32`, also carrying `i32` and `f32`) and 8
+//! bytes (`u64`, also carrying `i64`, `f64`, `usize`, `isize`). [`Cuda::fill`] and
+//! [`Cuda::copy`] pick the kernel from the element size and the rank and hand the view to it as
+//! a view of that carrier type (same pointer, extents and strides).
+
+use hoplite_core::device_kernel::{HandleAccess, ScalarType};
+use hoplite_core::view::access::{BoundReader, BoundWriter};
+use hoplite_core::{ArrayLayout, Idx, MdIdx, View};
+use hoplite_macros::kernel;
+
+use crate::launch::DeviceArg;
+use crate::reduce::DeviceReduceValue;
+use crate::{Cuda, CudaError, DeviceAccessibleSpace, DeviceScalar};
+
+macro_rules! fill_and_copy {
+    ($t:ident: $fill1:ident $fill2:ident $fill3:ident, $copy1:ident $copy2:ident $copy3:ident) => {
+        #[doc = concat!("Fills a rank-1 view of `", stringify!($t), "` bits with `value`.")]
+        #[kernel(crate = hoplite_core)]
+        pub fn $fill1(i: Idx<'_>, dst: BoundWriter<'_, $t, 1>, value: $t) {
+            dst.set(i, value);
+        }
+
+        #[doc = concat!("Fills a rank-2 view of `", stringify!($t), "` bits with `value`.")]
+        #[kernel(crate = hoplite_core)]
+        pub fn $fill2(ij: MdIdx<'_, 2>, dst: BoundWriter<'_, $t, 2>, value: $t) {
+            dst.set(ij, value);
+        }
+
+        #[doc = concat!("Fills a rank-3 view of `", stringify!($t), "` bits with `value`.")]
+        #[kernel(crate = hoplite_core)]
+        pub fn $fill3(ijk: MdIdx<'_, 3>, dst: BoundWriter<'_, $t, 3>, value: $t) {
+            dst.set(ijk, value);
+        }
+
+        #[doc = concat!("Copies a rank-1 view of `", stringify!($t), "` bits, any strides.")]
+        #[kernel(crate = hoplite_core)]
+        pub fn $copy1(i: Idx<'_>, dst: BoundWriter<'_, $t, 1>, src: BoundReader<'_, $t, 1>) {
+            dst.set(i, src.get(i));
+        }
+
+        #[doc = concat!("Copies a rank-2 view of `", stringify!($t), "` bits, any strides.")]
+        #[kernel(crate = hoplite_core)]
+        pub fn $copy2(ij: MdIdx<'_, 2>, dst: BoundWriter<'_, $t, 2>, src: BoundReader<'_, $t, 2>) {
+            dst.set(ij, src.get(ij));
+        }
+
+        #[doc = concat!("Copies a rank-3 view of `", stringify!($t), "` bits, any strides.")]
+        #[kernel(crate = hoplite_core)]
+        pub fn $copy3(ijk: MdIdx<'_, 3>, dst: BoundWriter<'_, $t, 3>, src: BoundReader<'_, $t, 3>) {
+            dst.set(ijk, src.get(ijk));
+        }
+    };
+}
+
+fill_and_copy!(bool: fill_b8_1 fill_b8_2 fill_b8_3, copy_b8_1 copy_b8_2 copy_b8_3);
+fill_and_copy!(u32: fill_b32_1 fill_b32_2 fill_b32_3, copy_b32_1 copy_b32_2 copy_b32_3);
+fill_and_copy!(u64: fill_b64_1 fill_b64_2 fill_b64_3, copy_b64_1 copy_b64_2 copy_b64_3);
+
+/// The carrier of an element type: the kernels' element type of the same size.
+fn carrier(scalar: ScalarType) -> ScalarType {
+    match scalar.size() {
+        1 => ScalarType::Bool,
+        4 => ScalarType::U32,
+        _ => ScalarType::U64,
+    }
+}
+
+/// The rank a library kernel handles, or the typed error.
+fn check_rank<const R: usize>(what: &'static str) -> Result<(), CudaError> {
+    if (1..=3).contains(&R) {
+        Ok(())
+    } else {
+        Err(CudaError::InvalidLaunch {
+            kernel: what,
+            reason: format!("views of rank {R}: the device {what} takes ranks 1 to 3"),
+        })
+    }
+}
+
+/// The iteration space of a whole view: its extents as MDRange ends.
+fn ends<const R: usize, const N: usize>(extents: [usize; R]) -> [usize; N] {
+    let mut out = [0; N];
+    for (o, e) in out.iter_mut().zip(extents) {
+        *o = e;
+    }
+    out
+}
+
+impl Cuda {
+    /// Sets every element of the device view `view` to `value` on this instance's stream (the
+    /// device `deep_copy(view, value)`), any layout and strides, ranks 1 to 3. Returns once
+    /// the fill is queued; [`fence`](hoplite_core::ExecutionSpace::fence) waits for it.
+    ///
+    /// ```
+    /// use hoplite_core::{LayoutRight, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace};
+    ///
+    /// let cuda = Cuda::default();
+    /// let v: View<f64, 2, LayoutRight, CudaSpace> = View::default();
+    /// match cuda.fill(&v, 1.5) {
+    ///     Ok(()) => assert!(cuda.is_available()),
+    ///     Err(e) => println!("{e}"), // no device here
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::InvalidLaunch`] for a rank above 3; why this instance has no device; the
+    /// driver's and NVRTC's errors.
+    pub fn fill<T, const R: usize, L, S>(&self, view: &View<T, R, L, S>, value: T) -> Result<(), CudaError>
+    where
+        T: DeviceScalar + DeviceReduceValue,
+        L: ArrayLayout,
+        S: DeviceAccessibleSpace,
+    {
+        check_rank::<R>("fill")?;
+        let element = carrier(T::SCALAR);
+        let dst = DeviceArg::handle_as(view, HandleAccess::Write, element);
+        let mut bits = [0u8; 8];
+        value.write_device(&mut bits);
+        let value = match element {
+            ScalarType::Bool => DeviceArg::scalar(bits[0] != 0),
+            ScalarType::U32 => DeviceArg::scalar(u32::from_le_bytes([bits[0], bits[1], bits[2], bits[3]])),
+            _ => DeviceArg::scalar(u64::from_le_bytes(bits)),
+        };
+        let args = [dst, value];
+        let e = view.extents();
+        match (element, R) {
+            (ScalarType::Bool, 1) => self.launch_range::<fill_b8_1>(0..e[0], &args),
+            (ScalarType::Bool, 2) => self.launch_mdrange::<fill_b8_2, 2>([0; 2], ends(e), &args),
+            (ScalarType::Bool, _) => self.launch_mdrange::<fill_b8_3, 3>([0; 3], ends(e), &args),
+            (ScalarType::U32, 1) => self.launch_range::<fill_b32_1>(0..e[0], &args),
+            (ScalarType::U32, 2) => self.launch_mdrange::<fill_b32_2, 2>([0; 2], ends(e), &args),
+            (ScalarType::U32, _) => self.launch_mdrange::<fill_b32_3, 3>([0; 3], ends(e), &args),
+            (_, 1) => self.launch_range::<fill_b64_1>(0..e[0], &args),
+            (_, 2) => self.launch_mdrange::<fill_b64_2, 2>([0; 2], ends(e), &args),
+            (_, _) => self.launch_mdrange::<fill_b64_3, 3>([0; 3], ends(e), &args),
+        }
+    }
+
+    /// Copies the device view `src` into the device view `dst` on this instance's stream:
+    /// same element type and extents, any layouts and strides (subviews, transposes), ranks 1
+    /// to 3. Returns once the copy is queued;
+    /// [`fence`](hoplite_core::ExecutionSpace::fence) waits for it.
+    ///
+    /// ```
+    /// use hoplite_core::{LayoutLeft, LayoutRight, View};
+    /// use hoplite_cuda::{Cuda, CudaError, CudaSpace};
+    ///
+    /// let cuda = Cuda::default();
+    /// let a: View<f32, 2, LayoutLeft, CudaSpace> = View::default();
+    /// let b: View<f32, 2, LayoutRight, CudaSpace> = View::default();
+    /// match cuda.copy(&b, &a) {
+    ///     Ok(()) => assert!(cuda.is_available()),
+    ///     Err(e) => println!("{e}"),
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::Transfer`] when the extents differ; [`CudaError::InvalidLaunch`] for a rank
+    /// above 3 or views whose memory overlaps; why this instance has no device; the driver's
+    /// and NVRTC's errors.
+    pub fn copy<T, const R: usize, L1, L2, S1, S2>(
+        &self,
+        dst: &View<T, R, L1, S1>,
+        src: &View<T, R, L2, S2>,
+    ) -> Result<(), CudaError>
+    where
+        T: DeviceScalar,
+        L1: ArrayLayout,
+        L2: ArrayLayout,
+        S1: DeviceAccessibleSpace,
+        S2: DeviceAccessibleSpace,
+    {
+        check_rank::<R>("copy")?;
+        let e = dst.extents();
+        if e != src.extents() {
+            return Err(CudaError::Transfer {
+                label: dst.label().to_owned(),
+                reason: format!(
+                    "the destination has extents {e:?}, the source `{}` {:?}; copy between views of the same extents",
+                    src.label(),
+                    src.extents()
+                ),
+            });
+        }
+        let element = carrier(T::SCALAR);
+        let args = [
+            DeviceArg::handle_as(dst, HandleAccess::Write, element),
+            DeviceArg::handle_as(src, HandleAccess::Read, element),
+        ];
+        match (element, R) {
+            (ScalarType::Bool, 1) => self.launch_range::<copy_b8_1>(0..e[0], &args),
+            (ScalarType::Bool, 2) => self.launch_mdrange::<copy_b8_2, 2>([0; 2], ends(e), &args),
+            (ScalarType::Bool, _) => self.launch_mdrange::<copy_b8_3, 3>([0; 3], ends(e), &args),
+            (ScalarType::U32, 1) => self.launch_range::<copy_b32_1>(0..e[0], &args),
+            (ScalarType::U32, 2) => self.launch_mdrange::<copy_b32_2, 2>([0; 2], ends(e), &args),
+            (ScalarType::U32, _) => self.launch_mdrange::<copy_b32_3, 3>([0; 3], ends(e), &args),
+            (_, 1) => self.launch_range::<copy_b64_1>(0..e[0], &args),
+            (_, 2) => self.launch_mdrange::<copy_b64_2, 2>([0; 2], ends(e), &args),
+            (_, _) => self.launch_mdrange::<copy_b64_3, 3>([0; 3], ends(e), &args),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn carriers_keep_the_size() {
+        for s in [
+            ScalarType::Bool,
+            ScalarType::I32,
+            ScalarType::U32,
+            ScalarType::F32,
+            ScalarType::I64,
+            ScalarType::U64,
+            ScalarType::F64,
+            ScalarType::Usize,
+            ScalarType::Isize,
+        ] {
+            assert_eq!(carrier(s).size(), s.size(), "{s}");
+        }
+        assert_eq!(ends::<2, 3>([4, 5]), [4, 5, 0]);
+        assert_eq!(ends::<3, 3>([4, 5, 6]), [4, 5, 6]);
+        assert!(check_rank::<4>("fill").is_err());
+        assert!(check_rank::<3>("fill").is_ok());
+    }
+}
