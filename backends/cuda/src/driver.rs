@@ -263,6 +263,17 @@ impl Stream {
     pub(crate) fn raw(&self) -> sys::CUstream {
         self.raw
     }
+
+    /// Whether all work queued on the stream has finished (`cuStreamQuery`). An error means
+    /// the work failed and nothing is left to wait for, so it counts as idle.
+    pub(crate) fn is_idle(&self) -> bool {
+        if self.device.bind().is_err() {
+            return true;
+        }
+        // SAFETY: the stream is live and its device's context current.
+        let status = unsafe { sys::cuStreamQuery(self.raw) };
+        status != sys::CUresult::CUDA_ERROR_NOT_READY
+    }
 }
 
 impl Drop for Stream {

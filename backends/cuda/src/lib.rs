@@ -18,6 +18,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+pub mod dag;
 mod driver;
 mod error;
 pub mod geometry;

@@ -110,8 +110,11 @@ impl Cuda {
     ///
     /// Why this instance has no device, or the asynchronous failure of a launch.
     pub fn synchronize(&self) -> std::result::Result<(), CudaError> {
+        // Only what was queued before the synchronization may go: another thread's launch
+        // that lands in between keeps its views until the next one.
+        let finished = std::mem::take(&mut *self.inner.keep_alive.lock());
         self.stream()?.synchronize()?;
-        self.inner.keep_alive.lock().clear();
+        drop(finished);
         Ok(())
     }
 }

@@ -1,0 +1,286 @@
+//! CUDA streams and events for hoplite-dag's implicit DAG runtime: [`CudaDevice`] implements
+//! its [`Device`] trait with a pool of `Cuda` instances (CUDA streams) of one GPU.
+//!
+//! A DAG [`Work`] item is a host closure that issues launches on the stream's `Cuda`
+//! instance. Each [`CudaStream`] runs its closures in order on a host thread of its own (the
+//! host stream of hoplite-dag), so a closure never runs on the caller's thread and the host
+//! is never blocked by a stream, and the launches they issue queue on the CUDA stream in the
+//! same order. An event is a host point (the thread reached it) plus a CUDA event recorded
+//! there with `CU_EVENT_DISABLE_TIMING`: complete when both are. `wait_event` makes the
+//! waiting stream's thread wait for the *host* point only (the launches before it are
+//! issued), then `cuStreamWaitEvent` orders the device work: the GPU waits, not the host.
+//! Where the driver refuses to create or record an event, the record falls back to
+//! synchronizing the stream, which keeps every axiom at the cost of a blocked stream thread.
+//!
+//! Dependencies point one way (DESIGN.md): hoplite-cuda implements hoplite-dag's traits;
+//! hoplite-dag never names a backend.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use cudarc::driver::sys;
+use hoplite_dag::DagError;
+use hoplite_dag::device::{Device, Event, HostEvent, HostStream, Stream, Work};
+
+use crate::driver::{self, check};
+use crate::{Cuda, CudaError};
+
+/// A CUDA event, destroyed with its last clone.
+struct RawEvent {
+    raw: sys::CUevent,
+    device: Arc<driver::Device>,
+}
+
+// SAFETY: driver handles may be used from any thread; every use binds the event's device
+// context first.
+unsafe impl Send for RawEvent {}
+// SAFETY: as for `Send`; the driver synchronizes concurrent calls on one event.
+unsafe impl Sync for RawEvent {}
+
+impl RawEvent {
+    fn new(device: Arc<driver::Device>) -> Result<RawEvent, CudaError> {
+        device.bind()?;
+        let mut raw: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: the device's context is current; `raw` is a live out pointer; the flag is a
+        // valid `CUevent_flags` value (no timing: the cheapest event, all a DAG needs).
+        check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+        })?;
+        Ok(RawEvent { raw, device })
+    }
+}
+
+impl Drop for RawEvent {
+    fn drop(&mut self) {
+        if self.device.bind().is_ok() {
+            // SAFETY: `raw` is a live event, destroyed once; the driver defers the release
+            // of an event a stream still waits for.
+            let _ = unsafe { sys::cuEventDestroy_v2(self.raw) };
+        }
+    }
+}
+
+/// A point in a [`CudaStream`]: complete once the closures before it have run on the host
+/// and the launches they issued have finished on the device.
+#[derive(Clone)]
+pub struct CudaEvent {
+    /// The stream's thread reached the record (and recorded, or synchronized the stream).
+    reached: HostEvent,
+    /// The CUDA event, if one could be made.
+    raw: Option<Arc<RawEvent>>,
+    /// Set when the record synchronized the stream instead of recording `raw`: reaching the
+    /// point then means the device work is done.
+    synchronized: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for CudaEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaEvent")
+            .field("reached", &self.reached.is_complete())
+            .field("has_cuda_event", &self.raw.is_some())
+            .finish()
+    }
+}
+
+impl CudaEvent {
+    /// The recorded CUDA event, unless the record fell back to a synchronization.
+    fn device_event(&self) -> Option<&RawEvent> {
+        if self.synchronized.load(Ordering::Acquire) {
+            None
+        } else {
+            self.raw.as_deref()
+        }
+    }
+}
+
+impl Event for CudaEvent {
+    fn is_complete(&self) -> bool {
+        if !self.reached.is_complete() {
+            return false;
+        }
+        let Some(event) = self.device_event() else {
+            return true;
+        };
+        if event.device.bind().is_err() {
+            return true; // nothing can be waited for on a context that is gone
+        }
+        // SAFETY: `raw` is a live event of the bound context.
+        let status = unsafe { sys::cuEventQuery(event.raw) };
+        // NOT_READY is the only answer that means work is still pending; an error means the
+        // work failed and will not complete later, so waiting would never end.
+        status != sys::CUresult::CUDA_ERROR_NOT_READY
+    }
+
+    fn wait(&self) {
+        self.reached.wait();
+        if let Some(event) = self.device_event()
+            && event.device.bind().is_ok()
+        {
+            // SAFETY: `raw` is a live event, recorded (the host point was reached).
+            // A failure is the failed work's error, reported by the launch or the fence.
+            let _ = unsafe { sys::cuEventSynchronize(event.raw) };
+        }
+    }
+}
+
+/// A DAG stream on a `Cuda` instance: closures run in order on a host thread of the stream,
+/// their launches in the same order on the CUDA stream.
+pub struct CudaStream {
+    host: HostStream<Cuda>,
+}
+
+impl Stream for CudaStream {
+    type Space = Cuda;
+    type Event = CudaEvent;
+
+    fn space(&self) -> &Cuda {
+        self.host.space()
+    }
+
+    fn enqueue(&self, work: Work<Cuda>) {
+        self.host.enqueue(work);
+    }
+
+    fn record_event(&self) -> CudaEvent {
+        let raw = self
+            .space()
+            .stream()
+            .ok()
+            .and_then(|s| RawEvent::new(s.device.clone()).ok())
+            .map(Arc::new);
+        let synchronized = Arc::new(AtomicBool::new(false));
+        {
+            let raw = raw.clone();
+            let synchronized = synchronized.clone();
+            self.host.enqueue(Box::new(move |cuda: &Cuda| {
+                let Ok(stream) = cuda.stream() else {
+                    synchronized.store(true, Ordering::Release);
+                    return;
+                };
+                let recorded = raw.as_ref().is_some_and(|event| {
+                    stream.device.bind().is_ok()
+                        // SAFETY: `event.raw` is a live event of this stream's device; the
+                        // stream is live (the instance holds it).
+                        && unsafe { sys::cuEventRecord(event.raw, stream.raw()) } == sys::CUresult::CUDA_SUCCESS
+                });
+                if !recorded {
+                    // Without an event, reaching this point must mean the work is done.
+                    let _ = stream.synchronize();
+                    synchronized.store(true, Ordering::Release);
+                }
+            }));
+        }
+        CudaEvent {
+            reached: self.host.record_event(),
+            raw,
+            synchronized,
+        }
+    }
+
+    fn wait_event(&self, event: &CudaEvent) {
+        // The thread waits for the other stream's host point, so the CUDA event is recorded
+        // (waiting on an unrecorded event would be a no-op) ...
+        self.host.wait_event(&event.reached);
+        let event = event.clone();
+        // ... and the device waits for the work before it.
+        self.host.enqueue(Box::new(move |cuda: &Cuda| {
+            let Some(raw) = event.device_event() else {
+                return; // reached after a synchronization: nothing is pending
+            };
+            let ordered = cuda.stream().is_ok_and(|stream| {
+                stream.device.bind().is_ok()
+                    // SAFETY: both handles are live; a stream may wait for an event of any
+                    // context; flags 0 is the default wait.
+                    && unsafe { sys::cuStreamWaitEvent(stream.raw(), raw.raw, 0) } == sys::CUresult::CUDA_SUCCESS
+            });
+            if !ordered {
+                event.wait(); // the thread waits instead: slower, still ordered
+            }
+        }));
+    }
+
+    fn synchronize(&self) {
+        self.host.synchronize();
+        // Waits for the device, and releases the views finished launches kept alive. An error
+        // here is a failed launch's, which the launch's vertex reports.
+        let _ = self.space().synchronize();
+    }
+
+    fn is_idle(&self) -> bool {
+        self.host.is_idle() && self.space().stream().is_ok_and(|s| s.is_idle())
+    }
+}
+
+/// A GPU as a hoplite-dag device: a pool of `Cuda` instances (CUDA streams) of one device,
+/// handed out in turn, one DAG stream each at most at a time
+/// ([`max_streams`](Device::max_streams)).
+///
+/// ```
+/// use hoplite_cuda::dag::CudaDevice;
+/// use hoplite_dag::device::{Device, Stream};
+/// match CudaDevice::new(0, 4) {
+///     Ok(gpu) => {
+///         let stream = gpu.new_stream()?;
+///         stream.enqueue(Box::new(|cuda| { let _ = cuda.limits(); }));
+///         stream.synchronize();
+///     }
+///     Err(e) => println!("{e}"), // no device here
+/// }
+/// # Ok::<(), hoplite_dag::DagError>(())
+/// ```
+pub struct CudaDevice {
+    name: String,
+    instances: Vec<Cuda>,
+    made: AtomicUsize,
+}
+
+impl CudaDevice {
+    /// A device of `streams` new CUDA streams on GPU `ordinal`.
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::InvalidOptions`] for zero streams; [`DagError::Core`] with the CUDA error
+    /// (no driver, no device, no such ordinal) otherwise.
+    pub fn new(ordinal: usize, streams: usize) -> Result<CudaDevice, DagError> {
+        if streams == 0 {
+            return Err(DagError::InvalidOptions(format!(
+                "CUDA device {ordinal} with no stream: give it at least one"
+            )));
+        }
+        let instances = (0..streams)
+            .map(|_| Cuda::on_device(ordinal))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| DagError::Core(e.into()))?;
+        Ok(CudaDevice {
+            name: format!("cuda:{ordinal}"),
+            instances,
+            made: AtomicUsize::new(0),
+        })
+    }
+
+    /// The instances its streams run on.
+    pub fn instances(&self) -> &[Cuda] {
+        &self.instances
+    }
+}
+
+impl Device for CudaDevice {
+    type Stream = CudaStream;
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn new_stream(&self) -> Result<CudaStream, DagError> {
+        let k = self.made.fetch_add(1, Ordering::Relaxed);
+        let cuda = self.instances[k % self.instances.len()].clone();
+        Ok(CudaStream {
+            host: HostStream::new(cuda, &format!("{} stream {k}", self.name))?,
+        })
+    }
+
+    /// One DAG stream per CUDA stream of the pool.
+    fn max_streams(&self) -> Option<usize> {
+        Some(self.instances.len())
+    }
+}
