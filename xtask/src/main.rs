@@ -32,7 +32,8 @@ commands:
         run the criterion benchmarks and write target/hoplite-bench/summary.json;
         --quick uses short warm-up and measurement times (a few minutes on 2 cores)
   conformance [--backend NAME]
-        run the conformance suite on every backend, or on NAME (serial, rayon, thread-scope, numa)
+        run the conformance suite on every backend, or on NAME (serial, rayon, thread-scope, numa,
+        cuda: its #[kernel] checks on a GPU, the rest reported skipped with the count)
   miri  run the core's and the backends' unit tests, the rayon team machinery and the
         conformance checks of teams, panics, bad input, tokens and views on every backend
         under Miri (installs the nightly miri component with rustup when it is missing)
@@ -455,6 +456,7 @@ const CONFORMANCE_BACKENDS: &[(&str, &str, &str)] = &[
     ("rayon", "hoplite-conformance", "rayon"),
     ("thread-scope", "hoplite-conformance", "thread_scope_backend"),
     ("numa", "hoplite-numa", "conformance"),
+    ("cuda", "hoplite-cuda", "conformance"),
 ];
 
 fn conformance(args: &[String]) -> Result<(), String> {
@@ -484,7 +486,12 @@ fn conformance(args: &[String]) -> Result<(), String> {
             install_system_packages("hoplite-numa", NUMA_SYSTEM_PACKAGES)?;
         }
         println!("xtask: conformance suite on `{name}`");
-        Step::cargo("conformance", &["test", "-p", package, "--test", target]).run()?;
+        let mut step = Step::cargo("conformance", &["test", "-p", package, "--test", target]);
+        if *name == "cuda" {
+            // The test prints how many checks it ran and skipped, and why.
+            step = step.arg("--").arg("--nocapture");
+        }
+        step.run()?;
     }
     Ok(())
 }
