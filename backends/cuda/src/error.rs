@@ -79,6 +79,13 @@ pub enum CudaError {
         /// NVRTC's log.
         log: String,
     },
+    /// A CUDA graph whose structure cannot be built: a node that waits for a later or
+    /// missing node, or a node kind a CUDA graph cannot hold.
+    #[error("CUDA graph: {reason}")]
+    InvalidGraph {
+        /// What is wrong and what to do.
+        reason: String,
+    },
     /// A launch that cannot be made: arguments that do not match the kernel, or a geometry
     /// the device cannot run.
     #[error("kernel `{kernel}`: {reason}")]

@@ -138,6 +138,11 @@ impl DeviceArg {
         DeviceArg::handle(view, HandleAccess::Atomic)
     }
 
+    /// What keeps the argument's view alive while the device may use it.
+    pub(crate) fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        self.keep.clone()
+    }
+
     /// A scalar capture.
     pub fn scalar(value: impl Into<ScalarArg>) -> DeviceArg {
         DeviceArg {
@@ -161,9 +166,9 @@ macro_rules! scalar_from {
 scalar_from!(bool => Bool, i32 => I32, i64 => I64, u32 => U32, u64 => U64, usize => Usize, isize => Isize, f32 => F32, f64 => F64);
 
 /// A kernel loaded on a device: the function and what it uses.
-struct Loaded {
-    function: sys::CUfunction,
-    resources: KernelResources,
+pub(crate) struct Loaded {
+    pub(crate) function: sys::CUfunction,
+    pub(crate) resources: KernelResources,
 }
 
 // SAFETY: a loaded function handle may be used from any thread (the module is never
@@ -173,7 +178,7 @@ unsafe impl Send for Loaded {}
 unsafe impl Sync for Loaded {}
 
 /// `K` loaded on `device`: compiled (or taken from the cache) and loaded once per device.
-fn load<K: DeviceKernel>(device: &Device) -> Result<Arc<Loaded>, CudaError> {
+pub(crate) fn load<K: DeviceKernel>(device: &Device) -> Result<Arc<Loaded>, CudaError> {
     /// Loaded kernels by (device ordinal, source hash).
     type Table = HashMap<(usize, u64), Arc<Loaded>>;
     static LOADED: Mutex<Option<Table>> = Mutex::new(None);
@@ -222,7 +227,7 @@ fn load<K: DeviceKernel>(device: &Device) -> Result<Arc<Loaded>, CudaError> {
 
 /// Checks the handles against the iteration space: writers contain it and overlap no other
 /// handle.
-fn check_args(kernel: &'static str, ends: &[u64], args: &[DeviceArg]) -> Result<(), CudaError> {
+pub(crate) fn check_args(kernel: &'static str, ends: &[u64], args: &[DeviceArg]) -> Result<(), CudaError> {
     let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
     for (k, a) in args.iter().enumerate() {
         let Some(extents) = &a.writer_extents else {
@@ -648,11 +653,11 @@ impl Cuda {
 }
 
 /// The arguments as the packer sees them.
-fn kernel_args(args: &[DeviceArg]) -> Vec<KernelArg> {
+pub(crate) fn kernel_args(args: &[DeviceArg]) -> Vec<KernelArg> {
     args.iter().map(|a| a.arg.clone()).collect()
 }
 
-fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> Result<(u64, u64), CudaError> {
+pub(crate) fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> Result<(u64, u64), CudaError> {
     let (begin, end) = (range.start as u64, range.end as u64);
     if begin > end {
         return Err(CudaError::InvalidLaunch {
@@ -665,7 +670,7 @@ fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> Result<(u64,
 
 /// The iteration space, the ends and the lengths of an MDRange, or the dimension that starts
 /// after it ends.
-fn checked_mdrange<K: DeviceKernel, const R: usize>(
+pub(crate) fn checked_mdrange<K: DeviceKernel, const R: usize>(
     begins: [usize; R],
     ends: [usize; R],
 ) -> Result<(IterationArgs, Vec<u64>, Vec<u64>), CudaError> {
@@ -685,7 +690,7 @@ fn checked_mdrange<K: DeviceKernel, const R: usize>(
     Ok((iteration, ends, lengths))
 }
 
-fn refuse_team_writers<K: DeviceKernel>(args: &[DeviceArg]) -> Result<(), CudaError> {
+pub(crate) fn refuse_team_writers<K: DeviceKernel>(args: &[DeviceArg]) -> Result<(), CudaError> {
     match args.iter().position(|a| a.writer_extents.is_some()) {
         Some(k) => Err(CudaError::InvalidLaunch {
             kernel: K::NAME,
@@ -698,7 +703,7 @@ fn refuse_team_writers<K: DeviceKernel>(args: &[DeviceArg]) -> Result<(), CudaEr
 }
 
 /// The geometry of a league of teams of `team_size` (`Auto`: from the kernel's resources).
-fn team_plan(
+pub(crate) fn team_plan(
     limits: &DeviceLimits,
     resources: &KernelResources,
     league: u64,

@@ -22,6 +22,7 @@ pub mod dag;
 mod driver;
 mod error;
 pub mod geometry;
+pub mod graph;
 mod launch;
 pub mod library;
 mod memory;

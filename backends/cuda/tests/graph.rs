@@ -1,0 +1,169 @@
+//! CUDA Graphs behind hoplite-graph's `GraphBackend`: the structure and the kernel arguments
+//! are checked without a device; with a GPU the graphs run.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hoplite::prelude::*;
+use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite_core::{LayoutLeft, View};
+use hoplite_cuda::graph::CudaGraph;
+use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_host};
+use hoplite_graph::{Access, GraphBackend, NodeId, NodeKernel, NodeKind, create_graph_with};
+
+/// `y = 1`.
+#[kernel]
+pub fn ones(i: Idx<'_>, y: BoundWriter<'_, f64, 1>) {
+    y.set(i, 1.0);
+}
+
+/// `z = a y`.
+#[kernel]
+pub fn scaled(i: Idx<'_>, z: BoundWriter<'_, f64, 1>, y: BoundReader<'_, f64, 1>, a: f64) {
+    z.set(i, a * y.get(i));
+}
+
+/// A node of a kind a CUDA graph cannot hold: a closure launch.
+struct ClosureLaunch;
+
+impl NodeKernel<Cuda> for ClosureLaunch {
+    fn label(&self) -> &str {
+        "closure"
+    }
+    fn kind(&self) -> NodeKind {
+        NodeKind::For
+    }
+    fn accesses(&self) -> &[Access] {
+        &[]
+    }
+    fn work(&self) -> Option<usize> {
+        Some(1)
+    }
+    fn run(&self) -> hoplite_core::Result<()> {
+        Ok(())
+    }
+    fn run_on(&self, _space: &Cuda) -> hoplite_core::Result<()> {
+        Ok(())
+    }
+}
+
+fn is_absence(e: &str) -> bool {
+    e.contains("CUDA driver") || e.contains("no CUDA device")
+}
+
+#[test]
+fn the_structure_is_checked_before_the_device() {
+    let cuda = Cuda::default();
+    // A predecessor that is not an earlier node.
+    let mut g = CudaGraph::new(&cuda);
+    let root = g.create_root_node();
+    g.add_node(NodeId(0), root);
+    let join = g.create_aggregate(&[NodeId(0)]);
+    g.add_node(NodeId(1), join);
+    g.add_predecessor(NodeId(1), NodeId(0));
+    g.add_predecessor(NodeId(1), NodeId(1));
+    let e = g.instantiate().expect_err("a node waiting for itself");
+    assert!(e.to_string().contains("a predecessor is an earlier node"), "{e}");
+
+    // A closure launch cannot be a CUDA graph node.
+    let mut g = CudaGraph::new(&cuda);
+    let root = g.create_root_node();
+    g.add_node(NodeId(0), root);
+    g.add_node(NodeId(1), Arc::new(ClosureLaunch));
+    let e = g.instantiate().expect_err("a closure launch");
+    assert!(e.to_string().contains("cannot run"), "{e}");
+
+    // Nodes out of order.
+    let mut g = CudaGraph::new(&cuda);
+    g.add_node(NodeId(3), Arc::new(ClosureLaunch));
+    assert!(g.instantiate().is_err());
+}
+
+#[test]
+fn kernel_nodes_check_their_arguments() {
+    let y: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    let mut g = CudaGraph::new(&Cuda::default());
+    let e = g
+        .kernel_range::<ones>(0..4, &[DeviceArg::write(&y)], &[])
+        .expect_err("the writer is empty");
+    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
+    let e = g
+        .kernel_range::<scaled>(0..0, &[DeviceArg::write(&y)], &[])
+        .expect_err("too few arguments");
+    assert!(e.to_string().contains("1 arguments for 3 parameters"), "{e}");
+    let a = g
+        .kernel_range::<ones>(0..0, &[DeviceArg::write(&y)], &[])
+        .expect("valid");
+    let e = g
+        .kernel_range::<ones>(0..0, &[DeviceArg::write(&y)], &[NodeId(7)])
+        .expect_err("a later node");
+    assert!(matches!(e, CudaError::InvalidGraph { .. }), "{e}");
+    let b = g.join(&[a]).expect("a join");
+    assert_eq!((a.0, b.0, g.len()), (0, 1, 2));
+    match g.run() {
+        Ok(()) => assert!(Cuda::default().is_available()),
+        Err(e) => {
+            assert!(is_absence(&e.to_string()), "{e}");
+            println!("skipped running the graph: {e}");
+        }
+    }
+}
+
+#[test]
+fn front_end_graphs_of_host_nodes() {
+    let cuda = Cuda::default();
+    let count = Arc::new(AtomicUsize::new(0));
+    let (c1, c2, c3) = (count.clone(), count.clone(), count.clone());
+    let mut graph = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+        let a = g.host("a", move || {
+            c1.fetch_add(1, Ordering::SeqCst);
+        });
+        let b = g.host("b", move || {
+            c2.fetch_add(1, Ordering::SeqCst);
+        });
+        g.when_all([a.erase(), b.erase()]).then_host("c", move || {
+            c3.fetch_add(10, Ordering::SeqCst);
+        });
+    })
+    .expect("construction needs no device");
+    match graph.submit() {
+        Ok(()) => {
+            graph.submit().expect("a second submit");
+            assert_eq!(count.load(Ordering::SeqCst), 24);
+        }
+        Err(e) => {
+            assert!(is_absence(&e.to_string()), "{e}");
+            assert_eq!(count.load(Ordering::SeqCst), 0);
+            println!("skipped running the graph: {e}");
+        }
+    }
+}
+
+#[test]
+fn kernel_graphs_on_a_device() {
+    let cuda = match Cuda::new() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("skipped: no device ({e})");
+            return;
+        }
+    };
+    let n = 4096;
+    let y = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [n]).expect("device memory");
+    let z = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("z", [n]).expect("device memory");
+    let mut g = CudaGraph::new(&cuda);
+    let a = g
+        .kernel_range::<ones>(0..n, &[DeviceArg::write(&y)], &[])
+        .expect("valid");
+    g.kernel_range::<scaled>(
+        0..n,
+        &[DeviceArg::write(&z), DeviceArg::read(&y), DeviceArg::scalar(3.0)],
+        &[a],
+    )
+    .expect("valid");
+    g.run().expect("runs");
+    g.run().expect("runs again");
+    let mut out = vec![0.0; n];
+    copy_to_host(&mut out, &z).expect("copy out");
+    assert!(out.iter().all(|&v| v == 3.0));
+}
