@@ -1,7 +1,9 @@
 //! The CUDA backend of hoplite: the [`Cuda`] execution space (instances are streams), the
 //! [`CudaSpace`], [`CudaUVMSpace`] and [`CudaHostPinnedSpace`] memory spaces, launch
-//! geometry and occupancy ([`geometry`]), kernel parameter packing ([`params`]), and the
-//! NVRTC module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use.
+//! geometry and occupancy ([`geometry`]), kernel parameter packing ([`params`]), the NVRTC
+//! module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use, device
+//! reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
+//! CUDA Graphs behind hoplite-graph ([`graph`]) and DAG streams for hoplite-dag ([`dag`]).
 //!
 //! The crate builds and its tests run on machines without CUDA: the driver (`libcuda`) and
 //! NVRTC are loaded at run time, every driver call sits behind the check that the library is

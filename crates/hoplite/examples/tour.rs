@@ -39,6 +39,10 @@ fn main() -> Result<()> {
     if let Err(e) = numa() {
         println!("NUMA failed: {e}");
     }
+    #[cfg(feature = "cuda")]
+    if let Err(e) = cuda() {
+        println!("CUDA failed: {e}");
+    }
     errors()?;
 
     println!("\ntour finished in {:.2} s", start.elapsed().as_secs_f64());
@@ -529,6 +533,63 @@ fn nvrtc_ptx_size(source: &str) -> std::result::Result<usize, String> {
         .compile("scaled_sum", source)
         .map(|ptx| ptx.len())
         .map_err(|e| e.to_string())
+}
+
+/// A sum of squares: a device reduction when the tour runs with `--features cuda`.
+#[cfg(feature = "cuda")]
+#[hoplite::kernel]
+fn sum_of_squares(i: Idx<'_>, x: hoplite::BoundReader<'_, f64, 1>, acc: &mut f64) {
+    let v = x.get(i);
+    *acc += v * v;
+}
+
+/// The CUDA backend: on a GPU, a reduction on the device; without one, what still runs (the
+/// reduction kernel compiled to PTX, the checks before the device) and the typed error.
+#[cfg(feature = "cuda")]
+fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    use hoplite::cuda::nvrtc::{NVRTC_ENV, Nvrtc};
+    use hoplite::{Cuda, CudaSpace, DeviceArg, LayoutLeft};
+    section("CUDA: a reduction on the device, or what runs without one");
+    let cuda = Cuda::default();
+    let wheel = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/cuda-wheels/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
+    let nvrtc = std::env::var_os(NVRTC_ENV).map_or(wheel, std::path::PathBuf::from);
+    match Nvrtc::open(&nvrtc)
+        .and_then(|n| n.compile("sum_of_squares", "compute_90", sum_of_squares::cuda_source()))
+    {
+        Ok(ptx) => println!(
+            "the reduce entry `{}` compiles to {} bytes of PTX for compute_90",
+            <sum_of_squares as hoplite::DeviceKernel>::ENTRY,
+            ptx.len()
+        ),
+        Err(e) => println!("PTX size not shown: {e}"),
+    }
+    // The reducer must match the kernel's `&mut f64` accumulator: checked before the device.
+    let empty: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    if let Err(e) =
+        cuda.reduce_range::<sum_of_squares, _>(0..0, &[DeviceArg::read(&empty)], &Sum::<f32>::new())
+    {
+        println!("a Sum<f32> reducer is refused: {e}");
+    }
+    if !cuda.is_available() {
+        let e = cuda
+            .reduce_range::<sum_of_squares, _>(0..0, &[DeviceArg::read(&empty)], &Sum::<f64>::new())
+            .err();
+        println!(
+            "no device: {}",
+            e.map_or_else(|| "?".to_owned(), |e| e.to_string())
+        );
+        return Ok(());
+    }
+    let n = 1 << 20;
+    let host: Vec<f64> = (0..n).map(|k| (k % 7) as f64).collect();
+    let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n])?;
+    hoplite::cuda::copy_to_device(&x, &host)?;
+    let (sum, t) = timed(3, || {
+        cuda.reduce_range::<sum_of_squares, _>(0..n, &[DeviceArg::read(&x)], &Sum::<f64>::new())
+    });
+    println!("sum of squares of {n} values on the GPU = {} in {}", sum?, ms(t));
+    Ok(())
 }
 
 fn md_range() -> Result<()> {

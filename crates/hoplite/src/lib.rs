@@ -97,10 +97,14 @@ pub use hoplite_rayon::{self as rayon, RayonSpace};
 pub use hoplite_numa::{self as numa, NumaSpace};
 
 /// The CUDA backend (feature `cuda`, off by default): streams as instances, device memory,
-/// `#[kernel]` kernels compiled with NVRTC. Builds without CUDA; without a GPU its calls
-/// return typed errors. See [`hoplite_cuda`].
+/// `#[kernel]` kernels compiled with NVRTC and launched, reduced and scanned on the device,
+/// device fills and strided copies, CUDA Graphs (`cuda::graph::CudaGraph`) and DAG streams
+/// (`cuda::dag::CudaDevice`). Builds without CUDA; without a GPU its calls return typed
+/// errors. See [`hoplite_cuda`].
 #[cfg(feature = "cuda")]
-pub use hoplite_cuda::{self as cuda, Cuda, CudaSpace};
+pub use hoplite_cuda::{
+    self as cuda, Cuda, CudaError, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceArg,
+};
 
 /// The execution space used when a launch names none: the most parallel enabled backend
 /// (rayon, else serial).
