@@ -2,15 +2,27 @@
 //! its [`Device`] trait with a pool of `Cuda` instances (CUDA streams) of one GPU.
 //!
 //! A DAG [`Work`] item is a host closure that issues launches on the stream's `Cuda`
-//! instance. Each [`CudaStream`] runs its closures in order on a host thread of its own (the
-//! host stream of hoplite-dag), so a closure never runs on the caller's thread and the host
-//! is never blocked by a stream, and the launches they issue queue on the CUDA stream in the
-//! same order. An event is a host point (the thread reached it) plus a CUDA event recorded
-//! there with `CU_EVENT_DISABLE_TIMING`: complete when both are. `wait_event` makes the
-//! waiting stream's thread wait for the *host* point only (the launches before it are
-//! issued), then `cuStreamWaitEvent` orders the device work: the GPU waits, not the host.
-//! Where the driver refuses to create or record an event, the record falls back to
-//! synchronizing the stream, which keeps every axiom at the cost of a blocked stream thread.
+//! instance. The protocol, per [`CudaStream`]:
+//!
+//! 1. A host thread of the stream (hoplite-dag's `HostStream`) runs the closures in the order
+//!    they were enqueued, so their launches queue on the CUDA stream in that order, and the
+//!    caller of `enqueue` is never blocked.
+//! 2. `record_event` creates a CUDA event (`CU_EVENT_DISABLE_TIMING`) on the caller's thread,
+//!    enqueues a step that records it on the CUDA stream (`cuEventRecord`), then a host point
+//!    that completes once the thread is past that step.
+//! 3. An event is complete when its host point is (every closure before it ran, so every
+//!    launch before it is queued) and `cuEventQuery` no longer answers `NOT_READY` (the
+//!    device finished them). `wait` waits for the host point, then `cuEventSynchronize`.
+//! 4. `wait_event(e)` on another stream enqueues a wait for `e`'s host point on that stream's
+//!    thread (so `e` is recorded: waiting on an unrecorded event is a no-op), then a step
+//!    that queues `cuStreamWaitEvent`: the device orders the work, the host only waits for
+//!    launches to be issued.
+//!
+//! Invariants: a stream's thread only ever waits for another stream's host point, which
+//! depends on nothing but that stream's closures, so every wait ends; when the driver refuses
+//! to create, record or wait for an event, the step synchronizes instead (the stream in
+//! step 2, the event on the host in step 4), which keeps the axioms at the cost of a blocked
+//! stream thread.
 //!
 //! Dependencies point one way (DESIGN.md): hoplite-cuda implements hoplite-dag's traits;
 //! hoplite-dag never names a backend.
