@@ -16,6 +16,12 @@ pub fn scale(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>,
     y.set(i, a * x.get(i));
 }
 
+/// A sum over a range.
+#[kernel]
+pub fn total(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    *acc += x.get(i);
+}
+
 /// Row sums by teams: each team reduces its row, rank 0 adds it through an atomic handle.
 #[kernel]
 pub fn row_sums(m: &impl TeamMember, sums: BoundAtomic<'_, i64, 1>, a: BoundReader<'_, i64, 2>, cols: usize) {
@@ -107,6 +113,24 @@ fn the_api_without_a_driver_returns_typed_errors() {
                 matches!(err, CudaError::InvalidLaunch { .. }) || is_absence(&err),
                 "{err}"
             );
+            // The later parts stop at the same typed error once their checks pass.
+            let err = cuda
+                .reduce_range::<total, _>(0..0, &[DeviceArg::read(&empty)], &Sum::<f64>::new())
+                .expect_err("no device to reduce on");
+            assert!(is_absence(&err), "{err}");
+            let err = cuda.fill(&empty, 1.0).expect_err("no device to fill on");
+            assert!(is_absence(&err), "{err}");
+            let err = cuda.copy(&empty, &empty).expect_err("no device to copy on");
+            assert!(is_absence(&err), "{err}");
+            let err = hoplite_cuda::dag::CudaDevice::new(0, 1)
+                .err()
+                .expect("no device for streams");
+            assert!(err.to_string().contains("CUDA driver"), "{err}");
+            let mut graph = hoplite_cuda::graph::CudaGraph::new(&cuda);
+            let err = graph
+                .instantiate_now()
+                .expect_err("no device to build a graph on");
+            assert!(is_absence(&err), "{err}");
         }
         Ok(cuda) => gpu_round_trip(&cuda),
     }
