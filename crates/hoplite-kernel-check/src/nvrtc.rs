@@ -21,13 +21,14 @@ const ARCH: &str = "compute_90";
 /// contracts `a * b + c` into a fused multiply-add, so neither does the device code.
 pub const NVRTC_OPTIONS: [&str; 3] = ["--gpu-architecture=compute_90", "--fmad=false", "--std=c++17"];
 
-/// The checks' error for a CUDA one: a compiler's rejection keeps its log.
-fn check_error(kernel: &'static str, e: CudaError) -> CheckError {
+/// The checks' error for a CUDA one: a compiler's rejection names the compiler and keeps its
+/// status and log.
+fn check_error(kernel: &'static str, compiler: &str, e: CudaError) -> CheckError {
     match e {
         CudaError::Compile { status, log, .. } => CheckError::Compile {
             kernel,
-            compiler: status,
-            log,
+            compiler: compiler.to_owned(),
+            log: format!("{status}\n{log}"),
         },
         other => CheckError::Arguments {
             kernel,
@@ -50,7 +51,7 @@ impl Nvrtc {
     pub fn open(path: &Path) -> Result<Nvrtc, CheckError> {
         hoplite_cuda::nvrtc::Nvrtc::open(path)
             .map(|inner| Nvrtc { inner })
-            .map_err(|e| check_error("nvrtc", e))
+            .map_err(|e| check_error("nvrtc", "nvrtc", e))
     }
 
     /// NVRTC's version (major, minor).
@@ -66,7 +67,7 @@ impl Nvrtc {
     pub fn compile(&self, kernel: &'static str, source: &str) -> Result<String, CheckError> {
         self.inner
             .compile(kernel, ARCH, source)
-            .map_err(|e| check_error(kernel, e))
+            .map_err(|e| check_error(kernel, "nvrtc", e))
     }
 }
 
@@ -77,5 +78,6 @@ impl Nvrtc {
 /// [`CheckError::Compile`] with ptxas's output when it rejects the PTX or reports nothing, or
 /// with why the files could not be written or ptxas not run.
 pub fn ptxas(program: &Path, kernel: &'static str, ptx: &str, dir: &Path) -> Result<PtxasReport, CheckError> {
-    hoplite_cuda::nvrtc::ptxas(program, kernel, ptx, dir).map_err(|e| check_error(kernel, e))
+    hoplite_cuda::nvrtc::ptxas(program, kernel, ptx, dir)
+        .map_err(|e| check_error(kernel, &program.display().to_string(), e))
 }
