@@ -14,7 +14,9 @@
 //! The entry takes, in order:
 //!
 //! 1. the iteration space: for a range `begin, end` (two `unsigned long long`); for an MDRange
-//!    of rank `R`, `R` begins then `R` ends; for teams, the league size (one
+//!    of rank `R`, `R` begins then `R` ends; for teams, the league size then the policy's
+//!    four scratch requests in bytes, as `with_scratch_size` gave them: per team at level 0,
+//!    per team at level 1, per thread at level 0, per thread at level 1 (five
 //!    `unsigned long long`);
 //! 2. per handle, in the kernel's parameter order: the element pointer, then `R` extents
 //!    (`unsigned long long`), then `R` strides in elements (`unsigned long long`);
@@ -35,13 +37,22 @@
 //!
 //! # Team scratch
 //!
-//! A team kernel's level-0 team scratch (`m.team_scratch(0)`) is the block's dynamic shared
-//! memory: launch it with the policy's level-0 request, per team first (then per thread,
-//! which kernels do not use yet), as the `sharedMemBytes` of the launch. The kernel allocates
-//! from its start with each element type's alignment, as the host's `ScratchPad` does, and
-//! traps past the dynamic shared memory it was given. The host backends round a team's
-//! request up to 8 bytes, and a device backend gives the same rounded amount (hoplite-cuda's
-//! `TeamScratch::bytes`), so the two fail alike.
+//! Both scratch levels of a team kernel, per team (`m.team_scratch(level)`) and per thread
+//! (`m.thread_scratch(level)`), live in the block's dynamic shared memory, each part rounded
+//! up to 8 bytes as the host backends round a request, in this order:
+//!
+//! | part | bytes |
+//! |---|---|
+//! | the team's level 0 | `round8(team0)` |
+//! | the team's level 1 | `round8(team1)` |
+//! | each thread's level 0, by team rank | `blockDim.x * round8(thread0)` |
+//! | each thread's level 1, by team rank | `blockDim.x * round8(thread1)` |
+//!
+//! A device backend launches with the sum as the `sharedMemBytes` (hoplite-cuda's
+//! `TeamScratch::bytes`) and the four requests as entry parameters. The entry traps if it
+//! got less dynamic shared memory than the sum; the kernel allocates from each part with
+//! each element type's alignment, as the host's `ScratchPad` does, and traps past a part, so
+//! an allocation fails on the device exactly where it fails on the host.
 
 use std::fmt;
 

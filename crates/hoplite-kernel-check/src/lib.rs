@@ -27,6 +27,8 @@ use std::ffi::c_void;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_core::DeviceKernel;
 use hoplite_core::device_kernel::{DeviceIteration, DeviceParam, DevicePattern, ScalarType};
@@ -221,6 +223,34 @@ impl Grid {
     }
 }
 
+/// The scratch a team launch asks for, in bytes: a `TeamPolicy`'s `with_scratch_size`
+/// requests at levels 0 and 1. The entry gets the four requests; the block's dynamic shared
+/// memory is [`bytes`](Self::bytes), as a device backend gives it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scratch {
+    /// Bytes per team at levels 0 and 1.
+    pub per_team: [usize; 2],
+    /// Bytes per thread at levels 0 and 1.
+    pub per_thread: [usize; 2],
+}
+
+impl Scratch {
+    /// The dynamic shared memory of a team of `threads`: every part rounded up to 8 bytes, as
+    /// the host backends round a request (team level 0, team level 1, then each thread's
+    /// level 0 and level 1 parts).
+    ///
+    /// ```
+    /// use hoplite_kernel_check::Scratch;
+    /// let s = Scratch { per_team: [12, 0], per_thread: [3, 8] };
+    /// assert_eq!(s.bytes(2), 16 + 2 * (8 + 8));
+    /// ```
+    pub fn bytes(&self, threads: usize) -> usize {
+        let round = |b: usize| b.next_multiple_of(8);
+        let team = round(self.per_team[0]) + round(self.per_team[1]);
+        team + threads * (round(self.per_thread[0]) + round(self.per_thread[1]))
+    }
+}
+
 /// How a launch ended on the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -275,7 +305,14 @@ impl HostModule {
             std::fs::write(&source, text).map_err(io("writing the source"))?;
             // Compiled under a name of its own and renamed when complete, so that an
             // interrupted compile never leaves a library that looks finished.
-            let partial: PathBuf = dir.join(format!("lib{stem}.{}.tmp", std::process::id()));
+            // Tests compile the same kernel on several threads at once: each compile gets a
+            // file of its own.
+            static COMPILES: AtomicUsize = AtomicUsize::new(0);
+            let partial: PathBuf = dir.join(format!(
+                "lib{stem}.{}.{}.tmp",
+                std::process::id(),
+                COMPILES.fetch_add(1, Ordering::Relaxed)
+            ));
             let output = Command::new(compiler)
                 .args([
                     "-std=c++20",
@@ -340,7 +377,7 @@ impl HostModule {
         if self.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a parallel_for kernel".to_owned()));
         }
-        self.launch(grid, 0, begin, end, arrays, scalars, None)
+        self.launch(grid, Scratch::default(), begin, end, arrays, scalars, None)
     }
 
     /// Launches a `parallel_reduce` entry: every thread starts from `init`, and the partials
@@ -368,7 +405,7 @@ impl HostModule {
         let mut partials = vec![0u64; grid.thread_count()];
         let outcome = self.launch(
             grid,
-            0,
+            Scratch::default(),
             begin,
             end,
             arrays,
@@ -400,12 +437,12 @@ impl HostModule {
         if self.iteration != DeviceIteration::Team || self.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a team parallel_for kernel".to_owned()));
         }
-        self.launch_team_for_scratch(grid, league_size, 0, arrays, scalars)
+        self.launch_team_for_scratch(grid, league_size, Scratch::default(), arrays, scalars)
     }
 
     /// Launches a team `parallel_for` entry as [`launch_team_for`](Self::launch_team_for)
-    /// does, with `scratch_bytes` of dynamic shared memory per block: the team scratch of
-    /// level 0 (a device backend gives the policy's per-team request there).
+    /// does, with the scratch requests `scratch` and [`Scratch::bytes`] of dynamic shared
+    /// memory per block, as a device backend launches a policy's scratch.
     ///
     /// # Errors
     ///
@@ -414,14 +451,14 @@ impl HostModule {
         &self,
         grid: Grid,
         league_size: usize,
-        scratch_bytes: usize,
+        scratch: Scratch,
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
     ) -> Result<Outcome, CheckError> {
         if self.iteration != DeviceIteration::Team || self.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a team parallel_for kernel".to_owned()));
         }
-        self.launch(grid, scratch_bytes, &[0], &[league_size], arrays, scalars, None)
+        self.launch(grid, scratch, &[0], &[league_size], arrays, scalars, None)
     }
 
     /// Launches a team `parallel_reduce` entry over a league of `league_size` teams; the
@@ -470,7 +507,7 @@ impl HostModule {
         let mut partials = vec![Slot([0; 16]); grid.thread_count()];
         let outcome = self.launch(
             grid,
-            0,
+            Scratch::default(),
             &[range.start],
             &[range.end],
             arrays,
@@ -525,7 +562,7 @@ impl HostModule {
         let mut partials = vec![Slot([0; 16]); grid.thread_count()];
         let outcome = self.launch(
             grid,
-            0,
+            Scratch::default(),
             &[range.start],
             &[range.end],
             arrays,
@@ -571,7 +608,7 @@ impl HostModule {
         let mut partials = vec![0u64; grid.thread_count()];
         let first = self.launch(
             grid,
-            0,
+            Scratch::default(),
             &begin,
             &end,
             arrays,
@@ -589,7 +626,7 @@ impl HostModule {
         }
         let outcome = self.launch(
             grid,
-            0,
+            Scratch::default(),
             &begin,
             &end,
             arrays,
@@ -669,7 +706,7 @@ impl HostModule {
     fn launch(
         &self,
         grid: Grid,
-        scratch_bytes: usize,
+        scratch: Scratch,
         begin: &[usize],
         end: &[usize],
         arrays: &mut [HostArray<'_>],
@@ -684,8 +721,11 @@ impl HostModule {
         // little-endian load of a smaller scalar finds it).
         let mut slots: Vec<Slot> = Vec::new();
         if self.iteration == DeviceIteration::Team {
-            // A league of teams: only its size (`begin` is 0).
+            // A league of teams: its size (`begin` is 0), then the scratch requests.
             slots.push(Slot::of(&(end[0] as u64).to_ne_bytes()));
+            for bytes in scratch.per_team.into_iter().chain(scratch.per_thread) {
+                slots.push(Slot::of(&(bytes as u64).to_ne_bytes()));
+            }
         } else {
             for &b in begin.iter().chain(end) {
                 slots.push(Slot::of(&(b as u64).to_ne_bytes()));
@@ -742,6 +782,10 @@ impl HostModule {
             }
         }
         let mut pointers: Vec<*mut c_void> = slots.iter_mut().map(|s| s.0.as_mut_ptr().cast()).collect();
+        // The launcher keeps the grid and the block's barrier in the library's globals, and two
+        // modules of one kernel load the same library: one launch at a time in the process.
+        static LAUNCHES: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = LAUNCHES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let [gx, gy, gz] = grid.blocks;
         let [bx, by, bz] = grid.threads;
         // SAFETY: the launcher reads one slot per parameter of the entry, in the order and
@@ -756,7 +800,7 @@ impl HostModule {
                 bx,
                 by,
                 bz,
-                scratch_bytes as u64,
+                scratch.bytes(grid.threads.iter().map(|&t| t as usize).product()) as u64,
                 pointers.as_mut_ptr(),
             )
         };
@@ -778,7 +822,8 @@ fn launcher_source(
 ) -> String {
     let mut types: Vec<String> = Vec::new();
     let bounds = if iteration == DeviceIteration::Team {
-        1
+        // The league size and the four scratch requests.
+        5
     } else {
         2 * iteration.rank()
     };

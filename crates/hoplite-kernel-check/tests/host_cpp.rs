@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use hoplite::prelude::*;
 use hoplite::{DeviceKernel, RayonSpace, Serial};
-use hoplite_kernel_check::{Grid, HostArray, HostModule, Outcome, Value, host_compiler};
+use hoplite_kernel_check::{Grid, HostArray, HostModule, Outcome, Scratch, Value, host_compiler};
 use kernels::*;
 
 /// Compiles `K` for the host, or says why the check is skipped.
@@ -1028,7 +1028,10 @@ fn reverse_rows_device(
         .launch_team_for_scratch(
             grid,
             rows,
-            bytes,
+            Scratch {
+                per_team: [bytes, 0],
+                per_thread: [0, 0],
+            },
             &mut [
                 HostArray::new(&mut out, &[rows, cols]),
                 HostArray::new(&mut ha, &[rows, cols]),
@@ -1442,6 +1445,150 @@ fn team_reduce_max_and_min_skip_nan() -> Result<()> {
             )?;
             assert_eq!(bits(&out.to_vec()?), bits(&want), "rayon, team size {team}");
         }
+    }
+    Ok(())
+}
+
+/// The scratch `scratch_levels` asks for with teams of `team` threads over `cols` columns:
+/// level 0 a sum per thread, level 1 the row; per thread `cols` `u32` and two `f64`.
+fn scratch_levels_request(team: usize, cols: usize) -> Scratch {
+    Scratch {
+        per_team: [8 * team, 8 * cols],
+        per_thread: [4 * cols, 16],
+    }
+}
+
+/// `scratch_levels` by hand: exact, since the values are small multiples of a quarter.
+fn scratch_levels_by_hand(a: &[f64], rows: usize, cols: usize, team: usize) -> Vec<f64> {
+    let mut out = vec![0.0; rows * cols];
+    for row in 0..rows {
+        let line: Vec<f64> = (0..cols).map(|j| a[row * cols + j] * 0.5).collect();
+        let parts: Vec<f64> = (0..team)
+            .map(|r| {
+                (r..cols)
+                    .step_by(team)
+                    .fold(0.0, |s, j| s + line[j] * (r + 1) as f64)
+            })
+            .collect();
+        for k in 0..cols {
+            let lower = parts[..k % team].iter().fold(0.0, |s, p| s + p);
+            out[row * cols + k] = 0.0 + (line[cols - 1 - k] + lower);
+        }
+    }
+    out
+}
+
+/// `scratch_levels` natively on `space` with teams of `team`, its output (`None` when the
+/// space cannot make such teams); `short` takes 8 bytes off the per-thread level-0 request.
+fn scratch_levels_native<S>(
+    space: S,
+    a: &[f64],
+    rows: usize,
+    cols: usize,
+    team: usize,
+    short: bool,
+) -> Result<Option<Vec<f64>>>
+where
+    S: ExecutionSpace + hoplite::ParallelFor<TeamPolicy<S>>,
+{
+    let request = scratch_levels_request(team, cols);
+    let thread0 = request.per_thread[0] - if short { 8 } else { 0 };
+    let policy = TeamPolicy::new(space, rows, TeamSize::Fixed(team))
+        .with_scratch_size(0, PerTeam(request.per_team[0]), PerThread(thread0))
+        .with_scratch_size(1, PerTeam(request.per_team[1]), PerThread(request.per_thread[1]));
+    if team > policy.team_size_max() {
+        return Ok(None);
+    }
+    let av = view("a", [rows, cols], a)?;
+    let out = View::<f64, 2>::new("out", [rows, cols])?;
+    parallel_for(
+        "scratch levels",
+        (policy, (out.atomic(), av.read())),
+        scratch_levels::with::<S>(cols),
+    )?;
+    Ok(Some(out.to_vec()?))
+}
+
+#[test]
+fn thread_scratch_and_level_one_follow_the_team_part() -> Result<()> {
+    let Some(m) = module::<scratch_levels>() else {
+        return Ok(());
+    };
+    for (rows, cols) in [(0, 3), (3, 0), (1, 1), (4, 7), (5, 18)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 5) % 17) as f64 * 0.25 - 2.0)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let want = scratch_levels_by_hand(&a, rows, cols, team);
+            let grid = Grid {
+                blocks: [2, 1, 1],
+                threads: [team as u32, 1, 1],
+            };
+            let (mut host, mut ha) = (vec![0.0; rows * cols], a.clone());
+            let outcome = m
+                .launch_team_for_scratch(
+                    grid,
+                    rows,
+                    scratch_levels_request(team, cols),
+                    &mut [
+                        HostArray::new(&mut host, &[rows, cols]),
+                        HostArray::new(&mut ha, &[rows, cols]),
+                    ],
+                    &[Value::Usize(cols)],
+                )
+                .expect("arguments match");
+            assert_eq!(outcome, Outcome::Completed);
+            assert_eq!(
+                bits(&host),
+                bits(&want),
+                "device, team size {team}, {rows}x{cols}"
+            );
+            if let Some(native) = scratch_levels_native(RayonSpace::default(), &a, rows, cols, team, false)? {
+                assert_eq!(
+                    bits(&native),
+                    bits(&want),
+                    "rayon, team size {team}, {rows}x{cols}"
+                );
+            }
+        }
+        let serial = scratch_levels_native(Serial::default(), &a, rows, cols, 1, false)?;
+        assert_eq!(
+            serial.map(|v| bits(&v)),
+            Some(bits(&scratch_levels_by_hand(&a, rows, cols, 1))),
+            "serial, {rows}x{cols}"
+        );
+    }
+    // A thread's level-0 request 8 bytes short of its columns: the native allocation fails,
+    // the device traps.
+    let (rows, cols) = (2, 6);
+    let a = f64s(rows * cols, |k| k as f64);
+    let native = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        scratch_levels_native(Serial::default(), &a, rows, cols, 1, true)
+    }));
+    assert!(
+        matches!(native, Err(_) | Ok(Err(_))),
+        "the native allocation fails: {native:?}"
+    );
+    for team in [1usize, 3] {
+        let mut request = scratch_levels_request(team, cols);
+        request.per_thread[0] -= 8;
+        let (mut host, mut ha) = (vec![0.0; rows * cols], a.clone());
+        let outcome = m
+            .launch_team_for_scratch(
+                Grid {
+                    blocks: [2, 1, 1],
+                    threads: [team as u32, 1, 1],
+                },
+                rows,
+                request,
+                &mut [
+                    HostArray::new(&mut host, &[rows, cols]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Trapped, "team size {team}");
     }
     Ok(())
 }

@@ -27,9 +27,10 @@ const SUPPORTED_EXPRESSIONS: &str = "numbers and bools, arithmetic, comparisons,
      handle methods (`get`, `set`, `neighbor`, `fetch_add`, `fetch_min`, `fetch_max`) and the \
      float functions (`sqrt`, `exp`, `ln`, `sin`, `cos`, `abs`, `min`, `max`, `powi`, `powf`, `mul_add`)";
 
-const SCRATCH_USAGE: &str = "team scratch in a #[kernel] is level 0, allocated once per `let`: \
-     `let s = m.team_scratch(0).alloc::<T>(len).unwrap();` (or `.expect(\"..\")`) with T one of \
-     i32, i64, u32, u64, usize, f32, f64; then `s.get(k)`, `s.set(k, v)`, `s.len()`";
+const SCRATCH_USAGE: &str = "scratch in a #[kernel] is allocated once per `let`: \
+     `let s = m.team_scratch(level).alloc::<T>(len).unwrap();` (or `m.thread_scratch(level)`, or \
+     `.expect(\"..\")`) with the level 0 or 1 and T one of i32, i64, u32, u64, usize, f32, f64; \
+     then `s.get(k)`, `s.set(k, v)`, `s.len()`";
 
 fn unsupported(span: Span, what: &str) -> syn::Error {
     syn::Error::new(
@@ -202,7 +203,7 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
     let _ = writeln!(src, "HL_DEV void {fn_name}_body({}) {{", params.join(", "));
     if tx.uses_scratch {
         // Every thread of the team makes the same allocations, so gets the same slices.
-        src.push_str("    unsigned long long hl_scratch_used = 0;\n");
+        src.push_str("    unsigned long long hl_scratch_used[4] = {0, 0, 0, 0};\n");
     }
     src.push_str(&body);
     src.push_str("}\n\n");
@@ -231,6 +232,10 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
     let mut params = Vec::new();
     if sig.token == TokenKind::Team {
         params.push("unsigned long long hl_league_size".to_owned());
+        // The policy's scratch requests: per team at levels 0 and 1, per thread at 0 and 1.
+        for part in ["team0", "team1", "thread0", "thread1"] {
+            params.push(format!("unsigned long long hl_scratch_{part}"));
+        }
     } else {
         for d in 0..rank {
             params.push(format!("unsigned long long hl_b{d}"));
@@ -323,8 +328,11 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
         TokenKind::Team => {
             // Every thread of a block runs the same leagues, so barriers line up.
             src.push_str(
-                "    for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n\
-                 \x20       hl_member hl_t = {hl_l, hl_league_size};\n",
+                "    hl_member hl_t;\n\
+                 \x20   hl_scratch_layout(&hl_t, hl_scratch_team0, hl_scratch_team1, hl_scratch_thread0, hl_scratch_thread1);\n\
+                 \x20   hl_t.league_size = hl_league_size;\n\
+                 \x20   for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n\
+                 \x20       hl_t.league = hl_l;\n",
             );
             if uses_scratch {
                 // The next team of this block reuses the scratch: the last reads come first.
@@ -696,7 +704,7 @@ impl Translator<'_> {
             }
             return self.nested_reduce(ident, annotated, &call);
         }
-        if let Some((element, len)) = self.scratch_alloc(&init.expr)? {
+        if let Some((element, pad, len)) = self.scratch_alloc(&init.expr)? {
             if annotated.is_some() {
                 return Err(syn::Error::new(
                     local.pat.span(),
@@ -709,8 +717,9 @@ impl Translator<'_> {
             self.uses_scratch = true;
             let c = element.cuda_name();
             let c_name = self.declare(ident, Ty::Scratch(element));
+            let member = format!("v_{}", self.sig.token_name);
             self.line(&format!(
-                "hl_scratch<{c}> {c_name} = hl_scratch_alloc<{c}>(&hl_scratch_used, {len});"
+                "hl_scratch<{c}> {c_name} = hl_scratch_alloc<{c}>({member}, {pad}, &hl_scratch_used[{pad}], {len});"
             ));
             return Ok(());
         }
@@ -1366,7 +1375,7 @@ impl Translator<'_> {
                 self.expect(src, Scalar::Usize, args[1].span())?;
                 Ok(Ty::Known(s))
             }
-            "team_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
+            "team_scratch" | "thread_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
             "team_reduce" => {
                 arity(2)?;
                 let (_, turbofish) = reducer_kind(args[0], true)?;
@@ -1385,7 +1394,7 @@ impl Translator<'_> {
                 m.method.span(),
                 format!(
                     "method `{method}` is not supported on the team member in a #[kernel]; supported: league_rank, \
-                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scratch(0)"
+                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scratch(level), thread_scratch(level)"
                 ),
             )),
         }
@@ -1622,9 +1631,11 @@ impl Translator<'_> {
         Ok(())
     }
 
-    /// `m.team_scratch(0).alloc::<T>(len).unwrap()` (or `.expect("..")`): the element type
-    /// and the length, or `None` when `expr` is no scratch allocation at all.
-    fn scratch_alloc<'e>(&mut self, expr: &'e Expr) -> syn::Result<Option<(Scalar, &'e Expr)>> {
+    /// `m.team_scratch(level).alloc::<T>(len).unwrap()` (or `m.thread_scratch(level)`, or
+    /// `.expect("..")`): the element type, the pad (team level 0, team level 1, thread level
+    /// 0, thread level 1: the order of `hl_member::pad`) and the length, or `None` when `expr`
+    /// is no scratch allocation at all.
+    fn scratch_alloc<'e>(&mut self, expr: &'e Expr) -> syn::Result<Option<(Scalar, usize, &'e Expr)>> {
         let Expr::MethodCall(outer) = expr else {
             return Ok(None);
         };
@@ -1635,7 +1646,12 @@ impl Translator<'_> {
             return Ok(None);
         };
         let receiver = self.infer_quiet(&pad.receiver)?;
-        if pad.method != "team_scratch" || self.norm(receiver) != Ty::Member {
+        let first_pad = match pad.method.to_string().as_str() {
+            "team_scratch" => 0,
+            "thread_scratch" => 2,
+            _ => return Ok(None),
+        };
+        if self.norm(receiver) != Ty::Member {
             return Ok(None);
         }
         let unwrapped = match outer.method.to_string().as_str() {
@@ -1646,7 +1662,11 @@ impl Translator<'_> {
             ),
             _ => false,
         };
-        let level_zero = pad.args.len() == 1 && pad.args.first().and_then(int_lit) == Some(0);
+        // The host panics on any other level.
+        let level = match pad.args.iter().collect::<Vec<_>>().as_slice() {
+            [arg] => int_lit(arg).filter(|&l| l < 2),
+            _ => None,
+        };
         let element =
             alloc
                 .turbofish
@@ -1658,12 +1678,14 @@ impl Translator<'_> {
         let element = element.filter(|s| !matches!(s, Scalar::Bool | Scalar::Isize));
         match (
             unwrapped,
-            level_zero,
+            level,
             alloc.method == "alloc",
             element,
             alloc.args.first(),
         ) {
-            (true, true, true, Some(element), Some(len)) if alloc.args.len() == 1 => Ok(Some((element, len))),
+            (true, Some(level), true, Some(element), Some(len)) if alloc.args.len() == 1 => {
+                Ok(Some((element, first_pad + level, len)))
+            }
             _ => Err(syn::Error::new_spanned(expr, SCRATCH_USAGE)),
         }
     }

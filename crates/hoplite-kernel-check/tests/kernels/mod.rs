@@ -419,3 +419,53 @@ pub fn team_max_min(m: &impl TeamMember, out: BoundAtomic<'_, f64, 2>, a: BoundR
         out.fetch_add([row, 1], small);
     }
 }
+
+/// Scratch at both levels, per team and per thread: the team gathers its row (scaled by a
+/// per-thread weight) in level-1 team scratch, each thread lists the columns it gathered in
+/// its own level-0 scratch and keeps its weights in its level-1 scratch, the threads' sums
+/// meet in level-0 team scratch; after a barrier every thread adds a mirrored element and the
+/// sums of the lower ranks.
+#[kernel]
+pub fn scratch_levels(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, f64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let sums = m
+        .team_scratch(0)
+        .alloc::<f64>(m.team_size())
+        .expect("a sum per thread");
+    let line = m.team_scratch(1).alloc::<f64>(cols).expect("the row");
+    let mine = m
+        .thread_scratch(0)
+        .alloc::<u32>(cols)
+        .expect("this thread's columns");
+    let weights = m.thread_scratch(1).alloc::<f64>(2).expect("two weights");
+    weights.set(0, (m.team_rank() + 1) as f64);
+    weights.set(1, 0.5);
+    let mut count = 0;
+    let mut j = m.team_rank();
+    while j < cols {
+        line.set(j, a.get([row, j]) * weights.get(1));
+        mine.set(count, j as u32);
+        count += 1;
+        j += m.team_size();
+    }
+    let mut part = 0.0;
+    for k in 0..count {
+        part += line.get(mine.get(k) as usize) * weights.get(0);
+    }
+    sums.set(m.team_rank(), part);
+    m.team_barrier();
+    let mut k = m.team_rank();
+    while k < cols {
+        let mut lower = 0.0;
+        for r in 0..m.team_rank() {
+            lower += sums.get(r);
+        }
+        out.fetch_add([row, k], line.get(cols - 1 - k) + lower);
+        k += m.team_size();
+    }
+}
