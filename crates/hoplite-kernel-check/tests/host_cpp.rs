@@ -1592,3 +1592,61 @@ fn thread_scratch_and_level_one_follow_the_team_part() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn nested_scans_team_vector_loops_and_team_scan_match_the_host() -> Result<()> {
+    let Some(m) = module::<nested_scans>() else {
+        return Ok(());
+    };
+    // Four threads, so teams of up to four run natively (oversubscribed on a smaller machine).
+    let space = RayonSpace::with_threads(4)?;
+    // Ranges across several blocks of 16 columns, short ones, one starting past its blocks'
+    // start, an empty one; values with many bits, so a different grouping would show.
+    for (rows, cols, skip) in [(3, 70, 0), (2, 37, 5), (2, 7, 0), (3, 20, 20), (1, 1, 0)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 37) % 101) as f64 * 0.013 - 0.4)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let grid = Grid {
+                blocks: [2, 1, 1],
+                threads: [team as u32, 1, 1],
+            };
+            let (mut out, mut totals, mut ha) = (vec![0.0; rows * cols], vec![0.0; rows * 9], a.clone());
+            let outcome = m
+                .launch_team_for(
+                    grid,
+                    rows,
+                    &mut [
+                        HostArray::new(&mut out, &[rows, cols]),
+                        HostArray::new(&mut totals, &[rows, 9]),
+                        HostArray::new(&mut ha, &[rows, cols]),
+                    ],
+                    &[Value::Usize(cols), Value::Usize(skip)],
+                )
+                .expect("arguments match");
+            assert_eq!(outcome, Outcome::Completed);
+
+            let policy = TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team));
+            let av = view("a", [rows, cols], &a)?;
+            let native_out = View::<f64, 2>::new("out", [rows, cols])?;
+            let native_totals = View::<f64, 2>::new("totals", [rows, 9])?;
+            parallel_for(
+                "nested scans",
+                (policy, (native_out.atomic(), native_totals.atomic(), av.read())),
+                nested_scans::with::<RayonSpace>(cols, skip),
+            )?;
+            let what = format!("team size {team}, {rows}x{cols} from {skip}");
+            assert_eq!(bits(&out), bits(&native_out.to_vec()?), "{what}");
+            assert_eq!(bits(&totals), bits(&native_totals.to_vec()?), "{what}");
+            // The owner of each scanned column is recorded: `team_owner(j, team, 16)`.
+            for row in 0..rows {
+                for j in skip..cols {
+                    let owner = ((j / 16) % team) as f64 * 1000.0;
+                    let prefix = out[row * cols + j] - 0.25 - owner;
+                    assert!((0.0..1000.0).contains(&(prefix + 500.0)), "{what}: column {j}");
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -27,7 +27,8 @@ use signature::{Handle, HandleKind, KernelSignature, TokenKind};
 /// `BoundAtomic<'_, T, R>`), plain scalar
 /// captures (`f64`, `usize`, ...), and for a reduction the accumulator `&mut T` (or
 /// `&mut ValLoc<T>`, `&mut MinMaxScalar<T>`) last; a scan adds `is_final: bool` after it.
-/// Team kernels may use team and thread scratch of levels 0 and 1 and the nested loops `TeamThreadRange` and
+/// Team kernels may use team and thread scratch of levels 0 and 1, `team_scan` and the nested loops
+/// `TeamThreadRange`, `TeamVectorRange` and
 /// `ThreadVectorRange` (`docs/kernels.md` lists the forms).
 ///
 /// The function stays as written. Beside it the macro defines a type of the same name with

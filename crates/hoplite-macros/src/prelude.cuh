@@ -139,6 +139,44 @@ template <class T, int OP> HL_DEV T hl_team_join(T v) {
     __syncthreads();
     return r;
 }
+// `team_scan`: the sum of the lower ranks' values from zero, and the team's total from there,
+// as the host backends compute them; a team of one gets (0, v).
+template <class T> HL_DEV void hl_team_scan(T v, T* prefix, T* total) {
+    __shared__ T hl_values[1024];
+    __syncthreads();
+    hl_values[threadIdx.x] = v;
+    __syncthreads();
+    if (blockDim.x == 1) {
+        *prefix = (T)0;
+        *total = v;
+    } else {
+        T p = (T)0;
+        for (unsigned k = 0; k < threadIdx.x; ++k) p = hl_add(p, hl_values[k]);
+        T t = p;
+        for (unsigned k = threadIdx.x; k < blockDim.x; ++k) t = hl_add(t, hl_values[k]);
+        *prefix = p;
+        *total = t;
+    }
+    __syncthreads();
+}
+// One round of a team-level nested scan: the blocks of 16 indices `first .. first + blockDim.x`
+// (below `end`), one per thread, block `first + i` on thread `(first + i) % blockDim.x`.
+// Every thread gives its block's sum `s`; every thread gets the sum of the blocks before its
+// block `mine` (from `*carry`, the sum of all earlier rounds), and `*carry` moves past the
+// round: the same fold over block sums, in block order, as the core's team scan.
+template <class T> HL_DEV T hl_block_prefix(T s, unsigned long long first, unsigned long long end, unsigned long long mine, T* carry) {
+    __shared__ T hl_values[1024];
+    __syncthreads();
+    hl_values[threadIdx.x] = s;
+    __syncthreads();
+    T c = *carry, before = *carry;
+    for (unsigned long long b = first; b < end && b < first + blockDim.x; ++b) {
+        if (b == mine) before = c;
+        c = hl_add(c, hl_values[b % blockDim.x]);
+    }
+    *carry = c;
+    return before;
+}
 template <class T> HL_DEV T hl_team_sum(T v) { return hl_team_join<T, 0>(v); }
 template <class T> HL_DEV T hl_team_max(T v) { return hl_team_join<T, 1>(v); }
 template <class T> HL_DEV T hl_team_min(T v) { return hl_team_join<T, 2>(v); }

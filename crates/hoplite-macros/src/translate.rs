@@ -94,7 +94,9 @@ fn nested_call(m: &syn::ExprMethodCall) -> Option<NestedCall<'_>> {
         return None;
     }
     let level = match segs[segs.len() - 2].as_str() {
-        "TeamThreadRange" => NestedLevel::TeamThread,
+        // A team's vector lanes are its threads' (one lane per thread), so `TeamVectorRange`
+        // splits as `TeamThreadRange` does, on the host and on the device.
+        "TeamThreadRange" | "TeamVectorRange" => NestedLevel::TeamThread,
         "ThreadVectorRange" => NestedLevel::ThreadVector,
         _ => return None,
     };
@@ -110,9 +112,10 @@ fn nested_call(m: &syn::ExprMethodCall) -> Option<NestedCall<'_>> {
 /// A nested loop closure's parameter: its name, and the `T` of an `&mut T` annotation.
 type ClosureParam<'e> = (&'e syn::Ident, Option<Scalar>);
 
-const NESTED_USAGE: &str = "nested loops in a #[kernel] are `TeamThreadRange::new(m, n)` or \
-     `ThreadVectorRange::new(m, n)` (`n` a count or `a..b`) with `.parallel_for(|j| ..)` as a statement, or \
-     `let s = ...parallel_reduce(|j, acc: &mut T| .., Sum::new());`; the closure uses its index as `*j`";
+const NESTED_USAGE: &str = "nested loops in a #[kernel] are `TeamThreadRange::new(m, n)`, \
+     `TeamVectorRange::new(m, n)` or `ThreadVectorRange::new(m, n)` (`n` a count or `a..b`) with \
+     `.parallel_for(|j| ..)` as a statement, `let s = ...parallel_reduce(|j, acc: &mut T| .., Sum::new());` or \
+     `let total = ...parallel_scan(|j, partial: &mut T, is_final| ..);`; the closure uses its index as `*j`";
 
 #[derive(Clone)]
 struct Var {
@@ -327,10 +330,15 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
         }
         TokenKind::Team => {
             // Every thread of a block runs the same leagues, so barriers line up.
+            src.push_str("    hl_member hl_t;\n");
+            if uses_scratch {
+                // A kernel without scratch never reads the pads: no layout, no check to keep.
+                src.push_str(
+                    "    hl_scratch_layout(&hl_t, hl_scratch_team0, hl_scratch_team1, hl_scratch_thread0, hl_scratch_thread1);\n",
+                );
+            }
             src.push_str(
-                "    hl_member hl_t;\n\
-                 \x20   hl_scratch_layout(&hl_t, hl_scratch_team0, hl_scratch_team1, hl_scratch_thread0, hl_scratch_thread1);\n\
-                 \x20   hl_t.league_size = hl_league_size;\n\
+                "    hl_t.league_size = hl_league_size;\n\
                  \x20   for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n\
                  \x20       hl_t.league = hl_l;\n",
             );
@@ -668,6 +676,9 @@ impl Translator<'_> {
     }
 
     fn local(&mut self, local: &syn::Local) -> syn::Result<()> {
+        if let Pat::Tuple(t) = &local.pat {
+            return self.team_scan_local(t, local);
+        }
         let (ident, annotated) = match &local.pat {
             Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (&p.ident, None),
             Pat::Type(t) => match &*t.pat {
@@ -699,10 +710,11 @@ impl Translator<'_> {
         if let Expr::MethodCall(m) = &*init.expr
             && let Some(call) = nested_call(m)
         {
-            if call.method != "parallel_reduce" {
-                return Err(syn::Error::new_spanned(m, NESTED_USAGE));
-            }
-            return self.nested_reduce(ident, annotated, &call);
+            return match call.method.as_str() {
+                "parallel_reduce" => self.nested_reduce(ident, annotated, &call),
+                "parallel_scan" => self.nested_scan(Some(ident), annotated, &call),
+                _ => Err(syn::Error::new_spanned(m, NESTED_USAGE)),
+            };
         }
         if let Some((element, pad, len)) = self.scratch_alloc(&init.expr)? {
             if annotated.is_some() {
@@ -747,6 +759,49 @@ impl Translator<'_> {
         let value = self.emit(&init.expr, scalar)?;
         let c_name = self.declare(ident, var_ty);
         self.line(&format!("{} {c_name} = {value};", scalar.cuda_name()));
+        Ok(())
+    }
+
+    /// `let (prefix, total) = m.team_scan(v);`, the one destructuring `let` of the subset.
+    fn team_scan_local(&mut self, t: &syn::PatTuple, local: &syn::Local) -> syn::Result<()> {
+        let names: Vec<&syn::Ident> = t
+            .elems
+            .iter()
+            .filter_map(|p| match p {
+                Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(&p.ident),
+                _ => None,
+            })
+            .collect();
+        let call = match local.init.as_ref().map(|init| (&*init.expr, &init.diverge)) {
+            Some((Expr::MethodCall(m), None)) if m.method == "team_scan" => Some(m),
+            _ => None,
+        };
+        let (Some(call), [prefix, total]) = (call, names.as_slice()) else {
+            return Err(unsupported(
+                t.span(),
+                "a destructuring pattern other than `let (prefix, total) = m.team_scan(v);`",
+            ));
+        };
+        let receiver = self.infer_quiet(&call.receiver)?;
+        if self.norm(receiver) != Ty::Member || t.elems.len() != 2 || call.args.len() != 1 {
+            return Err(syn::Error::new_spanned(
+                call,
+                "`team_scan` takes one value on the team member: `let (prefix, total) = m.team_scan(v);`",
+            ));
+        }
+        let value = &call.args[0];
+        let ty = self.infer(value)?;
+        let s = self.scalar_of(ty, value.span())?;
+        if s == Scalar::Bool {
+            return Err(syn::Error::new(value.span(), "team_scan sums numbers"));
+        }
+        self.set_slot(ty, s);
+        let v = self.emit(value, s)?;
+        let c = s.cuda_name();
+        let prefix = self.declare(prefix, Ty::Known(s));
+        let total = self.declare(total, Ty::Known(s));
+        self.line(&format!("{c} {prefix}, {total};"));
+        self.line(&format!("hl_team_scan<{c}>({v}, &{prefix}, &{total});"));
         Ok(())
     }
 
@@ -853,10 +908,11 @@ impl Translator<'_> {
             Expr::Paren(p) => self.expr_stmt(&p.expr),
             Expr::MethodCall(m) if nested_call(m).is_some() => {
                 let call = nested_call(m).ok_or_else(|| syn::Error::new_spanned(m, NESTED_USAGE))?;
-                if call.method != "parallel_for" {
-                    return Err(syn::Error::new_spanned(m, NESTED_USAGE));
+                match call.method.as_str() {
+                    "parallel_for" => self.nested_for(&call),
+                    "parallel_scan" => self.nested_scan(None, None, &call),
+                    _ => Err(syn::Error::new_spanned(m, NESTED_USAGE)),
                 }
-                self.nested_for(&call)
             }
             other => {
                 let ty = self.infer(other)?;
@@ -1376,6 +1432,10 @@ impl Translator<'_> {
                 Ok(Ty::Known(s))
             }
             "team_scratch" | "thread_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
+            "team_scan" => Err(syn::Error::new_spanned(
+                m,
+                "`team_scan` gives two values in a #[kernel]: `let (prefix, total) = m.team_scan(v);`",
+            )),
             "team_reduce" => {
                 arity(2)?;
                 let (_, turbofish) = reducer_kind(args[0], true)?;
@@ -1394,7 +1454,7 @@ impl Translator<'_> {
                 m.method.span(),
                 format!(
                     "method `{method}` is not supported on the team member in a #[kernel]; supported: league_rank, \
-                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scratch(level), thread_scratch(level)"
+                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scan (as `let (prefix, total) = m.team_scan(v);`), team_scratch(level), thread_scratch(level)"
                 ),
             )),
         }
@@ -1468,6 +1528,7 @@ impl Translator<'_> {
         index: &syn::Ident,
         j: &str,
         acc: Option<(&syn::Ident, Scalar, String)>,
+        is_final: Option<(&syn::Ident, String)>,
         body: &Expr,
     ) -> syn::Result<()> {
         self.scopes.push(HashMap::new());
@@ -1477,6 +1538,10 @@ impl Translator<'_> {
         if let Some((name, s, ptr)) = acc {
             let c_name = self.declare(name, Ty::Acc(s));
             self.line(&format!("{}* {c_name} = {ptr};", s.cuda_name()));
+        }
+        if let Some((name, flag)) = is_final {
+            let c_name = self.declare(name, Ty::Known(Scalar::Bool));
+            self.line(&format!("const bool {c_name} = {flag};"));
         }
         let (depth, closure) = (self.loop_depth, self.in_closure);
         self.loop_depth = 0;
@@ -1572,7 +1637,7 @@ impl Translator<'_> {
         self.line("{");
         self.indent += 1;
         let opened = self.open_nested_loops(call.level, false, &lo, &hi, k);
-        self.nested_body(params[0].0, &format!("hl_j{k}"), None, body)?;
+        self.nested_body(params[0].0, &format!("hl_j{k}"), None, None, body)?;
         self.close_nested_loops(opened);
         self.indent -= 1;
         self.line("}");
@@ -1617,6 +1682,7 @@ impl Translator<'_> {
             params[0].0,
             &format!("hl_j{k}"),
             Some((params[1].0, s, format!("&hl_p{k}"))),
+            None,
             body,
         )?;
         self.close_nested_loops(opened);
@@ -1628,6 +1694,114 @@ impl Translator<'_> {
         };
         let c_name = self.declare(ident, Ty::Known(s));
         self.line(&format!("{c} {c_name} = {value};"));
+        Ok(())
+    }
+
+    /// `TeamThreadRange::new(m, n).parallel_scan(|j, partial: &mut T, is_final| ..)` (also
+    /// `TeamVectorRange`, `ThreadVectorRange`), its total bound to `ident` if there is one.
+    ///
+    /// On one thread (`ThreadVectorRange`, or a team of one) a single final pass from zero,
+    /// as the host backends run it. A team-level scan otherwise follows the core's: each thread
+    /// sums the blocks of 16 indices it owns (`is_final` false), every thread learns the sums
+    /// of the blocks before its own, in block order, and runs its blocks again from there
+    /// (`is_final` true). The blocks go round by round, one per thread, through shared memory.
+    fn nested_scan(
+        &mut self,
+        ident: Option<&syn::Ident>,
+        annotated: Option<Scalar>,
+        call: &NestedCall<'_>,
+    ) -> syn::Result<()> {
+        if call.call.args.len() != 1 {
+            return Err(syn::Error::new_spanned(call.call, NESTED_USAGE));
+        }
+        let (params, body) = self.nested_closure(call, 3)?;
+        let s = params[1].1.or(annotated).ok_or_else(|| {
+            syn::Error::new_spanned(
+                call.call,
+                "say the partial's type in a #[kernel]'s nested scan: `|j, partial: &mut f64, is_final| ..` \
+                 or `let total: f64 = ..`",
+            )
+        })?;
+        if s == Scalar::Bool {
+            return Err(syn::Error::new_spanned(call.call, "a nested scan sums numbers"));
+        }
+        let (lo, hi) = self.nested_bounds(call)?;
+        self.next_name += 1;
+        let k = self.next_name;
+        let c = s.cuda_name();
+        let zero = ReducerKind::Sum.identity(s);
+        self.line(&format!("{c} hl_total{k} = {zero};"));
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!(
+            "const unsigned long long hl_lo{k} = {lo}, hl_hi{k} = {hi};"
+        ));
+        // The host panics on a range with begin > end.
+        self.line(&format!("if (hl_lo{k} > hl_hi{k}) hl_panic();"));
+        // The closure, called by both passes.
+        self.line(&format!(
+            "auto hl_scan{k} = [&](unsigned long long hl_j{k}, {c}* hl_acc{k}, bool hl_fin{k}) {{"
+        ));
+        self.nested_body(
+            params[0].0,
+            &format!("hl_j{k}"),
+            Some((params[1].0, s, format!("hl_acc{k}"))),
+            Some((params[2].0, format!("hl_fin{k}"))),
+            body,
+        )?;
+        self.line("};");
+        let one_pass = format!(
+            "for (unsigned long long hl_j{k} = hl_lo{k}; hl_j{k} < hl_hi{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_total{k}, true);"
+        );
+        match call.level {
+            NestedLevel::ThreadVector => self.line(&one_pass),
+            NestedLevel::TeamThread => {
+                self.line("if (blockDim.x == 1) {");
+                self.indent += 1;
+                self.line(&one_pass);
+                self.indent -= 1;
+                self.line("} else {");
+                self.indent += 1;
+                for line in [
+                    format!(
+                        "const unsigned long long hl_bfirst{k} = hl_lo{k} / 16, hl_bend{k} = hl_lo{k} < hl_hi{k} ? (hl_hi{k} - 1) / 16 + 1 : hl_bfirst{k};"
+                    ),
+                    format!(
+                        "for (unsigned long long hl_round{k} = hl_bfirst{k}; hl_round{k} < hl_bend{k}; hl_round{k} += blockDim.x) {{"
+                    ),
+                    format!(
+                        "    const unsigned long long hl_b{k} = hl_round{k} + (threadIdx.x + blockDim.x - hl_round{k} % blockDim.x) % blockDim.x;"
+                    ),
+                    format!(
+                        "    const unsigned long long hl_from{k} = hl_b{k} * 16 > hl_lo{k} ? hl_b{k} * 16 : hl_lo{k};"
+                    ),
+                    format!(
+                        "    const unsigned long long hl_to{k} = hl_b{k} >= hl_bend{k} ? hl_from{k} : hl_hi{k} - hl_b{k} * 16 > 16 ? hl_b{k} * 16 + 16 : hl_hi{k};"
+                    ),
+                    format!("    {c} hl_sum{k} = {zero};"),
+                    format!(
+                        "    for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_sum{k}, false);"
+                    ),
+                    format!(
+                        "    {c} hl_part{k} = hl_block_prefix<{c}>(hl_sum{k}, hl_round{k}, hl_bend{k}, hl_b{k}, &hl_total{k});"
+                    ),
+                    format!(
+                        "    for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_part{k}, true);"
+                    ),
+                    "}".to_owned(),
+                ] {
+                    self.line(&line);
+                }
+                self.indent -= 1;
+                self.line("}");
+            }
+        }
+        self.indent -= 1;
+        self.line("}");
+        if let Some(ident) = ident {
+            let c_name = self.declare(ident, Ty::Known(s));
+            self.line(&format!("{c} {c_name} = hl_total{k};"));
+        }
         Ok(())
     }
 

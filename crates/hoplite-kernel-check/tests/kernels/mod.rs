@@ -469,3 +469,49 @@ pub fn scratch_levels(
         k += m.team_size();
     }
 }
+
+/// Nested scans and `TeamVectorRange`: an exclusive scan of the row over the team's threads
+/// (each index on the thread that owns it, which the stored value records), `TeamVectorRange`
+/// loops and a scan of integers, a per-thread scan, and `team_scan` over the threads (each
+/// thread's prefix in a column of its own, from 5).
+#[kernel]
+pub fn nested_scans(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, f64, 2>,
+    totals: BoundAtomic<'_, f64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+    skip: usize,
+) {
+    let row = m.league_rank();
+    let total = TeamThreadRange::new(m, skip..cols).parallel_scan(|j, partial: &mut f64, is_final| {
+        if is_final {
+            out.fetch_add([row, *j], *partial + (m.team_rank() * 1000) as f64);
+        }
+        *partial += a.get([row, *j]);
+    });
+    m.team_barrier();
+    TeamVectorRange::new(m, cols).parallel_for(|j| {
+        out.fetch_add([row, *j], 0.25);
+    });
+    let squares: i64 = TeamVectorRange::new(m, cols).parallel_scan(|j, partial, is_final| {
+        *partial += (a.get([row, *j]) * 4.0) as i64 * (*j as i64);
+        if is_final && *j + 1 == cols {
+            totals.fetch_add([row, 1], *partial as f64);
+        }
+    });
+    let top = TeamVectorRange::new(m, cols)
+        .parallel_reduce(|j, acc: &mut f64| *acc = acc.max(a.get([row, *j])), Max::new());
+    let mine = ThreadVectorRange::new(m, 0..3).parallel_scan(|k, partial: &mut u64, is_final| {
+        if is_final && *k == 2 {
+            totals.fetch_add([row, 2], *partial as f64);
+        }
+        *partial += (*k as u64 + 1) * (m.team_rank() as u64 + 1);
+    });
+    let (before, all) = m.team_scan(m.team_rank() as f64 * 0.5 + mine as f64 + a.get([row, 0]));
+    totals.fetch_add([row, 5 + m.team_rank()], before);
+    if m.team_rank() == 0 {
+        totals.fetch_add([row, 0], total);
+        totals.fetch_add([row, 4], squares as f64 + top + all);
+    }
+}
