@@ -318,7 +318,8 @@ impl Cuda {
     /// Launches `K` (a `#[kernel]` `parallel_for` over a `TeamPolicy`) over a league of
     /// `league_size` teams of `team_size` threads (`TeamSize::Auto`: the size that keeps the
     /// most threads resident, from the compiled kernel's registers and shared memory). Team
-    /// kernels store through atomic handles, so writers are refused.
+    /// kernels store through atomic handles, or into their team's row of a rank-2 writer,
+    /// which must have a row per team.
     ///
     /// ```
     /// use hoplite_core::TeamSize;
@@ -332,25 +333,19 @@ impl Cuda {
     ///
     /// # Errors
     ///
-    /// As for [`launch_range`](Self::launch_range); a writer argument; a team size of 0 or
-    /// above the device's block limit.
+    /// As for [`launch_range`](Self::launch_range); a writer that is not of rank 2 or has
+    /// fewer rows than the league; a team size of 0 or above the device's block limit.
     pub fn launch_team<K: DeviceKernel>(
         &self,
         league_size: usize,
         team_size: TeamSize,
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        if let Some(k) = args.iter().position(|a| a.writer_extents.is_some()) {
-            return Err(CudaError::InvalidLaunch {
-                kernel: K::NAME,
-                reason: format!(
-                    "argument {k} is a writer; team kernels store through atomic handles or their accumulator"
-                ),
-            });
-        }
         let league = league_size as u64;
         let iteration = IterationArgs::Team { league_size: league };
-        self.launch::<K>(iteration, &[], args, |limits, resources| {
+        // A team stores into its row of a rank-2 writer (`team_row`): the writer needs a row
+        // per team; the kernel checks each column against the second extent.
+        self.launch::<K>(iteration, &[league, 0], args, |limits, resources| {
             let size = match team_size {
                 TeamSize::Fixed(n) => u32::try_from(n).unwrap_or(u32::MAX),
                 TeamSize::Auto => auto_team_size(

@@ -134,12 +134,21 @@ fn gpu_round_trip(cuda: &Cuda) {
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f64));
 }
 
+/// Each team stores its row through `team_row`.
+#[kernel]
+pub fn team_rows(m: &impl TeamMember, out: BoundWriter<'_, f64, 2>) {
+    let row = out.team_row(m.league_token());
+    TeamThreadRange::new(m, row.len()).parallel_for(|j| {
+        row.set(j, (row.row() * 10 + *j) as f64);
+    });
+}
+
 #[test]
 fn team_launches_check_their_arguments() {
     let empty1: View<i64, 1, LayoutLeft, CudaSpace> = View::default();
     let empty2: View<i64, 2, LayoutLeft, CudaSpace> = View::default();
     let cuda = Cuda::default();
-    // Team kernels store through atomics: a writer is refused, with or without a device.
+    // A writer where the kernel takes an atomic handle is refused, with or without a device.
     let err = cuda
         .launch_team::<row_sums>(
             4,
@@ -151,7 +160,13 @@ fn team_launches_check_their_arguments() {
             ],
         )
         .expect_err("a writer in a team launch");
-    assert!(err.to_string().contains("atomic"), "{err}");
+    assert!(err.to_string().contains("Atomic handle"), "{err}");
+    // A team's row of a writer: the writer needs a row per team.
+    let short: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
+    let err = cuda
+        .launch_team::<team_rows>(4, TeamSize::Auto, &[DeviceArg::write(&short)])
+        .expect_err("no row for the teams");
+    assert!(err.to_string().contains("writer"), "{err}");
     // A reader where the kernel takes an atomic handle is refused too.
     let err = cuda
         .launch_team::<row_sums>(

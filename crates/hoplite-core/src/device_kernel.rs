@@ -182,6 +182,10 @@ pub enum DevicePattern {
     /// `parallel_reduce` accumulating a `MinMaxScalar<T>` of this `T` (`MinMax`): on the
     /// device a `struct { T min; T max; }` of 16 bytes, `min` at byte 0 and `max` at byte 8.
     ReduceMinMax(ScalarType),
+    /// `parallel_reduce` accumulating a `MinMaxLocScalar<T>` of this `T` (`MinMaxLoc`): on the
+    /// device two `ValLoc` structs, the minimum's then the maximum's, 32 bytes: `min_val` at
+    /// byte 0, `min_loc` at 8, `max_val` at 16, `max_loc` at 24 (`~0` for no location).
+    ReduceMinMaxLoc(ScalarType),
     /// `parallel_scan` summing values of this type (two launches of the entry; see the
     /// module documentation).
     Scan(ScalarType),
@@ -263,9 +267,11 @@ impl DeviceParam {
 /// [`params`](Self::params) this trait reports, and trusts the code to stay inside them. An
 /// implementation promises that the entry has exactly that parameter list; that it stores
 /// through a writer only at indices of the launch's iteration space (which the launch checked
-/// against the writer's extents) and through a reduction's partials only at its own thread's
-/// slot; and that every other load or store is checked against the extents it was given, or
-/// is an atomic operation on an atomic handle.
+/// against the writer's extents) or, in a team kernel, in its team's row of a rank-2 writer
+/// at columns the thread owns by `team_owner` (row and column checked against the extents in
+/// the kernel), and through a reduction's partials only at its own thread's slot; and that
+/// every other load or store is checked against the extents it was given, or is an atomic
+/// operation on an atomic handle.
 pub unsafe trait DeviceKernel {
     /// The kernel's name (the Rust function's).
     const NAME: &'static str;

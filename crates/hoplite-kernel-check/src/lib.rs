@@ -502,31 +502,11 @@ impl HostModule {
         if init.ty() != ty {
             return Err(self.arg_error(format!("accumulates ValLoc<{ty}>, not ValLoc<{}>", init.ty())));
         }
-        let mut start = init.wide();
-        start[8..].copy_from_slice(&u64::MAX.to_ne_bytes());
-        let mut partials = vec![Slot([0; 16]); grid.thread_count()];
-        let outcome = self.launch(
-            grid,
-            Scratch::default(),
-            &[range.start],
-            &[range.end],
-            arrays,
-            scalars,
-            Some((start, partials.as_mut_ptr().cast(), None)),
-        )?;
+        let (outcome, partials) =
+            self.launch_words(grid, range, arrays, scalars, &[init.slot(), NO_LOCATION])?;
         let values = partials
             .iter()
-            .map(|slot| {
-                let mut val = [0u8; 8];
-                val.copy_from_slice(&slot.0[..8]);
-                let mut loc = [0u8; 8];
-                loc.copy_from_slice(&slot.0[8..]);
-                let loc = u64::from_ne_bytes(loc);
-                (
-                    Value::from_slot(ty, &val),
-                    (loc != u64::MAX).then_some(loc as usize),
-                )
-            })
+            .map(|p| (Value::from_slot(ty, &p[0]), location(p[1])))
             .collect();
         Ok((outcome, values))
     }
@@ -557,9 +537,73 @@ impl HostModule {
                 init.1.ty()
             )));
         }
-        let mut start = init.0.wide();
-        start[8..].copy_from_slice(&init.1.slot());
-        let mut partials = vec![Slot([0; 16]); grid.thread_count()];
+        let (outcome, partials) =
+            self.launch_words(grid, range, arrays, scalars, &[init.0.slot(), init.1.slot()])?;
+        let values = partials
+            .iter()
+            .map(|p| (Value::from_slot(ty, &p[0]), Value::from_slot(ty, &p[1])))
+            .collect();
+        Ok((outcome, values))
+    }
+
+    /// Launches a `parallel_reduce` entry over `MinMaxLocScalar` values (`MinMaxLoc`) on a
+    /// range: every thread starts from `{ min: (init_min, None), max: (init_max, None) }`; the
+    /// partials `((min, min_loc), (max, max_loc))` come back in thread order for the caller to
+    /// join.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_reduce_min_max_loc(
+        &self,
+        grid: Grid,
+        range: std::ops::Range<usize>,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: (Value, Value),
+    ) -> Result<(Outcome, Vec<(LocPartial, LocPartial)>), CheckError> {
+        let DevicePattern::ReduceMinMaxLoc(ty) = self.pattern else {
+            return Err(self.arg_error("is not a parallel_reduce kernel over MinMaxLocScalar".to_owned()));
+        };
+        if init.0.ty() != ty || init.1.ty() != ty {
+            return Err(self.arg_error(format!(
+                "accumulates MinMaxLocScalar<{ty}>, not ({}, {})",
+                init.0.ty(),
+                init.1.ty()
+            )));
+        }
+        let start = [init.0.slot(), NO_LOCATION, init.1.slot(), NO_LOCATION];
+        let (outcome, partials) = self.launch_words(grid, range, arrays, scalars, &start)?;
+        let values = partials
+            .iter()
+            .map(|p| {
+                (
+                    (Value::from_slot(ty, &p[0]), location(p[1])),
+                    (Value::from_slot(ty, &p[2]), location(p[3])),
+                )
+            })
+            .collect();
+        Ok((outcome, values))
+    }
+
+    /// Launches a reduction whose value is a struct of 8-byte words (`ValLoc`, `MinMaxScalar`,
+    /// `MinMaxLocScalar`): every thread starts from `init`; each thread's partial comes back
+    /// as its words, in thread order.
+    fn launch_words(
+        &self,
+        grid: Grid,
+        range: std::ops::Range<usize>,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: &[[u8; 8]],
+    ) -> Result<(Outcome, Vec<Words>), CheckError> {
+        let words = init.len();
+        let mut start = [0u8; SLOT_BYTES];
+        for (k, word) in init.iter().enumerate() {
+            start[8 * k..8 * k + 8].copy_from_slice(word);
+        }
+        // The device stores each thread's value at its own `words * 8` bytes.
+        let mut partials = vec![0u64; grid.thread_count() * words];
         let outcome = self.launch(
             grid,
             Scratch::default(),
@@ -570,14 +614,8 @@ impl HostModule {
             Some((start, partials.as_mut_ptr().cast(), None)),
         )?;
         let values = partials
-            .iter()
-            .map(|slot| {
-                let mut min = [0u8; 8];
-                min.copy_from_slice(&slot.0[..8]);
-                let mut max = [0u8; 8];
-                max.copy_from_slice(&slot.0[8..]);
-                (Value::from_slot(ty, &min), Value::from_slot(ty, &max))
-            })
+            .chunks(words)
+            .map(|p| p.iter().map(|w| w.to_ne_bytes()).collect())
             .collect();
         Ok((outcome, values))
     }
@@ -637,24 +675,38 @@ impl HostModule {
     }
 }
 
-/// One parameter as a launch passes it: 16 bytes, 8-aligned, the value in the low bytes (the
-/// largest parameter is a `ValLoc` initial value).
+/// One thread's partial of a reduction over a struct value: its 8-byte words.
+type Words = Vec<[u8; 8]>;
+
+/// The bytes of the largest parameter: a `MinMaxLocScalar` initial value.
+const SLOT_BYTES: usize = 32;
+
+/// A location word that is `None` (`~0` on the device).
+const NO_LOCATION: [u8; 8] = u64::MAX.to_ne_bytes();
+
+/// The location a device stored in `word`.
+fn location(word: [u8; 8]) -> Option<usize> {
+    let loc = u64::from_ne_bytes(word);
+    (loc != u64::MAX).then_some(loc as usize)
+}
+
+/// One parameter as a launch passes it: 32 bytes, 8-aligned, the value in the low bytes.
 #[repr(C, align(8))]
 #[derive(Clone, Copy)]
-struct Slot([u8; 16]);
+struct Slot([u8; SLOT_BYTES]);
 
 impl Slot {
     fn of(bytes: &[u8]) -> Slot {
-        let mut slot = Slot([0; 16]);
+        let mut slot = Slot([0; SLOT_BYTES]);
         slot.0[..bytes.len()].copy_from_slice(bytes);
         slot
     }
 }
 
 impl Value {
-    /// The value in 16 bytes, low bytes first.
-    fn wide(self) -> [u8; 16] {
-        let mut out = [0u8; 16];
+    /// The value in a parameter's bytes, low bytes first.
+    fn wide(self) -> [u8; SLOT_BYTES] {
+        let mut out = [0u8; SLOT_BYTES];
         out[..8].copy_from_slice(&self.slot());
         out
     }
@@ -711,13 +763,13 @@ impl HostModule {
         end: &[usize],
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
-        reduce: Option<([u8; 16], *mut c_void, Option<bool>)>,
+        reduce: Option<([u8; SLOT_BYTES], *mut c_void, Option<bool>)>,
     ) -> Result<Outcome, CheckError> {
         let rank = self.iteration.rank();
         if begin.len() != rank || end.len() != rank {
             return Err(self.arg_error(format!("iterates over {rank} dimension(s)")));
         }
-        // Every parameter lives in a 16-byte slot, the value in its low bytes (where a
+        // Every parameter lives in a 32-byte slot, the value in its low bytes (where a
         // little-endian load of a smaller scalar finds it).
         let mut slots: Vec<Slot> = Vec::new();
         if self.iteration == DeviceIteration::Team {
@@ -848,6 +900,10 @@ fn launcher_source(
     if let DevicePattern::ReduceValLoc(ty) = pattern {
         types.push(format!("hl_valloc<{}>", ty.cuda_name()));
         types.push(format!("hl_valloc<{}>*", ty.cuda_name()));
+    }
+    if let DevicePattern::ReduceMinMaxLoc(ty) = pattern {
+        types.push(format!("hl_minmaxloc<{}>", ty.cuda_name()));
+        types.push(format!("hl_minmaxloc<{}>*", ty.cuda_name()));
     }
     if let DevicePattern::ReduceMinMax(ty) = pattern {
         types.push(format!("hl_minmax<{}>", ty.cuda_name()));

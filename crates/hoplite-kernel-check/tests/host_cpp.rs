@@ -1650,3 +1650,195 @@ fn nested_scans_team_vector_loops_and_team_scan_match_the_host() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn team_rows_of_writers_store_on_the_owning_thread() -> Result<()> {
+    let Some(m) = module::<row_offsets>() else {
+        return Ok(());
+    };
+    let space = RayonSpace::with_threads(4)?;
+    for (rows, cols) in [(3, 70), (2, 17), (4, 5), (2, 0), (0, 3)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 29) % 97) as f64 * 0.017 - 0.6)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let (mut out, mut ha) = (vec![0.0; rows * cols], a.clone());
+            let outcome = m
+                .launch_team_for(
+                    Grid {
+                        blocks: [2, 1, 1],
+                        threads: [team as u32, 1, 1],
+                    },
+                    rows,
+                    &mut [
+                        HostArray::new(&mut out, &[rows, cols]),
+                        HostArray::new(&mut ha, &[rows, cols]),
+                    ],
+                    &[],
+                )
+                .expect("arguments match");
+            assert_eq!(outcome, Outcome::Completed);
+            let av = view("a", [rows, cols], &a)?;
+            let native = View::<f64, 2>::new("out", [rows, cols])?;
+            parallel_for(
+                "row offsets",
+                (
+                    TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team)),
+                    (native.write(), av.read()),
+                ),
+                row_offsets::with::<RayonSpace>(),
+            )?;
+            assert_eq!(
+                bits(&out),
+                bits(&native.to_vec()?),
+                "team size {team}, {rows}x{cols}"
+            );
+        }
+    }
+    // A writer with fewer rows than the league: `team_row` panics natively, traps on the device.
+    let (rows, cols) = (2, 4);
+    let a = f64s(3 * cols, |k| k as f64);
+    let av = view("a", [3, cols], &a)?;
+    let native = View::<f64, 2>::new("out", [rows, cols])?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parallel_for(
+            "row offsets",
+            (
+                TeamPolicy::new(Serial::default(), 3, TeamSize::Fixed(1)),
+                (native.write(), av.read()),
+            ),
+            row_offsets::with::<Serial>(),
+        )
+    }));
+    assert!(
+        matches!(result, Err(_) | Ok(Err(_))),
+        "the native row is refused: {result:?}"
+    );
+    let (mut out, mut ha) = (vec![0.0; rows * cols], a.clone());
+    let outcome = m
+        .launch_team_for(
+            Grid {
+                blocks: [1, 1, 1],
+                threads: [2, 1, 1],
+            },
+            3,
+            &mut [
+                HostArray::new(&mut out, &[rows, cols]),
+                HostArray::new(&mut ha, &[3, cols]),
+            ],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Trapped);
+    Ok(())
+}
+
+/// A `MinMaxLocScalar`'s value bits and locations, to compare NaN too.
+fn min_max_loc_bits(v: &MinMaxLocScalar<f64>) -> (u64, Option<usize>, u64, Option<usize>) {
+    (v.min_val.to_bits(), v.min_loc, v.max_val.to_bits(), v.max_loc)
+}
+
+#[test]
+fn min_max_loc_ties_nan_and_empty_ranges() -> Result<()> {
+    let Some(m) = module::<extremes_at>() else {
+        return Ok(());
+    };
+    let n = 50;
+    // Ties of the minimum (-3 at 7, 19, 31, 43) and of the maximum (4 at 4, 9, 14, ...), NaN
+    // at several places.
+    let x: Vec<f64> = (0..n)
+        .map(|k| {
+            if k % 12 == 7 {
+                -3.0
+            } else if k % 11 == 5 {
+                f64::NAN
+            } else {
+                (k % 5) as f64
+            }
+        })
+        .collect();
+    let reducer = MinMaxLoc::<f64>::new();
+    for (range, scale) in [(0..n, 1.0), (8..n, -0.5), (20..34, 2.0), (5..5, 1.0), (5..6, 1.0)] {
+        let xv = view("x", [n], &x)?;
+        let native = parallel_reduce(
+            "extremes at",
+            (
+                RangePolicy::new(RayonSpace::default(), range.clone()),
+                (xv.read(),),
+            ),
+            extremes_at::with(scale),
+            MinMaxLoc::<f64>::new(),
+        )?;
+        let mut hx = x.clone();
+        let (outcome, partials) = m
+            .launch_reduce_min_max_loc(
+                GRID_1D,
+                range.clone(),
+                &mut [HostArray::new(&mut hx, &[n])],
+                &[Value::F64(scale)],
+                (Value::F64(f64::INFINITY), Value::F64(f64::NEG_INFINITY)),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let mut device = reducer.init();
+        for ((min, min_loc), (max, max_loc)) in &partials {
+            reducer.join(
+                &mut device,
+                MinMaxLocScalar {
+                    min_val: as_f64(min),
+                    min_loc: *min_loc,
+                    max_val: as_f64(max),
+                    max_loc: *max_loc,
+                },
+            );
+        }
+        assert_eq!(
+            min_max_loc_bits(&device),
+            min_max_loc_bits(&native),
+            "{range:?} scaled by {scale}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn reducer_joins_in_a_body_match_the_host_reducers() -> Result<()> {
+    let Some(m) = module::<row_joins>() else {
+        return Ok(());
+    };
+    let (rows, cols) = (23, 9);
+    // Quarters, so every grouping of the sums is exact; NaN in a few places, which `Max`
+    // skips and the `as i64` cast turns into 0.
+    let x: Vec<f64> = (0..rows * cols)
+        .map(|k| {
+            if k % 17 == 3 {
+                f64::NAN
+            } else {
+                ((k * 7) % 19) as f64 * 0.25 - 2.0
+            }
+        })
+        .collect();
+    let xv = view("x", [rows, cols], &x)?;
+    for (lo, hi) in [(0, rows), (4, 17), (6, 6)] {
+        let native = parallel_reduce(
+            "row joins",
+            (RangePolicy::new(RayonSpace::default(), lo..hi), (xv.read(),)),
+            row_joins::with(cols),
+            Sum::<f64>::new(),
+        )?;
+        let mut hx = x.clone();
+        let (outcome, partials) = m
+            .launch_reduce(
+                GRID_1D,
+                &[lo],
+                &[hi],
+                &mut [HostArray::new(&mut hx, &[rows, cols])],
+                &[Value::Usize(cols)],
+                Value::F64(0.0),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(join_f64(&partials, |a, b| a + b, 0.0), native, "rows {lo}..{hi}");
+    }
+    Ok(())
+}

@@ -90,11 +90,29 @@ template <class T> HL_DEV void hl_update_loc(hl_valloc<T>* acc, T val, unsigned 
         if (un && uc) rank = 0;
         else if (un) rank = 1;
         else if (uc) rank = -1;
-        else rank = val < acc->val ? -1 : (val > acc->val ? 1 : 0);
-        if (!min) rank = -rank;
+        // NaN ranks worst in both directions: only the order of numbers turns for a maximum.
+        else rank = (val < acc->val ? -1 : (val > acc->val ? 1 : 0)) * (min ? 1 : -1);
         take = rank < 0 || (rank == 0 && loc < acc->loc);
     }
     if (take) { acc->val = val; acc->loc = loc; }
+}
+// `MinMaxLocScalar<T>` of MinMaxLoc: the minimum's `ValLoc` then the maximum's, 32 bytes
+// (`min_val` at byte 0, `min_loc` at 8, `max_val` at 16, `max_loc` at 24); `update` folds
+// both sides as `MinMaxLocScalar::update` does, ties to the lowest index.
+template <class T> struct hl_minmaxloc { hl_valloc<T> min; hl_valloc<T> max; };
+template <class T> HL_DEV void hl_update_minmaxloc(hl_minmaxloc<T>* acc, T v, unsigned long long loc) {
+    hl_update_loc(&acc->min, v, loc, true);
+    hl_update_loc(&acc->max, v, loc, false);
+}
+// A team's row of a rank-2 writer: the host's `team_row` panics on a league rank past the
+// first extent, and a row's `get`/`set` on a column past the second.
+template <class T> HL_DEV unsigned long long hl_team_row(const hl_view<T, 2>& h, unsigned long long league) {
+    if (league >= h.ext[0]) hl_panic();
+    return league;
+}
+template <class T> HL_DEV unsigned long long hl_row_at(const hl_view<T, 2>& h, unsigned long long row, unsigned long long j) {
+    if (j >= h.ext[1]) hl_panic();
+    return row * h.str[0] + j * h.str[1];
 }
 // Teams: a block is a team. Collectives go through shared memory between barriers; the sum
 // joins in rank order from rank 0's value, as the host backends' team_reduce does.

@@ -13,7 +13,7 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, ItemFn, Lit, Pat, Stmt, UnOp};
 
-use crate::signature::{HandleKind, KernelSignature, SUPPORTED_SCALARS, Scalar, TokenKind};
+use crate::signature::{AccKind, HandleKind, KernelSignature, SUPPORTED_SCALARS, Scalar, TokenKind};
 
 const PRELUDE: &str = include_str!("prelude.cuh");
 
@@ -56,12 +56,16 @@ enum Ty {
     AccLoc(Scalar),
     /// A `&mut MinMaxScalar<T>` accumulator: only `update`.
     AccMinMax(Scalar),
+    /// A `&mut MinMaxLocScalar<T>` accumulator: only `update(value, index)`.
+    AccMinMaxLoc(Scalar),
     /// The team member of a team kernel.
     Member,
     /// A slice of team scratch (shared memory) of this element type.
     Scratch(Scalar),
     /// The index of a nested loop's closure (`*j`, `j.get()`).
     NestedIdx,
+    /// The team's row of the rank-2 writer of this handle index (`w.team_row(m.league_token())`).
+    TeamRow(usize),
 }
 
 /// The nested ranges a #[kernel] translates.
@@ -112,6 +116,10 @@ fn nested_call(m: &syn::ExprMethodCall) -> Option<NestedCall<'_>> {
 /// A nested loop closure's parameter: its name, and the `T` of an `&mut T` annotation.
 type ClosureParam<'e> = (&'e syn::Ident, Option<Scalar>);
 
+const TEAM_ROW_USAGE: &str = "a team's row in a #[kernel] is `let row = w.team_row(m.league_token());` \
+     for a rank-2 writer `w`; then `row.set(j, v)` and `row.get(j)` with the index `j` of a team-level \
+     loop, `row.len()`, `row.row()`";
+
 const NESTED_USAGE: &str = "nested loops in a #[kernel] are `TeamThreadRange::new(m, n)`, \
      `TeamVectorRange::new(m, n)` or `ThreadVectorRange::new(m, n)` (`n` a count or `a..b`) with \
      `.parallel_for(|j| ..)` as a statement, `let s = ...parallel_reduce(|j, acc: &mut T| .., Sum::new());` or \
@@ -142,7 +150,7 @@ struct Translator<'a> {
 
 pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Translated> {
     if let (Some(acc), Some(flag)) = (&sig.accumulator, &sig.scan_flag)
-        && (acc.val_loc || acc.min_max)
+        && acc.acc != AccKind::Plain
     {
         return Err(syn::Error::new(
             flag.span(),
@@ -519,12 +527,11 @@ impl Translator<'_> {
         params.extend(sig.accumulator.iter().map(|a| {
             (
                 &a.name,
-                if a.val_loc {
-                    Ty::AccLoc(a.scalar)
-                } else if a.min_max {
-                    Ty::AccMinMax(a.scalar)
-                } else {
-                    Ty::Acc(a.scalar)
+                match a.acc {
+                    AccKind::Plain => Ty::Acc(a.scalar),
+                    AccKind::ValLoc => Ty::AccLoc(a.scalar),
+                    AccKind::MinMax => Ty::AccMinMax(a.scalar),
+                    AccKind::MinMaxLoc => Ty::AccMinMaxLoc(a.scalar),
                 },
             )
         }));
@@ -716,6 +723,23 @@ impl Translator<'_> {
                 _ => Err(syn::Error::new_spanned(m, NESTED_USAGE)),
             };
         }
+        if let Some(k) = self.team_row_of(&init.expr)? {
+            if annotated.is_some() {
+                return Err(syn::Error::new(
+                    local.pat.span(),
+                    "a team row takes its type from the writer: write `let row = ...` without a type",
+                ));
+            }
+            let h = &self.sig.handles[k];
+            let view = format!("v_{}", h.name);
+            let member = format!("v_{}", self.sig.token_name);
+            let c_name = self.declare(ident, Ty::TeamRow(k));
+            // The host's `team_row` panics on a league rank past the first extent.
+            self.line(&format!(
+                "const unsigned long long {c_name} = hl_team_row({view}, {member}.league);"
+            ));
+            return Ok(());
+        }
         if let Some((element, pad, len)) = self.scratch_alloc(&init.expr)? {
             if annotated.is_some() {
                 return Err(syn::Error::new(
@@ -759,6 +783,48 @@ impl Translator<'_> {
         let value = self.emit(&init.expr, scalar)?;
         let c_name = self.declare(ident, var_ty);
         self.line(&format!("{} {c_name} = {value};", scalar.cuda_name()));
+        Ok(())
+    }
+
+    /// `Sum::new().join(&mut x, v)` (or `Max`, `Min`; `x` a local or the accumulator `acc`):
+    /// the reducer's join, as the host's `Reducer::join` computes it.
+    fn reducer_join(&mut self, m: &syn::ExprMethodCall) -> syn::Result<()> {
+        const USAGE: &str = "a reducer's `join` in a #[kernel] is `Sum::new().join(&mut x, v)` (or `Max`, \
+             `Min`) with `x` a `let mut` local, or `Sum::new().join(acc, v)` on a `&mut T` accumulator";
+        let (kind, turbofish) = reducer_kind(&m.receiver, false)?;
+        let args: Vec<&Expr> = m.args.iter().collect();
+        arity(m, "join", &args, 2)?;
+        let (dst, ty) = match args[0] {
+            Expr::Reference(r) if r.mutability.is_some() => self.place(&r.expr)?,
+            Expr::Path(p) => match single_name(&p.path).and_then(|n| self.lookup(&n).cloned()) {
+                Some(Var {
+                    c_name,
+                    ty: Ty::Acc(s),
+                }) => (format!("(*{c_name})"), Ty::Known(s)),
+                _ => return Err(syn::Error::new(args[0].span(), USAGE)),
+            },
+            other => return Err(syn::Error::new(other.span(), USAGE)),
+        };
+        let value_ty = self.infer(args[1])?;
+        let t = self.unify(ty, value_ty, m.span())?;
+        if let Some(want) = turbofish {
+            self.expect(t, want, m.receiver.span())?;
+        }
+        let s = self.scalar_of(t, m.span())?;
+        if s == Scalar::Bool {
+            return Err(syn::Error::new(m.span(), "a reducer joins numbers"));
+        }
+        self.set_slot(t, s);
+        let v = self.emit(args[1], s)?;
+        let code = match kind {
+            ReducerKind::Sum => format!(
+                "{dst} = {};",
+                arith(&BinOp::Add(Default::default()), s, &dst, &v, m.span())?
+            ),
+            ReducerKind::Max => format!("hl_keep_max(&{dst}, {v});"),
+            ReducerKind::Min => format!("hl_keep_min(&{dst}, {v});"),
+        };
+        self.line(&code);
         Ok(())
     }
 
@@ -906,6 +972,9 @@ impl Translator<'_> {
                 Ok(())
             }
             Expr::Paren(p) => self.expr_stmt(&p.expr),
+            Expr::MethodCall(m) if m.method == "join" && matches!(&*m.receiver, Expr::Call(_)) => {
+                self.reducer_join(m)
+            }
             Expr::MethodCall(m) if nested_call(m).is_some() => {
                 let call = nested_call(m).ok_or_else(|| syn::Error::new_spanned(m, NESTED_USAGE))?;
                 match call.method.as_str() {
@@ -1333,6 +1402,7 @@ impl Translator<'_> {
             Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
             Ty::Member => self.member_method_type(&method, &args, m),
             Ty::Scratch(s) => self.scratch_method_type(s, &method, &args, m),
+            Ty::TeamRow(k) => self.team_row_method_type(k, &method, &args, m),
             Ty::AccMinMax(s) => {
                 if method != "update" || args.len() != 1 {
                     return Err(syn::Error::new(
@@ -1344,6 +1414,22 @@ impl Translator<'_> {
                 }
                 let t = self.infer(args[0])?;
                 self.expect(t, s, args[0].span())?;
+                Ok(Ty::Unit)
+            }
+            Ty::AccMinMaxLoc(s) => {
+                if method != "update" || args.len() != 2 {
+                    return Err(syn::Error::new(
+                        m.method.span(),
+                        format!(
+                            "`{method}` is not supported on a `MinMaxLocScalar` accumulator; supported: \
+                             `acc.update(value, index)` (ties to the lowest index, as `MinMaxLoc` joins)"
+                        ),
+                    ));
+                }
+                let t = self.infer(args[0])?;
+                self.expect(t, s, args[0].span())?;
+                let t = self.infer(args[1])?;
+                self.expect(t, Scalar::Usize, args[1].span())?;
                 Ok(Ty::Unit)
             }
             Ty::AccLoc(s) => {
@@ -1864,6 +1950,86 @@ impl Translator<'_> {
         }
     }
 
+    /// `w.team_row(m.league_token())` for a rank-2 writer `w`: the writer's handle index, or
+    /// `None` when `expr` is no `team_row` call at all.
+    fn team_row_of(&mut self, expr: &Expr) -> syn::Result<Option<usize>> {
+        let Expr::MethodCall(call) = expr else {
+            return Ok(None);
+        };
+        if call.method != "team_row" {
+            return Ok(None);
+        }
+        let receiver = self.infer_quiet(&call.receiver)?;
+        let Ty::Handle(k) = self.norm(receiver) else {
+            return Err(syn::Error::new_spanned(call, TEAM_ROW_USAGE));
+        };
+        let h = &self.sig.handles[k];
+        if h.kind != HandleKind::Writer || h.rank != 2 {
+            return Err(syn::Error::new_spanned(call, TEAM_ROW_USAGE));
+        }
+        let token = match call.args.iter().collect::<Vec<_>>().as_slice() {
+            [Expr::MethodCall(t)] if t.method == "league_token" && t.args.is_empty() => Some(t),
+            _ => None,
+        };
+        let Some(token) = token else {
+            return Err(syn::Error::new_spanned(call, TEAM_ROW_USAGE));
+        };
+        let member = self.infer_quiet(&token.receiver)?;
+        if self.norm(member) != Ty::Member {
+            return Err(syn::Error::new_spanned(call, TEAM_ROW_USAGE));
+        }
+        Ok(Some(k))
+    }
+
+    fn team_row_method_type(
+        &mut self,
+        k: usize,
+        method: &str,
+        args: &[&Expr],
+        m: &syn::ExprMethodCall,
+    ) -> syn::Result<Ty> {
+        let element = self.sig.handles[k].element;
+        let column = |tx: &mut Self, arg: &Expr| -> syn::Result<()> {
+            if matches!(tx.infer_quiet(arg), Ok(Ty::NestedIdx)) {
+                Ok(())
+            } else {
+                Err(syn::Error::new(
+                    arg.span(),
+                    "a team row stores at the index of a team-level loop: \
+                     `TeamThreadRange::new(m, n).parallel_for(|j| row.set(j, v))`",
+                ))
+            }
+        };
+        match method {
+            "get" => {
+                arity(m, method, args, 1)?;
+                column(self, args[0])?;
+                Ok(Ty::Known(element))
+            }
+            "set" => {
+                arity(m, method, args, 2)?;
+                column(self, args[0])?;
+                let t = self.infer(args[1])?;
+                self.expect(t, element, args[1].span())?;
+                Ok(Ty::Unit)
+            }
+            "len" | "row" => {
+                arity(m, method, args, 0)?;
+                Ok(Ty::Known(Scalar::Usize))
+            }
+            "is_empty" => {
+                arity(m, method, args, 0)?;
+                Ok(Ty::Known(Scalar::Bool))
+            }
+            _ => Err(syn::Error::new(
+                m.method.span(),
+                format!(
+                    "method `{method}` is not supported on a team row in a #[kernel]; supported: get, set, len, is_empty, row"
+                ),
+            )),
+        }
+    }
+
     fn scratch_method_type(
         &mut self,
         element: Scalar,
@@ -1992,6 +2158,7 @@ impl Translator<'_> {
             }
         };
         match (kind, method) {
+            (_, "team_row") => Err(syn::Error::new_spanned(m, TEAM_ROW_USAGE)),
             (HandleKind::Reader | HandleKind::Lookup, "get") => {
                 arity(1)?;
                 self.index_arg(args[0], rank, true)?;
@@ -2307,6 +2474,25 @@ impl Translator<'_> {
                     }
                 }
             }
+            Ty::TeamRow(k) => {
+                let row = self.emit_token(&m.receiver)?;
+                let h = &self.sig.handles[k];
+                let view = format!("v_{}", h.name);
+                match method.as_str() {
+                    "get" => {
+                        let j = self.emit_token(args[0])?;
+                        Ok(format!("{view}.ptr[hl_row_at({view}, {row}, {j})]"))
+                    }
+                    "set" => {
+                        let j = self.emit_token(args[0])?;
+                        let v = self.emit(args[1], h.element)?;
+                        Ok(format!("{view}.ptr[hl_row_at({view}, {row}, {j})] = {v}"))
+                    }
+                    "len" => Ok(format!("{view}.ext[1]")),
+                    "row" => Ok(row),
+                    _ => Ok(format!("({view}.ext[1] == 0)")),
+                }
+            }
             Ty::Scratch(element) => {
                 let r = self.emit_token(&m.receiver)?;
                 match method.as_str() {
@@ -2327,6 +2513,12 @@ impl Translator<'_> {
                 let acc = self.emit_token(&m.receiver)?;
                 let v = self.emit(args[0], s)?;
                 Ok(format!("hl_update_minmax({acc}, {v})"))
+            }
+            Ty::AccMinMaxLoc(s) => {
+                let acc = self.emit_token(&m.receiver)?;
+                let v = self.emit(args[0], s)?;
+                let loc = self.emit(args[1], Scalar::Usize)?;
+                Ok(format!("hl_update_minmaxloc({acc}, {v}, {loc})"))
             }
             Ty::AccLoc(s) => {
                 let acc = self.emit_token(&m.receiver)?;
@@ -2518,6 +2710,18 @@ fn reducer_kind(arg: &Expr, by_ref: bool) -> syn::Result<(ReducerKind, Option<Sc
             format!("reductions in a #[kernel] support the `Sum`, `Max` and `Min` reducers: {example}"),
         )
     })
+}
+
+/// Checks that `method` got `n` arguments.
+fn arity(m: &syn::ExprMethodCall, method: &str, args: &[&Expr], n: usize) -> syn::Result<()> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(syn::Error::new_spanned(
+            m,
+            format!("`{method}` takes {n} argument(s)"),
+        ))
+    }
 }
 
 fn describe(ty: Ty) -> &'static str {

@@ -515,3 +515,46 @@ pub fn nested_scans(
         totals.fetch_add([row, 4], squares as f64 + top + all);
     }
 }
+
+/// A team's row of a writer: a team-level scan stores the row's exclusive prefix sums at its
+/// tokens, then a `TeamVectorRange` loop rewrites each column on its owner (which the value
+/// records), with no barrier: a column never changes threads.
+#[kernel]
+pub fn row_offsets(m: &impl TeamMember, out: BoundWriter<'_, f64, 2>, a: BoundReader<'_, f64, 2>) {
+    let row = out.team_row(m.league_token());
+    let cols = row.len();
+    let total = TeamThreadRange::new(m, cols).parallel_scan(|j, partial: &mut f64, is_final| {
+        if is_final {
+            row.set(j, *partial);
+        }
+        *partial += a.get([row.row(), *j]);
+    });
+    TeamVectorRange::new(m, cols).parallel_for(|j| {
+        row.set(j, row.get(j) * 2.0 + total + (m.team_rank() * 100) as f64);
+    });
+}
+
+/// The smallest and largest of `x * scale` with their indices (`MinMaxLoc`): ties to the
+/// lowest index, NaN below every number.
+#[kernel]
+pub fn extremes_at(i: Idx<'_>, x: BoundReader<'_, f64, 1>, scale: f64, acc: &mut MinMaxLocScalar<f64>) {
+    acc.update(x.get(i) * scale, *i);
+}
+
+/// Reducers' `join` in a body: a row's sum (of its numbers), largest value (NaN skipped) and
+/// smallest quadruple folded into locals, then joined into the accumulator.
+#[kernel]
+pub fn row_joins(i: Idx<'_>, x: BoundReader<'_, f64, 2>, cols: usize, acc: &mut f64) {
+    let mut sum = 0.0;
+    let mut top = f64::NEG_INFINITY;
+    let mut low = i64::MAX;
+    for j in 0..cols {
+        let v = x.get([*i, j]);
+        if v > f64::NEG_INFINITY {
+            Sum::new().join(&mut sum, v);
+        }
+        Max::new().join(&mut top, v);
+        Min::<i64>::new().join(&mut low, (v * 4.0) as i64);
+    }
+    Sum::new().join(acc, sum + top * 100.0 + low as f64 * 10000.0);
+}
