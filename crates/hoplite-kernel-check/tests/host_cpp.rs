@@ -167,6 +167,24 @@ fn bits(v: &[f64]) -> Vec<u64> {
 }
 
 /// Joins host partials in thread order, as a backend joins them.
+/// Launches a `parallel_reduce` kernel on the host side, checks that it completed and
+/// returns the partials in thread order.
+fn device_partials(
+    m: &HostModule,
+    grid: Grid,
+    begin: &[usize],
+    end: &[usize],
+    arrays: &mut [HostArray<'_>],
+    scalars: &[Value],
+    init: Value,
+) -> Vec<Value> {
+    let (outcome, partials) = m
+        .launch_reduce(grid, begin, end, arrays, scalars, init)
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    partials
+}
+
 fn join_f64(partials: &[Value], join: impl Fn(f64, f64) -> f64, init: f64) -> f64 {
     partials.iter().fold(init, |a, p| match p {
         Value::F64(v) => join(a, *v),
@@ -192,17 +210,15 @@ fn dot_reduce_and_empty_range() -> Result<()> {
             Sum::<f64>::new(),
         )?;
         let (mut hx, mut hy) = (x.clone(), y.clone());
-        let (outcome, partials) = m
-            .launch_reduce(
-                GRID_1D,
-                &[lo],
-                &[hi],
-                &mut [HostArray::new(&mut hx, &[n]), HostArray::new(&mut hy, &[n])],
-                &[],
-                Value::F64(0.0),
-            )
-            .expect("arguments match");
-        assert_eq!(outcome, Outcome::Completed);
+        let partials = device_partials(
+            &m,
+            GRID_1D,
+            &[lo],
+            &[hi],
+            &mut [HostArray::new(&mut hx, &[n]), HostArray::new(&mut hy, &[n])],
+            &[],
+            Value::F64(0.0),
+        );
         assert_eq!(partials.len(), GRID_1D.thread_count());
         assert_eq!(join_f64(&partials, |a, b| a + b, 0.0), native, "range {lo}..{hi}");
     }
@@ -545,17 +561,15 @@ fn max_reduce_skips_nan() -> Result<()> {
     )?;
     let mut hx = x.clone();
     let init = f64::NEG_INFINITY;
-    let (outcome, partials) = m
-        .launch_reduce(
-            GRID_1D,
-            &[0],
-            &[n],
-            &mut [HostArray::new(&mut hx, &[n])],
-            &[],
-            Value::F64(init),
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    let partials = device_partials(
+        &m,
+        GRID_1D,
+        &[0],
+        &[n],
+        &mut [HostArray::new(&mut hx, &[n])],
+        &[],
+        Value::F64(init),
+    );
     assert_eq!(join_f64(&partials, f64::max, init), native);
     assert_eq!(native, 7.5);
     Ok(())
@@ -683,17 +697,15 @@ fn wrapping_reduction() -> Result<()> {
         Sum::<i32>::new(),
     );
     let mut hx = x.clone();
-    let (outcome, partials) = m
-        .launch_reduce(
-            ONE_BLOCK,
-            &[0],
-            &[n],
-            &mut [HostArray::new(&mut hx, &[n])],
-            &[],
-            Value::I32(0),
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    let partials = device_partials(
+        &m,
+        ONE_BLOCK,
+        &[0],
+        &[n],
+        &mut [HostArray::new(&mut hx, &[n])],
+        &[],
+        Value::I32(0),
+    );
     assert_eq!(
         partials,
         [Value::I32(
@@ -939,10 +951,7 @@ fn team_kernels_barriers_broadcast_and_team_reduce() -> Result<()> {
         )?;
 
         // Two blocks walk the nine teams; a block is a team of `team` threads.
-        let grid = Grid {
-            blocks: [2, 1, 1],
-            threads: [team as u32, 1, 1],
-        };
+        let grid = team_grid(2, team);
         let mut host = vec![0i64; rows];
         let mut ha = a.clone();
         let outcome = sums_m
@@ -974,10 +983,7 @@ fn team_kernels_barriers_broadcast_and_team_reduce() -> Result<()> {
     }
     // Teams larger than this machine's pool: the device side against the sums by hand.
     for team in [3usize, 4, 8] {
-        let grid = Grid {
-            blocks: [4, 1, 1],
-            threads: [team as u32, 1, 1],
-        };
+        let grid = team_grid(4, team);
         let mut host = vec![0i64; rows];
         let mut ha = a.clone();
         let outcome = sums_m
@@ -1018,10 +1024,7 @@ fn reverse_rows_device(
     bytes: usize,
     a: &[f64],
 ) -> (Outcome, Vec<i64>) {
-    let grid = Grid {
-        blocks: [2, 1, 1],
-        threads: [team as u32, 1, 1],
-    };
+    let grid = team_grid(2, team);
     let mut out = vec![0i64; rows * cols];
     let mut ha = a.to_vec();
     let outcome = m
@@ -1129,12 +1132,17 @@ fn team_scratch_beyond_the_request_panics_natively_and_traps_on_the_device() -> 
     Ok(())
 }
 
+/// A grid of `blocks` blocks, each one team of `team` threads.
+fn team_grid(blocks: u32, team: usize) -> Grid {
+    Grid {
+        blocks: [blocks, 1, 1],
+        threads: [team as u32, 1, 1],
+    }
+}
+
 /// Runs a team `parallel_for` kernel over `rows` teams of `team` threads on the host side.
 fn team_device(m: &HostModule, team: usize, rows: usize, arrays: &mut [HostArray<'_>], scalars: &[Value]) {
-    let grid = Grid {
-        blocks: [2, 1, 1],
-        threads: [team as u32, 1, 1],
-    };
+    let grid = team_grid(2, team);
     let outcome = m
         .launch_team_for(grid, rows, arrays, scalars)
         .expect("arguments match");
@@ -1348,10 +1356,7 @@ fn min_max_accumulators_skip_nan_on_ranges_and_teams() -> Result<()> {
     let (rows, cols) = (5, 21);
     let a: Vec<i32> = (0..rows * cols).map(|k| ((k * 29) % 41) as i32 - 20).collect();
     for team in [1usize, 2, 3, 4] {
-        let grid = Grid {
-            blocks: [2, 1, 1],
-            threads: [team as u32, 1, 1],
-        };
+        let grid = team_grid(2, team);
         let mut ha = a.clone();
         let (outcome, partials) = team_m
             .launch_reduce_min_max(
@@ -1520,10 +1525,7 @@ fn thread_scratch_and_level_one_follow_the_team_part() -> Result<()> {
             .collect();
         for team in [1usize, 2, 3, 4] {
             let want = scratch_levels_by_hand(&a, rows, cols, team);
-            let grid = Grid {
-                blocks: [2, 1, 1],
-                threads: [team as u32, 1, 1],
-            };
+            let grid = team_grid(2, team);
             let (mut host, mut ha) = (vec![0.0; rows * cols], a.clone());
             let outcome = m
                 .launch_team_for_scratch(
@@ -1575,10 +1577,7 @@ fn thread_scratch_and_level_one_follow_the_team_part() -> Result<()> {
         let (mut host, mut ha) = (vec![0.0; rows * cols], a.clone());
         let outcome = m
             .launch_team_for_scratch(
-                Grid {
-                    blocks: [2, 1, 1],
-                    threads: [team as u32, 1, 1],
-                },
+                team_grid(2, team),
                 rows,
                 request,
                 &mut [
@@ -1607,24 +1606,18 @@ fn nested_scans_team_vector_loops_and_team_scan_match_the_host() -> Result<()> {
             .map(|k| ((k * 37) % 101) as f64 * 0.013 - 0.4)
             .collect();
         for team in [1usize, 2, 3, 4] {
-            let grid = Grid {
-                blocks: [2, 1, 1],
-                threads: [team as u32, 1, 1],
-            };
             let (mut out, mut totals, mut ha) = (vec![0.0; rows * cols], vec![0.0; rows * 9], a.clone());
-            let outcome = m
-                .launch_team_for(
-                    grid,
-                    rows,
-                    &mut [
-                        HostArray::new(&mut out, &[rows, cols]),
-                        HostArray::new(&mut totals, &[rows, 9]),
-                        HostArray::new(&mut ha, &[rows, cols]),
-                    ],
-                    &[Value::Usize(cols), Value::Usize(skip)],
-                )
-                .expect("arguments match");
-            assert_eq!(outcome, Outcome::Completed);
+            team_device(
+                &m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut out, &[rows, cols]),
+                    HostArray::new(&mut totals, &[rows, 9]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols), Value::Usize(skip)],
+            );
 
             let policy = TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team));
             let av = view("a", [rows, cols], &a)?;
@@ -1663,21 +1656,16 @@ fn team_rows_of_writers_store_on_the_owning_thread() -> Result<()> {
             .collect();
         for team in [1usize, 2, 3, 4] {
             let (mut out, mut ha) = (vec![0.0; rows * cols], a.clone());
-            let outcome = m
-                .launch_team_for(
-                    Grid {
-                        blocks: [2, 1, 1],
-                        threads: [team as u32, 1, 1],
-                    },
-                    rows,
-                    &mut [
-                        HostArray::new(&mut out, &[rows, cols]),
-                        HostArray::new(&mut ha, &[rows, cols]),
-                    ],
-                    &[],
-                )
-                .expect("arguments match");
-            assert_eq!(outcome, Outcome::Completed);
+            team_device(
+                &m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut out, &[rows, cols]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[],
+            );
             let av = view("a", [rows, cols], &a)?;
             let native = View::<f64, 2>::new("out", [rows, cols])?;
             parallel_for(
@@ -1827,17 +1815,15 @@ fn reducer_joins_in_a_body_match_the_host_reducers() -> Result<()> {
             Sum::<f64>::new(),
         )?;
         let mut hx = x.clone();
-        let (outcome, partials) = m
-            .launch_reduce(
-                GRID_1D,
-                &[lo],
-                &[hi],
-                &mut [HostArray::new(&mut hx, &[rows, cols])],
-                &[Value::Usize(cols)],
-                Value::F64(0.0),
-            )
-            .expect("arguments match");
-        assert_eq!(outcome, Outcome::Completed);
+        let partials = device_partials(
+            &m,
+            GRID_1D,
+            &[lo],
+            &[hi],
+            &mut [HostArray::new(&mut hx, &[rows, cols])],
+            &[Value::Usize(cols)],
+            Value::F64(0.0),
+        );
         assert_eq!(join_f64(&partials, |a, b| a + b, 0.0), native, "rows {lo}..{hi}");
     }
     Ok(())

@@ -656,6 +656,12 @@ impl Translator<'_> {
         self.unify(ty, Ty::Known(want), span).map(|_| ())
     }
 
+    /// Checks that `expr` is a `usize` (an index, a length, a count).
+    fn expect_usize(&mut self, expr: &Expr) -> syn::Result<()> {
+        let t = self.infer(expr)?;
+        self.expect(t, Scalar::Usize, expr.span())
+    }
+
     fn scalar_of(&self, ty: Ty, span: Span) -> syn::Result<Scalar> {
         self.finalize(ty).ok_or_else(|| {
             syn::Error::new(
@@ -747,8 +753,7 @@ impl Translator<'_> {
                     "a team scratch slice takes its type from `alloc::<T>`: write `let s = ...` without a type",
                 ));
             }
-            let t = self.infer(len)?;
-            self.expect(t, Scalar::Usize, len.span())?;
+            self.expect_usize(len)?;
             let len = self.emit(len, Scalar::Usize)?;
             self.uses_scratch = true;
             let c = element.cuda_name();
@@ -1428,8 +1433,7 @@ impl Translator<'_> {
                 }
                 let t = self.infer(args[0])?;
                 self.expect(t, s, args[0].span())?;
-                let t = self.infer(args[1])?;
-                self.expect(t, Scalar::Usize, args[1].span())?;
+                self.expect_usize(args[1])?;
                 Ok(Ty::Unit)
             }
             Ty::AccLoc(s) => {
@@ -1449,8 +1453,7 @@ impl Translator<'_> {
                 }
                 let t = self.infer(args[0])?;
                 self.expect(t, s, args[0].span())?;
-                let t = self.infer(args[1])?;
-                self.expect(t, Scalar::Usize, args[1].span())?;
+                self.expect_usize(args[1])?;
                 Ok(Ty::Unit)
             }
             Ty::Known(s) => self.math_type(s, &method, &args, m.method.span()),
@@ -1489,27 +1492,17 @@ impl Translator<'_> {
         args: &[&Expr],
         m: &syn::ExprMethodCall,
     ) -> syn::Result<Ty> {
-        let arity = |n: usize| -> syn::Result<()> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(syn::Error::new_spanned(
-                    m,
-                    format!("`{method}` takes {n} argument(s)"),
-                ))
-            }
-        };
         match method {
             "league_rank" | "league_size" | "team_rank" | "team_size" => {
-                arity(0)?;
+                arity(m, method, args, 0)?;
                 Ok(Ty::Known(Scalar::Usize))
             }
             "team_barrier" => {
-                arity(0)?;
+                arity(m, method, args, 0)?;
                 Ok(Ty::Unit)
             }
             "team_broadcast" => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 let t = self.infer(args[0])?;
                 let s = self.scalar_of(t, args[0].span())?;
                 self.set_slot(t, s);
@@ -1523,7 +1516,7 @@ impl Translator<'_> {
                 "`team_scan` gives two values in a #[kernel]: `let (prefix, total) = m.team_scan(v);`",
             )),
             "team_reduce" => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 let (_, turbofish) = reducer_kind(args[0], true)?;
                 let t = self.infer(args[1])?;
                 if let Some(want) = turbofish {
@@ -1568,8 +1561,7 @@ impl Translator<'_> {
         let hi = self.emit(hi, Scalar::Usize)?;
         let lo = match lo {
             Some(lo) => {
-                let t = self.infer(lo)?;
-                self.expect(t, Scalar::Usize, lo.span())?;
+                self.expect_usize(lo)?;
                 self.emit(lo, Scalar::Usize)?
             }
             None => "0ull".to_owned(),
@@ -2037,37 +2029,25 @@ impl Translator<'_> {
         args: &[&Expr],
         m: &syn::ExprMethodCall,
     ) -> syn::Result<Ty> {
-        let arity = |n: usize| -> syn::Result<()> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(syn::Error::new_spanned(
-                    m,
-                    format!("`{method}` takes {n} argument(s)"),
-                ))
-            }
-        };
         match method {
             "get" => {
-                arity(1)?;
-                let t = self.infer(args[0])?;
-                self.expect(t, Scalar::Usize, args[0].span())?;
+                arity(m, method, args, 1)?;
+                self.expect_usize(args[0])?;
                 Ok(Ty::Known(element))
             }
             "set" => {
-                arity(2)?;
-                let t = self.infer(args[0])?;
-                self.expect(t, Scalar::Usize, args[0].span())?;
+                arity(m, method, args, 2)?;
+                self.expect_usize(args[0])?;
                 let t = self.infer(args[1])?;
                 self.expect(t, element, args[1].span())?;
                 Ok(Ty::Unit)
             }
             "len" => {
-                arity(0)?;
+                arity(m, method, args, 0)?;
                 Ok(Ty::Known(Scalar::Usize))
             }
             "is_empty" => {
-                arity(0)?;
+                arity(m, method, args, 0)?;
                 Ok(Ty::Known(Scalar::Bool))
             }
             _ => Err(syn::Error::new(
@@ -2147,43 +2127,33 @@ impl Translator<'_> {
         let h = &self.sig.handles[k];
         let (kind, element, rank) = (h.kind, h.element, h.rank);
         let name = h.name.to_string();
-        let arity = |n: usize| -> syn::Result<()> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(syn::Error::new(
-                    m.span(),
-                    format!("`{method}` takes {n} argument(s)"),
-                ))
-            }
-        };
         match (kind, method) {
             (_, "team_row") => Err(syn::Error::new_spanned(m, TEAM_ROW_USAGE)),
             (HandleKind::Reader | HandleKind::Lookup, "get") => {
-                arity(1)?;
+                arity(m, method, args, 1)?;
                 self.index_arg(args[0], rank, true)?;
                 Ok(Ty::Known(element))
             }
             (HandleKind::Reader, "neighbor") => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 self.token_arg(args[0], rank)?;
                 self.offset_arg(args[1], rank)?;
                 Ok(Ty::Known(element))
             }
             (HandleKind::Writer, "get") => {
-                arity(1)?;
+                arity(m, method, args, 1)?;
                 self.token_arg(args[0], rank)?;
                 Ok(Ty::Known(element))
             }
             (HandleKind::Writer, "set") => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 self.token_arg(args[0], rank)?;
                 let t = self.infer(args[1])?;
                 self.expect(t, element, args[1].span())?;
                 Ok(Ty::Unit)
             }
             (HandleKind::Atomic, "fetch_add" | "fetch_min" | "fetch_max") => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 if method != "fetch_add" && element.is_float() {
                     return Err(syn::Error::new(
                         m.method.span(),
@@ -2227,8 +2197,7 @@ impl Translator<'_> {
                     return Err(syn::Error::new(a.span(), format!("the handle has rank {rank}")));
                 }
                 for e in &a.elems {
-                    let t = self.infer(e)?;
-                    self.expect(t, Scalar::Usize, e.span())?;
+                    self.expect_usize(e)?;
                 }
                 Ok(())
             }
