@@ -121,6 +121,14 @@ impl DeviceArg {
         DeviceArg::handle(view, HandleAccess::Atomic)
     }
 
+    /// A team-slots handle of the rank-2 `view` (a `TeamSlots` parameter): each thread of a
+    /// team kernel at its own `[league rank, team rank]`, each access checked by the kernel.
+    pub fn team_slots<T: DeviceScalar, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, 2, L, S>,
+    ) -> DeviceArg {
+        DeviceArg::handle(view, HandleAccess::TeamSlots)
+    }
+
     /// A scalar capture.
     pub fn scalar(value: impl Into<ScalarArg>) -> DeviceArg {
         DeviceArg {

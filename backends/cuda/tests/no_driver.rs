@@ -2,7 +2,7 @@
 //! panic. On a machine with a GPU the same calls succeed, and the test checks that instead.
 
 use hoplite::prelude::*;
-use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite::{BoundReader, BoundTeamSlots, BoundWriter, kernel};
 use hoplite_core::TeamSize;
 use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{ExecutionSpace, LayoutLeft, MemorySpace, View};
@@ -143,6 +143,12 @@ pub fn team_rows(m: &impl TeamMember, out: BoundWriter<'_, f64, 2>) {
     });
 }
 
+/// Each thread stores its rank at its own slot.
+#[kernel]
+pub fn slot_sums(m: &impl TeamMember, slots: BoundTeamSlots<'_, f64>) {
+    slots.set(m.team_slot(), m.team_rank() as f64);
+}
+
 #[test]
 fn team_launches_check_their_arguments() {
     let empty1: View<i64, 1, LayoutLeft, CudaSpace> = View::default();
@@ -167,6 +173,11 @@ fn team_launches_check_their_arguments() {
         .launch_team::<team_rows>(4, TeamSize::Auto, &[DeviceArg::write(&short)])
         .expect_err("no row for the teams");
     assert!(err.to_string().contains("writer"), "{err}");
+    // Team slots: checked per access by the kernel, so any rank-2 view packs.
+    match cuda.launch_team::<slot_sums>(0, TeamSize::Fixed(32), &[DeviceArg::team_slots(&short)]) {
+        Ok(()) => assert!(cuda.is_available()),
+        Err(e) => assert!(is_absence(&e), "{e}"),
+    }
     // A reader where the kernel takes an atomic handle is refused too.
     let err = cuda
         .launch_team::<row_sums>(

@@ -200,6 +200,9 @@ pub enum HandleAccess {
     Write,
     /// An atomic handle (`h.atomic()`): atomic updates anywhere.
     Atomic,
+    /// A team-slots handle (`v.team_slots()`, rank 2): each thread of a team kernel loads and
+    /// stores at its own `[league rank, team rank]`, checked against the extents.
+    TeamSlots,
 }
 
 /// One parameter of a device kernel, in the order the kernel function declares them.
@@ -269,7 +272,9 @@ impl DeviceParam {
 /// through a writer only at indices of the launch's iteration space (which the launch checked
 /// against the writer's extents) or, in a team kernel, in its team's row of a rank-2 writer
 /// at columns the thread owns by `team_owner` (row and column checked against the extents in
-/// the kernel), and through a reduction's partials only at its own thread's slot; and that
+/// the kernel), through a team-slots handle only at its own `[league rank, team rank]` (checked
+/// against the extents in the kernel), and through a reduction's partials only at its own
+/// thread's slot; and that
 /// every other load or store is checked against the extents it was given, or is an atomic
 /// operation on an atomic handle.
 pub unsafe trait DeviceKernel {

@@ -1828,3 +1828,77 @@ fn reducer_joins_in_a_body_match_the_host_reducers() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn team_slots_store_at_each_threads_own_slot() -> Result<()> {
+    let Some(m) = module::<slot_sums>() else {
+        return Ok(());
+    };
+    let space = RayonSpace::with_threads(4)?;
+    for (rows, cols) in [(3, 11), (5, 2), (1, 0), (0, 4)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 13) % 23) as f64 * 0.031 - 0.2)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let (mut out, mut ha) = (vec![0.0; rows * team], a.clone());
+            team_device(
+                &m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut out, &[rows, team]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            );
+            let av = view("a", [rows, cols], &a)?;
+            let native = View::<f64, 2>::new("partial", [rows, team])?;
+            parallel_for(
+                "slot sums",
+                (
+                    TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team)),
+                    (native.team_slots(), av.read()),
+                ),
+                slot_sums::with::<RayonSpace>(cols),
+            )?;
+            assert_eq!(
+                bits(&out),
+                bits(&native.to_vec()?),
+                "team size {team}, {rows}x{cols}"
+            );
+        }
+    }
+    // A view with a slot too few per team: the native access panics, the device traps.
+    let (rows, cols, team) = (2, 3, 2);
+    let a = f64s(rows * cols, |k| k as f64);
+    let av = view("a", [rows, cols], &a)?;
+    let narrow = View::<f64, 2>::new("partial", [rows, team - 1])?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parallel_for(
+            "slot sums",
+            (
+                TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team)),
+                (narrow.team_slots(), av.read()),
+            ),
+            slot_sums::with::<RayonSpace>(cols),
+        )
+    }));
+    assert!(
+        matches!(result, Err(_) | Ok(Err(_))),
+        "the native slot is refused: {result:?}"
+    );
+    let (mut out, mut ha) = (vec![0.0; rows * (team - 1)], a.clone());
+    let outcome = m
+        .launch_team_for(
+            team_grid(2, team),
+            rows,
+            &mut [
+                HostArray::new(&mut out, &[rows, team - 1]),
+                HostArray::new(&mut ha, &[rows, cols]),
+            ],
+            &[Value::Usize(cols)],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Trapped);
+    Ok(())
+}

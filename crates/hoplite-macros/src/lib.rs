@@ -200,6 +200,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
                     HandleKind::Reader | HandleKind::Lookup => quote!(Read),
                     HandleKind::Writer => quote!(Write),
                     HandleKind::Atomic => quote!(Atomic),
+                    HandleKind::TeamSlots => quote!(TeamSlots),
                 };
                 let element = scalar_type_tokens(krate, h.element);
                 let rank = h.rank;
@@ -352,6 +353,7 @@ fn bound_type(krate: &Path, handle: &Handle) -> TokenStream2 {
         HandleKind::Reader => quote!(#krate::BoundReader<'it, #element, #rank, #layout>),
         HandleKind::Lookup => quote!(#krate::BoundLookup<'it, #element, #rank, #layout>),
         HandleKind::Writer => quote!(#krate::BoundWriter<'it, #element, #rank, #layout>),
+        HandleKind::TeamSlots => quote!(#krate::BoundTeamSlots<'it, #element, #layout>),
         HandleKind::Atomic => {
             let space = match &handle.space {
                 Some(space) => quote!(#space),

@@ -114,6 +114,12 @@ template <class T> HL_DEV unsigned long long hl_row_at(const hl_view<T, 2>& h, u
     if (j >= h.ext[1]) hl_panic();
     return row * h.str[0] + j * h.str[1];
 }
+// A thread's slot `[league rank, team rank]` of a team-slots handle, checked (the host's
+// `BoundTeamSlots` panics outside the extents).
+template <class T> HL_DEV unsigned long long hl_slot_at(const hl_view<T, 2>& h, unsigned long long league) {
+    const unsigned long long at[2] = {league, threadIdx.x};
+    return hl_checked(h, at);
+}
 // Teams: a block is a team. Collectives go through shared memory between barriers; the sum
 // joins in rank order from rank 0's value, as the host backends' team_reduce does.
 // The member carries its four scratch pads (team level 0, team level 1, this thread's level

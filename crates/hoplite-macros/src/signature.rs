@@ -139,6 +139,9 @@ pub enum HandleKind {
     Lookup,
     Writer,
     Atomic,
+    /// A team-slots handle (`BoundTeamSlots`, rank 2): each team thread at its own
+    /// `[league rank, team rank]`, each access checked.
+    TeamSlots,
 }
 
 pub struct Handle {
@@ -441,6 +444,7 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
         "BoundLookup" => HandleKind::Lookup,
         "BoundWriter" => HandleKind::Writer,
         "BoundAtomic" => HandleKind::Atomic,
+        "BoundTeamSlots" => HandleKind::TeamSlots,
         _ => return Ok(None),
     };
     let usage = || {
@@ -468,8 +472,17 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
     let Some(element) = types.first().and_then(Scalar::from_type) else {
         return Err(usage());
     };
-    let Some(rank) = rank else {
-        return Err(usage());
+    // Team slots are rank 2 by type: `BoundTeamSlots<'_, T>` (optionally `, Layout`).
+    let rank = match (kind, rank) {
+        (HandleKind::TeamSlots, None) => 2,
+        (HandleKind::TeamSlots, Some(_)) => {
+            return Err(syn::Error::new_spanned(
+                ty,
+                "write team slots as `BoundTeamSlots<'_, T>` (optionally `, Layout`): they are rank 2",
+            ));
+        }
+        (_, Some(rank)) => rank,
+        (_, None) => return Err(usage()),
     };
     if rank == 0 {
         return Err(syn::Error::new_spanned(ty, "a handle has rank 1 or more"));

@@ -66,6 +66,8 @@ enum Ty {
     NestedIdx,
     /// The team's row of the rank-2 writer of this handle index (`w.team_row(m.league_token())`).
     TeamRow(usize),
+    /// `m.team_slot()`: this thread's `[league rank, team rank]`, for a team-slots handle.
+    SlotToken,
 }
 
 /// The nested ranges a #[kernel] translates.
@@ -1501,6 +1503,10 @@ impl Translator<'_> {
                 arity(m, method, args, 0)?;
                 Ok(Ty::Unit)
             }
+            "team_slot" => {
+                arity(m, method, args, 0)?;
+                Ok(Ty::SlotToken)
+            }
             "team_broadcast" => {
                 arity(m, method, args, 2)?;
                 let t = self.infer(args[0])?;
@@ -2129,6 +2135,21 @@ impl Translator<'_> {
         let name = h.name.to_string();
         match (kind, method) {
             (_, "team_row") => Err(syn::Error::new_spanned(m, TEAM_ROW_USAGE)),
+            (HandleKind::TeamSlots, "get" | "set") => {
+                arity(m, method, args, if method == "get" { 1 } else { 2 })?;
+                if self.infer(args[0])? != Ty::SlotToken {
+                    return Err(syn::Error::new(
+                        args[0].span(),
+                        format!("team slots take this thread's slot: `{name}.{method}(m.team_slot(), ..)`"),
+                    ));
+                }
+                if method == "get" {
+                    return Ok(Ty::Known(element));
+                }
+                let t = self.infer(args[1])?;
+                self.expect(t, element, args[1].span())?;
+                Ok(Ty::Unit)
+            }
             (HandleKind::Reader | HandleKind::Lookup, "get") => {
                 arity(m, method, args, 1)?;
                 self.index_arg(args[0], rank, true)?;
@@ -2171,6 +2192,7 @@ impl Translator<'_> {
                     HandleKind::Lookup => "`get(index)`",
                     HandleKind::Writer => "`get(token)` and `set(token, value)`",
                     HandleKind::Atomic => "`fetch_add`, `fetch_min` and `fetch_max`",
+                    HandleKind::TeamSlots => "`get(m.team_slot())` and `set(m.team_slot(), value)`",
                 };
                 Err(syn::Error::new(
                     m.method.span(),
@@ -2547,6 +2569,17 @@ impl Translator<'_> {
         let h = &self.sig.handles[k];
         let (element, rank) = (h.element, h.rank);
         let hv = format!("v_{}", h.name);
+        if h.kind == HandleKind::TeamSlots {
+            // The thread's own `[league rank, team rank]`, checked as the host checks it.
+            let at = format!("hl_slot_at({hv}, v_{}.league)", self.sig.token_name);
+            return match method {
+                "get" => Ok(format!("{hv}.ptr[{at}]")),
+                _ => {
+                    let v = self.emit(args[1], element)?;
+                    Ok(format!("{hv}.ptr[{at}] = {v}"))
+                }
+            };
+        }
         match method {
             // A lookup's range was never checked against the launch: tokens are checked too.
             "get" if h.kind == HandleKind::Lookup => {

@@ -3,7 +3,7 @@
 #![allow(dead_code, reason = "each test binary uses some of the kernels")]
 
 use hoplite::prelude::*;
-use hoplite::{BoundLookup, BoundReader, BoundWriter, kernel};
+use hoplite::{BoundLookup, BoundReader, BoundTeamSlots, BoundWriter, kernel};
 use hoplite_core::ValLoc;
 use hoplite_core::view::access::BoundAtomic;
 
@@ -557,4 +557,25 @@ pub fn row_joins(i: Idx<'_>, x: BoundReader<'_, f64, 2>, cols: usize, acc: &mut 
         Min::<i64>::new().join(&mut low, (v * 4.0) as i64);
     }
     Sum::new().join(acc, sum + top * 100.0 + low as f64 * 10000.0);
+}
+
+/// Team slots: each thread stores the sum of its share of the row at its own
+/// `[league rank, team rank]`, reads it back and stores it again, doubled and tagged.
+#[kernel]
+pub fn slot_sums(
+    m: &impl TeamMember,
+    partial: BoundTeamSlots<'_, f64>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let mut sum = 0.0;
+    let mut j = m.team_rank();
+    while j < cols {
+        sum += a.get([row, j]);
+        j += m.team_size();
+    }
+    partial.set(m.team_slot(), sum);
+    let back = partial.get(m.team_slot());
+    partial.set(m.team_slot(), back * 2.0 + m.team_rank() as f64);
 }
