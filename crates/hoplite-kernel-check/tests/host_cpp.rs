@@ -1902,3 +1902,77 @@ fn team_slots_store_at_each_threads_own_slot() -> Result<()> {
     assert_eq!(outcome, Outcome::Trapped);
     Ok(())
 }
+
+#[test]
+fn league_single_stores_once_per_team_at_the_league_rank() -> Result<()> {
+    let Some(m) = module::<league_totals>() else {
+        return Ok(());
+    };
+    let space = RayonSpace::with_threads(4)?;
+    for (rows, cols) in [(5, 37), (3, 4), (2, 0), (0, 3)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 17) % 29) as f64 * 0.043 - 0.5)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let (mut out, mut ha) = (vec![0.0; rows], a.clone());
+            team_device(
+                &m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut out, &[rows]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            );
+            let av = view("a", [rows, cols], &a)?;
+            let native = View::<f64, 1>::new("totals", [rows])?;
+            parallel_for(
+                "league totals",
+                (
+                    TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team)),
+                    (native.write(), av.read()),
+                ),
+                league_totals::with::<RayonSpace>(cols),
+            )?;
+            assert_eq!(
+                bits(&out),
+                bits(&native.to_vec()?),
+                "team size {team}, {rows}x{cols}"
+            );
+        }
+    }
+    // A writer shorter than the league: the native store panics, the device traps.
+    let (rows, cols) = (3, 2);
+    let a = f64s(rows * cols, |k| k as f64);
+    let av = view("a", [rows, cols], &a)?;
+    let short = View::<f64, 1>::new("totals", [rows - 1])?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parallel_for(
+            "league totals",
+            (
+                TeamPolicy::new(Serial::default(), rows, TeamSize::Fixed(1)),
+                (short.write(), av.read()),
+            ),
+            league_totals::with::<Serial>(cols),
+        )
+    }));
+    assert!(
+        matches!(result, Err(_) | Ok(Err(_))),
+        "the native store is refused: {result:?}"
+    );
+    let (mut out, mut ha) = (vec![0.0; rows - 1], a.clone());
+    let outcome = m
+        .launch_team_for(
+            team_grid(2, 2),
+            rows,
+            &mut [
+                HostArray::new(&mut out, &[rows - 1]),
+                HostArray::new(&mut ha, &[rows, cols]),
+            ],
+            &[Value::Usize(cols)],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Trapped);
+    Ok(())
+}

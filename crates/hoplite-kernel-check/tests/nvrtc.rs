@@ -116,6 +116,7 @@ fn every_kernel_compiles_for_compute_90_and_assembles_for_sm_90() {
     tools.check::<extremes_at>(&mut rows);
     tools.check::<row_joins>(&mut rows);
     tools.check::<slot_sums>(&mut rows);
+    tools.check::<league_totals>(&mut rows);
     let table = format!(
         "NVRTC {major}.{minor}, compute_90 -> ptxas sm_90\n\n| kernel | entry | PTX bytes | registers | spill stores / loads (bytes) | stack frame (bytes) |\n|---|---|---|---|---|---|\n{}\n",
         rows.join("\n")

@@ -68,6 +68,9 @@ enum Ty {
     TeamRow(usize),
     /// `m.team_slot()`: this thread's `[league rank, team rank]`, for a team-slots handle.
     SlotToken,
+    /// The league rank as a write token, bound by `if let Some(l) = m.league_token().single()`
+    /// on team rank 0: a rank-1 writer stores at it, checked.
+    LeagueIdx,
 }
 
 /// The nested ranges a #[kernel] translates.
@@ -1006,11 +1009,70 @@ impl Translator<'_> {
     }
 
     fn if_stmt(&mut self, i: &syn::ExprIf) -> syn::Result<()> {
+        if let Expr::Let(l) = &*i.cond {
+            return self.if_single(i, l);
+        }
         let t = self.infer(&i.cond)?;
         self.expect(t, Scalar::Bool, i.cond.span())?;
         let cond = self.emit(&i.cond, Scalar::Bool)?;
         self.line(&format!("if ({cond}) {{"));
         self.block(&i.then_branch)?;
+        match &i.else_branch {
+            None => self.line("}"),
+            Some((_, e)) => {
+                self.line("} else {");
+                self.indent += 1;
+                self.scopes.push(HashMap::new());
+                let result = self.expr_stmt(e);
+                self.scopes.pop();
+                self.indent -= 1;
+                result?;
+                self.line("}");
+            }
+        }
+        Ok(())
+    }
+
+    /// `if let Some(l) = m.league_token().single() { .. } else { .. }`: the then branch on
+    /// team rank 0 with `l` the league rank, as `LeagueToken::single` hands it out.
+    fn if_single(&mut self, i: &syn::ExprIf, l: &syn::ExprLet) -> syn::Result<()> {
+        const USAGE: &str =
+            "the one `if let` of a #[kernel] is `if let Some(l) = m.league_token().single() { w.set(l, v) }`";
+        let name = match &*l.pat {
+            Pat::TupleStruct(t) if t.path.is_ident("Some") && t.elems.len() == 1 => match t.elems.first() {
+                Some(Pat::Ident(p)) if p.by_ref.is_none() && p.subpat.is_none() => Some(&p.ident),
+                _ => None,
+            },
+            _ => None,
+        };
+        let member = match &*l.expr {
+            Expr::MethodCall(single) if single.method == "single" && single.args.is_empty() => {
+                match &*single.receiver {
+                    Expr::MethodCall(token) if token.method == "league_token" && token.args.is_empty() => {
+                        Some(&token.receiver)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let (Some(name), Some(member)) = (name, member) else {
+            return Err(unsupported(l.span(), USAGE));
+        };
+        let member_ty = self.infer_quiet(member)?;
+        if self.norm(member_ty) != Ty::Member {
+            return Err(syn::Error::new(l.span(), USAGE));
+        }
+        let member = self.emit_token(member)?;
+        self.line("if (threadIdx.x == 0) {");
+        self.indent += 1;
+        self.scopes.push(HashMap::new());
+        let c_name = self.declare(name, Ty::LeagueIdx);
+        self.line(&format!("const unsigned long long {c_name} = {member}.league;"));
+        let result = self.stmts(&i.then_branch.stmts);
+        self.scopes.pop();
+        self.indent -= 1;
+        result?;
         match &i.else_branch {
             None => self.line("}"),
             Some((_, e)) => {
@@ -1174,7 +1236,7 @@ impl Translator<'_> {
                 UnOp::Deref(_) => match &*u.expr {
                     Expr::Path(p) => match self.path_type(p)? {
                         Ty::Acc(s) => Ok(Ty::Known(s)),
-                        Ty::Token | Ty::NestedIdx => Ok(Ty::Known(Scalar::Usize)),
+                        Ty::Token | Ty::NestedIdx | Ty::LeagueIdx => Ok(Ty::Known(Scalar::Usize)),
                         _ => Err(unsupported(
                             u.span(),
                             "dereferencing anything but the accumulator or a range token",
@@ -1405,7 +1467,9 @@ impl Translator<'_> {
         let args: Vec<&Expr> = m.args.iter().collect();
         match self.norm(recv) {
             Ty::Handle(k) => self.handle_method_type(k, &method, &args, m),
-            Ty::Token | Ty::NestedIdx if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
+            Ty::Token | Ty::NestedIdx | Ty::LeagueIdx if method == "get" && args.is_empty() => {
+                Ok(Ty::Known(Scalar::Usize))
+            }
             Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
             Ty::Member => self.member_method_type(&method, &args, m),
             Ty::Scratch(s) => self.scratch_method_type(s, &method, &args, m),
@@ -1517,6 +1581,11 @@ impl Translator<'_> {
                 Ok(Ty::Known(s))
             }
             "team_scratch" | "thread_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
+            "league_token" => Err(syn::Error::new_spanned(
+                m,
+                "`league_token` in a #[kernel] goes straight into `w.team_row(m.league_token())` or \
+                 `if let Some(l) = m.league_token().single() { .. }`",
+            )),
             "team_scan" => Err(syn::Error::new_spanned(
                 m,
                 "`team_scan` gives two values in a #[kernel]: `let (prefix, total) = m.team_scan(v);`",
@@ -1539,7 +1608,7 @@ impl Translator<'_> {
                 m.method.span(),
                 format!(
                     "method `{method}` is not supported on the team member in a #[kernel]; supported: league_rank, \
-                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scan (as `let (prefix, total) = m.team_scan(v);`), team_scratch(level), thread_scratch(level)"
+                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scan (as `let (prefix, total) = m.team_scan(v);`), team_slot, team_scratch(level), thread_scratch(level)"
                 ),
             )),
         }
@@ -2244,7 +2313,7 @@ impl Translator<'_> {
 
     fn token_arg(&mut self, arg: &Expr, rank: usize) -> syn::Result<()> {
         match self.infer_quiet(arg)? {
-            Ty::Token if rank == 1 => Ok(()),
+            Ty::Token | Ty::LeagueIdx if rank == 1 => Ok(()),
             Ty::MdToken(r) if r == rank => Ok(()),
             _ => Err(syn::Error::new(
                 arg.span(),
@@ -2518,7 +2587,7 @@ impl Translator<'_> {
                 let dir = if method == "update_min" { "true" } else { "false" };
                 Ok(format!("hl_update_loc({acc}, {v}, {loc}, {dir})"))
             }
-            Ty::Token | Ty::NestedIdx => self.emit_token(&m.receiver),
+            Ty::Token | Ty::NestedIdx | Ty::LeagueIdx => self.emit_token(&m.receiver),
             _ => {
                 let r = self.emit(&m.receiver, s)?;
                 self.emit_math(s, &method, &r, &args)
@@ -2529,6 +2598,11 @@ impl Translator<'_> {
     fn emit_index(&mut self, arg: &Expr, rank: usize, h: &str) -> syn::Result<String> {
         match self.infer_quiet(arg)? {
             Ty::Token => Ok(format!("hl_offset({h}, &{})", self.emit_token(arg)?)),
+            // No launch-wide range covers the league: the host checks these accesses too.
+            Ty::LeagueIdx => Ok(format!(
+                "hl_checked({h}, hl_idx<1>{{{{{}}}}}.v)",
+                self.emit_token(arg)?
+            )),
             Ty::MdToken(_) => Ok(format!("hl_offset({h}, {}.v)", self.emit_token(arg)?)),
             _ => {
                 let parts = match arg {

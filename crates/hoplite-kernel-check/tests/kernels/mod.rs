@@ -579,3 +579,21 @@ pub fn slot_sums(
     let back = partial.get(m.team_slot());
     partial.set(m.team_slot(), back * 2.0 + m.team_rank() as f64);
 }
+
+/// `LeagueToken::single`: team rank 0 stores the team's row sum at the league rank of a
+/// rank-1 writer (a checked access), then reads it back and stores it again, tagged.
+#[kernel]
+pub fn league_totals(
+    m: &impl TeamMember,
+    totals: BoundWriter<'_, f64, 1>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let sum = TeamThreadRange::new(m, cols)
+        .parallel_reduce(|j, acc: &mut f64| *acc += a.get([row, *j]), Sum::new());
+    if let Some(l) = m.league_token().single() {
+        totals.set(l, sum);
+        totals.set(l, totals.get(l) * 2.0 + l.get() as f64);
+    }
+}
