@@ -326,8 +326,9 @@ impl Cuda {
     /// Launches `K` (a `#[kernel]` `parallel_for` over a `TeamPolicy`) over a league of
     /// `league_size` teams of `team_size` threads (`TeamSize::Auto`: the size that keeps the
     /// most threads resident, from the compiled kernel's registers and shared memory). Team
-    /// kernels store through atomic handles, or into their team's row of a rank-2 writer,
-    /// which must have a row per team.
+    /// kernels store through atomic handles, into their team's row of a rank-2 writer, or at
+    /// their league rank of a rank-1 writer; such a writer must have an entry per team (all
+    /// writers of one launch of the same rank).
     ///
     /// ```
     /// use hoplite_core::TeamSize;
@@ -341,8 +342,9 @@ impl Cuda {
     ///
     /// # Errors
     ///
-    /// As for [`launch_range`](Self::launch_range); a writer that is not of rank 2 or has
-    /// fewer rows than the league; a team size of 0 or above the device's block limit.
+    /// As for [`launch_range`](Self::launch_range); a writer of rank above 2, of another rank
+    /// than the launch's other writers, or with fewer rows than the league; a team size of 0
+    /// or above the device's block limit.
     pub fn launch_team<K: DeviceKernel>(
         &self,
         league_size: usize,
@@ -351,9 +353,15 @@ impl Cuda {
     ) -> Result<(), CudaError> {
         let league = league_size as u64;
         let iteration = IterationArgs::Team { league_size: league };
-        // A team stores into its row of a rank-2 writer (`team_row`): the writer needs a row
-        // per team; the kernel checks each column against the second extent.
-        self.launch::<K>(iteration, &[league, 0], args, |limits, resources| {
+        // A team stores into its row of a rank-2 writer (`team_row`), or on one thread at its
+        // league rank of a rank-1 writer (`league_token().single()`): a writer needs an entry
+        // per team; the kernel checks each access.
+        let rank_one = args
+            .iter()
+            .filter_map(|a| a.writer_extents.as_ref())
+            .all(|extents| extents.len() == 1);
+        let ends: &[u64] = if rank_one { &[league] } else { &[league, 0] };
+        self.launch::<K>(iteration, ends, args, |limits, resources| {
             let size = match team_size {
                 TeamSize::Fixed(n) => u32::try_from(n).unwrap_or(u32::MAX),
                 TeamSize::Auto => auto_team_size(

@@ -143,6 +143,14 @@ pub fn team_rows(m: &impl TeamMember, out: BoundWriter<'_, f64, 2>) {
     });
 }
 
+/// Team rank 0 stores the league rank at it.
+#[kernel]
+pub fn league_firsts(m: &impl TeamMember, firsts: BoundWriter<'_, i64, 1>) {
+    if let Some(l) = m.league_token().single() {
+        firsts.set(l, l.get() as i64);
+    }
+}
+
 /// Each thread stores its rank at its own slot.
 #[kernel]
 pub fn slot_sums(m: &impl TeamMember, slots: BoundTeamSlots<'_, f64>) {
@@ -173,6 +181,15 @@ fn team_launches_check_their_arguments() {
         .launch_team::<team_rows>(4, TeamSize::Auto, &[DeviceArg::write(&short)])
         .expect_err("no row for the teams");
     assert!(err.to_string().contains("writer"), "{err}");
+    // A rank-1 writer (`league_token().single()`) needs an entry per team too.
+    let err = cuda
+        .launch_team::<league_firsts>(4, TeamSize::Auto, &[DeviceArg::write(&empty1)])
+        .expect_err("no entry for the teams");
+    assert!(err.to_string().contains("writer"), "{err}");
+    match cuda.launch_team::<league_firsts>(0, TeamSize::Fixed(32), &[DeviceArg::write(&empty1)]) {
+        Ok(()) => assert!(cuda.is_available()),
+        Err(e) => assert!(is_absence(&e), "{e}"),
+    }
     // Team slots: checked per access by the kernel, so any rank-2 view packs.
     match cuda.launch_team::<slot_sums>(0, TeamSize::Fixed(32), &[DeviceArg::team_slots(&short)]) {
         Ok(()) => assert!(cuda.is_available()),
