@@ -263,22 +263,38 @@ pub fn blocks_per_sm(
         .min(by_shared)
 }
 
-/// Scratch memory a team asks for, in bytes: the per-team part and the per-thread part.
+/// Scratch memory a team asks for, in bytes: the per-team and per-thread parts of levels 0
+/// and 1. Both levels live in the block's dynamic shared memory (the layout is in
+/// `hoplite_core::device_kernel`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TeamScratch {
-    /// Bytes per team (level 0, in shared memory).
+    /// Bytes per team at level 0.
     pub per_team: usize,
-    /// Bytes per thread (level 0, in shared memory).
+    /// Bytes per thread at level 0.
     pub per_thread: usize,
+    /// Bytes per team at level 1.
+    pub level1_per_team: usize,
+    /// Bytes per thread at level 1.
+    pub level1_per_thread: usize,
 }
 
 impl TeamScratch {
-    /// The dynamic shared memory of a block of `threads` threads. Each part is rounded up to
-    /// 8 bytes, as the host backends round a scratch request, so an allocation that fits on
-    /// the host fits on the device.
+    /// The dynamic shared memory of a block of `threads` threads: the team's level 0 and
+    /// level 1, then every thread's level 0 and level 1 parts. Each part is rounded up to 8
+    /// bytes, as the host backends round a scratch request, so an allocation that fits on the
+    /// host fits on the device.
+    ///
+    /// ```
+    /// use hoplite_cuda::geometry::TeamScratch;
+    /// let s = TeamScratch { per_team: 12, per_thread: 4, level1_per_team: 8, level1_per_thread: 8 };
+    /// assert_eq!(s.bytes(2), 16 + 8 + 2 * (8 + 8));
+    /// ```
     pub fn bytes(&self, threads: u32) -> usize {
         let round = |b: usize| b.checked_next_multiple_of(8).unwrap_or(usize::MAX);
-        round(self.per_team).saturating_add(round(self.per_thread).saturating_mul(threads as usize))
+        let per_thread = round(self.per_thread).saturating_add(round(self.level1_per_thread));
+        round(self.per_team)
+            .saturating_add(round(self.level1_per_team))
+            .saturating_add(per_thread.saturating_mul(threads as usize))
     }
 }
 
@@ -335,7 +351,7 @@ pub fn auto_team_size(
 /// ```
 /// use hoplite_cuda::geometry::{team_geometry, DeviceLimits, KernelResources, TeamScratch};
 /// let k = KernelResources { registers_per_thread: 32, static_shared: 0 };
-/// let g = team_geometry(&DeviceLimits::SM_90, &k, 10, 128, TeamScratch { per_team: 4096, per_thread: 0 })?
+/// let g = team_geometry(&DeviceLimits::SM_90, &k, 10, 128, TeamScratch { per_team: 4096, ..TeamScratch::default() })?
 ///     .expect("a non-empty league");
 /// assert_eq!((g.grid, g.block, g.shared_bytes), ([10, 1, 1], [128, 1, 1], 4096));
 /// # Ok::<(), hoplite_cuda::CudaError>(())
@@ -522,6 +538,7 @@ mod tests {
         let scratch = TeamScratch {
             per_team: 40 * 1024,
             per_thread: 0,
+            ..TeamScratch::default()
         };
         let size = auto_team_size(&DeviceLimits::SM_90, &light, scratch, 1024).expect("fits");
         let blocks = blocks_per_sm(&DeviceLimits::SM_90, &light, size, scratch.bytes(size));
@@ -530,6 +547,7 @@ mod tests {
         let too_much = TeamScratch {
             per_team: 300 * 1024,
             per_thread: 0,
+            ..TeamScratch::default()
         };
         let err = auto_team_size(&DeviceLimits::SM_90, &light, too_much, 1024).expect_err("too big");
         assert!(err.to_string().contains(&(227 * 1024).to_string()), "{err}");
@@ -556,11 +574,13 @@ mod tests {
         let fits_exactly = TeamScratch {
             per_team: 227 * 1024 - 8 * 1024,
             per_thread: 0,
+            ..TeamScratch::default()
         };
         assert!(team_geometry(&l, &k, 10, 128, fits_exactly).is_ok());
         let one_more = TeamScratch {
             per_team: fits_exactly.per_team + 1,
             per_thread: 0,
+            ..TeamScratch::default()
         };
         let err = team_geometry(&l, &k, 10, 128, one_more).expect_err("too big");
         assert!(err.to_string().contains("scratch"), "{err}");
@@ -568,10 +588,22 @@ mod tests {
         let per_thread = TeamScratch {
             per_team: 0,
             per_thread: 100,
+            ..TeamScratch::default()
         };
         let g = team_geometry(&l, &k, 4, 256, per_thread)
             .expect("valid")
             .expect("non-empty");
         assert_eq!(g.shared_bytes, 104 * 256);
+        // Level 1 follows level 0, per team and per thread, each part rounded alike.
+        let both = TeamScratch {
+            per_team: 20,
+            per_thread: 4,
+            level1_per_team: 9,
+            level1_per_thread: 1,
+        };
+        let g = team_geometry(&l, &k, 4, 32, both)
+            .expect("valid")
+            .expect("non-empty");
+        assert_eq!(g.shared_bytes, 24 + 16 + 32 * (8 + 8));
     }
 }

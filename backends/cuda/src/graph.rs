@@ -30,8 +30,8 @@ use crate::geometry::{
     DeviceLimits, KernelResources, LaunchGeometry, fits, mdrange_geometry, range_geometry,
 };
 use crate::launch::{
-    DeviceArg, Loaded, check_args, checked_mdrange, checked_range, kernel_args, load, refuse_team_writers,
-    team_plan,
+    DeviceArg, Loaded, check_args, checked_mdrange, checked_range, kernel_args, load, team_plan,
+    team_writer_ends,
 };
 use crate::params::{IterationArgs, ParamBuffer, pack_for};
 use crate::{Cuda, CudaError};
@@ -299,13 +299,12 @@ impl CudaGraph {
         args: &[DeviceArg],
         after: &[NodeId],
     ) -> Result<NodeId, CudaError> {
-        refuse_team_writers::<K>(args)?;
         let league = league_size as u64;
         let geometry: Geometry =
             Box::new(move |limits, resources| team_plan(limits, resources, league, team_size));
         self.kernel_node::<K>(
             IterationArgs::Team { league_size: league },
-            &[],
+            &team_writer_ends(args, league),
             args,
             geometry,
             after,

@@ -143,6 +143,14 @@ impl DeviceArg {
         self.keep.clone()
     }
 
+    /// A team-slots handle of the rank-2 `view` (a `TeamSlots` parameter): each thread of a
+    /// team kernel at its own `[league rank, team rank]`, each access checked by the kernel.
+    pub fn team_slots<T: DeviceScalar, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, 2, L, S>,
+    ) -> DeviceArg {
+        DeviceArg::handle(view, HandleAccess::TeamSlots)
+    }
+
     /// A scalar capture.
     pub fn scalar(value: impl Into<ScalarArg>) -> DeviceArg {
         DeviceArg {
@@ -322,7 +330,9 @@ impl Cuda {
     /// Launches `K` (a `#[kernel]` `parallel_for` over a `TeamPolicy`) over a league of
     /// `league_size` teams of `team_size` threads (`TeamSize::Auto`: the size that keeps the
     /// most threads resident, from the compiled kernel's registers and shared memory). Team
-    /// kernels store through atomic handles, so writers are refused.
+    /// kernels store through atomic handles, into their team's row of a rank-2 writer, or at
+    /// their league rank of a rank-1 writer; such a writer must have an entry per team (all
+    /// writers of one launch of the same rank).
     ///
     /// ```
     /// use hoplite_core::{Reducer, ScanValue, TeamSize};
@@ -336,18 +346,19 @@ impl Cuda {
     ///
     /// # Errors
     ///
-    /// As for [`launch_range`](Self::launch_range); a writer argument; a team size of 0 or
-    /// above the device's block limit.
+    /// As for [`launch_range`](Self::launch_range); a writer of rank above 2, of another rank
+    /// than the launch's other writers, or with fewer rows than the league; a team size of 0
+    /// or above the device's block limit.
     pub fn launch_team<K: DeviceKernel>(
         &self,
         league_size: usize,
         team_size: TeamSize,
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        refuse_team_writers::<K>(args)?;
         let league = league_size as u64;
         let iteration = IterationArgs::Team { league_size: league };
-        self.launch::<K>(iteration, &[], args, |limits, resources| {
+        let ends = team_writer_ends(args, league);
+        self.launch::<K>(iteration, &ends, args, |limits, resources| {
             team_plan(limits, resources, league, team_size)
         })
     }
@@ -567,11 +578,10 @@ impl Cuda {
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        refuse_team_writers::<K>(args)?;
         let league = league_size as u64;
         self.reduce::<K, R>(
             IterationArgs::Team { league_size: league },
-            &[],
+            &team_writer_ends(args, league),
             args,
             reducer,
             |limits, resources| team_plan(limits, resources, league, team_size),
@@ -690,16 +700,16 @@ pub(crate) fn checked_mdrange<K: DeviceKernel, const R: usize>(
     Ok((iteration, ends, lengths))
 }
 
-pub(crate) fn refuse_team_writers<K: DeviceKernel>(args: &[DeviceArg]) -> Result<(), CudaError> {
-    match args.iter().position(|a| a.writer_extents.is_some()) {
-        Some(k) => Err(CudaError::InvalidLaunch {
-            kernel: K::NAME,
-            reason: format!(
-                "argument {k} is a writer; team kernels store through atomic handles or their accumulator"
-            ),
-        }),
-        None => Ok(()),
-    }
+/// The iteration space a team launch's writers must contain: a team stores into its row of
+/// a rank-2 writer (`team_row`), or on one thread at its league rank of a rank-1 writer
+/// (`league_token().single()`), so a writer needs an entry per team (all writers of one
+/// launch of the same rank); the kernel checks each access.
+pub(crate) fn team_writer_ends(args: &[DeviceArg], league: u64) -> Vec<u64> {
+    let rank_one = args
+        .iter()
+        .filter_map(|a| a.writer_extents.as_ref())
+        .all(|extents| extents.len() == 1);
+    if rank_one { vec![league] } else { vec![league, 0] }
 }
 
 /// The geometry of a league of teams of `team_size` (`Auto`: from the kernel's resources).

@@ -405,7 +405,14 @@ fn pack_common<K: DeviceKernel>(
                 buf.push_u64(e);
             }
         }
-        (DeviceIteration::Team, IterationArgs::Team { league_size }) => buf.push_u64(*league_size),
+        (DeviceIteration::Team, IterationArgs::Team { league_size }) => {
+            buf.push_u64(*league_size);
+            // The scratch requests (per team at levels 0 and 1, per thread at 0 and 1): team
+            // launches give no scratch yet (`TeamScratch::default()`, no dynamic shared memory).
+            for _ in 0..4 {
+                buf.push_u64(0);
+            }
+        }
         (expected, found) => {
             return Err(invalid(format!(
                 "the kernel iterates as {expected:?} but the launch gives {found:?}; use the policy the kernel was written for"

@@ -18,7 +18,7 @@
 //! (sums, products, min, max, `MinLoc`/`MaxLoc`, `MinMax`) is.
 
 use hoplite_core::device_kernel::{DevicePattern, ScalarType};
-use hoplite_core::{MinMaxScalar, Reducer, ScanValue, ValLoc};
+use hoplite_core::{MinMaxLocScalar, MinMaxScalar, Reducer, ScanValue, ValLoc};
 
 use crate::DeviceScalar;
 use crate::geometry::{DeviceLimits, LaunchGeometry};
@@ -54,6 +54,8 @@ pub const fn value_layout(pattern: DevicePattern) -> Option<ValueLayout> {
         DevicePattern::ReduceValLoc(_) => Some(ValueLayout { size: 16, align: 8 }),
         // `struct alignas(8) { T min; alignas(8) T max; }`: 16 bytes, 8-aligned.
         DevicePattern::ReduceMinMax(_) => Some(ValueLayout { size: 16, align: 8 }),
+        // Two `ValLoc` structs, the minimum's then the maximum's: 32 bytes, 8-aligned.
+        DevicePattern::ReduceMinMaxLoc(_) => Some(ValueLayout { size: 32, align: 8 }),
     }
 }
 
@@ -61,8 +63,9 @@ pub const fn value_layout(pattern: DevicePattern) -> Option<ValueLayout> {
 /// and its bytes in that pattern's device layout ([`value_layout`]).
 ///
 /// Implemented for the scalars (`Reduce`), `ValLoc<T>` (`ReduceValLoc`, `loc == !0` on the
-/// device for `None`) and `MinMaxScalar<T>` (`ReduceMinMax`). The launch refuses a kernel
-/// whose pattern is not [`PATTERN`](Self::PATTERN) before anything reaches the device.
+/// device for `None`), `MinMaxScalar<T>` (`ReduceMinMax`) and `MinMaxLocScalar<T>`
+/// (`ReduceMinMaxLoc`). The launch refuses a kernel whose pattern is not [`PATTERN`](Self::PATTERN)
+/// before anything reaches the device.
 ///
 /// ```
 /// use hoplite_core::ValLoc;
@@ -155,6 +158,33 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for MinMaxScalar<T> 
         MinMaxScalar {
             min: T::read_device(bytes),
             max: T::read_device(bytes.get(8..).unwrap_or(&[])),
+        }
+    }
+}
+
+impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for MinMaxLocScalar<T> {
+    const PATTERN: DevicePattern = DevicePattern::ReduceMinMaxLoc(T::SCALAR);
+    fn write_device(&self, out: &mut [u8]) {
+        let (low, high) = out.split_at_mut(out.len().min(16));
+        ValLoc {
+            val: self.min_val,
+            loc: self.min_loc,
+        }
+        .write_device(low);
+        ValLoc {
+            val: self.max_val,
+            loc: self.max_loc,
+        }
+        .write_device(high);
+    }
+    fn read_device(bytes: &[u8]) -> Self {
+        let min = ValLoc::<T>::read_device(bytes);
+        let max = ValLoc::<T>::read_device(bytes.get(16..).unwrap_or(&[]));
+        MinMaxLocScalar {
+            min_val: min.val,
+            max_val: max.val,
+            min_loc: min.loc,
+            max_loc: max.loc,
         }
     }
 }
@@ -255,7 +285,7 @@ pub(crate) fn encode<V: DeviceReduceValue>(values: &[V]) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::geometry::{mdrange_geometry, range_geometry};
-    use hoplite_core::{MaxLoc, MinLoc, MinMax, Sum};
+    use hoplite_core::{MaxLoc, MinLoc, MinMax, MinMaxLoc, Sum};
 
     #[test]
     fn partials_are_bounded_by_the_resident_threads() {
@@ -343,6 +373,27 @@ mod tests {
             join_in_thread_order(&MinMax::<f32>::new(), mm),
             MinMaxScalar { min: -2.5, max: 8.0 }
         );
+        let mml = [
+            MinMaxLocScalar {
+                min_val: -4.0f64,
+                max_val: 6.5,
+                min_loc: Some(3),
+                max_loc: Some(11),
+            },
+            MinMaxLoc::<f64>::new().init(),
+        ];
+        let bytes = encode(&mml);
+        assert_eq!(bytes.len(), 64);
+        // `min_val` at 0, `min_loc` at 8, `max_val` at 16, `max_loc` at 24; `~0` for none.
+        assert_eq!(u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")), 3);
+        assert_eq!(
+            f64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes")),
+            6.5
+        );
+        assert_eq!(u64::from_le_bytes(bytes[24..32].try_into().expect("8 bytes")), 11);
+        assert_eq!(&bytes[40..48], &[0xff; 8]);
+        assert_eq!(decode::<MinMaxLocScalar<f64>>(&bytes).collect::<Vec<_>>(), mml);
+        assert_eq!(join_in_thread_order(&MinMaxLoc::<f64>::new(), mml), mml[0]);
         let flags = [true, false];
         assert_eq!(decode::<bool>(&encode(&flags)).collect::<Vec<_>>(), flags);
         let ints = [-3i64, 5];

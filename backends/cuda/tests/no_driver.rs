@@ -2,7 +2,7 @@
 //! panic. On a machine with a GPU the same calls succeed, and the test checks that instead.
 
 use hoplite::prelude::*;
-use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite::{BoundReader, BoundTeamSlots, BoundWriter, kernel};
 use hoplite_core::TeamSize;
 use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{ExecutionSpace, LayoutLeft, MemorySpace, View};
@@ -158,12 +158,35 @@ fn gpu_round_trip(cuda: &Cuda) {
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f64));
 }
 
+/// Each team stores its row through `team_row`.
+#[kernel]
+pub fn team_rows(m: &impl TeamMember, out: BoundWriter<'_, f64, 2>) {
+    let row = out.team_row(m.league_token());
+    TeamThreadRange::new(m, row.len()).parallel_for(|j| {
+        row.set(j, (row.row() * 10 + *j) as f64);
+    });
+}
+
+/// Team rank 0 stores the league rank at it.
+#[kernel]
+pub fn league_firsts(m: &impl TeamMember, firsts: BoundWriter<'_, i64, 1>) {
+    if let Some(l) = m.league_token().single() {
+        firsts.set(l, l.get() as i64);
+    }
+}
+
+/// Each thread stores its rank at its own slot.
+#[kernel]
+pub fn slot_sums(m: &impl TeamMember, slots: BoundTeamSlots<'_, f64>) {
+    slots.set(m.team_slot(), m.team_rank() as f64);
+}
+
 #[test]
 fn team_launches_check_their_arguments() {
     let empty1: View<i64, 1, LayoutLeft, CudaSpace> = View::default();
     let empty2: View<i64, 2, LayoutLeft, CudaSpace> = View::default();
     let cuda = Cuda::default();
-    // Team kernels store through atomics: a writer is refused, with or without a device.
+    // A writer where the kernel takes an atomic handle is refused, with or without a device.
     let err = cuda
         .launch_team::<row_sums>(
             4,
@@ -175,7 +198,27 @@ fn team_launches_check_their_arguments() {
             ],
         )
         .expect_err("a writer in a team launch");
-    assert!(err.to_string().contains("atomic"), "{err}");
+    assert!(err.to_string().contains("Atomic handle"), "{err}");
+    // A team's row of a writer: the writer needs a row per team.
+    let short: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
+    let err = cuda
+        .launch_team::<team_rows>(4, TeamSize::Auto, &[DeviceArg::write(&short)])
+        .expect_err("no row for the teams");
+    assert!(err.to_string().contains("writer"), "{err}");
+    // A rank-1 writer (`league_token().single()`) needs an entry per team too.
+    let err = cuda
+        .launch_team::<league_firsts>(4, TeamSize::Auto, &[DeviceArg::write(&empty1)])
+        .expect_err("no entry for the teams");
+    assert!(err.to_string().contains("writer"), "{err}");
+    match cuda.launch_team::<league_firsts>(0, TeamSize::Fixed(32), &[DeviceArg::write(&empty1)]) {
+        Ok(()) => assert!(cuda.is_available()),
+        Err(e) => assert!(is_absence(&e), "{e}"),
+    }
+    // Team slots: checked per access by the kernel, so any rank-2 view packs.
+    match cuda.launch_team::<slot_sums>(0, TeamSize::Fixed(32), &[DeviceArg::team_slots(&short)]) {
+        Ok(()) => assert!(cuda.is_available()),
+        Err(e) => assert!(is_absence(&e), "{e}"),
+    }
     // A reader where the kernel takes an atomic handle is refused too.
     let err = cuda
         .launch_team::<row_sums>(

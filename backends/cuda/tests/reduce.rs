@@ -121,9 +121,17 @@ fn reducers_must_match_the_kernel_before_the_device() {
         .expect_err("a reduction is no scan");
     assert!(is_invalid(&e, "Reduce(F64)"), "{e}");
     let e = cuda
-        .reduce_team::<team_total, _>(1, TeamSize::Auto, &[DeviceArg::write(&yi)], &Sum::<i64>::new())
-        .expect_err("team kernels take no writers");
-    assert!(is_invalid(&e, "writer"), "{e}");
+        .reduce_team::<team_total, _>(
+            1,
+            TeamSize::Auto,
+            &[DeviceArg::write(&yi), DeviceArg::scalar(0usize)],
+            &Sum::<i64>::new(),
+        )
+        .expect_err("a writer where the kernel reads");
+    assert!(
+        is_invalid(&e, "is a Read handle, but the argument is a Write handle"),
+        "{e}"
+    );
     // A writer that does not contain the range is refused before the device too.
     let e = cuda
         .scan_range::<prefix, i64>(0..5, &[DeviceArg::write(&yi), DeviceArg::read(&xi)])

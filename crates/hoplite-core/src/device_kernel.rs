@@ -14,7 +14,9 @@
 //! The entry takes, in order:
 //!
 //! 1. the iteration space: for a range `begin, end` (two `unsigned long long`); for an MDRange
-//!    of rank `R`, `R` begins then `R` ends; for teams, the league size (one
+//!    of rank `R`, `R` begins then `R` ends; for teams, the league size then the policy's
+//!    four scratch requests in bytes, as `with_scratch_size` gave them: per team at level 0,
+//!    per team at level 1, per thread at level 0, per thread at level 1 (five
 //!    `unsigned long long`);
 //! 2. per handle, in the kernel's parameter order: the element pointer, then `R` extents
 //!    (`unsigned long long`), then `R` strides in elements (`unsigned long long`);
@@ -35,13 +37,22 @@
 //!
 //! # Team scratch
 //!
-//! A team kernel's level-0 team scratch (`m.team_scratch(0)`) is the block's dynamic shared
-//! memory: launch it with the policy's level-0 request, per team first (then per thread,
-//! which kernels do not use yet), as the `sharedMemBytes` of the launch. The kernel allocates
-//! from its start with each element type's alignment, as the host's `ScratchPad` does, and
-//! traps past the dynamic shared memory it was given. The host backends round a team's
-//! request up to 8 bytes, and a device backend gives the same rounded amount (hoplite-cuda's
-//! `TeamScratch::bytes`), so the two fail alike.
+//! Both scratch levels of a team kernel, per team (`m.team_scratch(level)`) and per thread
+//! (`m.thread_scratch(level)`), live in the block's dynamic shared memory, each part rounded
+//! up to 8 bytes as the host backends round a request, in this order:
+//!
+//! | part | bytes |
+//! |---|---|
+//! | the team's level 0 | `round8(team0)` |
+//! | the team's level 1 | `round8(team1)` |
+//! | each thread's level 0, by team rank | `blockDim.x * round8(thread0)` |
+//! | each thread's level 1, by team rank | `blockDim.x * round8(thread1)` |
+//!
+//! A device backend launches with the sum as the `sharedMemBytes` (hoplite-cuda's
+//! `TeamScratch::bytes`) and the four requests as entry parameters. The entry traps if it
+//! got less dynamic shared memory than the sum; the kernel allocates from each part with
+//! each element type's alignment, as the host's `ScratchPad` does, and traps past a part, so
+//! an allocation fails on the device exactly where it fails on the host.
 
 use std::fmt;
 
@@ -171,6 +182,10 @@ pub enum DevicePattern {
     /// `parallel_reduce` accumulating a `MinMaxScalar<T>` of this `T` (`MinMax`): on the
     /// device a `struct { T min; T max; }` of 16 bytes, `min` at byte 0 and `max` at byte 8.
     ReduceMinMax(ScalarType),
+    /// `parallel_reduce` accumulating a `MinMaxLocScalar<T>` of this `T` (`MinMaxLoc`): on the
+    /// device two `ValLoc` structs, the minimum's then the maximum's, 32 bytes: `min_val` at
+    /// byte 0, `min_loc` at 8, `max_val` at 16, `max_loc` at 24 (`~0` for no location).
+    ReduceMinMaxLoc(ScalarType),
     /// `parallel_scan` summing values of this type (two launches of the entry; see the
     /// module documentation).
     Scan(ScalarType),
@@ -185,6 +200,9 @@ pub enum HandleAccess {
     Write,
     /// An atomic handle (`h.atomic()`): atomic updates anywhere.
     Atomic,
+    /// A team-slots handle (`v.team_slots()`, rank 2): each thread of a team kernel loads and
+    /// stores at its own `[league rank, team rank]`, checked against the extents.
+    TeamSlots,
 }
 
 /// One parameter of a device kernel, in the order the kernel function declares them.
@@ -252,9 +270,13 @@ impl DeviceParam {
 /// [`params`](Self::params) this trait reports, and trusts the code to stay inside them. An
 /// implementation promises that the entry has exactly that parameter list; that it stores
 /// through a writer only at indices of the launch's iteration space (which the launch checked
-/// against the writer's extents) and through a reduction's partials only at its own thread's
-/// slot; and that every other load or store is checked against the extents it was given, or
-/// is an atomic operation on an atomic handle.
+/// against the writer's extents) or, in a team kernel, in its team's row of a rank-2 writer
+/// at columns the thread owns by `team_owner` (row and column checked against the extents in
+/// the kernel), through a team-slots handle only at its own `[league rank, team rank]` (checked
+/// against the extents in the kernel), and through a reduction's partials only at its own
+/// thread's slot; and that
+/// every other load or store is checked against the extents it was given, or is an atomic
+/// operation on an atomic handle.
 pub unsafe trait DeviceKernel {
     /// The kernel's name (the Rust function's).
     const NAME: &'static str;

@@ -393,7 +393,9 @@ impl Iterator for OwnedRanges {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         let lo = self.block_index.checked_mul(self.block)?;
-        if lo >= self.end {
+        // An empty range owns no run, not even an empty one (a team scan indexes its block
+        // sums by run, and an empty range has no blocks).
+        if lo >= self.end || self.start >= self.end {
             return None;
         }
         let hi = lo.saturating_add(self.block).min(self.end);
@@ -428,6 +430,18 @@ reads_as_index!(Idx, LeagueToken, LeagueIdx, TeamIdx);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_range_owns_no_runs() {
+        // 20..20 lies inside block 1 of 16: no rank gets a run, empty or not.
+        for rank in 0..3 {
+            assert_eq!(OwnedRanges::new(20..20, rank, 3, 16).count(), 0, "rank {rank}");
+        }
+        let runs: Vec<(usize, usize)> = OwnedRanges::new(20..40, 1, 2, 16)
+            .map(|r| (r.start, r.end))
+            .collect();
+        assert_eq!(runs, [(20, 32)]);
+    }
 
     #[test]
     fn tokens_read_as_plain_indices() {

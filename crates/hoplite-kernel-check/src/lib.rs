@@ -27,6 +27,8 @@ use std::ffi::c_void;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_core::DeviceKernel;
 use hoplite_core::device_kernel::{DeviceIteration, DeviceParam, DevicePattern, ScalarType};
@@ -221,6 +223,34 @@ impl Grid {
     }
 }
 
+/// The scratch a team launch asks for, in bytes: a `TeamPolicy`'s `with_scratch_size`
+/// requests at levels 0 and 1. The entry gets the four requests; the block's dynamic shared
+/// memory is [`bytes`](Self::bytes), as a device backend gives it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scratch {
+    /// Bytes per team at levels 0 and 1.
+    pub per_team: [usize; 2],
+    /// Bytes per thread at levels 0 and 1.
+    pub per_thread: [usize; 2],
+}
+
+impl Scratch {
+    /// The dynamic shared memory of a team of `threads`: every part rounded up to 8 bytes, as
+    /// the host backends round a request (team level 0, team level 1, then each thread's
+    /// level 0 and level 1 parts).
+    ///
+    /// ```
+    /// use hoplite_kernel_check::Scratch;
+    /// let s = Scratch { per_team: [12, 0], per_thread: [3, 8] };
+    /// assert_eq!(s.bytes(2), 16 + 2 * (8 + 8));
+    /// ```
+    pub fn bytes(&self, threads: usize) -> usize {
+        let round = |b: usize| b.next_multiple_of(8);
+        let team = round(self.per_team[0]) + round(self.per_team[1]);
+        team + threads * (round(self.per_thread[0]) + round(self.per_thread[1]))
+    }
+}
+
 /// How a launch ended on the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -275,7 +305,14 @@ impl HostModule {
             std::fs::write(&source, text).map_err(io("writing the source"))?;
             // Compiled under a name of its own and renamed when complete, so that an
             // interrupted compile never leaves a library that looks finished.
-            let partial: PathBuf = dir.join(format!("lib{stem}.{}.tmp", std::process::id()));
+            // Tests compile the same kernel on several threads at once: each compile gets a
+            // file of its own.
+            static COMPILES: AtomicUsize = AtomicUsize::new(0);
+            let partial: PathBuf = dir.join(format!(
+                "lib{stem}.{}.{}.tmp",
+                std::process::id(),
+                COMPILES.fetch_add(1, Ordering::Relaxed)
+            ));
             let output = Command::new(compiler)
                 .args([
                     "-std=c++20",
@@ -340,7 +377,7 @@ impl HostModule {
         if self.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a parallel_for kernel".to_owned()));
         }
-        self.launch(grid, 0, begin, end, arrays, scalars, None)
+        self.launch(grid, Scratch::default(), begin, end, arrays, scalars, None)
     }
 
     /// Launches a `parallel_reduce` entry: every thread starts from `init`, and the partials
@@ -368,7 +405,7 @@ impl HostModule {
         let mut partials = vec![0u64; grid.thread_count()];
         let outcome = self.launch(
             grid,
-            0,
+            Scratch::default(),
             begin,
             end,
             arrays,
@@ -400,12 +437,12 @@ impl HostModule {
         if self.iteration != DeviceIteration::Team || self.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a team parallel_for kernel".to_owned()));
         }
-        self.launch_team_for_scratch(grid, league_size, 0, arrays, scalars)
+        self.launch_team_for_scratch(grid, league_size, Scratch::default(), arrays, scalars)
     }
 
     /// Launches a team `parallel_for` entry as [`launch_team_for`](Self::launch_team_for)
-    /// does, with `scratch_bytes` of dynamic shared memory per block: the team scratch of
-    /// level 0 (a device backend gives the policy's per-team request there).
+    /// does, with the scratch requests `scratch` and [`Scratch::bytes`] of dynamic shared
+    /// memory per block, as a device backend launches a policy's scratch.
     ///
     /// # Errors
     ///
@@ -414,14 +451,14 @@ impl HostModule {
         &self,
         grid: Grid,
         league_size: usize,
-        scratch_bytes: usize,
+        scratch: Scratch,
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
     ) -> Result<Outcome, CheckError> {
         if self.iteration != DeviceIteration::Team || self.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a team parallel_for kernel".to_owned()));
         }
-        self.launch(grid, scratch_bytes, &[0], &[league_size], arrays, scalars, None)
+        self.launch(grid, scratch, &[0], &[league_size], arrays, scalars, None)
     }
 
     /// Launches a team `parallel_reduce` entry over a league of `league_size` teams; the
@@ -465,31 +502,11 @@ impl HostModule {
         if init.ty() != ty {
             return Err(self.arg_error(format!("accumulates ValLoc<{ty}>, not ValLoc<{}>", init.ty())));
         }
-        let mut start = init.wide();
-        start[8..].copy_from_slice(&u64::MAX.to_ne_bytes());
-        let mut partials = vec![Slot([0; 16]); grid.thread_count()];
-        let outcome = self.launch(
-            grid,
-            0,
-            &[range.start],
-            &[range.end],
-            arrays,
-            scalars,
-            Some((start, partials.as_mut_ptr().cast(), None)),
-        )?;
+        let (outcome, partials) =
+            self.launch_words(grid, range, arrays, scalars, &[init.slot(), NO_LOCATION])?;
         let values = partials
             .iter()
-            .map(|slot| {
-                let mut val = [0u8; 8];
-                val.copy_from_slice(&slot.0[..8]);
-                let mut loc = [0u8; 8];
-                loc.copy_from_slice(&slot.0[8..]);
-                let loc = u64::from_ne_bytes(loc);
-                (
-                    Value::from_slot(ty, &val),
-                    (loc != u64::MAX).then_some(loc as usize),
-                )
-            })
+            .map(|p| (Value::from_slot(ty, &p[0]), location(p[1])))
             .collect();
         Ok((outcome, values))
     }
@@ -520,12 +537,76 @@ impl HostModule {
                 init.1.ty()
             )));
         }
-        let mut start = init.0.wide();
-        start[8..].copy_from_slice(&init.1.slot());
-        let mut partials = vec![Slot([0; 16]); grid.thread_count()];
+        let (outcome, partials) =
+            self.launch_words(grid, range, arrays, scalars, &[init.0.slot(), init.1.slot()])?;
+        let values = partials
+            .iter()
+            .map(|p| (Value::from_slot(ty, &p[0]), Value::from_slot(ty, &p[1])))
+            .collect();
+        Ok((outcome, values))
+    }
+
+    /// Launches a `parallel_reduce` entry over `MinMaxLocScalar` values (`MinMaxLoc`) on a
+    /// range: every thread starts from `{ min: (init_min, None), max: (init_max, None) }`; the
+    /// partials `((min, min_loc), (max, max_loc))` come back in thread order for the caller to
+    /// join.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_reduce_min_max_loc(
+        &self,
+        grid: Grid,
+        range: std::ops::Range<usize>,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: (Value, Value),
+    ) -> Result<(Outcome, Vec<(LocPartial, LocPartial)>), CheckError> {
+        let DevicePattern::ReduceMinMaxLoc(ty) = self.pattern else {
+            return Err(self.arg_error("is not a parallel_reduce kernel over MinMaxLocScalar".to_owned()));
+        };
+        if init.0.ty() != ty || init.1.ty() != ty {
+            return Err(self.arg_error(format!(
+                "accumulates MinMaxLocScalar<{ty}>, not ({}, {})",
+                init.0.ty(),
+                init.1.ty()
+            )));
+        }
+        let start = [init.0.slot(), NO_LOCATION, init.1.slot(), NO_LOCATION];
+        let (outcome, partials) = self.launch_words(grid, range, arrays, scalars, &start)?;
+        let values = partials
+            .iter()
+            .map(|p| {
+                (
+                    (Value::from_slot(ty, &p[0]), location(p[1])),
+                    (Value::from_slot(ty, &p[2]), location(p[3])),
+                )
+            })
+            .collect();
+        Ok((outcome, values))
+    }
+
+    /// Launches a reduction whose value is a struct of 8-byte words (`ValLoc`, `MinMaxScalar`,
+    /// `MinMaxLocScalar`): every thread starts from `init`; each thread's partial comes back
+    /// as its words, in thread order.
+    fn launch_words(
+        &self,
+        grid: Grid,
+        range: std::ops::Range<usize>,
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: &[[u8; 8]],
+    ) -> Result<(Outcome, Vec<Words>), CheckError> {
+        let words = init.len();
+        let mut start = [0u8; SLOT_BYTES];
+        for (k, word) in init.iter().enumerate() {
+            start[8 * k..8 * k + 8].copy_from_slice(word);
+        }
+        // The device stores each thread's value at its own `words * 8` bytes.
+        let mut partials = vec![0u64; grid.thread_count() * words];
         let outcome = self.launch(
             grid,
-            0,
+            Scratch::default(),
             &[range.start],
             &[range.end],
             arrays,
@@ -533,14 +614,8 @@ impl HostModule {
             Some((start, partials.as_mut_ptr().cast(), None)),
         )?;
         let values = partials
-            .iter()
-            .map(|slot| {
-                let mut min = [0u8; 8];
-                min.copy_from_slice(&slot.0[..8]);
-                let mut max = [0u8; 8];
-                max.copy_from_slice(&slot.0[8..]);
-                (Value::from_slot(ty, &min), Value::from_slot(ty, &max))
-            })
+            .chunks(words)
+            .map(|p| p.iter().map(|w| w.to_ne_bytes()).collect())
             .collect();
         Ok((outcome, values))
     }
@@ -571,7 +646,7 @@ impl HostModule {
         let mut partials = vec![0u64; grid.thread_count()];
         let first = self.launch(
             grid,
-            0,
+            Scratch::default(),
             &begin,
             &end,
             arrays,
@@ -589,7 +664,7 @@ impl HostModule {
         }
         let outcome = self.launch(
             grid,
-            0,
+            Scratch::default(),
             &begin,
             &end,
             arrays,
@@ -600,24 +675,38 @@ impl HostModule {
     }
 }
 
-/// One parameter as a launch passes it: 16 bytes, 8-aligned, the value in the low bytes (the
-/// largest parameter is a `ValLoc` initial value).
+/// One thread's partial of a reduction over a struct value: its 8-byte words.
+type Words = Vec<[u8; 8]>;
+
+/// The bytes of the largest parameter: a `MinMaxLocScalar` initial value.
+const SLOT_BYTES: usize = 32;
+
+/// A location word that is `None` (`~0` on the device).
+const NO_LOCATION: [u8; 8] = u64::MAX.to_ne_bytes();
+
+/// The location a device stored in `word`.
+fn location(word: [u8; 8]) -> Option<usize> {
+    let loc = u64::from_ne_bytes(word);
+    (loc != u64::MAX).then_some(loc as usize)
+}
+
+/// One parameter as a launch passes it: 32 bytes, 8-aligned, the value in the low bytes.
 #[repr(C, align(8))]
 #[derive(Clone, Copy)]
-struct Slot([u8; 16]);
+struct Slot([u8; SLOT_BYTES]);
 
 impl Slot {
     fn of(bytes: &[u8]) -> Slot {
-        let mut slot = Slot([0; 16]);
+        let mut slot = Slot([0; SLOT_BYTES]);
         slot.0[..bytes.len()].copy_from_slice(bytes);
         slot
     }
 }
 
 impl Value {
-    /// The value in 16 bytes, low bytes first.
-    fn wide(self) -> [u8; 16] {
-        let mut out = [0u8; 16];
+    /// The value in a parameter's bytes, low bytes first.
+    fn wide(self) -> [u8; SLOT_BYTES] {
+        let mut out = [0u8; SLOT_BYTES];
         out[..8].copy_from_slice(&self.slot());
         out
     }
@@ -669,23 +758,26 @@ impl HostModule {
     fn launch(
         &self,
         grid: Grid,
-        scratch_bytes: usize,
+        scratch: Scratch,
         begin: &[usize],
         end: &[usize],
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
-        reduce: Option<([u8; 16], *mut c_void, Option<bool>)>,
+        reduce: Option<([u8; SLOT_BYTES], *mut c_void, Option<bool>)>,
     ) -> Result<Outcome, CheckError> {
         let rank = self.iteration.rank();
         if begin.len() != rank || end.len() != rank {
             return Err(self.arg_error(format!("iterates over {rank} dimension(s)")));
         }
-        // Every parameter lives in a 16-byte slot, the value in its low bytes (where a
+        // Every parameter lives in a 32-byte slot, the value in its low bytes (where a
         // little-endian load of a smaller scalar finds it).
         let mut slots: Vec<Slot> = Vec::new();
         if self.iteration == DeviceIteration::Team {
-            // A league of teams: only its size (`begin` is 0).
+            // A league of teams: its size (`begin` is 0), then the scratch requests.
             slots.push(Slot::of(&(end[0] as u64).to_ne_bytes()));
+            for bytes in scratch.per_team.into_iter().chain(scratch.per_thread) {
+                slots.push(Slot::of(&(bytes as u64).to_ne_bytes()));
+            }
         } else {
             for &b in begin.iter().chain(end) {
                 slots.push(Slot::of(&(b as u64).to_ne_bytes()));
@@ -742,6 +834,10 @@ impl HostModule {
             }
         }
         let mut pointers: Vec<*mut c_void> = slots.iter_mut().map(|s| s.0.as_mut_ptr().cast()).collect();
+        // The launcher keeps the grid and the block's barrier in the library's globals, and two
+        // modules of one kernel load the same library: one launch at a time in the process.
+        static LAUNCHES: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = LAUNCHES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let [gx, gy, gz] = grid.blocks;
         let [bx, by, bz] = grid.threads;
         // SAFETY: the launcher reads one slot per parameter of the entry, in the order and
@@ -756,7 +852,7 @@ impl HostModule {
                 bx,
                 by,
                 bz,
-                scratch_bytes as u64,
+                scratch.bytes(grid.threads.iter().map(|&t| t as usize).product()) as u64,
                 pointers.as_mut_ptr(),
             )
         };
@@ -778,7 +874,8 @@ fn launcher_source(
 ) -> String {
     let mut types: Vec<String> = Vec::new();
     let bounds = if iteration == DeviceIteration::Team {
-        1
+        // The league size and the four scratch requests.
+        5
     } else {
         2 * iteration.rank()
     };
@@ -803,6 +900,10 @@ fn launcher_source(
     if let DevicePattern::ReduceValLoc(ty) = pattern {
         types.push(format!("hl_valloc<{}>", ty.cuda_name()));
         types.push(format!("hl_valloc<{}>*", ty.cuda_name()));
+    }
+    if let DevicePattern::ReduceMinMaxLoc(ty) = pattern {
+        types.push(format!("hl_minmaxloc<{}>", ty.cuda_name()));
+        types.push(format!("hl_minmaxloc<{}>*", ty.cuda_name()));
     }
     if let DevicePattern::ReduceMinMax(ty) = pattern {
         types.push(format!("hl_minmax<{}>", ty.cuda_name()));

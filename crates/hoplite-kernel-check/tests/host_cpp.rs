@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use hoplite::prelude::*;
 use hoplite::{DeviceKernel, RayonSpace, Serial};
-use hoplite_kernel_check::{Grid, HostArray, HostModule, Outcome, Value, host_compiler};
+use hoplite_kernel_check::{Grid, HostArray, HostModule, Outcome, Scratch, Value, host_compiler};
 use kernels::*;
 
 /// Compiles `K` for the host, or says why the check is skipped.
@@ -167,6 +167,24 @@ fn bits(v: &[f64]) -> Vec<u64> {
 }
 
 /// Joins host partials in thread order, as a backend joins them.
+/// Launches a `parallel_reduce` kernel on the host side, checks that it completed and
+/// returns the partials in thread order.
+fn device_partials(
+    m: &HostModule,
+    grid: Grid,
+    begin: &[usize],
+    end: &[usize],
+    arrays: &mut [HostArray<'_>],
+    scalars: &[Value],
+    init: Value,
+) -> Vec<Value> {
+    let (outcome, partials) = m
+        .launch_reduce(grid, begin, end, arrays, scalars, init)
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    partials
+}
+
 fn join_f64(partials: &[Value], join: impl Fn(f64, f64) -> f64, init: f64) -> f64 {
     partials.iter().fold(init, |a, p| match p {
         Value::F64(v) => join(a, *v),
@@ -192,17 +210,15 @@ fn dot_reduce_and_empty_range() -> Result<()> {
             Sum::<f64>::new(),
         )?;
         let (mut hx, mut hy) = (x.clone(), y.clone());
-        let (outcome, partials) = m
-            .launch_reduce(
-                GRID_1D,
-                &[lo],
-                &[hi],
-                &mut [HostArray::new(&mut hx, &[n]), HostArray::new(&mut hy, &[n])],
-                &[],
-                Value::F64(0.0),
-            )
-            .expect("arguments match");
-        assert_eq!(outcome, Outcome::Completed);
+        let partials = device_partials(
+            &m,
+            GRID_1D,
+            &[lo],
+            &[hi],
+            &mut [HostArray::new(&mut hx, &[n]), HostArray::new(&mut hy, &[n])],
+            &[],
+            Value::F64(0.0),
+        );
         assert_eq!(partials.len(), GRID_1D.thread_count());
         assert_eq!(join_f64(&partials, |a, b| a + b, 0.0), native, "range {lo}..{hi}");
     }
@@ -545,17 +561,15 @@ fn max_reduce_skips_nan() -> Result<()> {
     )?;
     let mut hx = x.clone();
     let init = f64::NEG_INFINITY;
-    let (outcome, partials) = m
-        .launch_reduce(
-            GRID_1D,
-            &[0],
-            &[n],
-            &mut [HostArray::new(&mut hx, &[n])],
-            &[],
-            Value::F64(init),
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    let partials = device_partials(
+        &m,
+        GRID_1D,
+        &[0],
+        &[n],
+        &mut [HostArray::new(&mut hx, &[n])],
+        &[],
+        Value::F64(init),
+    );
     assert_eq!(join_f64(&partials, f64::max, init), native);
     assert_eq!(native, 7.5);
     Ok(())
@@ -683,17 +697,15 @@ fn wrapping_reduction() -> Result<()> {
         Sum::<i32>::new(),
     );
     let mut hx = x.clone();
-    let (outcome, partials) = m
-        .launch_reduce(
-            ONE_BLOCK,
-            &[0],
-            &[n],
-            &mut [HostArray::new(&mut hx, &[n])],
-            &[],
-            Value::I32(0),
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    let partials = device_partials(
+        &m,
+        ONE_BLOCK,
+        &[0],
+        &[n],
+        &mut [HostArray::new(&mut hx, &[n])],
+        &[],
+        Value::I32(0),
+    );
     assert_eq!(
         partials,
         [Value::I32(
@@ -939,10 +951,7 @@ fn team_kernels_barriers_broadcast_and_team_reduce() -> Result<()> {
         )?;
 
         // Two blocks walk the nine teams; a block is a team of `team` threads.
-        let grid = Grid {
-            blocks: [2, 1, 1],
-            threads: [team as u32, 1, 1],
-        };
+        let grid = team_grid(2, team);
         let mut host = vec![0i64; rows];
         let mut ha = a.clone();
         let outcome = sums_m
@@ -974,10 +983,7 @@ fn team_kernels_barriers_broadcast_and_team_reduce() -> Result<()> {
     }
     // Teams larger than this machine's pool: the device side against the sums by hand.
     for team in [3usize, 4, 8] {
-        let grid = Grid {
-            blocks: [4, 1, 1],
-            threads: [team as u32, 1, 1],
-        };
+        let grid = team_grid(4, team);
         let mut host = vec![0i64; rows];
         let mut ha = a.clone();
         let outcome = sums_m
@@ -1018,17 +1024,17 @@ fn reverse_rows_device(
     bytes: usize,
     a: &[f64],
 ) -> (Outcome, Vec<i64>) {
-    let grid = Grid {
-        blocks: [2, 1, 1],
-        threads: [team as u32, 1, 1],
-    };
+    let grid = team_grid(2, team);
     let mut out = vec![0i64; rows * cols];
     let mut ha = a.to_vec();
     let outcome = m
         .launch_team_for_scratch(
             grid,
             rows,
-            bytes,
+            Scratch {
+                per_team: [bytes, 0],
+                per_thread: [0, 0],
+            },
             &mut [
                 HostArray::new(&mut out, &[rows, cols]),
                 HostArray::new(&mut ha, &[rows, cols]),
@@ -1126,12 +1132,17 @@ fn team_scratch_beyond_the_request_panics_natively_and_traps_on_the_device() -> 
     Ok(())
 }
 
+/// A grid of `blocks` blocks, each one team of `team` threads.
+fn team_grid(blocks: u32, team: usize) -> Grid {
+    Grid {
+        blocks: [blocks, 1, 1],
+        threads: [team as u32, 1, 1],
+    }
+}
+
 /// Runs a team `parallel_for` kernel over `rows` teams of `team` threads on the host side.
 fn team_device(m: &HostModule, team: usize, rows: usize, arrays: &mut [HostArray<'_>], scalars: &[Value]) {
-    let grid = Grid {
-        blocks: [2, 1, 1],
-        threads: [team as u32, 1, 1],
-    };
+    let grid = team_grid(2, team);
     let outcome = m
         .launch_team_for(grid, rows, arrays, scalars)
         .expect("arguments match");
@@ -1345,10 +1356,7 @@ fn min_max_accumulators_skip_nan_on_ranges_and_teams() -> Result<()> {
     let (rows, cols) = (5, 21);
     let a: Vec<i32> = (0..rows * cols).map(|k| ((k * 29) % 41) as i32 - 20).collect();
     for team in [1usize, 2, 3, 4] {
-        let grid = Grid {
-            blocks: [2, 1, 1],
-            threads: [team as u32, 1, 1],
-        };
+        let grid = team_grid(2, team);
         let mut ha = a.clone();
         let (outcome, partials) = team_m
             .launch_reduce_min_max(
@@ -1443,5 +1451,528 @@ fn team_reduce_max_and_min_skip_nan() -> Result<()> {
             assert_eq!(bits(&out.to_vec()?), bits(&want), "rayon, team size {team}");
         }
     }
+    Ok(())
+}
+
+/// The scratch `scratch_levels` asks for with teams of `team` threads over `cols` columns:
+/// level 0 a sum per thread, level 1 the row; per thread `cols` `u32` and two `f64`.
+fn scratch_levels_request(team: usize, cols: usize) -> Scratch {
+    Scratch {
+        per_team: [8 * team, 8 * cols],
+        per_thread: [4 * cols, 16],
+    }
+}
+
+/// `scratch_levels` by hand: exact, since the values are small multiples of a quarter.
+fn scratch_levels_by_hand(a: &[f64], rows: usize, cols: usize, team: usize) -> Vec<f64> {
+    let mut out = vec![0.0; rows * cols];
+    for row in 0..rows {
+        let line: Vec<f64> = (0..cols).map(|j| a[row * cols + j] * 0.5).collect();
+        let parts: Vec<f64> = (0..team)
+            .map(|r| {
+                (r..cols)
+                    .step_by(team)
+                    .fold(0.0, |s, j| s + line[j] * (r + 1) as f64)
+            })
+            .collect();
+        for k in 0..cols {
+            let lower = parts[..k % team].iter().fold(0.0, |s, p| s + p);
+            out[row * cols + k] = 0.0 + (line[cols - 1 - k] + lower);
+        }
+    }
+    out
+}
+
+/// `scratch_levels` natively on `space` with teams of `team`, its output (`None` when the
+/// space cannot make such teams); `short` takes 8 bytes off the per-thread level-0 request.
+fn scratch_levels_native<S>(
+    space: S,
+    a: &[f64],
+    rows: usize,
+    cols: usize,
+    team: usize,
+    short: bool,
+) -> Result<Option<Vec<f64>>>
+where
+    S: ExecutionSpace + hoplite::ParallelFor<TeamPolicy<S>>,
+{
+    let request = scratch_levels_request(team, cols);
+    let thread0 = request.per_thread[0] - if short { 8 } else { 0 };
+    let policy = TeamPolicy::new(space, rows, TeamSize::Fixed(team))
+        .with_scratch_size(0, PerTeam(request.per_team[0]), PerThread(thread0))
+        .with_scratch_size(1, PerTeam(request.per_team[1]), PerThread(request.per_thread[1]));
+    if team > policy.team_size_max() {
+        return Ok(None);
+    }
+    let av = view("a", [rows, cols], a)?;
+    let out = View::<f64, 2>::new("out", [rows, cols])?;
+    parallel_for(
+        "scratch levels",
+        (policy, (out.atomic(), av.read())),
+        scratch_levels::with::<S>(cols),
+    )?;
+    Ok(Some(out.to_vec()?))
+}
+
+#[test]
+fn thread_scratch_and_level_one_follow_the_team_part() -> Result<()> {
+    let Some(m) = module::<scratch_levels>() else {
+        return Ok(());
+    };
+    for (rows, cols) in [(0, 3), (3, 0), (1, 1), (4, 7), (5, 18)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 5) % 17) as f64 * 0.25 - 2.0)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let want = scratch_levels_by_hand(&a, rows, cols, team);
+            let grid = team_grid(2, team);
+            let (mut host, mut ha) = (vec![0.0; rows * cols], a.clone());
+            let outcome = m
+                .launch_team_for_scratch(
+                    grid,
+                    rows,
+                    scratch_levels_request(team, cols),
+                    &mut [
+                        HostArray::new(&mut host, &[rows, cols]),
+                        HostArray::new(&mut ha, &[rows, cols]),
+                    ],
+                    &[Value::Usize(cols)],
+                )
+                .expect("arguments match");
+            assert_eq!(outcome, Outcome::Completed);
+            assert_eq!(
+                bits(&host),
+                bits(&want),
+                "device, team size {team}, {rows}x{cols}"
+            );
+            if let Some(native) = scratch_levels_native(RayonSpace::default(), &a, rows, cols, team, false)? {
+                assert_eq!(
+                    bits(&native),
+                    bits(&want),
+                    "rayon, team size {team}, {rows}x{cols}"
+                );
+            }
+        }
+        let serial = scratch_levels_native(Serial::default(), &a, rows, cols, 1, false)?;
+        assert_eq!(
+            serial.map(|v| bits(&v)),
+            Some(bits(&scratch_levels_by_hand(&a, rows, cols, 1))),
+            "serial, {rows}x{cols}"
+        );
+    }
+    // A thread's level-0 request 8 bytes short of its columns: the native allocation fails,
+    // the device traps.
+    let (rows, cols) = (2, 6);
+    let a = f64s(rows * cols, |k| k as f64);
+    let native = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        scratch_levels_native(Serial::default(), &a, rows, cols, 1, true)
+    }));
+    assert!(
+        matches!(native, Err(_) | Ok(Err(_))),
+        "the native allocation fails: {native:?}"
+    );
+    for team in [1usize, 3] {
+        let mut request = scratch_levels_request(team, cols);
+        request.per_thread[0] -= 8;
+        let (mut host, mut ha) = (vec![0.0; rows * cols], a.clone());
+        let outcome = m
+            .launch_team_for_scratch(
+                team_grid(2, team),
+                rows,
+                request,
+                &mut [
+                    HostArray::new(&mut host, &[rows, cols]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Trapped, "team size {team}");
+    }
+    Ok(())
+}
+
+#[test]
+fn nested_scans_team_vector_loops_and_team_scan_match_the_host() -> Result<()> {
+    let Some(m) = module::<nested_scans>() else {
+        return Ok(());
+    };
+    // Four threads, so teams of up to four run natively (oversubscribed on a smaller machine).
+    let space = RayonSpace::with_threads(4)?;
+    // Ranges across several blocks of 16 columns, short ones, one starting past its blocks'
+    // start, an empty one; values with many bits, so a different grouping would show.
+    for (rows, cols, skip) in [(3, 70, 0), (2, 37, 5), (2, 7, 0), (3, 20, 20), (1, 1, 0)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 37) % 101) as f64 * 0.013 - 0.4)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let (mut out, mut totals, mut ha) = (vec![0.0; rows * cols], vec![0.0; rows * 9], a.clone());
+            team_device(
+                &m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut out, &[rows, cols]),
+                    HostArray::new(&mut totals, &[rows, 9]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols), Value::Usize(skip)],
+            );
+
+            let policy = TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team));
+            let av = view("a", [rows, cols], &a)?;
+            let native_out = View::<f64, 2>::new("out", [rows, cols])?;
+            let native_totals = View::<f64, 2>::new("totals", [rows, 9])?;
+            parallel_for(
+                "nested scans",
+                (policy, (native_out.atomic(), native_totals.atomic(), av.read())),
+                nested_scans::with::<RayonSpace>(cols, skip),
+            )?;
+            let what = format!("team size {team}, {rows}x{cols} from {skip}");
+            assert_eq!(bits(&out), bits(&native_out.to_vec()?), "{what}");
+            assert_eq!(bits(&totals), bits(&native_totals.to_vec()?), "{what}");
+            // The owner of each scanned column is recorded: `team_owner(j, team, 16)`.
+            for row in 0..rows {
+                for j in skip..cols {
+                    let owner = ((j / 16) % team) as f64 * 1000.0;
+                    let prefix = out[row * cols + j] - 0.25 - owner;
+                    assert!((0.0..1000.0).contains(&(prefix + 500.0)), "{what}: column {j}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn team_rows_of_writers_store_on_the_owning_thread() -> Result<()> {
+    let Some(m) = module::<row_offsets>() else {
+        return Ok(());
+    };
+    let space = RayonSpace::with_threads(4)?;
+    for (rows, cols) in [(3, 70), (2, 17), (4, 5), (2, 0), (0, 3)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 29) % 97) as f64 * 0.017 - 0.6)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let (mut out, mut ha) = (vec![0.0; rows * cols], a.clone());
+            team_device(
+                &m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut out, &[rows, cols]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[],
+            );
+            let av = view("a", [rows, cols], &a)?;
+            let native = View::<f64, 2>::new("out", [rows, cols])?;
+            parallel_for(
+                "row offsets",
+                (
+                    TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team)),
+                    (native.write(), av.read()),
+                ),
+                row_offsets::with::<RayonSpace>(),
+            )?;
+            assert_eq!(
+                bits(&out),
+                bits(&native.to_vec()?),
+                "team size {team}, {rows}x{cols}"
+            );
+        }
+    }
+    // A writer with fewer rows than the league: `team_row` panics natively, traps on the device.
+    let (rows, cols) = (2, 4);
+    let a = f64s(3 * cols, |k| k as f64);
+    let av = view("a", [3, cols], &a)?;
+    let native = View::<f64, 2>::new("out", [rows, cols])?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parallel_for(
+            "row offsets",
+            (
+                TeamPolicy::new(Serial::default(), 3, TeamSize::Fixed(1)),
+                (native.write(), av.read()),
+            ),
+            row_offsets::with::<Serial>(),
+        )
+    }));
+    assert!(
+        matches!(result, Err(_) | Ok(Err(_))),
+        "the native row is refused: {result:?}"
+    );
+    let (mut out, mut ha) = (vec![0.0; rows * cols], a.clone());
+    let outcome = m
+        .launch_team_for(
+            Grid {
+                blocks: [1, 1, 1],
+                threads: [2, 1, 1],
+            },
+            3,
+            &mut [
+                HostArray::new(&mut out, &[rows, cols]),
+                HostArray::new(&mut ha, &[3, cols]),
+            ],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Trapped);
+    Ok(())
+}
+
+/// A `MinMaxLocScalar`'s value bits and locations, to compare NaN too.
+fn min_max_loc_bits(v: &MinMaxLocScalar<f64>) -> (u64, Option<usize>, u64, Option<usize>) {
+    (v.min_val.to_bits(), v.min_loc, v.max_val.to_bits(), v.max_loc)
+}
+
+#[test]
+fn min_max_loc_ties_nan_and_empty_ranges() -> Result<()> {
+    let Some(m) = module::<extremes_at>() else {
+        return Ok(());
+    };
+    let n = 50;
+    // Ties of the minimum (-3 at 7, 19, 31, 43) and of the maximum (4 at 4, 9, 14, ...), NaN
+    // at several places.
+    let x: Vec<f64> = (0..n)
+        .map(|k| {
+            if k % 12 == 7 {
+                -3.0
+            } else if k % 11 == 5 {
+                f64::NAN
+            } else {
+                (k % 5) as f64
+            }
+        })
+        .collect();
+    let reducer = MinMaxLoc::<f64>::new();
+    for (range, scale) in [(0..n, 1.0), (8..n, -0.5), (20..34, 2.0), (5..5, 1.0), (5..6, 1.0)] {
+        let xv = view("x", [n], &x)?;
+        let native = parallel_reduce(
+            "extremes at",
+            (
+                RangePolicy::new(RayonSpace::default(), range.clone()),
+                (xv.read(),),
+            ),
+            extremes_at::with(scale),
+            MinMaxLoc::<f64>::new(),
+        )?;
+        let mut hx = x.clone();
+        let (outcome, partials) = m
+            .launch_reduce_min_max_loc(
+                GRID_1D,
+                range.clone(),
+                &mut [HostArray::new(&mut hx, &[n])],
+                &[Value::F64(scale)],
+                (Value::F64(f64::INFINITY), Value::F64(f64::NEG_INFINITY)),
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        let mut device = reducer.init();
+        for ((min, min_loc), (max, max_loc)) in &partials {
+            reducer.join(
+                &mut device,
+                MinMaxLocScalar {
+                    min_val: as_f64(min),
+                    min_loc: *min_loc,
+                    max_val: as_f64(max),
+                    max_loc: *max_loc,
+                },
+            );
+        }
+        assert_eq!(
+            min_max_loc_bits(&device),
+            min_max_loc_bits(&native),
+            "{range:?} scaled by {scale}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn reducer_joins_in_a_body_match_the_host_reducers() -> Result<()> {
+    let Some(m) = module::<row_joins>() else {
+        return Ok(());
+    };
+    let (rows, cols) = (23, 9);
+    // Quarters, so every grouping of the sums is exact; NaN in a few places, which `Max`
+    // skips and the `as i64` cast turns into 0.
+    let x: Vec<f64> = (0..rows * cols)
+        .map(|k| {
+            if k % 17 == 3 {
+                f64::NAN
+            } else {
+                ((k * 7) % 19) as f64 * 0.25 - 2.0
+            }
+        })
+        .collect();
+    let xv = view("x", [rows, cols], &x)?;
+    for (lo, hi) in [(0, rows), (4, 17), (6, 6)] {
+        let native = parallel_reduce(
+            "row joins",
+            (RangePolicy::new(RayonSpace::default(), lo..hi), (xv.read(),)),
+            row_joins::with(cols),
+            Sum::<f64>::new(),
+        )?;
+        let mut hx = x.clone();
+        let partials = device_partials(
+            &m,
+            GRID_1D,
+            &[lo],
+            &[hi],
+            &mut [HostArray::new(&mut hx, &[rows, cols])],
+            &[Value::Usize(cols)],
+            Value::F64(0.0),
+        );
+        assert_eq!(join_f64(&partials, |a, b| a + b, 0.0), native, "rows {lo}..{hi}");
+    }
+    Ok(())
+}
+
+#[test]
+fn team_slots_store_at_each_threads_own_slot() -> Result<()> {
+    let Some(m) = module::<slot_sums>() else {
+        return Ok(());
+    };
+    let space = RayonSpace::with_threads(4)?;
+    for (rows, cols) in [(3, 11), (5, 2), (1, 0), (0, 4)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 13) % 23) as f64 * 0.031 - 0.2)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let (mut out, mut ha) = (vec![0.0; rows * team], a.clone());
+            team_device(
+                &m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut out, &[rows, team]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            );
+            let av = view("a", [rows, cols], &a)?;
+            let native = View::<f64, 2>::new("partial", [rows, team])?;
+            parallel_for(
+                "slot sums",
+                (
+                    TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team)),
+                    (native.team_slots(), av.read()),
+                ),
+                slot_sums::with::<RayonSpace>(cols),
+            )?;
+            assert_eq!(
+                bits(&out),
+                bits(&native.to_vec()?),
+                "team size {team}, {rows}x{cols}"
+            );
+        }
+    }
+    // A view with a slot too few per team: the native access panics, the device traps.
+    let (rows, cols, team) = (2, 3, 2);
+    let a = f64s(rows * cols, |k| k as f64);
+    let av = view("a", [rows, cols], &a)?;
+    let narrow = View::<f64, 2>::new("partial", [rows, team - 1])?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parallel_for(
+            "slot sums",
+            (
+                TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team)),
+                (narrow.team_slots(), av.read()),
+            ),
+            slot_sums::with::<RayonSpace>(cols),
+        )
+    }));
+    assert!(
+        matches!(result, Err(_) | Ok(Err(_))),
+        "the native slot is refused: {result:?}"
+    );
+    let (mut out, mut ha) = (vec![0.0; rows * (team - 1)], a.clone());
+    let outcome = m
+        .launch_team_for(
+            team_grid(2, team),
+            rows,
+            &mut [
+                HostArray::new(&mut out, &[rows, team - 1]),
+                HostArray::new(&mut ha, &[rows, cols]),
+            ],
+            &[Value::Usize(cols)],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Trapped);
+    Ok(())
+}
+
+#[test]
+fn league_single_stores_once_per_team_at_the_league_rank() -> Result<()> {
+    let Some(m) = module::<league_totals>() else {
+        return Ok(());
+    };
+    let space = RayonSpace::with_threads(4)?;
+    for (rows, cols) in [(5, 37), (3, 4), (2, 0), (0, 3)] {
+        let a: Vec<f64> = (0..rows * cols)
+            .map(|k| ((k * 17) % 29) as f64 * 0.043 - 0.5)
+            .collect();
+        for team in [1usize, 2, 3, 4] {
+            let (mut out, mut ha) = (vec![0.0; rows], a.clone());
+            team_device(
+                &m,
+                team,
+                rows,
+                &mut [
+                    HostArray::new(&mut out, &[rows]),
+                    HostArray::new(&mut ha, &[rows, cols]),
+                ],
+                &[Value::Usize(cols)],
+            );
+            let av = view("a", [rows, cols], &a)?;
+            let native = View::<f64, 1>::new("totals", [rows])?;
+            parallel_for(
+                "league totals",
+                (
+                    TeamPolicy::new(space.clone(), rows, TeamSize::Fixed(team)),
+                    (native.write(), av.read()),
+                ),
+                league_totals::with::<RayonSpace>(cols),
+            )?;
+            assert_eq!(
+                bits(&out),
+                bits(&native.to_vec()?),
+                "team size {team}, {rows}x{cols}"
+            );
+        }
+    }
+    // A writer shorter than the league: the native store panics, the device traps.
+    let (rows, cols) = (3, 2);
+    let a = f64s(rows * cols, |k| k as f64);
+    let av = view("a", [rows, cols], &a)?;
+    let short = View::<f64, 1>::new("totals", [rows - 1])?;
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        parallel_for(
+            "league totals",
+            (
+                TeamPolicy::new(Serial::default(), rows, TeamSize::Fixed(1)),
+                (short.write(), av.read()),
+            ),
+            league_totals::with::<Serial>(cols),
+        )
+    }));
+    assert!(
+        matches!(result, Err(_) | Ok(Err(_))),
+        "the native store is refused: {result:?}"
+    );
+    let (mut out, mut ha) = (vec![0.0; rows - 1], a.clone());
+    let outcome = m
+        .launch_team_for(
+            team_grid(2, 2),
+            rows,
+            &mut [
+                HostArray::new(&mut out, &[rows - 1]),
+                HostArray::new(&mut ha, &[rows, cols]),
+            ],
+            &[Value::Usize(cols)],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Trapped);
     Ok(())
 }

@@ -110,6 +110,13 @@ fn every_kernel_compiles_for_compute_90_and_assembles_for_sm_90() {
     tools.check::<extremes>(&mut rows);
     tools.check::<team_extremes>(&mut rows);
     tools.check::<team_max_min>(&mut rows);
+    tools.check::<scratch_levels>(&mut rows);
+    tools.check::<nested_scans>(&mut rows);
+    tools.check::<row_offsets>(&mut rows);
+    tools.check::<extremes_at>(&mut rows);
+    tools.check::<row_joins>(&mut rows);
+    tools.check::<slot_sums>(&mut rows);
+    tools.check::<league_totals>(&mut rows);
     let table = format!(
         "NVRTC {major}.{minor}, compute_90 -> ptxas sm_90\n\n| kernel | entry | PTX bytes | registers | spill stores / loads (bytes) | stack frame (bytes) |\n|---|---|---|---|---|---|\n{}\n",
         rows.join("\n")

@@ -17,7 +17,7 @@ use quote::{format_ident, quote};
 use syn::parse::{Parse, ParseStream};
 use syn::{ItemFn, Path, Token};
 
-use signature::{Handle, HandleKind, KernelSignature, TokenKind};
+use signature::{AccKind, Handle, HandleKind, KernelSignature, TokenKind};
 
 /// Compiles a function to a native hoplite kernel and translates it to CUDA C.
 ///
@@ -26,8 +26,9 @@ use signature::{Handle, HandleKind, KernelSignature, TokenKind};
 /// (`BoundReader<'_, T, R>`, `BoundLookup<'_, T, R>`, `BoundWriter<'_, T, R>`,
 /// `BoundAtomic<'_, T, R>`), plain scalar
 /// captures (`f64`, `usize`, ...), and for a reduction the accumulator `&mut T` (or
-/// `&mut ValLoc<T>`, `&mut MinMaxScalar<T>`) last; a scan adds `is_final: bool` after it.
-/// Team kernels may use level-0 team scratch and the nested loops `TeamThreadRange` and
+/// `&mut ValLoc<T>`, `&mut MinMaxScalar<T>`, `&mut MinMaxLocScalar<T>`) last; a scan adds `is_final: bool` after it.
+/// Team kernels may use team and thread scratch of levels 0 and 1, `team_scan` and the nested loops
+/// `TeamThreadRange`, `TeamVectorRange` and
 /// `ThreadVectorRange` (`docs/kernels.md` lists the forms).
 ///
 /// The function stays as written. Beside it the macro defines a type of the same name with
@@ -179,12 +180,13 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             let ty = scalar_type_tokens(krate, acc.scalar);
             if signature.scan_flag.is_some() {
                 quote!(#krate::device_kernel::DevicePattern::Scan(#ty))
-            } else if acc.min_max {
-                quote!(#krate::device_kernel::DevicePattern::ReduceMinMax(#ty))
-            } else if acc.val_loc {
-                quote!(#krate::device_kernel::DevicePattern::ReduceValLoc(#ty))
             } else {
-                quote!(#krate::device_kernel::DevicePattern::Reduce(#ty))
+                match acc.acc {
+                    AccKind::Plain => quote!(#krate::device_kernel::DevicePattern::Reduce(#ty)),
+                    AccKind::ValLoc => quote!(#krate::device_kernel::DevicePattern::ReduceValLoc(#ty)),
+                    AccKind::MinMax => quote!(#krate::device_kernel::DevicePattern::ReduceMinMax(#ty)),
+                    AccKind::MinMaxLoc => quote!(#krate::device_kernel::DevicePattern::ReduceMinMaxLoc(#ty)),
+                }
             }
         }
     };
@@ -198,6 +200,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
                     HandleKind::Reader | HandleKind::Lookup => quote!(Read),
                     HandleKind::Writer => quote!(Write),
                     HandleKind::Atomic => quote!(Atomic),
+                    HandleKind::TeamSlots => quote!(TeamSlots),
                 };
                 let element = scalar_type_tokens(krate, h.element);
                 let rank = h.rank;
@@ -274,6 +277,15 @@ fn native_function(krate: &Path, signature: &KernelSignature, mut function: Item
             && let syn::Pat::Ident(ident) = &*typed.pat
         {
             let handle = signature.handles.iter().find(|h| h.name == ident.ident);
+            if k == 0
+                && signature.token == TokenKind::Team
+                && let syn::Type::Reference(r) = &mut *typed.ty
+            {
+                // The member's borrow is the launch's brand too: its league token selects a
+                // writer's row (`team_row`), and its team loops' tokens index that row.
+                r.lifetime = Some(syn::Lifetime::new("'it", r.and_token.span));
+                continue;
+            }
             if (k == 0 && signature.token != TokenKind::Team) || handle.is_some() {
                 let mut missing = Vec::new();
                 if let Some(handle) = handle {
@@ -341,6 +353,7 @@ fn bound_type(krate: &Path, handle: &Handle) -> TokenStream2 {
         HandleKind::Reader => quote!(#krate::BoundReader<'it, #element, #rank, #layout>),
         HandleKind::Lookup => quote!(#krate::BoundLookup<'it, #element, #rank, #layout>),
         HandleKind::Writer => quote!(#krate::BoundWriter<'it, #element, #rank, #layout>),
+        HandleKind::TeamSlots => quote!(#krate::BoundTeamSlots<'it, #element, #layout>),
         HandleKind::Atomic => {
             let space = match &handle.space {
                 Some(space) => quote!(#space),

@@ -90,15 +90,46 @@ template <class T> HL_DEV void hl_update_loc(hl_valloc<T>* acc, T val, unsigned 
         if (un && uc) rank = 0;
         else if (un) rank = 1;
         else if (uc) rank = -1;
-        else rank = val < acc->val ? -1 : (val > acc->val ? 1 : 0);
-        if (!min) rank = -rank;
+        // NaN ranks worst in both directions: only the order of numbers turns for a maximum.
+        else rank = (val < acc->val ? -1 : (val > acc->val ? 1 : 0)) * (min ? 1 : -1);
         take = rank < 0 || (rank == 0 && loc < acc->loc);
     }
     if (take) { acc->val = val; acc->loc = loc; }
 }
+// `MinMaxLocScalar<T>` of MinMaxLoc: the minimum's `ValLoc` then the maximum's, 32 bytes
+// (`min_val` at byte 0, `min_loc` at 8, `max_val` at 16, `max_loc` at 24); `update` folds
+// both sides as `MinMaxLocScalar::update` does, ties to the lowest index.
+template <class T> struct hl_minmaxloc { hl_valloc<T> min; hl_valloc<T> max; };
+template <class T> HL_DEV void hl_update_minmaxloc(hl_minmaxloc<T>* acc, T v, unsigned long long loc) {
+    hl_update_loc(&acc->min, v, loc, true);
+    hl_update_loc(&acc->max, v, loc, false);
+}
+// A team's row of a rank-2 writer: the host's `team_row` panics on a league rank past the
+// first extent, and a row's `get`/`set` on a column past the second.
+template <class T> HL_DEV unsigned long long hl_team_row(const hl_view<T, 2>& h, unsigned long long league) {
+    if (league >= h.ext[0]) hl_panic();
+    return league;
+}
+template <class T> HL_DEV unsigned long long hl_row_at(const hl_view<T, 2>& h, unsigned long long row, unsigned long long j) {
+    if (j >= h.ext[1]) hl_panic();
+    return row * h.str[0] + j * h.str[1];
+}
+// A thread's slot `[league rank, team rank]` of a team-slots handle, checked (the host's
+// `BoundTeamSlots` panics outside the extents).
+template <class T> HL_DEV unsigned long long hl_slot_at(const hl_view<T, 2>& h, unsigned long long league) {
+    const unsigned long long at[2] = {league, threadIdx.x};
+    return hl_checked(h, at);
+}
 // Teams: a block is a team. Collectives go through shared memory between barriers; the sum
 // joins in rank order from rank 0's value, as the host backends' team_reduce does.
-struct hl_member { unsigned long long league, league_size; };
+// The member carries its four scratch pads (team level 0, team level 1, this thread's level
+// 0, this thread's level 1): where each starts in the block's dynamic shared memory, and its
+// bytes.
+struct hl_member {
+    unsigned long long league, league_size;
+    unsigned char* pad[4];
+    unsigned long long pad_bytes[4];
+};
 template <class T> HL_DEV T hl_team_broadcast(T v, unsigned long long src) {
     __shared__ T hl_slot;
     __syncthreads();
@@ -132,13 +163,49 @@ template <class T, int OP> HL_DEV T hl_team_join(T v) {
     __syncthreads();
     return r;
 }
+// `team_scan`: the sum of the lower ranks' values from zero, and the team's total from there,
+// as the host backends compute them; a team of one gets (0, v).
+template <class T> HL_DEV void hl_team_scan(T v, T* prefix, T* total) {
+    __shared__ T hl_values[1024];
+    __syncthreads();
+    hl_values[threadIdx.x] = v;
+    __syncthreads();
+    if (blockDim.x == 1) {
+        *prefix = (T)0;
+        *total = v;
+    } else {
+        T p = (T)0;
+        for (unsigned k = 0; k < threadIdx.x; ++k) p = hl_add(p, hl_values[k]);
+        T t = p;
+        for (unsigned k = threadIdx.x; k < blockDim.x; ++k) t = hl_add(t, hl_values[k]);
+        *prefix = p;
+        *total = t;
+    }
+    __syncthreads();
+}
+// One round of a team-level nested scan: the blocks of 16 indices `first .. first + blockDim.x`
+// (below `end`), one per thread, block `first + i` on thread `(first + i) % blockDim.x`.
+// Every thread gives its block's sum `s`; every thread gets the sum of the blocks before its
+// block `mine` (from `*carry`, the sum of all earlier rounds), and `*carry` moves past the
+// round: the same fold over block sums, in block order, as the core's team scan.
+template <class T> HL_DEV T hl_block_prefix(T s, unsigned long long first, unsigned long long end, unsigned long long mine, T* carry) {
+    __shared__ T hl_values[1024];
+    __syncthreads();
+    hl_values[threadIdx.x] = s;
+    __syncthreads();
+    T c = *carry, before = *carry;
+    for (unsigned long long b = first; b < end && b < first + blockDim.x; ++b) {
+        if (b == mine) before = c;
+        c = hl_add(c, hl_values[b % blockDim.x]);
+    }
+    *carry = c;
+    return before;
+}
 template <class T> HL_DEV T hl_team_sum(T v) { return hl_team_join<T, 0>(v); }
 template <class T> HL_DEV T hl_team_max(T v) { return hl_team_join<T, 1>(v); }
 template <class T> HL_DEV T hl_team_min(T v) { return hl_team_join<T, 2>(v); }
-// Team scratch: level 0 is the block's dynamic shared memory, a bump allocator from its start
-// with each element type's alignment, like the host backends' `ScratchPad`. An allocation
-// beyond the dynamic shared memory the launch gave, or an index past a slice, traps (Rust
-// panics there).
+// Team and thread scratch live in the block's dynamic shared memory. An allocation beyond its
+// pad, or an index past a slice, traps (Rust panics there).
 template <class T> struct hl_scratch { T* ptr; unsigned long long len; };
 #ifndef HL_HOST_CHECK
 HL_DEV unsigned char* hl_scratch_base() {
@@ -151,14 +218,49 @@ HL_DEV unsigned long long hl_scratch_capacity() {
     return bytes;
 }
 #endif
-template <class T> HL_DEV hl_scratch<T> hl_scratch_alloc(unsigned long long* used, unsigned long long len) {
+// The layout of the dynamic shared memory, from the policy's requests (bytes per team at
+// levels 0 and 1, per thread at levels 0 and 1), each rounded up to 8 bytes as the host
+// backends round them: the team's level 0, its level 1, then every thread's level 0, then
+// every thread's level 1, by team rank. Traps if the launch gave less than that.
+HL_DEV unsigned long long hl_round8(unsigned long long b) {
+    if (b > ~0ull - 7) hl_panic();
+    return (b + 7) / 8 * 8;
+}
+HL_DEV unsigned long long hl_sum_bytes(unsigned long long a, unsigned long long b) {
+    if (b > ~0ull - a) hl_panic();
+    return a + b;
+}
+HL_DEV unsigned long long hl_times_bytes(unsigned long long a, unsigned long long n) {
+    if (n != 0 && a > ~0ull / n) hl_panic();
+    return a * n;
+}
+HL_DEV void hl_scratch_layout(hl_member* m, unsigned long long team0, unsigned long long team1,
+                              unsigned long long thread0, unsigned long long thread1) {
+    const unsigned long long t0 = hl_round8(team0), t1 = hl_round8(team1);
+    const unsigned long long p0 = hl_round8(thread0), p1 = hl_round8(thread1);
+    const unsigned long long threads = blockDim.x;
+    const unsigned long long teams = hl_sum_bytes(t0, t1);
+    const unsigned long long own0 = hl_sum_bytes(teams, hl_times_bytes(p0, threadIdx.x));
+    const unsigned long long all0 = hl_sum_bytes(teams, hl_times_bytes(p0, threads));
+    const unsigned long long own1 = hl_sum_bytes(all0, hl_times_bytes(p1, threadIdx.x));
+    const unsigned long long total = hl_sum_bytes(all0, hl_times_bytes(p1, threads));
+    if (total > hl_scratch_capacity()) hl_panic();
+    unsigned char* base = hl_scratch_base();
+    m->pad[0] = base; m->pad_bytes[0] = t0;
+    m->pad[1] = base + t0; m->pad_bytes[1] = t1;
+    m->pad[2] = base + own0; m->pad_bytes[2] = p0;
+    m->pad[3] = base + own1; m->pad_bytes[3] = p1;
+}
+// A bump allocator over one pad with each element type's alignment, like the host's
+// `ScratchPad`; `used` counts the pad's bytes handed out in this team.
+template <class T> HL_DEV hl_scratch<T> hl_scratch_alloc(const hl_member& m, int pad, unsigned long long* used, unsigned long long len) {
     const unsigned long long size = sizeof(T);
     const unsigned long long start = (*used + size - 1) / size * size;
     if (len > (~0ull - start) / size) hl_panic();
     const unsigned long long end = start + len * size;
-    if (end > hl_scratch_capacity()) hl_panic();
+    if (end > m.pad_bytes[pad]) hl_panic();
     *used = end;
-    hl_scratch<T> s = {(T*)(hl_scratch_base() + start), len};
+    hl_scratch<T> s = {(T*)(m.pad[pad] + start), len};
     return s;
 }
 template <class T> HL_DEV unsigned long long hl_scratch_at(hl_scratch<T> s, unsigned long long k) {

@@ -139,6 +139,9 @@ pub enum HandleKind {
     Lookup,
     Writer,
     Atomic,
+    /// A team-slots handle (`BoundTeamSlots`, rank 2): each team thread at its own
+    /// `[league rank, team rank]`, each access checked.
+    TeamSlots,
 }
 
 pub struct Handle {
@@ -154,21 +157,32 @@ pub struct ScalarParam {
     pub name: Ident,
     pub ty: Type,
     pub scalar: Scalar,
-    /// An accumulator of type `ValLoc<scalar>` (MinLoc, MaxLoc) rather than `scalar`.
-    pub val_loc: bool,
-    /// An accumulator of type `MinMaxScalar<scalar>` (MinMax) rather than `scalar`.
-    pub min_max: bool,
+    /// What an accumulator holds of `scalar` (`Plain` for scalar parameters).
+    pub acc: AccKind,
+}
+
+/// The value type of a reduction's accumulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccKind {
+    /// `&mut T`.
+    Plain,
+    /// `&mut ValLoc<T>` (MinLoc, MaxLoc).
+    ValLoc,
+    /// `&mut MinMaxScalar<T>` (MinMax).
+    MinMax,
+    /// `&mut MinMaxLocScalar<T>` (MinMaxLoc).
+    MinMaxLoc,
 }
 
 impl ScalarParam {
     /// The accumulator's CUDA C type.
     pub fn cuda_type(&self) -> String {
-        if self.val_loc {
-            format!("hl_valloc<{}>", self.scalar.cuda_name())
-        } else if self.min_max {
-            format!("hl_minmax<{}>", self.scalar.cuda_name())
-        } else {
-            self.scalar.cuda_name().to_owned()
+        let t = self.scalar.cuda_name();
+        match self.acc {
+            AccKind::Plain => t.to_owned(),
+            AccKind::ValLoc => format!("hl_valloc<{t}>"),
+            AccKind::MinMax => format!("hl_minmax<{t}>"),
+            AccKind::MinMaxLoc => format!("hl_minmaxloc<{t}>"),
         }
     }
 }
@@ -263,35 +277,41 @@ impl KernelSignature {
                 signature.order.push((true, signature.handles.len()));
                 signature.handles.push(handle);
             } else if let Type::Reference(reference) = ty {
-                let val_loc = wrapped_element(&reference.elem, "ValLoc");
-                let min_max = wrapped_element(&reference.elem, "MinMaxScalar");
-                let scalar = match (
+                let wrapped = [
+                    ("ValLoc", AccKind::ValLoc),
+                    ("MinMaxScalar", AccKind::MinMax),
+                    ("MinMaxLocScalar", AccKind::MinMaxLoc),
+                ]
+                .into_iter()
+                .find_map(|(wrapper, acc)| wrapped_element(&reference.elem, wrapper).map(|s| (s, acc)));
+                let (scalar, acc) = match (
                     &reference.mutability,
-                    val_loc.or(min_max).or_else(|| Scalar::from_type(&reference.elem)),
+                    wrapped.or_else(|| Scalar::from_type(&reference.elem).map(|s| (s, AccKind::Plain))),
                 ) {
-                    (Some(_), Some(scalar)) if scalar != Scalar::Bool => scalar,
+                    (Some(_), Some((scalar, acc))) if scalar != Scalar::Bool => (scalar, acc),
                     _ => {
                         return Err(syn::Error::new_spanned(
                             ty,
                             format!(
-                                "a reference parameter is the reduction's accumulator: `&mut T`, `&mut ValLoc<T>` \
-                                 or `&mut MinMaxScalar<T>` with T one of i32, i64, u32, u64, usize, isize, f32, f64 ({SIGNATURE_HELP})"
+                                "a reference parameter is the reduction's accumulator: `&mut T`, `&mut ValLoc<T>`, \
+                                 `&mut MinMaxScalar<T>` or `&mut MinMaxLocScalar<T>` with T one of i32, i64, u32, u64, \
+                                 usize, isize, f32, f64 ({SIGNATURE_HELP})"
                             ),
                         ));
                     }
                 };
-                if val_loc.is_some() && signature.token != TokenKind::Range {
+                if matches!(acc, AccKind::ValLoc | AccKind::MinMaxLoc) && signature.token != TokenKind::Range
+                {
                     return Err(syn::Error::new_spanned(
                         ty,
-                        "`ValLoc` accumulators reduce over a range: the token is `Idx<'_>`",
+                        "accumulators with locations (`ValLoc`, `MinMaxLocScalar`) reduce over a range: the token is `Idx<'_>`",
                     ));
                 }
                 signature.accumulator = Some(ScalarParam {
                     name,
                     ty: (*reference.elem).clone(),
                     scalar,
-                    val_loc: val_loc.is_some(),
-                    min_max: min_max.is_some(),
+                    acc,
                 });
             } else if let Some(scalar) = Scalar::from_type(ty) {
                 signature.order.push((false, signature.scalars.len()));
@@ -299,8 +319,7 @@ impl KernelSignature {
                     name,
                     ty: ty.clone(),
                     scalar,
-                    val_loc: false,
-                    min_max: false,
+                    acc: AccKind::Plain,
                 });
             } else {
                 return Err(syn::Error::new_spanned(
@@ -387,7 +406,7 @@ fn token_kind(ty: &Type) -> Option<TokenKind> {
 }
 
 /// `T` of a `wrapper<T>` type: `ValLoc<T>` (the value of `MinLoc` and `MaxLoc`),
-/// `MinMaxScalar<T>` (the value of `MinMax`).
+/// `MinMaxScalar<T>` (the value of `MinMax`), `MinMaxLocScalar<T>` (of `MinMaxLoc`).
 fn wrapped_element(ty: &Type, wrapper: &str) -> Option<Scalar> {
     let seg = last_segment(ty)?;
     if seg.ident != wrapper {
@@ -425,6 +444,7 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
         "BoundLookup" => HandleKind::Lookup,
         "BoundWriter" => HandleKind::Writer,
         "BoundAtomic" => HandleKind::Atomic,
+        "BoundTeamSlots" => HandleKind::TeamSlots,
         _ => return Ok(None),
     };
     let usage = || {
@@ -452,8 +472,17 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
     let Some(element) = types.first().and_then(Scalar::from_type) else {
         return Err(usage());
     };
-    let Some(rank) = rank else {
-        return Err(usage());
+    // Team slots are rank 2 by type: `BoundTeamSlots<'_, T>` (optionally `, Layout`).
+    let rank = match (kind, rank) {
+        (HandleKind::TeamSlots, None) => 2,
+        (HandleKind::TeamSlots, Some(_)) => {
+            return Err(syn::Error::new_spanned(
+                ty,
+                "write team slots as `BoundTeamSlots<'_, T>` (optionally `, Layout`): they are rank 2",
+            ));
+        }
+        (_, Some(rank)) => rank,
+        (_, None) => return Err(usage()),
     };
     if rank == 0 {
         return Err(syn::Error::new_spanned(ty, "a handle has rank 1 or more"));

@@ -13,7 +13,7 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, ItemFn, Lit, Pat, Stmt, UnOp};
 
-use crate::signature::{HandleKind, KernelSignature, SUPPORTED_SCALARS, Scalar, TokenKind};
+use crate::signature::{AccKind, HandleKind, KernelSignature, SUPPORTED_SCALARS, Scalar, TokenKind};
 
 const PRELUDE: &str = include_str!("prelude.cuh");
 
@@ -27,9 +27,10 @@ const SUPPORTED_EXPRESSIONS: &str = "numbers and bools, arithmetic, comparisons,
      handle methods (`get`, `set`, `neighbor`, `fetch_add`, `fetch_min`, `fetch_max`) and the \
      float functions (`sqrt`, `exp`, `ln`, `sin`, `cos`, `abs`, `min`, `max`, `powi`, `powf`, `mul_add`)";
 
-const SCRATCH_USAGE: &str = "team scratch in a #[kernel] is level 0, allocated once per `let`: \
-     `let s = m.team_scratch(0).alloc::<T>(len).unwrap();` (or `.expect(\"..\")`) with T one of \
-     i32, i64, u32, u64, usize, f32, f64; then `s.get(k)`, `s.set(k, v)`, `s.len()`";
+const SCRATCH_USAGE: &str = "scratch in a #[kernel] is allocated once per `let`: \
+     `let s = m.team_scratch(level).alloc::<T>(len).unwrap();` (or `m.thread_scratch(level)`, or \
+     `.expect(\"..\")`) with the level 0 or 1 and T one of i32, i64, u32, u64, usize, f32, f64; \
+     then `s.get(k)`, `s.set(k, v)`, `s.len()`";
 
 fn unsupported(span: Span, what: &str) -> syn::Error {
     syn::Error::new(
@@ -55,12 +56,21 @@ enum Ty {
     AccLoc(Scalar),
     /// A `&mut MinMaxScalar<T>` accumulator: only `update`.
     AccMinMax(Scalar),
+    /// A `&mut MinMaxLocScalar<T>` accumulator: only `update(value, index)`.
+    AccMinMaxLoc(Scalar),
     /// The team member of a team kernel.
     Member,
     /// A slice of team scratch (shared memory) of this element type.
     Scratch(Scalar),
     /// The index of a nested loop's closure (`*j`, `j.get()`).
     NestedIdx,
+    /// The team's row of the rank-2 writer of this handle index (`w.team_row(m.league_token())`).
+    TeamRow(usize),
+    /// `m.team_slot()`: this thread's `[league rank, team rank]`, for a team-slots handle.
+    SlotToken,
+    /// The league rank as a write token, bound by `if let Some(l) = m.league_token().single()`
+    /// on team rank 0: a rank-1 writer stores at it, checked.
+    LeagueIdx,
 }
 
 /// The nested ranges a #[kernel] translates.
@@ -93,7 +103,9 @@ fn nested_call(m: &syn::ExprMethodCall) -> Option<NestedCall<'_>> {
         return None;
     }
     let level = match segs[segs.len() - 2].as_str() {
-        "TeamThreadRange" => NestedLevel::TeamThread,
+        // A team's vector lanes are its threads' (one lane per thread), so `TeamVectorRange`
+        // splits as `TeamThreadRange` does, on the host and on the device.
+        "TeamThreadRange" | "TeamVectorRange" => NestedLevel::TeamThread,
         "ThreadVectorRange" => NestedLevel::ThreadVector,
         _ => return None,
     };
@@ -109,9 +121,14 @@ fn nested_call(m: &syn::ExprMethodCall) -> Option<NestedCall<'_>> {
 /// A nested loop closure's parameter: its name, and the `T` of an `&mut T` annotation.
 type ClosureParam<'e> = (&'e syn::Ident, Option<Scalar>);
 
-const NESTED_USAGE: &str = "nested loops in a #[kernel] are `TeamThreadRange::new(m, n)` or \
-     `ThreadVectorRange::new(m, n)` (`n` a count or `a..b`) with `.parallel_for(|j| ..)` as a statement, or \
-     `let s = ...parallel_reduce(|j, acc: &mut T| .., Sum::new());`; the closure uses its index as `*j`";
+const TEAM_ROW_USAGE: &str = "a team's row in a #[kernel] is `let row = w.team_row(m.league_token());` \
+     for a rank-2 writer `w`; then `row.set(j, v)` and `row.get(j)` with the index `j` of a team-level \
+     loop, `row.len()`, `row.row()`";
+
+const NESTED_USAGE: &str = "nested loops in a #[kernel] are `TeamThreadRange::new(m, n)`, \
+     `TeamVectorRange::new(m, n)` or `ThreadVectorRange::new(m, n)` (`n` a count or `a..b`) with \
+     `.parallel_for(|j| ..)` as a statement, `let s = ...parallel_reduce(|j, acc: &mut T| .., Sum::new());` or \
+     `let total = ...parallel_scan(|j, partial: &mut T, is_final| ..);`; the closure uses its index as `*j`";
 
 #[derive(Clone)]
 struct Var {
@@ -138,7 +155,7 @@ struct Translator<'a> {
 
 pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Translated> {
     if let (Some(acc), Some(flag)) = (&sig.accumulator, &sig.scan_flag)
-        && (acc.val_loc || acc.min_max)
+        && acc.acc != AccKind::Plain
     {
         return Err(syn::Error::new(
             flag.span(),
@@ -202,7 +219,7 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
     let _ = writeln!(src, "HL_DEV void {fn_name}_body({}) {{", params.join(", "));
     if tx.uses_scratch {
         // Every thread of the team makes the same allocations, so gets the same slices.
-        src.push_str("    unsigned long long hl_scratch_used = 0;\n");
+        src.push_str("    unsigned long long hl_scratch_used[4] = {0, 0, 0, 0};\n");
     }
     src.push_str(&body);
     src.push_str("}\n\n");
@@ -231,6 +248,10 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
     let mut params = Vec::new();
     if sig.token == TokenKind::Team {
         params.push("unsigned long long hl_league_size".to_owned());
+        // The policy's scratch requests: per team at levels 0 and 1, per thread at 0 and 1.
+        for part in ["team0", "team1", "thread0", "thread1"] {
+            params.push(format!("unsigned long long hl_scratch_{part}"));
+        }
     } else {
         for d in 0..rank {
             params.push(format!("unsigned long long hl_b{d}"));
@@ -322,9 +343,17 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
         }
         TokenKind::Team => {
             // Every thread of a block runs the same leagues, so barriers line up.
+            src.push_str("    hl_member hl_t;\n");
+            if uses_scratch {
+                // A kernel without scratch never reads the pads: no layout, no check to keep.
+                src.push_str(
+                    "    hl_scratch_layout(&hl_t, hl_scratch_team0, hl_scratch_team1, hl_scratch_thread0, hl_scratch_thread1);\n",
+                );
+            }
             src.push_str(
-                "    for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n\
-                 \x20       hl_member hl_t = {hl_l, hl_league_size};\n",
+                "    hl_t.league_size = hl_league_size;\n\
+                 \x20   for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n\
+                 \x20       hl_t.league = hl_l;\n",
             );
             if uses_scratch {
                 // The next team of this block reuses the scratch: the last reads come first.
@@ -503,12 +532,11 @@ impl Translator<'_> {
         params.extend(sig.accumulator.iter().map(|a| {
             (
                 &a.name,
-                if a.val_loc {
-                    Ty::AccLoc(a.scalar)
-                } else if a.min_max {
-                    Ty::AccMinMax(a.scalar)
-                } else {
-                    Ty::Acc(a.scalar)
+                match a.acc {
+                    AccKind::Plain => Ty::Acc(a.scalar),
+                    AccKind::ValLoc => Ty::AccLoc(a.scalar),
+                    AccKind::MinMax => Ty::AccMinMax(a.scalar),
+                    AccKind::MinMaxLoc => Ty::AccMinMaxLoc(a.scalar),
                 },
             )
         }));
@@ -633,6 +661,12 @@ impl Translator<'_> {
         self.unify(ty, Ty::Known(want), span).map(|_| ())
     }
 
+    /// Checks that `expr` is a `usize` (an index, a length, a count).
+    fn expect_usize(&mut self, expr: &Expr) -> syn::Result<()> {
+        let t = self.infer(expr)?;
+        self.expect(t, Scalar::Usize, expr.span())
+    }
+
     fn scalar_of(&self, ty: Ty, span: Span) -> syn::Result<Scalar> {
         self.finalize(ty).ok_or_else(|| {
             syn::Error::new(
@@ -660,6 +694,9 @@ impl Translator<'_> {
     }
 
     fn local(&mut self, local: &syn::Local) -> syn::Result<()> {
+        if let Pat::Tuple(t) = &local.pat {
+            return self.team_scan_local(t, local);
+        }
         let (ident, annotated) = match &local.pat {
             Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => (&p.ident, None),
             Pat::Type(t) => match &*t.pat {
@@ -691,26 +728,44 @@ impl Translator<'_> {
         if let Expr::MethodCall(m) = &*init.expr
             && let Some(call) = nested_call(m)
         {
-            if call.method != "parallel_reduce" {
-                return Err(syn::Error::new_spanned(m, NESTED_USAGE));
-            }
-            return self.nested_reduce(ident, annotated, &call);
+            return match call.method.as_str() {
+                "parallel_reduce" => self.nested_reduce(ident, annotated, &call),
+                "parallel_scan" => self.nested_scan(Some(ident), annotated, &call),
+                _ => Err(syn::Error::new_spanned(m, NESTED_USAGE)),
+            };
         }
-        if let Some((element, len)) = self.scratch_alloc(&init.expr)? {
+        if let Some(k) = self.team_row_of(&init.expr)? {
+            if annotated.is_some() {
+                return Err(syn::Error::new(
+                    local.pat.span(),
+                    "a team row takes its type from the writer: write `let row = ...` without a type",
+                ));
+            }
+            let h = &self.sig.handles[k];
+            let view = format!("v_{}", h.name);
+            let member = format!("v_{}", self.sig.token_name);
+            let c_name = self.declare(ident, Ty::TeamRow(k));
+            // The host's `team_row` panics on a league rank past the first extent.
+            self.line(&format!(
+                "const unsigned long long {c_name} = hl_team_row({view}, {member}.league);"
+            ));
+            return Ok(());
+        }
+        if let Some((element, pad, len)) = self.scratch_alloc(&init.expr)? {
             if annotated.is_some() {
                 return Err(syn::Error::new(
                     local.pat.span(),
                     "a team scratch slice takes its type from `alloc::<T>`: write `let s = ...` without a type",
                 ));
             }
-            let t = self.infer(len)?;
-            self.expect(t, Scalar::Usize, len.span())?;
+            self.expect_usize(len)?;
             let len = self.emit(len, Scalar::Usize)?;
             self.uses_scratch = true;
             let c = element.cuda_name();
             let c_name = self.declare(ident, Ty::Scratch(element));
+            let member = format!("v_{}", self.sig.token_name);
             self.line(&format!(
-                "hl_scratch<{c}> {c_name} = hl_scratch_alloc<{c}>(&hl_scratch_used, {len});"
+                "hl_scratch<{c}> {c_name} = hl_scratch_alloc<{c}>({member}, {pad}, &hl_scratch_used[{pad}], {len});"
             ));
             return Ok(());
         }
@@ -738,6 +793,91 @@ impl Translator<'_> {
         let value = self.emit(&init.expr, scalar)?;
         let c_name = self.declare(ident, var_ty);
         self.line(&format!("{} {c_name} = {value};", scalar.cuda_name()));
+        Ok(())
+    }
+
+    /// `Sum::new().join(&mut x, v)` (or `Max`, `Min`; `x` a local or the accumulator `acc`):
+    /// the reducer's join, as the host's `Reducer::join` computes it.
+    fn reducer_join(&mut self, m: &syn::ExprMethodCall) -> syn::Result<()> {
+        const USAGE: &str = "a reducer's `join` in a #[kernel] is `Sum::new().join(&mut x, v)` (or `Max`, \
+             `Min`) with `x` a `let mut` local, or `Sum::new().join(acc, v)` on a `&mut T` accumulator";
+        let (kind, turbofish) = reducer_kind(&m.receiver, false)?;
+        let args: Vec<&Expr> = m.args.iter().collect();
+        arity(m, "join", &args, 2)?;
+        let (dst, ty) = match args[0] {
+            Expr::Reference(r) if r.mutability.is_some() => self.place(&r.expr)?,
+            Expr::Path(p) => match single_name(&p.path).and_then(|n| self.lookup(&n).cloned()) {
+                Some(Var {
+                    c_name,
+                    ty: Ty::Acc(s),
+                }) => (format!("(*{c_name})"), Ty::Known(s)),
+                _ => return Err(syn::Error::new(args[0].span(), USAGE)),
+            },
+            other => return Err(syn::Error::new(other.span(), USAGE)),
+        };
+        let value_ty = self.infer(args[1])?;
+        let t = self.unify(ty, value_ty, m.span())?;
+        if let Some(want) = turbofish {
+            self.expect(t, want, m.receiver.span())?;
+        }
+        let s = self.scalar_of(t, m.span())?;
+        if s == Scalar::Bool {
+            return Err(syn::Error::new(m.span(), "a reducer joins numbers"));
+        }
+        self.set_slot(t, s);
+        let v = self.emit(args[1], s)?;
+        let code = match kind {
+            ReducerKind::Sum => format!(
+                "{dst} = {};",
+                arith(&BinOp::Add(Default::default()), s, &dst, &v, m.span())?
+            ),
+            ReducerKind::Max => format!("hl_keep_max(&{dst}, {v});"),
+            ReducerKind::Min => format!("hl_keep_min(&{dst}, {v});"),
+        };
+        self.line(&code);
+        Ok(())
+    }
+
+    /// `let (prefix, total) = m.team_scan(v);`, the one destructuring `let` of the subset.
+    fn team_scan_local(&mut self, t: &syn::PatTuple, local: &syn::Local) -> syn::Result<()> {
+        let names: Vec<&syn::Ident> = t
+            .elems
+            .iter()
+            .filter_map(|p| match p {
+                Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(&p.ident),
+                _ => None,
+            })
+            .collect();
+        let call = match local.init.as_ref().map(|init| (&*init.expr, &init.diverge)) {
+            Some((Expr::MethodCall(m), None)) if m.method == "team_scan" => Some(m),
+            _ => None,
+        };
+        let (Some(call), [prefix, total]) = (call, names.as_slice()) else {
+            return Err(unsupported(
+                t.span(),
+                "a destructuring pattern other than `let (prefix, total) = m.team_scan(v);`",
+            ));
+        };
+        let receiver = self.infer_quiet(&call.receiver)?;
+        if self.norm(receiver) != Ty::Member || t.elems.len() != 2 || call.args.len() != 1 {
+            return Err(syn::Error::new_spanned(
+                call,
+                "`team_scan` takes one value on the team member: `let (prefix, total) = m.team_scan(v);`",
+            ));
+        }
+        let value = &call.args[0];
+        let ty = self.infer(value)?;
+        let s = self.scalar_of(ty, value.span())?;
+        if s == Scalar::Bool {
+            return Err(syn::Error::new(value.span(), "team_scan sums numbers"));
+        }
+        self.set_slot(ty, s);
+        let v = self.emit(value, s)?;
+        let c = s.cuda_name();
+        let prefix = self.declare(prefix, Ty::Known(s));
+        let total = self.declare(total, Ty::Known(s));
+        self.line(&format!("{c} {prefix}, {total};"));
+        self.line(&format!("hl_team_scan<{c}>({v}, &{prefix}, &{total});"));
         Ok(())
     }
 
@@ -842,12 +982,16 @@ impl Translator<'_> {
                 Ok(())
             }
             Expr::Paren(p) => self.expr_stmt(&p.expr),
+            Expr::MethodCall(m) if m.method == "join" && matches!(&*m.receiver, Expr::Call(_)) => {
+                self.reducer_join(m)
+            }
             Expr::MethodCall(m) if nested_call(m).is_some() => {
                 let call = nested_call(m).ok_or_else(|| syn::Error::new_spanned(m, NESTED_USAGE))?;
-                if call.method != "parallel_for" {
-                    return Err(syn::Error::new_spanned(m, NESTED_USAGE));
+                match call.method.as_str() {
+                    "parallel_for" => self.nested_for(&call),
+                    "parallel_scan" => self.nested_scan(None, None, &call),
+                    _ => Err(syn::Error::new_spanned(m, NESTED_USAGE)),
                 }
-                self.nested_for(&call)
             }
             other => {
                 let ty = self.infer(other)?;
@@ -865,11 +1009,70 @@ impl Translator<'_> {
     }
 
     fn if_stmt(&mut self, i: &syn::ExprIf) -> syn::Result<()> {
+        if let Expr::Let(l) = &*i.cond {
+            return self.if_single(i, l);
+        }
         let t = self.infer(&i.cond)?;
         self.expect(t, Scalar::Bool, i.cond.span())?;
         let cond = self.emit(&i.cond, Scalar::Bool)?;
         self.line(&format!("if ({cond}) {{"));
         self.block(&i.then_branch)?;
+        match &i.else_branch {
+            None => self.line("}"),
+            Some((_, e)) => {
+                self.line("} else {");
+                self.indent += 1;
+                self.scopes.push(HashMap::new());
+                let result = self.expr_stmt(e);
+                self.scopes.pop();
+                self.indent -= 1;
+                result?;
+                self.line("}");
+            }
+        }
+        Ok(())
+    }
+
+    /// `if let Some(l) = m.league_token().single() { .. } else { .. }`: the then branch on
+    /// team rank 0 with `l` the league rank, as `LeagueToken::single` hands it out.
+    fn if_single(&mut self, i: &syn::ExprIf, l: &syn::ExprLet) -> syn::Result<()> {
+        const USAGE: &str =
+            "the one `if let` of a #[kernel] is `if let Some(l) = m.league_token().single() { w.set(l, v) }`";
+        let name = match &*l.pat {
+            Pat::TupleStruct(t) if t.path.is_ident("Some") && t.elems.len() == 1 => match t.elems.first() {
+                Some(Pat::Ident(p)) if p.by_ref.is_none() && p.subpat.is_none() => Some(&p.ident),
+                _ => None,
+            },
+            _ => None,
+        };
+        let member = match &*l.expr {
+            Expr::MethodCall(single) if single.method == "single" && single.args.is_empty() => {
+                match &*single.receiver {
+                    Expr::MethodCall(token) if token.method == "league_token" && token.args.is_empty() => {
+                        Some(&token.receiver)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let (Some(name), Some(member)) = (name, member) else {
+            return Err(unsupported(l.span(), USAGE));
+        };
+        let member_ty = self.infer_quiet(member)?;
+        if self.norm(member_ty) != Ty::Member {
+            return Err(syn::Error::new(l.span(), USAGE));
+        }
+        let member = self.emit_token(member)?;
+        self.line("if (threadIdx.x == 0) {");
+        self.indent += 1;
+        self.scopes.push(HashMap::new());
+        let c_name = self.declare(name, Ty::LeagueIdx);
+        self.line(&format!("const unsigned long long {c_name} = {member}.league;"));
+        let result = self.stmts(&i.then_branch.stmts);
+        self.scopes.pop();
+        self.indent -= 1;
+        result?;
         match &i.else_branch {
             None => self.line("}"),
             Some((_, e)) => {
@@ -1033,7 +1236,7 @@ impl Translator<'_> {
                 UnOp::Deref(_) => match &*u.expr {
                     Expr::Path(p) => match self.path_type(p)? {
                         Ty::Acc(s) => Ok(Ty::Known(s)),
-                        Ty::Token | Ty::NestedIdx => Ok(Ty::Known(Scalar::Usize)),
+                        Ty::Token | Ty::NestedIdx | Ty::LeagueIdx => Ok(Ty::Known(Scalar::Usize)),
                         _ => Err(unsupported(
                             u.span(),
                             "dereferencing anything but the accumulator or a range token",
@@ -1264,10 +1467,13 @@ impl Translator<'_> {
         let args: Vec<&Expr> = m.args.iter().collect();
         match self.norm(recv) {
             Ty::Handle(k) => self.handle_method_type(k, &method, &args, m),
-            Ty::Token | Ty::NestedIdx if method == "get" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
+            Ty::Token | Ty::NestedIdx | Ty::LeagueIdx if method == "get" && args.is_empty() => {
+                Ok(Ty::Known(Scalar::Usize))
+            }
             Ty::Acc(s) => self.math_type(s, &method, &args, m.method.span()),
             Ty::Member => self.member_method_type(&method, &args, m),
             Ty::Scratch(s) => self.scratch_method_type(s, &method, &args, m),
+            Ty::TeamRow(k) => self.team_row_method_type(k, &method, &args, m),
             Ty::AccMinMax(s) => {
                 if method != "update" || args.len() != 1 {
                     return Err(syn::Error::new(
@@ -1279,6 +1485,21 @@ impl Translator<'_> {
                 }
                 let t = self.infer(args[0])?;
                 self.expect(t, s, args[0].span())?;
+                Ok(Ty::Unit)
+            }
+            Ty::AccMinMaxLoc(s) => {
+                if method != "update" || args.len() != 2 {
+                    return Err(syn::Error::new(
+                        m.method.span(),
+                        format!(
+                            "`{method}` is not supported on a `MinMaxLocScalar` accumulator; supported: \
+                             `acc.update(value, index)` (ties to the lowest index, as `MinMaxLoc` joins)"
+                        ),
+                    ));
+                }
+                let t = self.infer(args[0])?;
+                self.expect(t, s, args[0].span())?;
+                self.expect_usize(args[1])?;
                 Ok(Ty::Unit)
             }
             Ty::AccLoc(s) => {
@@ -1298,8 +1519,7 @@ impl Translator<'_> {
                 }
                 let t = self.infer(args[0])?;
                 self.expect(t, s, args[0].span())?;
-                let t = self.infer(args[1])?;
-                self.expect(t, Scalar::Usize, args[1].span())?;
+                self.expect_usize(args[1])?;
                 Ok(Ty::Unit)
             }
             Ty::Known(s) => self.math_type(s, &method, &args, m.method.span()),
@@ -1338,27 +1558,21 @@ impl Translator<'_> {
         args: &[&Expr],
         m: &syn::ExprMethodCall,
     ) -> syn::Result<Ty> {
-        let arity = |n: usize| -> syn::Result<()> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(syn::Error::new_spanned(
-                    m,
-                    format!("`{method}` takes {n} argument(s)"),
-                ))
-            }
-        };
         match method {
             "league_rank" | "league_size" | "team_rank" | "team_size" => {
-                arity(0)?;
+                arity(m, method, args, 0)?;
                 Ok(Ty::Known(Scalar::Usize))
             }
             "team_barrier" => {
-                arity(0)?;
+                arity(m, method, args, 0)?;
                 Ok(Ty::Unit)
             }
+            "team_slot" => {
+                arity(m, method, args, 0)?;
+                Ok(Ty::SlotToken)
+            }
             "team_broadcast" => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 let t = self.infer(args[0])?;
                 let s = self.scalar_of(t, args[0].span())?;
                 self.set_slot(t, s);
@@ -1366,9 +1580,18 @@ impl Translator<'_> {
                 self.expect(src, Scalar::Usize, args[1].span())?;
                 Ok(Ty::Known(s))
             }
-            "team_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
+            "team_scratch" | "thread_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
+            "league_token" => Err(syn::Error::new_spanned(
+                m,
+                "`league_token` in a #[kernel] goes straight into `w.team_row(m.league_token())` or \
+                 `if let Some(l) = m.league_token().single() { .. }`",
+            )),
+            "team_scan" => Err(syn::Error::new_spanned(
+                m,
+                "`team_scan` gives two values in a #[kernel]: `let (prefix, total) = m.team_scan(v);`",
+            )),
             "team_reduce" => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 let (_, turbofish) = reducer_kind(args[0], true)?;
                 let t = self.infer(args[1])?;
                 if let Some(want) = turbofish {
@@ -1385,7 +1608,7 @@ impl Translator<'_> {
                 m.method.span(),
                 format!(
                     "method `{method}` is not supported on the team member in a #[kernel]; supported: league_rank, \
-                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scratch(0)"
+                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scan (as `let (prefix, total) = m.team_scan(v);`), team_slot, team_scratch(level), thread_scratch(level)"
                 ),
             )),
         }
@@ -1413,8 +1636,7 @@ impl Translator<'_> {
         let hi = self.emit(hi, Scalar::Usize)?;
         let lo = match lo {
             Some(lo) => {
-                let t = self.infer(lo)?;
-                self.expect(t, Scalar::Usize, lo.span())?;
+                self.expect_usize(lo)?;
                 self.emit(lo, Scalar::Usize)?
             }
             None => "0ull".to_owned(),
@@ -1459,6 +1681,7 @@ impl Translator<'_> {
         index: &syn::Ident,
         j: &str,
         acc: Option<(&syn::Ident, Scalar, String)>,
+        is_final: Option<(&syn::Ident, String)>,
         body: &Expr,
     ) -> syn::Result<()> {
         self.scopes.push(HashMap::new());
@@ -1468,6 +1691,10 @@ impl Translator<'_> {
         if let Some((name, s, ptr)) = acc {
             let c_name = self.declare(name, Ty::Acc(s));
             self.line(&format!("{}* {c_name} = {ptr};", s.cuda_name()));
+        }
+        if let Some((name, flag)) = is_final {
+            let c_name = self.declare(name, Ty::Known(Scalar::Bool));
+            self.line(&format!("const bool {c_name} = {flag};"));
         }
         let (depth, closure) = (self.loop_depth, self.in_closure);
         self.loop_depth = 0;
@@ -1563,7 +1790,7 @@ impl Translator<'_> {
         self.line("{");
         self.indent += 1;
         let opened = self.open_nested_loops(call.level, false, &lo, &hi, k);
-        self.nested_body(params[0].0, &format!("hl_j{k}"), None, body)?;
+        self.nested_body(params[0].0, &format!("hl_j{k}"), None, None, body)?;
         self.close_nested_loops(opened);
         self.indent -= 1;
         self.line("}");
@@ -1608,6 +1835,7 @@ impl Translator<'_> {
             params[0].0,
             &format!("hl_j{k}"),
             Some((params[1].0, s, format!("&hl_p{k}"))),
+            None,
             body,
         )?;
         self.close_nested_loops(opened);
@@ -1622,9 +1850,119 @@ impl Translator<'_> {
         Ok(())
     }
 
-    /// `m.team_scratch(0).alloc::<T>(len).unwrap()` (or `.expect("..")`): the element type
-    /// and the length, or `None` when `expr` is no scratch allocation at all.
-    fn scratch_alloc<'e>(&mut self, expr: &'e Expr) -> syn::Result<Option<(Scalar, &'e Expr)>> {
+    /// `TeamThreadRange::new(m, n).parallel_scan(|j, partial: &mut T, is_final| ..)` (also
+    /// `TeamVectorRange`, `ThreadVectorRange`), its total bound to `ident` if there is one.
+    ///
+    /// On one thread (`ThreadVectorRange`, or a team of one) a single final pass from zero,
+    /// as the host backends run it. A team-level scan otherwise follows the core's: each thread
+    /// sums the blocks of 16 indices it owns (`is_final` false), every thread learns the sums
+    /// of the blocks before its own, in block order, and runs its blocks again from there
+    /// (`is_final` true). The blocks go round by round, one per thread, through shared memory.
+    fn nested_scan(
+        &mut self,
+        ident: Option<&syn::Ident>,
+        annotated: Option<Scalar>,
+        call: &NestedCall<'_>,
+    ) -> syn::Result<()> {
+        if call.call.args.len() != 1 {
+            return Err(syn::Error::new_spanned(call.call, NESTED_USAGE));
+        }
+        let (params, body) = self.nested_closure(call, 3)?;
+        let s = params[1].1.or(annotated).ok_or_else(|| {
+            syn::Error::new_spanned(
+                call.call,
+                "say the partial's type in a #[kernel]'s nested scan: `|j, partial: &mut f64, is_final| ..` \
+                 or `let total: f64 = ..`",
+            )
+        })?;
+        if s == Scalar::Bool {
+            return Err(syn::Error::new_spanned(call.call, "a nested scan sums numbers"));
+        }
+        let (lo, hi) = self.nested_bounds(call)?;
+        self.next_name += 1;
+        let k = self.next_name;
+        let c = s.cuda_name();
+        let zero = ReducerKind::Sum.identity(s);
+        self.line(&format!("{c} hl_total{k} = {zero};"));
+        self.line("{");
+        self.indent += 1;
+        self.line(&format!(
+            "const unsigned long long hl_lo{k} = {lo}, hl_hi{k} = {hi};"
+        ));
+        // The host panics on a range with begin > end.
+        self.line(&format!("if (hl_lo{k} > hl_hi{k}) hl_panic();"));
+        // The closure, called by both passes.
+        self.line(&format!(
+            "auto hl_scan{k} = [&](unsigned long long hl_j{k}, {c}* hl_acc{k}, bool hl_fin{k}) {{"
+        ));
+        self.nested_body(
+            params[0].0,
+            &format!("hl_j{k}"),
+            Some((params[1].0, s, format!("hl_acc{k}"))),
+            Some((params[2].0, format!("hl_fin{k}"))),
+            body,
+        )?;
+        self.line("};");
+        let one_pass = format!(
+            "for (unsigned long long hl_j{k} = hl_lo{k}; hl_j{k} < hl_hi{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_total{k}, true);"
+        );
+        match call.level {
+            NestedLevel::ThreadVector => self.line(&one_pass),
+            NestedLevel::TeamThread => {
+                self.line("if (blockDim.x == 1) {");
+                self.indent += 1;
+                self.line(&one_pass);
+                self.indent -= 1;
+                self.line("} else {");
+                self.indent += 1;
+                for line in [
+                    format!(
+                        "const unsigned long long hl_bfirst{k} = hl_lo{k} / 16, hl_bend{k} = hl_lo{k} < hl_hi{k} ? (hl_hi{k} - 1) / 16 + 1 : hl_bfirst{k};"
+                    ),
+                    format!(
+                        "for (unsigned long long hl_round{k} = hl_bfirst{k}; hl_round{k} < hl_bend{k}; hl_round{k} += blockDim.x) {{"
+                    ),
+                    format!(
+                        "    const unsigned long long hl_b{k} = hl_round{k} + (threadIdx.x + blockDim.x - hl_round{k} % blockDim.x) % blockDim.x;"
+                    ),
+                    format!(
+                        "    const unsigned long long hl_from{k} = hl_b{k} * 16 > hl_lo{k} ? hl_b{k} * 16 : hl_lo{k};"
+                    ),
+                    format!(
+                        "    const unsigned long long hl_to{k} = hl_b{k} >= hl_bend{k} ? hl_from{k} : hl_hi{k} - hl_b{k} * 16 > 16 ? hl_b{k} * 16 + 16 : hl_hi{k};"
+                    ),
+                    format!("    {c} hl_sum{k} = {zero};"),
+                    format!(
+                        "    for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_sum{k}, false);"
+                    ),
+                    format!(
+                        "    {c} hl_part{k} = hl_block_prefix<{c}>(hl_sum{k}, hl_round{k}, hl_bend{k}, hl_b{k}, &hl_total{k});"
+                    ),
+                    format!(
+                        "    for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_part{k}, true);"
+                    ),
+                    "}".to_owned(),
+                ] {
+                    self.line(&line);
+                }
+                self.indent -= 1;
+                self.line("}");
+            }
+        }
+        self.indent -= 1;
+        self.line("}");
+        if let Some(ident) = ident {
+            let c_name = self.declare(ident, Ty::Known(s));
+            self.line(&format!("{c} {c_name} = hl_total{k};"));
+        }
+        Ok(())
+    }
+
+    /// `m.team_scratch(level).alloc::<T>(len).unwrap()` (or `m.thread_scratch(level)`, or
+    /// `.expect("..")`): the element type, the pad (team level 0, team level 1, thread level
+    /// 0, thread level 1: the order of `hl_member::pad`) and the length, or `None` when `expr`
+    /// is no scratch allocation at all.
+    fn scratch_alloc<'e>(&mut self, expr: &'e Expr) -> syn::Result<Option<(Scalar, usize, &'e Expr)>> {
         let Expr::MethodCall(outer) = expr else {
             return Ok(None);
         };
@@ -1635,7 +1973,12 @@ impl Translator<'_> {
             return Ok(None);
         };
         let receiver = self.infer_quiet(&pad.receiver)?;
-        if pad.method != "team_scratch" || self.norm(receiver) != Ty::Member {
+        let first_pad = match pad.method.to_string().as_str() {
+            "team_scratch" => 0,
+            "thread_scratch" => 2,
+            _ => return Ok(None),
+        };
+        if self.norm(receiver) != Ty::Member {
             return Ok(None);
         }
         let unwrapped = match outer.method.to_string().as_str() {
@@ -1646,7 +1989,11 @@ impl Translator<'_> {
             ),
             _ => false,
         };
-        let level_zero = pad.args.len() == 1 && pad.args.first().and_then(int_lit) == Some(0);
+        // The host panics on any other level.
+        let level = match pad.args.iter().collect::<Vec<_>>().as_slice() {
+            [arg] => int_lit(arg).filter(|&l| l < 2),
+            _ => None,
+        };
         let element =
             alloc
                 .turbofish
@@ -1658,13 +2005,95 @@ impl Translator<'_> {
         let element = element.filter(|s| !matches!(s, Scalar::Bool | Scalar::Isize));
         match (
             unwrapped,
-            level_zero,
+            level,
             alloc.method == "alloc",
             element,
             alloc.args.first(),
         ) {
-            (true, true, true, Some(element), Some(len)) if alloc.args.len() == 1 => Ok(Some((element, len))),
+            (true, Some(level), true, Some(element), Some(len)) if alloc.args.len() == 1 => {
+                Ok(Some((element, first_pad + level, len)))
+            }
             _ => Err(syn::Error::new_spanned(expr, SCRATCH_USAGE)),
+        }
+    }
+
+    /// `w.team_row(m.league_token())` for a rank-2 writer `w`: the writer's handle index, or
+    /// `None` when `expr` is no `team_row` call at all.
+    fn team_row_of(&mut self, expr: &Expr) -> syn::Result<Option<usize>> {
+        let Expr::MethodCall(call) = expr else {
+            return Ok(None);
+        };
+        if call.method != "team_row" {
+            return Ok(None);
+        }
+        let receiver = self.infer_quiet(&call.receiver)?;
+        let Ty::Handle(k) = self.norm(receiver) else {
+            return Err(syn::Error::new_spanned(call, TEAM_ROW_USAGE));
+        };
+        let h = &self.sig.handles[k];
+        if h.kind != HandleKind::Writer || h.rank != 2 {
+            return Err(syn::Error::new_spanned(call, TEAM_ROW_USAGE));
+        }
+        let token = match call.args.iter().collect::<Vec<_>>().as_slice() {
+            [Expr::MethodCall(t)] if t.method == "league_token" && t.args.is_empty() => Some(t),
+            _ => None,
+        };
+        let Some(token) = token else {
+            return Err(syn::Error::new_spanned(call, TEAM_ROW_USAGE));
+        };
+        let member = self.infer_quiet(&token.receiver)?;
+        if self.norm(member) != Ty::Member {
+            return Err(syn::Error::new_spanned(call, TEAM_ROW_USAGE));
+        }
+        Ok(Some(k))
+    }
+
+    fn team_row_method_type(
+        &mut self,
+        k: usize,
+        method: &str,
+        args: &[&Expr],
+        m: &syn::ExprMethodCall,
+    ) -> syn::Result<Ty> {
+        let element = self.sig.handles[k].element;
+        let column = |tx: &mut Self, arg: &Expr| -> syn::Result<()> {
+            if matches!(tx.infer_quiet(arg), Ok(Ty::NestedIdx)) {
+                Ok(())
+            } else {
+                Err(syn::Error::new(
+                    arg.span(),
+                    "a team row stores at the index of a team-level loop: \
+                     `TeamThreadRange::new(m, n).parallel_for(|j| row.set(j, v))`",
+                ))
+            }
+        };
+        match method {
+            "get" => {
+                arity(m, method, args, 1)?;
+                column(self, args[0])?;
+                Ok(Ty::Known(element))
+            }
+            "set" => {
+                arity(m, method, args, 2)?;
+                column(self, args[0])?;
+                let t = self.infer(args[1])?;
+                self.expect(t, element, args[1].span())?;
+                Ok(Ty::Unit)
+            }
+            "len" | "row" => {
+                arity(m, method, args, 0)?;
+                Ok(Ty::Known(Scalar::Usize))
+            }
+            "is_empty" => {
+                arity(m, method, args, 0)?;
+                Ok(Ty::Known(Scalar::Bool))
+            }
+            _ => Err(syn::Error::new(
+                m.method.span(),
+                format!(
+                    "method `{method}` is not supported on a team row in a #[kernel]; supported: get, set, len, is_empty, row"
+                ),
+            )),
         }
     }
 
@@ -1675,37 +2104,25 @@ impl Translator<'_> {
         args: &[&Expr],
         m: &syn::ExprMethodCall,
     ) -> syn::Result<Ty> {
-        let arity = |n: usize| -> syn::Result<()> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(syn::Error::new_spanned(
-                    m,
-                    format!("`{method}` takes {n} argument(s)"),
-                ))
-            }
-        };
         match method {
             "get" => {
-                arity(1)?;
-                let t = self.infer(args[0])?;
-                self.expect(t, Scalar::Usize, args[0].span())?;
+                arity(m, method, args, 1)?;
+                self.expect_usize(args[0])?;
                 Ok(Ty::Known(element))
             }
             "set" => {
-                arity(2)?;
-                let t = self.infer(args[0])?;
-                self.expect(t, Scalar::Usize, args[0].span())?;
+                arity(m, method, args, 2)?;
+                self.expect_usize(args[0])?;
                 let t = self.infer(args[1])?;
                 self.expect(t, element, args[1].span())?;
                 Ok(Ty::Unit)
             }
             "len" => {
-                arity(0)?;
+                arity(m, method, args, 0)?;
                 Ok(Ty::Known(Scalar::Usize))
             }
             "is_empty" => {
-                arity(0)?;
+                arity(m, method, args, 0)?;
                 Ok(Ty::Known(Scalar::Bool))
             }
             _ => Err(syn::Error::new(
@@ -1785,42 +2202,48 @@ impl Translator<'_> {
         let h = &self.sig.handles[k];
         let (kind, element, rank) = (h.kind, h.element, h.rank);
         let name = h.name.to_string();
-        let arity = |n: usize| -> syn::Result<()> {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(syn::Error::new(
-                    m.span(),
-                    format!("`{method}` takes {n} argument(s)"),
-                ))
-            }
-        };
         match (kind, method) {
+            (_, "team_row") => Err(syn::Error::new_spanned(m, TEAM_ROW_USAGE)),
+            (HandleKind::TeamSlots, "get" | "set") => {
+                arity(m, method, args, if method == "get" { 1 } else { 2 })?;
+                if self.infer(args[0])? != Ty::SlotToken {
+                    return Err(syn::Error::new(
+                        args[0].span(),
+                        format!("team slots take this thread's slot: `{name}.{method}(m.team_slot(), ..)`"),
+                    ));
+                }
+                if method == "get" {
+                    return Ok(Ty::Known(element));
+                }
+                let t = self.infer(args[1])?;
+                self.expect(t, element, args[1].span())?;
+                Ok(Ty::Unit)
+            }
             (HandleKind::Reader | HandleKind::Lookup, "get") => {
-                arity(1)?;
+                arity(m, method, args, 1)?;
                 self.index_arg(args[0], rank, true)?;
                 Ok(Ty::Known(element))
             }
             (HandleKind::Reader, "neighbor") => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 self.token_arg(args[0], rank)?;
                 self.offset_arg(args[1], rank)?;
                 Ok(Ty::Known(element))
             }
             (HandleKind::Writer, "get") => {
-                arity(1)?;
+                arity(m, method, args, 1)?;
                 self.token_arg(args[0], rank)?;
                 Ok(Ty::Known(element))
             }
             (HandleKind::Writer, "set") => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 self.token_arg(args[0], rank)?;
                 let t = self.infer(args[1])?;
                 self.expect(t, element, args[1].span())?;
                 Ok(Ty::Unit)
             }
             (HandleKind::Atomic, "fetch_add" | "fetch_min" | "fetch_max") => {
-                arity(2)?;
+                arity(m, method, args, 2)?;
                 if method != "fetch_add" && element.is_float() {
                     return Err(syn::Error::new(
                         m.method.span(),
@@ -1838,6 +2261,7 @@ impl Translator<'_> {
                     HandleKind::Lookup => "`get(index)`",
                     HandleKind::Writer => "`get(token)` and `set(token, value)`",
                     HandleKind::Atomic => "`fetch_add`, `fetch_min` and `fetch_max`",
+                    HandleKind::TeamSlots => "`get(m.team_slot())` and `set(m.team_slot(), value)`",
                 };
                 Err(syn::Error::new(
                     m.method.span(),
@@ -1864,8 +2288,7 @@ impl Translator<'_> {
                     return Err(syn::Error::new(a.span(), format!("the handle has rank {rank}")));
                 }
                 for e in &a.elems {
-                    let t = self.infer(e)?;
-                    self.expect(t, Scalar::Usize, e.span())?;
+                    self.expect_usize(e)?;
                 }
                 Ok(())
             }
@@ -1890,7 +2313,7 @@ impl Translator<'_> {
 
     fn token_arg(&mut self, arg: &Expr, rank: usize) -> syn::Result<()> {
         match self.infer_quiet(arg)? {
-            Ty::Token if rank == 1 => Ok(()),
+            Ty::Token | Ty::LeagueIdx if rank == 1 => Ok(()),
             Ty::MdToken(r) if r == rank => Ok(()),
             _ => Err(syn::Error::new(
                 arg.span(),
@@ -2111,6 +2534,25 @@ impl Translator<'_> {
                     }
                 }
             }
+            Ty::TeamRow(k) => {
+                let row = self.emit_token(&m.receiver)?;
+                let h = &self.sig.handles[k];
+                let view = format!("v_{}", h.name);
+                match method.as_str() {
+                    "get" => {
+                        let j = self.emit_token(args[0])?;
+                        Ok(format!("{view}.ptr[hl_row_at({view}, {row}, {j})]"))
+                    }
+                    "set" => {
+                        let j = self.emit_token(args[0])?;
+                        let v = self.emit(args[1], h.element)?;
+                        Ok(format!("{view}.ptr[hl_row_at({view}, {row}, {j})] = {v}"))
+                    }
+                    "len" => Ok(format!("{view}.ext[1]")),
+                    "row" => Ok(row),
+                    _ => Ok(format!("({view}.ext[1] == 0)")),
+                }
+            }
             Ty::Scratch(element) => {
                 let r = self.emit_token(&m.receiver)?;
                 match method.as_str() {
@@ -2132,6 +2574,12 @@ impl Translator<'_> {
                 let v = self.emit(args[0], s)?;
                 Ok(format!("hl_update_minmax({acc}, {v})"))
             }
+            Ty::AccMinMaxLoc(s) => {
+                let acc = self.emit_token(&m.receiver)?;
+                let v = self.emit(args[0], s)?;
+                let loc = self.emit(args[1], Scalar::Usize)?;
+                Ok(format!("hl_update_minmaxloc({acc}, {v}, {loc})"))
+            }
             Ty::AccLoc(s) => {
                 let acc = self.emit_token(&m.receiver)?;
                 let v = self.emit(args[0], s)?;
@@ -2139,7 +2587,7 @@ impl Translator<'_> {
                 let dir = if method == "update_min" { "true" } else { "false" };
                 Ok(format!("hl_update_loc({acc}, {v}, {loc}, {dir})"))
             }
-            Ty::Token | Ty::NestedIdx => self.emit_token(&m.receiver),
+            Ty::Token | Ty::NestedIdx | Ty::LeagueIdx => self.emit_token(&m.receiver),
             _ => {
                 let r = self.emit(&m.receiver, s)?;
                 self.emit_math(s, &method, &r, &args)
@@ -2150,6 +2598,11 @@ impl Translator<'_> {
     fn emit_index(&mut self, arg: &Expr, rank: usize, h: &str) -> syn::Result<String> {
         match self.infer_quiet(arg)? {
             Ty::Token => Ok(format!("hl_offset({h}, &{})", self.emit_token(arg)?)),
+            // No launch-wide range covers the league: the host checks these accesses too.
+            Ty::LeagueIdx => Ok(format!(
+                "hl_checked({h}, hl_idx<1>{{{{{}}}}}.v)",
+                self.emit_token(arg)?
+            )),
             Ty::MdToken(_) => Ok(format!("hl_offset({h}, {}.v)", self.emit_token(arg)?)),
             _ => {
                 let parts = match arg {
@@ -2190,6 +2643,17 @@ impl Translator<'_> {
         let h = &self.sig.handles[k];
         let (element, rank) = (h.element, h.rank);
         let hv = format!("v_{}", h.name);
+        if h.kind == HandleKind::TeamSlots {
+            // The thread's own `[league rank, team rank]`, checked as the host checks it.
+            let at = format!("hl_slot_at({hv}, v_{}.league)", self.sig.token_name);
+            return match method {
+                "get" => Ok(format!("{hv}.ptr[{at}]")),
+                _ => {
+                    let v = self.emit(args[1], element)?;
+                    Ok(format!("{hv}.ptr[{at}] = {v}"))
+                }
+            };
+        }
         match method {
             // A lookup's range was never checked against the launch: tokens are checked too.
             "get" if h.kind == HandleKind::Lookup => {
@@ -2322,6 +2786,18 @@ fn reducer_kind(arg: &Expr, by_ref: bool) -> syn::Result<(ReducerKind, Option<Sc
             format!("reductions in a #[kernel] support the `Sum`, `Max` and `Min` reducers: {example}"),
         )
     })
+}
+
+/// Checks that `method` got `n` arguments.
+fn arity(m: &syn::ExprMethodCall, method: &str, args: &[&Expr], n: usize) -> syn::Result<()> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(syn::Error::new_spanned(
+            m,
+            format!("`{method}` takes {n} argument(s)"),
+        ))
+    }
 }
 
 fn describe(ty: Ty) -> &'static str {

@@ -3,7 +3,7 @@
 #![allow(dead_code, reason = "each test binary uses some of the kernels")]
 
 use hoplite::prelude::*;
-use hoplite::{BoundLookup, BoundReader, BoundWriter, kernel};
+use hoplite::{BoundLookup, BoundReader, BoundTeamSlots, BoundWriter, kernel};
 use hoplite_core::ValLoc;
 use hoplite_core::view::access::BoundAtomic;
 
@@ -417,5 +417,183 @@ pub fn team_max_min(m: &impl TeamMember, out: BoundAtomic<'_, f64, 2>, a: BoundR
     if m.team_rank() == 0 {
         out.fetch_add([row, 0], big);
         out.fetch_add([row, 1], small);
+    }
+}
+
+/// Scratch at both levels, per team and per thread: the team gathers its row (scaled by a
+/// per-thread weight) in level-1 team scratch, each thread lists the columns it gathered in
+/// its own level-0 scratch and keeps its weights in its level-1 scratch, the threads' sums
+/// meet in level-0 team scratch; after a barrier every thread adds a mirrored element and the
+/// sums of the lower ranks.
+#[kernel]
+pub fn scratch_levels(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, f64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let sums = m
+        .team_scratch(0)
+        .alloc::<f64>(m.team_size())
+        .expect("a sum per thread");
+    let line = m.team_scratch(1).alloc::<f64>(cols).expect("the row");
+    let mine = m
+        .thread_scratch(0)
+        .alloc::<u32>(cols)
+        .expect("this thread's columns");
+    let weights = m.thread_scratch(1).alloc::<f64>(2).expect("two weights");
+    weights.set(0, (m.team_rank() + 1) as f64);
+    weights.set(1, 0.5);
+    let mut count = 0;
+    let mut j = m.team_rank();
+    while j < cols {
+        line.set(j, a.get([row, j]) * weights.get(1));
+        mine.set(count, j as u32);
+        count += 1;
+        j += m.team_size();
+    }
+    let mut part = 0.0;
+    for k in 0..count {
+        part += line.get(mine.get(k) as usize) * weights.get(0);
+    }
+    sums.set(m.team_rank(), part);
+    m.team_barrier();
+    let mut k = m.team_rank();
+    while k < cols {
+        let mut lower = 0.0;
+        for r in 0..m.team_rank() {
+            lower += sums.get(r);
+        }
+        out.fetch_add([row, k], line.get(cols - 1 - k) + lower);
+        k += m.team_size();
+    }
+}
+
+/// Nested scans and `TeamVectorRange`: an exclusive scan of the row over the team's threads
+/// (each index on the thread that owns it, which the stored value records), `TeamVectorRange`
+/// loops and a scan of integers, a per-thread scan, and `team_scan` over the threads (each
+/// thread's prefix in a column of its own, from 5).
+#[kernel]
+pub fn nested_scans(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, f64, 2>,
+    totals: BoundAtomic<'_, f64, 2>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+    skip: usize,
+) {
+    let row = m.league_rank();
+    let total = TeamThreadRange::new(m, skip..cols).parallel_scan(|j, partial: &mut f64, is_final| {
+        if is_final {
+            out.fetch_add([row, *j], *partial + (m.team_rank() * 1000) as f64);
+        }
+        *partial += a.get([row, *j]);
+    });
+    m.team_barrier();
+    TeamVectorRange::new(m, cols).parallel_for(|j| {
+        out.fetch_add([row, *j], 0.25);
+    });
+    let squares: i64 = TeamVectorRange::new(m, cols).parallel_scan(|j, partial, is_final| {
+        *partial += (a.get([row, *j]) * 4.0) as i64 * (*j as i64);
+        if is_final && *j + 1 == cols {
+            totals.fetch_add([row, 1], *partial as f64);
+        }
+    });
+    let top = TeamVectorRange::new(m, cols)
+        .parallel_reduce(|j, acc: &mut f64| *acc = acc.max(a.get([row, *j])), Max::new());
+    let mine = ThreadVectorRange::new(m, 0..3).parallel_scan(|k, partial: &mut u64, is_final| {
+        if is_final && *k == 2 {
+            totals.fetch_add([row, 2], *partial as f64);
+        }
+        *partial += (*k as u64 + 1) * (m.team_rank() as u64 + 1);
+    });
+    let (before, all) = m.team_scan(m.team_rank() as f64 * 0.5 + mine as f64 + a.get([row, 0]));
+    totals.fetch_add([row, 5 + m.team_rank()], before);
+    if m.team_rank() == 0 {
+        totals.fetch_add([row, 0], total);
+        totals.fetch_add([row, 4], squares as f64 + top + all);
+    }
+}
+
+/// A team's row of a writer: a team-level scan stores the row's exclusive prefix sums at its
+/// tokens, then a `TeamVectorRange` loop rewrites each column on its owner (which the value
+/// records), with no barrier: a column never changes threads.
+#[kernel]
+pub fn row_offsets(m: &impl TeamMember, out: BoundWriter<'_, f64, 2>, a: BoundReader<'_, f64, 2>) {
+    let row = out.team_row(m.league_token());
+    let cols = row.len();
+    let total = TeamThreadRange::new(m, cols).parallel_scan(|j, partial: &mut f64, is_final| {
+        if is_final {
+            row.set(j, *partial);
+        }
+        *partial += a.get([row.row(), *j]);
+    });
+    TeamVectorRange::new(m, cols).parallel_for(|j| {
+        row.set(j, row.get(j) * 2.0 + total + (m.team_rank() * 100) as f64);
+    });
+}
+
+/// The smallest and largest of `x * scale` with their indices (`MinMaxLoc`): ties to the
+/// lowest index, NaN below every number.
+#[kernel]
+pub fn extremes_at(i: Idx<'_>, x: BoundReader<'_, f64, 1>, scale: f64, acc: &mut MinMaxLocScalar<f64>) {
+    acc.update(x.get(i) * scale, *i);
+}
+
+/// Reducers' `join` in a body: a row's sum (of its numbers), largest value (NaN skipped) and
+/// smallest quadruple folded into locals, then joined into the accumulator.
+#[kernel]
+pub fn row_joins(i: Idx<'_>, x: BoundReader<'_, f64, 2>, cols: usize, acc: &mut f64) {
+    let mut sum = 0.0;
+    let mut top = f64::NEG_INFINITY;
+    let mut low = i64::MAX;
+    for j in 0..cols {
+        let v = x.get([*i, j]);
+        if v > f64::NEG_INFINITY {
+            Sum::new().join(&mut sum, v);
+        }
+        Max::new().join(&mut top, v);
+        Min::<i64>::new().join(&mut low, (v * 4.0) as i64);
+    }
+    Sum::new().join(acc, sum + top * 100.0 + low as f64 * 10000.0);
+}
+
+/// Team slots: each thread stores the sum of its share of the row at its own
+/// `[league rank, team rank]`, reads it back and stores it again, doubled and tagged.
+#[kernel]
+pub fn slot_sums(
+    m: &impl TeamMember,
+    partial: BoundTeamSlots<'_, f64>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let mut sum = 0.0;
+    let mut j = m.team_rank();
+    while j < cols {
+        sum += a.get([row, j]);
+        j += m.team_size();
+    }
+    partial.set(m.team_slot(), sum);
+    let back = partial.get(m.team_slot());
+    partial.set(m.team_slot(), back * 2.0 + m.team_rank() as f64);
+}
+
+/// `LeagueToken::single`: team rank 0 stores the team's row sum at the league rank of a
+/// rank-1 writer (a checked access), then reads it back and stores it again, tagged.
+#[kernel]
+pub fn league_totals(
+    m: &impl TeamMember,
+    totals: BoundWriter<'_, f64, 1>,
+    a: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let sum = TeamThreadRange::new(m, cols)
+        .parallel_reduce(|j, acc: &mut f64| *acc += a.get([row, *j]), Sum::new());
+    if let Some(l) = m.league_token().single() {
+        totals.set(l, sum);
+        totals.set(l, totals.get(l) * 2.0 + l.get() as f64);
     }
 }
