@@ -1,7 +1,7 @@
 //! Layer 3: the context — launches become vertices, vertices go to streams, the host waits
 //! only for what it touches.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -17,6 +17,7 @@ use hoplite_core::{
 };
 use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
 use parking_lot::{Condvar, Mutex};
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::device::{Device, Stream};
 use crate::model::{DependencyModel, DependencyPolicy, Edge, VertexId};
@@ -369,9 +370,9 @@ impl<D: Device> Context<D> {
                 assigner: StreamAssigner::new(options.new_stream, options.parent_stream),
                 selector,
                 streams: Vec::new(),
-                live: HashMap::new(),
+                live: HashMap::default(),
                 history: VecDeque::new(),
-                locations: HashMap::new(),
+                locations: HashMap::default(),
                 prune_locations_at: LOCATIONS_LIMIT,
                 finished_buffer: Vec::new(),
                 poisoned: Vec::new(),
@@ -618,11 +619,10 @@ impl<D: Device> Context<D> {
                 }
             }
         }
-        let stream = &state.streams[stream_index];
         let label_owned_record = label_owned.clone();
         let work_cell = cell.clone();
         let finished = self.finished.clone();
-        stream.enqueue(Box::new(move |_space| {
+        let event = state.streams[stream_index].enqueue_recorded(Box::new(move |_space| {
             let failure = poisoned.or_else(|| {
                 parent_cells.iter().find_map(|c| match c.state() {
                     VertexState::Failed(e) => Some(e),
@@ -654,7 +654,6 @@ impl<D: Device> Context<D> {
             work_cell.finish(outcome);
             finished.lock().push(id);
         }));
-        let event = state.streams[stream_index].record_event();
         state.live.insert(
             id,
             Live {

@@ -11,11 +11,13 @@
 //! the writer. Finally, with const, a candidate from which another candidate is reachable is
 //! dropped: its edge is implied.
 
-use std::collections::HashMap;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use hoplite_core::view::AccessKind;
+use hoplite_core::view::graph_support::AllocationKey;
 use hoplite_graph::Access;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Which pairs of accesses to one view order two launches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -59,7 +61,33 @@ struct Vertex {
     accesses: Arc<[Access]>,
     /// `active[i]`: access `i` can still make a later vertex depend on this one.
     active: Vec<bool>,
+    /// How many entries of `active` are true.
+    active_count: usize,
     parents: Vec<VertexId>,
+}
+
+/// The active accesses of unfinished vertices to one allocation, `(vertex, access index)` in
+/// launch order: reads apart from writes and atomic accesses, because under
+/// [`DependencyPolicy::WithConst`] a new read is ordered only after the latter, and a view read
+/// by many pending launches (a coefficient table) would otherwise make every later reader scan
+/// all of them.
+#[derive(Default)]
+struct ActiveAccesses {
+    reads: BTreeSet<(VertexId, usize)>,
+    others: BTreeSet<(VertexId, usize)>,
+}
+
+impl ActiveAccesses {
+    fn set_of(&mut self, kind: AccessKind) -> &mut BTreeSet<(VertexId, usize)> {
+        match kind {
+            AccessKind::Read => &mut self.reads,
+            AccessKind::Write | AccessKind::Atomic => &mut self.others,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.reads.is_empty() && self.others.is_empty()
+    }
 }
 
 /// The dependency model: vertices still unfinished, their active sets and the frontier.
@@ -85,8 +113,12 @@ pub struct DependencyModel {
     next: VertexId,
     /// Unfinished vertices (finished ones are forgotten: nothing can depend on them any more).
     live: HashMap<VertexId, Vertex>,
-    /// Unfinished vertices with a non-empty active set, in launch order.
-    frontier: Vec<VertexId>,
+    /// The active accesses of unfinished vertices, by allocation: a launch looks only at
+    /// those of the allocations it uses, so planning costs the same however many launches are
+    /// pending on other views.
+    active: HashMap<AllocationKey, ActiveAccesses>,
+    /// Unfinished vertices with a non-empty active set.
+    frontier: BTreeSet<VertexId>,
 }
 
 impl DependencyModel {
@@ -95,8 +127,9 @@ impl DependencyModel {
         DependencyModel {
             policy,
             next: 0,
-            live: HashMap::new(),
-            frontier: Vec::new(),
+            live: HashMap::default(),
+            active: HashMap::default(),
+            frontier: BTreeSet::new(),
         }
     }
 
@@ -122,33 +155,50 @@ impl DependencyModel {
     /// instance) plans first and [`commit`](Self::commit)s only once nothing can fail, so that
     /// no earlier vertex's active set loses an access to a launch that never happened.
     pub fn plan(&self, accesses: &[Access]) -> Plan {
-        let mut edges: Vec<Edge> = Vec::new();
-        let mut covered = Vec::new();
-        for &f in &self.frontier {
-            let Some(vertex) = self.live.get(&f) else { continue };
-            let mut edge_view = None;
-            for (i, earlier) in vertex.accesses.iter().enumerate() {
-                if !vertex.active[i] {
+        // Every conflicting pair: (earlier vertex, its access, the new access, whether the new
+        // access covers the earlier one for every later vertex).
+        let mut hits: Vec<(VertexId, usize, usize, bool)> = Vec::new();
+        for (j, later) in accesses.iter().enumerate() {
+            let Some(active) = self.active.get(&later.allocation) else {
+                continue;
+            };
+            // With const, two reads never conflict: a read looks at writes and atomics only.
+            let reads_too = self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read;
+            let reads = if reads_too {
+                Some(active.reads.iter())
+            } else {
+                None
+            };
+            let candidates = active.others.iter().chain(reads.into_iter().flatten());
+            for &(f, i) in candidates {
+                let Some(earlier) = self.live.get(&f).and_then(|v| v.accesses.get(i)) else {
+                    continue;
+                };
+                if !conflicts(self.policy, earlier, later) {
                     continue;
                 }
-                for later in accesses {
-                    if !conflicts(self.policy, earlier, later) {
-                        continue;
-                    }
-                    edge_view.get_or_insert_with(|| later.view.clone());
-                    // The new vertex covers the parent's access for every later vertex when it
-                    // touches all of its elements and, with const, writes them (a reader
-                    // leaves the parent's write for the next reader to depend on).
-                    let covers = later.footprint.covers(&earlier.footprint)
-                        && (self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read);
-                    if covers {
-                        covered.push((f, i));
-                        break;
-                    }
-                }
+                // The new vertex covers the parent's access for every later vertex when it
+                // touches all of its elements and, with const, writes them (a reader leaves
+                // the parent's write for the next reader to depend on).
+                let covers = later.footprint.covers(&earlier.footprint)
+                    && (self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read);
+                hits.push((f, i, j, covers));
             }
-            if let Some(view) = edge_view {
-                edges.push(Edge { parent: f, view });
+        }
+        // In launch order of the parents; each edge names the view of the parent's first
+        // conflicting access, met by the new vertex's first access that conflicts with it.
+        hits.sort_unstable();
+        let mut edges: Vec<Edge> = Vec::new();
+        let mut covered: Vec<(VertexId, usize)> = Vec::new();
+        for &(f, i, j, covers) in &hits {
+            if edges.last().is_none_or(|e| e.parent != f) {
+                edges.push(Edge {
+                    parent: f,
+                    view: accesses[j].view.clone(),
+                });
+            }
+            if covers && covered.last() != Some(&(f, i)) {
+                covered.push((f, i));
             }
         }
         if self.policy == DependencyPolicy::WithConst && edges.len() > 1 {
@@ -167,27 +217,57 @@ impl DependencyModel {
         let id = self.next;
         self.next += 1;
         for (f, i) in plan.covered {
-            if let Some(active) = self.live.get_mut(&f).and_then(|v| v.active.get_mut(i)) {
-                *active = false;
-            }
+            self.deactivate(f, i);
         }
-        let live = &self.live;
-        self.frontier
-            .retain(|f| live.get(f).is_some_and(|v| v.active.iter().any(|&a| a)));
-        let active = vec![true; accesses.len()];
-        let has_active = !accesses.is_empty();
+        for (i, a) in accesses.iter().enumerate() {
+            self.active
+                .entry(a.allocation)
+                .or_default()
+                .set_of(a.kind)
+                .insert((id, i));
+        }
+        if !accesses.is_empty() {
+            self.frontier.insert(id);
+        }
         self.live.insert(
             id,
             Vertex {
+                active: vec![true; accesses.len()],
+                active_count: accesses.len(),
                 accesses,
-                active,
                 parents: plan.edges.iter().map(|e| e.parent).collect(),
             },
         );
-        if has_active {
-            self.frontier.push(id);
-        }
         (id, plan.edges)
+    }
+
+    /// Takes access `i` of vertex `f` out of its active set (and `f` off the frontier when
+    /// that was its last active access).
+    fn deactivate(&mut self, f: VertexId, i: usize) {
+        let Some(vertex) = self.live.get_mut(&f) else {
+            return;
+        };
+        let Some(flag) = vertex.active.get_mut(i) else {
+            return;
+        };
+        if !std::mem::replace(flag, false) {
+            return;
+        }
+        vertex.active_count -= 1;
+        if vertex.active_count == 0 {
+            self.frontier.remove(&f);
+        }
+        let access = &vertex.accesses[i];
+        Self::unindex(&mut self.active, access, f, i);
+    }
+
+    fn unindex(active: &mut HashMap<AllocationKey, ActiveAccesses>, access: &Access, f: VertexId, i: usize) {
+        if let Some(entry) = active.get_mut(&access.allocation) {
+            entry.set_of(access.kind).remove(&(f, i));
+            if entry.is_empty() {
+                active.remove(&access.allocation);
+            }
+        }
     }
 
     /// Whether `to` descends from `from` through unfinished vertices (a finished vertex's
@@ -213,8 +293,16 @@ impl DependencyModel {
 
     /// Marks a vertex finished: it leaves the frontier, and nothing depends on it any more.
     pub fn finish(&mut self, id: VertexId) {
-        if self.live.remove(&id).is_some() {
-            self.frontier.retain(|&f| f != id);
+        let Some(vertex) = self.live.remove(&id) else {
+            return;
+        };
+        if vertex.active_count > 0 {
+            self.frontier.remove(&id);
+            for (i, access) in vertex.accesses.iter().enumerate() {
+                if vertex.active[i] {
+                    Self::unindex(&mut self.active, access, id, i);
+                }
+            }
         }
     }
 
@@ -224,8 +312,8 @@ impl DependencyModel {
     }
 
     /// The frontier: unfinished vertices that a new launch may still depend on, in order.
-    pub fn frontier(&self) -> &[VertexId] {
-        &self.frontier
+    pub fn frontier(&self) -> Vec<VertexId> {
+        self.frontier.iter().copied().collect()
     }
 
     /// The unfinished vertices whose accesses conflict with `access` under this policy (for
