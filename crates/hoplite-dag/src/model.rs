@@ -11,13 +11,14 @@
 //! the writer. Finally, with const, a candidate from which another candidate is reachable is
 //! dropped: its edge is implied.
 
-use std::collections::BTreeSet;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use hoplite_core::view::AccessKind;
 use hoplite_core::view::graph_support::AllocationKey;
 use hoplite_graph::Access;
 use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 
 /// Which pairs of accesses to one view order two launches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -46,7 +47,7 @@ pub struct Edge {
 pub struct Plan {
     edges: Vec<Edge>,
     /// Active accesses of earlier vertices the new vertex covers: `(vertex, access index)`.
-    covered: Vec<(VertexId, usize)>,
+    covered: SmallVec<[(VertexId, usize); 4]>,
 }
 
 impl Plan {
@@ -60,10 +61,10 @@ impl Plan {
 struct Vertex {
     accesses: Arc<[Access]>,
     /// `active[i]`: access `i` can still make a later vertex depend on this one.
-    active: Vec<bool>,
+    active: SmallVec<[bool; 8]>,
     /// How many entries of `active` are true.
     active_count: usize,
-    parents: Vec<VertexId>,
+    parents: SmallVec<[VertexId; 4]>,
 }
 
 /// The active accesses of unfinished vertices to one allocation, `(vertex, access index)` in
@@ -71,17 +72,37 @@ struct Vertex {
 /// [`DependencyPolicy::WithConst`] a new read is ordered only after the latter, and a view read
 /// by many pending launches (a coefficient table) would otherwise make every later reader scan
 /// all of them.
+///
+/// Sorted queues rather than trees: a vertex's accesses enter at the back (ids grow) and
+/// mostly leave at the front (vertices finish in about launch order), and a queue that
+/// empties keeps its buffer for the next launches on the allocation.
 #[derive(Default)]
 struct ActiveAccesses {
-    reads: BTreeSet<(VertexId, usize)>,
-    others: BTreeSet<(VertexId, usize)>,
+    reads: VecDeque<(VertexId, usize)>,
+    others: VecDeque<(VertexId, usize)>,
 }
 
 impl ActiveAccesses {
-    fn set_of(&mut self, kind: AccessKind) -> &mut BTreeSet<(VertexId, usize)> {
+    fn set_of(&mut self, kind: AccessKind) -> &mut VecDeque<(VertexId, usize)> {
         match kind {
             AccessKind::Read => &mut self.reads,
             AccessKind::Write | AccessKind::Atomic => &mut self.others,
+        }
+    }
+
+    fn insert(&mut self, kind: AccessKind, entry: (VertexId, usize)) {
+        let set = self.set_of(kind);
+        // Ids grow, so the new vertex's entries go at the back.
+        debug_assert!(set.back().is_none_or(|&last| last < entry));
+        set.push_back(entry);
+    }
+
+    fn remove(&mut self, kind: AccessKind, entry: (VertexId, usize)) {
+        let set = self.set_of(kind);
+        if set.front() == Some(&entry) {
+            set.pop_front();
+        } else if let Ok(pos) = set.binary_search(&entry) {
+            set.remove(pos);
         }
     }
 
@@ -89,6 +110,9 @@ impl ActiveAccesses {
         self.reads.is_empty() && self.others.is_empty()
     }
 }
+
+/// How many allocations the model keeps an index entry for before it drops the empty ones.
+const EMPTY_ENTRIES_LIMIT: usize = 1 << 12;
 
 /// The dependency model: vertices still unfinished, their active sets and the frontier.
 ///
@@ -117,8 +141,8 @@ pub struct DependencyModel {
     /// those of the allocations it uses, so planning costs the same however many launches are
     /// pending on other views.
     active: HashMap<AllocationKey, ActiveAccesses>,
-    /// Unfinished vertices with a non-empty active set.
-    frontier: BTreeSet<VertexId>,
+    /// The size of `active` past which `finish` drops its empty entries.
+    prune_active_at: usize,
 }
 
 impl DependencyModel {
@@ -129,7 +153,7 @@ impl DependencyModel {
             next: 0,
             live: HashMap::default(),
             active: HashMap::default(),
-            frontier: BTreeSet::new(),
+            prune_active_at: EMPTY_ENTRIES_LIMIT,
         }
     }
 
@@ -157,7 +181,7 @@ impl DependencyModel {
     pub fn plan(&self, accesses: &[Access]) -> Plan {
         // Every conflicting pair: (earlier vertex, its access, the new access, whether the new
         // access covers the earlier one for every later vertex).
-        let mut hits: Vec<(VertexId, usize, usize, bool)> = Vec::new();
+        let mut hits: SmallVec<[(VertexId, usize, usize, bool); 8]> = SmallVec::new();
         for (j, later) in accesses.iter().enumerate() {
             let Some(active) = self.active.get(&later.allocation) else {
                 continue;
@@ -189,7 +213,7 @@ impl DependencyModel {
         // conflicting access, met by the new vertex's first access that conflicts with it.
         hits.sort_unstable();
         let mut edges: Vec<Edge> = Vec::new();
-        let mut covered: Vec<(VertexId, usize)> = Vec::new();
+        let mut covered: SmallVec<[(VertexId, usize); 4]> = SmallVec::new();
         for &(f, i, j, covers) in &hits {
             if edges.last().is_none_or(|e| e.parent != f) {
                 edges.push(Edge {
@@ -202,7 +226,7 @@ impl DependencyModel {
             }
         }
         if self.policy == DependencyPolicy::WithConst && edges.len() > 1 {
-            let ids: Vec<VertexId> = edges.iter().map(|e| e.parent).collect();
+            let ids: SmallVec<[VertexId; 4]> = edges.iter().map(|e| e.parent).collect();
             edges.retain(|e| {
                 !ids.iter()
                     .any(|&other| other != e.parent && self.reaches(e.parent, other))
@@ -223,16 +247,12 @@ impl DependencyModel {
             self.active
                 .entry(a.allocation)
                 .or_default()
-                .set_of(a.kind)
-                .insert((id, i));
-        }
-        if !accesses.is_empty() {
-            self.frontier.insert(id);
+                .insert(a.kind, (id, i));
         }
         self.live.insert(
             id,
             Vertex {
-                active: vec![true; accesses.len()],
+                active: smallvec::smallvec![true; accesses.len()],
                 active_count: accesses.len(),
                 accesses,
                 parents: plan.edges.iter().map(|e| e.parent).collect(),
@@ -241,8 +261,7 @@ impl DependencyModel {
         (id, plan.edges)
     }
 
-    /// Takes access `i` of vertex `f` out of its active set (and `f` off the frontier when
-    /// that was its last active access).
+    /// Takes access `i` of vertex `f` out of its active set.
     fn deactivate(&mut self, f: VertexId, i: usize) {
         let Some(vertex) = self.live.get_mut(&f) else {
             return;
@@ -254,19 +273,13 @@ impl DependencyModel {
             return;
         }
         vertex.active_count -= 1;
-        if vertex.active_count == 0 {
-            self.frontier.remove(&f);
-        }
         let access = &vertex.accesses[i];
         Self::unindex(&mut self.active, access, f, i);
     }
 
     fn unindex(active: &mut HashMap<AllocationKey, ActiveAccesses>, access: &Access, f: VertexId, i: usize) {
         if let Some(entry) = active.get_mut(&access.allocation) {
-            entry.set_of(access.kind).remove(&(f, i));
-            if entry.is_empty() {
-                active.remove(&access.allocation);
-            }
+            entry.remove(access.kind, (f, i));
         }
     }
 
@@ -297,12 +310,18 @@ impl DependencyModel {
             return;
         };
         if vertex.active_count > 0 {
-            self.frontier.remove(&id);
             for (i, access) in vertex.accesses.iter().enumerate() {
                 if vertex.active[i] {
                     Self::unindex(&mut self.active, access, id, i);
                 }
             }
+        }
+        // Entries of allocations no unfinished vertex uses stay for the next launches on
+        // them, up to a bound.
+        if self.active.len() > self.prune_active_at {
+            self.active.retain(|_, entry| !entry.is_empty());
+            // What unfinished vertices still use stays; scan again only once that has doubled.
+            self.prune_active_at = EMPTY_ENTRIES_LIMIT.max(2 * self.active.len());
         }
     }
 
@@ -311,9 +330,17 @@ impl DependencyModel {
         self.live.contains_key(&id)
     }
 
-    /// The frontier: unfinished vertices that a new launch may still depend on, in order.
+    /// The frontier: unfinished vertices that a new launch may still depend on (those with a
+    /// non-empty active set), in order.
     pub fn frontier(&self) -> Vec<VertexId> {
-        self.frontier.iter().copied().collect()
+        let mut out: Vec<VertexId> = self
+            .live
+            .iter()
+            .filter(|(_, v)| v.active_count > 0)
+            .map(|(&id, _)| id)
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     /// The unfinished vertices whose accesses conflict with `access` under this policy (for
