@@ -19,6 +19,8 @@
 
 use std::sync::PoisonError;
 
+use smallvec::SmallVec;
+
 use crate::prims::{AtomicU64, Mutex, MutexGuard, Ordering};
 
 use super::alloc::{AccessKind, Footprint};
@@ -66,7 +68,10 @@ struct Listed {
 #[derive(Debug, Default)]
 struct List {
     next_id: u64,
-    entries: Vec<Listed>,
+    /// Inline for the first two: a view pending in a runtime usually has one or two entries
+    /// (the runtime's counted one, a launch's own borrow on its way in), and kept beside the
+    /// mutex they are read with the lock's cache line rather than from a separate buffer.
+    entries: SmallVec<[Listed; 2]>,
 }
 
 /// The borrows of one allocation.
