@@ -33,6 +33,10 @@ pub fn checks<D: Device>() -> Vec<Check<D>> {
             "stream::waits_for_another_streams_event_without_blocking_the_host",
             waits_without_blocking_the_host::<D>,
         ),
+        (
+            "stream::recorded_work_completes_its_event_after_running",
+            recorded_work_completes_its_event_after_running::<D>,
+        ),
         ("stream::synchronize_and_is_idle", synchronize_and_is_idle::<D>),
         ("stream::survives_panicking_work", survives_panicking_work::<D>),
     ]
@@ -81,6 +85,41 @@ pub fn event_completes_after_earlier_work<D: Device>(device: &D) -> Result<(), S
         return Err("the event completed before the work before it".into());
     }
     Ok(())
+}
+
+/// The event of [`Stream::enqueue_recorded`] completes only after its work (and the work
+/// before it) has run, and another stream can wait for it.
+pub fn recorded_work_completes_its_event_after_running<D: Device>(device: &D) -> Result<(), String> {
+    let (s, t) = (stream(device)?, stream(device)?);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    s.enqueue(Box::new(move |_| {
+        std::thread::sleep(Duration::from_millis(10));
+        r.fetch_add(1, Ordering::AcqRel);
+    }));
+    let r = ran.clone();
+    let e = s.enqueue_recorded(Box::new(move |_| {
+        std::thread::sleep(Duration::from_millis(10));
+        r.fetch_add(1, Ordering::AcqRel);
+    }));
+    t.wait_event(&e);
+    let seen = Arc::new(AtomicUsize::new(usize::MAX));
+    let sn = seen.clone();
+    let r = ran.clone();
+    t.enqueue(Box::new(move |_| {
+        sn.store(r.load(Ordering::Acquire), Ordering::Release)
+    }));
+    e.wait();
+    if ran.load(Ordering::Acquire) != 2 || !e.is_complete() {
+        return Err("the recorded event completed before its work".into());
+    }
+    t.synchronize();
+    match seen.load(Ordering::Acquire) {
+        2 => Ok(()),
+        n => Err(format!(
+            "work waiting for the recorded event saw {n} of 2 items run"
+        )),
+    }
 }
 
 /// Work after `wait_event(e)` starts only after `e`; the host is not blocked meanwhile.

@@ -1,7 +1,7 @@
 //! Layer 3: the context — launches become vertices, vertices go to streams, the host waits
 //! only for what it touches.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -17,6 +17,8 @@ use hoplite_core::{
 };
 use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
 use parking_lot::{Condvar, Mutex};
+use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 
 use crate::device::{Device, Stream};
 use crate::model::{DependencyModel, DependencyPolicy, Edge, VertexId};
@@ -296,6 +298,10 @@ struct State<D: Device> {
     poisoned: Vec<(Access, DagError)>,
     /// Failures not yet returned by `synchronize`.
     unreported: Vec<DagError>,
+    /// The label of the last launch, shared with the next one if it has the same.
+    last_label: Option<Arc<str>>,
+    /// A buffer the accesses of a launch are recorded into.
+    scratch_accesses: Vec<Access>,
 }
 
 type SpaceOf<D> = <<D as Device>::Stream as Stream>::Space;
@@ -369,13 +375,15 @@ impl<D: Device> Context<D> {
                 assigner: StreamAssigner::new(options.new_stream, options.parent_stream),
                 selector,
                 streams: Vec::new(),
-                live: HashMap::new(),
+                live: HashMap::default(),
                 history: VecDeque::new(),
-                locations: HashMap::new(),
+                locations: HashMap::default(),
                 prune_locations_at: LOCATIONS_LIMIT,
                 finished_buffer: Vec::new(),
                 poisoned: Vec::new(),
                 unreported: Vec::new(),
+                last_label: None,
+                scratch_accesses: Vec::new(),
             }),
             finished: Arc::new(Mutex::new(Vec::new())),
         })
@@ -517,24 +525,34 @@ impl<D: Device> Context<D> {
     {
         // The policy is checked now, so that a bad one is this call's error.
         policy.validate(label)?;
-        let views = args.detach();
-        let mut accesses = Vec::new();
-        <L::Args as GraphArgs>::record(&views, &mut accesses);
         // SAFETY: handles of the context's group are used only by the kernels of its
         // vertices, and the context orders every two vertices whose accesses conflict (the
         // model gives the later one an edge to the earlier, or the earlier has finished before
         // the later is made): its kernel starts after the earlier kernel has returned, through
         // stream order or an event (each a mutex hand-off). Host access goes through outside
         // borrows, which the group's handles are checked against.
-        let handles = unsafe { <L::Args as GraphArgs>::attach_in(&views, &self.group) };
+        let handles = unsafe { GraphArgs::into_group(args, &self.group) };
         if let Some(conflict) = GraphArgs::conflict(&handles) {
             return Err(DagError::Core(conflict.clone()));
         }
-        let label_owned: Arc<str> = Arc::from(label);
         let cell = Cell::new();
 
         let mut state = self.state.lock();
         self.retire(&mut state);
+        // Launches in a loop repeat their label: the last one is shared rather than copied.
+        let label_owned: Arc<str> = match &state.last_label {
+            Some(last) if **last == *label => last.clone(),
+            _ => {
+                let fresh: Arc<str> = Arc::from(label);
+                state.last_label = Some(fresh.clone());
+                fresh
+            }
+        };
+        // Recorded into the state's buffer, then moved into one exactly sized allocation.
+        let mut scratch = std::mem::take(&mut state.scratch_accesses);
+        GraphArgs::record_handles(&handles, &mut scratch);
+        let accesses: Arc<[Access]> = scratch.drain(..).collect();
+        state.scratch_accesses = scratch;
         // A launch that conflicts with a failed vertex's access would have been its
         // descendant had it come before the failed vertex finished: it fails the same way,
         // whatever the timing.
@@ -547,7 +565,7 @@ impl<D: Device> Context<D> {
         // that fails (an earlier vertex would lose an active access, and a later launch the
         // edge that orders it).
         let plan = state.model.plan(&accesses);
-        let parents: Vec<VertexId> = plan.edges().iter().map(|e| e.parent).collect();
+        let parents: SmallVec<[VertexId; 4]> = plan.edges().iter().map(|e| e.parent).collect();
 
         // A parent's stream if the policy gives one, else a free or new stream on the device
         // the selection policy picks.
@@ -582,7 +600,6 @@ impl<D: Device> Context<D> {
         };
         let device = state.assigner.streams()[stream_index].device;
         let policy = ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space()))?;
-        let accesses: Arc<[Access]> = accesses.into();
         let (id, edges) = state.model.commit(accesses.clone(), plan);
         state.assigner.place(id, &parents, stream_index);
 
@@ -609,7 +626,7 @@ impl<D: Device> Context<D> {
 
         // Parents on other streams are waited for through their events; those on this
         // stream come first by stream order.
-        let mut parent_cells: Vec<Arc<Cell>> = Vec::with_capacity(parents.len());
+        let mut parent_cells: SmallVec<[Arc<Cell>; 4]> = SmallVec::new();
         for p in &parents {
             if let Some(parent) = state.live.get(p) {
                 parent_cells.push(parent.cell.clone());
@@ -618,11 +635,10 @@ impl<D: Device> Context<D> {
                 }
             }
         }
-        let stream = &state.streams[stream_index];
         let label_owned_record = label_owned.clone();
         let work_cell = cell.clone();
         let finished = self.finished.clone();
-        stream.enqueue(Box::new(move |_space| {
+        let event = state.streams[stream_index].enqueue_recorded(Box::new(move |_space| {
             let failure = poisoned.or_else(|| {
                 parent_cells.iter().find_map(|c| match c.state() {
                     VertexState::Failed(e) => Some(e),
@@ -654,7 +670,6 @@ impl<D: Device> Context<D> {
             work_cell.finish(outcome);
             finished.lock().push(id);
         }));
-        let event = state.streams[stream_index].record_event();
         state.live.insert(
             id,
             Live {

@@ -48,6 +48,13 @@ pub trait Stream: Send + Sync + 'static {
     fn enqueue(&self, work: Work<Self::Space>);
     /// An event that completes when everything enqueued so far has run.
     fn record_event(&self) -> Self::Event;
+    /// Appends work and records an event right after it: as [`enqueue`](Self::enqueue)
+    /// then [`record_event`](Self::record_event), which is what the default does. A stream
+    /// may do both in one step (the host stream queues one item instead of two).
+    fn enqueue_recorded(&self, work: Work<Self::Space>) -> Self::Event {
+        self.enqueue(work);
+        self.record_event()
+    }
     /// Work enqueued from now on waits for `event` (of any stream of the same kind).
     fn wait_event(&self, event: &Self::Event);
     /// Blocks the host until everything enqueued so far has run.
@@ -107,6 +114,8 @@ impl Event for HostEvent {
 
 enum Item<S> {
     Work(Work<S>),
+    /// Work, then the event recorded right after it.
+    Recorded(Work<S>, HostEvent),
     Wait(HostEvent),
     Signal(HostEvent),
 }
@@ -184,12 +193,12 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
             }
         };
         match item {
-            // The context catches kernel panics itself; this keeps the stream alive whatever
-            // the work does, so every later event still completes.
-            Item::Work(work) => {
-                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| work(space))) {
-                    hoplite_core::error::drop_panic_payload(payload);
-                }
+            Item::Work(work) => run(work, space),
+            Item::Recorded(work, event) => {
+                run(work, space);
+                queue.pending.fetch_sub(1, Ordering::AcqRel);
+                event.complete();
+                continue;
             }
             Item::Wait(event) => event.wait(),
             Item::Signal(event) => {
@@ -201,6 +210,14 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
             }
         }
         queue.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Runs one item's work. The context catches kernel panics itself; this keeps the stream
+/// alive whatever the work does, so every later event still completes.
+fn run<S>(work: Work<S>, space: &S) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| work(space))) {
+        hoplite_core::error::drop_panic_payload(payload);
     }
 }
 
@@ -233,6 +250,11 @@ impl<S: ExecutionSpace> Stream for HostStream<S> {
     fn record_event(&self) -> HostEvent {
         let event = HostEvent::default();
         self.push(Item::Signal(event.clone()));
+        event
+    }
+    fn enqueue_recorded(&self, work: Work<S>) -> HostEvent {
+        let event = HostEvent::default();
+        self.push(Item::Recorded(work, event.clone()));
         event
     }
     fn wait_event(&self, event: &HostEvent) {

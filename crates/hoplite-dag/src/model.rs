@@ -11,11 +11,14 @@
 //! the writer. Finally, with const, a candidate from which another candidate is reachable is
 //! dropped: its edge is implied.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use hoplite_core::view::AccessKind;
+use hoplite_core::view::graph_support::AllocationKey;
 use hoplite_graph::Access;
+use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 
 /// Which pairs of accesses to one view order two launches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -44,7 +47,7 @@ pub struct Edge {
 pub struct Plan {
     edges: Vec<Edge>,
     /// Active accesses of earlier vertices the new vertex covers: `(vertex, access index)`.
-    covered: Vec<(VertexId, usize)>,
+    covered: SmallVec<[(VertexId, usize); 4]>,
 }
 
 impl Plan {
@@ -58,9 +61,58 @@ impl Plan {
 struct Vertex {
     accesses: Arc<[Access]>,
     /// `active[i]`: access `i` can still make a later vertex depend on this one.
-    active: Vec<bool>,
-    parents: Vec<VertexId>,
+    active: SmallVec<[bool; 8]>,
+    /// How many entries of `active` are true.
+    active_count: usize,
+    parents: SmallVec<[VertexId; 4]>,
 }
+
+/// The active accesses of unfinished vertices to one allocation, `(vertex, access index)` in
+/// launch order: reads apart from writes and atomic accesses, because under
+/// [`DependencyPolicy::WithConst`] a new read is ordered only after the latter, and a view read
+/// by many pending launches (a coefficient table) would otherwise make every later reader scan
+/// all of them.
+///
+/// Sorted queues rather than trees: a vertex's accesses enter at the back (ids grow) and
+/// mostly leave at the front (vertices finish in about launch order), and a queue that
+/// empties keeps its buffer for the next launches on the allocation.
+#[derive(Default)]
+struct ActiveAccesses {
+    reads: VecDeque<(VertexId, usize)>,
+    others: VecDeque<(VertexId, usize)>,
+}
+
+impl ActiveAccesses {
+    fn set_of(&mut self, kind: AccessKind) -> &mut VecDeque<(VertexId, usize)> {
+        match kind {
+            AccessKind::Read => &mut self.reads,
+            AccessKind::Write | AccessKind::Atomic => &mut self.others,
+        }
+    }
+
+    fn insert(&mut self, kind: AccessKind, entry: (VertexId, usize)) {
+        let set = self.set_of(kind);
+        // Ids grow, so the new vertex's entries go at the back.
+        debug_assert!(set.back().is_none_or(|&last| last < entry));
+        set.push_back(entry);
+    }
+
+    fn remove(&mut self, kind: AccessKind, entry: (VertexId, usize)) {
+        let set = self.set_of(kind);
+        if set.front() == Some(&entry) {
+            set.pop_front();
+        } else if let Ok(pos) = set.binary_search(&entry) {
+            set.remove(pos);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.reads.is_empty() && self.others.is_empty()
+    }
+}
+
+/// How many allocations the model keeps an index entry for before it drops the empty ones.
+const EMPTY_ENTRIES_LIMIT: usize = 1 << 12;
 
 /// The dependency model: vertices still unfinished, their active sets and the frontier.
 ///
@@ -85,8 +137,12 @@ pub struct DependencyModel {
     next: VertexId,
     /// Unfinished vertices (finished ones are forgotten: nothing can depend on them any more).
     live: HashMap<VertexId, Vertex>,
-    /// Unfinished vertices with a non-empty active set, in launch order.
-    frontier: Vec<VertexId>,
+    /// The active accesses of unfinished vertices, by allocation: a launch looks only at
+    /// those of the allocations it uses, so planning costs the same however many launches are
+    /// pending on other views.
+    active: HashMap<AllocationKey, ActiveAccesses>,
+    /// The size of `active` past which `finish` drops its empty entries.
+    prune_active_at: usize,
 }
 
 impl DependencyModel {
@@ -95,8 +151,9 @@ impl DependencyModel {
         DependencyModel {
             policy,
             next: 0,
-            live: HashMap::new(),
-            frontier: Vec::new(),
+            live: HashMap::default(),
+            active: HashMap::default(),
+            prune_active_at: EMPTY_ENTRIES_LIMIT,
         }
     }
 
@@ -122,37 +179,54 @@ impl DependencyModel {
     /// instance) plans first and [`commit`](Self::commit)s only once nothing can fail, so that
     /// no earlier vertex's active set loses an access to a launch that never happened.
     pub fn plan(&self, accesses: &[Access]) -> Plan {
-        let mut edges: Vec<Edge> = Vec::new();
-        let mut covered = Vec::new();
-        for &f in &self.frontier {
-            let Some(vertex) = self.live.get(&f) else { continue };
-            let mut edge_view = None;
-            for (i, earlier) in vertex.accesses.iter().enumerate() {
-                if !vertex.active[i] {
+        // Every conflicting pair: (earlier vertex, its access, the new access, whether the new
+        // access covers the earlier one for every later vertex).
+        let mut hits: SmallVec<[(VertexId, usize, usize, bool); 8]> = SmallVec::new();
+        for (j, later) in accesses.iter().enumerate() {
+            let Some(active) = self.active.get(&later.allocation) else {
+                continue;
+            };
+            // With const, two reads never conflict: a read looks at writes and atomics only.
+            let reads_too = self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read;
+            let reads = if reads_too {
+                Some(active.reads.iter())
+            } else {
+                None
+            };
+            let candidates = active.others.iter().chain(reads.into_iter().flatten());
+            for &(f, i) in candidates {
+                let Some(earlier) = self.live.get(&f).and_then(|v| v.accesses.get(i)) else {
+                    continue;
+                };
+                if !conflicts(self.policy, earlier, later) {
                     continue;
                 }
-                for later in accesses {
-                    if !conflicts(self.policy, earlier, later) {
-                        continue;
-                    }
-                    edge_view.get_or_insert_with(|| later.view.clone());
-                    // The new vertex covers the parent's access for every later vertex when it
-                    // touches all of its elements and, with const, writes them (a reader
-                    // leaves the parent's write for the next reader to depend on).
-                    let covers = later.footprint.covers(&earlier.footprint)
-                        && (self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read);
-                    if covers {
-                        covered.push((f, i));
-                        break;
-                    }
-                }
+                // The new vertex covers the parent's access for every later vertex when it
+                // touches all of its elements and, with const, writes them (a reader leaves
+                // the parent's write for the next reader to depend on).
+                let covers = later.footprint.covers(&earlier.footprint)
+                    && (self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read);
+                hits.push((f, i, j, covers));
             }
-            if let Some(view) = edge_view {
-                edges.push(Edge { parent: f, view });
+        }
+        // In launch order of the parents; each edge names the view of the parent's first
+        // conflicting access, met by the new vertex's first access that conflicts with it.
+        hits.sort_unstable();
+        let mut edges: Vec<Edge> = Vec::new();
+        let mut covered: SmallVec<[(VertexId, usize); 4]> = SmallVec::new();
+        for &(f, i, j, covers) in &hits {
+            if edges.last().is_none_or(|e| e.parent != f) {
+                edges.push(Edge {
+                    parent: f,
+                    view: accesses[j].view.clone(),
+                });
+            }
+            if covers && covered.last() != Some(&(f, i)) {
+                covered.push((f, i));
             }
         }
         if self.policy == DependencyPolicy::WithConst && edges.len() > 1 {
-            let ids: Vec<VertexId> = edges.iter().map(|e| e.parent).collect();
+            let ids: SmallVec<[VertexId; 4]> = edges.iter().map(|e| e.parent).collect();
             edges.retain(|e| {
                 !ids.iter()
                     .any(|&other| other != e.parent && self.reaches(e.parent, other))
@@ -167,27 +241,46 @@ impl DependencyModel {
         let id = self.next;
         self.next += 1;
         for (f, i) in plan.covered {
-            if let Some(active) = self.live.get_mut(&f).and_then(|v| v.active.get_mut(i)) {
-                *active = false;
-            }
+            self.deactivate(f, i);
         }
-        let live = &self.live;
-        self.frontier
-            .retain(|f| live.get(f).is_some_and(|v| v.active.iter().any(|&a| a)));
-        let active = vec![true; accesses.len()];
-        let has_active = !accesses.is_empty();
+        for (i, a) in accesses.iter().enumerate() {
+            self.active
+                .entry(a.allocation)
+                .or_default()
+                .insert(a.kind, (id, i));
+        }
         self.live.insert(
             id,
             Vertex {
+                active: smallvec::smallvec![true; accesses.len()],
+                active_count: accesses.len(),
                 accesses,
-                active,
                 parents: plan.edges.iter().map(|e| e.parent).collect(),
             },
         );
-        if has_active {
-            self.frontier.push(id);
-        }
         (id, plan.edges)
+    }
+
+    /// Takes access `i` of vertex `f` out of its active set.
+    fn deactivate(&mut self, f: VertexId, i: usize) {
+        let Some(vertex) = self.live.get_mut(&f) else {
+            return;
+        };
+        let Some(flag) = vertex.active.get_mut(i) else {
+            return;
+        };
+        if !std::mem::replace(flag, false) {
+            return;
+        }
+        vertex.active_count -= 1;
+        let access = &vertex.accesses[i];
+        Self::unindex(&mut self.active, access, f, i);
+    }
+
+    fn unindex(active: &mut HashMap<AllocationKey, ActiveAccesses>, access: &Access, f: VertexId, i: usize) {
+        if let Some(entry) = active.get_mut(&access.allocation) {
+            entry.remove(access.kind, (f, i));
+        }
     }
 
     /// Whether `to` descends from `from` through unfinished vertices (a finished vertex's
@@ -213,8 +306,22 @@ impl DependencyModel {
 
     /// Marks a vertex finished: it leaves the frontier, and nothing depends on it any more.
     pub fn finish(&mut self, id: VertexId) {
-        if self.live.remove(&id).is_some() {
-            self.frontier.retain(|&f| f != id);
+        let Some(vertex) = self.live.remove(&id) else {
+            return;
+        };
+        if vertex.active_count > 0 {
+            for (i, access) in vertex.accesses.iter().enumerate() {
+                if vertex.active[i] {
+                    Self::unindex(&mut self.active, access, id, i);
+                }
+            }
+        }
+        // Entries of allocations no unfinished vertex uses stay for the next launches on
+        // them, up to a bound.
+        if self.active.len() > self.prune_active_at {
+            self.active.retain(|_, entry| !entry.is_empty());
+            // What unfinished vertices still use stays; scan again only once that has doubled.
+            self.prune_active_at = EMPTY_ENTRIES_LIMIT.max(2 * self.active.len());
         }
     }
 
@@ -223,9 +330,17 @@ impl DependencyModel {
         self.live.contains_key(&id)
     }
 
-    /// The frontier: unfinished vertices that a new launch may still depend on, in order.
-    pub fn frontier(&self) -> &[VertexId] {
-        &self.frontier
+    /// The frontier: unfinished vertices that a new launch may still depend on (those with a
+    /// non-empty active set), in order.
+    pub fn frontier(&self) -> Vec<VertexId> {
+        let mut out: Vec<VertexId> = self
+            .live
+            .iter()
+            .filter(|(_, v)| v.active_count > 0)
+            .map(|(&id, _)| id)
+            .collect();
+        out.sort_unstable();
+        out
     }
 
     /// The unfinished vertices whose accesses conflict with `access` under this policy (for

@@ -1,7 +1,7 @@
 //! Layer 1: which stream a launch goes to, as pure code over the streams' states.
 
 use crate::model::VertexId;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Where a launch without a usable parent stream goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -73,7 +73,7 @@ impl StreamAssigner {
             new_policy,
             parent_policy,
             streams: Vec::new(),
-            placed: HashMap::new(),
+            placed: HashMap::default(),
         }
     }
 

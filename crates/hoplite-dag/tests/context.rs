@@ -715,3 +715,55 @@ fn tasks_are_ordered_by_their_handles_and_fail_like_kernels() {
         .wait()
         .expect("the context stays usable");
 }
+
+#[test]
+fn handed_over_handles_end_their_borrows_with_their_vertex() {
+    let ctx = context(1, ContextOptions::default());
+    let (x, y, z) = (view("x"), view("y"), view("z"));
+    let (open, held) = gate();
+    ctx.launch("first", (range(64), (x.write(), y.read())), move |(i, (x, y))| {
+        wait_until(&held);
+        x.set(i, y.get(i) + 1)
+    })
+    .expect("first");
+    // While it is pending the user's writer of x is refused (the context holds x), the reader
+    // of y shares y with the context's reader, and z is free: all three are handed over.
+    let refused = x.write();
+    assert!(
+        matches!(refused.conflict(), Some(Error::BorrowConflict { label, .. }) if label == "x"),
+        "{:?}",
+        refused.conflict()
+    );
+    drop(refused);
+    ctx.launch(
+        "second",
+        (range(64), (x.write(), y.read(), z.write())),
+        |(i, (x, y, z))| {
+            z.set(i, x.get(i) + y.get(i));
+            x.set(i, 10)
+        },
+    )
+    .expect("second");
+    assert!(
+        z.host_read().is_err(),
+        "the context holds z while the launch is pending"
+    );
+    open.store(true, Ordering::Release);
+    ctx.synchronize().expect("both ran");
+    // Nothing leaked: every view can be written on the host again.
+    for (v, want) in [(&x, 10), (&y, 0), (&z, 1)] {
+        let mut w = v.host_write().expect("no borrow left");
+        assert_eq!(w.get([3]), want, "{}", v.label());
+        w.set([3], 0);
+    }
+    // A launch refused for an outside borrow keeps none of its other handles' borrows.
+    let guard = y.host_write().expect("guard");
+    let e = ctx
+        .launch("refused", (range(64), (x.write(), y.read())), |(i, (x, y))| {
+            x.set(i, y.get(i))
+        })
+        .expect_err("y is held on the host");
+    assert!(matches!(e, DagError::Core(Error::BorrowConflict { .. })), "{e}");
+    drop(guard);
+    assert!(x.host_write().is_ok(), "the refused launch gave x back");
+}

@@ -339,3 +339,175 @@ fn bandwidth_csv_and_bad_options_are_typed_errors() {
         BandwidthMatrix::load(std::path::Path::new("/nonexistent/bandwidth.csv"), 2).expect_err("missing");
     assert!(missing.to_string().contains("cannot read"));
 }
+
+/// The dependency model as first written: every new access against every active access of
+/// every frontier vertex, in launch order. The model indexes active accesses by allocation
+/// instead; it must give the same edges (parents and views) and the same frontier.
+mod reference {
+    use hoplite_core::view::AccessKind;
+    use hoplite_dag::model::{DependencyPolicy, Edge, VertexId};
+    use hoplite_graph::Access;
+    use std::collections::HashMap;
+
+    /// An unfinished vertex: its accesses, which of them are active, its parents.
+    type Vertex = (Vec<Access>, Vec<bool>, Vec<VertexId>);
+
+    pub struct Model {
+        policy: DependencyPolicy,
+        next: VertexId,
+        live: HashMap<VertexId, Vertex>,
+        pub frontier: Vec<VertexId>,
+    }
+
+    fn conflicts(policy: DependencyPolicy, earlier: &Access, later: &Access) -> bool {
+        let both_read = earlier.kind == AccessKind::Read && later.kind == AccessKind::Read;
+        (policy == DependencyPolicy::NoConst || !both_read)
+            && earlier.allocation == later.allocation
+            && earlier.footprint.overlaps(&later.footprint)
+    }
+
+    impl Model {
+        pub fn new(policy: DependencyPolicy) -> Self {
+            Model {
+                policy,
+                next: 0,
+                live: HashMap::new(),
+                frontier: Vec::new(),
+            }
+        }
+
+        fn reaches(&self, from: VertexId, to: VertexId) -> bool {
+            let mut stack = vec![to];
+            while let Some(v) = stack.pop() {
+                if v == from {
+                    return true;
+                }
+                if v > from
+                    && let Some((_, _, parents)) = self.live.get(&v)
+                {
+                    stack.extend(parents.iter().copied());
+                }
+            }
+            false
+        }
+
+        pub fn add(&mut self, accesses: Vec<Access>) -> Vec<Edge> {
+            let mut edges: Vec<Edge> = Vec::new();
+            let mut covered = Vec::new();
+            for &f in &self.frontier {
+                let (earlier_all, active, _) = &self.live[&f];
+                let mut view = None;
+                for (i, earlier) in earlier_all.iter().enumerate() {
+                    if !active[i] {
+                        continue;
+                    }
+                    for later in &accesses {
+                        if !conflicts(self.policy, earlier, later) {
+                            continue;
+                        }
+                        view.get_or_insert_with(|| later.view.clone());
+                        if later.footprint.covers(&earlier.footprint)
+                            && (self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read)
+                        {
+                            covered.push((f, i));
+                            break;
+                        }
+                    }
+                }
+                if let Some(view) = view {
+                    edges.push(Edge { parent: f, view });
+                }
+            }
+            if self.policy == DependencyPolicy::WithConst && edges.len() > 1 {
+                let ids: Vec<VertexId> = edges.iter().map(|e| e.parent).collect();
+                edges.retain(|e| !ids.iter().any(|&o| o != e.parent && self.reaches(e.parent, o)));
+            }
+            for (f, i) in covered {
+                if let Some(v) = self.live.get_mut(&f) {
+                    v.1[i] = false;
+                }
+            }
+            let live = &self.live;
+            self.frontier
+                .retain(|f| live.get(f).is_some_and(|v| v.1.iter().any(|&a| a)));
+            let id = self.next;
+            self.next += 1;
+            if !accesses.is_empty() {
+                self.frontier.push(id);
+            }
+            let n = accesses.len();
+            self.live.insert(
+                id,
+                (accesses, vec![true; n], edges.iter().map(|e| e.parent).collect()),
+            );
+            edges
+        }
+
+        pub fn finish(&mut self, id: VertexId) {
+            if self.live.remove(&id).is_some() {
+                self.frontier.retain(|&f| f != id);
+            }
+        }
+    }
+}
+
+/// One step of a random model run: a launch's accesses as `(view, part, kind)`, or the end of
+/// the `k`-th unfinished vertex.
+#[derive(Clone, Debug)]
+enum Step {
+    Launch(Vec<(usize, usize, usize)>),
+    Finish(usize),
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        3 => proptest::collection::vec((0..2usize, 0..4usize, 0..3usize), 0..4).prop_map(Step::Launch),
+        1 => (0..8usize).prop_map(Step::Finish),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    #[test]
+    fn the_indexed_model_infers_what_the_frontier_scan_does(
+        steps in proptest::collection::vec(step(), 1..60),
+        no_const in proptest::prelude::any::<bool>(),
+    ) {
+        use hoplite_core::view::AccessKind;
+        let policy = if no_const { DependencyPolicy::NoConst } else { DependencyPolicy::WithConst };
+        let (x, y, _) = views();
+        let parts: Vec<[View<f64, 1>; 4]> = [&x, &y]
+            .iter()
+            .map(|v| {
+                let part = |lo: usize, hi: usize| -> View<f64, 1> { v.subview([Slice::Range(lo..hi)]).expect("part") };
+                [(*v).clone(), part(0, 8), part(8, 16), part(4, 12)]
+            })
+            .collect();
+        let kinds = [AccessKind::Read, AccessKind::Write, AccessKind::Atomic];
+        let mut model = DependencyModel::new(policy);
+        let mut expected = reference::Model::new(policy);
+        let mut live: Vec<VertexId> = Vec::new();
+        for s in steps {
+            match s {
+                Step::Launch(args) => {
+                    let accesses: Vec<Access> = args
+                        .iter()
+                        .map(|&(v, p, k)| Access::of_view(&parts[v][p], kinds[k]))
+                        .collect();
+                    let (id, edges) = model.add(accesses.clone());
+                    let want = expected.add(accesses);
+                    proptest::prop_assert_eq!(edges, want);
+                    live.push(id);
+                }
+                Step::Finish(k) if !live.is_empty() => {
+                    let id = live.remove(k % live.len());
+                    model.finish(id);
+                    expected.finish(id);
+                }
+                Step::Finish(_) => {}
+            }
+            proptest::prop_assert_eq!(model.frontier(), expected.frontier.clone());
+        }
+    }
+}

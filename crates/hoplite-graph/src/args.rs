@@ -83,6 +83,14 @@ pub trait GraphArgs: LaunchArgs + Sized + 'static {
     /// As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be
     /// used at the same time.
     unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self;
+    /// The handles with their borrows moved into `group` (a refused one is asked for anew in
+    /// the group): what [`attach_in`](Self::attach_in) gives for the handles' views, without
+    /// borrowing them a second time.
+    ///
+    /// # Safety
+    ///
+    /// As for [`attach_in`](Self::attach_in).
+    unsafe fn into_group(self, group: &BorrowGroup) -> Self;
     /// The first borrow conflict among the handles, if any (a handle refused its borrow).
     fn conflict(&self) -> Option<&hoplite_core::Error>;
     /// Appends the accesses the handles make, from the handles themselves.
@@ -95,6 +103,7 @@ impl GraphArgs for () {
     fn attach(_views: &()) {}
     fn record(_views: &(), _out: &mut Vec<Access>) {}
     unsafe fn attach_in(_views: &(), _group: &BorrowGroup) {}
+    unsafe fn into_group(self, _group: &BorrowGroup) {}
     fn conflict(&self) -> Option<&hoplite_core::Error> {
         None
     }
@@ -119,6 +128,10 @@ macro_rules! handle_args {
             unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self {
                 // SAFETY: the caller's contract is that of `View::*_in`.
                 unsafe { views.$make_in(group) }
+            }
+            unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+                // SAFETY: the caller's contract is that of `View::*_in`.
+                unsafe { $handle::into_group(self, group) }
             }
             fn conflict(&self) -> Option<&hoplite_core::Error> {
                 $handle::conflict(self)
@@ -148,6 +161,10 @@ impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> GraphArgs for TeamSlo
     unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self {
         // SAFETY: the caller's contract is that of `View::team_slots_in`.
         unsafe { views.team_slots_in(group) }
+    }
+    unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+        // SAFETY: the caller's contract is that of `View::team_slots_in`.
+        unsafe { TeamSlots::into_group(self, group) }
     }
     fn conflict(&self) -> Option<&hoplite_core::Error> {
         TeamSlots::conflict(self)
@@ -182,6 +199,12 @@ macro_rules! tuple_args {
                 let ($($name,)+) = views;
                 // SAFETY: the caller's contract covers every handle of the tuple.
                 ($(unsafe { <$name as GraphArgs>::attach_in($name, group) },)+)
+            }
+            unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = self;
+                // SAFETY: the caller's contract covers every handle of the tuple.
+                ($(unsafe { <$name as GraphArgs>::into_group($name, group) },)+)
             }
             fn conflict(&self) -> Option<&hoplite_core::Error> {
                 #[allow(non_snake_case)]

@@ -26,7 +26,7 @@ use std::sync::atomic::{self, Ordering};
 use crate::error::{Error, Result};
 use crate::index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};
 use crate::space::{ArrayLayout, MemorySpace};
-use crate::view::borrow::BorrowId;
+use crate::view::borrow::{BorrowId, Refused};
 use crate::view::copy::HostAccessibleSpace;
 use crate::view::{AccessKind, View, ViewValue};
 
@@ -289,11 +289,34 @@ fn in_bounds<const R: usize>(index: &[usize; R], extents: &[usize; R]) -> bool {
 /// The part shared by every handle: the view and its borrow, or the conflict that refused it.
 struct Handle<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> {
     view: View<T, R, L, S>,
-    /// `Ok` while the borrow is held; `Err` carries the conflict (boxed: handles move
-    /// through every launch, and an inline error would triple their size). A handle with a
-    /// conflict has zero extents so that every access takes the checked path and reports it.
-    borrow: std::result::Result<BorrowId, Box<Error>>,
+    /// `Ok` while the borrow is held; `Err` carries the conflict. A handle with a conflict
+    /// has zero extents so that every access takes the checked path and reports it.
+    borrow: std::result::Result<BorrowId, Refusal>,
     extents: [usize; R],
+}
+
+/// Why a handle holds no borrow. A refusal by the handle's own borrow keeps only the kinds
+/// that met and makes the error when first asked for it: the implicit DAG runtime meets one
+/// on nearly every launch (the user's writer against the context's pending one) and asks the
+/// borrow anew in its group instead, so building the message there would be wasted. The error
+/// is boxed either way: handles move through every launch, and an inline error would triple
+/// their size.
+enum Refusal {
+    Met {
+        refused: Refused,
+        error: std::sync::OnceLock<Box<Error>>,
+    },
+    Known(Box<Error>),
+}
+
+impl Refusal {
+    /// The refusal as an error naming the allocation `label`.
+    fn error(&self, label: &str) -> &Error {
+        match self {
+            Refusal::Met { refused, error } => error.get_or_init(|| Box::new(refused.error(label))),
+            Refusal::Known(e) => e,
+        }
+    }
 }
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Drop for Handle<T, R, L, S> {
@@ -306,11 +329,18 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Drop for Hand
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, L, S> {
     fn new(view: &View<T, R, L, S>, kind: AccessKind) -> Self {
-        Self::with_borrow(view, view.borrow(kind))
+        let borrow = view.try_borrow(kind).map_err(|refused| Refusal::Met {
+            refused,
+            error: std::sync::OnceLock::new(),
+        });
+        Self::with_refusal(view, borrow)
     }
 
     fn with_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
-        let borrow = borrow.map_err(Box::new);
+        Self::with_refusal(view, borrow.map_err(|e| Refusal::Known(Box::new(e))))
+    }
+
+    fn with_refusal(view: &View<T, R, L, S>, borrow: std::result::Result<BorrowId, Refusal>) -> Self {
         let extents = if borrow.is_ok() { view.extents } else { [0; R] };
         Handle {
             view: view.clone(),
@@ -320,7 +350,24 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
     }
 
     fn conflict(&self) -> Option<&Error> {
-        self.borrow.as_ref().err().map(|e| &**e)
+        self.borrow.as_ref().err().map(|r| r.error(self.view.label()))
+    }
+
+    /// The handle with its borrow moved into group `group` (a refused one is asked for anew
+    /// in the group): see `View::*_in` for what the caller guarantees.
+    fn into_group(mut self, kind: AccessKind, group: u64) -> Self {
+        // Empty while it moves: should anything below panic, the drop ends nothing twice.
+        let borrow = match std::mem::replace(&mut self.borrow, Ok(BorrowId::Empty)) {
+            Ok(granted) => self.view.regroup(granted, kind, group),
+            Err(_) => self.view.borrow_in(kind, group),
+        };
+        self.borrow = borrow.map_err(|e| Refusal::Known(Box::new(e)));
+        self.extents = if self.borrow.is_ok() {
+            self.view.extents
+        } else {
+            [0; R]
+        };
+        self
     }
 
     /// Whether an element access at `index` may go ahead: inside the extents, and (for rank 0,
@@ -334,7 +381,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
     fn borrowed(&self) -> Result<()> {
         match &self.borrow {
             Ok(_) => Ok(()),
-            Err(e) => Err((**e).clone()),
+            Err(r) => Err(r.error(self.view.label()).clone()),
         }
     }
 
@@ -503,6 +550,12 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, 
             handle: Handle::with_borrow(view, borrow),
         }
     }
+
+    pub(crate) fn moved_into_group(self, group: u64) -> Self {
+        Reader {
+            handle: self.handle.into_group(AccessKind::Read, group),
+        }
+    }
 }
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, L, S> {
@@ -511,12 +564,24 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, 
             handle: Handle::with_borrow(view, borrow),
         }
     }
+
+    pub(crate) fn moved_into_group(self, group: u64) -> Self {
+        Lookup {
+            handle: self.handle.into_group(AccessKind::Read, group),
+        }
+    }
 }
 
 impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
     pub(crate) fn from_borrow(view: &View<T, 2, L, S>, borrow: Result<BorrowId>) -> Self {
         TeamSlots {
             handle: Handle::with_borrow(view, borrow),
+        }
+    }
+
+    pub(crate) fn moved_into_group(self, group: u64) -> Self {
+        TeamSlots {
+            handle: self.handle.into_group(AccessKind::Write, group),
         }
     }
 
@@ -552,12 +617,24 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Writer<T, R, 
             handle: Handle::with_borrow(view, borrow),
         }
     }
+
+    pub(crate) fn moved_into_group(self, group: u64) -> Self {
+        Writer {
+            handle: self.handle.into_group(AccessKind::Write, group),
+        }
+    }
 }
 
 impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> AtomicHandle<T, R, L, S> {
     pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
         AtomicHandle {
             handle: Handle::with_borrow(view, borrow),
+        }
+    }
+
+    pub(crate) fn moved_into_group(self, group: u64) -> Self {
+        AtomicHandle {
+            handle: self.handle.into_group(AccessKind::Atomic, group),
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
-use super::borrow::{BorrowId, BorrowTable};
+use super::borrow::{BorrowId, BorrowTable, Refused};
 use crate::error::Result;
 use crate::space::MemorySpace;
 
@@ -375,9 +375,29 @@ impl<S: MemorySpace> TrackedAllocation<S> {
         self.borrows.acquire(kind, footprint, &self.label)
     }
 
+    /// As [`borrow`](Self::borrow), refused with the kinds that met only.
+    pub(crate) fn try_borrow(
+        &self,
+        kind: AccessKind,
+        footprint: &Footprint,
+    ) -> std::result::Result<BorrowId, Refused> {
+        self.borrows.try_acquire(kind, footprint)
+    }
+
     /// As [`borrow`](Self::borrow), in borrow group `group` (see `BorrowTable::acquire_in`).
     pub(crate) fn borrow_in(&self, kind: AccessKind, footprint: &Footprint, group: u64) -> Result<BorrowId> {
         self.borrows.acquire_in(kind, footprint, &self.label, group)
+    }
+
+    /// Moves a granted borrow into group `group` (see `BorrowTable::regroup`).
+    pub(crate) fn regroup(
+        &self,
+        borrow: BorrowId,
+        kind: AccessKind,
+        footprint: &Footprint,
+        group: u64,
+    ) -> Result<BorrowId> {
+        self.borrows.regroup(borrow, kind, footprint, &self.label, group)
     }
 
     /// Ends a borrow taken from this allocation.

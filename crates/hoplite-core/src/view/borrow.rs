@@ -19,6 +19,8 @@
 
 use std::sync::PoisonError;
 
+use smallvec::SmallVec;
+
 use crate::prims::{AtomicU64, Mutex, MutexGuard, Ordering};
 
 use super::alloc::{AccessKind, Footprint};
@@ -66,7 +68,10 @@ struct Listed {
 #[derive(Debug, Default)]
 struct List {
     next_id: u64,
-    entries: Vec<Listed>,
+    /// Inline for the first two: a view pending in a runtime usually has one or two entries
+    /// (the runtime's counted one, a launch's own borrow on its way in), and kept beside the
+    /// mutex they are read with the lock's cache line rather than from a separate buffer.
+    entries: SmallVec<[Listed; 2]>,
 }
 
 /// The borrows of one allocation.
@@ -116,6 +121,16 @@ impl BorrowTable {
     /// Registers a borrow of `footprint` for `kind`, or names the kind of a live borrow it
     /// conflicts with (`label` names the allocation in the error).
     pub(crate) fn acquire(&self, kind: AccessKind, footprint: &Footprint, label: &str) -> Result<BorrowId> {
+        self.try_acquire(kind, footprint).map_err(|r| r.error(label))
+    }
+
+    /// As [`acquire`](Self::acquire), with a refusal that is only the two kinds that met: a
+    /// handle keeps that and makes the error when first asked for it.
+    pub(crate) fn try_acquire(
+        &self,
+        kind: AccessKind,
+        footprint: &Footprint,
+    ) -> std::result::Result<BorrowId, Refused> {
         if footprint.is_empty() {
             return Ok(BorrowId::Empty);
         }
@@ -123,7 +138,7 @@ impl BorrowTable {
             let mut word = self.word.load(Ordering::Relaxed);
             while word & LISTED == 0 {
                 if let Some(other) = whole_conflict(word, kind) {
-                    return Err(conflict(label, kind, other));
+                    return Err(Refused { kind, other });
                 }
                 let full = match kind {
                     AccessKind::Read => word & READERS == READERS,
@@ -147,7 +162,7 @@ impl BorrowTable {
                 }
             }
         }
-        self.acquire_listed(kind, footprint, label, 0)
+        self.acquire_listed(kind, footprint, 0)
     }
 
     /// As [`acquire`](Self::acquire) for a borrow of group `group` (non-zero): it is checked
@@ -167,28 +182,31 @@ impl BorrowTable {
         if footprint.is_empty() {
             return Ok(BorrowId::Empty);
         }
-        self.acquire_listed(kind, footprint, label, group)
+        self.acquire_listed(kind, footprint, group)
+            .map_err(|r| r.error(label))
     }
 
     fn acquire_listed(
         &self,
         kind: AccessKind,
         footprint: &Footprint,
-        label: &str,
         group: u64,
-    ) -> Result<BorrowId> {
+    ) -> std::result::Result<BorrowId, Refused> {
         let mut list = self.list();
         if let Some(other) = list.entries.iter().find(|b| {
             (group == 0 || b.group != group) && !kind.compatible(b.kind) && b.footprint.overlaps(footprint)
         }) {
-            return Err(conflict(label, kind, other.kind));
+            return Err(Refused {
+                kind,
+                other: other.kind,
+            });
         }
         // Every whole-allocation borrow overlaps this non-empty footprint. Setting LISTED in
         // the same compare-and-swap as the check keeps new ones out until the list empties.
         let mut word = self.word.load(Ordering::Relaxed);
         loop {
             if let Some(other) = whole_conflict(word, kind) {
-                return Err(conflict(label, kind, other));
+                return Err(Refused { kind, other });
             }
             match self
                 .word
@@ -198,6 +216,81 @@ impl BorrowTable {
                 Err(now) => word = now,
             }
         }
+        Ok(BorrowId::Listed(Self::push_in_group(
+            &mut list, kind, footprint, group,
+        )))
+    }
+
+    /// Moves a granted borrow of `kind` over `footprint` into group `group` (non-zero), in one
+    /// step under the list's lock: the borrow is never absent from the table meanwhile, and
+    /// it needs no new check, because it already coexists with every other borrow and joining
+    /// a group only stops checks against the group's own borrows. A whole-allocation borrow
+    /// leaves the word for the list; an ungrouped listed one takes the group (or joins the
+    /// group's counted entry of that kind and footprint). Only a borrow the table no longer
+    /// knows, which its owner would have had to end already, is acquired anew.
+    ///
+    /// The caller guarantees what [`acquire_in`](Self::acquire_in)'s does.
+    pub(crate) fn regroup(
+        &self,
+        borrow: BorrowId,
+        kind: AccessKind,
+        footprint: &Footprint,
+        label: &str,
+        group: u64,
+    ) -> Result<BorrowId> {
+        debug_assert_ne!(group, 0, "group 0 means no group");
+        match borrow {
+            BorrowId::Empty => Ok(BorrowId::Empty),
+            BorrowId::Whole(held) => {
+                let mut list = self.list();
+                // Our unit leaves the word in the same compare-and-swap that sets LISTED, and
+                // the entry is pushed before the lock ends, so a borrow that could conflict
+                // sees one or the other (the fast path goes to the lock once LISTED is set).
+                let unit = whole_unit(held);
+                let mut word = self.word.load(Ordering::Relaxed);
+                loop {
+                    match self.word.compare_exchange_weak(
+                        word,
+                        (word - unit) | LISTED,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => break,
+                        Err(now) => word = now,
+                    }
+                }
+                Ok(BorrowId::Listed(Self::push_in_group(
+                    &mut list, held, footprint, group,
+                )))
+            }
+            BorrowId::Listed(id) => {
+                let mut list = self.list();
+                let Some(pos) = list.entries.iter().position(|b| b.id == id && b.group == 0) else {
+                    drop(list);
+                    return self
+                        .acquire_listed(kind, footprint, group)
+                        .map_err(|r| r.error(label));
+                };
+                if let Some(shared) = list
+                    .entries
+                    .iter()
+                    .position(|b| b.group == group && b.kind == kind && b.footprint == *footprint)
+                {
+                    list.entries[shared].count += 1;
+                    let shared_id = list.entries[shared].id;
+                    list.entries.swap_remove(pos);
+                    return Ok(BorrowId::Listed(shared_id));
+                }
+                list.entries[pos].group = group;
+                Ok(BorrowId::Listed(id))
+            }
+        }
+    }
+
+    /// Adds a group borrow to the list (the group's counted entry of that kind and footprint
+    /// if it has one; group 0, no group, always gets an entry of its own); returns the entry's
+    /// id. The caller holds the lock and has set LISTED.
+    fn push_in_group(list: &mut List, kind: AccessKind, footprint: &Footprint, group: u64) -> u64 {
         if group != 0
             && let Some(shared) = list
                 .entries
@@ -205,7 +298,7 @@ impl BorrowTable {
                 .find(|b| b.group == group && b.kind == kind && b.footprint == *footprint)
         {
             shared.count += 1;
-            return Ok(BorrowId::Listed(shared.id));
+            return shared.id;
         }
         let id = list.next_id;
         list.next_id += 1;
@@ -216,7 +309,7 @@ impl BorrowTable {
             group,
             count: 1,
         });
-        Ok(BorrowId::Listed(id))
+        id
     }
 
     /// Ends a borrow taken from this table.
@@ -244,12 +337,22 @@ impl BorrowTable {
     }
 }
 
-fn conflict(label: &str, kind: AccessKind, other: AccessKind) -> Error {
-    Error::BorrowConflict {
-        label: label.to_owned(),
-        kind: kind.noun(),
-        other_label: label.to_owned(),
-        other_kind: other.noun(),
+/// A refused borrow: what was asked for, and the kind of the live borrow it met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Refused {
+    pub(crate) kind: AccessKind,
+    pub(crate) other: AccessKind,
+}
+
+impl Refused {
+    /// The conflict as an error naming the allocation `label`.
+    pub(crate) fn error(self, label: &str) -> Error {
+        Error::BorrowConflict {
+            label: label.to_owned(),
+            kind: self.kind.noun(),
+            other_label: label.to_owned(),
+            other_kind: self.other.noun(),
+        }
     }
 }
 
@@ -321,6 +424,37 @@ mod loom_models {
             for h in handles {
                 h.join().expect("a model thread");
             }
+            assert_eq!(s.table.word.load(Ordering::Relaxed), 0, "every borrow ended");
+            assert!(s.table.list().entries.is_empty());
+        });
+    }
+
+    /// One thread takes a whole writer and moves it into a group while it uses the data;
+    /// another takes an outside writer of a half. The move must never let both in.
+    #[test]
+    fn loom_regrouped_writer_against_part_writer() {
+        loom::model(|| {
+            let s = shared();
+            let s2 = Arc::clone(&s);
+            let mover = loom::thread::spawn(move || {
+                let Ok(w) = s2
+                    .table
+                    .acquire(AccessKind::Write, &Footprint::whole(&[8]), "buf")
+                else {
+                    return;
+                };
+                // SAFETY: loom checks it: the whole writer excludes every other access.
+                s2.halves[0].with_mut(|p| unsafe { *p += 1 });
+                let w = s2
+                    .table
+                    .regroup(w, AccessKind::Write, &Footprint::whole(&[8]), "buf", 9)
+                    .expect("a granted borrow moves");
+                // SAFETY: loom checks it: still exclusive after the move.
+                s2.halves[0].with_mut(|p| unsafe { *p += 1 });
+                s2.table.release(&w);
+            });
+            use_halves(&s, AccessKind::Write, &[0]);
+            mover.join().expect("the mover");
             assert_eq!(s.table.word.load(Ordering::Relaxed), 0, "every borrow ended");
             assert!(s.table.list().entries.is_empty());
         });
@@ -542,6 +676,66 @@ mod tests {
         );
         t.release(&shared[0]);
         assert_eq!(t.word.load(Ordering::Relaxed), 0, "the list is empty again");
+    }
+
+    #[test]
+    fn a_regrouped_borrow_moves_without_a_gap_and_ends_once() {
+        let t = BorrowTable::default();
+        let g = 7;
+        // A whole-allocation writer leaves the word for the list.
+        let w = t.acquire(AccessKind::Write, &whole(), "buf").expect("writer");
+        assert!(matches!(w, BorrowId::Whole(AccessKind::Write)));
+        let w = t
+            .regroup(w, AccessKind::Write, &whole(), "buf", g)
+            .expect("regrouped");
+        assert!(matches!(w, BorrowId::Listed(_)));
+        assert_eq!(t.word.load(Ordering::Relaxed), LISTED, "only the list holds it");
+        assert!(
+            t.acquire(AccessKind::Read, &whole(), "buf").is_err(),
+            "outside borrows still see it"
+        );
+        let w2 = t
+            .acquire_in(AccessKind::Write, &whole(), "buf", g)
+            .expect("the group's own writer is not checked against it");
+        assert_eq!(t.list().entries.len(), 1, "one counted entry for both");
+        // An ungrouped listed reader joins the group's counted entry of its kind.
+        let gr = t
+            .acquire_in(AccessKind::Read, &part(0, 4), "buf", g)
+            .expect("group reader");
+        t.release(&w);
+        t.release(&w2);
+        let r = t
+            .acquire(AccessKind::Read, &part(0, 4), "buf")
+            .expect("outside reader beside the group's");
+        assert_eq!(t.list().entries.len(), 2);
+        let r = t
+            .regroup(r, AccessKind::Read, &part(0, 4), "buf", g)
+            .expect("regrouped reader");
+        assert_eq!(t.list().entries.len(), 1, "merged into the group's entry");
+        assert!(t.acquire(AccessKind::Write, &part(2, 3), "buf").is_err());
+        t.release(&gr);
+        assert!(
+            t.acquire(AccessKind::Write, &part(2, 3), "buf").is_err(),
+            "the merged borrow is still held"
+        );
+        t.release(&r);
+        assert_eq!(t.word.load(Ordering::Relaxed), 0, "nothing leaked");
+        assert!(t.list().entries.is_empty());
+        // Whole readers: one regrouped, one left outside; an empty footprint stays empty.
+        let r1 = t.acquire(AccessKind::Read, &whole(), "buf").expect("reader");
+        let r2 = t.acquire(AccessKind::Read, &whole(), "buf").expect("reader");
+        let r1 = t
+            .regroup(r1, AccessKind::Read, &whole(), "buf", g)
+            .expect("regrouped");
+        assert_eq!(t.word.load(Ordering::Relaxed), LISTED | READER);
+        let e = t
+            .regroup(BorrowId::Empty, AccessKind::Write, &part(3, 3), "buf", g)
+            .expect("empty");
+        assert!(matches!(e, BorrowId::Empty));
+        t.release(&r2);
+        t.release(&r1);
+        assert_eq!(t.word.load(Ordering::Relaxed), 0);
+        assert!(t.list().entries.is_empty());
     }
 
     /// Threads take and end whole and partial writers of one table; whenever one holds a

@@ -22,6 +22,21 @@ use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::access::{AtomicHandle, AtomicValue, Lookup, Reader, TeamSlots, Writer};
 use crate::view::{AccessKind, View, ViewValue};
 
+/// What moving a handle into a group guarantees, shared by the handles' `into_group`.
+macro_rules! into_group_doc {
+    () => {
+        "The handle, its borrow moved into `group`: checked from now on against every borrow \
+         outside the group and against none inside it, as if made with the view's `*_in` \
+         constructor, but in one step and without ending the borrow meanwhile. A handle whose \
+         borrow was refused asks for it anew in the group (and carries the conflict if that is \
+         refused too). A runtime that accepts a launch's handles keeps them this way instead of \
+         borrowing the views a second time.\n\n\
+         # Safety\n\n\
+         As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be \
+         used at the same time."
+    };
+}
+
 /// The identity of one allocation (all views made from it, subviews included, share it).
 ///
 /// Two keys are equal exactly when they were taken from views of the same allocation. Keys are
@@ -135,6 +150,55 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     /// As for [`read_in`](Self::read_in).
     pub unsafe fn write_in(&self, group: &BorrowGroup) -> Writer<T, R, L, S> {
         Writer::from_borrow(self, self.borrow_in(AccessKind::Write, group.id()))
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, L, S> {
+    #[doc = into_group_doc!()]
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// use hoplite_core::view::graph_support::BorrowGroup;
+    /// let x: View<f64, 1> = View::new("x", [4])?;
+    /// let group = BorrowGroup::new();
+    /// // SAFETY: the handles are only held, never used.
+    /// let (r, w) = unsafe { (x.read().into_group(&group), x.write_in(&group)) };
+    /// assert!(r.conflict().is_none() && w.conflict().is_none(), "one group: not checked");
+    /// assert!(x.host_read().is_err(), "the group keeps the host out");
+    /// drop((r, w));
+    /// assert!(x.host_write().is_ok());
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+        self.moved_into_group(group.id())
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, L, S> {
+    #[doc = into_group_doc!()]
+    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+        self.moved_into_group(group.id())
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Writer<T, R, L, S> {
+    #[doc = into_group_doc!()]
+    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+        self.moved_into_group(group.id())
+    }
+}
+
+impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
+    #[doc = into_group_doc!()]
+    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+        self.moved_into_group(group.id())
+    }
+}
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> AtomicHandle<T, R, L, S> {
+    #[doc = into_group_doc!()]
+    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+        self.moved_into_group(group.id())
     }
 }
 

@@ -30,7 +30,7 @@ pub use locked::{LockedAtomic, LockedCell};
 use crate::error::{Error, Result};
 use crate::space::{ArrayLayout, HostSpace, LayoutRight, MemorySpace};
 use alloc::TrackedAllocation;
-use borrow::BorrowId;
+use borrow::{BorrowId, Refused};
 use copy::HostAccessibleSpace;
 
 /// What a view can hold: plain data that is valid as all-zero bytes.
@@ -611,9 +611,19 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
         self.alloc.borrow(kind, &self.footprint)
     }
 
+    /// As [`borrow`](Self::borrow), refused with the kinds that met only (see `Refused`).
+    pub(crate) fn try_borrow(&self, kind: AccessKind) -> std::result::Result<BorrowId, Refused> {
+        self.alloc.try_borrow(kind, &self.footprint)
+    }
+
     /// As [`borrow`](Self::borrow), in borrow group `group` (non-zero).
     pub(crate) fn borrow_in(&self, kind: AccessKind, group: u64) -> Result<BorrowId> {
         self.alloc.borrow_in(kind, &self.footprint, group)
+    }
+
+    /// Moves a borrow granted on this view for `kind` into group `group` (non-zero).
+    pub(crate) fn regroup(&self, borrow: BorrowId, kind: AccessKind, group: u64) -> Result<BorrowId> {
+        self.alloc.regroup(borrow, kind, &self.footprint, group)
     }
 
     /// Ends a borrow taken with [`borrow`](Self::borrow) on this view (or a clone of it).
