@@ -553,6 +553,11 @@ impl<D: Device> Context<D> {
         GraphArgs::record_handles(&handles, &mut scratch);
         let accesses: Arc<[Access]> = scratch.drain(..).collect();
         state.scratch_accesses = scratch;
+        // Handles in the group are not checked against each other: two of this launch that
+        // conflict (`(x.write(), x.read())`) are refused here, as an eager launch refuses them.
+        if let Some(conflict) = Access::conflict_within(&accesses) {
+            return Err(DagError::Core(conflict));
+        }
         // A launch that conflicts with a failed vertex's access would have been its
         // descendant had it come before the failed vertex finished: it fails the same way,
         // whatever the timing.

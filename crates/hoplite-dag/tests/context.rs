@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use hoplite_core::{Error, RangePolicy, Sum, View};
+use hoplite_core::{Error, RangePolicy, Slice, Sum, View};
 use hoplite_dag::device::HostDevice;
 use hoplite_dag::{
     Context, ContextOptions, DagError, DeviceSelectionPolicy, Execution, ParentStreamPolicy, VertexState,
@@ -766,4 +766,57 @@ fn handed_over_handles_end_their_borrows_with_their_vertex() {
     assert!(matches!(e, DagError::Core(Error::BorrowConflict { .. })), "{e}");
     drop(guard);
     assert!(x.host_write().is_ok(), "the refused launch gave x back");
+}
+
+#[test]
+fn a_launch_whose_own_handles_conflict_is_refused_and_keeps_nothing() {
+    let ctx = context(1, ContextOptions::default());
+    let (x, y) = (view("x"), view("y"));
+    // Pending work on x: the user's handles of x are refused by the context's borrows and
+    // granted again in its group, where they are not checked against each other.
+    let (open, held) = gate();
+    ctx.launch("pending", (range(64), (x.write(),)), move |(i, (x,))| {
+        wait_until(&held);
+        x.set(i, 1)
+    })
+    .expect("pending");
+    for (what, result) in [
+        (
+            "writer and reader",
+            ctx.launch("self-race", (range(64), (x.write(), x.read())), |(i, (w, r))| {
+                w.set(i, r.get(i) + 1)
+            }),
+        ),
+        (
+            "reader and writer",
+            ctx.launch(
+                "self-race",
+                (range(64), (y.read(), x.read(), x.write())),
+                |(i, (_, r, w))| w.set(i, r.get(i) + 1),
+            ),
+        ),
+    ] {
+        let e = result.expect_err(what);
+        assert!(
+            matches!(&e, DagError::Core(Error::BorrowConflict { label, other_label, .. }) if label == "x" && other_label == "x"),
+            "{what}: {e}"
+        );
+    }
+    open.store(true, Ordering::Release);
+    ctx.synchronize().expect("the pending launch ran");
+    // The refused launches kept no borrow and left no vertex: x holds the pending launch's 1s.
+    assert_eq!(x.host_read().expect("x is free").get([5]), 1);
+    assert!(y.host_write().is_ok(), "y was given back");
+    // Disjoint parts of one allocation do not conflict.
+    let whole: View<f64, 1> = View::new("whole", [64]).expect("view");
+    let low: View<f64, 1> = whole.subview([Slice::Range(0..32)]).expect("low");
+    let high: View<f64, 1> = whole.subview([Slice::Range(32..64)]).expect("high");
+    ctx.launch(
+        "halves",
+        (range(32), (low.write(), high.read())),
+        |(i, (l, h))| l.set(i, h.get(i) + 2.0),
+    )
+    .expect("disjoint halves");
+    ctx.synchronize().expect("ran");
+    assert_eq!(whole.host_read().expect("free").get([7]), 2.0);
 }

@@ -37,6 +37,37 @@ impl Access {
         !compatible && self.allocation == other.allocation && self.footprint.overlaps(&other.footprint)
     }
 
+    /// The first two of one launch's `accesses` that conflict, as the error an eager launch
+    /// of the same handles gives (`(x.write(), x.read())` over overlapping elements). A
+    /// runtime that moves a launch's handles into its own borrow group needs this: inside a
+    /// group, borrows are not checked against each other.
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// use hoplite_core::view::AccessKind;
+    /// use hoplite_graph::Access;
+    ///
+    /// let x: View<f64, 1> = View::new("x", [4])?;
+    /// let y: View<f64, 1> = View::new("y", [4])?;
+    /// let write_x = Access::of_view(&x, AccessKind::Write);
+    /// assert!(Access::conflict_within(&[write_x.clone(), Access::of_view(&y, AccessKind::Read)]).is_none());
+    /// assert!(Access::conflict_within(&[write_x, Access::of_view(&x, AccessKind::Read)]).is_some());
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn conflict_within(accesses: &[Access]) -> Option<hoplite_core::Error> {
+        accesses.iter().enumerate().find_map(|(k, later)| {
+            accesses[..k]
+                .iter()
+                .find(|earlier| earlier.conflicts_with(later))
+                .map(|earlier| hoplite_core::Error::BorrowConflict {
+                    label: later.view.to_string(),
+                    kind: later.kind.noun(),
+                    other_label: earlier.view.to_string(),
+                    other_kind: earlier.kind.noun(),
+                })
+        })
+    }
+
     /// The access `kind` makes to `view`.
     pub fn of_view<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace>(
         view: &View<T, R, L, S>,

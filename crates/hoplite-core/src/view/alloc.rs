@@ -159,7 +159,14 @@ impl AccessKind {
         )
     }
 
-    pub(crate) fn noun(self) -> &'static str {
+    /// What a handle of this kind is called in messages: "reader", "writer" or "atomic
+    /// handle".
+    ///
+    /// ```
+    /// use hoplite_core::view::AccessKind;
+    /// assert_eq!(AccessKind::Write.noun(), "writer");
+    /// ```
+    pub fn noun(self) -> &'static str {
         match self {
             AccessKind::Read => "reader",
             AccessKind::Write => "writer",
