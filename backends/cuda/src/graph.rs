@@ -20,7 +20,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use hoplite_core::TeamSize;
+use hoplite_core::TeamPolicy;
 use hoplite_core::device_kernel::DeviceKernel;
 use hoplite_graph::{Access, GraphBackend, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
@@ -30,7 +30,7 @@ use crate::geometry::{
     DeviceLimits, KernelResources, LaunchGeometry, fits, mdrange_geometry, range_geometry,
 };
 use crate::launch::{
-    DeviceArg, Loaded, check_args, checked_mdrange, checked_range, kernel_args, load, team_plan,
+    DeviceArg, Loaded, TeamLaunch, check_args, checked_mdrange, checked_range, kernel_args, load,
     team_writer_ends,
 };
 use crate::params::{IterationArgs, ParamBuffer, pack_for};
@@ -286,25 +286,23 @@ impl CudaGraph {
         self.kernel_node::<K>(iteration, &ends, args, geometry, after)
     }
 
-    /// Adds a kernel node launching `K` over a league of teams, as
-    /// [`kernel_range`](Self::kernel_range) does.
+    /// Adds a kernel node launching `K` over the league of teams of `policy` (its scratch
+    /// included), as [`kernel_range`](Self::kernel_range) does.
     ///
     /// # Errors
     ///
     /// As for [`kernel_range`](Self::kernel_range) and [`Cuda::launch_team`].
     pub fn kernel_team<K: DeviceKernel>(
         &mut self,
-        league_size: usize,
-        team_size: TeamSize,
+        policy: &TeamPolicy<Cuda>,
         args: &[DeviceArg],
         after: &[NodeId],
     ) -> Result<NodeId, CudaError> {
-        let league = league_size as u64;
-        let geometry: Geometry =
-            Box::new(move |limits, resources| team_plan(limits, resources, league, team_size));
+        let team = TeamLaunch::of::<K>(policy)?;
+        let geometry: Geometry = Box::new(move |limits, resources| team.plan(limits, resources));
         self.kernel_node::<K>(
-            IterationArgs::Team { league_size: league },
-            &team_writer_ends(args, league),
+            team.iteration(),
+            &team_writer_ends(args, team.league),
             args,
             geometry,
             after,

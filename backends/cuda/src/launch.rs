@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use hoplite_core::device_kernel::{DeviceKernel, HandleAccess, ScalarType};
 use hoplite_core::{ArrayLayout, View, ViewValue};
-use hoplite_core::{Reducer, ScanValue, TeamSize};
+use hoplite_core::{Reducer, ScanValue, TeamPolicy, TeamSize};
 use parking_lot::Mutex;
 
 use crate::driver::{Device, Stream, StreamBuffer, check};
@@ -327,20 +327,24 @@ impl Cuda {
         })
     }
 
-    /// Launches `K` (a `#[kernel]` `parallel_for` over a `TeamPolicy`) over a league of
-    /// `league_size` teams of `team_size` threads (`TeamSize::Auto`: the size that keeps the
-    /// most threads resident, from the compiled kernel's registers and shared memory). Team
+    /// Launches `K` (a `#[kernel]` `parallel_for` over a `TeamPolicy`) over the policy's
+    /// league of teams (`TeamSize::Auto`: the size that keeps the most threads resident, from
+    /// the compiled kernel's registers and shared memory and the policy's scratch). Both
+    /// scratch levels, per team and per thread, are the block's dynamic shared memory. Team
     /// kernels store through atomic handles, into their team's row of a rank-2 writer, or at
     /// their league rank of a rank-1 writer; such a writer must have an entry per team (all
     /// writers of one launch of the same rank).
     ///
     /// ```
-    /// use hoplite_core::{Reducer, ScanValue, TeamSize};
-    /// match hoplite_cuda::Cuda::new() {
+    /// use hoplite_core::{PerTeam, PerThread, TeamPolicy, TeamSize};
+    /// use hoplite_cuda::Cuda;
+    /// let cuda = Cuda::default();
+    /// let policy = TeamPolicy::new(cuda.clone(), 128, TeamSize::Auto)
+    ///     .with_scratch_size(0, PerTeam(1024), PerThread(16));
+    /// match Cuda::new() {
     ///     Err(e) => println!("{e}"),
-    ///     Ok(cuda) => println!("teams run on {}", cuda.limits()?.arch()),
+    ///     Ok(cuda) => println!("{} teams on {}", policy.league_size(), cuda.limits()?.arch()),
     /// }
-    /// # let _ = TeamSize::Auto;
     /// # Ok::<(), hoplite_cuda::CudaError>(())
     /// ```
     ///
@@ -348,18 +352,17 @@ impl Cuda {
     ///
     /// As for [`launch_range`](Self::launch_range); a writer of rank above 2, of another rank
     /// than the launch's other writers, or with fewer rows than the league; a team size of 0
-    /// or above the device's block limit.
+    /// or above the device's block limit; scratch at a level above 1, or more than the
+    /// device's shared memory per block.
     pub fn launch_team<K: DeviceKernel>(
         &self,
-        league_size: usize,
-        team_size: TeamSize,
+        policy: &TeamPolicy<Cuda>,
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        let league = league_size as u64;
-        let iteration = IterationArgs::Team { league_size: league };
-        let ends = team_writer_ends(args, league);
-        self.launch::<K>(iteration, &ends, args, |limits, resources| {
-            team_plan(limits, resources, league, team_size)
+        let team = TeamLaunch::of::<K>(policy)?;
+        let ends = team_writer_ends(args, team.league);
+        self.launch::<K>(team.iteration(), &ends, args, move |limits, resources| {
+            team.plan(limits, resources)
         })
     }
 
@@ -409,7 +412,7 @@ impl Cuda {
         let empty = match iteration {
             IterationArgs::Range { begin, end } => begin == end,
             IterationArgs::MdRange { begins, ends } => begins.iter().zip(ends).any(|(b, e)| b == e),
-            IterationArgs::Team { league_size } => *league_size == 0,
+            IterationArgs::Team { league_size, .. } => *league_size == 0,
         };
         if empty {
             return Ok(None); // an empty iteration space: nothing to compile or run
@@ -559,9 +562,9 @@ impl Cuda {
         })
     }
 
-    /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`) over a league
-    /// of `league_size` teams, as [`reduce_range`](Self::reduce_range) does; every thread of
-    /// every team contributes its partial. Writers are refused, as in
+    /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`) over the
+    /// policy's league, as [`reduce_range`](Self::reduce_range) does; every thread of every
+    /// team contributes its partial. Writers and scratch as in
     /// [`launch_team`](Self::launch_team).
     ///
     /// # Errors
@@ -569,8 +572,7 @@ impl Cuda {
     /// As for [`reduce_range`](Self::reduce_range) and [`launch_team`](Self::launch_team).
     pub fn reduce_team<K: DeviceKernel, R>(
         &self,
-        league_size: usize,
-        team_size: TeamSize,
+        policy: &TeamPolicy<Cuda>,
         args: &[DeviceArg],
         reducer: &R,
     ) -> Result<R::Value, CudaError>
@@ -578,13 +580,13 @@ impl Cuda {
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        let league = league_size as u64;
+        let team = TeamLaunch::of::<K>(policy)?;
         self.reduce::<K, R>(
-            IterationArgs::Team { league_size: league },
-            &team_writer_ends(args, league),
+            team.iteration(),
+            &team_writer_ends(args, team.league),
             args,
             reducer,
-            |limits, resources| team_plan(limits, resources, league, team_size),
+            move |limits, resources| team.plan(limits, resources),
         )
     }
 
@@ -712,23 +714,60 @@ pub(crate) fn team_writer_ends(args: &[DeviceArg], league: u64) -> Vec<u64> {
     if rank_one { vec![league] } else { vec![league, 0] }
 }
 
-/// The geometry of a league of teams of `team_size` (`Auto`: from the kernel's resources).
-pub(crate) fn team_plan(
-    limits: &DeviceLimits,
-    resources: &KernelResources,
-    league: u64,
-    team_size: TeamSize,
-) -> Result<Option<LaunchGeometry>, CudaError> {
-    let size = match team_size {
-        TeamSize::Fixed(n) => u32::try_from(n).unwrap_or(u32::MAX),
-        TeamSize::Auto => auto_team_size(
-            limits,
-            resources,
-            TeamScratch::default(),
-            limits.max_threads_per_block,
-        )?,
-    };
-    team_geometry(limits, resources, league, size, TeamScratch::default())
+/// What a team launch takes from its policy: the league, the team size as asked for, and
+/// the scratch (checked here: only levels 0 and 1 exist).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TeamLaunch {
+    pub(crate) league: u64,
+    size: TeamSize,
+    scratch: TeamScratch,
+}
+
+impl TeamLaunch {
+    /// The launch `policy` describes for `K`. Team size and scratch are checked against the
+    /// device when the geometry is computed, not against the policy's host limits.
+    pub(crate) fn of<K: DeviceKernel>(policy: &TeamPolicy<Cuda>) -> Result<TeamLaunch, CudaError> {
+        if let Some(level) = policy.invalid_scratch_level() {
+            return Err(CudaError::InvalidLaunch {
+                kernel: K::NAME,
+                reason: format!("scratch level {level} does not exist; use level 0 or 1"),
+            });
+        }
+        let (per_team, per_thread) = policy.scratch_size(0);
+        let (level1_per_team, level1_per_thread) = policy.scratch_size(1);
+        Ok(TeamLaunch {
+            league: policy.league_size() as u64,
+            size: policy.requested_team_size(),
+            scratch: TeamScratch {
+                per_team,
+                per_thread,
+                level1_per_team,
+                level1_per_thread,
+            },
+        })
+    }
+
+    /// The entry's iteration parameters: the league and the four scratch requests.
+    pub(crate) fn iteration(&self) -> IterationArgs {
+        IterationArgs::Team {
+            league_size: self.league,
+            scratch: self.scratch,
+        }
+    }
+
+    /// The geometry: teams of the asked size (`Auto`: from the kernel's resources and the
+    /// scratch), the scratch as the block's dynamic shared memory.
+    pub(crate) fn plan(
+        &self,
+        limits: &DeviceLimits,
+        resources: &KernelResources,
+    ) -> Result<Option<LaunchGeometry>, CudaError> {
+        let size = match self.size {
+            TeamSize::Fixed(n) => u32::try_from(n).unwrap_or(u32::MAX),
+            TeamSize::Auto => auto_team_size(limits, resources, self.scratch, limits.max_threads_per_block)?,
+        };
+        team_geometry(limits, resources, self.league, size, self.scratch)
+    }
 }
 
 /// The bytes of one partial per launched thread of `g`, in `V`'s device layout.

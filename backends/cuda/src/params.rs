@@ -11,6 +11,7 @@ use hoplite_core::device_kernel::{
 };
 
 use crate::CudaError;
+use crate::geometry::TeamScratch;
 use crate::reduce::{DeviceReduceValue, ValueLayout, value_layout};
 
 /// The most bytes of parameters a kernel may take (the limit every CUDA driver accepts).
@@ -123,6 +124,8 @@ pub enum IterationArgs {
     Team {
         /// The number of teams.
         league_size: u64,
+        /// The scratch each team and thread asks for.
+        scratch: TeamScratch,
     },
 }
 
@@ -405,12 +408,17 @@ fn pack_common<K: DeviceKernel>(
                 buf.push_u64(e);
             }
         }
-        (DeviceIteration::Team, IterationArgs::Team { league_size }) => {
+        (DeviceIteration::Team, IterationArgs::Team { league_size, scratch }) => {
             buf.push_u64(*league_size);
-            // The scratch requests (per team at levels 0 and 1, per thread at 0 and 1): team
-            // launches give no scratch yet (`TeamScratch::default()`, no dynamic shared memory).
-            for _ in 0..4 {
-                buf.push_u64(0);
+            // The scratch requests in the entry's order: per team at levels 0 and 1, then per
+            // thread at levels 0 and 1 (the kernel lays its dynamic shared memory out from them).
+            for request in [
+                scratch.per_team,
+                scratch.level1_per_team,
+                scratch.per_thread,
+                scratch.level1_per_thread,
+            ] {
+                buf.push_u64(request as u64);
             }
         }
         (expected, found) => {
@@ -563,6 +571,48 @@ mod tests {
             assert_eq!(*ptr as usize - base, off);
         }
         assert_eq!(base % 8, 0);
+    }
+
+    struct Teams;
+    // SAFETY: test-only; never launched.
+    unsafe impl DeviceKernel for Teams {
+        const NAME: &'static str = "teams";
+        const ENTRY: &'static str = "teams_for_team";
+        const ITERATION: DeviceIteration = DeviceIteration::Team;
+        const PATTERN: DevicePattern = DevicePattern::For;
+        fn params() -> &'static [DeviceParam] {
+            &[DeviceParam::Scalar {
+                name: "n",
+                ty: ScalarType::U32,
+            }]
+        }
+        fn cuda_source() -> &'static str {
+            ""
+        }
+    }
+
+    #[test]
+    fn team_entries_get_the_league_then_the_four_scratch_requests() {
+        let it = IterationArgs::Team {
+            league_size: 12,
+            scratch: TeamScratch {
+                per_team: 100,
+                per_thread: 8,
+                level1_per_team: 4096,
+                level1_per_thread: 24,
+            },
+        };
+        let mut p = pack_for::<Teams>(&it, &[KernelArg::Scalar(ScalarArg::U32(5))]).expect("matching");
+        assert_eq!(p.offsets(), [0, 8, 16, 24, 32, 40]);
+        let bytes = p.bytes();
+        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        // The league, then per team at levels 0 and 1, then per thread at levels 0 and 1.
+        assert_eq!(
+            [word(0), word(8), word(16), word(24), word(32)],
+            [12, 100, 4096, 8, 24]
+        );
+        assert_eq!(u32::from_le_bytes(bytes[40..44].try_into().expect("4 bytes")), 5);
+        assert_eq!(p.pointers().len(), 6);
     }
 
     #[test]

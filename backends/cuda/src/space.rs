@@ -189,8 +189,9 @@ impl ExecutionSpace for Cuda {
 
     fn max_scratch_size(&self, level: usize) -> usize {
         match level {
-            // Level 0 is shared memory; level 1 (global memory scratch) is not offered yet.
-            0 => self.limits().map(|l| l.shared_per_block_optin).unwrap_or(0),
+            // Both levels live in the block's dynamic shared memory (their sum is checked
+            // against it when the launch's geometry is computed).
+            0 | 1 => self.limits().map(|l| l.shared_per_block_optin).unwrap_or(0),
             _ => 0,
         }
     }

@@ -150,8 +150,7 @@ fn team_reduce(cuda: &Cuda) -> Result<(), String> {
         .map_err(err)?;
         let got = cuda
             .reduce_team::<team_row_norms, _>(
-                rows,
-                TeamSize::Fixed(team),
+                &TeamPolicy::new(cuda.clone(), rows, TeamSize::Fixed(team)),
                 &[DeviceArg::read(&a), DeviceArg::scalar(cols)],
                 &Sum::<i64>::new(),
             )

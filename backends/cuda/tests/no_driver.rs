@@ -3,9 +3,9 @@
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundTeamSlots, BoundWriter, kernel};
-use hoplite_core::TeamSize;
 use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{ExecutionSpace, LayoutLeft, MemorySpace, View};
+use hoplite_core::{PerTeam, PerThread, TeamPolicy, TeamSize};
 use hoplite_cuda::{
     Cuda, CudaError, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceArg, copy_to_device, copy_to_host,
 };
@@ -189,8 +189,7 @@ fn team_launches_check_their_arguments() {
     // A writer where the kernel takes an atomic handle is refused, with or without a device.
     let err = cuda
         .launch_team::<row_sums>(
-            4,
-            TeamSize::Auto,
+            &TeamPolicy::new(cuda.clone(), 4, TeamSize::Auto),
             &[
                 DeviceArg::write(&empty1),
                 DeviceArg::read(&empty2),
@@ -202,28 +201,39 @@ fn team_launches_check_their_arguments() {
     // A team's row of a writer: the writer needs a row per team.
     let short: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
     let err = cuda
-        .launch_team::<team_rows>(4, TeamSize::Auto, &[DeviceArg::write(&short)])
+        .launch_team::<team_rows>(
+            &TeamPolicy::new(cuda.clone(), 4, TeamSize::Auto),
+            &[DeviceArg::write(&short)],
+        )
         .expect_err("no row for the teams");
     assert!(err.to_string().contains("writer"), "{err}");
     // A rank-1 writer (`league_token().single()`) needs an entry per team too.
     let err = cuda
-        .launch_team::<league_firsts>(4, TeamSize::Auto, &[DeviceArg::write(&empty1)])
+        .launch_team::<league_firsts>(
+            &TeamPolicy::new(cuda.clone(), 4, TeamSize::Auto),
+            &[DeviceArg::write(&empty1)],
+        )
         .expect_err("no entry for the teams");
     assert!(err.to_string().contains("writer"), "{err}");
-    match cuda.launch_team::<league_firsts>(0, TeamSize::Fixed(32), &[DeviceArg::write(&empty1)]) {
+    match cuda.launch_team::<league_firsts>(
+        &TeamPolicy::new(cuda.clone(), 0, TeamSize::Fixed(32)),
+        &[DeviceArg::write(&empty1)],
+    ) {
         Ok(()) => assert!(cuda.is_available()),
         Err(e) => assert!(is_absence(&e), "{e}"),
     }
     // Team slots: checked per access by the kernel, so any rank-2 view packs.
-    match cuda.launch_team::<slot_sums>(0, TeamSize::Fixed(32), &[DeviceArg::team_slots(&short)]) {
+    match cuda.launch_team::<slot_sums>(
+        &TeamPolicy::new(cuda.clone(), 0, TeamSize::Fixed(32)),
+        &[DeviceArg::team_slots(&short)],
+    ) {
         Ok(()) => assert!(cuda.is_available()),
         Err(e) => assert!(is_absence(&e), "{e}"),
     }
     // A reader where the kernel takes an atomic handle is refused too.
     let err = cuda
         .launch_team::<row_sums>(
-            4,
-            TeamSize::Auto,
+            &TeamPolicy::new(cuda.clone(), 4, TeamSize::Auto),
             &[
                 DeviceArg::read(&empty1),
                 DeviceArg::read(&empty2),
@@ -232,13 +242,25 @@ fn team_launches_check_their_arguments() {
         )
         .expect_err("wrong handle kind");
     assert!(err.to_string().contains("Atomic handle"), "{err}");
+    // Scratch exists at levels 0 and 1 only.
+    let err = cuda
+        .launch_team::<row_sums>(
+            &TeamPolicy::new(cuda.clone(), 4, TeamSize::Auto).with_scratch_size(2, PerTeam(64), PerThread(0)),
+            &[
+                DeviceArg::atomic(&empty1),
+                DeviceArg::read(&empty2),
+                DeviceArg::scalar(3usize),
+            ],
+        )
+        .expect_err("scratch level 2");
+    assert!(err.to_string().contains("scratch level 2"), "{err}");
     // Matching arguments over an empty league: nothing to run, or the missing device.
     let args = [
         DeviceArg::atomic(&empty1),
         DeviceArg::read(&empty2),
         DeviceArg::scalar(0usize),
     ];
-    match cuda.launch_team::<row_sums>(0, TeamSize::Fixed(64), &args) {
+    match cuda.launch_team::<row_sums>(&TeamPolicy::new(cuda.clone(), 0, TeamSize::Fixed(64)), &args) {
         Ok(()) => assert!(cuda.is_available()),
         Err(e) => assert!(is_absence(&e), "{e}"),
     }

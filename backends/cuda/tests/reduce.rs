@@ -5,7 +5,7 @@
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::device_kernel::DeviceKernel;
-use hoplite_core::{LayoutLeft, MinMaxScalar, ValLoc, View};
+use hoplite_core::{LayoutLeft, MinMaxScalar, TeamPolicy, ValLoc, View};
 use hoplite_cuda::nvrtc::{ModuleCache, Nvrtc};
 use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_device, copy_to_host};
 
@@ -122,8 +122,7 @@ fn reducers_must_match_the_kernel_before_the_device() {
     assert!(is_invalid(&e, "Reduce(F64)"), "{e}");
     let e = cuda
         .reduce_team::<team_total, _>(
-            1,
-            TeamSize::Auto,
+            &TeamPolicy::new(cuda.clone(), 1, TeamSize::Auto),
             &[DeviceArg::write(&yi), DeviceArg::scalar(0usize)],
             &Sum::<i64>::new(),
         )
@@ -238,8 +237,7 @@ fn device_reductions_match_the_host() {
     assert_eq!(got, want);
     let by_teams = cuda
         .reduce_team::<team_total, _>(
-            rows,
-            TeamSize::Auto,
+            &TeamPolicy::new(cuda.clone(), rows, TeamSize::Auto),
             &[DeviceArg::read(&a), DeviceArg::scalar(cols)],
             &Sum::<i64>::new(),
         )

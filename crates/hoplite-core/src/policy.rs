@@ -1047,6 +1047,19 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
             .map_or((0, 0), |(team, thread)| (team.0, thread.0))
     }
 
+    /// A scratch level above 1 that [`with_scratch_size`](Self::with_scratch_size) was asked
+    /// for (the launch reports it as `Error::InvalidScratchLevel`), if any.
+    ///
+    /// ```
+    /// use hoplite_core::{PerTeam, PerThread, TeamPolicy};
+    /// use hoplite_serial::Serial;
+    /// let p = TeamPolicy::new(Serial::default(), 8, 1).with_scratch_size(2, PerTeam(64), PerThread(0));
+    /// assert_eq!(p.invalid_scratch_level(), Some(2));
+    /// ```
+    pub fn invalid_scratch_level(&self) -> Option<usize> {
+        self.bad_scratch_level
+    }
+
     /// The chunk size asked for, if any.
     pub fn chunk_size(&self) -> Option<usize> {
         self.chunk
