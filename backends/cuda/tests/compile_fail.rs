@@ -1,4 +1,4 @@
-//! What the types forbid: host access to device memory.
+//! What the types forbid: host access to device memory, and closures on a device policy.
 
 #[test]
 fn compile_fail() {

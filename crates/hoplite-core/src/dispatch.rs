@@ -120,7 +120,8 @@ where
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot run a parallel_for over `{P}`",
     label = "no parallel_for dispatch for this policy",
-    note = "a policy launches on the execution space it names; that space's backend implements `ParallelFor` for it"
+    note = "a policy launches on the execution space it names; that space's backend implements `ParallelFor` for it",
+    note = "a device space (`Cuda`) runs no closures: write the kernel as a `#[kernel]` function and launch it with the space's `launch_range`, `reduce_range`, `launch_team` or their siblings"
 )]
 pub unsafe trait ParallelFor<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the launch. Returns when the kernel has been called for every point (synchronous
@@ -143,7 +144,8 @@ pub unsafe trait ParallelFor<P: ExecutionPolicy>: ExecutionSpace {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot run a parallel_reduce over `{P}`",
     label = "no parallel_reduce dispatch for this policy",
-    note = "a policy launches on the execution space it names; that space's backend implements `ParallelReduce` for it"
+    note = "a policy launches on the execution space it names; that space's backend implements `ParallelReduce` for it",
+    note = "a device space (`Cuda`) runs no closures: write the kernel as a `#[kernel]` function and launch it with the space's `launch_range`, `reduce_range`, `launch_team` or their siblings"
 )]
 pub unsafe trait ParallelReduce<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the reduction and returns the finalized total.
@@ -173,7 +175,8 @@ pub unsafe trait ParallelReduce<P: ExecutionPolicy>: ExecutionSpace {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot run a parallel_scan over `{P}`",
     label = "no parallel_scan dispatch for this policy",
-    note = "scans run over a RangePolicy with a kernel `|i, partial: &mut T, is_final: bool|`"
+    note = "scans run over a RangePolicy with a kernel `|i, partial: &mut T, is_final: bool|`",
+    note = "a device space (`Cuda`) runs no closures: write the scan as a `#[kernel]` function and launch it with the space's `scan_range`"
 )]
 pub unsafe trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the scan and returns the total over the whole range.
