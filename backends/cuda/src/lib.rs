@@ -3,7 +3,8 @@
 //! geometry and occupancy ([`geometry`]), kernel parameter packing ([`params`]), the NVRTC
 //! module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use, device
 //! reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
-//! CUDA Graphs behind hoplite-graph ([`graph`]) and DAG streams for hoplite-dag ([`dag`]).
+//! CUDA Graphs behind hoplite-graph ([`graph`]), DAG streams for hoplite-dag ([`dag`]) and
+//! streams as hoplite-select resources timed with CUDA events ([`select`]).
 //!
 //! The crate builds and its tests run on machines without CUDA: the driver (`libcuda`) and
 //! NVRTC are loaded at run time, every driver call sits behind the check that the library is
@@ -31,6 +32,7 @@ mod memory;
 pub mod nvrtc;
 pub mod params;
 pub mod reduce;
+pub mod select;
 mod space;
 
 pub use error::CudaError;
@@ -50,4 +52,22 @@ pub use space::{Cuda, CudaTeamMember};
 /// ```
 pub fn driver_present() -> bool {
     !matches!(driver::driver(), Err(CudaError::NoDriver { .. }))
+}
+
+/// How many CUDA devices the driver reports (`cuDeviceGetCount`); [`Cuda::on_device`] takes
+/// ordinals below it.
+///
+/// ```
+/// match hoplite_cuda::device_count() {
+///     Ok(n) => assert!(n >= 1),
+///     Err(e) => println!("{e}"), // no driver, or a driver without devices
+/// }
+/// ```
+///
+/// # Errors
+///
+/// [`CudaError::NoDriver`], [`CudaError::NoDevice`] (a driver that sees none),
+/// [`CudaError::DriverTooOld`] or the driver's error.
+pub fn device_count() -> Result<usize, CudaError> {
+    Ok(driver::driver()?.device_count)
 }
