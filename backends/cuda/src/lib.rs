@@ -3,8 +3,9 @@
 //! geometry and occupancy ([`geometry`]), kernel parameter packing ([`params`]), the NVRTC
 //! module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use, device
 //! reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
-//! CUDA Graphs behind hoplite-graph ([`graph`]), DAG streams for hoplite-dag ([`dag`]) and
-//! streams as hoplite-select resources timed with CUDA events ([`select`]).
+//! CUDA Graphs behind hoplite-graph ([`graph`]), DAG streams for hoplite-dag ([`dag`]),
+//! streams as hoplite-select resources timed with CUDA events ([`select`]) and GrCUDA-style
+//! raw kernels from CUDA C and a signature ([`raw`]).
 //!
 //! The crate builds and its tests run on machines without CUDA: the driver (`libcuda`) and
 //! NVRTC are loaded at run time, every driver call sits behind the check that the library is
@@ -31,6 +32,7 @@ pub mod library;
 mod memory;
 pub mod nvrtc;
 pub mod params;
+pub mod raw;
 pub mod reduce;
 pub mod select;
 mod space;
