@@ -461,6 +461,51 @@ pub(crate) unsafe fn copy_to_host(dst: &mut [u8], src: *const u8) -> Result<(), 
     })
 }
 
+/// Queues a copy of `bytes` bytes from host memory at `src` to the device address `dst` on
+/// `stream`, after the work queued on it.
+///
+/// # Safety
+///
+/// `dst` is a device (or managed) allocation of the stream's context with at least `bytes`
+/// bytes from `dst` on; `src` is readable for `bytes` bytes and is neither written nor freed
+/// until the copy completed (the stream was synchronized past it). For page-locked `src` the
+/// copy engine reads it after this returns; for pageable memory the driver stages it first.
+pub(crate) unsafe fn copy_to_device_async(
+    stream: &Stream,
+    dst: u64,
+    src: *const u8,
+    bytes: usize,
+) -> Result<(), CudaError> {
+    stream.device.bind()?;
+    // SAFETY: the caller's promise for both addresses and their lifetime; the stream is
+    // live and of the bound context.
+    check("cuMemcpyHtoDAsync_v2", unsafe {
+        sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.raw)
+    })
+}
+
+/// Queues a copy of `bytes` bytes from the device address `src` into host memory at `dst`
+/// on `stream`, after the work queued on it.
+///
+/// # Safety
+///
+/// `src` is a device (or managed) allocation of the stream's context with at least `bytes`
+/// bytes from `src` on; `dst` is writable for `bytes` bytes and is neither read, written nor
+/// freed by anything else until the copy completed (the stream was synchronized past it).
+pub(crate) unsafe fn copy_to_host_async(
+    stream: &Stream,
+    dst: *mut u8,
+    src: u64,
+    bytes: usize,
+) -> Result<(), CudaError> {
+    stream.device.bind()?;
+    // SAFETY: the caller's promise for both addresses and their lifetime; the stream is
+    // live and of the bound context.
+    check("cuMemcpyDtoHAsync_v2", unsafe {
+        sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.raw)
+    })
+}
+
 /// Device memory for one operation on one stream (a reduction's partials): allocated in
 /// stream order where the device has memory pools, else with `cuMemAlloc`, and freed the same
 /// way when dropped.

@@ -30,6 +30,7 @@ pub mod graph;
 mod launch;
 pub mod library;
 mod memory;
+mod mirror;
 pub mod nvrtc;
 pub mod params;
 pub mod raw;
@@ -42,6 +43,7 @@ pub use launch::{DeviceArg, DeviceScalar};
 pub use memory::{
     CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, copy_to_device, copy_to_host,
 };
+pub use mirror::{HostTransferSpace, create_mirror_view, create_mirror_view_and_copy, create_mirror_view_in};
 pub use space::{Cuda, CudaTeamMember};
 
 /// Whether the CUDA driver library can be loaded on this machine (a GPU may still be
