@@ -220,6 +220,11 @@ impl Device {
         })
     }
 
+    /// The device's primary context, for driver calls that name a peer's context.
+    pub(crate) fn context(&self) -> sys::CUcontext {
+        self.ctx
+    }
+
     /// Makes this device's context current on the calling thread, as every driver call below
     /// needs.
     pub(crate) fn bind(&self) -> Result<(), CudaError> {

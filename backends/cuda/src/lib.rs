@@ -22,6 +22,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+pub mod bandwidth;
 pub mod dag;
 mod driver;
 mod error;
