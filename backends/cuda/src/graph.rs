@@ -20,8 +20,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use hoplite_core::TeamSize;
 use hoplite_core::device_kernel::DeviceKernel;
+use hoplite_core::{Reducer, TeamSize};
 use hoplite_graph::{Access, GraphBackend, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
 
@@ -33,7 +33,10 @@ use crate::launch::{
     DeviceArg, Loaded, check_args, checked_mdrange, checked_range, kernel_args, load, refuse_team_writers,
     team_plan,
 };
-use crate::params::{IterationArgs, ParamBuffer, pack_for};
+use crate::params::{IterationArgs, ParamBuffer, pack_for, pack_reduce};
+use crate::reduce::{
+    DeviceReduceValue, decode, join_in_thread_order, partials_count, partials_geometry, value_layout,
+};
 use crate::{Cuda, CudaError};
 
 type Geometry =
@@ -56,6 +59,112 @@ enum Work {
     Host(Box<HostPayload>),
     /// A device kernel.
     Kernel(KernelNode),
+    /// A device reduction: kernel, copy of the partials to the host, join on the host.
+    Reduce(Box<ReduceNode>),
+}
+
+/// Joins a reduction's partials (their device bytes, in thread order) and keeps the value.
+trait PartialsJoin: Send + Sync {
+    fn join(&self, partials: &[u8]);
+}
+
+/// The join of a reducer `R`, storing into the slot a [`GraphReduction`] reads.
+struct Joiner<R: Reducer> {
+    reducer: R,
+    result: Arc<Mutex<Option<R::Value>>>,
+}
+
+impl<R> PartialsJoin for Joiner<R>
+where
+    R: Reducer + Send + Sync,
+    R::Value: DeviceReduceValue,
+{
+    fn join(&self, partials: &[u8]) {
+        let value = join_in_thread_order(&self.reducer, decode::<R::Value>(partials));
+        *self.result.lock() = Some(value);
+    }
+}
+
+/// The value of a reduction node after the graph ran ([`CudaGraph::reduce_range`]).
+pub struct GraphReduction<V> {
+    result: Arc<Mutex<Option<V>>>,
+}
+
+impl<V: Clone> GraphReduction<V> {
+    /// The value the last run computed; `None` before the first run.
+    pub fn value(&self) -> Option<V> {
+        self.result.lock().clone()
+    }
+}
+
+impl<V: std::fmt::Debug> std::fmt::Debug for GraphReduction<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphReduction")
+            .field("value", &*self.result.lock())
+            .finish()
+    }
+}
+
+/// Device partials and the page-locked host copy of them, alive as long as the graph.
+struct PartialsBuffers {
+    device: Arc<driver::Device>,
+    partials: sys::CUdeviceptr,
+    host: *mut c_void,
+}
+
+impl Drop for PartialsBuffers {
+    fn drop(&mut self) {
+        if self.device.bind().is_err() {
+            return;
+        }
+        // SAFETY: both were allocated by `build` in this context and are freed once; no
+        // launch of the graph is in flight (every submit waits for its launch).
+        unsafe {
+            let _ = sys::cuMemFree_v2(self.partials);
+            let _ = sys::cuMemFreeHost(self.host);
+        }
+    }
+}
+
+/// What the join's host node gets; boxed, so its address stays put.
+struct JoinPayload {
+    join: Arc<dyn PartialsJoin>,
+    /// The page-locked copy of the partials (null with no partials).
+    host: *const u8,
+    bytes: usize,
+    label: &'static str,
+    errors: Arc<Mutex<Option<hoplite_core::Error>>>,
+}
+
+/// The host function of a reduction's join node.
+unsafe extern "C" fn run_join_node(user_data: *mut c_void) {
+    // SAFETY: `user_data` is the address of a boxed `JoinPayload` owned by the graph's
+    // nodes, which outlive the executable; it is only read.
+    let payload = unsafe { &*user_data.cast::<JoinPayload>() };
+    let partials: &[u8] = if payload.host.is_null() {
+        &[]
+    } else {
+        // SAFETY: `host` is page-locked memory of `bytes` bytes owned by the graph; the memcpy
+        // node before this host node finished writing it, and nothing writes it until the
+        // next launch, which cannot start before this one was waited for.
+        unsafe { std::slice::from_raw_parts(payload.host, payload.bytes) }
+    };
+    if let Err(p) = catch_unwind(AssertUnwindSafe(|| payload.join.join(partials))) {
+        let mut slot = payload.errors.lock();
+        if slot.is_none() {
+            *slot = Some(hoplite_core::Error::from_panic(payload.label, p));
+        }
+    }
+}
+
+/// A reduction node before and after `build`.
+struct ReduceNode {
+    kernel: KernelNode,
+    /// Bytes of one partial.
+    value_size: usize,
+    join: Arc<dyn PartialsJoin>,
+    buffers: Option<PartialsBuffers>,
+    payload: Option<Box<JoinPayload>>,
 }
 
 struct Node {
@@ -144,7 +253,9 @@ pub struct CudaGraph {
 }
 
 // SAFETY: the raw graph handles are used only under `&mut self` (instantiate) or the submit
-// lock, and driver handles may be used from any thread; the host payloads are `Send + Sync`.
+// lock, and driver handles may be used from any thread; the host payloads are `Send + Sync`,
+// and the reductions' buffers and join payloads hold addresses that only the driver and the
+// join host node (during a launch, under the submit lock) use.
 unsafe impl Send for CudaGraph {}
 // SAFETY: as for `Send`: shared access only launches the executable, under the submit lock.
 unsafe impl Sync for CudaGraph {}
@@ -312,6 +423,83 @@ impl CudaGraph {
         )
     }
 
+    /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over a range) over `range` with
+    /// `reducer`, after the nodes `after`. In the CUDA graph it is three nodes: the kernel
+    /// writing one partial per launched thread, a copy of the partials into page-locked host
+    /// memory, and a host node joining them in thread order (as [`Cuda::reduce_range`]
+    /// does). The returned [`GraphReduction`] holds the value of the last run; the returned
+    /// node is the join, so nodes after it see the value.
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, kernel};
+    /// use hoplite_core::{LayoutLeft, Sum, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    /// use hoplite_cuda::graph::CudaGraph;
+    ///
+    /// #[kernel]
+    /// fn total(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    ///     *acc += x.get(i);
+    /// }
+    ///
+    /// let x: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    /// let mut graph = CudaGraph::new(&Cuda::default());
+    /// // The reducer must be the kernel's accumulator: refused at once.
+    /// assert!(graph.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f32>::new(), &[]).is_err());
+    /// let (_node, sum) = graph.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f64>::new(), &[])?;
+    /// match graph.run() {
+    ///     Ok(()) => assert_eq!(sum.value(), Some(0.0)),
+    ///     Err(e) => println!("{e}"), // no device here
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cuda::reduce_range`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
+    /// that is not an earlier node, or a graph already instantiated.
+    pub fn reduce_range<K: DeviceKernel, R>(
+        &mut self,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+        reducer: R,
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
+    where
+        R: Reducer + Send + Sync + 'static,
+        R::Value: DeviceReduceValue,
+    {
+        let (begin, end) = checked_range::<K>(range)?;
+        let params = pack_reduce::<K, R::Value>(
+            &IterationArgs::Range { begin, end },
+            &kernel_args(args),
+            &reducer.init(),
+        )?;
+        check_args(K::NAME, &[end], args)?;
+        let geometry: Geometry = Box::new(move |limits, _| {
+            Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
+        });
+        let result = Arc::new(Mutex::new(None));
+        let node = ReduceNode {
+            kernel: KernelNode {
+                name: K::NAME,
+                load: load::<K>,
+                geometry,
+                params,
+                _keep: args.iter().filter_map(DeviceArg::keep).collect(),
+            },
+            value_size: value_layout(<R::Value as DeviceReduceValue>::PATTERN).map_or(0, |l| l.size),
+            join: Arc::new(Joiner {
+                reducer,
+                result: result.clone(),
+            }),
+            buffers: None,
+            payload: None,
+        };
+        let id = self.push(Work::Reduce(Box::new(node)), after)?;
+        Ok((id, GraphReduction { result }))
+    }
+
     /// Adds an empty node after `after` (a join).
     ///
     /// # Errors
@@ -404,6 +592,9 @@ impl CudaGraph {
                     })?;
                 }
                 Work::Empty => add_empty(&mut handle)?,
+                Work::Reduce(r) => {
+                    handle = add_reduction(r, &device, graph, &deps, &self.errors)?;
+                }
             }
             handles.push(handle);
         }
@@ -561,5 +752,145 @@ impl CudaGraph {
         self.instantiate_now()?;
         let space = self.space.clone();
         self.launch(&space)
+    }
+}
+
+/// Adds a reduction's nodes (kernel, copy of the partials to the host, join) after `deps`;
+/// returns the join node. Allocates the partials for the device's geometry.
+fn add_reduction(
+    r: &mut ReduceNode,
+    device: &Arc<driver::Device>,
+    graph: sys::CUgraph,
+    deps: &[sys::CUgraphNode],
+    errors: &Arc<Mutex<Option<hoplite_core::Error>>>,
+) -> Result<sys::CUgraphNode, CudaError> {
+    let loaded = (r.kernel.load)(device)?;
+    let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
+    let mut last: Vec<sys::CUgraphNode> = deps.to_vec();
+    let mut host_ptr: *const u8 = std::ptr::null();
+    let mut bytes = 0usize;
+    if let Some(g) = geometry {
+        if !fits(&device.limits, &g) {
+            return Err(CudaError::InvalidLaunch {
+                kernel: r.kernel.name,
+                reason: format!("the geometry {g:?} does not fit the device"),
+            });
+        }
+        bytes = usize::try_from(partials_count(&g))
+            .ok()
+            .and_then(|n| n.checked_mul(r.value_size))
+            .ok_or_else(|| CudaError::InvalidLaunch {
+                kernel: r.kernel.name,
+                reason: format!("{} partials do not fit the address space", partials_count(&g)),
+            })?
+            .max(1);
+        device.bind()?;
+        let mut partials: sys::CUdeviceptr = 0;
+        // SAFETY: the device's context is current; live out pointer.
+        check("cuMemAlloc_v2", unsafe {
+            sys::cuMemAlloc_v2(&mut partials, bytes)
+        })?;
+        let mut host: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the context is current; live out pointer.
+        let pinned = check("cuMemAllocHost_v2", unsafe {
+            sys::cuMemAllocHost_v2(&mut host, bytes)
+        });
+        if let Err(e) = pinned {
+            // SAFETY: allocated just above, not used anywhere.
+            let _ = unsafe { sys::cuMemFree_v2(partials) };
+            return Err(e);
+        }
+        r.buffers = Some(PartialsBuffers {
+            device: device.clone(),
+            partials,
+            host,
+        });
+        host_ptr = host.cast_const().cast();
+        let partials_param = r.kernel.params.offsets().len() - 1;
+        r.kernel.params.set(partials_param, &partials.to_le_bytes());
+        let mut pointers = r.kernel.params.pointers();
+        let params = sys::CUDA_KERNEL_NODE_PARAMS {
+            func: loaded.function,
+            gridDimX: g.grid[0],
+            gridDimY: g.grid[1],
+            gridDimZ: g.grid[2],
+            blockDimX: g.block[0],
+            blockDimY: g.block[1],
+            blockDimZ: g.block[2],
+            sharedMemBytes: g.shared_bytes,
+            kernelParams: pointers.as_mut_ptr(),
+            extra: std::ptr::null_mut(),
+            kern: std::ptr::null_mut(),
+            ctx: std::ptr::null_mut(),
+        };
+        let mut kernel: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: the context is current; `deps` are nodes of this graph; the entry takes
+        // exactly the parameters `pack_reduce` packed against `K::params()` and the reducer's
+        // pattern, with the partials pointer now a live allocation of one partial per
+        // launched thread of `g`; `pointers` point into the params, which the driver copies;
+        // the views live as long as the graph; the geometry fits the device.
+        check("cuGraphAddKernelNode_v2", unsafe {
+            sys::cuGraphAddKernelNode_v2(&mut kernel, graph, deps.as_ptr(), deps.len(), &params)
+        })?;
+        let copy = partials_to_host(partials, host, bytes);
+        let mut memcpy: sys::CUgraphNode = std::ptr::null_mut();
+        // SAFETY: the context is current and passed as the copy's context; the copy reads
+        // `bytes` bytes of the partials allocation and writes `bytes` bytes of the
+        // page-locked host buffer, both owned by the graph; it runs after the kernel node.
+        check("cuGraphAddMemcpyNode", unsafe {
+            sys::cuGraphAddMemcpyNode(&mut memcpy, graph, &kernel, 1, &copy, device.context())
+        })?;
+        last = vec![memcpy];
+    }
+    let payload = r.payload.insert(Box::new(JoinPayload {
+        join: r.join.clone(),
+        host: host_ptr,
+        bytes,
+        label: r.kernel.name,
+        errors: errors.clone(),
+    }));
+    let params = sys::CUDA_HOST_NODE_PARAMS {
+        fn_: Some(run_join_node),
+        userData: std::ptr::from_ref::<JoinPayload>(payload).cast_mut().cast(),
+    };
+    let mut join: sys::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: the context is current; `last` are nodes of this graph (the copy, or the
+    // reduction's own predecessors for an empty range); `run_join_node` makes no CUDA call and
+    // catches panics; its data is a boxed payload the graph owns, outliving the executable.
+    check("cuGraphAddHostNode", unsafe {
+        sys::cuGraphAddHostNode(&mut join, graph, last.as_ptr(), last.len(), &params)
+    })?;
+    Ok(join)
+}
+
+/// A one-dimensional copy of `bytes` bytes from device memory to host memory, as a memcpy
+/// node takes it.
+fn partials_to_host(src: sys::CUdeviceptr, dst: *mut c_void, bytes: usize) -> sys::CUDA_MEMCPY3D {
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: src,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: bytes,
+        srcHeight: 1,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+        dstHost: dst,
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: bytes,
+        dstHeight: 1,
+        WidthInBytes: bytes,
+        Height: 1,
+        Depth: 1,
     }
 }
