@@ -355,6 +355,8 @@ pub struct RawKernel {
     signature: RawSignature,
     source: Arc<str>,
     hash: u64,
+    /// The architectures whose PTX passed the entry check, so launches check once.
+    checked: Arc<Mutex<Vec<String>>>,
 }
 
 impl RawKernel {
@@ -372,6 +374,7 @@ impl RawKernel {
             signature,
             source,
             hash,
+            checked: Arc::new(Mutex::new(Vec::new())),
         })
     }
 
@@ -401,7 +404,11 @@ impl RawKernel {
     pub fn ptx(&self, arch: &str) -> Result<Arc<str>, CudaError> {
         let (ptx, _) =
             ModuleCache::global().ptx_of_source(self.hash, self.name, self.name, arch, &self.source)?;
-        self.check_entry(&ptx)?;
+        let mut checked = self.checked.lock();
+        if !checked.iter().any(|a| a == arch) {
+            self.check_entry(&ptx)?;
+            checked.push(arch.to_owned());
+        }
         Ok(ptx)
     }
 
