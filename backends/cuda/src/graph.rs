@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use cudarc::driver::sys;
 use hoplite_core::device_kernel::DeviceKernel;
-use hoplite_core::{Reducer, TeamSize};
+use hoplite_core::{Reducer, ScanValue, TeamSize};
 use hoplite_graph::{Access, GraphBackend, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
 
@@ -33,9 +33,10 @@ use crate::launch::{
     DeviceArg, Loaded, check_args, checked_mdrange, checked_range, kernel_args, load, refuse_team_writers,
     team_plan,
 };
-use crate::params::{IterationArgs, ParamBuffer, pack_for, pack_reduce};
+use crate::params::{IterationArgs, ParamBuffer, pack_for, pack_reduce, pack_scan};
 use crate::reduce::{
-    DeviceReduceValue, decode, join_in_thread_order, partials_count, partials_geometry, value_layout,
+    DeviceReduceValue, decode, encode, exclusive_prefix, join_in_thread_order, partials_count,
+    partials_geometry, value_layout,
 };
 use crate::{Cuda, CudaError};
 
@@ -59,13 +60,15 @@ enum Work {
     Host(Box<HostPayload>),
     /// A device kernel.
     Kernel(KernelNode),
-    /// A device reduction: kernel, copy of the partials to the host, join on the host.
+    /// A device reduction (kernel, copy of the partials to the host, join on the host) or
+    /// scan (the same, the prefixes copied back and a final kernel pass).
     Reduce(Box<ReduceNode>),
 }
 
-/// Joins a reduction's partials (their device bytes, in thread order) and keeps the value.
+/// Joins a reduction's partials (their device bytes, in thread order) and keeps the value;
+/// a scan replaces them with their exclusive prefixes.
 trait PartialsJoin: Send + Sync {
-    fn join(&self, partials: &[u8]);
+    fn join(&self, partials: &mut [u8]);
 }
 
 /// The join of a reducer `R`, storing into the slot a [`GraphReduction`] reads.
@@ -79,9 +82,24 @@ where
     R: Reducer + Send + Sync,
     R::Value: DeviceReduceValue,
 {
-    fn join(&self, partials: &[u8]) {
+    fn join(&self, partials: &mut [u8]) {
         let value = join_in_thread_order(&self.reducer, decode::<R::Value>(partials));
         *self.result.lock() = Some(value);
+    }
+}
+
+/// The host step of a scan: each thread's chunk sum becomes its exclusive prefix, and the
+/// total is kept.
+struct Prefixer<T> {
+    total: Arc<Mutex<Option<T>>>,
+}
+
+impl<T: DeviceReduceValue + ScanValue + Sync> PartialsJoin for Prefixer<T> {
+    fn join(&self, partials: &mut [u8]) {
+        let mut sums: Vec<T> = decode::<T>(partials).collect();
+        let total = exclusive_prefix(&mut sums);
+        partials.copy_from_slice(&encode(&sums));
+        *self.total.lock() = Some(total);
     }
 }
 
@@ -130,7 +148,7 @@ impl Drop for PartialsBuffers {
 struct JoinPayload {
     join: Arc<dyn PartialsJoin>,
     /// The page-locked copy of the partials (null with no partials).
-    host: *const u8,
+    host: *mut u8,
     bytes: usize,
     label: &'static str,
     errors: Arc<Mutex<Option<hoplite_core::Error>>>,
@@ -141,13 +159,14 @@ unsafe extern "C" fn run_join_node(user_data: *mut c_void) {
     // SAFETY: `user_data` is the address of a boxed `JoinPayload` owned by the graph's
     // nodes, which outlive the executable; it is only read.
     let payload = unsafe { &*user_data.cast::<JoinPayload>() };
-    let partials: &[u8] = if payload.host.is_null() {
-        &[]
+    let partials: &mut [u8] = if payload.host.is_null() {
+        &mut []
     } else {
-        // SAFETY: `host` is page-locked memory of `bytes` bytes owned by the graph; the memcpy
-        // node before this host node finished writing it, and nothing writes it until the
-        // next launch, which cannot start before this one was waited for.
-        unsafe { std::slice::from_raw_parts(payload.host, payload.bytes) }
+        // SAFETY: `host` is page-locked memory of `bytes` bytes owned by the graph and used by
+        // this node alone while it runs: the memcpy node before it finished writing it, the
+        // scan's copy back runs after it, and the next launch cannot start before this one
+        // was waited for (one submit at a time).
+        unsafe { std::slice::from_raw_parts_mut(payload.host, payload.bytes) }
     };
     if let Err(p) = catch_unwind(AssertUnwindSafe(|| payload.join.join(partials))) {
         let mut slot = payload.errors.lock();
@@ -163,6 +182,8 @@ struct ReduceNode {
     /// Bytes of one partial.
     value_size: usize,
     join: Arc<dyn PartialsJoin>,
+    /// A scan: the host step writes prefixes, which are copied back for a final pass.
+    scan: bool,
     buffers: Option<PartialsBuffers>,
     payload: Option<Box<JoinPayload>>,
 }
@@ -493,6 +514,80 @@ impl CudaGraph {
                 reducer,
                 result: result.clone(),
             }),
+            scan: false,
+            buffers: None,
+            payload: None,
+        };
+        let id = self.push(Work::Reduce(Box::new(node)), after)?;
+        Ok((id, GraphReduction { result }))
+    }
+
+    /// Adds a scan: `K` (a `#[kernel]` `parallel_scan` over a range of `T`) over `range`,
+    /// after the nodes `after`, as [`Cuda::scan_range`] runs it: a first kernel pass storing
+    /// each thread's chunk sum, a copy of the sums into page-locked host memory, a host node
+    /// replacing them with their exclusive prefix in thread order, a copy back, and the final
+    /// pass. The returned node is the final pass; the [`GraphReduction`] holds the last run's
+    /// total.
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, BoundWriter, kernel};
+    /// use hoplite_core::{LayoutLeft, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    /// use hoplite_cuda::graph::CudaGraph;
+    ///
+    /// #[kernel]
+    /// fn prefix(i: Idx<'_>, y: BoundWriter<'_, i64, 1>, x: BoundReader<'_, i64, 1>, acc: &mut i64, is_final: bool) {
+    ///     *acc += x.get(i);
+    ///     if is_final {
+    ///         y.set(i, *acc);
+    ///     }
+    /// }
+    ///
+    /// let (x, y): (View<i64, 1, LayoutLeft, CudaSpace>, View<i64, 1, LayoutLeft, CudaSpace>) =
+    ///     (View::default(), View::default());
+    /// let mut graph = CudaGraph::new(&Cuda::default());
+    /// assert!(graph.scan_range::<prefix, i32>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[]).is_err());
+    /// let (_, total) = graph.scan_range::<prefix, i64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])?;
+    /// if graph.run().is_ok() {
+    ///     assert_eq!(total.value(), Some(0));
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cuda::scan_range`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
+    /// that is not an earlier node, or a graph already instantiated.
+    pub fn scan_range<K: DeviceKernel, T>(
+        &mut self,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<T>), CudaError>
+    where
+        T: DeviceReduceValue + ScanValue + Sync,
+    {
+        let (begin, end) = checked_range::<K>(range)?;
+        let params = pack_scan::<K, T>(&IterationArgs::Range { begin, end }, &kernel_args(args))?;
+        check_args(K::NAME, &[end], args)?;
+        let geometry: Geometry = Box::new(move |limits, _| {
+            Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
+        });
+        let result = Arc::new(Mutex::new(None));
+        let node = ReduceNode {
+            kernel: KernelNode {
+                name: K::NAME,
+                load: load::<K>,
+                geometry,
+                params,
+                _keep: args.iter().filter_map(DeviceArg::keep).collect(),
+            },
+            value_size: value_layout(T::PATTERN).map_or(0, |l| l.size),
+            join: Arc::new(Prefixer {
+                total: result.clone(),
+            }),
+            scan: true,
             buffers: None,
             payload: None,
         };
@@ -767,7 +862,8 @@ fn add_reduction(
     let loaded = (r.kernel.load)(device)?;
     let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
     let mut last: Vec<sys::CUgraphNode> = deps.to_vec();
-    let mut host_ptr: *const u8 = std::ptr::null();
+    let mut host_ptr: *mut u8 = std::ptr::null_mut();
+    let mut scan_tail: Option<(sys::CUDA_MEMCPY3D, ParamBuffer, LaunchGeometry, sys::CUfunction)> = None;
     let mut bytes = 0usize;
     if let Some(g) = geometry {
         if !fits(&device.limits, &g) {
@@ -805,8 +901,15 @@ fn add_reduction(
             partials,
             host,
         });
-        host_ptr = host.cast_const().cast();
-        let partials_param = r.kernel.params.offsets().len() - 1;
+        host_ptr = host.cast();
+        // A reduction's last parameter is the partials pointer; a scan's are the values
+        // pointer and the final-pass flag.
+        let params_count = r.kernel.params.offsets().len();
+        let partials_param = if r.scan {
+            params_count - 2
+        } else {
+            params_count - 1
+        };
         r.kernel.params.set(partials_param, &partials.to_le_bytes());
         let mut pointers = r.kernel.params.pointers();
         let params = sys::CUDA_KERNEL_NODE_PARAMS {
@@ -832,7 +935,7 @@ fn add_reduction(
         check("cuGraphAddKernelNode_v2", unsafe {
             sys::cuGraphAddKernelNode_v2(&mut kernel, graph, deps.as_ptr(), deps.len(), &params)
         })?;
-        let copy = partials_to_host(partials, host, bytes);
+        let copy = partials_copy(partials, host, bytes, true);
         let mut memcpy: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: the context is current and passed as the copy's context; the copy reads
         // `bytes` bytes of the partials allocation and writes `bytes` bytes of the
@@ -841,6 +944,16 @@ fn add_reduction(
             sys::cuGraphAddMemcpyNode(&mut memcpy, graph, &kernel, 1, &copy, device.context())
         })?;
         last = vec![memcpy];
+        if r.scan {
+            let mut final_params = r.kernel.params.clone();
+            final_params.set(params_count - 1, &[1]);
+            scan_tail = Some((
+                partials_copy(partials, host, bytes, false),
+                final_params,
+                g,
+                loaded.function,
+            ));
+        }
     }
     let payload = r.payload.insert(Box::new(JoinPayload {
         join: r.join.clone(),
@@ -860,20 +973,68 @@ fn add_reduction(
     check("cuGraphAddHostNode", unsafe {
         sys::cuGraphAddHostNode(&mut join, graph, last.as_ptr(), last.len(), &params)
     })?;
-    Ok(join)
+    let Some((copy, mut final_params, g, function)) = scan_tail else {
+        return Ok(join);
+    };
+    let mut back: sys::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: the context is current and passed as the copy's context; the copy reads the
+    // prefixes the host node wrote into the page-locked buffer and writes the values
+    // allocation, both `bytes` bytes owned by the graph; it runs after the host node.
+    check("cuGraphAddMemcpyNode", unsafe {
+        sys::cuGraphAddMemcpyNode(&mut back, graph, &join, 1, &copy, device.context())
+    })?;
+    let mut pointers = final_params.pointers();
+    let params = sys::CUDA_KERNEL_NODE_PARAMS {
+        func: function,
+        gridDimX: g.grid[0],
+        gridDimY: g.grid[1],
+        gridDimZ: g.grid[2],
+        blockDimX: g.block[0],
+        blockDimY: g.block[1],
+        blockDimZ: g.block[2],
+        sharedMemBytes: g.shared_bytes,
+        kernelParams: pointers.as_mut_ptr(),
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
+    };
+    let mut final_pass: sys::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: as for the first pass (the same entry, geometry and arguments, packed by
+    // `pack_scan`), with the final-pass flag set; it runs after the prefixes were copied back,
+    // so each thread starts from its prefix; `pointers` point into `final_params`, which the
+    // driver copies here.
+    check("cuGraphAddKernelNode_v2", unsafe {
+        sys::cuGraphAddKernelNode_v2(&mut final_pass, graph, &back, 1, &params)
+    })?;
+    Ok(final_pass)
 }
 
-/// A one-dimensional copy of `bytes` bytes from device memory to host memory, as a memcpy
-/// node takes it.
-fn partials_to_host(src: sys::CUdeviceptr, dst: *mut c_void, bytes: usize) -> sys::CUDA_MEMCPY3D {
+/// A one-dimensional copy of `bytes` bytes between the device buffer `device` and the host
+/// buffer `host` (to the host when `to_host`), as a memcpy node takes it.
+fn partials_copy(
+    device: sys::CUdeviceptr,
+    host: *mut c_void,
+    bytes: usize,
+    to_host: bool,
+) -> sys::CUDA_MEMCPY3D {
+    use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
+    let (src_type, dst_type) = if to_host {
+        (CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST)
+    } else {
+        (CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_DEVICE)
+    };
     sys::CUDA_MEMCPY3D {
         srcXInBytes: 0,
         srcY: 0,
         srcZ: 0,
         srcLOD: 0,
-        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        srcHost: std::ptr::null(),
-        srcDevice: src,
+        srcMemoryType: src_type,
+        srcHost: if to_host {
+            std::ptr::null()
+        } else {
+            host.cast_const()
+        },
+        srcDevice: if to_host { device } else { 0 },
         srcArray: std::ptr::null_mut(),
         reserved0: std::ptr::null_mut(),
         srcPitch: bytes,
@@ -882,9 +1043,9 @@ fn partials_to_host(src: sys::CUdeviceptr, dst: *mut c_void, bytes: usize) -> sy
         dstY: 0,
         dstZ: 0,
         dstLOD: 0,
-        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-        dstHost: dst,
-        dstDevice: 0,
+        dstMemoryType: dst_type,
+        dstHost: if to_host { host } else { std::ptr::null_mut() },
+        dstDevice: if to_host { 0 } else { device },
         dstArray: std::ptr::null_mut(),
         reserved1: std::ptr::null_mut(),
         dstPitch: bytes,

@@ -29,6 +29,27 @@ pub fn total(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
     *acc += x.get(i);
 }
 
+/// An inclusive prefix sum.
+#[kernel]
+pub fn prefix(
+    i: Idx<'_>,
+    y: BoundWriter<'_, i64, 1>,
+    x: BoundReader<'_, i64, 1>,
+    acc: &mut i64,
+    is_final: bool,
+) {
+    *acc += x.get(i);
+    if is_final {
+        y.set(i, *acc);
+    }
+}
+
+/// `x = 1`.
+#[kernel]
+pub fn ones_i64(i: Idx<'_>, x: BoundWriter<'_, i64, 1>) {
+    x.set(i, 1);
+}
+
 /// A node of a kind a CUDA graph cannot hold: a closure launch.
 struct ClosureLaunch;
 
@@ -228,4 +249,55 @@ fn reduction_nodes_on_a_device() {
     assert_eq!(sum.value(), Some(n as f64));
     g.run().expect("runs again");
     assert_eq!(sum.value(), Some(n as f64));
+}
+
+#[test]
+fn scan_nodes_check_their_value_type_and_run_their_two_passes() {
+    let cuda = Cuda::default();
+    let (x, y): (
+        View<i64, 1, LayoutLeft, CudaSpace>,
+        View<i64, 1, LayoutLeft, CudaSpace>,
+    ) = (View::default(), View::default());
+    let mut g = CudaGraph::new(&cuda);
+    let e = g
+        .scan_range::<prefix, f64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])
+        .expect_err("the kernel scans i64");
+    assert!(
+        matches!(e, CudaError::InvalidLaunch { kernel: "prefix", .. }),
+        "{e}"
+    );
+    let e = g
+        .scan_range::<prefix, i64>(0..4, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])
+        .expect_err("a writer of extent 0 cannot take 4 indices");
+    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
+    let (_, total) = g
+        .scan_range::<prefix, i64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])
+        .expect("valid");
+    assert_eq!(total.value(), None);
+    match g.run() {
+        Ok(()) => assert_eq!(total.value(), Some(0)),
+        Err(e) => assert!(is_absence(&e.to_string()), "{e}"),
+    }
+
+    let Ok(cuda) = Cuda::new() else {
+        println!("skipped the device run: no CUDA device");
+        return;
+    };
+    let n = 50_000;
+    let x = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n]).expect("device memory");
+    let y = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [n]).expect("device memory");
+    let mut g = CudaGraph::new(&cuda);
+    let fill = g
+        .kernel_range::<ones_i64>(0..n, &[DeviceArg::write(&x)], &[])
+        .expect("valid");
+    let (_, total) = g
+        .scan_range::<prefix, i64>(0..n, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[fill])
+        .expect("valid");
+    for _ in 0..2 {
+        g.run().expect("runs");
+        assert_eq!(total.value(), Some(n as i64));
+        let mut out = vec![0i64; n];
+        copy_to_host(&mut out, &y).expect("copy out");
+        assert!(out.iter().enumerate().all(|(i, v)| *v == i as i64 + 1));
+    }
 }
