@@ -335,10 +335,11 @@ fn test(args: &[String]) -> Result<(), String> {
             "--nocapture",
         ],
     );
-    // The CUDA backend's module cache, its reduce and scan entries and its own fill and copy
-    // kernels through the same NVRTC and ptxas (no GPU needed; the library test fails on a
-    // spill and prints its rows of the ptxas table); the plain workspace run above tests the
-    // rest of hoplite-cuda without a driver.
+    // The CUDA backend's module cache, its reduce and scan entries, its own fill and copy
+    // kernels and raw kernels (with their entries checked against their signatures) through
+    // the same NVRTC and ptxas (no GPU needed; the library test fails on a spill and prints
+    // its rows of the ptxas table); the plain workspace run above tests the rest of
+    // hoplite-cuda without a driver.
     let mut cuda_nvrtc = Step::cargo(
         "hoplite-cuda kernels through NVRTC and ptxas",
         &[
@@ -351,6 +352,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "reduce",
             "--test",
             "library",
+            "--test",
+            "raw",
             "--",
             "--nocapture",
         ],
