@@ -7,6 +7,9 @@
 //! * `bench` — the criterion benchmarks, then `target/hoplite-bench/summary.json` pairing every
 //!   hoplite measurement with the baselines measured in the same run.
 //! * `conformance` — the conformance suite, for every backend or one.
+//! * `cuda-bandwidth` — the copy bandwidth of every host/device and device/device link on this
+//!   machine's GPUs, written as GrCUDA's bandwidth file for hoplite-dag's transfer-aware
+//!   policies (skipped, with the reason, without a GPU).
 //! * `miri` — the core's and backends' unit tests, the rayon team machinery and part of the
 //!   conformance suite under Miri (needs a nightly toolchain with miri).
 
@@ -34,6 +37,11 @@ commands:
   conformance [--backend NAME]
         run the conformance suite on every backend, or on NAME (serial, rayon, thread-scope, numa,
         cuda: its #[kernel] checks on a GPU, the rest reported skipped with the count)
+  cuda-bandwidth [--out FILE] [--mib N] [--copies N]
+        measure host->device, device->host and device->device copy bandwidth for every
+        pair on this machine's GPUs and write GrCUDA's CSV (From,To,Bandwidth in GB/s, the
+        CPU as -1; default target/cuda-bandwidth.csv), which hoplite-dag's
+        BandwidthMatrix::load reads; without a GPU it prints that it is skipped and why
   miri  run the core's and the backends' unit tests, the rayon team machinery and the
         conformance checks of teams, panics, bad input, tokens and views on every backend
         under Miri (installs the nightly miri component with rustup when it is missing)
@@ -49,6 +57,7 @@ fn main() -> ExitCode {
         Some("test") => test(rest),
         Some("bench") => bench::run(rest),
         Some("conformance") => conformance(rest),
+        Some("cuda-bandwidth") => cuda_bandwidth(rest),
         Some("miri") => miri(rest),
         Some("mpi") => mpi(rest),
         Some("help" | "--help" | "-h") | None => {
@@ -64,6 +73,49 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `cargo xtask cuda-bandwidth`: runs hoplite-cuda's `bandwidth` example (release build), which
+/// measures with CUDA events and writes the CSV, or says why it is skipped.
+fn cuda_bandwidth(args: &[String]) -> Result<(), String> {
+    let mut out = "target/cuda-bandwidth.csv".to_owned();
+    let mut pass: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        match flag.as_str() {
+            "--out" | "--mib" | "--copies" => {
+                let value = it
+                    .next()
+                    .ok_or_else(|| format!("`{flag}` needs a value\n\n{USAGE}"))?;
+                if flag == "--out" {
+                    out = value.clone();
+                } else {
+                    pass.extend([flag.clone(), value.clone()]);
+                }
+            }
+            other => {
+                return Err(format!(
+                    "unknown option `{other}` for `cuda-bandwidth`\n\n{USAGE}"
+                ));
+            }
+        }
+    }
+    Step::cargo(
+        "CUDA bandwidth",
+        &[
+            "run",
+            "--release",
+            "-p",
+            "hoplite-cuda",
+            "--example",
+            "bandwidth",
+            "--",
+            "--out",
+            &out,
+        ],
+    )
+    .args(&pass)
+    .run()
 }
 
 /// One step of a task: a program invocation (cargo unless said otherwise) with a name.
@@ -95,6 +147,11 @@ impl Step {
 
     pub(crate) fn arg(mut self, arg: impl Into<String>) -> Self {
         self.args.push(arg.into());
+        self
+    }
+
+    fn args(mut self, args: &[String]) -> Self {
+        self.args.extend_from_slice(args);
         self
     }
 
@@ -278,10 +335,11 @@ fn test(args: &[String]) -> Result<(), String> {
             "--nocapture",
         ],
     );
-    // The CUDA backend's module cache, its reduce and scan entries and its own fill and copy
-    // kernels through the same NVRTC and ptxas (no GPU needed; the library test fails on a
-    // spill and prints its rows of the ptxas table); the plain workspace run above tests the
-    // rest of hoplite-cuda without a driver.
+    // The CUDA backend's module cache, its reduce and scan entries, its own fill and copy
+    // kernels and raw kernels (with their entries checked against their signatures) through
+    // the same NVRTC and ptxas (no GPU needed; the library test fails on a spill and prints
+    // its rows of the ptxas table); the plain workspace run above tests the rest of
+    // hoplite-cuda without a driver.
     let mut cuda_nvrtc = Step::cargo(
         "hoplite-cuda kernels through NVRTC and ptxas",
         &[
@@ -294,6 +352,8 @@ fn test(args: &[String]) -> Result<(), String> {
             "reduce",
             "--test",
             "library",
+            "--test",
+            "raw",
             "--",
             "--nocapture",
         ],

@@ -270,6 +270,29 @@ impl CudaDevice {
         })
     }
 
+    /// One device of `streams` streams per GPU, by ordinal: the devices of a multi-GPU DAG
+    /// context (whose transfer-aware policies read the links from `cargo xtask
+    /// cuda-bandwidth`'s file).
+    ///
+    /// ```
+    /// use hoplite_cuda::dag::CudaDevice;
+    /// match CudaDevice::all_devices(2) {
+    ///     Ok(devices) => assert_eq!(devices.len(), hoplite_cuda::device_count()?),
+    ///     Err(e) => println!("{e}"), // no driver or no device
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`new`](Self::new), and [`DagError::Core`] when the driver reports no device.
+    pub fn all_devices(streams: usize) -> Result<Vec<CudaDevice>, DagError> {
+        let count = crate::device_count().map_err(|e| DagError::Core(e.into()))?;
+        (0..count)
+            .map(|ordinal| CudaDevice::new(ordinal, streams))
+            .collect()
+    }
+
     /// The instances its streams run on.
     pub fn instances(&self) -> &[Cuda] {
         &self.instances

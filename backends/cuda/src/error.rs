@@ -95,6 +95,17 @@ pub enum CudaError {
         /// What does not fit, with the numbers and the fix.
         reason: String,
     },
+    /// A raw kernel's signature that does not parse (GrCUDA's NIDL syntax:
+    /// `name(x: in pointer double, n: sint64)`).
+    #[error("kernel signature `{signature}`, at byte {position}: {reason}")]
+    Signature {
+        /// The signature as given.
+        signature: String,
+        /// The byte offset where parsing stopped.
+        position: usize,
+        /// What was expected there.
+        reason: String,
+    },
     /// A host transfer whose sizes do not match.
     #[error("copy of `{label}`: {reason}")]
     Transfer {

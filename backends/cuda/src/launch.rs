@@ -67,11 +67,11 @@ device_scalar!(usize => Usize, isize => Isize);
 /// }
 /// ```
 pub struct DeviceArg {
-    arg: KernelArg,
+    pub(crate) arg: KernelArg,
     /// For a writer: its extents, which the launch's iteration space must stay inside.
-    writer_extents: Option<Vec<u64>>,
+    pub(crate) writer_extents: Option<Vec<u64>>,
     /// The bytes the handle covers, to refuse a writer that overlaps another handle.
-    bytes: Option<(u64, u64)>,
+    pub(crate) bytes: Option<(u64, u64)>,
     keep: Option<Arc<dyn Any + Send + Sync>>,
 }
 
@@ -187,20 +187,29 @@ unsafe impl Sync for Loaded {}
 
 /// `K` loaded on `device`: compiled (or taken from the cache) and loaded once per device.
 pub(crate) fn load<K: DeviceKernel>(device: &Device) -> Result<Arc<Loaded>, CudaError> {
+    load_source(device, K::source_hash(), K::NAME, K::ENTRY, K::cuda_source())
+}
+
+/// The entry `entry` of `source` (key `hash`, see [`ModuleCache::ptx_of_source`]) loaded on
+/// `device`: compiled (or taken from the cache) and loaded once per device and key.
+pub(crate) fn load_source(
+    device: &Device,
+    hash: u64,
+    kernel: &'static str,
+    entry: &str,
+    source: &str,
+) -> Result<Arc<Loaded>, CudaError> {
     /// Loaded kernels by (device ordinal, source hash).
     type Table = HashMap<(usize, u64), Arc<Loaded>>;
     static LOADED: Mutex<Option<Table>> = Mutex::new(None);
-    let key = (device.ordinal, K::source_hash());
+    let key = (device.ordinal, hash);
     if let Some(l) = LOADED.lock().get_or_insert_with(HashMap::new).get(&key) {
         return Ok(l.clone());
     }
-    let (ptx, _) = ModuleCache::global().ptx::<K>(&device.limits.arch())?;
-    let invalid = |reason: String| CudaError::InvalidLaunch {
-        kernel: K::NAME,
-        reason,
-    };
+    let (ptx, _) = ModuleCache::global().ptx_of_source(hash, kernel, entry, &device.limits.arch(), source)?;
+    let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
     let image = CString::new(ptx.as_bytes()).map_err(|_| invalid("the PTX holds a NUL byte".into()))?;
-    let entry = CString::new(K::ENTRY).map_err(|_| invalid("the entry name holds a NUL byte".into()))?;
+    let entry = CString::new(entry).map_err(|_| invalid("the entry name holds a NUL byte".into()))?;
     device.bind()?;
     let mut module: sys::CUmodule = std::ptr::null_mut();
     // SAFETY: the device's context is current; `image` is NUL-terminated PTX that outlives
@@ -786,10 +795,10 @@ fn partials_bytes<K: DeviceKernel, V: DeviceReduceValue>(g: &LaunchGeometry) -> 
 }
 
 /// A launch ready for the device: the stream, the function and the checked geometry.
-struct Plan<'a> {
-    stream: &'a Stream,
-    function: sys::CUfunction,
-    geometry: LaunchGeometry,
+pub(crate) struct Plan<'a> {
+    pub(crate) stream: &'a Stream,
+    pub(crate) function: sys::CUfunction,
+    pub(crate) geometry: LaunchGeometry,
 }
 
 impl Plan<'_> {
@@ -802,7 +811,7 @@ impl Plan<'_> {
     /// partials address in it must be a live allocation of the device that stays alive until
     /// the launch completes, every writer must contain the iteration space and overlap no
     /// other handle.
-    unsafe fn launch(&self, params: &mut ParamBuffer) -> Result<(), CudaError> {
+    pub(crate) unsafe fn launch(&self, params: &mut ParamBuffer) -> Result<(), CudaError> {
         let g = &self.geometry;
         let mut pointers = params.pointers();
         self.stream.device.bind()?;

@@ -3,7 +3,9 @@
 //! geometry and occupancy ([`geometry`]), kernel parameter packing ([`params`]), the NVRTC
 //! module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use, device
 //! reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
-//! CUDA Graphs behind hoplite-graph ([`graph`]) and DAG streams for hoplite-dag ([`dag`]).
+//! CUDA Graphs behind hoplite-graph ([`graph`]), DAG streams for hoplite-dag ([`dag`]),
+//! streams as hoplite-select resources timed with CUDA events ([`select`]) and GrCUDA-style
+//! raw kernels from CUDA C and a signature ([`raw`]).
 //!
 //! The crate builds and its tests run on machines without CUDA: the driver (`libcuda`) and
 //! NVRTC are loaded at run time, every driver call sits behind the check that the library is
@@ -20,6 +22,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+pub mod bandwidth;
 pub mod dag;
 mod driver;
 mod error;
@@ -28,9 +31,12 @@ pub mod graph;
 mod launch;
 pub mod library;
 mod memory;
+mod mirror;
 pub mod nvrtc;
 pub mod params;
+pub mod raw;
 pub mod reduce;
+pub mod select;
 mod space;
 
 pub use error::CudaError;
@@ -38,6 +44,7 @@ pub use launch::{DeviceArg, DeviceScalar};
 pub use memory::{
     CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, copy_to_device, copy_to_host,
 };
+pub use mirror::{HostTransferSpace, create_mirror_view, create_mirror_view_and_copy, create_mirror_view_in};
 pub use space::{Cuda, CudaTeamMember};
 
 /// Whether the CUDA driver library can be loaded on this machine (a GPU may still be
@@ -50,4 +57,22 @@ pub use space::{Cuda, CudaTeamMember};
 /// ```
 pub fn driver_present() -> bool {
     !matches!(driver::driver(), Err(CudaError::NoDriver { .. }))
+}
+
+/// How many CUDA devices the driver reports (`cuDeviceGetCount`); [`Cuda::on_device`] takes
+/// ordinals below it.
+///
+/// ```
+/// match hoplite_cuda::device_count() {
+///     Ok(n) => assert!(n >= 1),
+///     Err(e) => println!("{e}"), // no driver, or a driver without devices
+/// }
+/// ```
+///
+/// # Errors
+///
+/// [`CudaError::NoDriver`], [`CudaError::NoDevice`] (a driver that sees none),
+/// [`CudaError::DriverTooOld`] or the driver's error.
+pub fn device_count() -> Result<usize, CudaError> {
+    Ok(driver::driver()?.device_count)
 }

@@ -377,17 +377,48 @@ impl ModuleCache {
     /// [`CudaError::NoNvrtc`] when it must compile and NVRTC is missing;
     /// [`CudaError::Compile`] with NVRTC's log when the source does not compile.
     pub fn ptx<K: DeviceKernel>(&self, arch: &str) -> Result<(Arc<str>, CacheHit), CudaError> {
-        let key = (K::source_hash(), arch.to_owned());
+        self.ptx_of_source(K::source_hash(), K::NAME, K::ENTRY, arch, K::cuda_source())
+    }
+
+    /// The PTX of `source` for `arch`, under the key `hash` (which must change with the
+    /// source and the entry: `stable_hash(&[entry, source])`, as `#[kernel]` kernels and raw
+    /// kernels compute it): from memory, else the cache folder (a file that does not hold
+    /// `entry` is compiled again), else compiled with NVRTC and stored in both. `kernel`
+    /// names the kernel in errors.
+    ///
+    /// ```
+    /// use hoplite_core::device_kernel::stable_hash;
+    /// use hoplite_cuda::nvrtc::ModuleCache;
+    /// let src = "extern \"C\" __global__ void noop() {}";
+    /// let cache = ModuleCache::new(None);
+    /// match cache.ptx_of_source(stable_hash(&[b"noop", src.as_bytes()]), "noop", "noop", "compute_90", src) {
+    ///     Ok((ptx, _)) => assert!(ptx.contains(".entry noop")),
+    ///     Err(e) => println!("{e}"), // no NVRTC here
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`ptx`](Self::ptx).
+    pub fn ptx_of_source(
+        &self,
+        hash: u64,
+        kernel: &'static str,
+        entry: &str,
+        arch: &str,
+        source: &str,
+    ) -> Result<(Arc<str>, CacheHit), CudaError> {
+        let key = (hash, arch.to_owned());
         if let Some(ptx) = self.memory.lock().get(&key) {
             return Ok((ptx.clone(), CacheHit::Memory));
         }
         let path = self.path_of(key.0, arch);
-        if let Some(ptx) = path.as_deref().and_then(|p| read_cached(p, K::ENTRY)) {
+        if let Some(ptx) = path.as_deref().and_then(|p| read_cached(p, entry)) {
             let ptx: Arc<str> = ptx.into();
             self.memory.lock().insert(key, ptx.clone());
             return Ok((ptx, CacheHit::Disk));
         }
-        let ptx = Nvrtc::get()?.compile(K::NAME, arch, K::cuda_source())?;
+        let ptx = Nvrtc::get()?.compile(kernel, arch, source)?;
         if let Some(p) = &path {
             write_cached(p, &ptx);
         }

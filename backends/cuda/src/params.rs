@@ -63,7 +63,7 @@ impl ScalarArg {
     }
 
     /// The bytes the device reads (little-endian, its size).
-    fn bytes(&self) -> Vec<u8> {
+    pub(crate) fn bytes(&self) -> Vec<u8> {
         match *self {
             ScalarArg::Bool(v) => vec![u8::from(v)],
             ScalarArg::I32(v) => v.to_le_bytes().to_vec(),
@@ -141,7 +141,7 @@ pub struct ParamBuffer {
 }
 
 impl ParamBuffer {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         ParamBuffer {
             words: Vec::new(),
             len: 0,
@@ -149,7 +149,7 @@ impl ParamBuffer {
         }
     }
 
-    fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.push_aligned(bytes, bytes.len().max(1));
     }
 
@@ -169,7 +169,7 @@ impl ParamBuffer {
         self.len = end;
     }
 
-    fn push_u64(&mut self, v: u64) {
+    pub(crate) fn push_u64(&mut self, v: u64) {
         self.push(&v.to_le_bytes());
     }
 

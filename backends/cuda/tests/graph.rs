@@ -23,6 +23,33 @@ pub fn scaled(i: Idx<'_>, z: BoundWriter<'_, f64, 1>, y: BoundReader<'_, f64, 1>
     z.set(i, a * y.get(i));
 }
 
+/// A sum.
+#[kernel]
+pub fn total(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    *acc += x.get(i);
+}
+
+/// An inclusive prefix sum.
+#[kernel]
+pub fn prefix(
+    i: Idx<'_>,
+    y: BoundWriter<'_, i64, 1>,
+    x: BoundReader<'_, i64, 1>,
+    acc: &mut i64,
+    is_final: bool,
+) {
+    *acc += x.get(i);
+    if is_final {
+        y.set(i, *acc);
+    }
+}
+
+/// `x = 1`.
+#[kernel]
+pub fn ones_i64(i: Idx<'_>, x: BoundWriter<'_, i64, 1>) {
+    x.set(i, 1);
+}
+
 /// A node of a kind a CUDA graph cannot hold: a closure launch.
 struct ClosureLaunch;
 
@@ -166,4 +193,111 @@ fn kernel_graphs_on_a_device() {
     let mut out = vec![0.0; n];
     copy_to_host(&mut out, &z).expect("copy out");
     assert!(out.iter().all(|&v| v == 3.0));
+}
+
+#[test]
+fn reduction_nodes_check_the_reducer_and_arguments_before_the_device() {
+    let cuda = Cuda::default();
+    let x: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    let mut g = CudaGraph::new(&cuda);
+    let e = g
+        .reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f32>::new(), &[])
+        .expect_err("the accumulator is f64");
+    assert!(
+        matches!(e, CudaError::InvalidLaunch { kernel: "total", .. }),
+        "{e}"
+    );
+    let e = g
+        .reduce_range::<total, _>(0..0, &[DeviceArg::scalar(1.0)], Sum::<f64>::new(), &[])
+        .expect_err("a scalar for a reader");
+    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
+    let e = g
+        .reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f64>::new(), &[NodeId(3)])
+        .expect_err("no node 3 yet");
+    assert!(matches!(e, CudaError::InvalidGraph { .. }), "{e}");
+    assert!(g.is_empty(), "refused nodes are not added");
+    let (node, sum) = g
+        .reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f64>::new(), &[])
+        .expect("valid");
+    assert_eq!(node, NodeId(0));
+    assert_eq!(sum.value(), None, "no run yet");
+    match g.run() {
+        Ok(()) => assert_eq!(sum.value(), Some(0.0)),
+        Err(e) => assert!(is_absence(&e.to_string()), "{e}"),
+    }
+}
+
+#[test]
+fn reduction_nodes_on_a_device() {
+    let cuda = match Cuda::new() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("skipped: no device ({e})");
+            return;
+        }
+    };
+    let n = 100_000;
+    let y = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [n]).expect("device memory");
+    let mut g = CudaGraph::new(&cuda);
+    let fill = g
+        .kernel_range::<ones>(0..n, &[DeviceArg::write(&y)], &[])
+        .expect("valid");
+    let (_, sum) = g
+        .reduce_range::<total, _>(0..n, &[DeviceArg::read(&y)], Sum::<f64>::new(), &[fill])
+        .expect("valid");
+    g.run().expect("runs");
+    assert_eq!(sum.value(), Some(n as f64));
+    g.run().expect("runs again");
+    assert_eq!(sum.value(), Some(n as f64));
+}
+
+#[test]
+fn scan_nodes_check_their_value_type_and_run_their_two_passes() {
+    let cuda = Cuda::default();
+    let (x, y): (
+        View<i64, 1, LayoutLeft, CudaSpace>,
+        View<i64, 1, LayoutLeft, CudaSpace>,
+    ) = (View::default(), View::default());
+    let mut g = CudaGraph::new(&cuda);
+    let e = g
+        .scan_range::<prefix, f64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])
+        .expect_err("the kernel scans i64");
+    assert!(
+        matches!(e, CudaError::InvalidLaunch { kernel: "prefix", .. }),
+        "{e}"
+    );
+    let e = g
+        .scan_range::<prefix, i64>(0..4, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])
+        .expect_err("a writer of extent 0 cannot take 4 indices");
+    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
+    let (_, total) = g
+        .scan_range::<prefix, i64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])
+        .expect("valid");
+    assert_eq!(total.value(), None);
+    match g.run() {
+        Ok(()) => assert_eq!(total.value(), Some(0)),
+        Err(e) => assert!(is_absence(&e.to_string()), "{e}"),
+    }
+
+    let Ok(cuda) = Cuda::new() else {
+        println!("skipped the device run: no CUDA device");
+        return;
+    };
+    let n = 50_000;
+    let x = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n]).expect("device memory");
+    let y = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [n]).expect("device memory");
+    let mut g = CudaGraph::new(&cuda);
+    let fill = g
+        .kernel_range::<ones_i64>(0..n, &[DeviceArg::write(&x)], &[])
+        .expect("valid");
+    let (_, total) = g
+        .scan_range::<prefix, i64>(0..n, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[fill])
+        .expect("valid");
+    for _ in 0..2 {
+        g.run().expect("runs");
+        assert_eq!(total.value(), Some(n as i64));
+        let mut out = vec![0i64; n];
+        copy_to_host(&mut out, &y).expect("copy out");
+        assert!(out.iter().enumerate().all(|(i, v)| *v == i as i64 + 1));
+    }
 }

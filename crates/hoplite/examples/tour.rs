@@ -571,6 +571,23 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
     {
         println!("a Sum<f32> reducer is refused: {e}");
     }
+    // A GrCUDA-style raw kernel: CUDA C plus a signature, parsed and checked without a device.
+    let axpy_source = r#"extern "C" __global__ void axpy(double* y, const double* x, double a, long long n) {
+        long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+        if (i < n) y[i] += a * x[i];
+    }"#;
+    let axpy = hoplite::RawKernel::new(
+        axpy_source,
+        "axpy(y: inout pointer double, x: in pointer double, a: double, n: sint64)",
+    )?;
+    println!(
+        "raw kernel `{}` takes {} parameters",
+        axpy.name(),
+        axpy.params().len()
+    );
+    if let Err(e) = hoplite::RawKernel::new(axpy_source, "axpy(y: inout pointer, n: sint64)") {
+        println!("a pointer without its element type is refused: {e}");
+    }
     if !cuda.is_available() {
         let e = cuda
             .reduce_range::<sum_of_squares, _>(0..0, &[DeviceArg::read(&empty)], &Sum::<f64>::new())

@@ -98,12 +98,14 @@ pub use hoplite_numa::{self as numa, NumaSpace};
 
 /// The CUDA backend (feature `cuda`, off by default): streams as instances, device memory,
 /// `#[kernel]` kernels compiled with NVRTC and launched, reduced and scanned on the device,
-/// device fills and strided copies, CUDA Graphs (`cuda::graph::CudaGraph`) and DAG streams
-/// (`cuda::dag::CudaDevice`). Builds without CUDA; without a GPU its calls return typed
-/// errors. See [`hoplite_cuda`].
+/// device fills and strided copies, CUDA Graphs (`cuda::graph::CudaGraph`), DAG streams
+/// (`cuda::dag::CudaDevice`), streams as dynamic-selection resources timed with CUDA events
+/// (`CudaBackend`) and GrCUDA-style raw kernels from CUDA C and a signature (`RawKernel`).
+/// Builds without CUDA; without a GPU its calls return typed errors. See [`hoplite_cuda`].
 #[cfg(feature = "cuda")]
 pub use hoplite_cuda::{
-    self as cuda, Cuda, CudaError, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceArg,
+    self as cuda, Cuda, CudaError, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceArg, device_count,
+    raw::RawKernel, select::CudaBackend,
 };
 
 /// The execution space used when a launch names none: the most parallel enabled backend
