@@ -18,6 +18,7 @@ use hoplite_core::{
 use crate::GraphError;
 use crate::args::{GraphLaunch, GraphPolicy as _, HostArgs};
 use crate::backend::{GraphBackend, NodeId};
+use crate::graph::Edges;
 use crate::node::{
     EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, ReducePattern, ReduceResult,
     ReduceTarget, ScanPattern,
@@ -32,7 +33,7 @@ pub(crate) struct State<S: ExecutionSpace> {
     pub(crate) space: S,
     pub(crate) backend: Box<dyn GraphBackend<S>>,
     pub(crate) nodes: Vec<Arc<dyn NodeKernel<S>>>,
-    pub(crate) preds: Vec<Vec<NodeId>>,
+    pub(crate) preds: Edges,
     pub(crate) error: Option<GraphError>,
 }
 
@@ -43,7 +44,7 @@ impl<S: ExecutionSpace> State<S> {
             space,
             backend,
             nodes: Vec::new(),
-            preds: Vec::new(),
+            preds: Edges::default(),
             error: None,
         };
         state.add(root, &[]);
@@ -58,7 +59,7 @@ impl<S: ExecutionSpace> State<S> {
             self.backend.add_predecessor(id, p);
         }
         self.nodes.push(node);
-        self.preds.push(preds.to_vec());
+        self.preds.push(preds);
         id
     }
 
@@ -320,7 +321,13 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
             });
             return None;
         }
-        match ValidatedPolicy::new(label, policy.on_instance(&state.space)) {
+        // A policy already on the graph's instance (the usual case) is validated as it is.
+        let policy = if *policy.space() == state.space {
+            policy
+        } else {
+            policy.on_instance(&state.space)
+        };
+        match ValidatedPolicy::new(label, policy) {
             Ok(policy) => Some((policy, args)),
             Err(e) => {
                 state.fail(e.into());
