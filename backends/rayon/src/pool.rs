@@ -8,11 +8,11 @@
 //! 1. stores a pointer to the job in `Shared::job` and `n - 1` in `Shared::pending`,
 //! 2. increments `Shared::epoch` (release) and unparks workers that went to sleep,
 //! 3. runs rank 0 itself, inside `catch_unwind`,
-//! 4. waits until `pending` is 0 (acquire), spinning, then yielding, then parking (it yields
+//! 4. waits until `pending` is 0 (acquire), spinning, then yielding, then parking (it parks
 //!    at once when a worker was last seen on its own CPU, see `sync::CpuHints`),
 //! 5. re-raises the first panic of any participant with `resume_unwind`.
 //!
-//! A worker waits for the epoch to change (spinning, yielding, then parking; yielding at once
+//! A worker waits for the epoch to change (spinning, yielding, then parking; parking at once
 //! when the caller was last seen on its CPU), runs its rank
 //! inside `catch_unwind`, records a panic, and decrements `pending` (release). Back-to-back
 //! launches find the workers still spinning, so a launch costs one cache-line round trip
@@ -390,7 +390,7 @@ impl HotTeam {
 
     /// Waits until every worker finished the current job. Never panics.
     /// `peer_here`: a worker was last seen on this thread's CPU, so spinning would only keep
-    /// it from running.
+    /// it from running: park at once.
     fn wait_workers(&self, me: Thread, peer_here: bool) {
         let shared = &*self.shared;
         let mut spin = SpinWait::new(CALLER_SPIN, CALLER_BUSY).beside(peer_here);

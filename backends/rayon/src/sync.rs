@@ -7,12 +7,11 @@
 //! threads than cores) makes progress; and only then it *parks* (blocks in the kernel), so
 //! that idle threads cost nothing.
 //!
-//! A waiter whose peer was last seen on its own CPU skips the spinning: the peer cannot run
-//! while the waiter spins, so every spin is pure delay. On a busy machine the scheduler often
-//! puts a launching thread and the worker it wakes on one CPU (the other CPUs run other
-//! programs); spinning there cost each launch both spin budgets, a steady ~100 µs, where
-//! yielding at once hands the CPU over in a few microseconds (see docs/PERFORMANCE.md,
-//! "Launches on a busy machine").
+//! A waiter whose peer was last seen on its own CPU skips spinning and yielding and blocks at
+//! once (the peer wakes it): the peer cannot run while the waiter spins, so every spin is pure
+//! delay. On a busy machine the scheduler often puts a launching thread and the worker it
+//! wakes on one CPU (the other CPUs run other programs); spinning there cost each launch both
+//! spin budgets, a steady ~100 µs (see docs/PERFORMANCE.md, "Launches on a busy machine").
 
 use std::sync::PoisonError;
 use std::sync::atomic::AtomicU32;
@@ -95,6 +94,7 @@ pub(crate) struct SpinWait {
     start: Option<Instant>,
     iterations: u32,
     yielding: bool,
+    block_now: bool,
     spin: Duration,
     total: Duration,
 }
@@ -107,32 +107,39 @@ impl SpinWait {
             start: None,
             iterations: 0,
             yielding: false,
+            block_now: false,
             spin,
             total,
         }
     }
 
-    /// The same budget without the spinning, when `peer_here` (a peer that this wait waits
-    /// for was last seen on this CPU): it yields from the first round.
+    /// The same budget, spent at once when `peer_here` (a peer this wait waits for was last
+    /// seen on this CPU): the waiter blocks right away and the peer wakes it. Spinning would
+    /// only keep the peer off the CPU, and yielding is no better on a busy CPU: Linux's fair
+    /// scheduler moves a yielding thread's deadline back by a whole time slice per yield, so
+    /// a thread that yields in a loop while other programs share its CPU waits out their
+    /// slices (milliseconds) once its peer is done. A blocked thread keeps its place.
     pub(crate) fn beside(mut self, peer_here: bool) -> Self {
-        self.yielding = peer_here;
+        self.block_now = peer_here;
         self
     }
 
     /// Waits a little. Returns `false` once the budget is spent: time to block.
     #[inline]
     pub(crate) fn wait(&mut self) -> bool {
+        if self.block_now {
+            return false;
+        }
         self.iterations = self.iterations.wrapping_add(1);
         // The first few rounds are pure spins: the common case is an event a few hundred
-        // nanoseconds away, and reading the clock would cost more than that. Yielding rounds
-        // cost a system call each, so the clock is cheap beside them.
-        if self.yielding || (self.iterations > 32 && self.iterations.is_multiple_of(16)) {
+        // nanoseconds away, and reading the clock would cost more than that.
+        if self.iterations > 32 && (self.yielding || self.iterations.is_multiple_of(16)) {
             let now = Instant::now();
             let elapsed = now.duration_since(*self.start.get_or_insert(now));
             if elapsed >= self.total {
                 return false;
             }
-            self.yielding = self.yielding || elapsed >= self.spin;
+            self.yielding = elapsed >= self.spin;
         }
         if self.yielding {
             std::thread::yield_now();
