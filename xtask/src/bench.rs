@@ -4,6 +4,11 @@
 //! Benchmark ids follow `<group>/<backend>-hoplite/<size>` and `<group>/<backend>-<baseline>/<size>`:
 //! every `<backend>-hoplite` result is compared with each other function of the same group,
 //! backend prefix and size.
+//!
+//! The set includes the contention benchmark (`crates/hoplite/benches/contention.rs`): it starts
+//! one busy-loop thread per core itself, for a few seconds per group, and compiles its OpenMP
+//! baseline with the system's C compiler when one with `-fopenmp` is present (it prints why it
+//! skips the baseline otherwise). Its busy loops never run under `cargo xtask test`.
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -8,10 +8,12 @@
 //! 1. stores a pointer to the job in `Shared::job` and `n - 1` in `Shared::pending`,
 //! 2. increments `Shared::epoch` (release) and unparks workers that went to sleep,
 //! 3. runs rank 0 itself, inside `catch_unwind`,
-//! 4. waits until `pending` is 0 (acquire), spinning, then yielding, then parking,
+//! 4. waits until `pending` is 0 (acquire), spinning, then yielding, then parking (it parks
+//!    at once when a worker was last seen on its own CPU, see `sync::CpuHints`),
 //! 5. re-raises the first panic of any participant with `resume_unwind`.
 //!
-//! A worker waits for the epoch to change (spinning, yielding, then parking), runs its rank
+//! A worker waits for the epoch to change (spinning, yielding, then parking; parking at once
+//! when the caller was last seen on its CPU), runs its rank
 //! inside `catch_unwind`, records a panic, and decrements `pending` (release). Back-to-back
 //! launches find the workers still spinning, so a launch costs one cache-line round trip
 //! instead of a thread wake-up.
@@ -39,7 +41,7 @@ use hoplite_core::error::drop_panic_payload;
 use crate::context::{self, InKernel};
 use crate::prims::thread::{self, JoinHandle, Thread};
 use crate::prims::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, fence};
-use crate::sync::{SpinWait, is_poison_echo, lock};
+use crate::sync::{CpuHints, SpinWait, is_poison_echo, lock};
 use crate::{StartHook, WorkerThread, run_start_hook};
 
 /// A caught panic.
@@ -125,6 +127,8 @@ struct Shared {
     /// Per worker (rank - 1): whether it is parked or about to park.
     sleeping: Box<[CachePadded<AtomicBool>]>,
     sleepers: AtomicUsize,
+    /// Where each rank was last seen (rank 0: the launching thread).
+    cpus: CpuHints,
     shutdown: AtomicBool,
     /// The first panic of a worker in the current job.
     panic: Mutex<Option<Payload>>,
@@ -155,7 +159,8 @@ impl Shared {
 
     /// Waits until the epoch differs from `seen` and returns it. Worker `rank` only.
     fn wait_epoch(&self, rank: usize, seen: u64) -> u64 {
-        let mut spin = SpinWait::new(WORKER_SPIN, WORKER_BUSY);
+        let peer_here = self.cpus.arrive(rank);
+        let mut spin = SpinWait::new(WORKER_SPIN, WORKER_BUSY).beside(peer_here);
         loop {
             let epoch = self.epoch.load(Ordering::Acquire);
             if epoch != seen {
@@ -274,6 +279,7 @@ impl HotTeam {
                 .map(|_| CachePadded::new(AtomicBool::new(false)))
                 .collect(),
             sleepers: AtomicUsize::new(0),
+            cpus: CpuHints::new(wanted + 1),
             shutdown: AtomicBool::new(false),
             panic: Mutex::new(None),
             instance,
@@ -350,6 +356,7 @@ impl HotTeam {
         }
         // Taken before publishing: nothing after the publication may panic.
         let me = thread::current();
+        let peer_here = shared.cpus.arrive(0);
         let cell = JobCell {
             header: JobHeader { run: run_erased::<J> },
             job,
@@ -373,7 +380,7 @@ impl HotTeam {
             let _in = InKernel::enter(shared.instance, preferred_global);
             run_participant(job, 0)
         };
-        self.wait_workers(me);
+        self.wait_workers(me, peer_here);
         // Every worker is done with `cell`; it may now go out of scope.
         let theirs = lock(&shared.panic).take();
         if let Some(payload) = pick_panic(own.into_iter().chain(theirs)) {
@@ -382,9 +389,11 @@ impl HotTeam {
     }
 
     /// Waits until every worker finished the current job. Never panics.
-    fn wait_workers(&self, me: Thread) {
+    /// `peer_here`: a worker was last seen on this thread's CPU, so spinning would only keep
+    /// it from running: park at once.
+    fn wait_workers(&self, me: Thread, peer_here: bool) {
         let shared = &*self.shared;
-        let mut spin = SpinWait::new(CALLER_SPIN, CALLER_BUSY);
+        let mut spin = SpinWait::new(CALLER_SPIN, CALLER_BUSY).beside(peer_here);
         while shared.pending.load(Ordering::Acquire) != 0 {
             if !spin.wait() {
                 *lock(&shared.caller) = Some(me);

@@ -1,12 +1,20 @@
-//! Waiting primitives: a spin-then-yield budget, and the team barrier.
+//! Waiting primitives: a spin-then-yield budget, hints of where a team's threads run, and the
+//! team barrier.
 //!
 //! Every wait in this crate has three phases. It *spins* (busy-waits with `spin_loop` hints)
 //! for a few microseconds, because the event it waits for is usually just about to happen;
 //! it then *yields* the core for a while, so that an oversubscribed machine (more runnable
 //! threads than cores) makes progress; and only then it *parks* (blocks in the kernel), so
 //! that idle threads cost nothing.
+//!
+//! A waiter whose peer was last seen on its own CPU skips spinning and yielding and blocks at
+//! once (the peer wakes it): the peer cannot run while the waiter spins, so every spin is pure
+//! delay. On a busy machine the scheduler often puts a launching thread and the worker it
+//! wakes on one CPU (the other CPUs run other programs); spinning there cost each launch both
+//! spin budgets, a steady ~100 µs (see docs/PERFORMANCE.md, "Launches on a busy machine").
 
 use std::sync::PoisonError;
+use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
@@ -21,12 +29,72 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A CPU number the platform does not give.
+const NO_CPU: u32 = u32::MAX;
+
+/// The CPU the calling thread runs on right now, or [`NO_CPU`]. A hint: the thread may move
+/// right after.
+#[inline]
+fn current_cpu() -> u32 {
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        // SAFETY: `sched_getcpu` has no preconditions: it reads the calling thread's CPU
+        // number (from the kernel's per-thread area or the vDSO) or returns -1.
+        let cpu = unsafe { libc::sched_getcpu() };
+        u32::try_from(cpu).unwrap_or(NO_CPU)
+    }
+    #[cfg(not(all(target_os = "linux", not(loom))))]
+    {
+        NO_CPU
+    }
+}
+
+/// Where the threads of one team were last seen running, one slot per thread, so that a
+/// waiter can tell whether a peer shares its CPU (see the module docs).
+///
+/// The slots are hints, never synchronization: they are plain `std` atomics also under loom
+/// (where no CPU is ever known, so every wait takes the spinning path loom models).
+pub(crate) struct CpuHints {
+    slots: Box<[CachePadded<AtomicU32>]>,
+}
+
+impl CpuHints {
+    /// Hints for `n` threads, none seen yet.
+    pub(crate) fn new(n: usize) -> Self {
+        CpuHints {
+            slots: (0..n).map(|_| CachePadded::new(AtomicU32::new(NO_CPU))).collect(),
+        }
+    }
+
+    /// Records that thread `slot` runs on the calling thread's CPU, and returns whether
+    /// another thread of the team was last seen on that CPU.
+    #[inline]
+    pub(crate) fn arrive(&self, slot: usize) -> bool {
+        let cpu = current_cpu();
+        let Some(mine) = self.slots.get(slot) else {
+            return false;
+        };
+        // Stored only when it changed, so that the line stays shared with the peers that read
+        // it: a launch then reads every slot from its own cache.
+        if mine.load(std::sync::atomic::Ordering::Relaxed) != cpu {
+            mine.store(cpu, std::sync::atomic::Ordering::Relaxed);
+        }
+        cpu != NO_CPU
+            && self
+                .slots
+                .iter()
+                .enumerate()
+                .any(|(k, s)| k != slot && s.load(std::sync::atomic::Ordering::Relaxed) == cpu)
+    }
+}
+
 /// A budget for busy-waiting: spin for `spin`, then yield until `total` has passed.
 #[cfg(not(loom))]
 pub(crate) struct SpinWait {
     start: Option<Instant>,
     iterations: u32,
     yielding: bool,
+    block_now: bool,
     spin: Duration,
     total: Duration,
 }
@@ -39,14 +107,29 @@ impl SpinWait {
             start: None,
             iterations: 0,
             yielding: false,
+            block_now: false,
             spin,
             total,
         }
     }
 
+    /// The same budget, spent at once when `peer_here` (a peer this wait waits for was last
+    /// seen on this CPU): the waiter blocks right away and the peer wakes it. Spinning would
+    /// only keep the peer off the CPU, and yielding is no better on a busy CPU: Linux's fair
+    /// scheduler moves a yielding thread's deadline back by a whole time slice per yield, so
+    /// a thread that yields in a loop while other programs share its CPU waits out their
+    /// slices (milliseconds) once its peer is done. A blocked thread keeps its place.
+    pub(crate) fn beside(mut self, peer_here: bool) -> Self {
+        self.block_now = peer_here;
+        self
+    }
+
     /// Waits a little. Returns `false` once the budget is spent: time to block.
     #[inline]
     pub(crate) fn wait(&mut self) -> bool {
+        if self.block_now {
+            return false;
+        }
         self.iterations = self.iterations.wrapping_add(1);
         // The first few rounds are pure spins: the common case is an event a few hundred
         // nanoseconds away, and reading the clock would cost more than that.
@@ -78,6 +161,10 @@ pub(crate) struct SpinWait {
 impl SpinWait {
     pub(crate) fn new(_spin: Duration, _total: Duration) -> Self {
         SpinWait { waited: false }
+    }
+
+    pub(crate) fn beside(self, _peer_here: bool) -> Self {
+        self
     }
 
     pub(crate) fn wait(&mut self) -> bool {
@@ -136,6 +223,8 @@ pub(crate) struct Barrier {
     generation: CachePadded<AtomicUsize>,
     poisoned: AtomicBool,
     sleepers: AtomicUsize,
+    /// Where the threads were last seen, by team rank.
+    cpus: CpuHints,
     /// Guards the slow path; holds the number of departed threads.
     departed: Mutex<usize>,
     wake: Condvar,
@@ -164,6 +253,7 @@ impl Barrier {
             generation: CachePadded::new(AtomicUsize::new(0)),
             poisoned: AtomicBool::new(false),
             sleepers: AtomicUsize::new(0),
+            cpus: CpuHints::new(n),
             departed: Mutex::new(0),
             wake: Condvar::new(),
         }
@@ -175,19 +265,19 @@ impl Barrier {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// Waits for every thread of the team; raises [`TeamPoisoned`] if the team is poisoned
+    /// Waits for every thread of the team (the caller is team rank `rank`); raises [`TeamPoisoned`] if the team is poisoned
     /// before the barrier completes.
-    pub(crate) fn wait(&self) {
-        if !self.wait_inner(OnPoison::Leave) {
+    pub(crate) fn wait(&self, rank: usize) {
+        if !self.wait_inner(rank, OnPoison::Leave) {
             raise_poisoned();
         }
     }
 
-    /// Waits for every thread of the team. If the team is poisoned, leaves only once every
+    /// Waits for every thread of the team (the caller is team rank `rank`). If the team is poisoned, leaves only once every
     /// other thread of the team waits here too or has departed, and returns `false`; returns
     /// `true` when the barrier completed.
-    pub(crate) fn wait_guarded(&self) -> bool {
-        self.wait_inner(OnPoison::LeaveWhenAccounted)
+    pub(crate) fn wait_guarded(&self, rank: usize) -> bool {
+        self.wait_inner(rank, OnPoison::LeaveWhenAccounted)
     }
 
     /// Marks the team as failed and wakes every waiter.
@@ -210,12 +300,13 @@ impl Barrier {
 
     /// Returns `true` when the barrier completed, `false` when the wait left because of
     /// poisoning.
-    fn wait_inner(&self, on_poison: OnPoison) -> bool {
+    fn wait_inner(&self, rank: usize, on_poison: OnPoison) -> bool {
         if self.n <= 1 {
             return true;
         }
         // The generation cannot move before this thread arrives.
         let generation = self.generation.load(Ordering::Acquire);
+        let peer_here = self.cpus.arrive(rank);
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
             // Last to arrive: nobody can arrive for the next generation before seeing the
             // new generation, which is published after the reset.
@@ -226,7 +317,7 @@ impl Barrier {
             return true;
         }
         let done = || self.generation.load(Ordering::Acquire) != generation;
-        let mut spin = SpinWait::new(Self::SPIN, Self::BUSY);
+        let mut spin = SpinWait::new(Self::SPIN, Self::BUSY).beside(peer_here);
         loop {
             if done() {
                 return true;
@@ -305,11 +396,11 @@ mod tests {
                 s.spawn(move || {
                     for round in 1..=200u64 {
                         cells[me as usize].store(round * 10 + me, Ordering::Relaxed);
-                        barrier.wait();
+                        barrier.wait(me as usize);
                         for (k, c) in cells.iter().enumerate() {
                             assert_eq!(c.load(Ordering::Relaxed), round * 10 + k as u64);
                         }
-                        barrier.wait();
+                        barrier.wait(me as usize);
                     }
                 });
             }
@@ -322,9 +413,10 @@ mod tests {
         let barrier = Barrier::new(3);
         std::thread::scope(|s| {
             let waiters: Vec<_> = (0..2)
-                .map(|_| {
-                    s.spawn(|| {
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| barrier.wait()))
+                .map(|rank| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| barrier.wait(rank)))
                             .map_err(|p| is_poison_echo(&*p))
                     })
                 })
@@ -371,10 +463,10 @@ mod loom_models {
                         // SAFETY: loom checks it: each cell is written by its owner between
                         // barriers and read by the other after them.
                         cells[1].with_mut(|p| unsafe { *p = round });
-                        barrier.wait();
+                        barrier.wait(1);
                         // SAFETY: as above.
                         assert_eq!(cells[0].with(|p| unsafe { *p }), round);
-                        barrier.wait();
+                        barrier.wait(1);
                     }
                 })
             };
@@ -382,10 +474,10 @@ mod loom_models {
             for round in 1..=2 {
                 // SAFETY: as above.
                 cells[0].with_mut(|p| unsafe { *p = round });
-                barrier.wait();
+                barrier.wait(0);
                 // SAFETY: as above.
                 assert_eq!(cells[1].with(|p| unsafe { *p }), round);
-                barrier.wait();
+                barrier.wait(0);
             }
             peer.join().expect("peer");
             assert_eq!(barrier.generation(), 4);
@@ -401,7 +493,7 @@ mod loom_models {
             let plain = {
                 let b = Arc::clone(&barrier);
                 loom::thread::spawn(move || {
-                    let completed = b.wait_inner(OnPoison::Leave);
+                    let completed = b.wait_inner(1, OnPoison::Leave);
                     b.depart();
                     completed
                 })
@@ -409,7 +501,7 @@ mod loom_models {
             let guarded = {
                 let b = Arc::clone(&barrier);
                 loom::thread::spawn(move || {
-                    let completed = b.wait_guarded();
+                    let completed = b.wait_guarded(2);
                     b.depart();
                     completed
                 })
@@ -434,7 +526,7 @@ mod loom_models {
                     let (barrier, value) = &*shared;
                     // SAFETY: loom checks it (see the test's docs).
                     assert_eq!(value.with(|p| unsafe { *p }), 7);
-                    barrier.wait_guarded();
+                    barrier.wait_guarded(1);
                     barrier.depart();
                 })
             };
@@ -446,7 +538,7 @@ mod loom_models {
                 })
             };
             let (barrier, value) = &*shared;
-            if !barrier.wait_guarded() {
+            if !barrier.wait_guarded(0) {
                 // The value goes out of scope.
                 // SAFETY: loom checks it (see the test's docs).
                 value.with_mut(|p| unsafe { *p = 0 });

@@ -136,11 +136,11 @@ impl Group {
 /// Waits for the whole team when dropped: the end of an exchange. On a poisoned team it
 /// leaves once no other thread can still read this thread's value, then raises the poison
 /// echo (unless this thread is already unwinding).
-struct DoneGuard<'a>(&'a Barrier);
+struct DoneGuard<'a>(&'a Barrier, usize);
 
 impl Drop for DoneGuard<'_> {
     fn drop(&mut self) {
-        if !self.0.wait_guarded() && !std::thread::panicking() {
+        if !self.0.wait_guarded(self.1) && !std::thread::panicking() {
             raise_poisoned();
         }
     }
@@ -314,7 +314,7 @@ impl TeamLaunch {
                 };
                 visit(key, &member);
                 // The team is done before any of its threads starts the next one.
-                group.barrier.wait();
+                group.barrier.wait(team_rank);
             }
         };
         if self.dynamic {
@@ -326,7 +326,7 @@ impl TeamLaunch {
                 }
                 // Publishes the claim; every thread read it before the barrier that ends the
                 // claimed chunk's first team, so rank 0 never overwrites an unread claim.
-                group.barrier.wait();
+                group.barrier.wait(team_rank);
                 let unit = group.claim.load(Ordering::Relaxed);
                 if unit >= self.units.count {
                     return;
@@ -607,8 +607,8 @@ impl RayonTeamMember<'_> {
         slot.round.store(round, Ordering::Relaxed);
         // Releases the slot to the team (or leaves with the poison echo before anybody could
         // read it: a poisoned generation never completes).
-        group.barrier.wait();
-        let _done = DoneGuard(&group.barrier);
+        group.barrier.wait(self.team_rank);
+        let _done = DoneGuard(&group.barrier, self.team_rank);
         read(&Peers {
             group,
             round,
@@ -686,7 +686,7 @@ unsafe impl TeamMember for RayonTeamMember<'_> {
     }
 
     fn team_barrier(&self) {
-        self.group.barrier.wait();
+        self.group.barrier.wait(self.team_rank);
     }
 
     fn team_broadcast<T: Clone + Send + Sync + 'static>(&self, value: T, source: usize) -> T {

@@ -11,6 +11,13 @@
 //! closures, as a program that keeps its kernels in a table does. Per-node overhead = time per iteration / (1000 * 64). A third group,
 //! `graph-chain-64-handles`, gives every node a writer handle (`(policy, (y.write(),))`), so
 //! each run also borrows the view, as an eager launch does.
+//!
+//! `graph-build-1000` measures construction: building a graph of [`BUILD`] one-iteration
+//! nodes (a chain, or a fan-out from the root joined by one `when_all`), with its policy
+//! validation, `instantiate` (the race check and the schedule) and dropping it, as a program
+//! that rebuilds its graph when the shape changes pays it. The `-views` shapes give every node
+//! a handle (the chain writes one view, the fan-out reads one), so the race check has accesses
+//! to compare. Per-node cost = time per iteration / [`BUILD`].
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -27,6 +34,8 @@ use hoplite_serial::Serial;
 const RUNS: usize = 1000;
 const CHAIN: usize = 64;
 const WIDTH: usize = 32;
+/// Nodes of the construction benchmark's graphs.
+const BUILD: usize = 1000;
 
 /// A node's counter, alone on its cache lines (128 bytes: adjacent-line prefetch pairs lines).
 #[repr(align(128))]
@@ -191,7 +200,109 @@ fn bench_space<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterio
     g.finish();
 }
 
+/// Builds and instantiates a chain of `BUILD` nodes.
+fn build_chain<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S) -> Graph<S> {
+    let mut graph = create_graph(space, |g| {
+        let mut last: NodeRef<'_, S> = g.root();
+        for k in 0..BUILD {
+            last = last
+                .then_parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), move |_i| {
+                    black_box(k);
+                })
+                .erase();
+        }
+    })
+    .expect("chain graph");
+    graph.instantiate().expect("instantiate");
+    graph
+}
+
+/// Builds and instantiates `BUILD - 1` nodes after the root, joined by one `when_all`.
+fn build_fanout<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S) -> Graph<S> {
+    let mut graph = create_graph(space, |g| {
+        let nodes: Vec<NodeRef<'_, S>> = (0..BUILD - 1)
+            .map(|k| {
+                g.parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), move |_i| {
+                    black_box(k);
+                })
+                .erase()
+            })
+            .collect();
+        g.when_all(nodes);
+    })
+    .expect("fan-out graph");
+    graph.instantiate().expect("instantiate");
+    graph
+}
+
+/// As [`build_chain`], every node writing `y`.
+fn build_chain_views<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
+    space: &S,
+    y: &View<u64, 1>,
+) -> Graph<S> {
+    let mut graph = create_graph(space, |g| {
+        let mut last: NodeRef<'_, S> = g.root();
+        for _ in 0..BUILD {
+            last = last
+                .then_parallel_for(
+                    "tiny",
+                    (RangePolicy::new(space.clone(), 0..1), (y.write(),)),
+                    |(i, (y,))| y.set(i, y.get(i) + 1),
+                )
+                .erase();
+        }
+    })
+    .expect("chain graph");
+    graph.instantiate().expect("instantiate");
+    graph
+}
+
+/// As [`build_fanout`], every node reading `x`.
+fn build_fanout_views<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
+    space: &S,
+    x: &View<u64, 1>,
+) -> Graph<S> {
+    let mut graph = create_graph(space, |g| {
+        let nodes: Vec<NodeRef<'_, S>> = (0..BUILD - 1)
+            .map(|_| {
+                g.parallel_for(
+                    "tiny",
+                    (RangePolicy::new(space.clone(), 0..1), (x.read(),)),
+                    |(i, (x,))| {
+                        black_box(x.get(i));
+                    },
+                )
+                .erase()
+            })
+            .collect();
+        g.when_all(nodes);
+    })
+    .expect("fan-out graph");
+    graph.instantiate().expect("instantiate");
+    graph
+}
+
+fn bench_build<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterion, prefix: &str, space: S) {
+    let views: View<u64, 1> = View::new("v", [1]).expect("v");
+    let mut g = group(c, "graph-build-1000");
+    g.bench_function(BenchmarkId::new(format!("{prefix}-chain"), BUILD), |b| {
+        b.iter(|| build_chain(&space))
+    });
+    g.bench_function(BenchmarkId::new(format!("{prefix}-fanout"), BUILD), |b| {
+        b.iter(|| build_fanout(&space))
+    });
+    g.bench_function(BenchmarkId::new(format!("{prefix}-chain-views"), BUILD), |b| {
+        b.iter(|| build_chain_views(&space, &views))
+    });
+    g.bench_function(BenchmarkId::new(format!("{prefix}-fanout-views"), BUILD), |b| {
+        b.iter(|| build_fanout_views(&space, &views))
+    });
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
+    bench_build(c, "serial", Serial::default());
+    bench_build(c, "rayon", RayonSpace::default());
     bench_space(c, "serial", Serial::default());
     bench_space(c, "rayon", RayonSpace::default());
 }

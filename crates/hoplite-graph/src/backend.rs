@@ -133,7 +133,10 @@ struct Plan<S: ExecutionSpace> {
 pub struct HostGraph<S: ExecutionSpace> {
     space: S,
     nodes: Vec<Arc<dyn NodeKernel<S>>>,
-    preds: Vec<Vec<usize>>,
+    /// Where each node's predecessors start in `pred_list` (they end where the next node's
+    /// start): one list for the whole graph, no allocation per node.
+    pred_starts: Vec<usize>,
+    pred_list: Vec<usize>,
     plan: Plan<S>,
 }
 
@@ -143,7 +146,8 @@ impl<S: ExecutionSpace> HostGraph<S> {
         HostGraph {
             space,
             nodes: Vec::new(),
-            preds: Vec::new(),
+            pred_starts: Vec::new(),
+            pred_list: Vec::new(),
             plan: Plan {
                 order: Vec::new(),
                 sequence: Vec::new(),
@@ -151,6 +155,16 @@ impl<S: ExecutionSpace> HostGraph<S> {
                 waves: 0,
             },
         }
+    }
+
+    /// The predecessors of node `n`.
+    fn preds_of(&self, n: usize) -> &[usize] {
+        let end = self
+            .pred_starts
+            .get(n + 1)
+            .copied()
+            .unwrap_or(self.pred_list.len());
+        &self.pred_list[self.pred_starts[n]..end]
     }
 
     /// Runs `f`, turning a panic into `KernelPanicked` labelled with the node `current` names.
@@ -267,11 +281,17 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
     fn add_node(&mut self, id: NodeId, node: Arc<dyn NodeKernel<S>>) {
         debug_assert_eq!(id.0, self.nodes.len(), "nodes are added in id order");
         self.nodes.push(node);
-        self.preds.push(Vec::new());
+        self.pred_starts.push(self.pred_list.len());
     }
 
     fn add_predecessor(&mut self, node: NodeId, predecessor: NodeId) {
-        self.preds[node.0].push(predecessor.0);
+        // The front end adds a node's predecessors right after the node.
+        debug_assert_eq!(
+            node.0 + 1,
+            self.nodes.len(),
+            "predecessors of the last node added"
+        );
+        self.pred_list.push(predecessor.0);
     }
 
     fn create_aggregate(&mut self, _predecessors: &[NodeId]) -> Arc<dyn NodeKernel<S>> {
@@ -282,35 +302,56 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
         // Ids are a topological order: a node is added after its predecessors. A trivial
         // node takes its predecessors' wave, so joins add no wave.
         let mut level = vec![0usize; self.nodes.len()];
-        let mut waves: Vec<Vec<usize>> = Vec::new();
         let mut order = Vec::new();
+        let mut waves = 0;
         for (n, node) in self.nodes.iter().enumerate() {
-            let before = self.preds[n].iter().map(|&p| level[p]).max().unwrap_or(0);
+            let before = self.preds_of(n).iter().map(|&p| level[p]).max().unwrap_or(0);
             if node.kind().is_trivial() {
                 level[n] = before;
                 continue;
             }
             level[n] = before + 1;
+            waves = waves.max(level[n]);
             order.push(n);
-            if waves.len() < level[n] {
-                waves.resize(level[n], Vec::new());
-            }
-            waves[level[n] - 1].push(n);
         }
+        // The nodes of `order` wave by wave, in id order within a wave (a counting sort: no
+        // list per wave). Waves are 1..=waves; wave w ends where wave w + 1 starts.
+        let mut wave_starts = vec![0usize; waves + 1];
+        for &n in &order {
+            wave_starts[level[n]] += 1;
+        }
+        for w in 1..=waves {
+            wave_starts[w] += wave_starts[w - 1];
+        }
+        let mut by_wave = vec![0usize; order.len()];
+        for &n in order.iter().rev() {
+            wave_starts[level[n]] -= 1;
+            by_wave[wave_starts[level[n]]] = n;
+        }
+        let work = |n: usize| self.nodes[n].work();
         let mut steps = Vec::new();
         let mut inline = Vec::new();
-        for wave in &waves {
-            let (shared, alone): (Vec<usize>, Vec<usize>) = wave
-                .iter()
-                .partition(|&&n| self.nodes[n].work().is_some_and(|w| w < SHARE_MAX_WORK));
-            let shared_work: usize = shared.iter().filter_map(|&n| self.nodes[n].work()).sum();
-            let mut rest = alone;
+        let mut shared = Vec::new();
+        let mut rest = Vec::new();
+        for w in 1..=waves {
+            let end = wave_starts.get(w + 1).copied().unwrap_or(by_wave.len());
+            let wave = &by_wave[wave_starts[w]..end];
+            shared.clear();
+            rest.clear();
+            for &n in wave {
+                if work(n).is_some_and(|k| k < SHARE_MAX_WORK) {
+                    shared.push(n);
+                } else {
+                    rest.push(n);
+                }
+            }
+            let shared_work: usize = shared.iter().filter_map(|&n| work(n)).sum();
             if shared.len() >= 2 && shared_work >= WAVE_MIN_WORK {
                 flush(&mut steps, &mut inline);
-                steps.push(Step::Together(shared));
+                steps.push(Step::Together(shared.clone()));
             } else {
-                for n in shared {
-                    if self.nodes[n].work().is_some_and(|w| w < INLINE_MAX_WORK) {
+                for &n in &shared {
+                    if work(n).is_some_and(|k| k < INLINE_MAX_WORK) {
                         inline.push(n);
                     } else {
                         rest.push(n);
@@ -319,7 +360,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
             }
             if !rest.is_empty() {
                 flush(&mut steps, &mut inline);
-                steps.extend(rest.into_iter().map(Step::Alone));
+                steps.extend(rest.iter().copied().map(Step::Alone));
             }
         }
         flush(&mut steps, &mut inline);
@@ -328,7 +369,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
             order,
             sequence,
             steps,
-            waves: waves.len(),
+            waves,
         };
         Ok(())
     }

@@ -18,6 +18,7 @@ use hoplite_core::{
 use crate::GraphError;
 use crate::args::{GraphLaunch, GraphPolicy as _, HostArgs};
 use crate::backend::{GraphBackend, NodeId};
+use crate::graph::Edges;
 use crate::node::{
     EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, ReducePattern, ReduceResult,
     ReduceTarget, ScanPattern,
@@ -32,8 +33,11 @@ pub(crate) struct State<S: ExecutionSpace> {
     pub(crate) space: S,
     pub(crate) backend: Box<dyn GraphBackend<S>>,
     pub(crate) nodes: Vec<Arc<dyn NodeKernel<S>>>,
-    pub(crate) preds: Vec<Vec<NodeId>>,
+    pub(crate) preds: Edges,
     pub(crate) error: Option<GraphError>,
+    /// The label of the last node added: nodes added in a loop share it instead of each
+    /// allocating a copy.
+    last_label: Option<Arc<str>>,
 }
 
 impl<S: ExecutionSpace> State<S> {
@@ -43,8 +47,9 @@ impl<S: ExecutionSpace> State<S> {
             space,
             backend,
             nodes: Vec::new(),
-            preds: Vec::new(),
+            preds: Edges::default(),
             error: None,
+            last_label: None,
         };
         state.add(root, &[]);
         state
@@ -58,8 +63,16 @@ impl<S: ExecutionSpace> State<S> {
             self.backend.add_predecessor(id, p);
         }
         self.nodes.push(node);
-        self.preds.push(preds.to_vec());
+        self.preds.push(preds);
         id
+    }
+
+    /// `label`, shared with the previous node's when they are equal.
+    fn label(&mut self, label: &str) -> Arc<str> {
+        match &self.last_label {
+            Some(last) if **last == *label => last.clone(),
+            _ => self.last_label.insert(Arc::from(label)).clone(),
+        }
     }
 
     fn fail(&mut self, error: GraphError) {
@@ -320,7 +333,13 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
             });
             return None;
         }
-        match ValidatedPolicy::new(label, policy.on_instance(&state.space)) {
+        // A policy already on the graph's instance (the usual case) is validated as it is.
+        let policy = if *policy.space() == state.space {
+            policy
+        } else {
+            policy.on_instance(&state.space)
+        };
+        match ValidatedPolicy::new(label, policy) {
             Ok(policy) => Some((policy, args)),
             Err(e) => {
                 state.fail(e.into());
@@ -336,10 +355,13 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         label: &str,
         kind: NodeKind,
         launch: L,
-        make: impl FnOnce(ValidatedPolicy<L::Policy>, L::Args) -> Arc<dyn NodeKernel<S>>,
+        make: impl FnOnce(ValidatedPolicy<L::Policy>, L::Args, Arc<str>) -> Arc<dyn NodeKernel<S>>,
     ) -> NodeId {
         let node = match self.launch_parts(label, launch) {
-            Some((policy, args)) => make(policy, args),
+            Some((policy, args)) => {
+                let shared = self.state.borrow_mut().label(label);
+                make(policy, args, shared)
+            }
             None => Arc::new(empty_node(label, kind)),
         };
         self.state.borrow_mut().add(node, &[self.id])
@@ -377,11 +399,16 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
     {
-        let id = self.push_launch(label, NodeKind::For, launch.into_launch(), |policy, args| {
-            Arc::new(LaunchNode::<L::Launch, F, ForPattern>::new(
-                label, policy, args, kernel, ForPattern, None,
-            ))
-        });
+        let id = self.push_launch(
+            label,
+            NodeKind::For,
+            launch.into_launch(),
+            |policy, args, label| {
+                Arc::new(LaunchNode::<L::Launch, F, ForPattern>::new(
+                    label, policy, args, kernel, ForPattern, None,
+                ))
+            },
+        );
         Node::new(self.state, id)
     }
 
@@ -421,12 +448,17 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static,
     {
         let extra = target.access();
-        let id = self.push_launch(label, NodeKind::Reduce, launch.into_launch(), |policy, args| {
-            let pattern = ReducePattern { reducer, target };
-            Arc::new(LaunchNode::<L::Launch, F, _>::new(
-                label, policy, args, kernel, pattern, extra,
-            ))
-        });
+        let id = self.push_launch(
+            label,
+            NodeKind::Reduce,
+            launch.into_launch(),
+            |policy, args, label| {
+                let pattern = ReducePattern { reducer, target };
+                Arc::new(LaunchNode::<L::Launch, F, _>::new(
+                    label, policy, args, kernel, pattern, extra,
+                ))
+            },
+        );
         Node::new(self.state, id)
     }
 
@@ -459,15 +491,20 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         T: ScanValue,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
-        let id = self.push_launch(label, NodeKind::Scan, launch.into_launch(), |policy, args| {
-            let pattern = ScanPattern::<T, ReduceResult<T>> {
-                target: None,
-                _value: PhantomData,
-            };
-            Arc::new(LaunchNode::<L::Launch, F, _>::new(
-                label, policy, args, kernel, pattern, None,
-            ))
-        });
+        let id = self.push_launch(
+            label,
+            NodeKind::Scan,
+            launch.into_launch(),
+            |policy, args, label| {
+                let pattern = ScanPattern::<T, ReduceResult<T>> {
+                    target: None,
+                    _value: PhantomData,
+                };
+                Arc::new(LaunchNode::<L::Launch, F, _>::new(
+                    label, policy, args, kernel, pattern, None,
+                ))
+            },
+        );
         Node::new(self.state, id)
     }
 
@@ -489,15 +526,20 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
         let extra = target.access();
-        let id = self.push_launch(label, NodeKind::Scan, launch.into_launch(), |policy, args| {
-            let pattern = ScanPattern::<T, Tg> {
-                target: Some(target),
-                _value: PhantomData,
-            };
-            Arc::new(LaunchNode::<L::Launch, F, _>::new(
-                label, policy, args, kernel, pattern, extra,
-            ))
-        });
+        let id = self.push_launch(
+            label,
+            NodeKind::Scan,
+            launch.into_launch(),
+            |policy, args, label| {
+                let pattern = ScanPattern::<T, Tg> {
+                    target: Some(target),
+                    _value: PhantomData,
+                };
+                Arc::new(LaunchNode::<L::Launch, F, _>::new(
+                    label, policy, args, kernel, pattern, extra,
+                ))
+            },
+        );
         Node::new(self.state, id)
     }
 
@@ -508,6 +550,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
     where
         F: Fn() + Send + Sync + 'static,
     {
+        let label = self.state.borrow_mut().label(label);
         self.push(Arc::new(HostNode::new(label, (), move |()| f())))
     }
 
@@ -542,6 +585,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         A: HostArgs,
         F: for<'h> Fn(A::Guards<'h>) + Send + Sync + 'static,
     {
+        let label = self.state.borrow_mut().label(label);
         self.push(Arc::new(HostNode::new(label, args, f)))
     }
 }
@@ -613,7 +657,7 @@ impl<'g, S: ExecutionSpace> From<&NodeRef<'g, S>> for NodeRef<'g, S> {
 
 pub(crate) fn empty_node(label: &str, kind: NodeKind) -> EmptyNode {
     EmptyNode {
-        label: label.to_owned(),
+        label: Arc::from(label),
         kind,
     }
 }

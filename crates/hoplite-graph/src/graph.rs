@@ -1,10 +1,12 @@
 //! The execution phase: [`Graph`], made by [`create_graph`](crate::create_graph).
 
+use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
 
 use hoplite_core::ExecutionSpace;
 use hoplite_core::view::AccessKind;
+use hoplite_core::view::graph_support::AllocationKey;
 
 use crate::backend::{GraphBackend, NodeId};
 use crate::node::{NodeKernel, NodeKind};
@@ -38,8 +40,70 @@ pub struct Graph<S: ExecutionSpace> {
     space: S,
     backend: Box<dyn GraphBackend<S>>,
     nodes: Vec<Arc<dyn NodeKernel<S>>>,
-    preds: Vec<Vec<NodeId>>,
+    preds: Edges,
     instantiated: bool,
+}
+
+/// The predecessors of every node, in one list (no allocation per node): node `i`'s are
+/// `list[starts[i]..starts[i + 1]]`.
+#[derive(Debug, Default)]
+pub(crate) struct Edges {
+    starts: Vec<usize>,
+    list: Vec<NodeId>,
+}
+
+impl Edges {
+    /// Appends the next node, after `preds`.
+    pub(crate) fn push(&mut self, preds: &[NodeId]) {
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        self.list.extend_from_slice(preds);
+        self.starts.push(self.list.len());
+    }
+
+    /// The predecessors of node `i`.
+    pub(crate) fn of(&self, i: usize) -> &[NodeId] {
+        &self.list[self.starts[i]..self.starts[i + 1]]
+    }
+
+    /// Number of nodes.
+    fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+}
+
+/// For each node, the nodes that must complete before it starts (a bit set per node).
+struct Ancestors {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Ancestors {
+    fn new(preds: &Edges) -> Self {
+        let n = preds.len();
+        let words = n.div_ceil(64);
+        // bits[i]: bit j set when j == i or j must complete before i. Ids are a topological
+        // order, so one pass suffices.
+        let mut bits = vec![0u64; n * words];
+        for i in 0..n {
+            bits[i * words + i / 64] |= 1 << (i % 64);
+            for p in preds.of(i) {
+                let (lo, hi) = bits.split_at_mut(i * words);
+                let src = &lo[p.0 * words..p.0 * words + words];
+                for (d, s) in hi[..words].iter_mut().zip(src) {
+                    *d |= *s;
+                }
+            }
+        }
+        Ancestors { words, bits }
+    }
+
+    /// Whether a path joins `a` and `b` (in either direction).
+    fn ordered(&self, a: usize, b: usize) -> bool {
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        self.bits[hi * self.words + lo / 64] & (1 << (lo % 64)) != 0
+    }
 }
 
 impl<S: ExecutionSpace> fmt::Debug for Graph<S> {
@@ -49,6 +113,18 @@ impl<S: ExecutionSpace> fmt::Debug for Graph<S> {
             .field("nodes", &self.nodes.len())
             .field("instantiated", &self.instantiated)
             .finish()
+    }
+}
+
+/// Every access kind, in the order of [`kind_index`].
+const KINDS: [AccessKind; 3] = [AccessKind::Read, AccessKind::Write, AccessKind::Atomic];
+
+/// The position of `kind` in the race check's per-kind lists.
+fn kind_index(kind: AccessKind) -> usize {
+    match kind {
+        AccessKind::Read => 0,
+        AccessKind::Write => 1,
+        AccessKind::Atomic => 2,
     }
 }
 
@@ -65,7 +141,7 @@ impl<S: ExecutionSpace> Graph<S> {
         space: S,
         backend: Box<dyn GraphBackend<S>>,
         nodes: Vec<Arc<dyn NodeKernel<S>>>,
-        preds: Vec<Vec<NodeId>>,
+        preds: Edges,
     ) -> Self {
         Graph {
             space,
@@ -152,51 +228,76 @@ impl<S: ExecutionSpace> Graph<S> {
     }
 
     /// Finds two nodes with no path between them whose accesses conflict.
+    ///
+    /// Accesses are compared only with earlier accesses of the same allocation, and a writer
+    /// retires the earlier accesses of exactly its footprint: they are ordered before it (or
+    /// the check already failed), so any later access that conflicts with one of them
+    /// conflicts with the writer too, and is unordered with the writer if it is unordered with
+    /// them. A chain of writers of one view then costs one comparison per node instead of one
+    /// per pair, and readers are never compared with readers. The first node found racing is
+    /// the first in id order with a race; the report names its first racing predecessor in id
+    /// order, as a comparison of all pairs would.
     fn check_races(&self) -> Result<()> {
-        let n = self.nodes.len();
-        let words = n.div_ceil(64);
-        // ancestors[i]: bit j set when j == i or j must complete before i. Ids are a
-        // topological order, so one pass suffices.
-        let mut ancestors = vec![0u64; n * words];
-        for i in 0..n {
-            ancestors[i * words + i / 64] |= 1 << (i % 64);
-            for p in &self.preds[i] {
-                let (lo, hi) = ancestors.split_at_mut(i * words);
-                let src = &lo[p.0 * words..p.0 * words + words];
-                for (d, s) in hi[..words].iter_mut().zip(src) {
-                    *d |= *s;
-                }
-            }
+        let accessing = self.nodes.iter().filter(|n| !n.accesses().is_empty()).count();
+        if accessing < 2 {
+            return Ok(());
         }
-        let ordered = |a: usize, b: usize| {
-            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-            ancestors[hi * words + lo / 64] & (1 << (lo % 64)) != 0
-        };
-        for j in 0..n {
-            let second = self.nodes[j].accesses();
-            if second.is_empty() {
-                continue;
-            }
-            for i in 0..j {
-                let first = self.nodes[i].accesses();
-                if first.is_empty() || ordered(i, j) {
+        let ancestors = Ancestors::new(&self.preds);
+        // Per allocation and access kind: the accesses (node, index) a later access must still
+        // be compared with.
+        let mut open: HashMap<AllocationKey, [Vec<(usize, usize)>; 3]> = HashMap::new();
+        for (j, node) in self.nodes.iter().enumerate() {
+            let second = node.accesses();
+            for b in second {
+                let Some(earlier) = open.get(&b.allocation) else {
                     continue;
+                };
+                // Readers never conflict with readers, nor atomic updates with atomic updates.
+                let races = KINDS
+                    .iter()
+                    .filter(|&&kind| kind == AccessKind::Write || kind != b.kind)
+                    .flat_map(|&kind| &earlier[kind_index(kind)])
+                    .any(|&(i, k)| self.nodes[i].accesses()[k].conflicts_with(b) && !ancestors.ordered(i, j));
+                if let Some(race) = races.then(|| self.race_report(j, &ancestors)).flatten() {
+                    return Err(race);
                 }
-                for a in first {
-                    if let Some(b) = second.iter().find(|b| a.conflicts_with(b)) {
-                        return Err(GraphError::UnorderedRace(Box::new(UnorderedRace {
-                            first: self.nodes[i].label().to_owned(),
-                            first_access: noun(a.kind),
-                            first_view: a.view.to_string(),
-                            second: self.nodes[j].label().to_owned(),
-                            second_access: noun(b.kind),
-                            second_view: b.view.to_string(),
-                        })));
+            }
+            for (k, b) in second.iter().enumerate() {
+                let lists = open.entry(b.allocation).or_default();
+                if b.kind == AccessKind::Write {
+                    for list in lists.iter_mut() {
+                        list.retain(|&(i, m)| self.nodes[i].accesses()[m].footprint != b.footprint);
                     }
                 }
+                lists[kind_index(b.kind)].push((j, k));
             }
         }
         Ok(())
+    }
+
+    /// The race of node `j` with its first unordered, conflicting predecessor in id order
+    /// (`check_races` found one).
+    #[cold]
+    fn race_report(&self, j: usize, ancestors: &Ancestors) -> Option<GraphError> {
+        let second = self.nodes[j].accesses();
+        for i in 0..j {
+            if ancestors.ordered(i, j) {
+                continue;
+            }
+            for a in self.nodes[i].accesses() {
+                if let Some(b) = second.iter().find(|b| a.conflicts_with(b)) {
+                    return Some(GraphError::UnorderedRace(Box::new(UnorderedRace {
+                        first: self.nodes[i].label().to_owned(),
+                        first_access: noun(a.kind),
+                        first_view: a.view.to_string(),
+                        second: self.nodes[j].label().to_owned(),
+                        second_access: noun(b.kind),
+                        second_view: b.view.to_string(),
+                    })));
+                }
+            }
+        }
+        None
     }
 
     /// The graph in Graphviz DOT: one vertex per node labelled with its label, pattern and
@@ -250,8 +351,8 @@ impl<S: ExecutionSpace> Graph<S> {
             // Writing to a String cannot fail.
             let _ = writeln!(out, "  n{i} [label=\"{label}\"{shape}];");
         }
-        for (i, preds) in self.preds.iter().enumerate() {
-            for p in preds {
+        for i in 0..self.preds.len() {
+            for p in self.preds.of(i) {
                 let _ = writeln!(out, "  n{} -> n{i};", p.0);
             }
         }

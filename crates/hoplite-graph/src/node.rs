@@ -115,7 +115,7 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
 
 /// A node without work: the root, or a `when_all` join.
 pub(crate) struct EmptyNode {
-    pub(crate) label: String,
+    pub(crate) label: Arc<str>,
     pub(crate) kind: NodeKind,
 }
 
@@ -143,19 +143,19 @@ impl<S: ExecutionSpace> NodeKernel<S> for EmptyNode {
 /// A host function node: the views and intents of its handles, and the function that gets
 /// their guards.
 pub(crate) struct HostNode<A: HostArgs, F> {
-    pub(crate) label: String,
+    pub(crate) label: Arc<str>,
     pub(crate) views: A::Views,
     pub(crate) accesses: Vec<Access>,
     pub(crate) f: F,
 }
 
 impl<A: HostArgs, F> HostNode<A, F> {
-    pub(crate) fn new(label: &str, args: A, f: F) -> Self {
+    pub(crate) fn new(label: Arc<str>, args: A, f: F) -> Self {
         let views = args.detach();
         let mut accesses = Vec::new();
         A::record(&views, &mut accesses);
         HostNode {
-            label: label.to_owned(),
+            label,
             views,
             accesses,
             f,
@@ -208,7 +208,8 @@ fn bounds_len(bounds: &IndexBounds) -> usize {
 /// A kernel launch recorded in a graph: validated policy, views of the handles, kernel,
 /// pattern.
 pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
-    pub(crate) label: String,
+    /// Shared with the graph's other nodes of the same label (see `State::label`).
+    pub(crate) label: Arc<str>,
     pub(crate) policy: ValidatedPolicy<L::Policy>,
     pub(crate) views: <L::Args as GraphArgs>::Views,
     pub(crate) accesses: Vec<Access>,
@@ -218,7 +219,7 @@ pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
 
 impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
     pub(crate) fn new(
-        label: &str,
+        label: Arc<str>,
         policy: ValidatedPolicy<L::Policy>,
         args: L::Args,
         kernel: F,
@@ -230,7 +231,7 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
         <L::Args as GraphArgs>::record(&views, &mut accesses);
         accesses.extend(extra);
         LaunchNode {
-            label: label.to_owned(),
+            label,
             policy,
             views,
             accesses,
