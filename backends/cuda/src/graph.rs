@@ -30,8 +30,8 @@ use crate::geometry::{
     DeviceLimits, KernelResources, LaunchGeometry, fits, mdrange_geometry, range_geometry,
 };
 use crate::launch::{
-    DeviceArg, Loaded, TeamLaunch, check_args, checked_mdrange, checked_range, kernel_args, load,
-    team_writer_ends,
+    DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange, checked_range, kernel_args,
+    load, team_writer_ends,
 };
 use crate::params::{IterationArgs, ParamBuffer, pack_for, pack_reduce, pack_scan};
 use crate::reduce::{
@@ -49,6 +49,8 @@ struct KernelNode {
     load: fn(&driver::Device) -> Result<Arc<Loaded>, CudaError>,
     geometry: Geometry,
     params: ParamBuffer,
+    /// Each argument's device (`None` for a scalar), checked against the graph's device.
+    devices: Vec<Option<usize>>,
     /// The views the kernel reads and writes, alive as long as the graph.
     _keep: Vec<Arc<dyn Any + Send + Sync>>,
 }
@@ -354,6 +356,7 @@ impl CudaGraph {
             load: load::<K>,
             geometry,
             params,
+            devices: args.iter().map(|a| a.device).collect(),
             _keep: args.iter().filter_map(DeviceArg::keep).collect(),
         };
         self.push(Work::Kernel(node), after)
@@ -646,6 +649,7 @@ impl CudaGraph {
                 load: load::<K>,
                 geometry,
                 params,
+                devices: args.iter().map(|a| a.device).collect(),
                 _keep: args.iter().filter_map(DeviceArg::keep).collect(),
             },
             value_size: value_layout(<R::Value as DeviceReduceValue>::PATTERN).map_or(0, |l| l.size),
@@ -720,6 +724,7 @@ impl CudaGraph {
                 load: load::<K>,
                 geometry,
                 params,
+                devices: args.iter().map(|a| a.device).collect(),
                 _keep: args.iter().filter_map(DeviceArg::keep).collect(),
             },
             value_size: value_layout(T::PATTERN).map_or(0, |l| l.size),
@@ -774,6 +779,7 @@ impl CudaGraph {
             };
             match &mut node.work {
                 Work::Kernel(k) => {
+                    check_devices(k.name, device.ordinal, k.devices.iter().copied())?;
                     let loaded = (k.load)(&device)?;
                     let Some(g) = (k.geometry)(&device.limits, &loaded.resources)? else {
                         add_empty(&mut handle)?; // an empty iteration space
@@ -807,7 +813,8 @@ impl CudaGraph {
                     // parameters `pack_for` packed against `K::params()` (checked when the
                     // node was added, with its writers containing the iteration space);
                     // `pointers` point into `k.params`, which the driver copies here; the
-                    // views the addresses belong to live as long as the graph; the geometry
+                    // views the addresses belong to are this device's memory (checked above)
+                    // and live as long as the graph; the geometry
                     // fits the device.
                     check("cuGraphAddKernelNode_v2", unsafe {
                         sys::cuGraphAddKernelNode_v2(&mut handle, graph, deps.as_ptr(), deps.len(), &params)
@@ -998,6 +1005,7 @@ fn add_reduction(
     deps: &[sys::CUgraphNode],
     errors: &Arc<Mutex<Option<hoplite_core::Error>>>,
 ) -> Result<sys::CUgraphNode, CudaError> {
+    check_devices(r.kernel.name, device.ordinal, r.kernel.devices.iter().copied())?;
     let loaded = (r.kernel.load)(device)?;
     let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
     let mut last: Vec<sys::CUgraphNode> = deps.to_vec();
@@ -1070,7 +1078,8 @@ fn add_reduction(
         // exactly the parameters `pack_reduce` packed against `K::params()` and the reducer's
         // pattern, with the partials pointer now a live allocation of one partial per
         // launched thread of `g`; `pointers` point into the params, which the driver copies;
-        // the views live as long as the graph; the geometry fits the device.
+        // the views are this device's memory (checked above) and live as long as the graph;
+        // the geometry fits the device.
         check("cuGraphAddKernelNode_v2", unsafe {
             sys::cuGraphAddKernelNode_v2(&mut kernel, graph, deps.as_ptr(), deps.len(), &params)
         })?;
