@@ -334,6 +334,8 @@ fn views_on_a_chosen_gpu() {
     match Cuda::new() {
         Err(e) => {
             println!("skipped the GPU part: {e}");
+            assert!(is_absence(&cuda.device().expect_err("no device")));
+            assert!(is_absence(&cuda.memory_space().expect_err("no device")));
             // The launch with a view of device 1 reaches the device check and stops at the
             // absence of a device.
             let err = cuda
@@ -389,6 +391,7 @@ fn views_on_a_chosen_gpu() {
                 .expect_err("device 1's view on device 0");
             assert!(matches!(err, CudaError::WrongDevice { .. }), "{err}");
             let cuda1 = Cuda::on_device(1).expect("device 1");
+            assert_eq!(cuda1.memory_space().expect("device 1"), CudaSpace::on_device(1));
             cuda1
                 .launch_range::<scale>(0..n, &args)
                 .expect("launch on device 1");
