@@ -78,8 +78,11 @@ macro_rules! cuda_space {
         // never dereferences because these spaces are not `HostAccessibleSpace`), and are
         // not reused until `deallocate`; zeroed ones are cleared before they are returned
         // (pinned memory on the host; device and managed memory by a memset on the legacy
-        // default stream, which every later copy and every launch on a `Cuda` stream, all
-        // blocking streams, is ordered after); the records are one static.
+        // default stream of the space's device, which every later copy and every launch on a
+        // `Cuda` stream of that device, all blocking streams, is ordered after, and launches
+        // and stream copies take a view only on its own device's streams); the allocation,
+        // the memset and the free run in the space's device's context; the records are one
+        // static.
         unsafe impl MemorySpace for $name {
             const ALIGNMENT: usize = ALIGN;
 
