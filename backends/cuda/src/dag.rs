@@ -34,6 +34,7 @@ use cudarc::driver::sys;
 use hoplite_dag::DagError;
 use hoplite_dag::device::{Device, Event, HostEvent, HostStream, Stream, Work};
 
+pub use crate::dag_views::{DetachedViews, DeviceViews, device_task};
 use crate::driver::{self, check};
 use crate::{Cuda, CudaError};
 

@@ -376,9 +376,10 @@ pub(crate) enum MemoryKind {
     HostPinned,
 }
 
-/// Allocates `bytes` (non-zero) of `kind` on device 0's context.
-pub(crate) fn allocate(kind: MemoryKind, bytes: usize) -> Result<*mut u8, CudaError> {
-    let device = Device::get(0)?;
+/// Allocates `bytes` (non-zero) of `kind` on device `ordinal`'s primary context; page-locked
+/// host memory is allocated portable, so every device's context sees it page-locked.
+pub(crate) fn allocate(kind: MemoryKind, ordinal: usize, bytes: usize) -> Result<*mut u8, CudaError> {
+    let device = Device::get(ordinal)?;
     device.bind()?;
     match kind {
         MemoryKind::Device => {
@@ -398,9 +399,10 @@ pub(crate) fn allocate(kind: MemoryKind, bytes: usize) -> Result<*mut u8, CudaEr
         }
         MemoryKind::HostPinned => {
             let mut p: *mut c_void = std::ptr::null_mut();
-            // SAFETY: bound context; live out pointer.
-            check("cuMemAllocHost_v2", unsafe {
-                sys::cuMemAllocHost_v2(&mut p, bytes)
+            // SAFETY: bound context; live out pointer; CU_MEMHOSTALLOC_PORTABLE makes the
+            // memory page-locked for every context, not only the allocating one.
+            check("cuMemHostAlloc", unsafe {
+                sys::cuMemHostAlloc(&mut p, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)
             })?;
             Ok(p.cast())
         }
@@ -408,8 +410,9 @@ pub(crate) fn allocate(kind: MemoryKind, bytes: usize) -> Result<*mut u8, CudaEr
 }
 
 /// Sets `bytes` bytes at `ptr` (from [`allocate`] with `Device` or `Managed`) to zero.
-pub(crate) fn zero(ptr: *mut u8, bytes: usize) -> Result<(), CudaError> {
-    Device::get(0)?.bind()?;
+/// The memset runs in device `ordinal`'s context, the allocation's.
+pub(crate) fn zero(ordinal: usize, ptr: *mut u8, bytes: usize) -> Result<(), CudaError> {
+    Device::get(ordinal)?.bind()?;
     // SAFETY: `ptr` is a device address from `allocate` valid for `bytes` bytes (the caller's
     // promise, kept by the memory spaces, which pass their own fresh allocations).
     check("cuMemsetD8_v2", unsafe {
@@ -421,9 +424,9 @@ pub(crate) fn zero(ptr: *mut u8, bytes: usize) -> Result<(), CudaError> {
 ///
 /// # Safety
 ///
-/// `ptr` came from `allocate(kind, _)` and is not used afterwards.
-pub(crate) unsafe fn free(kind: MemoryKind, ptr: *mut u8) {
-    let Ok(device) = Device::get(0) else { return };
+/// `ptr` came from `allocate(kind, ordinal, _)` and is not used afterwards.
+pub(crate) unsafe fn free(kind: MemoryKind, ordinal: usize, ptr: *mut u8) {
+    let Ok(device) = Device::get(ordinal) else { return };
     if device.bind().is_err() {
         return;
     }
@@ -441,9 +444,9 @@ pub(crate) unsafe fn free(kind: MemoryKind, ptr: *mut u8) {
 /// # Safety
 ///
 /// `dst` is a device (or managed) allocation with at least `src.len()` bytes from `dst` on,
-/// and no kernel uses those bytes during the copy.
-pub(crate) unsafe fn copy_to_device(dst: *mut u8, src: &[u8]) -> Result<(), CudaError> {
-    Device::get(0)?.bind()?;
+/// of device `ordinal`, and no kernel uses those bytes during the copy.
+pub(crate) unsafe fn copy_to_device(ordinal: usize, dst: *mut u8, src: &[u8]) -> Result<(), CudaError> {
+    Device::get(ordinal)?.bind()?;
     // SAFETY: `src` is valid for its length; `dst` by the caller's promise. The copy is
     // synchronous, so `src` outlives it.
     check("cuMemcpyHtoD_v2", unsafe {
@@ -456,9 +459,9 @@ pub(crate) unsafe fn copy_to_device(dst: *mut u8, src: &[u8]) -> Result<(), Cuda
 /// # Safety
 ///
 /// `src` is a device (or managed) allocation with at least `dst.len()` bytes from `src` on,
-/// and no kernel writes those bytes during the copy.
-pub(crate) unsafe fn copy_to_host(dst: &mut [u8], src: *const u8) -> Result<(), CudaError> {
-    Device::get(0)?.bind()?;
+/// of device `ordinal`, and no kernel writes those bytes during the copy.
+pub(crate) unsafe fn copy_to_host(ordinal: usize, dst: &mut [u8], src: *const u8) -> Result<(), CudaError> {
+    Device::get(ordinal)?.bind()?;
     // SAFETY: `dst` is valid for writes of its length; `src` by the caller's promise. The
     // copy is synchronous.
     check("cuMemcpyDtoH_v2", unsafe {

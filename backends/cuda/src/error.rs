@@ -106,6 +106,19 @@ pub enum CudaError {
         /// What was expected there.
         reason: String,
     },
+    /// A view of one GPU given to a launch or a copy on a stream of another. Launches and
+    /// copies never use peer access, so a kernel only ever touches memory of its own device.
+    #[error(
+        "{what} is a view of CUDA device {view_device}, but the instance is a stream of device {instance_device}; use an instance of device {view_device} (`Cuda::on_device({view_device})`), or copy the data to device {instance_device} first (launches and copies do not use peer access)"
+    )]
+    WrongDevice {
+        /// The argument or view, named for the message.
+        what: String,
+        /// The device the view's memory belongs to.
+        view_device: usize,
+        /// The device of the instance's stream.
+        instance_device: usize,
+    },
     /// A host transfer whose sizes do not match.
     #[error("copy of `{label}`: {reason}")]
     Transfer {

@@ -30,8 +30,8 @@ use crate::geometry::{
     DeviceLimits, KernelResources, LaunchGeometry, fits, mdrange_geometry, range_geometry,
 };
 use crate::launch::{
-    DeviceArg, Loaded, TeamLaunch, check_args, checked_mdrange, checked_range, kernel_args, load,
-    team_writer_ends,
+    DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange, checked_range, kernel_args,
+    load, team_writer_ends,
 };
 use crate::params::{IterationArgs, ParamBuffer, pack_for, pack_reduce, pack_scan};
 use crate::reduce::{
@@ -49,6 +49,8 @@ struct KernelNode {
     load: fn(&driver::Device) -> Result<Arc<Loaded>, CudaError>,
     geometry: Geometry,
     params: ParamBuffer,
+    /// Each argument's device (`None` for a scalar), checked against the graph's device.
+    devices: Vec<Option<usize>>,
     /// The views the kernel reads and writes, alive as long as the graph.
     _keep: Vec<Arc<dyn Any + Send + Sync>>,
 }
@@ -354,6 +356,7 @@ impl CudaGraph {
             load: load::<K>,
             geometry,
             params,
+            devices: args.iter().map(|a| a.device).collect(),
             _keep: args.iter().filter_map(DeviceArg::keep).collect(),
         };
         self.push(Work::Kernel(node), after)
@@ -488,14 +491,156 @@ impl CudaGraph {
         R::Value: DeviceReduceValue,
     {
         let (begin, end) = checked_range::<K>(range)?;
-        let params = pack_reduce::<K, R::Value>(
-            &IterationArgs::Range { begin, end },
-            &kernel_args(args),
-            &reducer.init(),
-        )?;
-        check_args(K::NAME, &[end], args)?;
-        let geometry: Geometry = Box::new(move |limits, _| {
-            Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
+        self.reduce_node::<K, R>(
+            IterationArgs::Range { begin, end },
+            &[end],
+            args,
+            reducer,
+            Box::new(move |limits, _| Ok(range_geometry(limits, end - begin))),
+            after,
+        )
+    }
+
+    /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over an MDRange of rank `N`)
+    /// over `begins..ends` with `reducer`, after the nodes `after`, as
+    /// [`reduce_range`](Self::reduce_range) adds one: the kernel node with the eager
+    /// [`Cuda::reduce_mdrange`]'s geometry cut to the resident threads, the copy of the
+    /// partials and the host join in thread order.
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, kernel};
+    /// use hoplite_core::{LayoutLeft, Sum, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    /// use hoplite_cuda::graph::CudaGraph;
+    ///
+    /// #[kernel]
+    /// fn total2(i: MdIdx<'_, 2>, x: BoundReader<'_, f64, 2>, acc: &mut f64) {
+    ///     *acc += x.get(i);
+    /// }
+    ///
+    /// let x: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
+    /// let mut graph = CudaGraph::new(&Cuda::default());
+    /// // A range kernel's MDRange is refused at once, as the eager reduction refuses it.
+    /// assert!(graph.reduce_mdrange::<total2, _, 1>([0], [0], &[DeviceArg::read(&x)], Sum::<f64>::new(), &[]).is_err());
+    /// let (_node, sum) =
+    ///     graph.reduce_mdrange::<total2, _, 2>([0, 0], [0, 0], &[DeviceArg::read(&x)], Sum::<f64>::new(), &[])?;
+    /// match graph.run() {
+    ///     Ok(()) => assert_eq!(sum.value(), Some(0.0)),
+    ///     Err(e) => println!("{e}"), // no device here
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cuda::reduce_mdrange`]'s checks; [`CudaError::InvalidGraph`] for a
+    /// predecessor that is not an earlier node, or a graph already instantiated.
+    pub fn reduce_mdrange<K: DeviceKernel, R, const N: usize>(
+        &mut self,
+        begins: [usize; N],
+        ends: [usize; N],
+        args: &[DeviceArg],
+        reducer: R,
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
+    where
+        R: Reducer + Send + Sync + 'static,
+        R::Value: DeviceReduceValue,
+    {
+        let (iteration, ends, lengths) = checked_mdrange::<K, N>(begins, ends)?;
+        self.reduce_node::<K, R>(
+            iteration,
+            &ends,
+            args,
+            reducer,
+            Box::new(move |limits, _| Ok(mdrange_geometry(limits, &lengths))),
+            after,
+        )
+    }
+
+    /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`) over the
+    /// league of `policy` (its team size and scratch included) with `reducer`, after the nodes
+    /// `after`, as [`reduce_range`](Self::reduce_range) adds one; every thread of every team
+    /// contributes its partial, as in [`Cuda::reduce_team`]. Writers as in
+    /// [`Cuda::launch_team`].
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, kernel};
+    /// use hoplite_core::{LayoutLeft, Sum, TeamPolicy, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    /// use hoplite_cuda::graph::CudaGraph;
+    ///
+    /// #[kernel]
+    /// fn row_sums(m: &impl TeamMember, x: BoundReader<'_, f64, 2>, cols: usize, acc: &mut f64) {
+    ///     let row = m.league_rank();
+    ///     let mut k = m.team_rank();
+    ///     while k < cols {
+    ///         *acc += x.get([row, k]);
+    ///         k += m.team_size();
+    ///     }
+    /// }
+    ///
+    /// let cuda = Cuda::default();
+    /// let x: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
+    /// let mut graph = CudaGraph::new(&cuda);
+    /// let policy = TeamPolicy::new(cuda.clone(), 0, 32);
+    /// // The reducer must be the kernel's accumulator: refused at once.
+    /// assert!(graph.reduce_team::<row_sums, _>(&policy, &[DeviceArg::read(&x), DeviceArg::scalar(0usize)], Sum::<f32>::new(), &[]).is_err());
+    /// let (_node, sum) =
+    ///     graph.reduce_team::<row_sums, _>(&policy, &[DeviceArg::read(&x), DeviceArg::scalar(0usize)], Sum::<f64>::new(), &[])?;
+    /// if graph.run().is_ok() {
+    ///     assert_eq!(sum.value(), Some(0.0));
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cuda::reduce_team`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
+    /// that is not an earlier node, or a graph already instantiated.
+    pub fn reduce_team<K: DeviceKernel, R>(
+        &mut self,
+        policy: &TeamPolicy<Cuda>,
+        args: &[DeviceArg],
+        reducer: R,
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
+    where
+        R: Reducer + Send + Sync + 'static,
+        R::Value: DeviceReduceValue,
+    {
+        let team = TeamLaunch::of::<K>(policy)?;
+        self.reduce_node::<K, R>(
+            team.iteration(),
+            &team_writer_ends(args, team.league),
+            args,
+            reducer,
+            Box::new(move |limits, resources| team.plan(limits, resources)),
+            after,
+        )
+    }
+
+    /// A reduction node of any iteration: packs and checks as the eager reduction does, cuts
+    /// `geometry` to the resident threads (one partial each), and adds the node.
+    fn reduce_node<K: DeviceKernel, R>(
+        &mut self,
+        iteration: IterationArgs,
+        ends: &[u64],
+        args: &[DeviceArg],
+        reducer: R,
+        geometry: Geometry,
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
+    where
+        R: Reducer + Send + Sync + 'static,
+        R::Value: DeviceReduceValue,
+    {
+        let params = pack_reduce::<K, R::Value>(&iteration, &kernel_args(args), &reducer.init())?;
+        check_args(K::NAME, ends, args)?;
+        let geometry: Geometry = Box::new(move |limits, resources| {
+            Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
         });
         let result = Arc::new(Mutex::new(None));
         let node = ReduceNode {
@@ -504,6 +649,7 @@ impl CudaGraph {
                 load: load::<K>,
                 geometry,
                 params,
+                devices: args.iter().map(|a| a.device).collect(),
                 _keep: args.iter().filter_map(DeviceArg::keep).collect(),
             },
             value_size: value_layout(<R::Value as DeviceReduceValue>::PATTERN).map_or(0, |l| l.size),
@@ -578,6 +724,7 @@ impl CudaGraph {
                 load: load::<K>,
                 geometry,
                 params,
+                devices: args.iter().map(|a| a.device).collect(),
                 _keep: args.iter().filter_map(DeviceArg::keep).collect(),
             },
             value_size: value_layout(T::PATTERN).map_or(0, |l| l.size),
@@ -632,6 +779,7 @@ impl CudaGraph {
             };
             match &mut node.work {
                 Work::Kernel(k) => {
+                    check_devices(k.name, device.ordinal, k.devices.iter().copied())?;
                     let loaded = (k.load)(&device)?;
                     let Some(g) = (k.geometry)(&device.limits, &loaded.resources)? else {
                         add_empty(&mut handle)?; // an empty iteration space
@@ -665,7 +813,8 @@ impl CudaGraph {
                     // parameters `pack_for` packed against `K::params()` (checked when the
                     // node was added, with its writers containing the iteration space);
                     // `pointers` point into `k.params`, which the driver copies here; the
-                    // views the addresses belong to live as long as the graph; the geometry
+                    // views the addresses belong to are this device's memory (checked above)
+                    // and live as long as the graph; the geometry
                     // fits the device.
                     check("cuGraphAddKernelNode_v2", unsafe {
                         sys::cuGraphAddKernelNode_v2(&mut handle, graph, deps.as_ptr(), deps.len(), &params)
@@ -856,6 +1005,7 @@ fn add_reduction(
     deps: &[sys::CUgraphNode],
     errors: &Arc<Mutex<Option<hoplite_core::Error>>>,
 ) -> Result<sys::CUgraphNode, CudaError> {
+    check_devices(r.kernel.name, device.ordinal, r.kernel.devices.iter().copied())?;
     let loaded = (r.kernel.load)(device)?;
     let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
     let mut last: Vec<sys::CUgraphNode> = deps.to_vec();
@@ -928,7 +1078,8 @@ fn add_reduction(
         // exactly the parameters `pack_reduce` packed against `K::params()` and the reducer's
         // pattern, with the partials pointer now a live allocation of one partial per
         // launched thread of `g`; `pointers` point into the params, which the driver copies;
-        // the views live as long as the graph; the geometry fits the device.
+        // the views are this device's memory (checked above) and live as long as the graph;
+        // the geometry fits the device.
         check("cuGraphAddKernelNode_v2", unsafe {
             sys::cuGraphAddKernelNode_v2(&mut kernel, graph, deps.as_ptr(), deps.len(), &params)
         })?;

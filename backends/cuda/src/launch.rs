@@ -72,6 +72,8 @@ pub struct DeviceArg {
     pub(crate) writer_extents: Option<Vec<u64>>,
     /// The bytes the handle covers, to refuse a writer that overlaps another handle.
     pub(crate) bytes: Option<(u64, u64)>,
+    /// For a view: the GPU whose memory it is.
+    pub(crate) device: Option<usize>,
     keep: Option<Arc<dyn Any + Send + Sync>>,
 }
 
@@ -111,6 +113,7 @@ impl DeviceArg {
             }),
             writer_extents: writer.then_some(extents),
             bytes: Some((ptr, ptr + span)),
+            device: Some(view.space().device_ordinal()),
             keep: Some(Arc::new(view.clone())),
         }
     }
@@ -157,6 +160,7 @@ impl DeviceArg {
             arg: KernelArg::Scalar(value.into()),
             writer_extents: None,
             bytes: None,
+            device: None,
             keep: None,
         }
     }
@@ -240,6 +244,28 @@ pub(crate) fn load_source(
         .get_or_insert_with(HashMap::new)
         .insert(key, loaded.clone());
     Ok(loaded)
+}
+
+/// Refuses a view of another GPU than `instance_device` (argument `k`'s device is the `k`-th
+/// item, `None` for a scalar): launches use no peer access, so a kernel only ever touches
+/// memory of its own device.
+pub(crate) fn check_devices(
+    kernel: &'static str,
+    instance_device: usize,
+    devices: impl IntoIterator<Item = Option<usize>>,
+) -> Result<(), CudaError> {
+    for (k, device) in devices.into_iter().enumerate() {
+        if let Some(view_device) = device
+            && view_device != instance_device
+        {
+            return Err(CudaError::WrongDevice {
+                what: format!("argument {k} of kernel `{kernel}`"),
+                view_device,
+                instance_device,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Checks the handles against the iteration space: writers contain it and overlap no other
@@ -409,15 +435,7 @@ impl Cuda {
     ) -> Result<Option<Plan<'_>>, CudaError> {
         let stream = self.stream()?;
         let device = &stream.device;
-        if device.ordinal != 0 && args.iter().any(|a| a.bytes.is_some()) {
-            return Err(CudaError::InvalidLaunch {
-                kernel: K::NAME,
-                reason: format!(
-                    "views are allocated on device 0, but this instance is a stream of device {}; launch on a device-0 instance",
-                    device.ordinal
-                ),
-            });
-        }
+        check_devices(K::NAME, device.ordinal, args.iter().map(|a| a.device))?;
         let empty = match iteration {
             IterationArgs::Range { begin, end } => begin == end,
             IterationArgs::MdRange { begins, ends } => begins.iter().zip(ends).any(|(b, e)| b == e),
@@ -836,5 +854,50 @@ impl Plan<'_> {
                 std::ptr::null_mut(),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hoplite_core::{LayoutLeft, View};
+
+    use super::*;
+    use crate::{CudaSpace, CudaUVMSpace};
+
+    #[test]
+    fn views_carry_their_device_and_another_devices_are_refused() {
+        // Zero-length views allocate nothing, so they exist without a driver.
+        let on_1: View<f64, 1, LayoutLeft, CudaSpace> =
+            View::without_initializing_in(CudaSpace::on_device(1), "x", [0]).expect("no memory needed");
+        let managed_on_1: View<f32, 2, LayoutLeft, CudaUVMSpace> =
+            View::without_initializing_in(CudaUVMSpace::on_device(1), "m", [0, 0]).expect("no memory needed");
+        let on_0: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+        let args = [
+            DeviceArg::read(&on_1),
+            DeviceArg::scalar(2.0),
+            DeviceArg::write(&managed_on_1),
+        ];
+        assert_eq!(
+            args.iter().map(|a| a.device).collect::<Vec<_>>(),
+            [Some(1), None, Some(1)]
+        );
+        assert!(check_devices("k", 1, args.iter().map(|a| a.device)).is_ok());
+        let e =
+            check_devices("k", 0, args.iter().map(|a| a.device)).expect_err("device 1's views on device 0");
+        assert!(
+            matches!(
+                &e,
+                CudaError::WrongDevice { what, view_device: 1, instance_device: 0 } if what.contains("argument 0")
+            ),
+            "{e}"
+        );
+        let mixed = [DeviceArg::read(&on_1), DeviceArg::write(&on_0)];
+        let e =
+            check_devices("k", 1, mixed.iter().map(|a| a.device)).expect_err("a device-0 view on device 1");
+        assert!(
+            matches!(&e, CudaError::WrongDevice { what, view_device: 0, instance_device: 1 } if what.contains("argument 1")),
+            "{e}"
+        );
+        assert!(e.to_string().contains("Cuda::on_device(0)"), "{e}");
     }
 }

@@ -24,6 +24,7 @@
 
 pub mod bandwidth;
 pub mod dag;
+mod dag_views;
 mod driver;
 mod error;
 pub mod geometry;

@@ -28,6 +28,7 @@ fn dangling() -> NonNull<u8> {
 fn allocate_kind(
     space: &'static str,
     kind: MemoryKind,
+    ordinal: usize,
     label: &str,
     bytes: usize,
     zeroed: bool,
@@ -41,10 +42,10 @@ fn allocate_kind(
         space,
         reason,
     };
-    let ptr = driver::allocate(kind, bytes).map_err(|e| fail(e.to_string()))?;
+    let ptr = driver::allocate(kind, ordinal, bytes).map_err(|e| fail(e.to_string()))?;
     let Some(ptr) = NonNull::new(ptr).filter(|p| (p.as_ptr() as usize).is_multiple_of(ALIGN)) else {
-        // SAFETY: `ptr` came from `allocate(kind, _)` just above and is not used again.
-        unsafe { driver::free(kind, ptr) };
+        // SAFETY: `ptr` came from `allocate(kind, ordinal, _)` just above and is not used again.
+        unsafe { driver::free(kind, ordinal, ptr) };
         return Err(fail(format!(
             "the driver returned memory not aligned to {ALIGN} bytes"
         )));
@@ -57,11 +58,11 @@ fn allocate_kind(
                 unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, bytes) };
                 Ok(())
             }
-            MemoryKind::Device | MemoryKind::Managed => driver::zero(ptr.as_ptr(), bytes),
+            MemoryKind::Device | MemoryKind::Managed => driver::zero(ordinal, ptr.as_ptr(), bytes),
         };
         if let Err(e) = cleared {
             // SAFETY: as above: just allocated, not used again.
-            unsafe { driver::free(kind, ptr.as_ptr()) };
+            unsafe { driver::free(kind, ordinal, ptr.as_ptr()) };
             return Err(fail(e.to_string()));
         }
     }
@@ -69,11 +70,7 @@ fn allocate_kind(
 }
 
 macro_rules! cuda_space {
-    ($(#[$doc:meta])* $name:ident, $kind:expr, $label:literal) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
-        pub struct $name;
-
+    ($name:ident, $kind:expr, $label:literal) => {
         // SAFETY: allocations come from the driver's allocator of this kind with the size
         // asked for, checked to be `ALIGNMENT`-aligned, or are an aligned dangling pointer
         // for zero bytes; they are valid for reads and writes of `bytes` bytes where this
@@ -81,8 +78,11 @@ macro_rules! cuda_space {
         // never dereferences because these spaces are not `HostAccessibleSpace`), and are
         // not reused until `deallocate`; zeroed ones are cleared before they are returned
         // (pinned memory on the host; device and managed memory by a memset on the legacy
-        // default stream, which every later copy and every launch on a `Cuda` stream, all
-        // blocking streams, is ordered after); the records are one static.
+        // default stream of the space's device, which every later copy and every launch on a
+        // `Cuda` stream of that device, all blocking streams, is ordered after, and launches
+        // and stream copies take a view only on its own device's streams); the allocation,
+        // the memset and the free run in the space's device's context; the records are one
+        // static.
         unsafe impl MemorySpace for $name {
             const ALIGNMENT: usize = ALIGN;
 
@@ -91,11 +91,11 @@ macro_rules! cuda_space {
             }
 
             fn allocate(&self, label: &str, bytes: usize) -> Result<NonNull<u8>> {
-                allocate_kind($label, $kind, label, bytes, false)
+                allocate_kind($label, $kind, self.ordinal(), label, bytes, false)
             }
 
             fn allocate_zeroed(&self, label: &str, bytes: usize) -> Result<NonNull<u8>> {
-                allocate_kind($label, $kind, label, bytes, true)
+                allocate_kind($label, $kind, self.ordinal(), label, bytes, true)
             }
 
             fn records(&self) -> &'static AllocationRecords {
@@ -103,14 +103,14 @@ macro_rules! cuda_space {
                 &RECORDS
             }
 
-
             unsafe fn deallocate(&self, ptr: NonNull<u8>, bytes: usize) {
                 if bytes == 0 {
                     return;
                 }
                 // SAFETY: the caller promises `ptr` came from `allocate` of this space (so
-                // from the driver with this kind) and is not used afterwards.
-                unsafe { driver::free($kind, ptr.as_ptr()) };
+                // from the driver with this kind, on this space's device) and is not used
+                // afterwards.
+                unsafe { driver::free($kind, self.ordinal(), ptr.as_ptr()) };
             }
         }
 
@@ -123,58 +123,111 @@ macro_rules! cuda_space {
     };
 }
 
-cuda_space!(
-    /// Device memory (`cuMemAlloc`): where `Cuda` kernels allocate by default. The host
-    /// cannot dereference it.
-    ///
-    /// ```
-    /// use hoplite_core::{LayoutLeft, View};
-    /// use hoplite_cuda::CudaSpace;
-    /// match View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [1000]) {
-    ///     Ok(x) => assert_eq!(x.len(), 1000),
-    ///     Err(e) => println!("{e}"), // no driver or no device here
-    /// }
-    /// ```
-    CudaSpace,
-    MemoryKind::Device,
-    "CudaSpace"
-);
+/// Device memory (`cuMemAlloc`) of one GPU: where `Cuda` kernels allocate by default.
+/// `CudaSpace::default()` is device 0's memory, [`CudaSpace::on_device`] another GPU's.
+/// The host cannot dereference it.
+///
+/// ```
+/// use hoplite_core::{LayoutLeft, View};
+/// use hoplite_cuda::CudaSpace;
+/// match View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [1000]) {
+///     Ok(x) => assert_eq!(x.len(), 1000),
+///     Err(e) => println!("{e}"), // no driver or no device here
+/// }
+/// ```
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct CudaSpace {
+    device: usize,
+}
 
-cuda_space!(
-    /// Managed memory (`cuMemAllocManaged`, attached globally): one address on host and
-    /// device, migrated on demand. Kernels use it like [`CudaSpace`]; the host reaches it
-    /// through [`copy_to_host`] and [`copy_to_device`] (not directly, see the module
-    /// documentation).
-    ///
-    /// ```
-    /// use hoplite_core::{LayoutLeft, View};
-    /// use hoplite_cuda::CudaUVMSpace;
-    /// if let Err(e) = View::<f32, 2, LayoutLeft, CudaUVMSpace>::without_initializing("m", [4, 4]) {
-    ///     println!("{e}");
-    /// }
-    /// ```
-    CudaUVMSpace,
-    MemoryKind::Managed,
-    "CudaUVMSpace"
-);
+/// Managed memory (`cuMemAllocManaged`, attached globally) allocated by one GPU's context:
+/// one address on host and device, migrated on demand. Kernels use it like [`CudaSpace`];
+/// the host reaches it through [`copy_to_host`] and [`copy_to_device`] (not directly, see the
+/// module documentation). Launches take it on the allocating device's instances only, as
+/// device memory.
+///
+/// ```
+/// use hoplite_core::{LayoutLeft, View};
+/// use hoplite_cuda::CudaUVMSpace;
+/// if let Err(e) = View::<f32, 2, LayoutLeft, CudaUVMSpace>::without_initializing("m", [4, 4]) {
+///     println!("{e}");
+/// }
+/// ```
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct CudaUVMSpace {
+    device: usize,
+}
 
-cuda_space!(
-    /// Page-locked host memory (`cuMemAllocHost`): host memory the device copies from and to
-    /// at full speed. Host accessible, so host guards and host kernels work on it.
-    ///
-    /// ```
-    /// use hoplite_core::View;
-    /// use hoplite_cuda::CudaHostPinnedSpace;
-    /// match View::<u32, 1, hoplite_core::LayoutRight, CudaHostPinnedSpace>::new("staging", [8]) {
-    ///     Ok(v) => assert_eq!(v.to_vec()?, [0; 8]),
-    ///     Err(e) => println!("{e}"),
-    /// }
-    /// # Ok::<(), hoplite_core::Error>(())
-    /// ```
-    CudaHostPinnedSpace,
-    MemoryKind::HostPinned,
-    "CudaHostPinnedSpace"
-);
+macro_rules! on_device {
+    ($name:ident, $what:literal) => {
+        impl $name {
+            #[doc = concat!("The ", $what, " of GPU `ordinal` (`", stringify!($name), "::default()` is device 0's).")]
+            /// Views allocated in it belong to that device: launches and stream copies take
+            /// them on instances of that device (`Cuda::on_device(ordinal)`) and refuse them on
+            /// another device's with [`CudaError::WrongDevice`](crate::CudaError::WrongDevice).
+            /// The ordinal is checked when memory is allocated: a device that does not exist
+            /// is the allocation's error.
+            ///
+            /// ```
+            /// use hoplite_core::{LayoutLeft, View};
+            #[doc = concat!("use hoplite_cuda::", stringify!($name), ";")]
+            #[doc = concat!("let space = ", stringify!($name), "::on_device(1);")]
+            /// assert_eq!(space.device(), 1);
+            /// match View::<f64, 1, LayoutLeft, _>::without_initializing_in(space, "x", [100]) {
+            ///     Ok(x) => assert_eq!(x.space().device(), 1),
+            ///     Err(e) => println!("{e}"), // no driver, or no second GPU here
+            /// }
+            /// ```
+            pub const fn on_device(ordinal: usize) -> $name {
+                $name { device: ordinal }
+            }
+
+            /// The ordinal of the GPU whose memory this is.
+            ///
+            /// ```
+            #[doc = concat!("assert_eq!(hoplite_cuda::", stringify!($name), "::default().device(), 0);")]
+            /// ```
+            pub const fn device(&self) -> usize {
+                self.device
+            }
+
+            const fn ordinal(&self) -> usize {
+                self.device
+            }
+        }
+    };
+}
+
+on_device!(CudaSpace, "device memory");
+on_device!(CudaUVMSpace, "managed memory");
+
+/// Page-locked host memory (`cuMemHostAlloc`, portable: page-locked for every GPU's context):
+/// host memory the devices copy from and to at full speed. Host accessible, so host guards
+/// and host kernels work on it.
+///
+/// ```
+/// use hoplite_core::View;
+/// use hoplite_cuda::CudaHostPinnedSpace;
+/// match View::<u32, 1, hoplite_core::LayoutRight, CudaHostPinnedSpace>::new("staging", [8]) {
+///     Ok(v) => assert_eq!(v.to_vec()?, [0; 8]),
+///     Err(e) => println!("{e}"),
+/// }
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq, Hash)]
+pub struct CudaHostPinnedSpace;
+
+impl CudaHostPinnedSpace {
+    /// The context pinned memory is allocated in: device 0's (portable, so every device's
+    /// context sees it page-locked).
+    const fn ordinal(&self) -> usize {
+        0
+    }
+}
+
+cuda_space!(CudaSpace, MemoryKind::Device, "CudaSpace");
+cuda_space!(CudaUVMSpace, MemoryKind::Managed, "CudaUVMSpace");
+cuda_space!(CudaHostPinnedSpace, MemoryKind::HostPinned, "CudaHostPinnedSpace");
 
 // SAFETY: host code cannot dereference device memory (not accessible, not assignable); the
 // copy goes through the driver.
@@ -223,16 +276,35 @@ unsafe impl HostAccessibleSpace for CudaHostPinnedSpace {}
 ///
 /// # Safety
 ///
-/// Launches pass the addresses of such views to device code. An implementation promises that
-/// every allocation of the space is device-addressable memory of device 0's context, and that
-/// host code never dereferences it (the space is not `HostAccessibleSpace`), so kernels are
-/// the only accessors while they run.
-pub unsafe trait DeviceAccessibleSpace: MemorySpace {}
+/// Launches pass the addresses of such views to device code of the device
+/// [`device_ordinal`](Self::device_ordinal) names, and copy them in that device's context. An
+/// implementation promises that every allocation of the space is device-addressable memory
+/// of that device's primary context, and that host code never dereferences it (the space is
+/// not `HostAccessibleSpace`), so kernels are the only accessors while they run.
+pub unsafe trait DeviceAccessibleSpace: MemorySpace {
+    /// The ordinal of the GPU whose context holds this space's allocations.
+    ///
+    /// ```
+    /// use hoplite_cuda::{CudaSpace, DeviceAccessibleSpace};
+    /// assert_eq!(CudaSpace::on_device(2).device_ordinal(), 2);
+    /// ```
+    fn device_ordinal(&self) -> usize;
+}
 
-// SAFETY: `cuMemAlloc` memory of device 0's primary context; not host accessible.
-unsafe impl DeviceAccessibleSpace for CudaSpace {}
-// SAFETY: `cuMemAllocManaged` memory, device-addressable; not host accessible here.
-unsafe impl DeviceAccessibleSpace for CudaUVMSpace {}
+// SAFETY: `cuMemAlloc` memory of the space's device's primary context (`allocate` binds it);
+// not host accessible.
+unsafe impl DeviceAccessibleSpace for CudaSpace {
+    fn device_ordinal(&self) -> usize {
+        self.device
+    }
+}
+// SAFETY: `cuMemAllocManaged` memory allocated in the space's device's primary context,
+// device-addressable; not host accessible here.
+unsafe impl DeviceAccessibleSpace for CudaUVMSpace {
+    fn device_ordinal(&self) -> usize {
+        self.device
+    }
+}
 
 use hoplite_core::{ArrayLayout, View, ViewValue};
 
@@ -290,9 +362,10 @@ pub fn copy_to_device<T: crate::DeviceScalar, const R: usize, L: ArrayLayout, S:
     // initialized values are exactly `bytes` initialized bytes.
     let src = unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), bytes) };
     // SAFETY: `dst` is a contiguous view of `bytes` bytes of device memory starting at its
-    // data pointer, alive while `dst` is borrowed; host code never touches it, and the
+    // data pointer, in the context of the device its space names (`DeviceAccessibleSpace`),
+    // alive while `dst` is borrowed; host code never touches it, and the
     // synchronous copy waits for queued kernels.
-    unsafe { driver::copy_to_device(dst.data().cast_mut().cast(), src) }
+    unsafe { driver::copy_to_device(dst.space().device_ordinal(), dst.data().cast_mut().cast(), src) }
 }
 
 /// Copies the device view `src` into `dst` (host data, in `src`'s memory order).
@@ -340,6 +413,6 @@ pub fn copy_to_host<T: crate::DeviceScalar, const R: usize, L: ArrayLayout, S: D
     // a valid `T`).
     let dst = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u8>(), bytes) };
     // SAFETY: `src` is a contiguous view of `bytes` bytes of device memory from its data
-    // pointer, alive while borrowed; the synchronous copy waits for queued kernels.
-    unsafe { driver::copy_to_host(dst, src.data().cast()) }
+    // pointer, in the context of the device its space names, alive while borrowed; the synchronous copy waits for queued kernels.
+    unsafe { driver::copy_to_host(src.space().device_ordinal(), dst, src.data().cast()) }
 }

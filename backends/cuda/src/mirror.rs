@@ -27,8 +27,9 @@ use crate::{Cuda, CudaError, CudaHostPinnedSpace, DeviceAccessibleSpace, DeviceS
 /// # Safety
 ///
 /// With `PAGE_LOCKED = true` an implementation promises that every allocation of the space is
-/// page-locked memory registered with the driver (`cuMemAllocHost` or `cuMemHostRegister`)
-/// for device 0's context and stays so until it is freed, so the device's copy engine may
+/// page-locked memory registered with the driver for every device's context
+/// (`cuMemHostAlloc` or `cuMemHostRegister` with the portable flag) and stays so until it is
+/// freed, so the device's copy engine may
 /// read or write it after the call that queued the copy has returned.
 pub unsafe trait HostTransferSpace: HostAccessibleSpace {
     /// Whether copies to and from the space can run asynchronously.
@@ -40,8 +41,9 @@ unsafe impl HostTransferSpace for HostSpace {
     const PAGE_LOCKED: bool = false;
 }
 
-// SAFETY: `CudaHostPinnedSpace` allocates with `cuMemAllocHost` in device 0's primary
-// context (retained for the life of the process) and frees with `cuMemFreeHost`.
+// SAFETY: `CudaHostPinnedSpace` allocates with `cuMemHostAlloc(CU_MEMHOSTALLOC_PORTABLE)` in
+// device 0's primary context (retained for the life of the process), which makes the memory
+// page-locked for every context, and frees with `cuMemFreeHost`.
 unsafe impl HostTransferSpace for CudaHostPinnedSpace {
     const PAGE_LOCKED: bool = true;
 }
@@ -185,16 +187,15 @@ fn borrowed(label: &str, conflict: &hoplite_core::Error) -> CudaError {
 }
 
 impl Cuda {
-    /// The stream for a copy of views, which live in device 0's context.
-    fn transfer_stream(&self) -> Result<&driver::Stream, CudaError> {
+    /// The stream for a copy of the device view `label`, whose memory is device
+    /// `view_device`'s: refused on another device's stream (no peer access).
+    fn transfer_stream(&self, label: &str, view_device: usize) -> Result<&driver::Stream, CudaError> {
         let stream = self.stream()?;
-        if stream.device.ordinal != 0 {
-            return Err(CudaError::Transfer {
-                label: String::new(),
-                reason: format!(
-                    "views are allocated on device 0, but this instance is a stream of device {}; copy on a device-0 instance",
-                    stream.device.ordinal
-                ),
+        if stream.device.ordinal != view_device {
+            return Err(CudaError::WrongDevice {
+                what: format!("the copy's device view `{label}`"),
+                view_device,
+                instance_device: stream.device.ordinal,
             });
         }
         Ok(stream)
@@ -248,9 +249,9 @@ impl Cuda {
         if bytes == 0 {
             return Ok(());
         }
-        let stream = self.transfer_stream()?;
-        // SAFETY: `dst` is a contiguous device view of `bytes` bytes in device 0's context
-        // (the stream's); `src` is `bytes` contiguous bytes of host memory that no host
+        let stream = self.transfer_stream(dst.label(), dst.space().device_ordinal())?;
+        // SAFETY: `dst` is a contiguous device view of `bytes` bytes in the context of the
+        // device its space names, the stream's (checked just above); `src` is `bytes` contiguous bytes of host memory that no host
         // writer touches while `reader` is held: until the synchronization below (pageable
         // memory), or until the next fence, which drops the reader and the views kept alive
         // (page-locked memory, which the copy engine reads after this returns).
@@ -307,8 +308,9 @@ impl Cuda {
         if bytes == 0 {
             return Ok(());
         }
-        let stream = self.transfer_stream()?;
-        // SAFETY: `src` is a contiguous device view of `bytes` bytes in device 0's context;
+        let stream = self.transfer_stream(src.label(), src.space().device_ordinal())?;
+        // SAFETY: `src` is a contiguous device view of `bytes` bytes in the stream's device's
+        // context (checked just above);
         // `dst` is `bytes` contiguous bytes of host memory that no other handle reads or
         // writes while `writer` is held: until the synchronization below, or until the next
         // fence (page-locked memory). The bytes written are values of `T` (device views hold

@@ -34,7 +34,7 @@ use parking_lot::Mutex;
 
 use crate::driver::check;
 use crate::geometry::{KernelResources, LaunchGeometry, blocks_per_sm, fits};
-use crate::launch::{Plan, load_source};
+use crate::launch::{Plan, check_devices, load_source};
 use crate::nvrtc::ModuleCache;
 use crate::params::{KernelArg, MAX_PARAM_BYTES, ParamBuffer, ScalarArg};
 use crate::{Cuda, CudaError, DeviceArg};
@@ -716,15 +716,7 @@ impl Cuda {
         check_geometry(kernel.name, &geometry)?;
         let stream = self.stream()?;
         let device = &stream.device;
-        if device.ordinal != 0 && args.iter().any(|a| a.bytes.is_some()) {
-            return Err(CudaError::InvalidLaunch {
-                kernel: kernel.name,
-                reason: format!(
-                    "views are allocated on device 0, but this instance is a stream of device {}; launch on a device-0 instance",
-                    device.ordinal
-                ),
-            });
-        }
+        check_devices(kernel.name, device.ordinal, args.iter().map(|a| a.device))?;
         kernel.ptx(&device.limits.arch())?;
         let loaded = load_source(device, kernel.hash, kernel.name, kernel.name, &kernel.source)?;
         let resources: &KernelResources = &loaded.resources;

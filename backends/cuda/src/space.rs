@@ -95,6 +95,48 @@ impl Cuda {
         self.inner.stream.is_ok()
     }
 
+    /// The ordinal of this instance's GPU.
+    ///
+    /// ```
+    /// use hoplite_cuda::Cuda;
+    /// match Cuda::default().device() {
+    ///     Ok(ordinal) => assert_eq!(ordinal, 0),
+    ///     Err(e) => println!("{e}"), // no device here
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Why this instance has no device.
+    pub fn device(&self) -> std::result::Result<usize, CudaError> {
+        Ok(self.stream()?.device.ordinal)
+    }
+
+    /// The device memory of this instance's GPU: views allocated in it
+    /// (`View::new_in(cuda.memory_space()?, ..)`) are the ones this instance's launches and
+    /// copies take.
+    ///
+    /// ```
+    /// use hoplite_core::{LayoutLeft, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace};
+    /// let run = || -> Result<(), Box<dyn std::error::Error>> {
+    ///     let cuda = Cuda::new()?;
+    ///     let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(cuda.memory_space()?, "x", [8])?;
+    ///     assert_eq!(x.space().device(), cuda.device()?);
+    ///     Ok(())
+    /// };
+    /// if let Err(e) = run() {
+    ///     println!("{e}"); // no device here
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Why this instance has no device.
+    pub fn memory_space(&self) -> std::result::Result<crate::CudaSpace, CudaError> {
+        Ok(crate::CudaSpace::on_device(self.device()?))
+    }
+
     /// The device's limits, which launch geometry follows.
     ///
     /// # Errors

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
-use hoplite_core::{LayoutLeft, View};
+use hoplite_core::{LayoutLeft, TeamPolicy, View};
+use hoplite_cuda::copy_to_device;
 use hoplite_cuda::graph::CudaGraph;
 use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_host};
 use hoplite_graph::{Access, GraphBackend, NodeId, NodeKernel, NodeKind, create_graph_with};
@@ -42,6 +43,25 @@ pub fn prefix(
     if is_final {
         y.set(i, *acc);
     }
+}
+
+/// A weighted sum over a rank-2 MDRange.
+#[kernel]
+pub fn weighted(ij: MdIdx<'_, 2>, a: BoundReader<'_, i64, 2>, acc: &mut i64) {
+    *acc += a.get(ij) * (ij[0] as i64 + 1);
+}
+
+/// Row sums by teams, joined into one total.
+#[kernel]
+pub fn team_total(m: &impl TeamMember, a: BoundReader<'_, i64, 2>, cols: usize, acc: &mut i64) {
+    let row = m.league_rank();
+    let mut part = 0i64;
+    let mut j = m.team_rank();
+    while j < cols {
+        part += a.get([row, j]);
+        j += m.team_size();
+    }
+    *acc += part;
 }
 
 /// `x = 1`.
@@ -300,4 +320,128 @@ fn scan_nodes_check_their_value_type_and_run_their_two_passes() {
         copy_to_host(&mut out, &y).expect("copy out");
         assert!(out.iter().enumerate().all(|(i, v)| *v == i as i64 + 1));
     }
+}
+
+#[test]
+fn mdrange_and_team_reduction_nodes_are_checked_before_the_device() {
+    let cuda = Cuda::default();
+    let a: View<i64, 2, LayoutLeft, CudaSpace> = View::default();
+    let mut g = CudaGraph::new(&cuda);
+    let e = g
+        .reduce_mdrange::<weighted, _, 2>([0, 0], [0, 0], &[DeviceArg::read(&a)], Sum::<f64>::new(), &[])
+        .expect_err("the accumulator is i64");
+    assert!(
+        matches!(
+            e,
+            CudaError::InvalidLaunch {
+                kernel: "weighted",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = g
+        .reduce_mdrange::<weighted, _, 3>(
+            [0, 0, 0],
+            [0, 0, 0],
+            &[DeviceArg::read(&a)],
+            Sum::<i64>::new(),
+            &[],
+        )
+        .expect_err("a rank-2 kernel over a rank-3 MDRange");
+    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
+    let e = g
+        .reduce_mdrange::<weighted, _, 2>([0, 0], [0, 0], &[DeviceArg::scalar(1i64)], Sum::<i64>::new(), &[])
+        .expect_err("a scalar for a reader");
+    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
+    let policy = TeamPolicy::new(cuda.clone(), 0, TeamSize::Auto);
+    let team_args = [DeviceArg::read(&a), DeviceArg::scalar(0usize)];
+    let e = g
+        .reduce_team::<team_total, _>(&policy, &team_args, Sum::<f64>::new(), &[])
+        .expect_err("the accumulator is i64");
+    assert!(
+        matches!(
+            e,
+            CudaError::InvalidLaunch {
+                kernel: "team_total",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = g
+        .reduce_team::<weighted, _>(&policy, &[DeviceArg::read(&a)], Sum::<i64>::new(), &[])
+        .expect_err("an MDRange kernel over a league");
+    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
+    let e = g
+        .reduce_team::<team_total, _>(&policy, &team_args, Sum::<i64>::new(), &[NodeId(0)])
+        .expect_err("no node 0 yet");
+    assert!(matches!(e, CudaError::InvalidGraph { .. }), "{e}");
+    assert!(g.is_empty(), "refused nodes are not added");
+
+    let (md, md_sum) = g
+        .reduce_mdrange::<weighted, _, 2>([0, 0], [0, 0], &[DeviceArg::read(&a)], Sum::<i64>::new(), &[])
+        .expect("valid");
+    let (teams, team_sum) = g
+        .reduce_team::<team_total, _>(&policy, &team_args, Sum::<i64>::new(), &[md])
+        .expect("valid");
+    assert_eq!((md, teams), (NodeId(0), NodeId(1)));
+    assert_eq!((md_sum.value(), team_sum.value()), (None, None), "no run yet");
+    match g.run() {
+        Ok(()) => assert_eq!((md_sum.value(), team_sum.value()), (Some(0), Some(0))),
+        Err(e) => assert!(is_absence(&e.to_string()), "{e}"),
+    }
+}
+
+#[test]
+fn mdrange_and_team_reduction_nodes_on_a_device() {
+    let cuda = match Cuda::new() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("skipped: no device ({e})");
+            return;
+        }
+    };
+    let (rows, cols) = (300, 170);
+    let a = View::<i64, 2, LayoutLeft, CudaSpace>::without_initializing("a", [rows, cols])
+        .expect("device memory");
+    let grid: Vec<i64> = (0..rows * cols).map(|k| (k % 11) as i64 - 5).collect();
+    copy_to_device(&a, &grid).expect("copy in");
+    let (mut want, mut total) = (0i64, 0i64);
+    for j in 0..cols {
+        for i in 0..rows {
+            let v = grid[i + j * rows]; // LayoutLeft
+            want += v * (i as i64 + 1);
+            total += v;
+        }
+    }
+    let mut g = CudaGraph::new(&cuda);
+    let (md, md_sum) = g
+        .reduce_mdrange::<weighted, _, 2>(
+            [0, 0],
+            [rows, cols],
+            &[DeviceArg::read(&a)],
+            Sum::<i64>::new(),
+            &[],
+        )
+        .expect("valid");
+    let policy = TeamPolicy::new(cuda.clone(), rows, TeamSize::Auto);
+    let (_, team_sum) = g
+        .reduce_team::<team_total, _>(
+            &policy,
+            &[DeviceArg::read(&a), DeviceArg::scalar(cols)],
+            Sum::<i64>::new(),
+            &[md],
+        )
+        .expect("valid");
+    for run in 0..2 {
+        g.run().expect("runs");
+        assert_eq!(md_sum.value(), Some(want), "run {run}");
+        assert_eq!(team_sum.value(), Some(total), "run {run}");
+    }
+    // The eager reductions give the same values.
+    let eager = cuda
+        .reduce_mdrange::<weighted, _, 2>([0, 0], [rows, cols], &[DeviceArg::read(&a)], &Sum::<i64>::new())
+        .expect("mdrange");
+    assert_eq!(eager, want);
 }

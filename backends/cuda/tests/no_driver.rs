@@ -77,8 +77,8 @@ fn the_api_without_a_driver_returns_typed_errors() {
             assert!(text.contains("unavailable"), "{text}");
             // Allocation in every space is a typed allocation error.
             for err in [
-                CudaSpace.allocate("d", 64).expect_err("no driver"),
-                CudaUVMSpace.allocate("m", 64).expect_err("no driver"),
+                CudaSpace::default().allocate("d", 64).expect_err("no driver"),
+                CudaUVMSpace::default().allocate("m", 64).expect_err("no driver"),
                 CudaHostPinnedSpace.allocate("p", 64).expect_err("no driver"),
             ] {
                 assert!(
@@ -89,10 +89,10 @@ fn the_api_without_a_driver_returns_typed_errors() {
             let v = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("v", [8]);
             assert!(v.is_err());
             // Zero bytes need no driver.
-            let z = CudaSpace.allocate("z", 0).expect("zero bytes");
+            let z = CudaSpace::default().allocate("z", 0).expect("zero bytes");
             assert_eq!(z.as_ptr() as usize % CudaSpace::ALIGNMENT, 0);
             // SAFETY: a zero-byte allocation from this space; not used again.
-            unsafe { CudaSpace.deallocate(z, 0) };
+            unsafe { CudaSpace::default().deallocate(z, 0) };
             // A launch with matching arguments reaches the device check and stops there.
             let err = cuda
                 .launch_range::<scale>(0..0, &[DeviceArg::scalar(2.0)])
@@ -302,4 +302,106 @@ fn writers_must_contain_the_range() {
         )
         .expect_err("the writer has extent 0");
     assert!(err.to_string().contains("cannot take every index"), "{err}");
+}
+
+#[test]
+fn views_on_a_chosen_gpu() {
+    // The space names its device; nothing is asked of the driver until memory is allocated.
+    assert_eq!(CudaSpace::on_device(1).device(), 1);
+    assert_eq!(CudaUVMSpace::on_device(3).device(), 3);
+    assert_eq!(CudaSpace::default(), CudaSpace::on_device(0));
+    let empty_on_1: View<f64, 1, LayoutLeft, CudaSpace> =
+        View::without_initializing_in(CudaSpace::on_device(1), "e1", [0]).expect("zero bytes need no driver");
+    assert_eq!(empty_on_1.space().device(), 1);
+    let cuda = Cuda::default();
+    let two_gpus = matches!(hoplite_cuda::device_count(), Ok(n) if n >= 2);
+    if !two_gpus {
+        // Device 1's memory cannot be allocated: a typed allocation error.
+        for err in [
+            CudaSpace::on_device(1)
+                .allocate("d1", 64)
+                .expect_err("no device 1"),
+            CudaUVMSpace::on_device(1)
+                .allocate("m1", 64)
+                .expect_err("no device 1"),
+        ] {
+            assert!(
+                matches!(err, hoplite_core::Error::AllocationFailed { bytes: 64, .. }),
+                "{err}"
+            );
+        }
+    }
+    match Cuda::new() {
+        Err(e) => {
+            println!("skipped the GPU part: {e}");
+            assert!(is_absence(&cuda.device().expect_err("no device")));
+            assert!(is_absence(&cuda.memory_space().expect_err("no device")));
+            // The launch with a view of device 1 reaches the device check and stops at the
+            // absence of a device.
+            let err = cuda
+                .launch_range::<scale>(
+                    0..0,
+                    &[
+                        DeviceArg::write(&empty_on_1),
+                        DeviceArg::read(&empty_on_1),
+                        DeviceArg::scalar(2.0),
+                    ],
+                )
+                .expect_err("no device");
+            assert!(is_absence(&err), "{err}");
+        }
+        Ok(cuda0) if two_gpus => {
+            let n = 1000;
+            let x1 = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(
+                CudaSpace::on_device(1),
+                "x1",
+                [n],
+            )
+            .expect("device 1 memory");
+            let y1 = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(
+                CudaSpace::on_device(1),
+                "y1",
+                [n],
+            )
+            .expect("device 1 memory");
+            let host: Vec<f64> = (0..n).map(|i| i as f64).collect();
+            copy_to_device(&x1, &host).expect("copy into device 1");
+            let args = [
+                DeviceArg::write(&y1),
+                DeviceArg::read(&x1),
+                DeviceArg::scalar(3.0),
+            ];
+            let err = cuda0
+                .launch_range::<scale>(0..n, &args)
+                .expect_err("device 1's views on device 0");
+            assert!(
+                matches!(
+                    err,
+                    CudaError::WrongDevice {
+                        view_device: 1,
+                        instance_device: 0,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            let mirror = hoplite_cuda::create_mirror_view(&y1).expect("host memory");
+            let err = cuda0
+                .deep_copy_to_host(&mirror, &y1)
+                .expect_err("device 1's view on device 0");
+            assert!(matches!(err, CudaError::WrongDevice { .. }), "{err}");
+            let cuda1 = Cuda::on_device(1).expect("device 1");
+            assert_eq!(cuda1.memory_space().expect("device 1"), CudaSpace::on_device(1));
+            cuda1
+                .launch_range::<scale>(0..n, &args)
+                .expect("launch on device 1");
+            cuda1.fence().expect("fence");
+            let mut out = vec![0.0; n];
+            copy_to_host(&mut out, &y1).expect("copy out of device 1");
+            for (i, v) in out.iter().enumerate() {
+                assert_eq!(*v, 3.0 * i as f64, "index {i}");
+            }
+        }
+        Ok(_) => println!("skipped the two-GPU part: one GPU here"),
+    }
 }

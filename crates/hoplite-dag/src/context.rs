@@ -516,6 +516,45 @@ impl<D: Device> Context<D> {
         })
     }
 
+    /// [`task`](Self::task) whose work also gets the execution space instance of the stream
+    /// the context picked for it: the way to issue device work (a kernel launch on a CUDA
+    /// stream's instance, say) ordered by `args` like any launch. The vertex is finished when
+    /// `work` returns, and a later vertex that conflicts with a finished one gets no edge to
+    /// it, so work that queues asynchronous device work waits for it (a fence of the
+    /// instance) before it returns.
+    ///
+    /// # Errors
+    ///
+    /// As for [`task`](Self::task).
+    ///
+    /// ```
+    /// use hoplite_core::{ExecutionSpace, View};
+    /// use hoplite_dag::device::HostDevice;
+    /// use hoplite_dag::{Context, ContextOptions};
+    /// use hoplite_serial::Serial;
+    ///
+    /// let ctx = Context::new(vec![HostDevice::new("cpu", vec![Serial::default()])?], ContextOptions::default())?;
+    /// let x: View<f64, 1> = View::new("x", [4])?;
+    /// ctx.task_on("fence", (x.read(),), |space: &Serial, (x,)| {
+    ///     assert_eq!(x.view().len(), 4);
+    ///     space.fence()
+    /// })?;
+    /// ctx.synchronize()?;
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    pub fn task_on<A, F>(&self, label: &str, args: A, work: F) -> Result<Vertex>
+    where
+        A: GraphArgs + hoplite_core::view::LaunchArgs + 'static,
+        (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
+        F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
+    {
+        // As in `task`; `submit` moves the policy onto the picked stream's instance.
+        let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
+        self.submit::<(RangePolicy<SpaceOf<D>>, A), _>(label, policy, args, move |_, policy, handles| {
+            work(policy.policy().space(), handles)
+        })
+    }
+
     /// The common path of every launch: record the accesses, hold the views in the context's
     /// borrow group, find the parents, pick device and stream, enqueue.
     fn submit<L, K>(&self, label: &str, policy: L::Policy, args: L::Args, run: K) -> Result<Vertex>
