@@ -185,6 +185,9 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
                     AccKind::Plain => quote!(#krate::device_kernel::DevicePattern::Reduce(#ty)),
                     AccKind::ValLoc => quote!(#krate::device_kernel::DevicePattern::ReduceValLoc(#ty)),
                     AccKind::MinMax => quote!(#krate::device_kernel::DevicePattern::ReduceMinMax(#ty)),
+                    AccKind::MinMaxLoc if translated.first_last => {
+                        quote!(#krate::device_kernel::DevicePattern::ReduceMinMaxFirstLastLoc(#ty))
+                    }
                     AccKind::MinMaxLoc => quote!(#krate::device_kernel::DevicePattern::ReduceMinMaxLoc(#ty)),
                 }
             }
