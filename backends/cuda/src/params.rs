@@ -304,7 +304,7 @@ pub fn pack_reduce<K: DeviceKernel, V: DeviceReduceValue>(
     args: &[KernelArg],
     identity: &V,
 ) -> Result<ParamBuffer, CudaError> {
-    check_reduce_pattern::<K>(V::PATTERN)?;
+    check_reduce_pattern::<K, V>()?;
     let mut buf = pack_common::<K>(iteration, args)?;
     push_value(&mut buf, identity);
     buf.push_u64(0);
@@ -354,8 +354,9 @@ fn push_value<V: DeviceReduceValue>(buf: &mut ParamBuffer, value: &V) {
 }
 
 /// Refuses a kernel whose pattern is not the reduction `expected`.
-fn check_reduce_pattern<K: DeviceKernel>(expected: DevicePattern) -> Result<(), CudaError> {
-    if K::PATTERN == expected
+fn check_reduce_pattern<K: DeviceKernel, V: DeviceReduceValue>() -> Result<(), CudaError> {
+    let expected = V::PATTERN;
+    if V::reduced_by(K::PATTERN)
         && value_layout(expected).is_some()
         && !matches!(expected, DevicePattern::Scan(_))
     {

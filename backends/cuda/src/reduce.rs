@@ -15,7 +15,8 @@
 //! gives the same value, bit for bit. Threads walk the space with grid-stride loops, so a
 //! partial covers every `T`-th index rather than a contiguous run: device reductions are for
 //! reducers whose join is commutative, as every reducer a `#[kernel]` accumulator can have
-//! (sums, products, min, max, `MinLoc`/`MaxLoc`, `MinMax`) is.
+//! (sums, products, min, max, logical and bitwise and/or, `MinLoc`/`MaxLoc`, `MinMax`,
+//! `MinMaxLoc`/`MinMaxFirstLastLoc`) is.
 
 use hoplite_core::device_kernel::{DevicePattern, ScalarType};
 use hoplite_core::{MinMaxLocScalar, MinMaxScalar, Reducer, ScanValue, ValLoc};
@@ -54,8 +55,11 @@ pub const fn value_layout(pattern: DevicePattern) -> Option<ValueLayout> {
         DevicePattern::ReduceValLoc(_) => Some(ValueLayout { size: 16, align: 8 }),
         // `struct alignas(8) { T min; alignas(8) T max; }`: 16 bytes, 8-aligned.
         DevicePattern::ReduceMinMax(_) => Some(ValueLayout { size: 16, align: 8 }),
-        // Two `ValLoc` structs, the minimum's then the maximum's: 32 bytes, 8-aligned.
-        DevicePattern::ReduceMinMaxLoc(_) => Some(ValueLayout { size: 32, align: 8 }),
+        // Two `ValLoc` structs, the minimum's then the maximum's: 32 bytes, 8-aligned, whichever
+        // way the maximum breaks ties.
+        DevicePattern::ReduceMinMaxLoc(_) | DevicePattern::ReduceMinMaxFirstLastLoc(_) => {
+            Some(ValueLayout { size: 32, align: 8 })
+        }
     }
 }
 
@@ -84,6 +88,21 @@ pub trait DeviceReduceValue: Copy + Send + 'static {
 
     /// Reads a value from its device bytes (`value_layout(PATTERN).size` of them).
     fn read_device(bytes: &[u8]) -> Self;
+
+    /// Whether a kernel of `pattern` accumulates this value in [`PATTERN`](Self::PATTERN)'s
+    /// layout: `pattern == PATTERN`, and for `MinMaxLocScalar<T>` also
+    /// `ReduceMinMaxFirstLastLoc(T)` (`MinMaxFirstLastLoc` reduces the same value).
+    ///
+    /// ```
+    /// use hoplite_core::MinMaxLocScalar;
+    /// use hoplite_core::device_kernel::{DevicePattern, ScalarType};
+    /// use hoplite_cuda::reduce::DeviceReduceValue;
+    /// assert!(MinMaxLocScalar::<f64>::reduced_by(DevicePattern::ReduceMinMaxFirstLastLoc(ScalarType::F64)));
+    /// assert!(!f64::reduced_by(DevicePattern::Reduce(ScalarType::F32)));
+    /// ```
+    fn reduced_by(pattern: DevicePattern) -> bool {
+        pattern == Self::PATTERN
+    }
 }
 
 /// The first `N` bytes of `bytes`, zero-padded if it is shorter.
@@ -162,8 +181,13 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for MinMaxScalar<T> 
     }
 }
 
+// `MinMaxLoc` and `MinMaxFirstLastLoc` reduce this one value in one layout; the kernel's
+// pattern says which update it calls, the launch's reducer how the partials join.
 impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for MinMaxLocScalar<T> {
     const PATTERN: DevicePattern = DevicePattern::ReduceMinMaxLoc(T::SCALAR);
+    fn reduced_by(pattern: DevicePattern) -> bool {
+        pattern == Self::PATTERN || pattern == DevicePattern::ReduceMinMaxFirstLastLoc(T::SCALAR)
+    }
     fn write_device(&self, out: &mut [u8]) {
         let (low, high) = out.split_at_mut(out.len().min(16));
         ValLoc {
@@ -285,7 +309,7 @@ pub(crate) fn encode<V: DeviceReduceValue>(values: &[V]) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::geometry::{mdrange_geometry, range_geometry};
-    use hoplite_core::{MaxLoc, MinLoc, MinMax, MinMaxLoc, Sum};
+    use hoplite_core::{MaxLoc, MinLoc, MinMax, MinMaxFirstLastLoc, MinMaxLoc, Sum};
 
     #[test]
     fn partials_are_bounded_by_the_resident_threads() {
@@ -394,6 +418,34 @@ mod tests {
         assert_eq!(&bytes[40..48], &[0xff; 8]);
         assert_eq!(decode::<MinMaxLocScalar<f64>>(&bytes).collect::<Vec<_>>(), mml);
         assert_eq!(join_in_thread_order(&MinMaxLoc::<f64>::new(), mml), mml[0]);
+        // `MinMaxFirstLastLoc` reduces the same value in the same layout; its join sends the
+        // maximum's ties to the highest index.
+        let fl = DevicePattern::ReduceMinMaxFirstLastLoc(ScalarType::I32);
+        assert_eq!(value_layout(fl), Some(ValueLayout { size: 32, align: 8 }));
+        assert!(MinMaxLocScalar::<i32>::reduced_by(fl));
+        assert!(!MinMaxLocScalar::<i64>::reduced_by(fl));
+        let tied = [
+            MinMaxLocScalar {
+                min_val: 1i32,
+                max_val: 9,
+                min_loc: Some(2),
+                max_loc: Some(4),
+            },
+            MinMaxLocScalar {
+                min_val: 1,
+                max_val: 9,
+                min_loc: Some(7),
+                max_loc: Some(8),
+            },
+            MinMaxFirstLastLoc::<i32>::new().init(),
+        ];
+        let bytes = encode(&tied);
+        assert_eq!(bytes.len(), 96);
+        assert_eq!(i32::from_le_bytes(bytes[48..52].try_into().expect("4 bytes")), 9);
+        assert_eq!(u64::from_le_bytes(bytes[56..64].try_into().expect("8 bytes")), 8);
+        assert_eq!(decode::<MinMaxLocScalar<i32>>(&bytes).collect::<Vec<_>>(), tied);
+        let joined = join_in_thread_order(&MinMaxFirstLastLoc::<i32>::new(), tied);
+        assert_eq!((joined.min_loc, joined.max_loc), (Some(2), Some(8)));
         let flags = [true, false];
         assert_eq!(decode::<bool>(&encode(&flags)).collect::<Vec<_>>(), flags);
         let ints = [-3i64, 5];

@@ -186,6 +186,11 @@ pub enum DevicePattern {
     /// device two `ValLoc` structs, the minimum's then the maximum's, 32 bytes: `min_val` at
     /// byte 0, `min_loc` at 8, `max_val` at 16, `max_loc` at 24 (`~0` for no location).
     ReduceMinMaxLoc(ScalarType),
+    /// `parallel_reduce` accumulating a `MinMaxLocScalar<T>` of this `T` through
+    /// `update_first_last` (`MinMaxFirstLastLoc`): the layout of
+    /// [`ReduceMinMaxLoc`](Self::ReduceMinMaxLoc), with ties of the maximum going to the
+    /// highest index.
+    ReduceMinMaxFirstLastLoc(ScalarType),
     /// `parallel_scan` summing values of this type (two launches of the entry; see the
     /// module documentation).
     Scan(ScalarType),

@@ -412,11 +412,18 @@ impl HostModule {
             scalars,
             Some((init.wide(), partials.as_mut_ptr().cast(), None)),
         )?;
+        // The entry's partials are a `T*`: `size_of::<T>()` bytes apart, as on a device.
+        let bytes: Vec<u8> = partials.iter().flat_map(|w| w.to_ne_bytes()).collect();
         Ok((
             outcome,
-            partials
-                .iter()
-                .map(|slot| Value::from_slot(ty, &slot.to_ne_bytes()))
+            bytes
+                .chunks_exact(ty.size())
+                .take(grid.thread_count())
+                .map(|value| {
+                    let mut slot = [0u8; 8];
+                    slot[..value.len()].copy_from_slice(value);
+                    Value::from_slot(ty, &slot)
+                })
                 .collect(),
         ))
     }
@@ -562,7 +569,8 @@ impl HostModule {
         scalars: &[Value],
         init: (Value, Value),
     ) -> Result<(Outcome, Vec<(LocPartial, LocPartial)>), CheckError> {
-        let DevicePattern::ReduceMinMaxLoc(ty) = self.pattern else {
+        let (DevicePattern::ReduceMinMaxLoc(ty) | DevicePattern::ReduceMinMaxFirstLastLoc(ty)) = self.pattern
+        else {
             return Err(self.arg_error("is not a parallel_reduce kernel over MinMaxLocScalar".to_owned()));
         };
         if init.0.ty() != ty || init.1.ty() != ty {
@@ -901,7 +909,7 @@ fn launcher_source(
         types.push(format!("hl_valloc<{}>", ty.cuda_name()));
         types.push(format!("hl_valloc<{}>*", ty.cuda_name()));
     }
-    if let DevicePattern::ReduceMinMaxLoc(ty) = pattern {
+    if let DevicePattern::ReduceMinMaxLoc(ty) | DevicePattern::ReduceMinMaxFirstLastLoc(ty) = pattern {
         types.push(format!("hl_minmaxloc<{}>", ty.cuda_name()));
         types.push(format!("hl_minmaxloc<{}>*", ty.cuda_name()));
     }

@@ -26,7 +26,9 @@ use signature::{AccKind, Handle, HandleKind, KernelSignature, TokenKind};
 /// (`BoundReader<'_, T, R>`, `BoundLookup<'_, T, R>`, `BoundWriter<'_, T, R>`,
 /// `BoundAtomic<'_, T, R>`), plain scalar
 /// captures (`f64`, `usize`, ...), and for a reduction the accumulator `&mut T` (or
-/// `&mut ValLoc<T>`, `&mut MinMaxScalar<T>`, `&mut MinMaxLocScalar<T>`) last; a scan adds `is_final: bool` after it.
+/// `&mut bool` for `LAnd`/`LOr`, `&mut ValLoc<T>`, `&mut MinMaxScalar<T>`,
+/// `&mut MinMaxLocScalar<T>` updated by `update` or `update_first_last`) last; a scan adds
+/// `is_final: bool` after it.
 /// Team kernels may use team and thread scratch of levels 0 and 1, `team_scan` and the nested loops
 /// `TeamThreadRange`, `TeamVectorRange` and
 /// `ThreadVectorRange` (`docs/kernels.md` lists the forms).
@@ -185,6 +187,9 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
                     AccKind::Plain => quote!(#krate::device_kernel::DevicePattern::Reduce(#ty)),
                     AccKind::ValLoc => quote!(#krate::device_kernel::DevicePattern::ReduceValLoc(#ty)),
                     AccKind::MinMax => quote!(#krate::device_kernel::DevicePattern::ReduceMinMax(#ty)),
+                    AccKind::MinMaxLoc if translated.first_last => {
+                        quote!(#krate::device_kernel::DevicePattern::ReduceMinMaxFirstLastLoc(#ty))
+                    }
                     AccKind::MinMaxLoc => quote!(#krate::device_kernel::DevicePattern::ReduceMinMaxLoc(#ty)),
                 }
             }

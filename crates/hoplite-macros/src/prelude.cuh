@@ -104,6 +104,25 @@ template <class T> HL_DEV void hl_update_minmaxloc(hl_minmaxloc<T>* acc, T v, un
     hl_update_loc(&acc->min, v, loc, true);
     hl_update_loc(&acc->max, v, loc, false);
 }
+// `MinMaxLocScalar::update_first_last` (MinMaxFirstLastLoc): the minimum as `update`, the
+// maximum's ties to the highest index.
+template <class T> HL_DEV void hl_update_minmaxloc_first_last(hl_minmaxloc<T>* acc, T v, unsigned long long loc) {
+    hl_update_loc(&acc->min, v, loc, true);
+    hl_valloc<T>* mx = &acc->max;
+    bool take;
+    if (mx->loc == ~0ull) {
+        take = true;
+    } else {
+        const bool un = v != v, uc = mx->val != mx->val;
+        int rank;
+        if (un && uc) rank = 0;
+        else if (un) rank = 1;
+        else if (uc) rank = -1;
+        else rank = v > mx->val ? -1 : (v < mx->val ? 1 : 0);
+        take = rank < 0 || (rank == 0 && loc > mx->loc);
+    }
+    if (take) { mx->val = v; mx->loc = loc; }
+}
 // A team's row of a rank-2 writer: the host's `team_row` panics on a league rank past the
 // first extent, and a row's `get`/`set` on a column past the second.
 template <class T> HL_DEV unsigned long long hl_team_row(const hl_view<T, 2>& h, unsigned long long league) {
@@ -143,6 +162,18 @@ template <class T> HL_DEV T hl_team_broadcast(T v, unsigned long long src) {
 // `Max`/`Min` reducers).
 template <class T> HL_DEV void hl_keep_max(T* a, T b) { if (b > *a || (*a != *a && b == b)) *a = b; }
 template <class T> HL_DEV void hl_keep_min(T* a, T b) { if (b < *a || (*a != *a && b == b)) *a = b; }
+// The joins of the reducers a team reduces with, as the host's `Reducer::join`s:
+// 0 Sum (wrapping integers), 1 Max, 2 Min, 3 Prod (wrapping integers), 4 BAnd, 5 BOr,
+// 6 LAnd, 7 LOr. Only the called member is instantiated, so each works on its own types.
+template <int OP> struct hl_op;
+template <> struct hl_op<0> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { *a = hl_add(*a, b); } };
+template <> struct hl_op<1> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { hl_keep_max(a, b); } };
+template <> struct hl_op<2> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { hl_keep_min(a, b); } };
+template <> struct hl_op<3> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { *a = hl_mul(*a, b); } };
+template <> struct hl_op<4> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { *a = (T)(*a & b); } };
+template <> struct hl_op<5> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { *a = (T)(*a | b); } };
+template <> struct hl_op<6> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { *a = *a && b; } };
+template <> struct hl_op<7> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { *a = *a || b; } };
 template <class T, int OP> HL_DEV T hl_team_join(T v) {
     __shared__ T hl_values[1024];
     __shared__ T hl_total;
@@ -151,11 +182,7 @@ template <class T, int OP> HL_DEV T hl_team_join(T v) {
     __syncthreads();
     if (threadIdx.x == 0) {
         T s = hl_values[0];
-        for (unsigned k = 1; k < blockDim.x; ++k) {
-            if (OP == 0) s = hl_add(s, hl_values[k]);
-            else if (OP == 1) hl_keep_max(&s, hl_values[k]);
-            else hl_keep_min(&s, hl_values[k]);
-        }
+        for (unsigned k = 1; k < blockDim.x; ++k) hl_op<OP>::join(&s, hl_values[k]);
         hl_total = s;
     }
     __syncthreads();

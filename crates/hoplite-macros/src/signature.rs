@@ -258,6 +258,16 @@ impl KernelSignature {
                             "scans run over a range: the token is `Idx<'_>`",
                         ));
                     }
+                    if signature
+                        .accumulator
+                        .as_ref()
+                        .is_some_and(|a| a.scalar == Scalar::Bool)
+                    {
+                        return Err(syn::Error::new_spanned(
+                            ty,
+                            "a scan sums numbers: its accumulator is `&mut T` with T a number type",
+                        ));
+                    }
                     signature.scan_flag = Some(name);
                     continue;
                 }
@@ -277,6 +287,14 @@ impl KernelSignature {
                 signature.order.push((true, signature.handles.len()));
                 signature.handles.push(handle);
             } else if let Type::Reference(reference) = ty {
+                if let Type::Tuple(_) = &*reference.elem {
+                    return Err(syn::Error::new_spanned(
+                        ty,
+                        "a tuple accumulator (a tuple of reducers such as `(Sum::new(), Max::new())`) is not \
+                         supported in a #[kernel]: reduce one value per launch, or write the kernel as a closure \
+                         for the host backends",
+                    ));
+                }
                 let wrapped = [
                     ("ValLoc", AccKind::ValLoc),
                     ("MinMaxScalar", AccKind::MinMax),
@@ -288,14 +306,17 @@ impl KernelSignature {
                     &reference.mutability,
                     wrapped.or_else(|| Scalar::from_type(&reference.elem).map(|s| (s, AccKind::Plain))),
                 ) {
-                    (Some(_), Some((scalar, acc))) if scalar != Scalar::Bool => (scalar, acc),
+                    // `&mut bool` accumulates `LAnd`, `LOr`, `BAnd<bool>` or `BOr<bool>`.
+                    (Some(_), Some((scalar, acc))) if scalar != Scalar::Bool || acc == AccKind::Plain => {
+                        (scalar, acc)
+                    }
                     _ => {
                         return Err(syn::Error::new_spanned(
                             ty,
                             format!(
                                 "a reference parameter is the reduction's accumulator: `&mut T`, `&mut ValLoc<T>`, \
                                  `&mut MinMaxScalar<T>` or `&mut MinMaxLocScalar<T>` with T one of i32, i64, u32, u64, \
-                                 usize, isize, f32, f64 ({SIGNATURE_HELP})"
+                                 usize, isize, f32, f64 (and `&mut bool` for `LAnd`, `LOr`) ({SIGNATURE_HELP})"
                             ),
                         ));
                     }

@@ -20,6 +20,9 @@ const PRELUDE: &str = include_str!("prelude.cuh");
 pub struct Translated {
     pub entry: String,
     pub source: String,
+    /// Whether a `MinMaxLocScalar` accumulator is updated by `update_first_last`
+    /// (`MinMaxFirstLastLoc`) rather than `update` (`MinMaxLoc`).
+    pub first_last: bool,
 }
 
 const SUPPORTED_EXPRESSIONS: &str = "numbers and bools, arithmetic, comparisons, `as` casts, \
@@ -151,6 +154,9 @@ struct Translator<'a> {
     uses_scratch: bool,
     /// Whether the statements are a nested loop's closure body (`return` is refused there).
     in_closure: bool,
+    /// How the body updates a `MinMaxLocScalar` accumulator: `Some(true)` by
+    /// `update_first_last`, `Some(false)` by `update`, `None` not yet.
+    first_last: Option<bool>,
 }
 
 pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Translated> {
@@ -175,6 +181,7 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
         indent: 1,
         uses_scratch: false,
         in_closure: false,
+        first_last: None,
     };
     // Walk once to learn the slots' types, then emit with them.
     tx.body(&function.block)?;
@@ -225,7 +232,11 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
     src.push_str("}\n\n");
     let entry = entry_name(sig, &fn_name);
     src.push_str(&entry_source(sig, &fn_name, &entry, tx.uses_scratch));
-    Ok(Translated { entry, source: src })
+    Ok(Translated {
+        entry,
+        source: src,
+        first_last: tx.first_last == Some(true),
+    })
 }
 
 fn entry_name(sig: &KernelSignature, fn_name: &str) -> String {
@@ -799,8 +810,8 @@ impl Translator<'_> {
     /// `Sum::new().join(&mut x, v)` (or `Max`, `Min`; `x` a local or the accumulator `acc`):
     /// the reducer's join, as the host's `Reducer::join` computes it.
     fn reducer_join(&mut self, m: &syn::ExprMethodCall) -> syn::Result<()> {
-        const USAGE: &str = "a reducer's `join` in a #[kernel] is `Sum::new().join(&mut x, v)` (or `Max`, \
-             `Min`) with `x` a `let mut` local, or `Sum::new().join(acc, v)` on a `&mut T` accumulator";
+        const USAGE: &str = "a reducer's `join` in a #[kernel] is `Sum::new().join(&mut x, v)` (or `Prod`, `Max`, \
+             `Min`, `BAnd`, `BOr`, `LAnd`, `LOr`) with `x` a `let mut` local, or `Sum::new().join(acc, v)` on a `&mut T` accumulator";
         let (kind, turbofish) = reducer_kind(&m.receiver, false)?;
         let args: Vec<&Expr> = m.args.iter().collect();
         arity(m, "join", &args, 2)?;
@@ -821,19 +832,10 @@ impl Translator<'_> {
             self.expect(t, want, m.receiver.span())?;
         }
         let s = self.scalar_of(t, m.span())?;
-        if s == Scalar::Bool {
-            return Err(syn::Error::new(m.span(), "a reducer joins numbers"));
-        }
+        kind.check(s, m.span())?;
         self.set_slot(t, s);
         let v = self.emit(args[1], s)?;
-        let code = match kind {
-            ReducerKind::Sum => format!(
-                "{dst} = {};",
-                arith(&BinOp::Add(Default::default()), s, &dst, &v, m.span())?
-            ),
-            ReducerKind::Max => format!("hl_keep_max(&{dst}, {v});"),
-            ReducerKind::Min => format!("hl_keep_min(&{dst}, {v});"),
-        };
+        let code = kind.join_stmt(s, &dst, &v, m.span())?;
         self.line(&code);
         Ok(())
     }
@@ -1488,14 +1490,28 @@ impl Translator<'_> {
                 Ok(Ty::Unit)
             }
             Ty::AccMinMaxLoc(s) => {
-                if method != "update" || args.len() != 2 {
+                if !matches!(method.as_str(), "update" | "update_first_last") || args.len() != 2 {
                     return Err(syn::Error::new(
                         m.method.span(),
                         format!(
                             "`{method}` is not supported on a `MinMaxLocScalar` accumulator; supported: \
-                             `acc.update(value, index)` (ties to the lowest index, as `MinMaxLoc` joins)"
+                             `acc.update(value, index)` (ties to the lowest index, as `MinMaxLoc` joins) or \
+                             `acc.update_first_last(value, index)` (the maximum's ties to the highest index, as \
+                             `MinMaxFirstLastLoc` joins)"
                         ),
                     ));
+                }
+                let first_last = method == "update_first_last";
+                match self.first_last {
+                    Some(seen) if seen != first_last => {
+                        return Err(syn::Error::new(
+                            m.method.span(),
+                            "a #[kernel] updates its `MinMaxLocScalar` accumulator either with `update` (for \
+                             `MinMaxLoc`) or with `update_first_last` (for `MinMaxFirstLastLoc`), not both: the \
+                             launch joins the partials with one of the two reducers",
+                        ));
+                    }
+                    _ => self.first_last = Some(first_last),
                 }
                 let t = self.infer(args[0])?;
                 self.expect(t, s, args[0].span())?;
@@ -1592,15 +1608,13 @@ impl Translator<'_> {
             )),
             "team_reduce" => {
                 arity(m, method, args, 2)?;
-                let (_, turbofish) = reducer_kind(args[0], true)?;
+                let (kind, turbofish) = reducer_kind(args[0], true)?;
                 let t = self.infer(args[1])?;
                 if let Some(want) = turbofish {
                     self.expect(t, want, args[1].span())?;
                 }
                 let s = self.scalar_of(t, args[1].span())?;
-                if s == Scalar::Bool {
-                    return Err(syn::Error::new(args[1].span(), "team_reduce reduces numbers"));
-                }
+                kind.check(s, args[1].span())?;
                 self.set_slot(t, s);
                 Ok(Ty::Known(s))
             }
@@ -1608,7 +1622,7 @@ impl Translator<'_> {
                 m.method.span(),
                 format!(
                     "method `{method}` is not supported on the team member in a #[kernel]; supported: league_rank, \
-                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&Sum::new() | &Max::new() | &Min::new(), v), team_scan (as `let (prefix, total) = m.team_scan(v);`), team_slot, team_scratch(level), thread_scratch(level)"
+                     league_size, team_rank, team_size, team_barrier, team_broadcast, team_reduce(&r, v) with `r` a `Sum`, `Prod`, `Max`, `Min`, `BAnd`, `BOr`, `LAnd` or `LOr`, team_scan (as `let (prefix, total) = m.team_scan(v);`), team_slot, team_scratch(level), thread_scratch(level)"
                 ),
             )),
         }
@@ -1817,12 +1831,7 @@ impl Translator<'_> {
                  `Sum::<f64>::new()` or `let v: f64 = ..`",
             )
         })?;
-        if s == Scalar::Bool {
-            return Err(syn::Error::new_spanned(
-                call.call,
-                "a nested reduction reduces numbers",
-            ));
-        }
+        kind.check(s, call.call.span())?;
         let (lo, hi) = self.nested_bounds(call)?;
         self.next_name += 1;
         let k = self.next_name;
@@ -1842,7 +1851,7 @@ impl Translator<'_> {
         self.indent -= 1;
         self.line("}");
         let value = match call.level {
-            NestedLevel::TeamThread => format!("{}<{c}>(hl_p{k})", kind.team_fn()),
+            NestedLevel::TeamThread => format!("{}(hl_p{k})", kind.team_fn(c)),
             NestedLevel::ThreadVector => format!("hl_p{k}"),
         };
         let c_name = self.declare(ident, Ty::Known(s));
@@ -2530,7 +2539,7 @@ impl Translator<'_> {
                     _ => {
                         let (kind, _) = reducer_kind(args[0], true)?;
                         let v = self.emit(args[1], s)?;
-                        Ok(format!("{}<{}>({v})", kind.team_fn(), s.cuda_name()))
+                        Ok(format!("{}({v})", kind.team_fn(s.cuda_name())))
                     }
                 }
             }
@@ -2578,7 +2587,12 @@ impl Translator<'_> {
                 let acc = self.emit_token(&m.receiver)?;
                 let v = self.emit(args[0], s)?;
                 let loc = self.emit(args[1], Scalar::Usize)?;
-                Ok(format!("hl_update_minmaxloc({acc}, {v}, {loc})"))
+                let update = if method == "update_first_last" {
+                    "hl_update_minmaxloc_first_last"
+                } else {
+                    "hl_update_minmaxloc"
+                };
+                Ok(format!("{update}({acc}, {v}, {loc})"))
             }
             Ty::AccLoc(s) => {
                 let acc = self.emit_token(&m.receiver)?;
@@ -2707,13 +2721,21 @@ impl Translator<'_> {
     }
 }
 
-/// The reducers of `team_reduce` and nested reductions in a #[kernel].
+/// The reducers of `team_reduce`, nested reductions and `join` statements in a #[kernel].
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ReducerKind {
     Sum,
+    Prod,
     Max,
     Min,
+    BAnd,
+    BOr,
+    LAnd,
+    LOr,
 }
+
+/// The reducers a #[kernel] joins with, as the compile errors name them.
+const REDUCERS: &str = "`Sum`, `Prod`, `Max`, `Min`, `BAnd`, `BOr`, `LAnd` and `LOr`";
 
 impl ReducerKind {
     /// The reducer's `init()` for `s`, as C.
@@ -2721,24 +2743,101 @@ impl ReducerKind {
         let c = s.cuda_name();
         match (self, s.is_float()) {
             (ReducerKind::Sum, _) => format!("(({c})0)"),
+            (ReducerKind::Prod, _) => format!("(({c})1)"),
             (ReducerKind::Max, true) => format!("(({c})(-1.0 / 0.0))"),
             (ReducerKind::Min, true) => format!("(({c})(1.0 / 0.0))"),
             (ReducerKind::Max, false) => format!("(({c}){})", s.cuda_bounds().0),
             (ReducerKind::Min, false) => format!("(({c}){})", s.cuda_bounds().1),
+            // `BitIdentity`: all bits set (`true` for `bool`), no bits set (`false`).
+            (ReducerKind::BAnd, _) if s == Scalar::Bool => "true".to_owned(),
+            (ReducerKind::BAnd, _) => format!("(({c})~0ull)"),
+            (ReducerKind::BOr, _) if s == Scalar::Bool => "false".to_owned(),
+            (ReducerKind::BOr, _) => format!("(({c})0)"),
+            (ReducerKind::LAnd, _) => "true".to_owned(),
+            (ReducerKind::LOr, _) => "false".to_owned(),
         }
     }
 
-    /// The prelude's team join (in rank order, from rank 0's value).
-    fn team_fn(self) -> &'static str {
+    /// The reducer's name in Rust.
+    fn name(self) -> &'static str {
         match self {
-            ReducerKind::Sum => "hl_team_sum",
-            ReducerKind::Max => "hl_team_max",
-            ReducerKind::Min => "hl_team_min",
+            ReducerKind::Sum => "Sum",
+            ReducerKind::Prod => "Prod",
+            ReducerKind::Max => "Max",
+            ReducerKind::Min => "Min",
+            ReducerKind::BAnd => "BAnd",
+            ReducerKind::BOr => "BOr",
+            ReducerKind::LAnd => "LAnd",
+            ReducerKind::LOr => "LOr",
         }
+    }
+
+    /// Checks that the reducer reduces values of `s`, as the host's trait bounds do: numbers
+    /// for `Sum`, `Prod`, `Max` and `Min`, integers or `bool` for `BAnd` and `BOr`, `bool`
+    /// for `LAnd` and `LOr`.
+    fn check(self, s: Scalar, span: Span) -> syn::Result<()> {
+        let ok = match self {
+            ReducerKind::Sum | ReducerKind::Prod | ReducerKind::Max | ReducerKind::Min => s != Scalar::Bool,
+            ReducerKind::BAnd | ReducerKind::BOr => !s.is_float(),
+            ReducerKind::LAnd | ReducerKind::LOr => s == Scalar::Bool,
+        };
+        if ok {
+            return Ok(());
+        }
+        let what = match self {
+            ReducerKind::Sum | ReducerKind::Prod | ReducerKind::Max | ReducerKind::Min => "numbers",
+            ReducerKind::BAnd | ReducerKind::BOr => "integers or `bool`",
+            ReducerKind::LAnd | ReducerKind::LOr => "`bool`",
+        };
+        Err(syn::Error::new(
+            span,
+            format!("`{}` reduces {what}, not `{}`", self.name(), s.rust_name()),
+        ))
+    }
+
+    /// The prelude's team join of a value of C type `c` (in rank order, from rank 0's value).
+    fn team_fn(self, c: &str) -> String {
+        let op = match self {
+            ReducerKind::Sum => return format!("hl_team_sum<{c}>"),
+            ReducerKind::Max => return format!("hl_team_max<{c}>"),
+            ReducerKind::Min => return format!("hl_team_min<{c}>"),
+            ReducerKind::Prod => 3,
+            ReducerKind::BAnd => 4,
+            ReducerKind::BOr => 5,
+            ReducerKind::LAnd => 6,
+            ReducerKind::LOr => 7,
+        };
+        format!("hl_team_join<{c}, {op}>")
+    }
+
+    /// The reducer's `join(&mut dst, v)` as a C statement, `dst` and `v` of type `s`.
+    fn join_stmt(self, s: Scalar, dst: &str, v: &str, span: Span) -> syn::Result<String> {
+        Ok(match self {
+            ReducerKind::Sum => format!(
+                "{dst} = {};",
+                arith(&BinOp::Add(Default::default()), s, dst, v, span)?
+            ),
+            ReducerKind::Prod => format!(
+                "{dst} = {};",
+                arith(&BinOp::Mul(Default::default()), s, dst, v, span)?
+            ),
+            ReducerKind::Max => format!("hl_keep_max(&{dst}, {v});"),
+            ReducerKind::Min => format!("hl_keep_min(&{dst}, {v});"),
+            ReducerKind::BAnd => format!(
+                "{dst} = {};",
+                arith(&BinOp::BitAnd(Default::default()), s, dst, v, span)?
+            ),
+            ReducerKind::BOr => format!(
+                "{dst} = {};",
+                arith(&BinOp::BitOr(Default::default()), s, dst, v, span)?
+            ),
+            ReducerKind::LAnd => format!("{dst} = {dst} && {v};"),
+            ReducerKind::LOr => format!("{dst} = {dst} || {v};"),
+        })
     }
 }
 
-/// A reducer written as `Sum::new()`, `Max::<f64>::new()`, `Min::default()` (behind `&` when
+/// A reducer written as `Sum::new()`, `Max::<f64>::new()`, `LAnd::default()` (behind `&` when
 /// `by_ref`): its kind and the type a turbofish names.
 fn reducer_kind(arg: &Expr, by_ref: bool) -> syn::Result<(ReducerKind, Option<Scalar>)> {
     let call = match (arg, by_ref) {
@@ -2746,16 +2845,27 @@ fn reducer_kind(arg: &Expr, by_ref: bool) -> syn::Result<(ReducerKind, Option<Sc
         (other, false) => other,
         _ => arg,
     };
+    let mut named = None;
     let found = match call {
         Expr::Call(c) if c.args.is_empty() && (!by_ref || matches!(arg, Expr::Reference(_))) => {
             match &*c.func {
-                Expr::Path(p) if p.path.segments.len() >= 2 => {
+                Expr::Path(p) if !p.path.segments.is_empty() => {
                     let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
-                    let (ty_seg, ctor) = (segs[segs.len() - 2], segs[segs.len() - 1]);
+                    // `LAnd::new()`, `Sum::<f64>::new()`; a bare `Sum()` has no constructor.
+                    let (ty_seg, ctor) = match segs.as_slice() {
+                        [.., ty_seg, ctor] => (*ty_seg, *ctor),
+                        _ => return Err(unknown_reducer(arg, by_ref, None)),
+                    };
+                    named = Some(ty_seg.ident.to_string());
                     let kind = match ty_seg.ident.to_string().as_str() {
                         "Sum" => Some(ReducerKind::Sum),
+                        "Prod" => Some(ReducerKind::Prod),
                         "Max" => Some(ReducerKind::Max),
                         "Min" => Some(ReducerKind::Min),
+                        "BAnd" => Some(ReducerKind::BAnd),
+                        "BOr" => Some(ReducerKind::BOr),
+                        "LAnd" => Some(ReducerKind::LAnd),
+                        "LOr" => Some(ReducerKind::LOr),
                         _ => None,
                     };
                     let turbofish = match &ty_seg.arguments {
@@ -2773,19 +2883,51 @@ fn reducer_kind(arg: &Expr, by_ref: bool) -> syn::Result<(ReducerKind, Option<Sc
                 _ => None,
             }
         }
+        Expr::Call(c) => {
+            if let Expr::Path(p) = &*c.func {
+                let segs: Vec<&syn::PathSegment> = p.path.segments.iter().collect();
+                if let [.., ty_seg, _] = segs.as_slice() {
+                    named = Some(ty_seg.ident.to_string());
+                }
+            }
+            None
+        }
+        Expr::Tuple(_) => {
+            return Err(syn::Error::new_spanned(
+                arg,
+                format!(
+                    "a tuple of reducers is not supported in a #[kernel]: reduce with one of {REDUCERS} at a time \
+                     (one `team_reduce` or nested `parallel_reduce` per value), or write the kernel as a closure \
+                     for the host backends"
+                ),
+            ));
+        }
         _ => None,
     };
-    found.ok_or_else(|| {
-        let example = if by_ref {
-            "`m.team_reduce(&Sum::new(), value)`"
-        } else {
-            "`..parallel_reduce(|j, acc: &mut f64| .., Sum::new())`"
-        };
-        syn::Error::new_spanned(
-            arg,
-            format!("reductions in a #[kernel] support the `Sum`, `Max` and `Min` reducers: {example}"),
-        )
-    })
+    found.ok_or_else(|| unknown_reducer(arg, by_ref, named.as_deref()))
+}
+
+/// The error for a reducer a #[kernel] cannot join with.
+fn unknown_reducer(arg: &Expr, by_ref: bool, named: Option<&str>) -> syn::Error {
+    let example = if by_ref {
+        "`m.team_reduce(&Sum::new(), value)`"
+    } else {
+        "`..parallel_reduce(|j, acc: &mut f64| .., Sum::new())`"
+    };
+    let which = match named {
+        Some(
+            name @ ("MinLoc" | "MaxLoc" | "MinMax" | "MinMaxLoc" | "MinMaxFirstLastLoc" | "FirstLoc"
+            | "LastLoc"),
+        ) => {
+            format!("`{name}` is not supported in a #[kernel]'s team or nested reductions; ")
+        }
+        Some("Custom") => "a `Custom` reducer's closures cannot run on a device; ".to_owned(),
+        _ => String::new(),
+    };
+    syn::Error::new_spanned(
+        arg,
+        format!("{which}reductions in a #[kernel] support the {REDUCERS} reducers: {example}"),
+    )
 }
 
 /// Checks that `method` got `n` arguments.

@@ -1,8 +1,10 @@
 use hoplite::prelude::*;
 use hoplite::{BoundReader, kernel};
 
+// `update` is `MinMaxLoc`'s, `update_first_last` `MinMaxFirstLastLoc`'s: one kernel, one.
 #[kernel]
-fn last_max(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut MinMaxLocScalar<f64>) {
+fn mixed_ties(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut MinMaxLocScalar<f64>) {
+    acc.update(x.get(i), *i);
     acc.update_first_last(x.get(i), *i);
 }
 

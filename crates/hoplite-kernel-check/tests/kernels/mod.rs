@@ -597,3 +597,123 @@ pub fn league_totals(
         totals.set(l, totals.get(l) * 2.0 + l.get() as f64);
     }
 }
+
+/// `team_reduce`, nested reductions and `join` statements with `Prod`, `BAnd`, `BOr`, `LAnd`
+/// and `LOr`: a wrapping product on one thread, float products whose rounding depends on the
+/// join order, NaN, ties of bits, and empty ranges (the identities). Every rank adds its
+/// results to its row: integers to `out`, floats to `fout`.
+#[kernel]
+pub fn team_logic(
+    m: &impl TeamMember,
+    out: BoundAtomic<'_, u64, 2>,
+    fout: BoundAtomic<'_, f64, 2>,
+    a: BoundReader<'_, i64, 2>,
+    x: BoundReader<'_, f64, 2>,
+    cols: usize,
+) {
+    let row = m.league_rank();
+    let r = m.team_rank();
+    let v = a.get([row, r % cols]);
+    let w = x.get([row, r % cols]);
+    let prod = m.team_reduce(&Prod::new(), v);
+    let fprod = m.team_reduce(&Prod::<f64>::new(), w);
+    let all_bits = m.team_reduce(&BAnd::new(), v as u32);
+    let any_bits = m.team_reduce(&BOr::<u32>::new(), v as u32);
+    let all_pos = m.team_reduce(&LAnd::new(), v > 0);
+    let any_neg = m.team_reduce(&LOr::new(), w < 0.0);
+    let all_num = m.team_reduce(&BAnd::<bool>::new(), w.abs() >= 0.0);
+    let any_zero = m.team_reduce(&BOr::new(), v == 0);
+    let nprod = TeamThreadRange::new(m, cols)
+        .parallel_reduce(|j, acc: &mut i64| *acc *= a.get([row, *j]), Prod::new());
+    let nfprod: f64 =
+        TeamVectorRange::new(m, 1..cols).parallel_reduce(|j, acc| *acc *= x.get([row, *j]), Prod::new());
+    // Wraps: the thread multiplies its row 40 times over.
+    let wrapped = ThreadVectorRange::new(m, 40 * cols).parallel_reduce(
+        |j, acc: &mut i64| {
+            *acc *= a.get([row, *j % cols]) * 7 + 3;
+        },
+        Prod::new(),
+    );
+    let nall = TeamThreadRange::new(m, cols).parallel_reduce(
+        |j, acc: &mut bool| *acc = *acc && x.get([row, *j]) > -1.0,
+        LAnd::new(),
+    );
+    let nany = TeamVectorRange::new(m, cols).parallel_reduce(
+        |j, acc: &mut bool| LOr::new().join(acc, a.get([row, *j]) == 0),
+        LOr::new(),
+    );
+    let nand = ThreadVectorRange::new(m, cols).parallel_reduce(
+        |j, acc: &mut u64| *acc &= a.get([row, *j]) as u64 | r as u64,
+        BAnd::new(),
+    );
+    let nor = TeamThreadRange::new(m, cols).parallel_reduce(
+        |j, acc: &mut i32| BOr::new().join(acc, (a.get([row, *j]) as i32) << (*j % 31)),
+        BOr::new(),
+    );
+    let empty_and = TeamThreadRange::new(m, cols..cols)
+        .parallel_reduce(|j, acc: &mut u32| *acc &= *j as u32, BAnd::new());
+    let empty_all =
+        TeamVectorRange::new(m, 0..0).parallel_reduce(|j, acc: &mut bool| *acc = *acc && *j > 5, LAnd::new());
+    let empty_any =
+        TeamThreadRange::new(m, 3..3).parallel_reduce(|j, acc: &mut bool| *acc = *acc || *j > 5, LOr::new());
+    let empty_prod: f64 =
+        ThreadVectorRange::new(m, 0).parallel_reduce(|j, acc| *acc *= *j as f64, Prod::new());
+    let mut joined = v;
+    Prod::new().join(&mut joined, prod);
+    BOr::new().join(&mut joined, r as i64);
+    let mut flag = all_pos;
+    LAnd::new().join(&mut flag, nall);
+    LOr::new().join(&mut flag, any_zero);
+    let mut mask = all_bits;
+    BAnd::<u32>::new().join(&mut mask, any_bits);
+    let bools = (all_pos as u64)
+        | (any_neg as u64) << 1
+        | (all_num as u64) << 2
+        | (any_zero as u64) << 3
+        | (nall as u64) << 4
+        | (nany as u64) << 5
+        | (empty_all as u64) << 6
+        | (empty_any as u64) << 7
+        | (flag as u64) << 8;
+    out.fetch_add([row, 0], prod as u64);
+    out.fetch_add([row, 1], all_bits as u64 | (any_bits as u64) << 32);
+    out.fetch_add([row, 2], bools << (9 * r % 63));
+    out.fetch_add([row, 3], nprod as u64);
+    out.fetch_add([row, 4], wrapped as u64);
+    out.fetch_add([row, 5], nand);
+    out.fetch_add([row, 6], nor as u32 as u64 ^ (empty_and as u64) << 32);
+    out.fetch_add([row, 7], joined as u64 ^ (mask as u64) << 40);
+    fout.fetch_add([row, 0], fprod);
+    fout.fetch_add([row, 1], nfprod);
+    fout.fetch_add([row, 2], empty_prod);
+}
+
+/// `LAnd` as a launch's reducer: whether every `x` is below `limit` (NaN is not).
+#[kernel]
+pub fn all_below(i: Idx<'_>, x: BoundReader<'_, f64, 1>, limit: f64, acc: &mut bool) {
+    LAnd::new().join(acc, x.get(i) < limit);
+}
+
+/// `LOr` as a launch's reducer: whether some `x` is a multiple of `k`.
+#[kernel]
+pub fn any_multiple(i: Idx<'_>, x: BoundReader<'_, u32, 1>, k: u32, acc: &mut bool) {
+    *acc = *acc || x.get(i) % k < 1;
+}
+
+/// `Prod` and `BOr` as a launch's reducers: wrapping products, and the bits of every value.
+#[kernel]
+pub fn wrapping_product(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut i64) {
+    Prod::new().join(acc, x.get(i) * 3 + 1);
+}
+
+/// The smallest of `x * scale` at its first index and the largest at its last
+/// (`MinMaxFirstLastLoc`, `update_first_last`).
+#[kernel]
+pub fn extremes_first_last(
+    i: Idx<'_>,
+    x: BoundReader<'_, f64, 1>,
+    scale: f64,
+    acc: &mut MinMaxLocScalar<f64>,
+) {
+    acc.update_first_last(x.get(i) * scale, *i);
+}
