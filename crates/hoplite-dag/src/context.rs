@@ -168,6 +168,14 @@ impl Cell {
         self.progress.lock().state.clone()
     }
 
+    /// Whether the vertex is done or failed.
+    fn has_ended(&self) -> bool {
+        !matches!(
+            self.progress.lock().state,
+            VertexState::Queued | VertexState::Running
+        )
+    }
+
     fn start(&self) {
         let mut p = self.progress.lock();
         p.start = Some(Instant::now());
@@ -291,8 +299,13 @@ struct State<D: Device> {
     /// forgotten (they count as up to date on the CPU again, which only steers selection).
     locations: HashMap<AllocationKey, BTreeSet<Location>>,
     prune_locations_at: usize,
-    /// The other half of `Context::finished`, swapped in by `retire`.
-    finished_buffer: Vec<VertexId>,
+    /// The unretired vertices of each stream, in stream order: `retire` takes them from the
+    /// front while their work has ended. A stream runs its work in order, so looking at the
+    /// front of each stream finds every vertex that ended, reading only cells the retiring
+    /// reads anyway (and the first unfinished one's) — where a list of finished vertices cost
+    /// the stream's thread a lock and a push per vertex, and the launching thread a lock per
+    /// launch on a line the other thread wrote last.
+    in_stream_order: Vec<VecDeque<VertexId>>,
     /// The accesses of failed vertices (skipped ones included): a later launch that conflicts
     /// with one would have been their descendant, so it fails with the same cause.
     poisoned: Vec<(Access, DagError)>,
@@ -346,8 +359,6 @@ pub struct Context<D: Device> {
     group: BorrowGroup,
     epoch: Instant,
     state: Mutex<State<D>>,
-    /// Vertices whose kernels ended and that the context has not retired yet.
-    finished: Arc<Mutex<Vec<VertexId>>>,
 }
 
 impl<D: Device> Context<D> {
@@ -379,13 +390,12 @@ impl<D: Device> Context<D> {
                 history: VecDeque::new(),
                 locations: HashMap::default(),
                 prune_locations_at: LOCATIONS_LIMIT,
-                finished_buffer: Vec::new(),
+                in_stream_order: Vec::new(),
                 poisoned: Vec::new(),
                 unreported: Vec::new(),
                 last_label: None,
                 scratch_accesses: Vec::new(),
             }),
-            finished: Arc::new(Mutex::new(Vec::new())),
         })
     }
 
@@ -639,6 +649,7 @@ impl<D: Device> Context<D> {
             Assignment::New { device, .. } => {
                 let stream = self.devices[device].new_stream()?;
                 state.streams.push(stream);
+                state.in_stream_order.push(VecDeque::new());
                 state.assigner.add_stream(device)
             }
         };
@@ -681,7 +692,6 @@ impl<D: Device> Context<D> {
         }
         let label_owned_record = label_owned.clone();
         let work_cell = cell.clone();
-        let finished = self.finished.clone();
         let event = state.streams[stream_index].enqueue_recorded(Box::new(move |_space| {
             let failure = poisoned.or_else(|| {
                 parent_cells.iter().find_map(|c| match c.state() {
@@ -707,12 +717,11 @@ impl<D: Device> Context<D> {
                     }
                 }
             };
-            // The views are released before anyone can see the vertex finished, and its
-            // outcome is final before it is reported finished, so whoever retires it sees its
-            // failure.
+            // The views are released and the outcome is final before the vertex's event
+            // completes (the stream completes it after the work), so whoever retires it sees
+            // its failure.
             drop(handles);
             work_cell.finish(outcome);
-            finished.lock().push(id);
         }));
         state.live.insert(
             id,
@@ -723,6 +732,7 @@ impl<D: Device> Context<D> {
                 cell: cell.clone(),
             },
         );
+        state.in_stream_order[stream_index].push_back(id);
         if state.history.len() == HISTORY_LIMIT {
             state.history.pop_front();
         }
@@ -745,14 +755,17 @@ impl<D: Device> Context<D> {
     /// Retires the vertices whose kernels ended: they leave the frontier and free their
     /// streams; the accesses of failed ones are remembered (see `State::poisoned`).
     fn retire(&self, state: &mut State<D>) {
-        // Swapped with a buffer of the state's, so neither side allocates anew each time.
-        let mut done = std::mem::take(&mut state.finished_buffer);
-        std::mem::swap(&mut *self.finished.lock(), &mut done);
-        for &id in &done {
-            Self::retire_one(state, id);
+        for s in 0..state.in_stream_order.len() {
+            while let Some(&id) = state.in_stream_order[s].front() {
+                // Retired already (by a host wait), or its work has ended.
+                let ended = state.live.get(&id).is_none_or(|l| l.cell.has_ended());
+                if !ended {
+                    break;
+                }
+                state.in_stream_order[s].pop_front();
+                Self::retire_one(state, id);
+            }
         }
-        done.clear();
-        state.finished_buffer = done;
         if state.locations.len() > state.prune_locations_at {
             let State { locations, live, .. } = &mut *state;
             locations.retain(|key, _| {

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use hoplite_core::ExecutionSpace;
@@ -85,46 +85,95 @@ pub trait Device: Send + Sync + 'static {
     }
 }
 
-/// The host implementation of [`Event`]: a flag and a condition variable.
-#[derive(Clone, Debug, Default)]
-pub struct HostEvent {
-    state: Arc<(Mutex<bool>, Condvar)>,
+/// How far a host stream's thread has got: the number of the last point (event) it passed.
+/// Events are numbers in this count rather than objects of their own, so recording one
+/// allocates nothing and completing one is a store to a line the thread writes anyway.
+#[derive(Debug, Default)]
+struct Marks {
+    /// The last point passed (points are numbered from 1 in queue order).
+    passed: AtomicU64,
+    /// Hosts blocked in [`Event::wait`]: the thread takes the lock and wakes them only then.
+    waiters: AtomicUsize,
+    lock: Mutex<()>,
+    passed_changed: Condvar,
 }
 
-impl HostEvent {
-    fn complete(&self) {
-        let (done, cv) = &*self.state;
-        *done.lock() = true;
-        cv.notify_all();
+impl Marks {
+    /// Marks point `point` passed, and wakes whoever waits.
+    fn pass(&self, point: u64) {
+        // SeqCst with the waiter's count below: either the waiter sees the point passed, or
+        // this sees the waiter (and its lock keeps the wake-up from coming before its wait).
+        self.passed.store(point, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _guard = self.lock.lock();
+            self.passed_changed.notify_all();
+        }
+    }
+
+    fn has_passed(&self, point: u64) -> bool {
+        self.passed.load(Ordering::Acquire) >= point
+    }
+
+    fn wait(&self, point: u64) {
+        if self.has_passed(point) {
+            return;
+        }
+        let mut guard = self.lock.lock();
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        while self.passed.load(Ordering::SeqCst) < point {
+            self.passed_changed.wait(&mut guard);
+        }
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The host implementation of [`Event`]: a numbered point in one host stream's queue.
+///
+/// ```
+/// use hoplite_dag::device::{Event, HostEvent};
+/// // An event recorded by no stream never completes.
+/// assert!(!HostEvent::default().is_complete());
+/// ```
+#[derive(Clone, Debug)]
+pub struct HostEvent {
+    marks: Arc<Marks>,
+    point: u64,
+}
+
+impl Default for HostEvent {
+    /// An event no stream will ever pass.
+    fn default() -> Self {
+        HostEvent {
+            marks: Arc::default(),
+            point: u64::MAX,
+        }
     }
 }
 
 impl Event for HostEvent {
     fn is_complete(&self) -> bool {
-        *self.state.0.lock()
+        self.marks.has_passed(self.point)
     }
     fn wait(&self) {
-        let (done, cv) = &*self.state;
-        let mut done = done.lock();
-        while !*done {
-            cv.wait(&mut done);
-        }
+        self.marks.wait(self.point);
     }
 }
 
 enum Item<S> {
     Work(Work<S>),
-    /// Work, then the event recorded right after it.
-    Recorded(Work<S>, HostEvent),
+    /// Work, then the point recorded right after it.
+    Recorded(Work<S>, u64),
     Wait(HostEvent),
-    Signal(HostEvent),
+    Signal(u64),
 }
 
 struct Queue<S> {
-    items: Mutex<(VecDeque<Item<S>>, bool)>,
+    /// The items, whether the stream is closing, and the number of the last point recorded.
+    items: Mutex<(VecDeque<Item<S>>, bool, u64)>,
     ready: Condvar,
     /// Items enqueued and not yet finished (the one running included).
     pending: AtomicUsize,
+    marks: Arc<Marks>,
 }
 
 /// A host stream: an in-order queue served by a thread of its own, running kernels on an
@@ -143,9 +192,10 @@ impl<S: ExecutionSpace> HostStream<S> {
     /// [`DagError::StreamUnavailable`] when the operating system refuses the thread.
     pub fn new(space: S, name: &str) -> Result<Self, DagError> {
         let queue = Arc::new(Queue {
-            items: Mutex::new((VecDeque::new(), false)),
+            items: Mutex::new((VecDeque::new(), false, 0)),
             ready: Condvar::new(),
             pending: AtomicUsize::new(0),
+            marks: Arc::default(),
         });
         let worker = {
             let queue = queue.clone();
@@ -168,48 +218,67 @@ impl<S: ExecutionSpace> HostStream<S> {
         items.0.push_back(item);
         self.queue.ready.notify_one();
     }
+
+    /// Pushes the item `make` builds around a new point; returns the point's event.
+    fn push_point(&self, make: impl FnOnce(u64) -> Item<S>) -> HostEvent {
+        self.queue.pending.fetch_add(1, Ordering::AcqRel);
+        let mut items = self.queue.items.lock();
+        items.2 += 1;
+        let point = items.2;
+        items.0.push_back(make(point));
+        self.queue.ready.notify_one();
+        drop(items);
+        HostEvent {
+            marks: self.queue.marks.clone(),
+            point,
+        }
+    }
 }
 
 fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
+    // Everything queued is taken at once: one lock per batch rather than per item, and the
+    // queue's buffer swaps with this one, so neither side allocates in the steady state.
+    let mut batch: VecDeque<Item<S>> = VecDeque::new();
     loop {
-        let item = loop {
-            {
-                let mut items = queue.items.lock();
-                if let Some(item) = items.0.pop_front() {
-                    break item;
-                }
+        {
+            let mut items = queue.items.lock();
+            if items.0.is_empty() {
                 if items.1 {
                     return;
                 }
-            }
-            // A host thread that is launching usually enqueues the next item within
-            // microseconds, and parking costs a futex round trip on both sides.
-            if work_arrives_soon(queue) {
+                drop(items);
+                // A host thread that is launching usually enqueues the next item within
+                // microseconds, and parking costs a futex round trip on both sides.
+                if !work_arrives_soon(queue) {
+                    let mut items = queue.items.lock();
+                    while items.0.is_empty() && !items.1 {
+                        queue.ready.wait(&mut items);
+                    }
+                }
                 continue;
             }
-            let mut items = queue.items.lock();
-            while items.0.is_empty() && !items.1 {
-                queue.ready.wait(&mut items);
-            }
-        };
-        match item {
-            Item::Work(work) => run(work, space),
-            Item::Recorded(work, event) => {
-                run(work, space);
-                queue.pending.fetch_sub(1, Ordering::AcqRel);
-                event.complete();
-                continue;
-            }
-            Item::Wait(event) => event.wait(),
-            Item::Signal(event) => {
-                // Counted out before it completes: whoever the event wakes sees the stream
-                // idle if nothing came after it.
-                queue.pending.fetch_sub(1, Ordering::AcqRel);
-                event.complete();
-                continue;
-            }
+            std::mem::swap(&mut items.0, &mut batch);
         }
-        queue.pending.fetch_sub(1, Ordering::AcqRel);
+        while let Some(item) = batch.pop_front() {
+            match item {
+                Item::Work(work) => run(work, space),
+                Item::Recorded(work, point) => {
+                    run(work, space);
+                    // Counted out before the point passes: whoever it wakes sees the stream
+                    // idle if nothing came after it.
+                    queue.pending.fetch_sub(1, Ordering::AcqRel);
+                    queue.marks.pass(point);
+                    continue;
+                }
+                Item::Wait(event) => event.wait(),
+                Item::Signal(point) => {
+                    queue.pending.fetch_sub(1, Ordering::AcqRel);
+                    queue.marks.pass(point);
+                    continue;
+                }
+            }
+            queue.pending.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -248,14 +317,10 @@ impl<S: ExecutionSpace> Stream for HostStream<S> {
         self.push(Item::Work(work));
     }
     fn record_event(&self) -> HostEvent {
-        let event = HostEvent::default();
-        self.push(Item::Signal(event.clone()));
-        event
+        self.push_point(Item::Signal)
     }
     fn enqueue_recorded(&self, work: Work<S>) -> HostEvent {
-        let event = HostEvent::default();
-        self.push(Item::Recorded(work, event.clone()));
-        event
+        self.push_point(|point| Item::Recorded(work, point))
     }
     fn wait_event(&self, event: &HostEvent) {
         if !event.is_complete() {
