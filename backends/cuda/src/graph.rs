@@ -22,7 +22,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use hoplite_core::device_kernel::DeviceKernel;
 use hoplite_core::{Reducer, ScanValue, TeamPolicy};
-use hoplite_graph::{Access, GraphBackend, NodeId, NodeKernel, NodeKind};
+use hoplite_graph::{Access, GraphBackend, GraphNodes, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
 
 use crate::driver::{self, check};
@@ -908,7 +908,11 @@ impl GraphBackend<Cuda> for CudaGraph {
         Arc::new(Empty)
     }
 
-    fn add_node(&mut self, id: NodeId, node: Arc<dyn NodeKernel<Cuda>>) {
+    fn add_node(&mut self, nodes: &GraphNodes<Cuda>, id: NodeId) {
+        let Some(node) = nodes.as_slice().get(id.0) else {
+            self.invalid(format!("node {} is not in the graph's node list", id.0));
+            return;
+        };
         if id.0 != self.nodes.len() {
             let reason = format!(
                 "node {} added as node {}; nodes are added in id order",
@@ -920,7 +924,7 @@ impl GraphBackend<Cuda> for CudaGraph {
         let work = match node.kind() {
             NodeKind::Root | NodeKind::Aggregate => Work::Empty,
             NodeKind::Host => Work::Host(Box::new(HostPayload {
-                node,
+                node: node.clone(),
                 errors: self.errors.clone(),
             })),
             kind @ (NodeKind::For | NodeKind::Reduce | NodeKind::Scan) => {
@@ -937,29 +941,30 @@ impl GraphBackend<Cuda> for CudaGraph {
             work,
             preds: Vec::new(),
         });
-    }
-
-    fn add_predecessor(&mut self, node: NodeId, predecessor: NodeId) {
-        if node.0 >= self.nodes.len() || predecessor.0 >= node.0 {
-            let reason = format!(
-                "node {} cannot wait for node {}: a predecessor is an earlier node",
-                node.0, predecessor.0
-            );
-            self.invalid(reason);
-            return;
+        for &predecessor in nodes.preds(id) {
+            if predecessor.0 >= id.0 {
+                let reason = format!(
+                    "node {} cannot wait for node {}: a predecessor is an earlier node",
+                    id.0, predecessor.0
+                );
+                self.invalid(reason);
+                continue;
+            }
+            if let Some(node) = self.nodes.get_mut(id.0) {
+                node.preds.push(predecessor.0);
+            }
         }
-        self.nodes[node.0].preds.push(predecessor.0);
     }
 
     fn create_aggregate(&mut self, _predecessors: &[NodeId]) -> Arc<dyn NodeKernel<Cuda>> {
         Arc::new(Empty)
     }
 
-    fn instantiate(&mut self) -> hoplite_core::Result<()> {
+    fn instantiate(&mut self, _nodes: &GraphNodes<Cuda>) -> hoplite_core::Result<()> {
         self.build().map_err(Into::into)
     }
 
-    fn submit(&self, on: Option<&Cuda>) -> hoplite_core::Result<()> {
+    fn submit(&self, _nodes: &GraphNodes<Cuda>, on: Option<&Cuda>) -> hoplite_core::Result<()> {
         self.launch(on.unwrap_or(&self.space))
     }
 

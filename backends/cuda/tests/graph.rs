@@ -10,7 +10,7 @@ use hoplite_core::{LayoutLeft, TeamPolicy, View};
 use hoplite_cuda::copy_to_device;
 use hoplite_cuda::graph::CudaGraph;
 use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_host};
-use hoplite_graph::{Access, GraphBackend, NodeId, NodeKernel, NodeKind, create_graph_with};
+use hoplite_graph::{Access, GraphBackend, GraphNodes, NodeId, NodeKernel, NodeKind, create_graph_with};
 
 /// `y = 1`.
 #[kernel]
@@ -101,29 +101,42 @@ fn is_absence(e: &str) -> bool {
 #[test]
 fn the_structure_is_checked_before_the_device() {
     let cuda = Cuda::default();
-    // A predecessor that is not an earlier node.
+    // A predecessor that is not an earlier node: the list refuses it.
     let mut g = CudaGraph::new(&cuda);
+    let mut nodes = GraphNodes::new();
     let root = g.create_root_node();
-    g.add_node(NodeId(0), root);
-    let join = g.create_aggregate(&[NodeId(0)]);
-    g.add_node(NodeId(1), join);
-    g.add_predecessor(NodeId(1), NodeId(0));
-    g.add_predecessor(NodeId(1), NodeId(1));
-    let e = g.instantiate().expect_err("a node waiting for itself");
+    let root = nodes.add(root, &[]).expect("the root");
+    g.add_node(&nodes, root);
+    let join = g.create_aggregate(&[root]);
+    let e = nodes
+        .add(join, &[root, NodeId(1)])
+        .expect_err("a node waiting for itself");
     assert!(e.to_string().contains("a predecessor is an earlier node"), "{e}");
 
     // A closure launch cannot be a CUDA graph node.
     let mut g = CudaGraph::new(&cuda);
+    let mut nodes = GraphNodes::new();
     let root = g.create_root_node();
-    g.add_node(NodeId(0), root);
-    g.add_node(NodeId(1), Arc::new(ClosureLaunch));
-    let e = g.instantiate().expect_err("a closure launch");
+    let root = nodes.add(root, &[]).expect("the root");
+    g.add_node(&nodes, root);
+    let closure = nodes.add(Arc::new(ClosureLaunch), &[root]).expect("a node");
+    g.add_node(&nodes, closure);
+    let e = g.instantiate(&nodes).expect_err("a closure launch");
     assert!(e.to_string().contains("cannot run"), "{e}");
 
-    // Nodes out of order.
+    // Nodes out of order: the backend is told of node 1 before node 0.
     let mut g = CudaGraph::new(&cuda);
-    g.add_node(NodeId(3), Arc::new(ClosureLaunch));
-    assert!(g.instantiate().is_err());
+    let mut nodes = GraphNodes::new();
+    let root = nodes.add(Arc::new(ClosureLaunch), &[]).expect("a node");
+    let second = nodes.add(Arc::new(ClosureLaunch), &[root]).expect("a node");
+    g.add_node(&nodes, second);
+    assert!(g.instantiate(&nodes).is_err());
+
+    // A node that is not in the list.
+    let mut g = CudaGraph::new(&cuda);
+    g.add_node(&nodes, NodeId(7));
+    let e = g.instantiate(&nodes).expect_err("a node not in the list");
+    assert!(e.to_string().contains("not in the graph's node list"), "{e}");
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //! host implementation that serial, rayon and any other host space use.
 
 use std::fmt;
+use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use hoplite_core::{ExecutionSpace, Idx, ParallelFor, RangePolicy};
 use parking_lot::Mutex;
@@ -17,43 +18,165 @@ use crate::node::{NodeKernel, NodeKind};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NodeId(pub usize);
 
-/// What a backend implements to run explicit graphs: the customization points of the Kokkos
-/// Graphs design (`GraphImpl`). The front end calls them in this order:
+/// The nodes of a graph and its edges: one list, owned by the graph and shared by its front end
+/// (race check, DOT export) and its backend (which gets it at every call that needs it), so a
+/// node is stored once and no backend keeps its own copy of the list.
 ///
-/// 1. [`create_root_node`](Self::create_root_node) once, then `add_node` with its result;
-/// 2. per node, [`add_node`](Self::add_node) then [`add_predecessor`](Self::add_predecessor)
-///    for each predecessor (a `when_all` first asks [`create_aggregate`](Self::create_aggregate)
-///    for its trivial node);
+/// Node `i`'s predecessors all have smaller ids; the root is node 0.
+///
+/// ```
+/// use hoplite_graph::{NodeId, NodeKind, create_graph};
+/// use hoplite_serial::Serial;
+/// let graph = create_graph(&Serial::default(), |g| {
+///     g.host("a", || {}).then_host("b", || {});
+/// })?;
+/// let nodes = graph.nodes();
+/// assert_eq!(nodes.len(), 3);
+/// assert_eq!(nodes.node(NodeId(0)).kind(), NodeKind::Root);
+/// assert_eq!(nodes.preds(NodeId(2)), [NodeId(1)]);
+/// # Ok::<(), hoplite_graph::GraphError>(())
+/// ```
+pub struct GraphNodes<S: ExecutionSpace> {
+    nodes: Vec<Arc<dyn NodeKernel<S>>>,
+    /// Where each node's predecessors start in `pred_list`; node `i`'s end where node
+    /// `i + 1`'s start (one list for the whole graph, no allocation per node).
+    pred_starts: Vec<usize>,
+    pred_list: Vec<NodeId>,
+}
+
+impl<S: ExecutionSpace> Default for GraphNodes<S> {
+    fn default() -> Self {
+        GraphNodes {
+            nodes: Vec::new(),
+            pred_starts: vec![0],
+            pred_list: Vec::new(),
+        }
+    }
+}
+
+impl<S: ExecutionSpace> GraphNodes<S> {
+    /// An empty list (add the root first). Graphs made by
+    /// [`create_graph`](crate::create_graph) come with theirs; a list made here is for
+    /// driving a backend directly, as its tests do.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends `node`, which runs after `preds`; returns its id. A backend's
+    /// [`add_node`](GraphBackend::add_node) is not called: that is the caller's.
+    ///
+    /// # Errors
+    ///
+    /// [`GraphError::InvalidPredecessor`](crate::GraphError::InvalidPredecessor) if a
+    /// predecessor is not an earlier node (the list keeps ids a topological order); nothing
+    /// is added then.
+    pub fn add(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> crate::Result<NodeId> {
+        let id = self.nodes.len();
+        if let Some(p) = preds.iter().find(|p| p.0 >= id) {
+            return Err(crate::GraphError::InvalidPredecessor {
+                node: id,
+                predecessor: p.0,
+            });
+        }
+        Ok(self.push(node, preds))
+    }
+
+    /// Appends `node` after `preds`, which the front end made earlier nodes; returns its id.
+    pub(crate) fn push(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> NodeId {
+        debug_assert!(
+            preds.iter().all(|p| p.0 < self.nodes.len()),
+            "predecessors are earlier nodes"
+        );
+        let id = NodeId(self.nodes.len());
+        self.nodes.push(node);
+        self.pred_list.extend_from_slice(preds);
+        self.pred_starts.push(self.pred_list.len());
+        id
+    }
+
+    /// Number of nodes, the root included.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether there is no node (not even the root).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Node `id`.
+    ///
+    /// # Panics
+    ///
+    /// If `id` is not a node of this graph.
+    pub fn node(&self, id: NodeId) -> &Arc<dyn NodeKernel<S>> {
+        &self.nodes[id.0]
+    }
+
+    /// Every node, in id order (a topological order).
+    pub fn as_slice(&self) -> &[Arc<dyn NodeKernel<S>>] {
+        &self.nodes
+    }
+
+    /// The predecessors of node `id`, each added once, in the order given.
+    ///
+    /// # Panics
+    ///
+    /// If `id` is not a node of this graph.
+    pub fn preds(&self, id: NodeId) -> &[NodeId] {
+        &self.pred_list[self.pred_starts[id.0]..self.pred_starts[id.0 + 1]]
+    }
+}
+
+impl<S: ExecutionSpace> fmt::Debug for GraphNodes<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GraphNodes")
+            .field("nodes", &self.nodes.len())
+            .field("edges", &self.pred_list.len())
+            .finish()
+    }
+}
+
+/// What a backend implements to run explicit graphs: the customization points of the Kokkos
+/// Graphs design (`GraphImpl`). The graph owns its nodes ([`GraphNodes`]) and hands them to
+/// the backend; the front end calls
+///
+/// 1. [`create_root_node`](Self::create_root_node) once, and adds its node as node 0;
+/// 2. per node, after adding it and its predecessors to the list,
+///    [`add_node`](Self::add_node) (a `when_all` first asks
+///    [`create_aggregate`](Self::create_aggregate) for its trivial node);
 /// 3. [`instantiate`](Self::instantiate) once (explicitly or at the first submit), after the
 ///    front end has checked the graph for unordered data races;
-/// 4. [`submit`](Self::submit) any number of times.
+/// 4. [`submit`](Self::submit) any number of times, with the same list.
 ///
-/// Axioms: a submit runs every added node exactly once, each after all its predecessors have
-/// completed; it returns an error (and may skip nodes that had not started) if a node fails; the
-/// backend stays usable after an error.
+/// Axioms: a submit runs every node of the list exactly once, each after all its
+/// predecessors have completed; it returns an error (and may skip nodes that had not started)
+/// if a node fails; the backend stays usable after an error.
 pub trait GraphBackend<S: ExecutionSpace>: Send + Sync {
     /// The node every other node descends from (no work).
     fn create_root_node(&mut self) -> Arc<dyn NodeKernel<S>>;
-    /// Adds `node` under `id` to what each submit runs.
-    fn add_node(&mut self, id: NodeId, node: Arc<dyn NodeKernel<S>>);
-    /// `predecessor` must complete before `node` starts; both were added already.
-    fn add_predecessor(&mut self, node: NodeId, predecessor: NodeId);
+    /// Node `id` and its predecessors ([`GraphNodes::preds`]) were just added to `nodes`.
+    /// A backend that builds its own structure node by node does it here; the provided
+    /// implementation does nothing (the host backend reads the list at instantiation).
+    fn add_node(&mut self, nodes: &GraphNodes<S>, id: NodeId) {
+        let _ = (nodes, id);
+    }
     /// A node with no work for joining `predecessors` (`when_all`).
     fn create_aggregate(&mut self, predecessors: &[NodeId]) -> Arc<dyn NodeKernel<S>>;
-    /// Ends the construction phase: compute whatever each submit needs.
+    /// Ends the construction phase: compute whatever each submit of `nodes` needs.
     ///
     /// # Errors
     ///
     /// Backend-specific (a device graph that fails to instantiate).
-    fn instantiate(&mut self) -> hoplite_core::Result<()>;
-    /// Runs the graph once, on the graph's instance (`on == None`: each node's
-    /// [`run`](NodeKernel::run)) or on another instance of the same space (each node's
-    /// [`run_on`](NodeKernel::run_on)).
+    fn instantiate(&mut self, nodes: &GraphNodes<S>) -> hoplite_core::Result<()>;
+    /// Runs the graph's `nodes` once (the list given to `instantiate`), on the graph's
+    /// instance (`on == None`: each node's [`run`](NodeKernel::run)) or on another instance
+    /// of the same space (each node's [`run_on`](NodeKernel::run_on)).
     ///
     /// # Errors
     ///
     /// The first error of a node (borrow conflicts, panics as `KernelPanicked`, ...).
-    fn submit(&self, on: Option<&S>) -> hoplite_core::Result<()>;
+    fn submit(&self, nodes: &GraphNodes<S>, on: Option<&S>) -> hoplite_core::Result<()>;
     /// The instance the graph was created on.
     fn execution_space(&self) -> &S;
 }
@@ -96,12 +219,18 @@ trait RunNode<S: ExecutionSpace>: Fn(&dyn NodeKernel<S>) -> hoplite_core::Result
 impl<S: ExecutionSpace, R: Fn(&dyn NodeKernel<S>) -> hoplite_core::Result<()> + Sync> RunNode<S> for R {}
 
 /// What `instantiate` computes once.
-struct Plan<S: ExecutionSpace> {
-    /// Every node with work, in a topological order (the serial pass).
-    order: Vec<usize>,
-    /// The kernels of `order`, for [`NodeKernel::run_sequence`].
-    sequence: Vec<Arc<dyn NodeKernel<S>>>,
-    /// The concurrent schedule: the same nodes, wave by wave.
+struct Plan {
+    /// Every node with work, in id order (a topological order: the serial pass), as runs of
+    /// consecutive ids: slices of the graph's node list, for [`NodeKernel::run_sequence`],
+    /// with no copy of the list and no reference count per node.
+    runs: Vec<Range<usize>>,
+    /// The concurrent schedule, computed at instantiation on a concurrent instance, and
+    /// otherwise at the first submit on one (a serial graph never needs it).
+    schedule: OnceLock<Schedule>,
+}
+
+/// The concurrent schedule: the nodes with work, wave by wave.
+struct Schedule {
     steps: Vec<Step>,
     /// Number of waves.
     waves: usize,
@@ -111,8 +240,10 @@ struct Plan<S: ExecutionSpace> {
 /// `parallel_for` over a [`RangePolicy`].
 ///
 /// `instantiate` computes, once, a topological order of the nodes with work (the root and
-/// `when_all` joins disappear) and a schedule by waves (a node's wave is one past the last wave
-/// of its predecessors). A submit then
+/// `when_all` joins disappear) and, on an instance of concurrency above 1, a schedule by waves
+/// (a node's wave is one past the last wave of its predecessors; a graph on a serial instance
+/// computes it at its first submit on a concurrent one, if any). It reads the graph's node
+/// list ([`GraphNodes`]) and keeps no copy of it. A submit then
 ///
 /// * on an instance of concurrency 1 (serial): runs the order in one pass, each kernel through
 ///   the space's dispatch. On the graph's own instance the pass is the nodes'
@@ -132,12 +263,7 @@ struct Plan<S: ExecutionSpace> {
 /// share it, and the host may use the views between submits.
 pub struct HostGraph<S: ExecutionSpace> {
     space: S,
-    nodes: Vec<Arc<dyn NodeKernel<S>>>,
-    /// Where each node's predecessors start in `pred_list` (they end where the next node's
-    /// start): one list for the whole graph, no allocation per node.
-    pred_starts: Vec<usize>,
-    pred_list: Vec<usize>,
-    plan: Plan<S>,
+    plan: Plan,
 }
 
 impl<S: ExecutionSpace> HostGraph<S> {
@@ -145,50 +271,35 @@ impl<S: ExecutionSpace> HostGraph<S> {
     pub fn new(space: S) -> Self {
         HostGraph {
             space,
-            nodes: Vec::new(),
-            pred_starts: Vec::new(),
-            pred_list: Vec::new(),
             plan: Plan {
-                order: Vec::new(),
-                sequence: Vec::new(),
-                steps: Vec::new(),
-                waves: 0,
+                runs: Vec::new(),
+                schedule: OnceLock::new(),
             },
         }
     }
 
-    /// The predecessors of node `n`.
-    fn preds_of(&self, n: usize) -> &[usize] {
-        let end = self
-            .pred_starts
-            .get(n + 1)
-            .copied()
-            .unwrap_or(self.pred_list.len());
-        &self.pred_list[self.pred_starts[n]..end]
-    }
-
     /// Runs `f`, turning a panic into `KernelPanicked` labelled with the node `current` names.
     fn guarded(
-        &self,
+        nodes: &GraphNodes<S>,
         current: &AtomicUsize,
         f: impl FnOnce() -> hoplite_core::Result<()>,
     ) -> hoplite_core::Result<()> {
         catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
-            let label = self.nodes[current.load(Ordering::Relaxed)].label();
+            let label = nodes.nodes[current.load(Ordering::Relaxed)].label();
             Err(hoplite_core::Error::from_panic(label, payload))
         })
     }
 
     /// Runs `ids` one after another on this thread.
     fn run_sequential<R: RunNode<S>>(
-        &self,
-        ids: &[usize],
+        nodes: &GraphNodes<S>,
+        ids: impl IntoIterator<Item = usize>,
         run: &R,
         current: &AtomicUsize,
     ) -> hoplite_core::Result<()> {
-        for &n in ids {
+        for n in ids {
             current.store(n, Ordering::Relaxed);
-            run(&*self.nodes[n])?;
+            run(&*nodes.nodes[n])?;
         }
         Ok(())
     }
@@ -197,18 +308,27 @@ impl<S: ExecutionSpace> HostGraph<S> {
 impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
     /// One submit on `space`, each node run by `run` (monomorphized separately for the
     /// graph's own instance, so that its hot loop has no per-node check of where it runs).
-    fn submit_with<R: RunNode<S>>(&self, space: &S, run: &R) -> hoplite_core::Result<()> {
+    fn submit_with<R: RunNode<S>>(
+        &self,
+        nodes: &GraphNodes<S>,
+        space: &S,
+        run: &R,
+    ) -> hoplite_core::Result<()> {
         let current = AtomicUsize::new(0);
         if space.concurrency() <= 1 {
-            return self.guarded(&current, || self.run_sequential(&self.plan.order, run, &current));
+            return Self::guarded(nodes, &current, || {
+                let order = self.plan.runs.iter().flat_map(Range::clone);
+                Self::run_sequential(nodes, order, run, &current)
+            });
         }
-        self.guarded(&current, || {
-            for step in &self.plan.steps {
+        Self::guarded(nodes, &current, || {
+            let schedule = self.plan.schedule.get_or_init(|| schedule_of(nodes));
+            for step in &schedule.steps {
                 match step {
-                    Step::Together(ids) => self.run_together(space, ids, run)?,
-                    Step::Inline(ids) if ids.len() > 1 => self.run_inline(space, ids, run, &current)?,
-                    Step::Inline(ids) => self.run_sequential(ids, run, &current)?,
-                    Step::Alone(n) => self.run_sequential(&[*n], run, &current)?,
+                    Step::Together(ids) => Self::run_together(nodes, space, ids, run)?,
+                    Step::Inline(ids) if ids.len() > 1 => Self::run_inline(nodes, space, ids, run, &current)?,
+                    Step::Inline(ids) => Self::run_sequential(nodes, ids.iter().copied(), run, &current)?,
+                    Step::Alone(n) => Self::run_sequential(nodes, [*n], run, &current)?,
                 }
             }
             Ok(())
@@ -217,12 +337,17 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
 
     /// Runs `ids` at the same time: one launch on `space`, one node per iteration. Every node
     /// runs even if another fails; the error of the lowest node id is returned.
-    fn run_together<R: RunNode<S>>(&self, space: &S, ids: &[usize], run: &R) -> hoplite_core::Result<()> {
+    fn run_together<R: RunNode<S>>(
+        nodes: &GraphNodes<S>,
+        space: &S,
+        ids: &[usize],
+        run: &R,
+    ) -> hoplite_core::Result<()> {
         let first_error: Mutex<Option<(usize, hoplite_core::Error)>> = Mutex::new(None);
         let policy = RangePolicy::new(space.clone(), 0..ids.len());
         let kernel = |i: Idx<'_>| {
             let n = ids[*i];
-            let node = &self.nodes[n];
+            let node = &nodes.nodes[n];
             let result = catch_unwind(AssertUnwindSafe(|| run(&**node)))
                 .unwrap_or_else(|payload| Err(hoplite_core::Error::from_panic(node.label(), payload)));
             if let Err(e) = result {
@@ -243,7 +368,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
     /// their own launches are nested and run inline. Stops at the first error; a panic
     /// unwinds through the launch to the caller's guard.
     fn run_inline<R: RunNode<S>>(
-        &self,
+        nodes: &GraphNodes<S>,
         space: &S,
         ids: &[usize],
         run: &R,
@@ -252,7 +377,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
         let error: Mutex<Option<hoplite_core::Error>> = Mutex::new(None);
         let policy = RangePolicy::new(space.clone(), 0..1);
         space.parallel_for("hoplite-graph inline", &policy, |_i: Idx<'_>| {
-            if let Err(e) = self.run_sequential(ids, run, current) {
+            if let Err(e) = Self::run_sequential(nodes, ids.iter().copied(), run, current) {
                 *error.lock() = Some(e);
             }
         })?;
@@ -267,8 +392,7 @@ impl<S: ExecutionSpace> fmt::Debug for HostGraph<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HostGraph")
             .field("space", &self.space)
-            .field("nodes", &self.nodes.len())
-            .field("waves", &self.plan.waves)
+            .field("waves", &self.plan.schedule.get().map(|s| s.waves))
             .finish()
     }
 }
@@ -278,107 +402,35 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
         Arc::new(empty_node("root", NodeKind::Root))
     }
 
-    fn add_node(&mut self, id: NodeId, node: Arc<dyn NodeKernel<S>>) {
-        debug_assert_eq!(id.0, self.nodes.len(), "nodes are added in id order");
-        self.nodes.push(node);
-        self.pred_starts.push(self.pred_list.len());
-    }
-
-    fn add_predecessor(&mut self, node: NodeId, predecessor: NodeId) {
-        // The front end adds a node's predecessors right after the node.
-        debug_assert_eq!(
-            node.0 + 1,
-            self.nodes.len(),
-            "predecessors of the last node added"
-        );
-        self.pred_list.push(predecessor.0);
-    }
-
     fn create_aggregate(&mut self, _predecessors: &[NodeId]) -> Arc<dyn NodeKernel<S>> {
         Arc::new(empty_node("when_all", NodeKind::Aggregate))
     }
 
-    fn instantiate(&mut self) -> hoplite_core::Result<()> {
-        // Ids are a topological order: a node is added after its predecessors. A trivial
-        // node takes its predecessors' wave, so joins add no wave.
-        let mut level = vec![0usize; self.nodes.len()];
-        let mut order = Vec::new();
-        let mut waves = 0;
-        for (n, node) in self.nodes.iter().enumerate() {
-            let before = self.preds_of(n).iter().map(|&p| level[p]).max().unwrap_or(0);
+    fn instantiate(&mut self, nodes: &GraphNodes<S>) -> hoplite_core::Result<()> {
+        // The serial pass: the nodes with work in id order, as runs of consecutive ids.
+        let mut runs: Vec<Range<usize>> = Vec::new();
+        for (n, node) in nodes.nodes.iter().enumerate() {
             if node.kind().is_trivial() {
-                level[n] = before;
                 continue;
             }
-            level[n] = before + 1;
-            waves = waves.max(level[n]);
-            order.push(n);
-        }
-        // The nodes of `order` wave by wave, in id order within a wave (a counting sort: no
-        // list per wave). Waves are 1..=waves; wave w ends where wave w + 1 starts.
-        let mut wave_starts = vec![0usize; waves + 1];
-        for &n in &order {
-            wave_starts[level[n]] += 1;
-        }
-        for w in 1..=waves {
-            wave_starts[w] += wave_starts[w - 1];
-        }
-        let mut by_wave = vec![0usize; order.len()];
-        for &n in order.iter().rev() {
-            wave_starts[level[n]] -= 1;
-            by_wave[wave_starts[level[n]]] = n;
-        }
-        let work = |n: usize| self.nodes[n].work();
-        let mut steps = Vec::new();
-        let mut inline = Vec::new();
-        let mut shared = Vec::new();
-        let mut rest = Vec::new();
-        for w in 1..=waves {
-            let end = wave_starts.get(w + 1).copied().unwrap_or(by_wave.len());
-            let wave = &by_wave[wave_starts[w]..end];
-            shared.clear();
-            rest.clear();
-            for &n in wave {
-                if work(n).is_some_and(|k| k < SHARE_MAX_WORK) {
-                    shared.push(n);
-                } else {
-                    rest.push(n);
-                }
-            }
-            let shared_work: usize = shared.iter().filter_map(|&n| work(n)).sum();
-            if shared.len() >= 2 && shared_work >= WAVE_MIN_WORK {
-                flush(&mut steps, &mut inline);
-                steps.push(Step::Together(shared.clone()));
-            } else {
-                for &n in &shared {
-                    if work(n).is_some_and(|k| k < INLINE_MAX_WORK) {
-                        inline.push(n);
-                    } else {
-                        rest.push(n);
-                    }
-                }
-            }
-            if !rest.is_empty() {
-                flush(&mut steps, &mut inline);
-                steps.extend(rest.iter().copied().map(Step::Alone));
+            match runs.last_mut() {
+                Some(run) if run.end == n => run.end = n + 1,
+                _ => runs.push(n..n + 1),
             }
         }
-        flush(&mut steps, &mut inline);
-        let sequence = order.iter().map(|&n| self.nodes[n].clone()).collect();
-        self.plan = Plan {
-            order,
-            sequence,
-            steps,
-            waves,
-        };
+        let schedule = OnceLock::new();
+        if self.space.concurrency() > 1 {
+            let _ = schedule.set(schedule_of(nodes));
+        }
+        self.plan = Plan { runs, schedule };
         Ok(())
     }
 
-    fn submit(&self, on: Option<&S>) -> hoplite_core::Result<()> {
+    fn submit(&self, nodes: &GraphNodes<S>, on: Option<&S>) -> hoplite_core::Result<()> {
         match on {
-            None if self.space.concurrency() <= 1 => self.run_pass(),
-            None => self.submit_with(&self.space, &|node: &dyn NodeKernel<S>| node.run()),
-            Some(space) => self.submit_with(space, &|node: &dyn NodeKernel<S>| node.run_on(space)),
+            None if self.space.concurrency() <= 1 => self.run_pass(nodes),
+            None => self.submit_with(nodes, &self.space, &|node: &dyn NodeKernel<S>| node.run()),
+            Some(space) => self.submit_with(nodes, space, &|node: &dyn NodeKernel<S>| node.run_on(space)),
         }
     }
 
@@ -390,14 +442,92 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
 impl<S: ExecutionSpace> HostGraph<S> {
     /// The serial pass on the graph's own instance: the nodes' [`run_sequence`]
     /// (NodeKernel::run_sequence), [`SEQUENCE_MAX`] nodes at a time.
-    fn run_pass(&self) -> hoplite_core::Result<()> {
-        for chunk in self.plan.sequence.chunks(SEQUENCE_MAX) {
-            if let Some((first, rest)) = chunk.split_first() {
-                first.run_sequence(rest).map_err(|e| *e)?;
+    fn run_pass(&self, nodes: &GraphNodes<S>) -> hoplite_core::Result<()> {
+        for run in &self.plan.runs {
+            for chunk in nodes.nodes[run.clone()].chunks(SEQUENCE_MAX) {
+                if let Some((first, rest)) = chunk.split_first() {
+                    first.run_sequence(rest).map_err(|e| *e)?;
+                }
             }
         }
         Ok(())
     }
+}
+
+/// The concurrent schedule of `nodes`: waves (a node's wave is one past the last wave of its
+/// predecessors), then the steps that run them.
+fn schedule_of<S: ExecutionSpace>(nodes: &GraphNodes<S>) -> Schedule {
+    // Ids are a topological order: a node is added after its predecessors. A trivial
+    // node takes its predecessors' wave, so joins add no wave.
+    let mut level = vec![0usize; nodes.len()];
+    let mut order = Vec::new();
+    let mut waves = 0;
+    for (n, node) in nodes.nodes.iter().enumerate() {
+        let before = nodes
+            .preds(NodeId(n))
+            .iter()
+            .map(|p| level[p.0])
+            .max()
+            .unwrap_or(0);
+        if node.kind().is_trivial() {
+            level[n] = before;
+            continue;
+        }
+        level[n] = before + 1;
+        waves = waves.max(level[n]);
+        order.push(n);
+    }
+    // The nodes of `order` wave by wave, in id order within a wave (a counting sort: no
+    // list per wave). Waves are 1..=waves; wave w ends where wave w + 1 starts.
+    let mut wave_starts = vec![0usize; waves + 1];
+    for &n in &order {
+        wave_starts[level[n]] += 1;
+    }
+    for w in 1..=waves {
+        wave_starts[w] += wave_starts[w - 1];
+    }
+    let mut by_wave = vec![0usize; order.len()];
+    for &n in order.iter().rev() {
+        wave_starts[level[n]] -= 1;
+        by_wave[wave_starts[level[n]]] = n;
+    }
+    let work = |n: usize| nodes.nodes[n].work();
+    let mut steps = Vec::new();
+    let mut inline = Vec::new();
+    let mut shared = Vec::new();
+    let mut rest = Vec::new();
+    for w in 1..=waves {
+        let end = wave_starts.get(w + 1).copied().unwrap_or(by_wave.len());
+        let wave = &by_wave[wave_starts[w]..end];
+        shared.clear();
+        rest.clear();
+        for &n in wave {
+            if work(n).is_some_and(|k| k < SHARE_MAX_WORK) {
+                shared.push(n);
+            } else {
+                rest.push(n);
+            }
+        }
+        let shared_work: usize = shared.iter().filter_map(|&n| work(n)).sum();
+        if shared.len() >= 2 && shared_work >= WAVE_MIN_WORK {
+            flush(&mut steps, &mut inline);
+            steps.push(Step::Together(shared.clone()));
+        } else {
+            for &n in &shared {
+                if work(n).is_some_and(|k| k < INLINE_MAX_WORK) {
+                    inline.push(n);
+                } else {
+                    rest.push(n);
+                }
+            }
+        }
+        if !rest.is_empty() {
+            flush(&mut steps, &mut inline);
+            steps.extend(rest.iter().copied().map(Step::Alone));
+        }
+    }
+    flush(&mut steps, &mut inline);
+    Schedule { steps, waves }
 }
 
 /// Ends the current inline group, if any.

@@ -17,8 +17,7 @@ use hoplite_core::{
 
 use crate::GraphError;
 use crate::args::{GraphLaunch, GraphPolicy as _, HostArgs};
-use crate::backend::{GraphBackend, NodeId};
-use crate::graph::Edges;
+use crate::backend::{GraphBackend, GraphNodes, NodeId};
 use crate::node::{
     EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, ReducePattern, ReduceResult,
     ReduceTarget, ScanPattern,
@@ -32,8 +31,8 @@ type Brand<'g> = PhantomData<fn(&'g ()) -> &'g ()>;
 pub(crate) struct State<S: ExecutionSpace> {
     pub(crate) space: S,
     pub(crate) backend: Box<dyn GraphBackend<S>>,
-    pub(crate) nodes: Vec<Arc<dyn NodeKernel<S>>>,
-    pub(crate) preds: Edges,
+    /// The one node list, which the backend reads (it keeps no copy).
+    pub(crate) nodes: GraphNodes<S>,
     pub(crate) error: Option<GraphError>,
     /// The label of the last node added: nodes added in a loop share it instead of each
     /// allocating a copy.
@@ -46,8 +45,7 @@ impl<S: ExecutionSpace> State<S> {
         let mut state = State {
             space,
             backend,
-            nodes: Vec::new(),
-            preds: Edges::default(),
+            nodes: GraphNodes::default(),
             error: None,
             last_label: None,
         };
@@ -55,15 +53,10 @@ impl<S: ExecutionSpace> State<S> {
         state
     }
 
-    /// Registers `node` after `preds` (the seed's `add_node` then `add_predecessor`).
+    /// Registers `node` after `preds` (the seed's `add_node` and `add_predecessor`).
     fn add(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> NodeId {
-        let id = NodeId(self.nodes.len());
-        self.backend.add_node(id, node.clone());
-        for &p in preds {
-            self.backend.add_predecessor(id, p);
-        }
-        self.nodes.push(node);
-        self.preds.push(preds);
+        let id = self.nodes.push(node, preds);
+        self.backend.add_node(&self.nodes, id);
         id
     }
 
@@ -301,12 +294,12 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
 
     /// The node's label.
     pub fn label(&self) -> String {
-        self.state.borrow().nodes[self.id.0].label().to_owned()
+        self.state.borrow().nodes.node(self.id).label().to_owned()
     }
 
     /// What the node does.
     pub fn kind(&self) -> NodeKind {
-        self.state.borrow().nodes[self.id.0].kind()
+        self.state.borrow().nodes.node(self.id).kind()
     }
 
     fn push<K>(&self, node: Arc<dyn NodeKernel<S>>) -> Node<'g, S, K> {
@@ -317,13 +310,15 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
     /// Splits the launch, moves its policy to the graph's instance and validates it there —
     /// the only validation a run on that instance needs. A bad policy is remembered and
     /// returned by `create_graph` (`None` here).
+    // Inlined into each `then_*`: the launch then stays in registers instead of being copied
+    // through the stack into a separate function (the copy showed in profiles of construction).
+    #[inline(always)]
     fn launch_parts<L: GraphLaunch<S>>(
-        &self,
+        state: &mut State<S>,
         label: &str,
         launch: L,
     ) -> Option<(ValidatedPolicy<L::Policy>, L::Args)> {
         let (policy, args) = launch.into_parts();
-        let mut state = self.state.borrow_mut();
         // Every node runs on the graph's instance. A policy that names another instance
         // explicitly would be silently moved: refuse it. The default instance is what a plain
         // size or range gets, so it means "no instance chosen".
@@ -350,6 +345,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
 
     /// Adds the launch node `make` builds from the validated policy and handles, or, when the
     /// policy is invalid, a node without work in its place (the graph is never returned then).
+    #[inline(always)]
     fn push_launch<L: GraphLaunch<S>>(
         &self,
         label: &str,
@@ -357,14 +353,17 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         launch: L,
         make: impl FnOnce(ValidatedPolicy<L::Policy>, L::Args, Arc<str>) -> Arc<dyn NodeKernel<S>>,
     ) -> NodeId {
-        let node = match self.launch_parts(label, launch) {
+        // One borrow for the whole node. `make` only moves its arguments into the node (no
+        // user code runs), so nothing can reach the state while it is borrowed.
+        let mut state = self.state.borrow_mut();
+        let node = match Self::launch_parts(&mut state, label, launch) {
             Some((policy, args)) => {
-                let shared = self.state.borrow_mut().label(label);
+                let shared = state.label(label);
                 make(policy, args, shared)
             }
             None => Arc::new(empty_node(label, kind)),
         };
-        self.state.borrow_mut().add(node, &[self.id])
+        state.add(node, &[self.id])
     }
 
     /// Adds a `parallel_for` node that runs after this one. The launch has the shape of an

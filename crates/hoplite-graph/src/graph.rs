@@ -2,14 +2,13 @@
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
-use std::sync::Arc;
 
 use hoplite_core::ExecutionSpace;
 use hoplite_core::view::AccessKind;
 use hoplite_core::view::graph_support::AllocationKey;
 
-use crate::backend::{GraphBackend, NodeId};
-use crate::node::{NodeKernel, NodeKind};
+use crate::backend::{GraphBackend, GraphNodes, NodeId};
+use crate::node::NodeKind;
 use crate::{GraphError, Result, UnorderedRace};
 
 /// A graph ready to run: it has no way to add nodes. [`submit`](Self::submit) runs it on its
@@ -39,38 +38,8 @@ use crate::{GraphError, Result, UnorderedRace};
 pub struct Graph<S: ExecutionSpace> {
     space: S,
     backend: Box<dyn GraphBackend<S>>,
-    nodes: Vec<Arc<dyn NodeKernel<S>>>,
-    preds: Edges,
+    nodes: GraphNodes<S>,
     instantiated: bool,
-}
-
-/// The predecessors of every node, in one list (no allocation per node): node `i`'s are
-/// `list[starts[i]..starts[i + 1]]`.
-#[derive(Debug, Default)]
-pub(crate) struct Edges {
-    starts: Vec<usize>,
-    list: Vec<NodeId>,
-}
-
-impl Edges {
-    /// Appends the next node, after `preds`.
-    pub(crate) fn push(&mut self, preds: &[NodeId]) {
-        if self.starts.is_empty() {
-            self.starts.push(0);
-        }
-        self.list.extend_from_slice(preds);
-        self.starts.push(self.list.len());
-    }
-
-    /// The predecessors of node `i`.
-    pub(crate) fn of(&self, i: usize) -> &[NodeId] {
-        &self.list[self.starts[i]..self.starts[i + 1]]
-    }
-
-    /// Number of nodes.
-    fn len(&self) -> usize {
-        self.starts.len().saturating_sub(1)
-    }
 }
 
 /// For each node, the nodes that must complete before it starts (a bit set per node).
@@ -80,7 +49,7 @@ struct Ancestors {
 }
 
 impl Ancestors {
-    fn new(preds: &Edges) -> Self {
+    fn new<S: ExecutionSpace>(preds: &GraphNodes<S>) -> Self {
         let n = preds.len();
         let words = n.div_ceil(64);
         // bits[i]: bit j set when j == i or j must complete before i. Ids are a topological
@@ -88,7 +57,7 @@ impl Ancestors {
         let mut bits = vec![0u64; n * words];
         for i in 0..n {
             bits[i * words + i / 64] |= 1 << (i % 64);
-            for p in preds.of(i) {
+            for p in preds.preds(NodeId(i)) {
                 let (lo, hi) = bits.split_at_mut(i * words);
                 let src = &lo[p.0 * words..p.0 * words + words];
                 for (d, s) in hi[..words].iter_mut().zip(src) {
@@ -137,17 +106,11 @@ fn noun(kind: AccessKind) -> &'static str {
 }
 
 impl<S: ExecutionSpace> Graph<S> {
-    pub(crate) fn new(
-        space: S,
-        backend: Box<dyn GraphBackend<S>>,
-        nodes: Vec<Arc<dyn NodeKernel<S>>>,
-        preds: Edges,
-    ) -> Self {
+    pub(crate) fn new(space: S, backend: Box<dyn GraphBackend<S>>, nodes: GraphNodes<S>) -> Self {
         Graph {
             space,
             backend,
             nodes,
-            preds,
             instantiated: false,
         }
     }
@@ -160,6 +123,11 @@ impl<S: ExecutionSpace> Graph<S> {
     /// Number of nodes, counting the root and `when_all` joins.
     pub fn len(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// The graph's nodes and edges (what its backend runs).
+    pub fn nodes(&self) -> &GraphNodes<S> {
+        &self.nodes
     }
 
     /// Whether the graph has no node but its root.
@@ -186,7 +154,7 @@ impl<S: ExecutionSpace> Graph<S> {
             return Err(GraphError::AlreadyInstantiated);
         }
         self.check_races()?;
-        self.backend.instantiate()?;
+        self.backend.instantiate(&self.nodes)?;
         self.instantiated = true;
         Ok(())
     }
@@ -212,7 +180,7 @@ impl<S: ExecutionSpace> Graph<S> {
     /// graph can be submitted again.
     pub fn submit(&mut self) -> Result<()> {
         self.ensure_instantiated()?;
-        self.backend.submit(None).map_err(GraphError::from)
+        self.backend.submit(&self.nodes, None).map_err(GraphError::from)
     }
 
     /// Runs the graph once on another instance of its space (every node's policy moves to
@@ -224,7 +192,7 @@ impl<S: ExecutionSpace> Graph<S> {
     pub fn submit_on(&mut self, space: &S) -> Result<()> {
         self.ensure_instantiated()?;
         let on = (*space != self.space).then_some(space);
-        self.backend.submit(on).map_err(GraphError::from)
+        self.backend.submit(&self.nodes, on).map_err(GraphError::from)
     }
 
     /// Finds two nodes with no path between them whose accesses conflict.
@@ -238,15 +206,16 @@ impl<S: ExecutionSpace> Graph<S> {
     /// the first in id order with a race; the report names its first racing predecessor in id
     /// order, as a comparison of all pairs would.
     fn check_races(&self) -> Result<()> {
-        let accessing = self.nodes.iter().filter(|n| !n.accesses().is_empty()).count();
+        let nodes = self.nodes.as_slice();
+        let accessing = nodes.iter().filter(|n| !n.accesses().is_empty()).count();
         if accessing < 2 {
             return Ok(());
         }
-        let ancestors = Ancestors::new(&self.preds);
+        let ancestors = Ancestors::new(&self.nodes);
         // Per allocation and access kind: the accesses (node, index) a later access must still
         // be compared with.
         let mut open: HashMap<AllocationKey, [Vec<(usize, usize)>; 3]> = HashMap::new();
-        for (j, node) in self.nodes.iter().enumerate() {
+        for (j, node) in nodes.iter().enumerate() {
             let second = node.accesses();
             for b in second {
                 let Some(earlier) = open.get(&b.allocation) else {
@@ -257,7 +226,7 @@ impl<S: ExecutionSpace> Graph<S> {
                     .iter()
                     .filter(|&&kind| kind == AccessKind::Write || kind != b.kind)
                     .flat_map(|&kind| &earlier[kind_index(kind)])
-                    .any(|&(i, k)| self.nodes[i].accesses()[k].conflicts_with(b) && !ancestors.ordered(i, j));
+                    .any(|&(i, k)| nodes[i].accesses()[k].conflicts_with(b) && !ancestors.ordered(i, j));
                 if let Some(race) = races.then(|| self.race_report(j, &ancestors)).flatten() {
                     return Err(race);
                 }
@@ -266,7 +235,7 @@ impl<S: ExecutionSpace> Graph<S> {
                 let lists = open.entry(b.allocation).or_default();
                 if b.kind == AccessKind::Write {
                     for list in lists.iter_mut() {
-                        list.retain(|&(i, m)| self.nodes[i].accesses()[m].footprint != b.footprint);
+                        list.retain(|&(i, m)| nodes[i].accesses()[m].footprint != b.footprint);
                     }
                 }
                 lists[kind_index(b.kind)].push((j, k));
@@ -279,18 +248,19 @@ impl<S: ExecutionSpace> Graph<S> {
     /// (`check_races` found one).
     #[cold]
     fn race_report(&self, j: usize, ancestors: &Ancestors) -> Option<GraphError> {
-        let second = self.nodes[j].accesses();
+        let nodes = self.nodes.as_slice();
+        let second = nodes[j].accesses();
         for i in 0..j {
             if ancestors.ordered(i, j) {
                 continue;
             }
-            for a in self.nodes[i].accesses() {
+            for a in nodes[i].accesses() {
                 if let Some(b) = second.iter().find(|b| a.conflicts_with(b)) {
                     return Some(GraphError::UnorderedRace(Box::new(UnorderedRace {
-                        first: self.nodes[i].label().to_owned(),
+                        first: nodes[i].label().to_owned(),
                         first_access: noun(a.kind),
                         first_view: a.view.to_string(),
-                        second: self.nodes[j].label().to_owned(),
+                        second: nodes[j].label().to_owned(),
                         second_access: noun(b.kind),
                         second_view: b.view.to_string(),
                     })));
@@ -319,7 +289,7 @@ impl<S: ExecutionSpace> Graph<S> {
             s.replace('\\', "\\\\").replace('"', "\\\"")
         }
         let mut out = String::from("digraph hoplite_graph {\n  node [shape=box];\n");
-        for (i, node) in self.nodes.iter().enumerate() {
+        for (i, node) in self.nodes.as_slice().iter().enumerate() {
             let kind = node.kind();
             let mut label = escape(node.label());
             if !matches!(kind, NodeKind::Root | NodeKind::Aggregate) {
@@ -351,8 +321,8 @@ impl<S: ExecutionSpace> Graph<S> {
             // Writing to a String cannot fail.
             let _ = writeln!(out, "  n{i} [label=\"{label}\"{shape}];");
         }
-        for i in 0..self.preds.len() {
-            for p in self.preds.of(i) {
+        for i in 0..self.nodes.len() {
+            for p in self.nodes.preds(NodeId(i)) {
                 let _ = writeln!(out, "  n{} -> n{i};", p.0);
             }
         }

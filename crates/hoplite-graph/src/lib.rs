@@ -75,8 +75,9 @@
 //! # Backends
 //!
 //! [`GraphBackend`] holds the customization points of the Kokkos Graphs design
-//! (`create_root_node`, `add_node`, `add_predecessor`, `create_aggregate`, `instantiate`,
-//! `submit`, `execution_space`). [`HostGraph`] is the generic host implementation that
+//! (`create_root_node`, `add_node`, `create_aggregate`, `instantiate`, `submit`,
+//! `execution_space`); the graph owns the one node list ([`GraphNodes`]) and hands it to the
+//! backend. [`HostGraph`] is the generic host implementation that
 //! [`create_graph`] uses for every space that can run a range `parallel_for`: one pass in a
 //! topological order computed at instantiation on serial; wave by wave on concurrent
 //! instances such as rayon (see [`HostGraph`] for when independent nodes run at the same
@@ -94,7 +95,7 @@ use hoplite_core::{ExecutionSpace, ParallelFor, RangePolicy};
 
 pub use args::{Access, GraphArgs, GraphLaunch, GraphPolicy, HostArgs};
 pub use backend::{
-    GraphBackend, HostGraph, INLINE_MAX_WORK, NodeId, SEQUENCE_MAX, SHARE_MAX_WORK, WAVE_MIN_WORK,
+    GraphBackend, GraphNodes, HostGraph, INLINE_MAX_WORK, NodeId, SEQUENCE_MAX, SHARE_MAX_WORK, WAVE_MIN_WORK,
 };
 pub use builder::{GraphBuilder, Node, NodeRef, WhenAll};
 pub use graph::Graph;
@@ -119,6 +120,15 @@ pub enum GraphError {
     ForeignInstance {
         /// The node's label.
         node: String,
+    },
+    /// A node added to a [`GraphNodes`] list directly names a predecessor that is not an
+    /// earlier node (the front end never does).
+    #[error("node {node} cannot wait for node {predecessor}: a predecessor is an earlier node")]
+    InvalidPredecessor {
+        /// The node being added.
+        node: usize,
+        /// The predecessor it named.
+        predecessor: usize,
     },
     /// Two nodes with no path between them make conflicting accesses to the same elements.
     #[error("{0}")]
@@ -201,5 +211,5 @@ where
     if let Some(e) = state.error {
         return Err(e);
     }
-    Ok(Graph::new(state.space, state.backend, state.nodes, state.preds))
+    Ok(Graph::new(state.space, state.backend, state.nodes))
 }

@@ -7,7 +7,9 @@ use hoplite_core::{
     Error, ExecutionSpace, ParallelFor, ParallelReduce, ParallelScan, Prod, RangePolicy, Slice, Sum,
     TeamPolicy, View,
 };
-use hoplite_graph::{GraphError, NodeRef, ReduceResult, SEQUENCE_MAX, WAVE_MIN_WORK, create_graph};
+use hoplite_graph::{
+    GraphError, GraphNodes, NodeId, NodeRef, ReduceResult, SEQUENCE_MAX, WAVE_MIN_WORK, create_graph,
+};
 use hoplite_rayon::RayonSpace;
 use hoplite_serial::Serial;
 
@@ -1002,4 +1004,70 @@ fn host_node_panic_releases_its_guards<S: Space>(space: S) {
     assert_eq!(x.to_vec().expect("the write guard is gone"), [5; 4]);
     fail.store(false, Ordering::SeqCst);
     graph.submit().expect("usable again");
+}
+
+/// A graph on a one-thread instance has no wave schedule after `instantiate` (a serial pass
+/// needs none); submitted on a concurrent instance it computes one and runs every node once.
+#[test]
+fn a_graph_on_one_thread_runs_on_more_threads() {
+    let one = RayonSpace::with_threads(1).expect("pool");
+    let two = RayonSpace::with_threads(2).expect("another pool");
+    let hits = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::new(AtomicUsize::new(usize::MAX));
+    let n = WAVE_MIN_WORK;
+    let mut graph = create_graph(&one, |g| {
+        let wave: Vec<NodeRef<'_, RayonSpace>> = (0..4)
+            .map(|_| {
+                let h = hits.clone();
+                g.parallel_for("count", RangePolicy::new(one.clone(), 0..n), move |_i| {
+                    h.fetch_add(1, Ordering::Relaxed);
+                })
+                .erase()
+            })
+            .collect();
+        let (h, s) = (hits.clone(), seen.clone());
+        g.when_all(wave).then_host("after", move || {
+            s.store(h.load(Ordering::Relaxed), Ordering::Relaxed);
+        });
+    })
+    .expect("graph");
+    graph.instantiate().expect("instantiate");
+    assert!(format!("{graph:?}").contains("instantiated: true"));
+    graph.submit().expect("submit on one thread");
+    assert_eq!(seen.load(Ordering::Relaxed), 4 * n);
+    for round in 2..=3 {
+        graph.submit_on(&two).expect("submit on two threads");
+        two.fence().expect("fence");
+        assert_eq!(hits.load(Ordering::Relaxed), round * 4 * n);
+        assert_eq!(
+            seen.load(Ordering::Relaxed),
+            round * 4 * n,
+            "the join waits for the wave"
+        );
+    }
+}
+
+/// A node list refuses a predecessor that is not an earlier node, and adds nothing then.
+#[test]
+fn a_node_list_refuses_a_later_predecessor() {
+    let graph = create_graph(&Serial::default(), |g| {
+        g.host("a", || {});
+    })
+    .expect("graph");
+    let mut nodes = GraphNodes::new();
+    let root = nodes
+        .add(graph.nodes().node(NodeId(0)).clone(), &[])
+        .expect("the root");
+    let a = graph.nodes().node(NodeId(1)).clone();
+    match nodes.add(a.clone(), &[root, NodeId(1)]) {
+        Err(GraphError::InvalidPredecessor {
+            node: 1,
+            predecessor: 1,
+        }) => {}
+        other => panic!("expected InvalidPredecessor, got {:?}", other.map(|id| id.0)),
+    }
+    assert_eq!(nodes.len(), 1);
+    let id = nodes.add(a, &[root]).expect("a node after the root");
+    assert_eq!(nodes.preds(id), [root]);
+    assert_eq!(nodes.node(id).label(), "a");
 }
