@@ -793,21 +793,7 @@ impl CudaGraph {
                         });
                     }
                     let mut pointers = k.params.pointers();
-                    let params = sys::CUDA_KERNEL_NODE_PARAMS {
-                        func: loaded.function,
-                        gridDimX: g.grid[0],
-                        gridDimY: g.grid[1],
-                        gridDimZ: g.grid[2],
-                        blockDimX: g.block[0],
-                        blockDimY: g.block[1],
-                        blockDimZ: g.block[2],
-                        sharedMemBytes: g.shared_bytes,
-                        kernelParams: pointers.as_mut_ptr(),
-                        extra: std::ptr::null_mut(),
-                        // `func` names the function; no CUkernel, and the current context.
-                        kern: std::ptr::null_mut(),
-                        ctx: std::ptr::null_mut(),
-                    };
+                    let params = kernel_node_params(loaded.function, &g, &mut pointers);
                     // SAFETY: the context is current; `deps` are nodes of this graph; the
                     // function is loaded on this device and its entry takes exactly the
                     // parameters `pack_for` packed against `K::params()` (checked when the
@@ -1064,20 +1050,7 @@ fn add_reduction(
         };
         r.kernel.params.set(partials_param, &partials.to_le_bytes());
         let mut pointers = r.kernel.params.pointers();
-        let params = sys::CUDA_KERNEL_NODE_PARAMS {
-            func: loaded.function,
-            gridDimX: g.grid[0],
-            gridDimY: g.grid[1],
-            gridDimZ: g.grid[2],
-            blockDimX: g.block[0],
-            blockDimY: g.block[1],
-            blockDimZ: g.block[2],
-            sharedMemBytes: g.shared_bytes,
-            kernelParams: pointers.as_mut_ptr(),
-            extra: std::ptr::null_mut(),
-            kern: std::ptr::null_mut(),
-            ctx: std::ptr::null_mut(),
-        };
+        let params = kernel_node_params(loaded.function, &g, &mut pointers);
         let mut kernel: sys::CUgraphNode = std::ptr::null_mut();
         // SAFETY: the context is current; `deps` are nodes of this graph; the entry takes
         // exactly the parameters `pack_reduce` packed against `K::params()` and the reducer's
@@ -1137,7 +1110,26 @@ fn add_reduction(
         sys::cuGraphAddMemcpyNode(&mut back, graph, &join, 1, &copy, device.context())
     })?;
     let mut pointers = final_params.pointers();
-    let params = sys::CUDA_KERNEL_NODE_PARAMS {
+    let params = kernel_node_params(function, &g, &mut pointers);
+    let mut final_pass: sys::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: as for the first pass (the same entry, geometry and arguments, packed by
+    // `pack_scan`), with the final-pass flag set; it runs after the prefixes were copied back,
+    // so each thread starts from its prefix; `pointers` point into `final_params`, which the
+    // driver copies here.
+    check("cuGraphAddKernelNode_v2", unsafe {
+        sys::cuGraphAddKernelNode_v2(&mut final_pass, graph, &back, 1, &params)
+    })?;
+    Ok(final_pass)
+}
+
+/// The parameters of a kernel node launching `function` with geometry `g` and the kernel
+/// parameters `pointers` points at (the driver copies them when the node is added).
+fn kernel_node_params(
+    function: sys::CUfunction,
+    g: &LaunchGeometry,
+    pointers: &mut [*mut c_void],
+) -> sys::CUDA_KERNEL_NODE_PARAMS {
+    sys::CUDA_KERNEL_NODE_PARAMS {
         func: function,
         gridDimX: g.grid[0],
         gridDimY: g.grid[1],
@@ -1148,18 +1140,10 @@ fn add_reduction(
         sharedMemBytes: g.shared_bytes,
         kernelParams: pointers.as_mut_ptr(),
         extra: std::ptr::null_mut(),
+        // `func` names the function: no CUkernel, and the context that is current.
         kern: std::ptr::null_mut(),
         ctx: std::ptr::null_mut(),
-    };
-    let mut final_pass: sys::CUgraphNode = std::ptr::null_mut();
-    // SAFETY: as for the first pass (the same entry, geometry and arguments, packed by
-    // `pack_scan`), with the final-pass flag set; it runs after the prefixes were copied back,
-    // so each thread starts from its prefix; `pointers` point into `final_params`, which the
-    // driver copies here.
-    check("cuGraphAddKernelNode_v2", unsafe {
-        sys::cuGraphAddKernelNode_v2(&mut final_pass, graph, &back, 1, &params)
-    })?;
-    Ok(final_pass)
+    }
 }
 
 /// A one-dimensional copy of `bytes` bytes between the device buffer `device` and the host
