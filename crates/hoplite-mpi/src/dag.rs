@@ -10,9 +10,11 @@
 
 use std::sync::Arc;
 
-use hoplite_core::{ArrayLayout, HostAccessibleSpace, LayoutStride, Slice, View, ViewValue};
+use hoplite_core::view::LaunchArgs;
+use hoplite_core::{ArrayLayout, HostAccessibleSpace, LayoutStride, RangePolicy, Slice, View, ViewValue};
 use hoplite_dag::device::{Device, Stream};
 use hoplite_dag::{Context, Vertex, VertexState};
+use hoplite_graph::{GraphArgs, GraphLaunch};
 use parking_lot::Mutex;
 
 use crate::comm::Comm;
@@ -62,6 +64,32 @@ fn finish(label: &str, slot: &Mutex<Option<Error>>, result: Result<()>) -> hopli
         *slot.lock() = Some(e);
         hoplite_core::Error::from_panic(label, Box::new(message))
     })
+}
+
+/// A vertex of `ctx` that runs the transfer `op` on the handles `args` (ordered by them like a
+/// launch): a failed transfer fails the vertex, and its MPI error is kept for
+/// [`CommVertex::error`].
+fn comm_task<Dv, A, F>(ctx: &Context<Dv>, label: &str, args: A, op: F) -> Result<CommVertex>
+where
+    Dv: Device,
+    <Dv::Stream as Stream>::Space: Default,
+    A: GraphArgs + LaunchArgs + 'static,
+    (RangePolicy<<Dv::Stream as Stream>::Space>, A): GraphLaunch<
+            <Dv::Stream as Stream>::Space,
+            Policy = RangePolicy<<Dv::Stream as Stream>::Space>,
+            Args = A,
+        >,
+    F: FnOnce(&A) -> Result<()> + Send + 'static,
+{
+    let slot = Arc::new(Mutex::new(None));
+    let body_slot = slot.clone();
+    let owned_label = label.to_owned();
+    let vertex = ctx
+        .task(label, args, move |handles| {
+            finish(&owned_label, &body_slot, op(handles))
+        })
+        .map_err(Error::Dag)?;
+    Ok(CommVertex { vertex, error: slot })
 }
 
 /// Communication as DAG vertices: `ctx.send(...)`, `ctx.recv(...)`, `ctx.halo_exchange(...)`.
@@ -165,19 +193,11 @@ where
         comm.check_rank("send", view.label(), dest)?;
         check_tag("send", view.label(), tag)?;
         let comm = comm.clone();
-        let slot = Arc::new(Mutex::new(None));
-        let body_slot = slot.clone();
-        let owned_label = label.to_owned();
-        let vertex = self
-            .task(label, (view.read(),), move |(reader,)| {
-                // SAFETY: the vertex's reader, held by the context until this body returns,
-                // keeps the allocation alive and writers out; the transfer is waited for before
-                // returning.
-                let result = unsafe { comm.raw_send(reader.view(), dest, tag) }.and_then(|t| t.wait());
-                finish(&owned_label, &body_slot, result)
-            })
-            .map_err(Error::Dag)?;
-        Ok(CommVertex { vertex, error: slot })
+        comm_task(self, label, (view.read(),), move |(reader,)| {
+            // SAFETY: the vertex's reader, held by the context until this body returns, keeps
+            // the allocation alive and writers out; the transfer is waited for before returning.
+            unsafe { comm.raw_send(reader.view(), dest, tag) }.and_then(|t| t.wait())
+        })
     }
 
     fn recv<T, const R: usize, L, S>(
@@ -196,19 +216,12 @@ where
         comm.check_rank("receive", view.label(), source)?;
         check_tag("receive", view.label(), tag)?;
         let comm = comm.clone();
-        let slot = Arc::new(Mutex::new(None));
-        let body_slot = slot.clone();
-        let owned_label = label.to_owned();
-        let vertex = self
-            .task(label, (view.write(),), move |(writer,)| {
-                // SAFETY: the vertex's writer, held by the context until this body returns,
-                // keeps the allocation alive and every other access out; the transfer is waited
-                // for before returning.
-                let result = unsafe { comm.raw_recv(writer.view(), source, tag) }.and_then(|t| t.wait());
-                finish(&owned_label, &body_slot, result)
-            })
-            .map_err(Error::Dag)?;
-        Ok(CommVertex { vertex, error: slot })
+        comm_task(self, label, (view.write(),), move |(writer,)| {
+            // SAFETY: the vertex's writer, held by the context until this body returns, keeps
+            // the allocation alive and every other access out; the transfer is waited for before
+            // returning.
+            unsafe { comm.raw_recv(writer.view(), source, tag) }.and_then(|t| t.wait())
+        })
     }
 
     fn halo_exchange<T, const D: usize, L, S>(
@@ -239,30 +252,24 @@ where
             };
             let (lower_ghost, upper_ghost) = (slab(0..g)?, slab(n - g..n)?);
             let (lower_sent, upper_sent) = (slab(g..2 * g)?, slab(n - 2 * g..n - g)?);
-            let slot = Arc::new(Mutex::new(None));
-            let body_slot = slot.clone();
-            let owned_label = format!("{label} (dimension {d})");
             let halo = halo.clone();
-            let vertex = self
-                .task(
-                    &owned_label.clone(),
-                    (
-                        lower_ghost.write(),
-                        upper_ghost.write(),
-                        lower_sent.read(),
-                        upper_sent.read(),
-                    ),
-                    move |(lg, ug, ls, us)| {
-                        // SAFETY: the vertex's writers (ghost layers) and readers (sent layers),
-                        // held by the context until this body returns, keep the allocation alive
-                        // and other accesses out; `exchange_raw` waits for every transfer.
-                        let result =
-                            unsafe { halo.exchange_raw(d, lg.view(), ug.view(), ls.view(), us.view()) };
-                        finish(&owned_label, &body_slot, result)
-                    },
-                )
-                .map_err(Error::Dag)?;
-            last = Some(CommVertex { vertex, error: slot });
+            let vertex = comm_task(
+                self,
+                &format!("{label} (dimension {d})"),
+                (
+                    lower_ghost.write(),
+                    upper_ghost.write(),
+                    lower_sent.read(),
+                    upper_sent.read(),
+                ),
+                move |(lg, ug, ls, us)| {
+                    // SAFETY: the vertex's writers (ghost layers) and readers (sent layers), held
+                    // by the context until this body returns, keep the allocation alive and other
+                    // accesses out; `exchange_raw` waits for every transfer.
+                    unsafe { halo.exchange_raw(d, lg.view(), ug.view(), ls.view(), us.view()) }
+                },
+            )?;
+            last = Some(vertex);
         }
         last.ok_or_else(|| Error::BadDecomposition {
             reason: "a halo of no dimension".to_owned(),
