@@ -55,6 +55,21 @@ struct KernelNode {
     _keep: Vec<Arc<dyn Any + Send + Sync>>,
 }
 
+impl KernelNode {
+    /// The node launching `K` with `params` packed from `args`, whose devices it records and
+    /// whose views it keeps alive.
+    fn new<K: DeviceKernel>(geometry: Geometry, params: ParamBuffer, args: &[DeviceArg]) -> KernelNode {
+        KernelNode {
+            name: K::NAME,
+            load: load::<K>,
+            geometry,
+            params,
+            devices: args.iter().map(|a| a.device).collect(),
+            _keep: args.iter().filter_map(DeviceArg::keep).collect(),
+        }
+    }
+}
+
 enum Work {
     /// The root, a join, or an empty launch.
     Empty,
@@ -351,14 +366,7 @@ impl CudaGraph {
     ) -> Result<NodeId, CudaError> {
         let params = pack_for::<K>(&iteration, &kernel_args(args))?;
         check_args(K::NAME, ends, args)?;
-        let node = KernelNode {
-            name: K::NAME,
-            load: load::<K>,
-            geometry,
-            params,
-            devices: args.iter().map(|a| a.device).collect(),
-            _keep: args.iter().filter_map(DeviceArg::keep).collect(),
-        };
+        let node = KernelNode::new::<K>(geometry, params, args);
         self.push(Work::Kernel(node), after)
     }
 
@@ -644,14 +652,7 @@ impl CudaGraph {
         });
         let result = Arc::new(Mutex::new(None));
         let node = ReduceNode {
-            kernel: KernelNode {
-                name: K::NAME,
-                load: load::<K>,
-                geometry,
-                params,
-                devices: args.iter().map(|a| a.device).collect(),
-                _keep: args.iter().filter_map(DeviceArg::keep).collect(),
-            },
+            kernel: KernelNode::new::<K>(geometry, params, args),
             value_size: value_layout(<R::Value as DeviceReduceValue>::PATTERN).map_or(0, |l| l.size),
             join: Arc::new(Joiner {
                 reducer,
@@ -719,14 +720,7 @@ impl CudaGraph {
         });
         let result = Arc::new(Mutex::new(None));
         let node = ReduceNode {
-            kernel: KernelNode {
-                name: K::NAME,
-                load: load::<K>,
-                geometry,
-                params,
-                devices: args.iter().map(|a| a.device).collect(),
-                _keep: args.iter().filter_map(DeviceArg::keep).collect(),
-            },
+            kernel: KernelNode::new::<K>(geometry, params, args),
             value_size: value_layout(T::PATTERN).map_or(0, |l| l.size),
             join: Arc::new(Prefixer {
                 total: result.clone(),
