@@ -187,6 +187,22 @@ fn borrowed(label: &str, conflict: &hoplite_core::Error) -> CudaError {
 }
 
 impl Cuda {
+    /// Ends a copy queued on `stream` with host memory of `H`: from or into page-locked memory
+    /// it runs on after this returns, so `keep` (the host view's handle and the device view)
+    /// stays alive until the next fence; with pageable memory the copy is waited for now.
+    fn end_transfer<H: HostTransferSpace>(
+        &self,
+        stream: &driver::Stream,
+        keep: [Arc<dyn Any + Send + Sync>; 2],
+    ) -> Result<(), CudaError> {
+        if H::PAGE_LOCKED {
+            self.inner.keep_alive.lock().extend(keep);
+            Ok(())
+        } else {
+            stream.synchronize()
+        }
+    }
+
     /// The stream for a copy of the device view `label`, whose memory is device
     /// `view_device`'s: refused on another device's stream (no peer access).
     fn transfer_stream(&self, label: &str, view_device: usize) -> Result<&driver::Stream, CudaError> {
@@ -258,13 +274,13 @@ impl Cuda {
         unsafe {
             driver::copy_to_device_async(stream, dst.data() as usize as u64, src.data().cast(), bytes)
         }?;
-        if H::PAGE_LOCKED {
-            let keep: [Arc<dyn Any + Send + Sync>; 2] = [Arc::new(reader), Arc::new(dst.clone())];
-            self.inner.keep_alive.lock().extend(keep);
-            Ok(())
-        } else {
-            stream.synchronize()
-        }
+        self.end_transfer::<H>(
+            stream,
+            [
+                Arc::new(reader) as Arc<dyn Any + Send + Sync>,
+                Arc::new(dst.clone()),
+            ],
+        )
     }
 
     /// Copies the device view `src` into the host view `dst` (same extents and layout, both
@@ -323,12 +339,12 @@ impl Cuda {
                 bytes,
             )
         }?;
-        if H::PAGE_LOCKED {
-            let keep: [Arc<dyn Any + Send + Sync>; 2] = [Arc::new(writer), Arc::new(src.clone())];
-            self.inner.keep_alive.lock().extend(keep);
-            Ok(())
-        } else {
-            stream.synchronize()
-        }
+        self.end_transfer::<H>(
+            stream,
+            [
+                Arc::new(writer) as Arc<dyn Any + Send + Sync>,
+                Arc::new(src.clone()),
+            ],
+        )
     }
 }
