@@ -1,11 +1,12 @@
 //! Layer 3: the context — launches become vertices, vertices go to streams, the host waits
 //! only for what it touches.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use hoplite_core::view::AccessKind;
@@ -21,9 +22,12 @@ use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
 use crate::device::{Device, Stream};
-use crate::model::{DependencyModel, DependencyPolicy, Edge, VertexId};
-use crate::selection::{ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location};
+use crate::model::{Accesses, DependencyModel, DependencyPolicy, Edges, VertexId};
+use crate::selection::{
+    ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location, LocationSet,
+};
 use crate::streams::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+use crate::vertex_table::VertexTable;
 use crate::{DagError, Result};
 
 /// Whether launches return at once or wait for their kernel.
@@ -150,7 +154,18 @@ struct Progress {
 struct Cell {
     progress: Mutex<Progress>,
     changed: Condvar,
+    /// `ENDED` or `FAILED` once the outcome is final (set under the lock, after the state):
+    /// retiring looks at every pending vertex's cell at each launch, and reads this word
+    /// instead of taking the lock the stream's thread writes under.
+    ended: AtomicU8,
 }
+
+/// `Cell::ended`: the work has not ended.
+const RUNNING: u8 = 0;
+/// `Cell::ended`: the vertex is done.
+const ENDED: u8 = 1;
+/// `Cell::ended`: the vertex failed.
+const FAILED: u8 = 2;
 
 impl Cell {
     fn new() -> Arc<Self> {
@@ -161,6 +176,7 @@ impl Cell {
                 end: None,
             }),
             changed: Condvar::new(),
+            ended: AtomicU8::new(RUNNING),
         })
     }
 
@@ -168,12 +184,24 @@ impl Cell {
         self.progress.lock().state.clone()
     }
 
-    /// Whether the vertex is done or failed.
+    /// Whether the vertex is done or failed. Acquire: what the stream did before it ended the
+    /// vertex (dropping its handles) happens before what the caller does next.
     fn has_ended(&self) -> bool {
-        !matches!(
-            self.progress.lock().state,
-            VertexState::Queued | VertexState::Running
-        )
+        self.ended.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// Whether the vertex failed (after `has_ended`).
+    fn has_failed(&self) -> bool {
+        self.ended.load(Ordering::Acquire) == FAILED
+    }
+
+    /// Makes a cell nobody else holds new again, for the next vertex.
+    fn reset(&mut self) {
+        let p = self.progress.get_mut();
+        p.state = VertexState::Queued;
+        p.start = None;
+        p.end = None;
+        *self.ended.get_mut() = RUNNING;
     }
 
     fn start(&self) {
@@ -188,7 +216,13 @@ impl Cell {
         let now = Instant::now();
         p.start.get_or_insert(now);
         p.end = Some(now);
+        let ended = if matches!(outcome, VertexState::Failed(_)) {
+            FAILED
+        } else {
+            ENDED
+        };
         p.state = outcome;
+        self.ended.store(ended, Ordering::Release);
         self.changed.notify_all();
     }
 
@@ -271,13 +305,40 @@ struct Record {
     label: Arc<str>,
     device: usize,
     stream: usize,
-    edges: Vec<Edge>,
-    cell: Arc<Cell>,
+    edges: Edges,
+    /// How it ended, copied from its cell when it retires; `None` while it is live (its cell
+    /// is then in `State::live`). The history keeps no cell: dropping the oldest record at
+    /// each launch would otherwise free a cell made `HISTORY_LIMIT` launches ago, a cache miss
+    /// or two on every launch.
+    ended: Option<Ended>,
 }
 
-/// An unfinished vertex: what host access and later launches need to wait for it.
+/// The end of a retired vertex, for DOT and traces.
+struct Ended {
+    state: &'static str,
+    start: Option<Instant>,
+    end: Option<Instant>,
+}
+
+impl Record {
+    /// Its state's name and its start and end, from the copy or from the live cell.
+    fn progress<E>(&self, live: &VertexTable<Live<E>>) -> (&'static str, Option<Instant>, Option<Instant>) {
+        match (&self.ended, live.get(self.id)) {
+            (Some(e), _) => (e.state, e.start, e.end),
+            (None, Some(l)) => {
+                let p = l.cell.progress.lock();
+                (p.state.name(), p.start, p.end)
+            }
+            // Retired before its record was made: cannot happen (a vertex's record is made in
+            // the launch that makes it); show it as done rather than fail.
+            (None, None) => ("done", None, None),
+        }
+    }
+}
+
+/// An unfinished vertex: what host access and later launches need to wait for it (its
+/// accesses are the model's).
 struct Live<E> {
-    accesses: Arc<[Access]>,
     /// An event right after the vertex in its stream, for launches on other streams to wait
     /// for. (Recording it only when a first such launch comes would save a queue item per
     /// vertex, but the event then also covers whatever the stream took on since, and
@@ -292,12 +353,12 @@ struct State<D: Device> {
     assigner: StreamAssigner,
     selector: DeviceSelector,
     streams: Vec<D::Stream>,
-    live: HashMap<VertexId, Live<<D::Stream as Stream>::Event>>,
+    live: VertexTable<Live<<D::Stream as Stream>::Event>>,
     history: VecDeque<Record>,
     /// Where each allocation the context has seen is up to date (absent: only on the CPU).
     /// Bounded by `LOCATIONS_LIMIT`: past it, allocations no unfinished vertex uses are
     /// forgotten (they count as up to date on the CPU again, which only steers selection).
-    locations: HashMap<AllocationKey, BTreeSet<Location>>,
+    locations: HashMap<AllocationKey, LocationSet>,
     prune_locations_at: usize,
     /// The unretired vertices of each stream, in stream order: `retire` takes them from the
     /// front while their work has ended. A stream runs its work in order, so looking at the
@@ -315,6 +376,35 @@ struct State<D: Device> {
     last_label: Option<Arc<str>>,
     /// A buffer the accesses of a launch are recorded into.
     scratch_accesses: Vec<Access>,
+    /// Cells of retired vertices, oldest first, to be reused once nobody else holds them.
+    /// A vertex's cell is released last by whichever of the context, its stream's closure
+    /// and the user's `Vertex` drops it last; freed on the stream's thread, memory the
+    /// launching thread allocated goes back through the allocator's shared arena, under its
+    /// lock, on every launch. Reusing cells keeps them on the launching thread.
+    spent_cells: VecDeque<Arc<Cell>>,
+}
+
+/// How many retired cells `State::spent_cells` keeps; past it, cells that are still held
+/// elsewhere (a `Vertex` the user keeps) are let go.
+const SPENT_CELLS_LIMIT: usize = 64;
+
+impl<D: Device> State<D> {
+    /// A cell for a new vertex: a retired one nobody holds any more, or a new one.
+    fn fresh_cell(&mut self) -> Arc<Cell> {
+        while let Some(mut cell) = self.spent_cells.pop_front() {
+            if let Some(unique) = Arc::get_mut(&mut cell) {
+                unique.reset();
+                return cell;
+            }
+            if self.spent_cells.len() < SPENT_CELLS_LIMIT {
+                // Its stream's closure has not let it go yet: look again next time.
+                self.spent_cells.push_front(cell);
+                break;
+            }
+            // Held past many launches: by the user, who frees it.
+        }
+        Cell::new()
+    }
 }
 
 type SpaceOf<D> = <<D as Device>::Stream as Stream>::Space;
@@ -386,7 +476,7 @@ impl<D: Device> Context<D> {
                 assigner: StreamAssigner::new(options.new_stream, options.parent_stream),
                 selector,
                 streams: Vec::new(),
-                live: HashMap::default(),
+                live: VertexTable::default(),
                 history: VecDeque::new(),
                 locations: HashMap::default(),
                 prune_locations_at: LOCATIONS_LIMIT,
@@ -395,6 +485,7 @@ impl<D: Device> Context<D> {
                 unreported: Vec::new(),
                 last_label: None,
                 scratch_accesses: Vec::new(),
+                spent_cells: VecDeque::new(),
             }),
         })
     }
@@ -584,10 +675,9 @@ impl<D: Device> Context<D> {
         if let Some(conflict) = GraphArgs::conflict(&handles) {
             return Err(DagError::Core(conflict.clone()));
         }
-        let cell = Cell::new();
-
         let mut state = self.state.lock();
         self.retire(&mut state);
+        let cell = state.fresh_cell();
         // Launches in a loop repeat their label: the last one is shared rather than copied.
         let label_owned: Arc<str> = match &state.last_label {
             Some(last) if **last == *label => last.clone(),
@@ -597,10 +687,10 @@ impl<D: Device> Context<D> {
                 fresh
             }
         };
-        // Recorded into the state's buffer, then moved into one exactly sized allocation.
+        // Recorded into the state's buffer, then moved into the model's inline list.
         let mut scratch = std::mem::take(&mut state.scratch_accesses);
         GraphArgs::record_handles(&handles, &mut scratch);
-        let accesses: Arc<[Access]> = scratch.drain(..).collect();
+        let accesses: Accesses = scratch.drain(..).collect();
         state.scratch_accesses = scratch;
         // Handles in the group are not checked against each other: two of this launch that
         // conflict (`(x.write(), x.read())`) are refused here, as an eager launch refuses them.
@@ -626,18 +716,27 @@ impl<D: Device> Context<D> {
         let assignment = match state.assigner.parent_stream(&parents) {
             Some(s) => Assignment::Existing(s),
             None => {
-                let data: Vec<ArgumentData> = accesses
-                    .iter()
-                    .map(|a| ArgumentData {
-                        bytes: a.bytes,
-                        up_to_date: state
-                            .locations
-                            .get(&a.allocation)
-                            .cloned()
-                            .unwrap_or_else(|| BTreeSet::from([Location::Cpu])),
-                    })
-                    .collect();
-                let busy = state.assigner.busy_streams(self.devices.len());
+                // Only the data-aware policies look at where the arguments are.
+                let data: SmallVec<[ArgumentData; 8]> = if state.selector.needs_data() {
+                    accesses
+                        .iter()
+                        .map(|a| ArgumentData {
+                            bytes: a.bytes,
+                            up_to_date: state
+                                .locations
+                                .get(&a.allocation)
+                                .copied()
+                                .unwrap_or(LocationSet::only(Location::Cpu)),
+                        })
+                        .collect()
+                } else {
+                    SmallVec::new()
+                };
+                let busy = if state.selector.policy() == DeviceSelectionPolicy::StreamAware {
+                    state.assigner.busy_streams(self.devices.len())
+                } else {
+                    Vec::new()
+                };
                 let device = state.selector.select(&data, &busy);
                 state
                     .assigner
@@ -655,35 +754,26 @@ impl<D: Device> Context<D> {
         };
         let device = state.assigner.streams()[stream_index].device;
         let policy = ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space()))?;
-        let (id, edges) = state.model.commit(accesses.clone(), plan);
-        state.assigner.place(id, &parents, stream_index);
-
         // Where the data will be up to date once the vertex ran.
         for a in accesses.iter() {
             let at = Location::Device(device);
             let locations = state
                 .locations
                 .entry(a.allocation)
-                .or_insert_with(|| BTreeSet::from([Location::Cpu]));
+                .or_insert(LocationSet::only(Location::Cpu));
             match a.kind {
-                AccessKind::Read => {
-                    locations.insert(at);
-                }
-                // Only here: most writers write where the data already is.
-                AccessKind::Write | AccessKind::Atomic
-                    if !(locations.len() == 1 && locations.contains(&at)) =>
-                {
-                    *locations = BTreeSet::from([at]);
-                }
-                AccessKind::Write | AccessKind::Atomic => {}
+                AccessKind::Read => locations.insert(at),
+                AccessKind::Write | AccessKind::Atomic => *locations = LocationSet::only(at),
             }
         }
+        let (id, edges) = state.model.commit(accesses, plan);
+        state.assigner.place(id, &parents, stream_index);
 
         // Parents on other streams are waited for through their events; those on this
         // stream come first by stream order.
         let mut parent_cells: SmallVec<[Arc<Cell>; 4]> = SmallVec::new();
         for p in &parents {
-            if let Some(parent) = state.live.get(p) {
+            if let Some(parent) = state.live.get(*p) {
                 parent_cells.push(parent.cell.clone());
                 if parent.stream != stream_index {
                     state.streams[stream_index].wait_event(&parent.event);
@@ -726,7 +816,6 @@ impl<D: Device> Context<D> {
         state.live.insert(
             id,
             Live {
-                accesses,
                 event,
                 stream: stream_index,
                 cell: cell.clone(),
@@ -742,7 +831,7 @@ impl<D: Device> Context<D> {
             device,
             stream: stream_index,
             edges,
-            cell: cell.clone(),
+            ended: None,
         });
         drop(state);
         let vertex = Vertex { id, cell };
@@ -758,7 +847,7 @@ impl<D: Device> Context<D> {
         for s in 0..state.in_stream_order.len() {
             while let Some(&id) = state.in_stream_order[s].front() {
                 // Retired already (by a host wait), or its work has ended.
-                let ended = state.live.get(&id).is_none_or(|l| l.cell.has_ended());
+                let ended = state.live.get(id).is_none_or(|l| l.cell.has_ended());
                 if !ended {
                     break;
                 }
@@ -767,11 +856,8 @@ impl<D: Device> Context<D> {
             }
         }
         if state.locations.len() > state.prune_locations_at {
-            let State { locations, live, .. } = &mut *state;
-            locations.retain(|key, _| {
-                live.values()
-                    .any(|l| l.accesses.iter().any(|a| a.allocation == *key))
-            });
+            let State { locations, model, .. } = &mut *state;
+            locations.retain(|key, _| model.uses(*key));
             // What unfinished vertices still use stays; scan again only once that has doubled.
             state.prune_locations_at = LOCATIONS_LIMIT.max(2 * state.locations.len());
         }
@@ -780,17 +866,31 @@ impl<D: Device> Context<D> {
     /// Retires one finished vertex (its cell holds its final state), unless that happened
     /// already.
     fn retire_one(state: &mut State<D>, id: VertexId) {
-        let Some(live) = state.live.remove(&id) else {
+        let Some(live) = state.live.remove(id) else {
             return;
         };
-        state.model.finish(id);
-        state.assigner.finish(id);
-        if let VertexState::Failed(e) = live.cell.state() {
-            for a in live.accesses.iter() {
+        // The history keeps how it ended; the cell goes (see `Record::ended`).
+        if let Some(first) = state.history.front().map(|r| r.id)
+            && let Some(record) = id.checked_sub(first).and_then(|k| state.history.get_mut(k))
+        {
+            let p = live.cell.progress.lock();
+            record.ended = Some(Ended {
+                state: p.state.name(),
+                start: p.start,
+                end: p.end,
+            });
+        }
+        if live.cell.has_failed()
+            && let VertexState::Failed(e) = live.cell.state()
+        {
+            for a in state.model.accesses(id).unwrap_or_default() {
                 state.poisoned.push((a.clone(), e.clone()));
             }
             state.unreported.push(e);
         }
+        state.model.finish(id);
+        state.assigner.finish(id);
+        state.spent_cells.push_back(live.cell);
     }
 
     /// Waits for the unfinished vertices whose accesses conflict with `access`. A read then
@@ -802,10 +902,13 @@ impl<D: Device> Context<D> {
             self.retire(&mut state);
             let ids = state.model.conflicting(access);
             ids.iter()
-                .filter_map(|&id| state.live.get(&id).map(|l| (id, l.cell.clone())))
+                .filter_map(|&id| state.live.get(id).map(|l| (id, l.cell.clone())))
                 .collect()
         };
-        for (_, cell) in &waits {
+        // The latest first: a stream ends its vertices in order, so once the latest of each
+        // stream has ended the earlier ones have too, and the host sleeps once per stream
+        // instead of once per vertex.
+        for (_, cell) in waits.iter().rev() {
             cell.wait();
         }
         // The waited vertices are finished (their cells say so, with their outcome): retire
@@ -831,12 +934,10 @@ impl<D: Device> Context<D> {
         let locations = state
             .locations
             .entry(access.allocation)
-            .or_insert_with(|| BTreeSet::from([Location::Cpu]));
+            .or_insert(LocationSet::only(Location::Cpu));
         match access.kind {
-            AccessKind::Read => {
-                locations.insert(Location::Cpu);
-            }
-            _ => *locations = BTreeSet::from([Location::Cpu]),
+            AccessKind::Read => locations.insert(Location::Cpu),
+            _ => *locations = LocationSet::only(Location::Cpu),
         }
         Ok(())
     }
@@ -878,9 +979,13 @@ impl<D: Device> Context<D> {
     pub fn synchronize(&self) -> Result<()> {
         let cells: Vec<(VertexId, Arc<Cell>)> = {
             let state = self.state.lock();
-            state.live.iter().map(|(&id, l)| (id, l.cell.clone())).collect()
+            let mut cells: Vec<(VertexId, Arc<Cell>)> =
+                state.live.iter().map(|(id, l)| (id, l.cell.clone())).collect();
+            cells.sort_unstable_by_key(|&(id, _)| id);
+            cells
         };
-        for (_, cell) in &cells {
+        // The latest first, as in `wait_for`.
+        for (_, cell) in cells.iter().rev() {
             cell.wait();
         }
         let mut state = self.state.lock();
@@ -949,7 +1054,7 @@ impl<D: Device> Context<D> {
                 escape(&r.label),
                 escape(&self.devices[r.device].name()),
                 r.stream,
-                r.cell.state().name()
+                r.progress(&state.live).0
             );
             for e in &r.edges {
                 let _ = writeln!(out, "  v{} -> v{id} [label=\"{}\"];", e.parent, escape(&e.view));
@@ -967,8 +1072,8 @@ impl<D: Device> Context<D> {
             .history
             .iter()
             .filter_map(|r| {
-                let p = r.cell.progress.lock();
-                let (start, end) = (p.start?, p.end?);
+                let (_, start, end) = r.progress(&state.live);
+                let (start, end) = (start?, end?);
                 Some((
                     r.label.to_string(),
                     r.device,

@@ -55,6 +55,7 @@ pub mod model;
 mod record;
 pub mod selection;
 pub mod streams;
+mod vertex_table;
 
 pub use context::{Context, ContextOptions, Execution, HISTORY_LIMIT, Pending, Vertex, VertexState};
 pub use model::{DependencyPolicy, VertexId};

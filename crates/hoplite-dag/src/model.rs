@@ -20,6 +20,8 @@ use hoplite_graph::Access;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
+use crate::vertex_table::VertexTable;
+
 /// Which pairs of accesses to one view order two launches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DependencyPolicy {
@@ -42,10 +44,18 @@ pub struct Edge {
     pub view: Arc<str>,
 }
 
+/// The accesses of one vertex: inline for up to four, so that adding a vertex allocates no
+/// list for them (the model keeps them where it keeps the vertex).
+pub type Accesses = SmallVec<[Access; 4]>;
+
+/// The edges of one vertex: inline for up to two parents, the common case, so that adding a
+/// vertex allocates no list for them.
+pub type Edges = SmallVec<[Edge; 2]>;
+
 /// What adding a vertex would do (see [`DependencyModel::plan`]).
 #[derive(Clone, Debug)]
 pub struct Plan {
-    edges: Vec<Edge>,
+    edges: Edges,
     /// Active accesses of earlier vertices the new vertex covers: `(vertex, access index)`.
     covered: SmallVec<[(VertexId, usize); 4]>,
 }
@@ -59,12 +69,46 @@ impl Plan {
 }
 
 struct Vertex {
-    accesses: Arc<[Access]>,
-    /// `active[i]`: access `i` can still make a later vertex depend on this one.
-    active: SmallVec<[bool; 8]>,
+    accesses: Accesses,
+    /// Bit `i`: access `i` can still make a later vertex depend on this one.
+    active: Flags,
     /// How many entries of `active` are true.
     active_count: usize,
     parents: SmallVec<[VertexId; 4]>,
+}
+
+/// A set of access indices, one bit each: a launch has a handful of accesses, so one word
+/// holds them and making the set is a store, not a loop over a list.
+#[derive(Debug)]
+struct Flags(SmallVec<[u64; 1]>);
+
+impl Flags {
+    /// Indices `0..n`.
+    fn all(n: usize) -> Self {
+        let mut words = SmallVec::new();
+        let mut left = n;
+        while left > 0 {
+            let take = left.min(64);
+            words.push(if take == 64 { u64::MAX } else { (1 << take) - 1 });
+            left -= take;
+        }
+        Flags(words)
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// Takes `i` out; whether it was in.
+    fn clear(&mut self, i: usize) -> bool {
+        let Some(word) = self.0.get_mut(i / 64) else {
+            return false;
+        };
+        let bit = 1 << (i % 64);
+        let was = *word & bit != 0;
+        *word &= !bit;
+        was
+    }
 }
 
 /// The active accesses of unfinished vertices to one allocation, `(vertex, access index)` in
@@ -136,7 +180,7 @@ pub struct DependencyModel {
     policy: DependencyPolicy,
     next: VertexId,
     /// Unfinished vertices (finished ones are forgotten: nothing can depend on them any more).
-    live: HashMap<VertexId, Vertex>,
+    live: VertexTable<Vertex>,
     /// The active accesses of unfinished vertices, by allocation: a launch looks only at
     /// those of the allocations it uses, so planning costs the same however many launches are
     /// pending on other views.
@@ -151,7 +195,7 @@ impl DependencyModel {
         DependencyModel {
             policy,
             next: 0,
-            live: HashMap::default(),
+            live: VertexTable::default(),
             active: HashMap::default(),
             prune_active_at: EMPTY_ENTRIES_LIMIT,
         }
@@ -171,7 +215,8 @@ impl DependencyModel {
     /// each with the view that caused the edge.
     pub fn add(&mut self, accesses: Vec<Access>) -> (VertexId, Vec<Edge>) {
         let plan = self.plan(&accesses);
-        self.commit(accesses.into(), plan)
+        let (id, edges) = self.commit(Accesses::from_vec(accesses), plan);
+        (id, edges.into_vec())
     }
 
     /// What adding a vertex that makes `accesses` would do, without doing it: a caller that
@@ -195,7 +240,7 @@ impl DependencyModel {
             };
             let candidates = active.others.iter().chain(reads.into_iter().flatten());
             for &(f, i) in candidates {
-                let Some(earlier) = self.live.get(&f).and_then(|v| v.accesses.get(i)) else {
+                let Some(earlier) = self.live.get(f).and_then(|v| v.accesses.get(i)) else {
                     continue;
                 };
                 if !conflicts(self.policy, earlier, later) {
@@ -212,7 +257,7 @@ impl DependencyModel {
         // In launch order of the parents; each edge names the view of the parent's first
         // conflicting access, met by the new vertex's first access that conflicts with it.
         hits.sort_unstable();
-        let mut edges: Vec<Edge> = Vec::new();
+        let mut edges = Edges::new();
         let mut covered: SmallVec<[(VertexId, usize); 4]> = SmallVec::new();
         for &(f, i, j, covers) in &hits {
             if edges.last().is_none_or(|e| e.parent != f) {
@@ -237,7 +282,7 @@ impl DependencyModel {
 
     /// Adds the vertex `plan` was made for (with the same `accesses`, and no other change to
     /// the model in between); returns its id and its parents.
-    pub fn commit(&mut self, accesses: Arc<[Access]>, plan: Plan) -> (VertexId, Vec<Edge>) {
+    pub fn commit(&mut self, accesses: Accesses, plan: Plan) -> (VertexId, Edges) {
         let id = self.next;
         self.next += 1;
         for (f, i) in plan.covered {
@@ -252,7 +297,7 @@ impl DependencyModel {
         self.live.insert(
             id,
             Vertex {
-                active: smallvec::smallvec![true; accesses.len()],
+                active: Flags::all(accesses.len()),
                 active_count: accesses.len(),
                 accesses,
                 parents: plan.edges.iter().map(|e| e.parent).collect(),
@@ -263,13 +308,10 @@ impl DependencyModel {
 
     /// Takes access `i` of vertex `f` out of its active set.
     fn deactivate(&mut self, f: VertexId, i: usize) {
-        let Some(vertex) = self.live.get_mut(&f) else {
+        let Some(vertex) = self.live.get_mut(f) else {
             return;
         };
-        let Some(flag) = vertex.active.get_mut(i) else {
-            return;
-        };
-        if !std::mem::replace(flag, false) {
+        if !vertex.active.clear(i) {
             return;
         }
         vertex.active_count -= 1;
@@ -297,7 +339,7 @@ impl DependencyModel {
                 continue;
             }
             seen.push(v);
-            if let Some(vertex) = self.live.get(&v) {
+            if let Some(vertex) = self.live.get(v) {
                 stack.extend(vertex.parents.iter().copied());
             }
         }
@@ -306,16 +348,19 @@ impl DependencyModel {
 
     /// Marks a vertex finished: it leaves the frontier, and nothing depends on it any more.
     pub fn finish(&mut self, id: VertexId) {
-        let Some(vertex) = self.live.remove(&id) else {
+        // Unindexed where it is, then dropped in place: a vertex is large (its accesses are
+        // inline), and moving it out would copy it.
+        let Some(vertex) = self.live.get(id) else {
             return;
         };
         if vertex.active_count > 0 {
             for (i, access) in vertex.accesses.iter().enumerate() {
-                if vertex.active[i] {
+                if vertex.active.get(i) {
                     Self::unindex(&mut self.active, access, id, i);
                 }
             }
         }
+        self.live.discard(id);
         // Entries of allocations no unfinished vertex uses stay for the next launches on
         // them, up to a bound.
         if self.active.len() > self.prune_active_at {
@@ -325,9 +370,21 @@ impl DependencyModel {
         }
     }
 
+    /// The accesses of an unfinished vertex.
+    pub fn accesses(&self, id: VertexId) -> Option<&[Access]> {
+        self.live.get(id).map(|v| &v.accesses[..])
+    }
+
+    /// Whether an unfinished vertex accesses `allocation`.
+    pub fn uses(&self, allocation: AllocationKey) -> bool {
+        self.live
+            .values()
+            .any(|v| v.accesses.iter().any(|a| a.allocation == allocation))
+    }
+
     /// Whether a vertex is unfinished.
     pub fn is_live(&self, id: VertexId) -> bool {
-        self.live.contains_key(&id)
+        self.live.contains(id)
     }
 
     /// The frontier: unfinished vertices that a new launch may still depend on (those with a
@@ -337,7 +394,7 @@ impl DependencyModel {
             .live
             .iter()
             .filter(|(_, v)| v.active_count > 0)
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
             .collect();
         out.sort_unstable();
         out
@@ -350,7 +407,7 @@ impl DependencyModel {
             .live
             .iter()
             .filter(|(_, v)| v.accesses.iter().any(|a| conflicts(self.policy, a, access)))
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
             .collect();
         out.sort_unstable();
         out

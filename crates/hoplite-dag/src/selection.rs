@@ -5,7 +5,6 @@
 //! already holds at least `threshold` of the launch's bytes; if none does, locality is not
 //! worth optimizing and they fall back to round robin (exploration before exploitation).
 
-use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
 
@@ -29,13 +28,116 @@ impl fmt::Display for Location {
     }
 }
 
+/// The most devices a context tracks data on: [`LocationSet`] holds the CPU and devices
+/// `0..MAX_DEVICES` in one word.
+pub const MAX_DEVICES: usize = 127;
+
+/// A set of [`Location`]s: the CPU and devices below [`MAX_DEVICES`], as bits of one word, so
+/// that tracking where each view is up to date allocates nothing per launch.
+///
+/// ```
+/// use hoplite_dag::selection::{Location, LocationSet};
+/// let mut at = LocationSet::only(Location::Cpu);
+/// at.insert(Location::Device(2));
+/// assert!(at.contains(Location::Device(2)) && !at.contains(Location::Device(0)));
+/// assert_eq!(at.iter().collect::<Vec<_>>(), [Location::Cpu, Location::Device(2)]);
+/// assert_eq!(at, [Location::Device(2), Location::Cpu].into_iter().collect());
+/// ```
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct LocationSet(u128);
+
+impl LocationSet {
+    /// The empty set.
+    pub const fn new() -> Self {
+        LocationSet(0)
+    }
+
+    /// The set of one location.
+    ///
+    /// # Panics
+    ///
+    /// For a device at or past [`MAX_DEVICES`].
+    pub fn only(at: Location) -> Self {
+        LocationSet(Self::bit(at))
+    }
+
+    fn bit(at: Location) -> u128 {
+        match at {
+            Location::Cpu => 1,
+            Location::Device(d) => {
+                assert!(
+                    d < MAX_DEVICES,
+                    "device {d} is past the {MAX_DEVICES} a location set holds"
+                );
+                1 << (d + 1)
+            }
+        }
+    }
+
+    /// Adds `at`.
+    ///
+    /// # Panics
+    ///
+    /// For a device at or past [`MAX_DEVICES`].
+    pub fn insert(&mut self, at: Location) {
+        self.0 |= Self::bit(at);
+    }
+
+    /// Whether `at` is in the set (never for a device past [`MAX_DEVICES`]).
+    pub fn contains(self, at: Location) -> bool {
+        match at {
+            Location::Device(d) if d >= MAX_DEVICES => false,
+            _ => self.0 & Self::bit(at) != 0,
+        }
+    }
+
+    /// The number of locations.
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The locations, the CPU first, then the devices in order.
+    pub fn iter(self) -> impl Iterator<Item = Location> {
+        (0..=MAX_DEVICES)
+            .filter(move |&b| self.0 & (1 << b) != 0)
+            .map(|b| {
+                if b == 0 {
+                    Location::Cpu
+                } else {
+                    Location::Device(b - 1)
+                }
+            })
+    }
+}
+
+impl fmt::Debug for LocationSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl FromIterator<Location> for LocationSet {
+    fn from_iter<I: IntoIterator<Item = Location>>(iter: I) -> Self {
+        let mut set = LocationSet::new();
+        for at in iter {
+            set.insert(at);
+        }
+        set
+    }
+}
+
 /// One argument of a launch, for selection: its size and where it is up to date.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArgumentData {
     /// Bytes.
     pub bytes: usize,
     /// The locations holding an up-to-date copy.
-    pub up_to_date: BTreeSet<Location>,
+    pub up_to_date: LocationSet,
 }
 
 /// How a launch picks its device.
@@ -183,8 +285,8 @@ impl BandwidthMatrix {
 
     /// The bandwidth to `to` from the best of `sources` (min-min: the fastest link) or from
     /// the worst (min-max: the slowest link).
-    pub fn bandwidth_from(&self, sources: &BTreeSet<Location>, to: Location, fastest: bool) -> f64 {
-        let links = sources.iter().map(|&s| self.bandwidth(s, to));
+    pub fn bandwidth_from(&self, sources: LocationSet, to: Location, fastest: bool) -> f64 {
+        let links = sources.iter().map(|s| self.bandwidth(s, to));
         let best = if fastest {
             links.fold(f64::NEG_INFINITY, f64::max)
         } else {
@@ -224,6 +326,11 @@ impl DeviceSelector {
                 "a context needs at least one device".into(),
             ));
         }
+        if devices > MAX_DEVICES {
+            return Err(DagError::InvalidOptions(format!(
+                "a context tracks data on at most {MAX_DEVICES} devices, not {devices}"
+            )));
+        }
         if !(0.0..=1.0).contains(&threshold) {
             return Err(DagError::InvalidOptions(format!(
                 "the data threshold {threshold} is not a share between 0 and 1"
@@ -259,6 +366,25 @@ impl DeviceSelector {
     /// The policy.
     pub fn policy(&self) -> DeviceSelectionPolicy {
         self.policy
+    }
+
+    /// Whether [`select`](Self::select) looks at the arguments' data: a caller may pass no
+    /// arguments when it does not (round robin, stream aware, or a single device).
+    ///
+    /// ```
+    /// use hoplite_dag::selection::{DeviceSelectionPolicy, DeviceSelector};
+    /// let round_robin = DeviceSelector::new(DeviceSelectionPolicy::RoundRobin, 2, 0.1, None)?;
+    /// assert!(!round_robin.needs_data());
+    /// let by_size = DeviceSelector::new(DeviceSelectionPolicy::MinTransferSize, 2, 0.1, None)?;
+    /// assert!(by_size.needs_data());
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    pub fn needs_data(&self) -> bool {
+        self.devices > 1
+            && !matches!(
+                self.policy,
+                DeviceSelectionPolicy::RoundRobin | DeviceSelectionPolicy::StreamAware
+            )
     }
 
     fn round_robin(&mut self) -> usize {
@@ -317,7 +443,7 @@ impl DeviceSelector {
         (0..self.devices)
             .map(|d| {
                 args.iter()
-                    .filter(|a| a.up_to_date.contains(&Location::Device(d)))
+                    .filter(|a| a.up_to_date.contains(Location::Device(d)))
                     .map(|a| a.bytes)
                     .sum()
             })
@@ -337,9 +463,9 @@ impl DeviceSelector {
         let Some(matrix) = &self.bandwidth else { return 0.0 };
         let to = Location::Device(device);
         args.iter()
-            .filter(|a| !a.up_to_date.contains(&to) && a.bytes > 0)
+            .filter(|a| !a.up_to_date.contains(to) && a.bytes > 0)
             .map(|a| {
-                let bw = matrix.bandwidth_from(&a.up_to_date, to, fastest);
+                let bw = matrix.bandwidth_from(a.up_to_date, to, fastest);
                 if bw > 0.0 {
                     a.bytes as f64 / bw
                 } else {

@@ -1,7 +1,7 @@
 //! Layer 1: which stream a launch goes to, as pure code over the streams' states.
 
 use crate::model::VertexId;
-use rustc_hash::FxHashMap as HashMap;
+use crate::vertex_table::VertexTable;
 
 /// Where a launch without a usable parent stream goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -63,7 +63,7 @@ pub struct StreamAssigner {
     parent_policy: ParentStreamPolicy,
     streams: Vec<StreamState>,
     /// The stream of each unfinished launch, and whether a child already took it.
-    placed: HashMap<VertexId, (usize, bool)>,
+    placed: VertexTable<(usize, bool)>,
 }
 
 impl StreamAssigner {
@@ -73,7 +73,7 @@ impl StreamAssigner {
             new_policy,
             parent_policy,
             streams: Vec::new(),
-            placed: HashMap::default(),
+            placed: VertexTable::default(),
         }
     }
 
@@ -96,7 +96,7 @@ impl StreamAssigner {
     /// The parent stream a launch with `parents` (unfinished ones, in launch order) takes
     /// under the parent-stream policy, if any.
     pub fn parent_stream(&self, parents: &[VertexId]) -> Option<usize> {
-        let placed = parents.iter().filter_map(|p| self.placed.get(p));
+        let placed = parents.iter().filter_map(|&p| self.placed.get(p));
         match self.parent_policy {
             ParentStreamPolicy::SameAsParent => placed.map(|&(s, _)| s).next(),
             ParentStreamPolicy::Disjoint => placed.filter(|&&(_, taken)| !taken).map(|&(s, _)| s).next(),
@@ -139,7 +139,7 @@ impl StreamAssigner {
     pub fn place(&mut self, vertex: VertexId, parents: &[VertexId], stream: usize) {
         self.streams[stream].busy += 1;
         for p in parents {
-            if let Some((s, taken)) = self.placed.get_mut(p)
+            if let Some((s, taken)) = self.placed.get_mut(*p)
                 && *s == stream
             {
                 *taken = true;
@@ -150,12 +150,12 @@ impl StreamAssigner {
 
     /// The stream of an unfinished launch.
     pub fn stream_of(&self, vertex: VertexId) -> Option<usize> {
-        self.placed.get(&vertex).map(|&(s, _)| s)
+        self.placed.get(vertex).map(|&(s, _)| s)
     }
 
     /// Records that `vertex` finished: its stream holds one launch fewer.
     pub fn finish(&mut self, vertex: VertexId) {
-        if let Some((s, _)) = self.placed.remove(&vertex) {
+        if let Some((s, _)) = self.placed.remove(vertex) {
             self.streams[s].busy -= 1;
         }
     }

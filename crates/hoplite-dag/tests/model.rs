@@ -1,11 +1,9 @@
 //! Layer 1, exactly: dependency sets, stream assignment and device selection, with no threads.
 
-use std::collections::BTreeSet;
-
 use hoplite_core::{Slice, View};
 use hoplite_dag::model::{DependencyModel, DependencyPolicy, VertexId};
 use hoplite_dag::selection::{
-    ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location,
+    ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location, LocationSet,
 };
 use hoplite_dag::streams::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
 use hoplite_graph::{Access, GraphArgs};
@@ -212,7 +210,7 @@ fn grcuda_matrix() -> BandwidthMatrix {
     .expect("matrix")
 }
 
-fn at(locations: &[Location]) -> BTreeSet<Location> {
+fn at(locations: &[Location]) -> LocationSet {
     locations.iter().copied().collect()
 }
 
@@ -221,19 +219,19 @@ fn grcuda_bandwidths_and_choices() {
     let m = grcuda_matrix();
     let sources = at(&[Location::Device(1), Location::Cpu]);
     assert_eq!(
-        m.bandwidth_from(&sources, Location::Device(0), false),
+        m.bandwidth_from(sources, Location::Device(0), false),
         10.0,
         "min-max"
     );
     assert_eq!(
-        m.bandwidth_from(&sources, Location::Device(0), true),
+        m.bandwidth_from(sources, Location::Device(0), true),
         45.0,
         "min-min"
     );
     let args = [
         ArgumentData {
             bytes: 100,
-            up_to_date: sources.clone(),
+            up_to_date: sources,
         },
         ArgumentData {
             bytes: 200,
