@@ -242,6 +242,7 @@ impl Stream for CudaStream {
 /// # Ok::<(), hoplite_dag::DagError>(())
 /// ```
 pub struct CudaDevice {
+    ordinal: usize,
     name: String,
     instances: Vec<Cuda>,
     made: AtomicUsize,
@@ -265,6 +266,7 @@ impl CudaDevice {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| DagError::Core(e.into()))?;
         Ok(CudaDevice {
+            ordinal,
             name: format!("cuda:{ordinal}"),
             instances,
             made: AtomicUsize::new(0),
@@ -292,6 +294,11 @@ impl CudaDevice {
         (0..count)
             .map(|ordinal| CudaDevice::new(ordinal, streams))
             .collect()
+    }
+
+    /// The GPU's ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
     }
 
     /// The instances its streams run on.

@@ -5,25 +5,83 @@
 use hoplite_core::view::access::IndexBounds;
 use hoplite_core::view::graph_support::BorrowGroup;
 use hoplite_core::view::{AccessKind, LaunchArgs};
-use hoplite_core::{ArrayLayout, Reader, View, Writer};
+use hoplite_core::{ArrayLayout, AtomicHandle, AtomicValue, Reader, TeamSlots, View, Writer};
 use hoplite_dag::{Context, DagError, Vertex};
 use hoplite_graph::{Access, GraphArgs};
 
 use crate::dag::CudaDevice;
 use crate::{Cuda, CudaError, DeviceAccessibleSpace, DeviceArg, DeviceScalar};
 
-/// The borrow an entry holds: none once detached (a graph keeps views, not borrows).
-enum Borrow<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace> {
-    Detached,
-    Read(Reader<T, R, L, S>),
-    Write(Writer<T, R, L, S>),
+/// The host handle that holds an entry's borrow: a reader, writer, atomic or team-slots
+/// handle, whatever its element type.
+trait HostBorrow: Send + Sync {
+    fn conflict(&self) -> Option<&hoplite_core::Error>;
+    /// # Safety
+    ///
+    /// As for [`View::read_in`].
+    unsafe fn into_group(self: Box<Self>, group: &BorrowGroup) -> Box<dyn HostBorrow>;
 }
 
-/// One device view and its intent.
+macro_rules! host_borrow {
+    ($handle:ident, $bound:ident) => {
+        impl<T: $bound, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace> HostBorrow
+            for $handle<T, R, L, S>
+        {
+            fn conflict(&self) -> Option<&hoplite_core::Error> {
+                $handle::conflict(self)
+            }
+            unsafe fn into_group(self: Box<Self>, group: &BorrowGroup) -> Box<dyn HostBorrow> {
+                // SAFETY: the caller's contract is that of `View::read_in`, which the
+                // handles' `into_group` shares.
+                Box::new(unsafe { $handle::into_group(*self, group) })
+            }
+        }
+    };
+}
+
+host_borrow!(Reader, DeviceScalar);
+host_borrow!(Writer, DeviceScalar);
+host_borrow!(AtomicHandle, AtomicValue);
+
+impl<T: DeviceScalar, L: ArrayLayout, S: DeviceAccessibleSpace> HostBorrow for TeamSlots<T, L, S> {
+    fn conflict(&self) -> Option<&hoplite_core::Error> {
+        TeamSlots::conflict(self)
+    }
+    unsafe fn into_group(self: Box<Self>, group: &BorrowGroup) -> Box<dyn HostBorrow> {
+        // SAFETY: as above.
+        Box::new(unsafe { TeamSlots::into_group(*self, group) })
+    }
+}
+
+/// Makes the host handle of `view` in `group`.
+///
+/// # Safety
+///
+/// As for [`View::read_in`].
+type BorrowIn<T, const R: usize, L, S> = unsafe fn(&View<T, R, L, S>, &BorrowGroup) -> Box<dyn HostBorrow>;
+
+/// How an entry uses its view: its kind for the DAG, its launch argument, and the host handle
+/// that borrows it (made outside any group, or in one).
+struct Intent<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace> {
+    kind: AccessKind,
+    arg: fn(&View<T, R, L, S>) -> DeviceArg,
+    borrow: fn(&View<T, R, L, S>) -> Box<dyn HostBorrow>,
+    borrow_in: BorrowIn<T, R, L, S>,
+}
+
+// Not derived: a derive would ask `T`, `L` and `S` to be `Clone`/`Copy` too.
+impl<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace> Clone for Intent<T, R, L, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace> Copy for Intent<T, R, L, S> {}
+
+/// One device view, its intent and (unless detached) its borrow.
 struct Held<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace> {
     view: View<T, R, L, S>,
-    write: bool,
-    borrow: Borrow<T, R, L, S>,
+    intent: Intent<T, R, L, S>,
+    borrow: Option<Box<dyn HostBorrow>>,
 }
 
 /// What [`DeviceViews`] needs of an entry, whatever its element type, rank, layout and space.
@@ -31,6 +89,8 @@ trait Entry: Send + Sync {
     fn access(&self) -> Access;
     fn arg(&self) -> DeviceArg;
     fn conflict(&self) -> Option<&hoplite_core::Error>;
+    /// The GPU whose memory the view is.
+    fn device(&self) -> usize;
     fn detached(&self) -> Box<dyn Entry>;
     fn attached(&self) -> Box<dyn Entry>;
     /// # Safety
@@ -49,10 +109,10 @@ where
     L: ArrayLayout + 'static,
     S: DeviceAccessibleSpace,
 {
-    fn with(&self, borrow: Borrow<T, R, L, S>) -> Box<dyn Entry> {
+    fn with(&self, borrow: Option<Box<dyn HostBorrow>>) -> Box<dyn Entry> {
         Box::new(Held {
             view: self.view.clone(),
-            write: self.write,
+            intent: self.intent,
             borrow,
         })
     }
@@ -68,69 +128,53 @@ where
         Access {
             allocation: self.view.allocation_key(),
             footprint: self.view.footprint(),
-            kind: if self.write {
-                AccessKind::Write
-            } else {
-                AccessKind::Read
-            },
+            kind: self.intent.kind,
             view: self.view.shared_label(),
             bytes: self.view.len().saturating_mul(size_of::<T>()),
         }
     }
 
     fn arg(&self) -> DeviceArg {
-        if self.write {
-            DeviceArg::write(&self.view)
-        } else {
-            DeviceArg::read(&self.view)
-        }
+        (self.intent.arg)(&self.view)
     }
 
     fn conflict(&self) -> Option<&hoplite_core::Error> {
-        match &self.borrow {
-            Borrow::Detached => None,
-            Borrow::Read(r) => r.conflict(),
-            Borrow::Write(w) => w.conflict(),
-        }
+        self.borrow.as_ref().and_then(|b| b.conflict())
+    }
+
+    fn device(&self) -> usize {
+        self.view.space().device_ordinal()
     }
 
     fn detached(&self) -> Box<dyn Entry> {
-        self.with(Borrow::Detached)
+        self.with(None)
     }
 
     fn attached(&self) -> Box<dyn Entry> {
-        self.with(if self.write {
-            Borrow::Write(self.view.write())
-        } else {
-            Borrow::Read(self.view.read())
-        })
+        self.with(Some((self.intent.borrow)(&self.view)))
     }
 
     unsafe fn attached_in(&self, group: &BorrowGroup) -> Box<dyn Entry> {
-        // SAFETY: the caller's contract is that of `View::read_in` / `write_in`.
-        let borrow = unsafe {
-            if self.write {
-                Borrow::Write(self.view.write_in(group))
-            } else {
-                Borrow::Read(self.view.read_in(group))
-            }
-        };
-        self.with(borrow)
+        // SAFETY: the caller's contract is that of `View::read_in`, which every `*_in`
+        // constructor shares.
+        self.with(Some(unsafe { (self.intent.borrow_in)(&self.view, group) }))
     }
 
     unsafe fn into_group(self: Box<Self>, group: &BorrowGroup) -> Box<dyn Entry> {
-        let Held { view, write, borrow } = *self;
-        // SAFETY: the caller's contract is that of `View::read_in` / `write_in`, which
-        // `into_group` of a handle shares.
+        let Held { view, intent, borrow } = *self;
+        // SAFETY: the caller's contract is that of `View::read_in`, which `into_group` of a
+        // handle and the `*_in` constructors share.
         let borrow = unsafe {
             match borrow {
-                Borrow::Read(r) => Borrow::Read(r.into_group(group)),
-                Borrow::Write(w) => Borrow::Write(w.into_group(group)),
-                Borrow::Detached if write => Borrow::Write(view.write_in(group)),
-                Borrow::Detached => Borrow::Read(view.read_in(group)),
+                Some(b) => b.into_group(group),
+                None => (intent.borrow_in)(&view, group),
             }
         };
-        Box::new(Held { view, write, borrow })
+        Box::new(Held {
+            view,
+            intent,
+            borrow: Some(borrow),
+        })
     }
 }
 
@@ -184,7 +228,11 @@ impl DeviceViews {
         DeviceViews::default()
     }
 
-    fn push<T, const R: usize, L, S>(mut self, view: &View<T, R, L, S>, write: bool) -> DeviceViews
+    fn push<T, const R: usize, L, S>(
+        mut self,
+        view: &View<T, R, L, S>,
+        intent: Intent<T, R, L, S>,
+    ) -> DeviceViews
     where
         T: DeviceScalar,
         L: ArrayLayout + 'static,
@@ -192,8 +240,8 @@ impl DeviceViews {
     {
         let held = Held {
             view: view.clone(),
-            write,
-            borrow: Borrow::Detached,
+            intent,
+            borrow: None,
         };
         self.entries.push(held.attached());
         self
@@ -213,7 +261,14 @@ impl DeviceViews {
         L: ArrayLayout + 'static,
         S: DeviceAccessibleSpace,
     {
-        self.push(view, false)
+        let intent = Intent {
+            kind: AccessKind::Read,
+            arg: DeviceArg::read,
+            borrow: |v| Box::new(v.read()),
+            // SAFETY: the caller of `borrow_in` takes on `View::read_in`'s contract.
+            borrow_in: |v, group| Box::new(unsafe { v.read_in(group) }),
+        };
+        self.push(view, intent)
     }
 
     /// Adds a writer of `view` (the launch's [`DeviceArg::write`]).
@@ -230,7 +285,67 @@ impl DeviceViews {
         L: ArrayLayout + 'static,
         S: DeviceAccessibleSpace,
     {
-        self.push(view, true)
+        let intent = Intent {
+            kind: AccessKind::Write,
+            arg: DeviceArg::write,
+            borrow: |v| Box::new(v.write()),
+            // SAFETY: the caller of `borrow_in` takes on `View::write_in`'s contract.
+            borrow_in: |v, group| Box::new(unsafe { v.write_in(group) }),
+        };
+        self.push(view, intent)
+    }
+
+    /// Adds an atomic handle of `view` (the launch's [`DeviceArg::atomic`]): vertices that
+    /// update the view atomically are not ordered among themselves, and are ordered after
+    /// earlier readers and writers of it and before later ones, as host atomic handles are.
+    ///
+    /// ```
+    /// use hoplite_core::{LayoutLeft, View};
+    /// use hoplite_cuda::CudaSpace;
+    /// let bins: View<u32, 1, LayoutLeft, CudaSpace> = View::default();
+    /// let views = hoplite_cuda::dag::DeviceViews::new().atomic(&bins).atomic(&bins);
+    /// assert!(views.conflict().is_none(), "atomic handles share the view");
+    /// ```
+    pub fn atomic<T, const R: usize, L, S>(self, view: &View<T, R, L, S>) -> DeviceViews
+    where
+        T: DeviceScalar + AtomicValue,
+        L: ArrayLayout + 'static,
+        S: DeviceAccessibleSpace,
+    {
+        let intent = Intent {
+            kind: AccessKind::Atomic,
+            arg: DeviceArg::atomic,
+            borrow: |v| Box::new(v.atomic()),
+            // SAFETY: the caller of `borrow_in` takes on `View::atomic_in`'s contract.
+            borrow_in: |v, group| Box::new(unsafe { v.atomic_in(group) }),
+        };
+        self.push(view, intent)
+    }
+
+    /// Adds a team-slots handle of the rank-2 `view` (the launch's
+    /// [`DeviceArg::team_slots`]): each thread of a team kernel owns its
+    /// `[league rank, team rank]`, so the vertex writes the view.
+    ///
+    /// ```
+    /// use hoplite_core::{LayoutLeft, View};
+    /// use hoplite_cuda::CudaSpace;
+    /// let slots: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
+    /// assert_eq!(hoplite_cuda::dag::DeviceViews::new().team_slots(&slots).len(), 1);
+    /// ```
+    pub fn team_slots<T, L, S>(self, view: &View<T, 2, L, S>) -> DeviceViews
+    where
+        T: DeviceScalar,
+        L: ArrayLayout + 'static,
+        S: DeviceAccessibleSpace,
+    {
+        let intent = Intent {
+            kind: AccessKind::Write,
+            arg: DeviceArg::team_slots,
+            borrow: |v| Box::new(v.team_slots()),
+            // SAFETY: the caller of `borrow_in` takes on `View::team_slots_in`'s contract.
+            borrow_in: |v, group| Box::new(unsafe { v.team_slots_in(group) }),
+        };
+        self.push(view, intent)
     }
 
     /// The number of views.
@@ -264,6 +379,21 @@ impl DeviceViews {
     /// ```
     pub fn args(&self) -> Vec<DeviceArg> {
         self.entries.iter().map(|e| e.arg()).collect()
+    }
+
+    /// The GPU whose memory every view is, if they share one (`None` for no views, or views
+    /// of several GPUs, which no launch can take).
+    ///
+    /// ```
+    /// use hoplite_core::{LayoutLeft, View};
+    /// use hoplite_cuda::CudaSpace;
+    /// let x: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    /// assert_eq!(hoplite_cuda::dag::DeviceViews::new().device(), None);
+    /// assert_eq!(hoplite_cuda::dag::DeviceViews::new().read(&x).device(), Some(0));
+    /// ```
+    pub fn device(&self) -> Option<usize> {
+        let first = self.entries.first()?.device();
+        self.entries.iter().all(|e| e.device() == first).then_some(first)
     }
 
     /// The first borrow conflict among the views (a view written elsewhere, or written and
@@ -359,8 +489,10 @@ impl GraphArgs for DeviceViews {
     }
 }
 
-/// Adds a vertex to `ctx` that runs device work on the CUDA stream the context picks for it,
-/// ordered by `views` as a host launch with the same handles is: `launch` gets the stream's
+/// Adds a vertex to `ctx` that runs device work on a CUDA stream of the GPU its views are on
+/// (the context's device of that ordinal; with views of no GPU of the context, or of several
+/// GPUs, the stream the context picks, and the launch then fails with
+/// [`CudaError::WrongDevice`]), ordered by `views` as a host launch with the same handles is: `launch` gets the stream's
 /// [`Cuda`] instance and the views' [`DeviceArg`]s (in the order they were added) and issues
 /// the launches (`cuda.launch_range::<K>(range, &args)` and its siblings); then the vertex
 /// waits for the device (a fence of the instance), because a DAG vertex is finished when its
@@ -411,8 +543,16 @@ pub fn device_task<F>(
 where
     F: FnOnce(&Cuda, Vec<DeviceArg>) -> Result<(), CudaError> + Send + 'static,
 {
-    ctx.task_on(label, views, move |cuda: &Cuda, views: &DeviceViews| {
+    let work = move |cuda: &Cuda, views: &DeviceViews| {
         launch(cuda, views.args())?;
         hoplite_core::ExecutionSpace::fence(cuda)
-    })
+    };
+    // Placed with its data: a kernel takes views of its own GPU only.
+    let home = views
+        .device()
+        .and_then(|ordinal| ctx.devices().iter().position(|d| d.ordinal() == ordinal));
+    match home {
+        Some(device) => ctx.task_on_device(label, device, views, work),
+        None => ctx.task_on(label, views, work),
+    }
 }

@@ -36,6 +36,7 @@ fn cuda_streams_keep_the_stream_axioms() {
 
 mod device_tasks {
     use hoplite::prelude::*;
+    use hoplite::view::access::BoundAtomic;
     use hoplite::{BoundReader, BoundWriter, kernel};
     use hoplite_core::view::AccessKind;
     use hoplite_core::{LayoutLeft, View};
@@ -44,6 +45,13 @@ mod device_tasks {
     use hoplite_dag::device::HostDevice;
     use hoplite_dag::{Context, ContextOptions, DagError};
     use hoplite_graph::GraphArgs;
+
+    /// `bins[x[i] % 4] += 1`.
+    #[kernel]
+    pub fn histogram(i: Idx<'_>, bins: BoundAtomic<'_, u32, 1>, x: BoundReader<'_, f64, 1>) {
+        let bin = (x.get(i) as usize) % 4;
+        bins.fetch_add(bin, 1);
+    }
 
     /// `y = a x`.
     #[kernel]
@@ -71,6 +79,42 @@ mod device_tasks {
         assert_eq!(fresh.len(), 2);
         assert!(fresh.conflict().is_none());
         assert_eq!(fresh.args().len(), 2);
+    }
+
+    #[test]
+    fn atomic_and_team_slots_entries_record_their_kinds_and_borrows() {
+        let bins: View<u32, 1, LayoutLeft, CudaSpace> =
+            View::without_initializing("bins", [0]).expect("no memory");
+        let slots: View<f64, 2, LayoutLeft, CudaSpace> =
+            View::without_initializing("slots", [0, 0]).expect("no memory");
+        let x: View<f64, 1, LayoutLeft, CudaSpace> = View::without_initializing("x", [0]).expect("no memory");
+        let views = DeviceViews::new().atomic(&bins).team_slots(&slots).read(&x);
+        let mut accesses = Vec::new();
+        views.record_handles(&mut accesses);
+        let seen: Vec<(AccessKind, &str)> = accesses.iter().map(|a| (a.kind, &*a.view)).collect();
+        assert_eq!(
+            seen,
+            [
+                (AccessKind::Atomic, "bins"),
+                (AccessKind::Write, "slots"),
+                (AccessKind::Read, "x")
+            ]
+        );
+        assert!(views.conflict().is_none());
+        assert_eq!(views.device(), Some(0), "every view on GPU 0");
+        // (Without a device the views hold no element, so no borrow can conflict: the GPU
+        // test below orders atomic vertices by their views.)
+        // Detached and attached again, of the same kinds.
+        let detached = views.detach();
+        let mut again = Vec::new();
+        <DeviceViews as GraphArgs>::record(&detached, &mut again);
+        assert_eq!(again, accesses);
+        // The launch arguments are the kernel's atomic and team-slots handles.
+        let args = format!("{:?}", <DeviceViews as GraphArgs>::attach(&detached).args());
+        assert!(
+            args.contains("access: Atomic") && args.contains("access: TeamSlots"),
+            "{args}"
+        );
     }
 
     #[test]
@@ -144,5 +188,57 @@ mod device_tasks {
         assert!(out.iter().enumerate().all(|(i, &v)| v == 6.0 * i as f64));
         copy_to_host(&mut out, &w).expect("copy w");
         assert!(out.iter().enumerate().all(|(i, &v)| v == 5.0 * i as f64));
+    }
+
+    #[test]
+    fn atomic_device_tasks_share_their_view_and_order_its_reader() {
+        let device = match CudaDevice::new(0, 2) {
+            Ok(d) => d,
+            Err(e) => {
+                println!("skipped: no device for atomic device tasks ({e})");
+                return;
+            }
+        };
+        let ctx = Context::new(vec![device], ContextOptions::default()).expect("context");
+        let n = 4096;
+        let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n]).expect("device memory");
+        let host: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        copy_to_device(&x, &host).expect("copy in");
+        let bins =
+            View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing("bins", [4]).expect("device memory");
+        copy_to_device(&bins, &[0u32; 4]).expect("zero");
+        let count = move |cuda: &Cuda, args: Vec<DeviceArg>| cuda.launch_range::<histogram>(0..n, &args);
+        let a = device_task(&ctx, "count a", DeviceViews::new().atomic(&bins).read(&x), count).expect("a");
+        let b = device_task(&ctx, "count b", DeviceViews::new().atomic(&bins).read(&x), count).expect("b");
+        let total =
+            View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing("total", [4]).expect("device memory");
+        let copy = |cuda: &Cuda, args: Vec<DeviceArg>| cuda.launch_range::<copy_bins>(0..4, &args);
+        device_task(
+            &ctx,
+            "read bins",
+            DeviceViews::new().write(&total).read(&bins),
+            copy,
+        )
+        .expect("read");
+        ctx.synchronize().expect("runs");
+        let parents = ctx.parents();
+        assert!(
+            !parents[b.id()].contains(&a.id()),
+            "atomic updates are not ordered: {parents:?}"
+        );
+        let last = parents.last().expect("three vertices");
+        assert!(
+            last.contains(&a.id()) || last.contains(&b.id()),
+            "the reader waits for the atomic updates: {parents:?}"
+        );
+        let mut out = [0u32; 4];
+        copy_to_host(&mut out, &total).expect("copy out");
+        assert_eq!(out, [2 * n as u32 / 4; 4]);
+    }
+
+    /// `y[i] = x[i]` for counts.
+    #[kernel]
+    pub fn copy_bins(i: Idx<'_>, y: BoundWriter<'_, u32, 1>, x: BoundReader<'_, u32, 1>) {
+        y.set(i, x.get(i));
     }
 }

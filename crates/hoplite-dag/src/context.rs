@@ -656,6 +656,49 @@ impl<D: Device> Context<D> {
         })
     }
 
+    /// [`task_on`](Self::task_on) on device `device` of the context (an index into
+    /// [`devices`](Self::devices)), whatever the device-selection policy would pick: for work
+    /// that must run where its data is, such as a kernel launch on views of one GPU. The
+    /// vertex takes a parent's stream if the parent-stream policy picks one on that device,
+    /// else a free or new stream of the device.
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::NoSuchDevice`] for an index past the devices; otherwise as for
+    /// [`task`](Self::task).
+    ///
+    /// ```
+    /// use hoplite_core::{ExecutionSpace, View};
+    /// use hoplite_dag::device::HostDevice;
+    /// use hoplite_dag::{Context, ContextOptions};
+    /// use hoplite_serial::Serial;
+    ///
+    /// let devices = vec![HostDevice::new("a", vec![Serial::default()])?, HostDevice::new("b", vec![Serial::default()])?];
+    /// let ctx = Context::new(devices, ContextOptions::default())?;
+    /// let x: View<f64, 1> = View::new("x", [4])?;
+    /// for _ in 0..3 {
+    ///     ctx.task_on_device("on b", 1, (x.read(),), |space: &Serial, _| space.fence())?;
+    /// }
+    /// assert!(ctx.placements().iter().all(|&(device, _)| device == 1));
+    /// assert!(ctx.task_on_device("nowhere", 2, (x.read(),), |_: &Serial, _| Ok(())).is_err());
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    pub fn task_on_device<A, F>(&self, label: &str, device: usize, args: A, work: F) -> Result<Vertex>
+    where
+        A: GraphArgs + hoplite_core::view::LaunchArgs + 'static,
+        (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
+        F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
+    {
+        let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
+        self.submit_on::<(RangePolicy<SpaceOf<D>>, A), _>(
+            label,
+            Some(device),
+            policy,
+            args,
+            move |_, policy, handles| work(policy.policy().space(), handles),
+        )
+    }
+
     /// The common path of every launch: record the accesses, hold the views in the context's
     /// borrow group, find the parents, pick device and stream, enqueue.
     fn submit<L, K>(&self, label: &str, policy: L::Policy, args: L::Args, run: K) -> Result<Vertex>
@@ -663,8 +706,33 @@ impl<D: Device> Context<D> {
         L: GraphLaunch<SpaceOf<D>> + 'static,
         K: FnOnce(&str, &ValidatedPolicy<L::Policy>, &L::Args) -> hoplite_core::Result<()> + Send + 'static,
     {
+        self.submit_on::<L, K>(label, None, policy, args, run)
+    }
+
+    /// [`submit`](Self::submit) on device `pin` when given (a stream of that device, a
+    /// parent's if the stream policy picks one there), else where the policies say.
+    fn submit_on<L, K>(
+        &self,
+        label: &str,
+        pin: Option<usize>,
+        policy: L::Policy,
+        args: L::Args,
+        run: K,
+    ) -> Result<Vertex>
+    where
+        L: GraphLaunch<SpaceOf<D>> + 'static,
+        K: FnOnce(&str, &ValidatedPolicy<L::Policy>, &L::Args) -> hoplite_core::Result<()> + Send + 'static,
+    {
         // The policy is checked now, so that a bad one is this call's error.
         policy.validate(label)?;
+        if let Some(device) = pin
+            && device >= self.devices.len()
+        {
+            return Err(DagError::NoSuchDevice {
+                device,
+                devices: self.devices.len(),
+            });
+        }
         // SAFETY: handles of the context's group are used only by the kernels of its
         // vertices, and the context orders every two vertices whose accesses conflict (the
         // model gives the later one an edge to the earlier, or the earlier has finished before
@@ -713,8 +781,11 @@ impl<D: Device> Context<D> {
 
         // A parent's stream if the policy gives one, else a free or new stream on the device
         // the selection policy picks.
-        let assignment = match state.assigner.parent_stream(&parents) {
+        let assignment = match state.assigner.parent_stream_on(&parents, pin) {
             Some(s) => Assignment::Existing(s),
+            None if let Some(device) = pin => state
+                .assigner
+                .free_or_new(device, self.devices[device].max_streams()),
             None => {
                 // Only the data-aware policies look at where the arguments are.
                 let data: SmallVec<[ArgumentData; 8]> = if state.selector.needs_data() {

@@ -101,6 +101,14 @@ pub enum DagError {
     /// A bandwidth matrix or file that cannot be used.
     #[error("invalid bandwidth matrix: {0}")]
     InvalidBandwidth(String),
+    /// A launch pinned to a device the context does not have.
+    #[error("device {device} is not one of the context's {devices} devices")]
+    NoSuchDevice {
+        /// The device asked for.
+        device: usize,
+        /// How many devices the context has.
+        devices: usize,
+    },
     /// A device could not make a stream.
     #[error("no stream available: {0}")]
     StreamUnavailable(String),

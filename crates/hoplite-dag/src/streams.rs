@@ -96,7 +96,16 @@ impl StreamAssigner {
     /// The parent stream a launch with `parents` (unfinished ones, in launch order) takes
     /// under the parent-stream policy, if any.
     pub fn parent_stream(&self, parents: &[VertexId]) -> Option<usize> {
-        let placed = parents.iter().filter_map(|&p| self.placed.get(p));
+        self.parent_stream_on(parents, None)
+    }
+
+    /// [`parent_stream`](Self::parent_stream) among the parents on `device` only, when given
+    /// (a launch that must run there).
+    pub fn parent_stream_on(&self, parents: &[VertexId], device: Option<usize>) -> Option<usize> {
+        let placed = parents
+            .iter()
+            .filter_map(|&p| self.placed.get(p))
+            .filter(|&&(s, _)| device.is_none_or(|d| self.streams[s].device == d));
         match self.parent_policy {
             ParentStreamPolicy::SameAsParent => placed.map(|&(s, _)| s).next(),
             ParentStreamPolicy::Disjoint => placed.filter(|&&(_, taken)| !taken).map(|&(s, _)| s).next(),

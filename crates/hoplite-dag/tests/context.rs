@@ -820,3 +820,53 @@ fn a_launch_whose_own_handles_conflict_is_refused_and_keeps_nothing() {
     ctx.synchronize().expect("ran");
     assert_eq!(whole.host_read().expect("free").get([7]), 2.0);
 }
+
+#[test]
+fn a_task_pinned_to_a_device_runs_there_and_waits_for_parents_elsewhere() {
+    let ctx = context(2, ContextOptions::default());
+    let x = view("x");
+    let (open, held) = gate();
+    // Round robin puts the first launch on device 0.
+    ctx.launch("iota", (range(64), (x.write(),)), move |(i, (x,))| {
+        wait_until(&held);
+        x.set(i, *i as i64)
+    })
+    .expect("iota");
+    // Pinned to device 1: no stream of its parent's device, so it waits through an event
+    // for `iota`, and sees all of x.
+    let seen = Arc::new(AtomicUsize::new(0));
+    let out = seen.clone();
+    ctx.task_on_device("sum on 1", 1, (x.read(),), move |_: &Serial, (x,)| {
+        let sum: i64 = x.view().to_vec()?.iter().sum();
+        out.store(sum as usize, Ordering::Release);
+        Ok(())
+    })
+    .expect("sum on 1");
+    open.store(true, Ordering::Release);
+    ctx.synchronize().expect("ran");
+    assert_eq!(seen.load(Ordering::Acquire), (0..64).sum::<usize>(), "after iota");
+    let placements = ctx.placements();
+    assert_eq!(placements[0].0, 0, "round robin's first pick");
+    assert_eq!(placements.last().map(|p| p.0), Some(1), "pinned");
+    assert_eq!(
+        ctx.parents().last().map(Vec::len),
+        Some(1),
+        "after iota, through an event"
+    );
+    // A device the context lacks is this call's error, and changes nothing.
+    let e = ctx
+        .task_on_device("nowhere", 2, (x.read(),), |_: &Serial, _| Ok(()))
+        .expect_err("no device 2");
+    assert!(
+        matches!(
+            e,
+            DagError::NoSuchDevice {
+                device: 2,
+                devices: 2
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(ctx.placements().len(), placements.len());
+    assert_eq!(ctx.read(&x).expect("x").get([5]), 5);
+}
