@@ -1032,43 +1032,30 @@ fn implicit_dag() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ContextOptions::default(),
     )?;
     let launches = 20_000;
+    let spec = || {
+        (
+            one.clone(),
+            (
+                views[0].write(),
+                views[1].read(),
+                views[2].read(),
+                views[3].read(),
+            ),
+        )
+    };
     let (dag_run, t_dag) = timed(3, || -> std::result::Result<(), hoplite::dag::DagError> {
         for _ in 0..launches {
-            serial_ctx.launch(
-                "empty",
-                (
-                    one.clone(),
-                    (
-                        views[0].write(),
-                        views[1].read(),
-                        views[2].read(),
-                        views[3].read(),
-                    ),
-                ),
-                |(i, (a, b, c, d))| {
-                    std::hint::black_box((i, a, b, c, d));
-                },
-            )?;
+            serial_ctx.launch("empty", spec(), |item| {
+                std::hint::black_box(item);
+            })?;
         }
         serial_ctx.synchronize()
     });
     let (eager_run, t_eager) = timed(3, || -> Result<()> {
         for _ in 0..launches {
-            parallel_for(
-                "empty",
-                (
-                    one.clone(),
-                    (
-                        views[0].write(),
-                        views[1].read(),
-                        views[2].read(),
-                        views[3].read(),
-                    ),
-                ),
-                |(i, (a, b, c, d))| {
-                    std::hint::black_box((i, a, b, c, d));
-                },
-            )?;
+            parallel_for("empty", spec(), |item| {
+                std::hint::black_box(item);
+            })?;
         }
         Ok(())
     });
