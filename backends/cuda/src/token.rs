@@ -67,6 +67,27 @@ impl CudaUniqueToken {
         self.words.space().device()
     }
 
+    /// The number of ids held now, read back from the device after the work queued on `Cuda`
+    /// instances (a synchronous copy). Between launches it is 0: kernels release every id
+    /// they acquire before their threads exit.
+    ///
+    /// ```
+    /// use hoplite_cuda::Cuda;
+    /// if let Ok(tokens) = Cuda::new().and_then(|cuda| cuda.unique_token_with_size(100)) {
+    ///     assert_eq!(tokens.live()?, 0);
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The copy's error (a failed earlier launch, a lost device).
+    pub fn live(&self) -> Result<usize, CudaError> {
+        let mut words = vec![0u32; self.words.len()];
+        crate::copy_to_host(&mut words, &self.words)?;
+        Ok(words.iter().map(|w| w.count_ones() as usize).sum())
+    }
+
     /// The pool's words (for the launch arguments).
     pub(crate) fn words(&self) -> &View<u32, 1, LayoutLeft, CudaSpace> {
         &self.words
