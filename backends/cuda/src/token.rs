@@ -8,6 +8,45 @@
 //! thread's global number modulo the size, and releases it with `atomicAnd` after a
 //! `__threadfence`. Every id is released before its thread exits, so the words are all zero
 //! again when a launch ends and any later launch on the same device may use the token.
+//!
+//! ```
+//! use hoplite::prelude::*;
+//! use hoplite::view::access::BoundAtomic;
+//! use hoplite::{BoundReader, kernel};
+//! use hoplite_core::{ExecutionSpace, LayoutLeft, View};
+//! use hoplite_cuda::{Cuda, CudaSpace, DeviceArg, copy_to_device};
+//!
+//! /// A histogram with a private row of `bins` counters per id.
+//! #[kernel]
+//! fn private_rows(
+//!     i: Idx<'_>,
+//!     rows: BoundAtomic<'_, u64, 1>,
+//!     x: BoundReader<'_, u32, 1>,
+//!     tokens: &impl UniqueToken,
+//!     bins: usize,
+//! ) {
+//!     let id = tokens.guard();
+//!     rows.fetch_add(*id * bins + x.get(i) as usize % bins, 1);
+//! }
+//!
+//! let run = || -> Result<(), Box<dyn std::error::Error>> {
+//!     let cuda = Cuda::new()?;
+//!     let tokens = cuda.unique_token()?;
+//!     let (n, bins) = (1000, 8);
+//!     let x = View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n])?;
+//!     copy_to_device(&x, &(0..n as u32).collect::<Vec<_>>())?;
+//!     let rows = View::<u64, 1, LayoutLeft, CudaSpace>::without_initializing("rows", [tokens.size() * bins])?;
+//!     copy_to_device(&rows, &vec![0; tokens.size() * bins])?;
+//!     let args = [DeviceArg::atomic(&rows), DeviceArg::read(&x), DeviceArg::token(&tokens), DeviceArg::scalar(bins)];
+//!     cuda.launch_range::<private_rows>(0..n, &args)?;
+//!     cuda.fence()?;
+//!     assert_eq!(tokens.live()?, 0);
+//!     Ok(())
+//! };
+//! if let Err(e) = run() {
+//!     println!("{e}"); // no device here
+//! }
+//! ```
 
 use hoplite_core::{LayoutLeft, View};
 
