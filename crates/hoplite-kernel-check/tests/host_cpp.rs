@@ -2454,3 +2454,45 @@ fn concurrent_holders_never_share_an_id() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn a_reduction_holds_ids_between_its_captures_and_its_accumulator() -> Result<()> {
+    let Some(m) = module::<token_sum>() else {
+        return Ok(());
+    };
+    let (n, size, bonus) = (300, 4, 1000);
+    let x: Vec<i64> = (0..n as i64).map(|k| k * 7 - 500).collect();
+    let xv = view("x", [n], &x)?;
+    let space = Serial::default();
+    let tokens = space.unique_token_with_size(size)?;
+    let native = parallel_reduce(
+        "token sum",
+        (RangePolicy::new(space, 0..n), (xv.read(),)),
+        token_sum::with(&tokens, bonus),
+        Sum::<i64>::new(),
+    )?;
+    assert_eq!(native, x.iter().sum::<i64>() + bonus * n as i64);
+    let mut hx = x.clone();
+    let mut words = token_words(size);
+    let (outcome, partials) = m
+        .launch_reduce(
+            GRID_1D,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut hx, &[n]), HostArray::token(&mut words, size)],
+            &[Value::I64(bonus)],
+            Value::I64(0),
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    let device: i64 = partials
+        .iter()
+        .map(|p| match p {
+            Value::I64(v) => *v,
+            other => panic!("unexpected partial {other:?}"),
+        })
+        .sum();
+    assert_eq!(device, native);
+    assert_eq!(words, token_words(size));
+    Ok(())
+}

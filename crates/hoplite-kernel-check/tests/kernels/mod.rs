@@ -788,3 +788,21 @@ pub fn team_token_claims(
         }
     }
 }
+
+/// A reduction that holds an id per iteration: counts the iterations whose id was in range
+/// (all of them) and adds `x`, so its value does not depend on which ids the threads got.
+#[kernel]
+pub fn token_sum(
+    i: Idx<'_>,
+    x: BoundReader<'_, i64, 1>,
+    tokens: &impl UniqueToken,
+    bonus: i64,
+    acc: &mut i64,
+) {
+    let id = tokens.acquire();
+    *acc += x.get(i);
+    if id < tokens.size() {
+        *acc += bonus;
+    }
+    tokens.release(id);
+}
