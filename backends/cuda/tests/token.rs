@@ -4,7 +4,7 @@
 //! counts, that no two threads held one id at once, and that every id is free afterwards.
 
 use hoplite::prelude::*;
-use hoplite::{BoundReader, kernel};
+use hoplite::{BoundReader, BoundTeamSlots, kernel};
 use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{ExecutionSpace, LayoutLeft, View};
 use hoplite_cuda::token::device_token_size;
@@ -41,6 +41,13 @@ pub fn team_claims(
         owners.fetch_add(id, -1);
         tokens.release(id);
     }
+}
+
+/// One id per team: every thread stores its team's id in its slot.
+#[kernel]
+pub fn team_ids(m: &impl TeamMember, ids: BoundTeamSlots<'_, u64>, tokens: &impl UniqueToken) {
+    let id = tokens.team_guard(m);
+    ids.set(m.team_slot(), *id as u64);
 }
 
 fn is_absence(e: &CudaError) -> bool {
@@ -126,6 +133,26 @@ fn tokens_on_the_device() -> std::result::Result<(), Box<dyn std::error::Error>>
     let mut o = [7i64; 3];
     copy_to_host(&mut o, &owners)?;
     assert_eq!(o, [0; 3]);
+    assert_eq!(few.live()?, 0);
+
+    // One id per team, the same on every thread of it.
+    let (league, team) = (40usize, 64usize);
+    let slots = View::<u64, 2, LayoutLeft, CudaSpace>::without_initializing("ids", [league, team])?;
+    copy_to_device(&slots, &vec![u64::MAX; league * team])?;
+    let policy = TeamPolicy::new(cuda.clone(), league, TeamSize::Fixed(team));
+    cuda.launch_team::<team_ids>(&policy, &[DeviceArg::team_slots(&slots), DeviceArg::token(&few)])?;
+    cuda.fence()?;
+    let mut ids = vec![0u64; league * team];
+    copy_to_host(&mut ids, &slots)?;
+    // Column-major: element [l, t] is at l + t * league.
+    for l in 0..league {
+        let first = ids[l];
+        assert!(first < 3, "team {l} got id {first}");
+        assert!(
+            (0..team).all(|t| ids[l + t * league] == first),
+            "team {l} saw two ids"
+        );
+    }
     assert_eq!(few.live()?, 0);
 
     // A token of another GPU is refused before the launch.

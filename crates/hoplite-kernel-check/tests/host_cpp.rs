@@ -2496,3 +2496,59 @@ fn a_reduction_holds_ids_between_its_captures_and_its_accumulator() -> Result<()
     assert_eq!(words, token_words(size));
     Ok(())
 }
+
+/// Every row of `slots` (one per team) holds one value, below `size`.
+fn one_id_per_team(slots: &[u64], team: usize, size: usize) {
+    for row in slots.chunks(team) {
+        assert!(row.iter().all(|&id| id == row[0]), "a team saw two ids: {row:?}");
+        assert!((row[0] as usize) < size, "id {} of a token of {size}", row[0]);
+    }
+}
+
+#[test]
+fn a_team_shares_one_id() -> Result<()> {
+    let Some(m) = module::<team_token_slots>() else {
+        return Ok(());
+    };
+    let (league, size) = (7, 3);
+    for team in [1usize, 4, 9] {
+        let (mut slots, mut uses) = (vec![u64::MAX; league * team], vec![0u64; size]);
+        let mut words = token_words(size);
+        let outcome = m
+            .launch_team_for(
+                team_grid(2, team),
+                league,
+                &mut [
+                    HostArray::new(&mut slots, &[league, team]),
+                    HostArray::new(&mut uses, &[size]),
+                    HostArray::token(&mut words, size),
+                ],
+                &[],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        one_id_per_team(&slots, team, size);
+        assert_eq!(
+            uses.iter().sum::<u64>(),
+            league as u64,
+            "rank 0 of each team counted once"
+        );
+        assert_eq!(words, token_words(size), "rank 0 released every team's id");
+    }
+    let space = RayonSpace::default();
+    let tokens = space.unique_token_with_size(size)?;
+    let policy = TeamPolicy::new(space, league, TeamSize::Auto);
+    let team = policy.team_size();
+    let (slots, uses) = (
+        View::<u64, 2>::new("ids", [league, team])?,
+        View::<u64, 1>::new("uses", [size])?,
+    );
+    parallel_for(
+        "team ids",
+        (policy, (slots.team_slots(), uses.atomic())),
+        team_token_slots::with::<RayonSpace>(&tokens),
+    )?;
+    one_id_per_team(&slots.to_vec()?, team, size);
+    assert_eq!(uses.to_vec()?.iter().sum::<u64>(), league as u64);
+    Ok(())
+}

@@ -126,6 +126,7 @@ fn every_kernel_compiles_for_compute_90_and_assembles_for_sm_90() {
     tools.check::<token_claims>(&mut rows);
     tools.check::<team_token_claims>(&mut rows);
     tools.check::<token_sum>(&mut rows);
+    tools.check::<team_token_slots>(&mut rows);
     let table = format!(
         "NVRTC {major}.{minor}, compute_90 -> ptxas sm_90\n\n| kernel | entry | PTX bytes | registers | spill stores / loads (bytes) | stack frame (bytes) |\n|---|---|---|---|---|---|\n{}\n",
         rows.join("\n")

@@ -26,7 +26,8 @@ use signature::{AccKind, Handle, HandleKind, KernelSignature, TokenKind};
 /// (`BoundReader<'_, T, R>`, `BoundLookup<'_, T, R>`, `BoundWriter<'_, T, R>`,
 /// `BoundAtomic<'_, T, R>`), plain scalar
 /// captures (`f64`, `usize`, ...) and unique tokens (`tokens: &impl UniqueToken`, with
-/// `let id = tokens.acquire();` .. `tokens.release(id);` or `let id = tokens.guard();`), and
+/// `let id = tokens.acquire();` .. `tokens.release(id);`, `let id = tokens.guard();` or, in a
+/// team kernel, `let id = tokens.team_guard(m);`), and
 /// for a reduction the accumulator `&mut T` (or
 /// `&mut bool` for `LAnd`/`LOr`, `&mut ValLoc<T>`, `&mut MinMaxScalar<T>`,
 /// `&mut MinMaxLocScalar<T>` updated by `update` or `update_first_last`) last; a scan adds

@@ -75,3 +75,19 @@ struct hl_token_guard {
     hl_token_guard(const hl_token_guard&) = delete;
     hl_token_guard& operator=(const hl_token_guard&) = delete;
 };
+// One id for a whole team (`tokens.team_guard(m)`, Kokkos' team-level acquire): team rank 0
+// acquires it and every thread of the block gets it; when the block ends, a barrier (every
+// thread is done with the id), then rank 0 releases it. Like any team collective, every
+// thread of the team makes it, as the host's `TeamTokenGuard` requires.
+struct hl_team_token_guard {
+    hl_tokens t;
+    unsigned long long id;
+    __device__ explicit hl_team_token_guard(const hl_tokens& tokens)
+        : t(tokens), id(hl_team_broadcast<unsigned long long>(threadIdx.x == 0 ? hl_token_acquire(tokens) : 0ull, 0)) {}
+    __device__ ~hl_team_token_guard() {
+        __syncthreads();
+        if (threadIdx.x == 0) hl_token_release(t, id);
+    }
+    hl_team_token_guard(const hl_team_token_guard&) = delete;
+    hl_team_token_guard& operator=(const hl_team_token_guard&) = delete;
+};

@@ -135,8 +135,9 @@ const TEAM_ROW_USAGE: &str = "a team's row in a #[kernel] is `let row = w.team_r
      loop, `row.len()`, `row.row()`";
 
 const TOKEN_USAGE: &str = "a unique token in a #[kernel] gives ids by `let id = tokens.acquire();` \
-     followed in the same block by `tokens.release(id);`, or by `let id = tokens.guard();` (released at \
-     the end of its block; use `*id`); `tokens.size()` is the number of ids";
+     followed in the same block by `tokens.release(id);`, by `let id = tokens.guard();` (released at \
+     the end of its block; use `*id`), or in a team kernel by `let id = tokens.team_guard(m);` (one id \
+     for the whole team); `tokens.size()` is the number of ids";
 
 const NESTED_USAGE: &str = "nested loops in a #[kernel] are `TeamThreadRange::new(m, n)`, \
      `TeamVectorRange::new(m, n)` or `ThreadVectorRange::new(m, n)` (`n` a count or `a..b`) with \
@@ -899,17 +900,25 @@ impl Translator<'_> {
     ) -> syn::Result<()> {
         let guard = match method {
             "acquire" => false,
-            "guard" => true,
-            "team_guard" => return Err(team_guard_error(init.span())),
+            "guard" | "team_guard" => true,
             _ => return Err(syn::Error::new(init.span(), TOKEN_USAGE)),
         };
-        if let Expr::MethodCall(m) = init
-            && !m.args.is_empty()
-        {
-            return Err(syn::Error::new(
-                m.args.span(),
-                format!("`{method}` takes no arguments"),
-            ));
+        let team = method == "team_guard";
+        if let Expr::MethodCall(m) = init {
+            if team {
+                let member = match m.args.first() {
+                    Some(arg) if m.args.len() == 1 => self.infer_quiet(arg)?,
+                    _ => Ty::Unit,
+                };
+                if self.norm(member) != Ty::Member || self.in_closure {
+                    return Err(team_guard_error(m.span()));
+                }
+            } else if !m.args.is_empty() {
+                return Err(syn::Error::new(
+                    m.args.span(),
+                    format!("`{method}` takes no arguments"),
+                ));
+            }
         }
         match annotated {
             None | Some(Scalar::Usize) if !guard => {}
@@ -931,7 +940,12 @@ impl Translator<'_> {
             },
         );
         let holder = format!("{c_name}_g");
-        self.line(&format!("hl_token_guard {holder}({tokens});"));
+        let kind = if team {
+            "hl_team_token_guard"
+        } else {
+            "hl_token_guard"
+        };
+        self.line(&format!("{kind} {holder}({tokens});"));
         self.line(&format!("const unsigned long long {c_name} = {holder}.id;"));
         if !guard {
             self.acquired.insert(c_name, (k, holder));
@@ -1640,7 +1654,6 @@ impl Translator<'_> {
             }
             Ty::Guard if method == "id" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
             Ty::Tokens(_) if method == "size" && args.is_empty() => Ok(Ty::Known(Scalar::Usize)),
-            Ty::Tokens(_) if method == "team_guard" => Err(team_guard_error(m.method.span())),
             Ty::Tokens(_) => Err(syn::Error::new(m.span(), TOKEN_USAGE)),
             Ty::Guard => Err(syn::Error::new(
                 m.method.span(),
@@ -3120,10 +3133,9 @@ fn arity(m: &syn::ExprMethodCall, method: &str, args: &[&Expr], n: usize) -> syn
 fn team_guard_error(span: Span) -> syn::Error {
     syn::Error::new(
         span,
-        format!(
-            "`team_guard` (one id for a whole team) is not supported in a #[kernel] yet; acquire one id per \
-             thread ({TOKEN_USAGE})"
-        ),
+        "`team_guard` (one id for a whole team) in a #[kernel] is `let id = tokens.team_guard(m);` with `m` the \
+         team member of a team kernel, outside nested loops' closures (it is a team collective: every thread of \
+         the team makes it, and the end of its block is a team barrier); use the id as `*id`",
     )
 }
 

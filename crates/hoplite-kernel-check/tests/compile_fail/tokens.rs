@@ -25,11 +25,14 @@ fn releases_a_number(i: Idx<'_>, h: BoundAtomic<'_, u64, 1>, tokens: &impl Uniqu
     tokens.release(*i % tokens.size());
 }
 
-// One id for a whole team is not translated yet.
+// One id for a whole team is a team collective: not inside a nested loop's closure, whose
+// indices the team's threads split.
 #[kernel]
 fn team_ids(m: &impl TeamMember, h: BoundAtomic<'_, u64, 1>, tokens: &impl UniqueToken) {
-    let id = tokens.team_guard(m);
-    h.fetch_add(*id, 1);
+    TeamThreadRange::new(m, 4).parallel_for(|j| {
+        let id = tokens.team_guard(m);
+        h.fetch_add(*id, *j as u64);
+    });
 }
 
 fn main() {}

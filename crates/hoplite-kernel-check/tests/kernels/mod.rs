@@ -806,3 +806,19 @@ pub fn token_sum(
     }
     tokens.release(id);
 }
+
+/// One id per team (`team_guard`): every thread of a team stores the team's id in its slot,
+/// and the team counts one use of it.
+#[kernel]
+pub fn team_token_slots(
+    m: &impl TeamMember,
+    ids: BoundTeamSlots<'_, u64>,
+    uses: BoundAtomic<'_, u64, 1>,
+    tokens: &impl UniqueToken,
+) {
+    let id = tokens.team_guard(m);
+    ids.set(m.team_slot(), *id as u64);
+    if m.team_rank() == 0 {
+        uses.fetch_add(*id, 1);
+    }
+}
