@@ -122,7 +122,7 @@ pub enum CudaError {
     /// A device unique token that cannot be made: a size of 0, or a pool the device could
     /// not allocate or clear.
     #[error("unique token of {size} ids: {reason}")]
-    UniqueToken {
+    InvalidToken {
         /// The number of ids asked for.
         size: usize,
         /// What went wrong and what to do.

@@ -163,7 +163,7 @@ impl DeviceArg {
         keep: Option<Arc<dyn Any + Send + Sync>>,
     ) -> DeviceArg {
         DeviceArg {
-            arg: KernelArg::Token(TokenArg { words, size }),
+            arg: KernelArg::TokenBits(TokenArg { words, size }),
             writer_extents: None,
             // The lock words are no view a writer could overlap: a token is its own memory.
             bytes: None,

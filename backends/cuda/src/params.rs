@@ -112,7 +112,7 @@ pub enum KernelArg {
     /// A scalar capture.
     Scalar(ScalarArg),
     /// A unique token.
-    Token(TokenArg),
+    TokenBits(TokenArg),
 }
 
 /// The iteration space of a launch, as the entry's first parameters.
@@ -489,7 +489,7 @@ fn pack_common<K: DeviceKernel>(
                 }
                 buf.push(&s.bytes());
             }
-            (DeviceParam::Token { name }, KernelArg::Token(t)) => {
+            (DeviceParam::TokenBits { name }, KernelArg::TokenBits(t)) => {
                 if t.size == 0 {
                     return Err(invalid(format!(
                         "parameter `{name}` is a unique token of no ids; make it with `Cuda::unique_token`"
@@ -505,7 +505,7 @@ fn pack_common<K: DeviceKernel>(
                     match param {
                         DeviceParam::Handle { .. } => "view handle",
                         DeviceParam::Scalar { .. } => "scalar",
-                        DeviceParam::Token { .. } => "unique token (`DeviceArg::token`)",
+                        DeviceParam::TokenBits { .. } => "unique token (`DeviceArg::token`)",
                     }
                 )));
             }

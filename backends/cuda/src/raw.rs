@@ -526,7 +526,7 @@ impl RawKernel {
                         "argument {k} (`{pname}`) is a view for a scalar; pass DeviceArg::scalar"
                     )));
                 }
-                (_, KernelArg::Token(_)) => {
+                (_, KernelArg::TokenBits(_)) => {
                     return Err(invalid(format!(
                         "argument {k} (`{pname}`) is a unique token, which only `#[kernel]` kernels take; pass a view or a scalar"
                     )));

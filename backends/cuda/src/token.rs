@@ -3,7 +3,7 @@
 //!
 //! A [`CudaUniqueToken`] owns one bit per id in device memory (`u32` words, bit `id % 32` of
 //! word `id / 32`), zero when free. A kernel that takes `tokens: &impl UniqueToken` gets the
-//! words and the size ([`DeviceParam::Token`](hoplite_core::device_kernel::DeviceParam::Token));
+//! words and the size ([`DeviceParam::TokenBits`](hoplite_core::device_kernel::DeviceParam::TokenBits));
 //! its generated code acquires an id by setting a clear bit with `atomicOr`, starting at the
 //! thread's global number modulo the size, and releases it with `atomicAnd` after a
 //! `__threadfence`. Every id is released before its thread exits, so the words are all zero
@@ -147,7 +147,7 @@ impl Cuda {
     ///
     /// # Errors
     ///
-    /// Why this instance has no device; [`CudaError::UniqueToken`] when the pool cannot be
+    /// Why this instance has no device; [`CudaError::InvalidToken`] when the pool cannot be
     /// allocated or cleared.
     pub fn unique_token(&self) -> Result<CudaUniqueToken, CudaError> {
         let size = device_token_size(&self.limits()?);
@@ -161,23 +161,23 @@ impl Cuda {
     /// ```
     /// use hoplite_cuda::{Cuda, CudaError};
     /// let e = Cuda::default().unique_token_with_size(0);
-    /// assert!(matches!(e, Err(CudaError::UniqueToken { size: 0, .. })));
+    /// assert!(matches!(e, Err(CudaError::InvalidToken { size: 0, .. })));
     /// ```
     ///
     /// # Errors
     ///
-    /// [`CudaError::UniqueToken`] for a size of 0 (checked first) or a pool that cannot be
+    /// [`CudaError::InvalidToken`] for a size of 0 (checked first) or a pool that cannot be
     /// allocated or cleared; why this instance has no device.
     pub fn unique_token_with_size(&self, size: usize) -> Result<CudaUniqueToken, CudaError> {
         if size == 0 {
-            return Err(CudaError::UniqueToken {
+            return Err(CudaError::InvalidToken {
                 size,
                 reason: "a unique token needs at least one id".to_owned(),
             });
         }
         let space = self.memory_space()?;
         let n = lock_words(size);
-        let fail = |reason: String| CudaError::UniqueToken { size, reason };
+        let fail = |reason: String| CudaError::InvalidToken { size, reason };
         let words =
             View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing_in(space, "unique_token", [n])
                 .map_err(|e| fail(e.to_string()))?;
@@ -265,7 +265,7 @@ mod tests {
                     name: "flag",
                     ty: ScalarType::Bool,
                 },
-                DeviceParam::Token { name: "tokens" },
+                DeviceParam::TokenBits { name: "tokens" },
                 DeviceParam::Scalar {
                     name: "bins",
                     ty: ScalarType::Usize,
@@ -288,7 +288,7 @@ mod tests {
     fn a_token_packs_as_its_words_then_its_size() {
         let token = token_on(0, 96);
         let arg = DeviceArg::token(&token);
-        let KernelArg::Token(TokenArg { words, size }) = arg.arg else {
+        let KernelArg::TokenBits(TokenArg { words, size }) = arg.arg else {
             panic!("a token argument, got {:?}", arg.arg);
         };
         assert_eq!(size, 96);
@@ -296,7 +296,7 @@ mod tests {
         assert!(arg.keep().is_some(), "the launch keeps the pool alive");
         let args = [
             KernelArg::Scalar(true.into()),
-            KernelArg::Token(TokenArg {
+            KernelArg::TokenBits(TokenArg {
                 words: 0x1000,
                 size: 96,
             }),
@@ -317,7 +317,7 @@ mod tests {
         let swapped = [
             KernelArg::Scalar(true.into()),
             KernelArg::Scalar(8usize.into()),
-            KernelArg::Token(TokenArg {
+            KernelArg::TokenBits(TokenArg {
                 words: 0x1000,
                 size: 96,
             }),
@@ -330,7 +330,7 @@ mod tests {
         );
         let empty = [
             KernelArg::Scalar(true.into()),
-            KernelArg::Token(TokenArg {
+            KernelArg::TokenBits(TokenArg {
                 words: 0x1000,
                 size: 0,
             }),
@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn size_zero_is_refused_before_the_device() {
         let e = Cuda::default().unique_token_with_size(0);
-        let Err(CudaError::UniqueToken { size: 0, reason }) = e else {
+        let Err(CudaError::InvalidToken { size: 0, reason }) = e else {
             panic!("expected the size error, got {e:?}");
         };
         assert!(reason.contains("at least one id"), "{reason}");

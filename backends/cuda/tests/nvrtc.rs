@@ -131,7 +131,7 @@ fn token_kernels_compile_for_every_supported_architecture() {
     assert_eq!(
         token_rows::params()[2..],
         [
-            DeviceParam::Token { name: "tokens" },
+            DeviceParam::TokenBits { name: "tokens" },
             DeviceParam::Scalar {
                 name: "nbins",
                 ty: hoplite_core::device_kernel::ScalarType::Usize,

@@ -71,7 +71,7 @@ fn tokens_on_the_device() -> std::result::Result<(), Box<dyn std::error::Error>>
             assert_eq!(default.unique_token_with_size(64).expect_err("no device"), e);
             assert!(matches!(
                 default.unique_token_with_size(0),
-                Err(CudaError::UniqueToken { size: 0, .. })
+                Err(CudaError::InvalidToken { size: 0, .. })
             ));
             println!("skipped the GPU part: {e}");
             return Ok(());

@@ -20,7 +20,7 @@
 //!    `unsigned long long`);
 //! 2. per handle, in the kernel's parameter order: the element pointer, then `R` extents
 //!    (`unsigned long long`), then `R` strides in elements (`unsigned long long`);
-//! 3. per scalar capture, its value, and per unique token ([`DeviceParam::Token`]) a pointer
+//! 3. per scalar capture, its value, and per unique token ([`DeviceParam::TokenBits`]) a pointer
 //!    to its lock words (`unsigned int*`, one bit per id, bit `id % 32` of word `id / 32`)
 //!    then its size (`unsigned long long`), in the kernel's parameter order;
 //! 4. for a reduction, the identity to start every thread's partial from, then a pointer to
@@ -240,9 +240,9 @@ pub enum DeviceParam {
     ///
     /// ```
     /// use hoplite_core::device_kernel::DeviceParam;
-    /// assert_eq!(DeviceParam::Token { name: "tokens" }.name(), "tokens");
+    /// assert_eq!(DeviceParam::TokenBits { name: "tokens" }.name(), "tokens");
     /// ```
-    Token {
+    TokenBits {
         /// The parameter's name in the kernel.
         name: &'static str,
     },
@@ -259,7 +259,7 @@ impl DeviceParam {
         match self {
             DeviceParam::Handle { name, .. }
             | DeviceParam::Scalar { name, .. }
-            | DeviceParam::Token { name } => name,
+            | DeviceParam::TokenBits { name } => name,
         }
     }
 }
@@ -299,7 +299,7 @@ impl DeviceParam {
 /// every other load or store is checked against the extents it was given, or is an atomic
 /// operation on an atomic handle.
 ///
-/// For every [`DeviceParam::Token`] the backend passes lock words that hold `size` bits (at
+/// For every [`DeviceParam::TokenBits`] the backend passes lock words that hold `size` bits (at
 /// least `ceil(size / 32)` words, all zero when the launch starts) and trusts the entry to
 /// keep them so: it touches the words only with atomic operations at words below
 /// `ceil(size / 32)`; it sets a bit only by acquiring an id, which is in `[0, size)` and was

@@ -864,7 +864,7 @@ impl HostModule {
                     }
                     slots.push(Slot::of(&value.slot()));
                 }
-                DeviceParam::Token { name } => {
+                DeviceParam::TokenBits { name } => {
                     let array = arrays
                         .get(next_array)
                         .ok_or_else(|| self.arg_error(format!("no token words for `{name}`")))?;
@@ -948,7 +948,7 @@ fn launcher_source(
                 }
             }
             DeviceParam::Scalar { ty, .. } => types.push(ty.cuda_name().to_owned()),
-            DeviceParam::Token { .. } => {
+            DeviceParam::TokenBits { .. } => {
                 types.push("unsigned int*".to_owned());
                 types.push("unsigned long long".to_owned());
             }

@@ -228,7 +228,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             }
             signature::Param::Token(t) => {
                 let name = t.name.to_string();
-                quote!(#krate::device_kernel::DeviceParam::Token { name: #name })
+                quote!(#krate::device_kernel::DeviceParam::TokenBits { name: #name })
             }
         })
         .collect();
