@@ -119,6 +119,15 @@ pub enum CudaError {
         /// The device of the instance's stream.
         instance_device: usize,
     },
+    /// A device unique token that cannot be made: a size of 0, or a pool the device could
+    /// not allocate or clear.
+    #[error("unique token of {size} ids: {reason}")]
+    InvalidToken {
+        /// The number of ids asked for.
+        size: usize,
+        /// What went wrong and what to do.
+        reason: String,
+    },
     /// A host transfer whose sizes do not match.
     #[error("copy of `{label}`: {reason}")]
     Transfer {

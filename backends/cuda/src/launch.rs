@@ -20,7 +20,7 @@ use crate::geometry::{
 };
 use crate::nvrtc::ModuleCache;
 use crate::params::{
-    HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, pack_for, pack_reduce, pack_scan,
+    HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, TokenArg, pack_for, pack_reduce, pack_scan,
 };
 use crate::reduce::{
     DeviceReduceValue, decode, encode, exclusive_prefix, join_in_thread_order, partials_count,
@@ -152,6 +152,24 @@ impl DeviceArg {
         view: &View<T, 2, L, S>,
     ) -> DeviceArg {
         DeviceArg::handle(view, HandleAccess::TeamSlots)
+    }
+
+    /// A unique token's lock words at the device address `words` of GPU `device`, holding
+    /// `size` ids, kept alive by `keep` ([`DeviceArg::token`] builds it).
+    pub(crate) fn token_parts(
+        words: u64,
+        size: u64,
+        device: usize,
+        keep: Option<Arc<dyn Any + Send + Sync>>,
+    ) -> DeviceArg {
+        DeviceArg {
+            arg: KernelArg::TokenBits(TokenArg { words, size }),
+            writer_extents: None,
+            // The lock words are no view a writer could overlap: a token is its own memory.
+            bytes: None,
+            device: Some(device),
+            keep,
+        }
     }
 
     /// A scalar capture.

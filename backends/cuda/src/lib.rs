@@ -4,8 +4,9 @@
 //! module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use, device
 //! reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
 //! CUDA Graphs behind hoplite-graph ([`graph`]), DAG streams for hoplite-dag ([`dag`]),
-//! streams as hoplite-select resources timed with CUDA events ([`select`]) and GrCUDA-style
-//! raw kernels from CUDA C and a signature ([`raw`]).
+//! streams as hoplite-select resources timed with CUDA events ([`select`]), GrCUDA-style
+//! raw kernels from CUDA C and a signature ([`raw`]) and unique tokens for device kernels
+//! ([`token`]).
 //!
 //! The crate builds and its tests run on machines without CUDA: the driver (`libcuda`) and
 //! NVRTC are loaded at run time, every driver call sits behind the check that the library is
@@ -39,6 +40,7 @@ pub mod raw;
 pub mod reduce;
 pub mod select;
 mod space;
+pub mod token;
 
 pub use error::CudaError;
 pub use launch::{DeviceArg, DeviceScalar};
@@ -47,6 +49,7 @@ pub use memory::{
 };
 pub use mirror::{HostTransferSpace, create_mirror_view, create_mirror_view_and_copy, create_mirror_view_in};
 pub use space::{Cuda, CudaTeamMember};
+pub use token::CudaUniqueToken;
 
 /// Whether the CUDA driver library can be loaded on this machine (a GPU may still be
 /// missing: [`Cuda::new`] says).

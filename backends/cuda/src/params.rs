@@ -94,6 +94,16 @@ pub struct HandleArg {
     pub strides: Vec<u64>,
 }
 
+/// A unique token argument as the device sees it: the device address of its lock words and
+/// its number of ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenArg {
+    /// The device address of the first `u32` lock word.
+    pub words: u64,
+    /// The number of ids (the words hold at least this many bits).
+    pub size: u64,
+}
+
 /// One argument of a kernel, in the kernel's parameter order.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KernelArg {
@@ -101,6 +111,8 @@ pub enum KernelArg {
     Handle(HandleArg),
     /// A scalar capture.
     Scalar(ScalarArg),
+    /// A unique token.
+    TokenBits(TokenArg),
 }
 
 /// The iteration space of a launch, as the entry's first parameters.
@@ -477,6 +489,15 @@ fn pack_common<K: DeviceKernel>(
                 }
                 buf.push(&s.bytes());
             }
+            (DeviceParam::TokenBits { name }, KernelArg::TokenBits(t)) => {
+                if t.size == 0 {
+                    return Err(invalid(format!(
+                        "parameter `{name}` is a unique token of no ids; make it with `Cuda::unique_token`"
+                    )));
+                }
+                buf.push_u64(t.words);
+                buf.push_u64(t.size);
+            }
             (param, _) => {
                 return Err(invalid(format!(
                     "parameter `{}` is a {}; pass that kind of argument in its place",
@@ -484,6 +505,7 @@ fn pack_common<K: DeviceKernel>(
                     match param {
                         DeviceParam::Handle { .. } => "view handle",
                         DeviceParam::Scalar { .. } => "scalar",
+                        DeviceParam::TokenBits { .. } => "unique token (`DeviceArg::token`)",
                     }
                 )));
             }

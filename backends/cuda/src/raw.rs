@@ -526,6 +526,11 @@ impl RawKernel {
                         "argument {k} (`{pname}`) is a view for a scalar; pass DeviceArg::scalar"
                     )));
                 }
+                (_, KernelArg::TokenBits(_)) => {
+                    return Err(invalid(format!(
+                        "argument {k} (`{pname}`) is a unique token, which only `#[kernel]` kernels take; pass a view or a scalar"
+                    )));
+                }
             }
         }
         for (k, (param, arg)) in params.iter().zip(args).enumerate() {

@@ -106,3 +106,56 @@ fn kernels_compile_and_are_cached_in_memory_and_on_disk() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A histogram with a private row per unique token id.
+#[kernel]
+pub fn token_rows(
+    i: Idx<'_>,
+    rows: hoplite::view::access::BoundAtomic<'_, u64, 1>,
+    x: BoundReader<'_, u32, 1>,
+    tokens: &impl UniqueToken,
+    nbins: usize,
+) {
+    let id = tokens.guard();
+    rows.fetch_add(*id * nbins + x.get(i) as usize % nbins, 1);
+}
+
+#[test]
+fn token_kernels_compile_for_every_supported_architecture() {
+    if let Err(e) = Nvrtc::get() {
+        println!("skipped: {e}");
+        assert!(matches!(e, CudaError::NoNvrtc { .. }));
+        return;
+    }
+    // The entry takes the lock words and the size where the kernel declares the token.
+    assert_eq!(
+        token_rows::params()[2..],
+        [
+            DeviceParam::TokenBits { name: "tokens" },
+            DeviceParam::Scalar {
+                name: "nbins",
+                ty: hoplite_core::device_kernel::ScalarType::Usize,
+            },
+        ]
+    );
+    let cache = ModuleCache::new(None);
+    for arch in ["compute_70", "compute_80", "compute_90"] {
+        let (ptx, _) = cache
+            .ptx::<token_rows>(arch)
+            .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(ptx.contains(&format!(".entry {}(", token_rows::ENTRY)), "{arch}");
+        // Acquire sets a bit with an atomic OR; release clears it with an atomic AND.
+        assert!(
+            ptx.contains("atom.global.or.b32"),
+            "{arch}: no atomic OR in the PTX"
+        );
+        assert!(
+            ptx.contains("atom.global.and.b32"),
+            "{arch}: no atomic AND in the PTX"
+        );
+        assert!(
+            ptx.contains("nanosleep"),
+            "{arch}: a waiting thread does not pause"
+        );
+    }
+}

@@ -20,7 +20,9 @@
 //!    `unsigned long long`);
 //! 2. per handle, in the kernel's parameter order: the element pointer, then `R` extents
 //!    (`unsigned long long`), then `R` strides in elements (`unsigned long long`);
-//! 3. per scalar capture, its value;
+//! 3. per scalar capture, its value, and per unique token ([`DeviceParam::TokenBits`]) a pointer
+//!    to its lock words (`unsigned int*`, one bit per id, bit `id % 32` of word `id / 32`)
+//!    then its size (`unsigned long long`), in the kernel's parameter order;
 //! 4. for a reduction, the identity to start every thread's partial from, then a pointer to
 //!    one partial per launched thread (`gridDim * blockDim` of them, x fastest), which the
 //!    host joins in thread order with the launch's reducer.
@@ -232,6 +234,18 @@ pub enum DeviceParam {
         /// Its type.
         ty: ScalarType,
     },
+    /// A unique token (`tokens: &impl UniqueToken` in a `#[kernel]`): passed as a pointer to
+    /// the token's lock words (`unsigned int`, one bit per id, all zero between launches)
+    /// and its size (`unsigned long long`), the number of ids.
+    ///
+    /// ```
+    /// use hoplite_core::device_kernel::DeviceParam;
+    /// assert_eq!(DeviceParam::TokenBits { name: "tokens" }.name(), "tokens");
+    /// ```
+    TokenBits {
+        /// The parameter's name in the kernel.
+        name: &'static str,
+    },
 }
 
 impl DeviceParam {
@@ -243,7 +257,9 @@ impl DeviceParam {
     /// ```
     pub const fn name(&self) -> &'static str {
         match self {
-            DeviceParam::Handle { name, .. } | DeviceParam::Scalar { name, .. } => name,
+            DeviceParam::Handle { name, .. }
+            | DeviceParam::Scalar { name, .. }
+            | DeviceParam::TokenBits { name } => name,
         }
     }
 }
@@ -282,6 +298,14 @@ impl DeviceParam {
 /// thread's slot; and that
 /// every other load or store is checked against the extents it was given, or is an atomic
 /// operation on an atomic handle.
+///
+/// For every [`DeviceParam::TokenBits`] the backend passes lock words that hold `size` bits (at
+/// least `ceil(size / 32)` words, all zero when the launch starts) and trusts the entry to
+/// keep them so: it touches the words only with atomic operations at words below
+/// `ceil(size / 32)`; it sets a bit only by acquiring an id, which is in `[0, size)` and was
+/// clear, so no two threads hold one id at once; it clears only bits it set itself; and every
+/// id a thread acquires is released before the thread exits, so the words are all zero again
+/// when the launch ends and the next launch finds every id free.
 pub unsafe trait DeviceKernel {
     /// The kernel's name (the Rust function's).
     const NAME: &'static str;

@@ -36,6 +36,14 @@ static void __syncthreads() {
 }
 
 template <class T> static T atomicAdd(T* p, T v) { return std::atomic_ref<T>(*p).fetch_add(v); }
+// The lock bits of unique tokens.
+static unsigned int atomicOr(unsigned int* p, unsigned int v) { return std::atomic_ref<unsigned int>(*p).fetch_or(v); }
+static unsigned int atomicAnd(unsigned int* p, unsigned int v) { return std::atomic_ref<unsigned int>(*p).fetch_and(v); }
+static unsigned int hl_atomic_load(unsigned int* p) { return std::atomic_ref<unsigned int>(*p).load(); }
+static void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+static int __ffs(unsigned int x) { return __builtin_ffs((int)x); }
+// A waiting thread lets the others run (threads of a block are host threads).
+static void __nanosleep(unsigned) { std::this_thread::yield(); }
 template <class T> static T atomicMin(T* p, T v) {
     std::atomic_ref<T> a(*p);
     T old = a.load();

@@ -160,12 +160,15 @@ macro_rules! element {
 }
 element!(i32 => I32, i64 => I64, u32 => U32, u64 => U64, usize => Usize, isize => Isize, f32 => F32, f64 => F64);
 
-/// Host data standing in for a view: a row-major array borrowed for one launch.
+/// Host data standing in for a view: a row-major array borrowed for one launch; or the lock
+/// words of a unique token ([`HostArray::token`]).
 pub struct HostArray<'a> {
     ptr: *mut c_void,
     len: usize,
     element: ScalarType,
     extents: Vec<usize>,
+    /// For a unique token: its number of ids.
+    token_size: Option<usize>,
     _data: std::marker::PhantomData<&'a mut ()>,
 }
 
@@ -186,6 +189,35 @@ impl<'a> HostArray<'a> {
             len: data.len(),
             element: T::TYPE,
             extents: extents.to_vec(),
+            token_size: None,
+            _data: std::marker::PhantomData,
+        }
+    }
+
+    /// The lock words of a unique token of `size` ids (one bit per id, bit `id % 32` of word
+    /// `id / 32`, zero when free), for a kernel's `&impl UniqueToken` parameter: a launch
+    /// passes the words and the size, as a device backend passes a device token. Tokens go in
+    /// the arrays of a launch in the order of the kernel's token parameters, after its
+    /// handles' arrays.
+    ///
+    /// ```
+    /// use hoplite_kernel_check::HostArray;
+    /// let mut words = [0u32; 2];
+    /// let _tokens = HostArray::token(&mut words, 40);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `size` is 0 or the words hold fewer than `size` bits.
+    pub fn token(words: &'a mut [u32], size: usize) -> Self {
+        assert!(size > 0, "a unique token has at least one id");
+        assert!(words.len() * 32 >= size, "the words must hold one bit per id");
+        HostArray {
+            ptr: words.as_mut_ptr().cast(),
+            len: words.len(),
+            element: ScalarType::U32,
+            extents: vec![words.len()],
+            token_size: Some(size),
             _data: std::marker::PhantomData,
         }
     }
@@ -801,6 +833,9 @@ impl HostModule {
                         .get(next_array)
                         .ok_or_else(|| self.arg_error(format!("no array for handle `{name}`")))?;
                     next_array += 1;
+                    if array.token_size.is_some() {
+                        return Err(self.arg_error(format!("handle `{name}` got a unique token's words")));
+                    }
                     if array.element != element || array.extents.len() != rank {
                         return Err(self.arg_error(format!(
                             "handle `{name}` holds {element} of rank {rank}, the array {} of rank {}",
@@ -829,6 +864,19 @@ impl HostModule {
                     }
                     slots.push(Slot::of(&value.slot()));
                 }
+                DeviceParam::TokenBits { name } => {
+                    let array = arrays
+                        .get(next_array)
+                        .ok_or_else(|| self.arg_error(format!("no token words for `{name}`")))?;
+                    next_array += 1;
+                    let Some(size) = array.token_size else {
+                        return Err(self.arg_error(format!(
+                            "unique token `{name}` got a view's array; pass `HostArray::token`"
+                        )));
+                    };
+                    slots.push(Slot::of(&(array.ptr as usize as u64).to_ne_bytes()));
+                    slots.push(Slot::of(&(size as u64).to_ne_bytes()));
+                }
             }
         }
         if next_array != arrays.len() || next_scalar != scalars.len() {
@@ -851,7 +899,8 @@ impl HostModule {
         // SAFETY: the launcher reads one slot per parameter of the entry, in the order and
         // with the types `launcher_source` generated from the same parameter list the slots
         // were packed from; the arrays' pointers and extents describe live, exclusively
-        // borrowed memory, and the partials hold one slot per launched thread.
+        // borrowed memory (a token's words hold at least `size` bits, which `HostArray::token`
+        // checked), and the partials hold one slot per launched thread.
         let status = unsafe {
             (self.launcher)(
                 gx,
@@ -899,6 +948,10 @@ fn launcher_source(
                 }
             }
             DeviceParam::Scalar { ty, .. } => types.push(ty.cuda_name().to_owned()),
+            DeviceParam::TokenBits { .. } => {
+                types.push("unsigned int*".to_owned());
+                types.push("unsigned long long".to_owned());
+            }
         }
     }
     if let DevicePattern::Reduce(ty) | DevicePattern::Scan(ty) = pattern {

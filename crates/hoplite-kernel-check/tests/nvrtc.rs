@@ -122,6 +122,11 @@ fn every_kernel_compiles_for_compute_90_and_assembles_for_sm_90() {
     tools.check::<any_multiple>(&mut rows);
     tools.check::<wrapping_product>(&mut rows);
     tools.check::<extremes_first_last>(&mut rows);
+    tools.check::<token_histogram>(&mut rows);
+    tools.check::<token_claims>(&mut rows);
+    tools.check::<team_token_claims>(&mut rows);
+    tools.check::<token_sum>(&mut rows);
+    tools.check::<team_token_slots>(&mut rows);
     let table = format!(
         "NVRTC {major}.{minor}, compute_90 -> ptxas sm_90\n\n| kernel | entry | PTX bytes | registers | spill stores / loads (bytes) | stack frame (bytes) |\n|---|---|---|---|---|---|\n{}\n",
         rows.join("\n")

@@ -25,7 +25,10 @@ use signature::{AccKind, Handle, HandleKind, KernelSignature, TokenKind};
 /// `MdIdx<'_, R>` for an MDRange, `&impl TeamMember` for teams), the bound view handles the launch hands over
 /// (`BoundReader<'_, T, R>`, `BoundLookup<'_, T, R>`, `BoundWriter<'_, T, R>`,
 /// `BoundAtomic<'_, T, R>`), plain scalar
-/// captures (`f64`, `usize`, ...), and for a reduction the accumulator `&mut T` (or
+/// captures (`f64`, `usize`, ...) and unique tokens (`tokens: &impl UniqueToken`, with
+/// `let id = tokens.acquire();` .. `tokens.release(id);`, `let id = tokens.guard();` or, in a
+/// team kernel, `let id = tokens.team_guard(m);`), and
+/// for a reduction the accumulator `&mut T` (or
 /// `&mut bool` for `LAnd`/`LOr`, `&mut ValLoc<T>`, `&mut MinMaxScalar<T>`,
 /// `&mut MinMaxLocScalar<T>` updated by `update` or `update_first_last`) last; a scan adds
 /// `is_final: bool` after it.
@@ -34,7 +37,7 @@ use signature::{AccKind, Handle, HandleKind, KernelSignature, TokenKind};
 /// `ThreadVectorRange` (`docs/kernels.md` lists the forms).
 ///
 /// The function stays as written. Beside it the macro defines a type of the same name with
-/// `with(scalars...)`, which gives the closure a launch takes
+/// `with(captures...)` (scalars and tokens in declaration order), which gives the closure a launch takes
 /// (`parallel_for("axpy", (n, (y.write(), x.read())), axpy::with(a))`), and `cuda_source()`,
 /// the generated CUDA C; the type implements `DeviceKernel`. A team kernel's `with` names the
 /// space: `with::<Space>(..)`.
@@ -120,8 +123,10 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             quote!((#token_name, (#(#handle_names,)*))),
         )
     };
-    let scalar_names: Vec<&syn::Ident> = signature.scalars.iter().map(|s| &s.name).collect();
-    let scalar_tys: Vec<&syn::Type> = signature.scalars.iter().map(|s| &s.ty).collect();
+    // Scalars and unique tokens, in declaration order: what `with` captures.
+    let captures = signature.captures();
+    let scalar_names: Vec<&syn::Ident> = captures.iter().map(|(name, _)| *name).collect();
+    let scalar_tys: Vec<&syn::Type> = captures.iter().map(|(_, ty)| *ty).collect();
     // A team member's type depends on the space: `with::<Space>(..)` names it.
     let with_generics = if signature.token == TokenKind::Team {
         quote!(<S: #krate::ExecutionSpace>)
@@ -221,6 +226,10 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
                 let ty = scalar_type_tokens(krate, s.scalar);
                 quote!(#krate::device_kernel::DeviceParam::Scalar { name: #name, ty: #ty })
             }
+            signature::Param::Token(t) => {
+                let name = t.name.to_string();
+                quote!(#krate::device_kernel::DeviceParam::TokenBits { name: #name })
+            }
         })
         .collect();
 
@@ -249,7 +258,10 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
         // SAFETY: the entry is generated from the function by `#[kernel]`, which emits
         // unchecked accesses only at the launch's tokens (in bounds by the launch's extent
         // check), stores to partials only at the thread's own slot, and checks every other
-        // index against the extents passed in (trapping when outside).
+        // index against the extents passed in (trapping when outside). Unique tokens' lock
+        // words are touched only by the prelude's acquire and release (atomics at words below
+        // `ceil(size / 32)`), each acquired id is held by a guard object whose destructor
+        // releases it, so every id is released before the thread exits.
         unsafe impl #krate::device_kernel::DeviceKernel for #name {
             const NAME: &'static str = #name_str;
             const ENTRY: &'static str = #entry;

@@ -187,9 +187,24 @@ impl ScalarParam {
     }
 }
 
+/// A unique token parameter: `tokens: &impl UniqueToken`.
+pub struct TokenParam {
+    pub name: Ident,
+    pub ty: Type,
+}
+
 pub enum Param<'a> {
     Handle(&'a Handle),
     Scalar(&'a ScalarParam),
+    Token(&'a TokenParam),
+}
+
+/// A handle, scalar or token parameter: its index in `handles`, `scalars` or `tokens`.
+#[derive(Clone, Copy)]
+enum Slot {
+    Handle(usize),
+    Scalar(usize),
+    Token(usize),
 }
 
 pub struct KernelSignature {
@@ -197,18 +212,20 @@ pub struct KernelSignature {
     pub token_name: Ident,
     pub handles: Vec<Handle>,
     pub scalars: Vec<ScalarParam>,
+    /// Unique tokens (`&impl UniqueToken`), captured like scalars.
+    pub tokens: Vec<TokenParam>,
     pub accumulator: Option<ScalarParam>,
     /// A scan's `is_final: bool`, after the accumulator.
     pub scan_flag: Option<Ident>,
-    /// Handle and scalar parameters in declaration order (index into `handles` or `scalars`).
-    order: Vec<(bool, usize)>,
+    /// Handle, scalar and token parameters in declaration order.
+    order: Vec<Slot>,
 }
 
 const SIGNATURE_HELP: &str = "a #[kernel] takes the iteration token (`Idx<'_>`, `MdIdx<'_, R>`, or \
      `&impl TeamMember` for a team kernel), \
      then bound view handles (`BoundReader<'_, T, R>`, `BoundLookup<'_, T, R>`, `BoundWriter<'_, T, R>`, \
      `BoundAtomic<'_, T, R>`), \
-     then scalar captures, then for a reduction the accumulator `&mut T`, and for a scan the \
+     then scalar captures and unique tokens (`tokens: &impl UniqueToken`), then for a reduction the accumulator `&mut T`, and for a scan the \
      accumulator and `is_final: bool`";
 
 impl KernelSignature {
@@ -244,6 +261,7 @@ impl KernelSignature {
             token_name,
             handles: Vec::new(),
             scalars: Vec::new(),
+            tokens: Vec::new(),
             accumulator: None,
             scan_flag: None,
             order: Vec::new(),
@@ -278,14 +296,17 @@ impl KernelSignature {
                 ));
             }
             if let Some(handle) = handle(&name, ty)? {
-                if !signature.scalars.is_empty() {
+                if !signature.scalars.is_empty() || !signature.tokens.is_empty() {
                     return Err(syn::Error::new_spanned(
                         ty,
-                        format!("handles come before scalars: {SIGNATURE_HELP}"),
+                        format!("handles come before scalars and tokens: {SIGNATURE_HELP}"),
                     ));
                 }
-                signature.order.push((true, signature.handles.len()));
+                signature.order.push(Slot::Handle(signature.handles.len()));
                 signature.handles.push(handle);
+            } else if is_unique_token(ty) {
+                signature.order.push(Slot::Token(signature.tokens.len()));
+                signature.tokens.push(TokenParam { name, ty: ty.clone() });
             } else if let Type::Reference(reference) = ty {
                 if let Type::Tuple(_) = &*reference.elem {
                     return Err(syn::Error::new_spanned(
@@ -335,7 +356,7 @@ impl KernelSignature {
                     acc,
                 });
             } else if let Some(scalar) = Scalar::from_type(ty) {
-                signature.order.push((false, signature.scalars.len()));
+                signature.order.push(Slot::Scalar(signature.scalars.len()));
                 signature.scalars.push(ScalarParam {
                     name,
                     ty: ty.clone(),
@@ -358,12 +379,23 @@ impl KernelSignature {
     pub fn params_in_order(&self) -> Vec<Param<'_>> {
         self.order
             .iter()
-            .map(|&(is_handle, k)| {
-                if is_handle {
-                    Param::Handle(&self.handles[k])
-                } else {
-                    Param::Scalar(&self.scalars[k])
-                }
+            .map(|&slot| match slot {
+                Slot::Handle(k) => Param::Handle(&self.handles[k]),
+                Slot::Scalar(k) => Param::Scalar(&self.scalars[k]),
+                Slot::Token(k) => Param::Token(&self.tokens[k]),
+            })
+            .collect()
+    }
+
+    /// The scalar and token parameters in declaration order, as names and written types:
+    /// what `with(..)` takes.
+    pub fn captures(&self) -> Vec<(&Ident, &Type)> {
+        self.order
+            .iter()
+            .filter_map(|&slot| match slot {
+                Slot::Handle(_) => None,
+                Slot::Scalar(k) => Some((&self.scalars[k].name, &self.scalars[k].ty)),
+                Slot::Token(k) => Some((&self.tokens[k].name, &self.tokens[k].ty)),
             })
             .collect()
     }
@@ -391,6 +423,20 @@ fn typed_param(arg: &FnArg) -> syn::Result<(Ident, &Type)> {
             )),
         },
     }
+}
+
+/// `&impl UniqueToken` (any path ending in `UniqueToken`): a unique token parameter.
+fn is_unique_token(ty: &Type) -> bool {
+    let Type::Reference(r) = ty else {
+        return false;
+    };
+    let Type::ImplTrait(bounds) = &*r.elem else {
+        return false;
+    };
+    r.mutability.is_none()
+        && bounds.bounds.iter().any(|b| {
+            matches!(b, syn::TypeParamBound::Trait(t) if t.path.segments.last().is_some_and(|s| s.ident == "UniqueToken"))
+        })
 }
 
 fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {

@@ -717,3 +717,108 @@ pub fn extremes_first_last(
 ) {
     acc.update_first_last(x.get(i) * scale, *i);
 }
+
+/// A histogram with one private row of `nbins` counters per token id: each iteration holds an
+/// id while it adds to its row (`Kokkos::Experimental::UniqueToken`'s use case), released by
+/// the guard at the end of the body.
+#[kernel]
+pub fn token_histogram(
+    i: Idx<'_>,
+    rows: BoundAtomic<'_, u64, 1>,
+    x: BoundReader<'_, u32, 1>,
+    tokens: &impl UniqueToken,
+    nbins: usize,
+) {
+    let id = tokens.guard();
+    rows.fetch_add(*id * nbins + x.get(i) as usize % nbins, 1);
+}
+
+/// Explicit `acquire` and `release`, with an early `return` that leaves the id held on the
+/// device until the end of the block (the guard object) and released before it on the host.
+#[kernel]
+pub fn token_claims(
+    i: Idx<'_>,
+    owners: BoundAtomic<'_, i64, 1>,
+    clashes: BoundAtomic<'_, u64, 1>,
+    uses: BoundAtomic<'_, u64, 1>,
+    tokens: &impl UniqueToken,
+    skip: usize,
+) {
+    let id = tokens.acquire();
+    if owners.fetch_add(id, 1) != 0 {
+        clashes.fetch_add(0, 1);
+    }
+    uses.fetch_add(id, 1);
+    owners.fetch_add(id, -1);
+    if *i % skip == 1 {
+        tokens.release(id);
+        return;
+    }
+    uses.fetch_add(id.min(tokens.size() - 1), 0);
+    tokens.release(id);
+}
+
+/// Every thread of every team takes ids `rounds` times: while it holds one it marks the id's
+/// owner count, and a count that was not zero is a clash (two holders of one id). Threads of a
+/// team run at once in the host check, and a barrier starts every round on all of them
+/// together, so the ids are contended for real.
+#[kernel]
+pub fn team_token_claims(
+    m: &impl TeamMember,
+    owners: BoundAtomic<'_, i64, 1>,
+    clashes: BoundAtomic<'_, u64, 1>,
+    uses: BoundAtomic<'_, u64, 1>,
+    tokens: &impl UniqueToken,
+    rounds: usize,
+) {
+    for r in 0..rounds {
+        m.team_barrier();
+        let id = tokens.guard();
+        if owners.fetch_add(*id, 1) != 0 {
+            clashes.fetch_add(0, 1);
+        }
+        // Hold the id a while, so other threads ask while it is taken.
+        for _ in 0..64 {
+            uses.fetch_add(id.id(), 0);
+        }
+        uses.fetch_add(*id, 1);
+        owners.fetch_add(*id, -1);
+        if (r + m.team_rank()) % 5 == 4 {
+            continue; // the guard gives the id back here too
+        }
+    }
+}
+
+/// A reduction that holds an id per iteration: counts the iterations whose id was in range
+/// (all of them) and adds `x`, so its value does not depend on which ids the threads got.
+#[kernel]
+pub fn token_sum(
+    i: Idx<'_>,
+    x: BoundReader<'_, i64, 1>,
+    tokens: &impl UniqueToken,
+    bonus: i64,
+    acc: &mut i64,
+) {
+    let id = tokens.acquire();
+    *acc += x.get(i);
+    if id < tokens.size() {
+        *acc += bonus;
+    }
+    tokens.release(id);
+}
+
+/// One id per team (`team_guard`): every thread of a team stores the team's id in its slot,
+/// and the team counts one use of it.
+#[kernel]
+pub fn team_token_slots(
+    m: &impl TeamMember,
+    ids: BoundTeamSlots<'_, u64>,
+    uses: BoundAtomic<'_, u64, 1>,
+    tokens: &impl UniqueToken,
+) {
+    let id = tokens.team_guard(m);
+    ids.set(m.team_slot(), *id as u64);
+    if m.team_rank() == 0 {
+        uses.fetch_add(*id, 1);
+    }
+}

@@ -1,0 +1,380 @@
+//! Unique tokens on the device (Kokkos `Experimental::UniqueToken<Cuda>`): a pool of ids in
+//! device memory that `#[kernel]` kernels acquire and release.
+//!
+//! A [`CudaUniqueToken`] owns one bit per id in device memory (`u32` words, bit `id % 32` of
+//! word `id / 32`), zero when free. A kernel that takes `tokens: &impl UniqueToken` gets the
+//! words and the size ([`DeviceParam::TokenBits`](hoplite_core::device_kernel::DeviceParam::TokenBits));
+//! its generated code acquires an id by setting a clear bit with `atomicOr`, starting at the
+//! thread's global number modulo the size, and releases it with `atomicAnd` after a
+//! `__threadfence`. Every id is released before its thread exits, so the words are all zero
+//! again when a launch ends and any later launch on the same device may use the token.
+//!
+//! ```
+//! use hoplite::prelude::*;
+//! use hoplite::view::access::BoundAtomic;
+//! use hoplite::{BoundReader, kernel};
+//! use hoplite_core::{ExecutionSpace, LayoutLeft, View};
+//! use hoplite_cuda::{Cuda, CudaSpace, DeviceArg, copy_to_device};
+//!
+//! /// A histogram with a private row of `bins` counters per id.
+//! #[kernel]
+//! fn private_rows(
+//!     i: Idx<'_>,
+//!     rows: BoundAtomic<'_, u64, 1>,
+//!     x: BoundReader<'_, u32, 1>,
+//!     tokens: &impl UniqueToken,
+//!     bins: usize,
+//! ) {
+//!     let id = tokens.guard();
+//!     rows.fetch_add(*id * bins + x.get(i) as usize % bins, 1);
+//! }
+//!
+//! let run = || -> Result<(), Box<dyn std::error::Error>> {
+//!     let cuda = Cuda::new()?;
+//!     let tokens = cuda.unique_token()?;
+//!     let (n, bins) = (1000, 8);
+//!     let x = View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n])?;
+//!     copy_to_device(&x, &(0..n as u32).collect::<Vec<_>>())?;
+//!     let rows = View::<u64, 1, LayoutLeft, CudaSpace>::without_initializing("rows", [tokens.size() * bins])?;
+//!     copy_to_device(&rows, &vec![0; tokens.size() * bins])?;
+//!     let args = [DeviceArg::atomic(&rows), DeviceArg::read(&x), DeviceArg::token(&tokens), DeviceArg::scalar(bins)];
+//!     cuda.launch_range::<private_rows>(0..n, &args)?;
+//!     cuda.fence()?;
+//!     assert_eq!(tokens.live()?, 0);
+//!     Ok(())
+//! };
+//! if let Err(e) = run() {
+//!     println!("{e}"); // no device here
+//! }
+//! ```
+
+use hoplite_core::{LayoutLeft, View};
+
+use crate::geometry::DeviceLimits;
+use crate::{Cuda, CudaError, CudaSpace, DeviceArg};
+
+/// The ids of a default device token: every thread that can be resident on the device at
+/// once (`multiProcessorCount * maxThreadsPerMultiProcessor`), as Kokkos sizes
+/// `UniqueToken<Cuda>`. One id per resident thread means a thread that acquires one id at a
+/// time never waits.
+///
+/// ```
+/// use hoplite_cuda::geometry::DeviceLimits;
+/// use hoplite_cuda::token::device_token_size;
+/// assert_eq!(device_token_size(&DeviceLimits::SM_90), 132 * 2048);
+/// ```
+pub fn device_token_size(limits: &DeviceLimits) -> usize {
+    limits.sm_count as usize * limits.max_threads_per_sm as usize
+}
+
+/// The `u32` lock words of a token of `size` ids: one bit per id.
+///
+/// ```
+/// use hoplite_cuda::token::lock_words;
+/// assert_eq!((lock_words(1), lock_words(32), lock_words(33)), (1, 1, 2));
+/// ```
+pub fn lock_words(size: usize) -> usize {
+    size.div_ceil(32)
+}
+
+/// A unique token of one GPU: `size` ids, each held by at most one thread at a time, for
+/// `#[kernel]` kernels launched on that GPU. Clones share the pool. Made by
+/// [`Cuda::unique_token`] or [`Cuda::unique_token_with_size`]; passed to a launch with
+/// [`DeviceArg::token`], which keeps the pool alive until the launch's stream is fenced.
+///
+/// ```
+/// use hoplite_cuda::Cuda;
+/// match Cuda::new().and_then(|cuda| cuda.unique_token()) {
+///     Ok(tokens) => assert!(tokens.size() > 0),
+///     Err(e) => println!("{e}"), // no device here
+/// }
+/// ```
+#[derive(Clone, Debug)]
+pub struct CudaUniqueToken {
+    size: usize,
+    words: View<u32, 1, LayoutLeft, CudaSpace>,
+}
+
+impl CudaUniqueToken {
+    /// The number of ids: a kernel's ids are in `[0, size)`.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The ordinal of the GPU whose memory holds the pool: launches on other GPUs refuse it.
+    pub fn device(&self) -> usize {
+        self.words.space().device()
+    }
+
+    /// The number of ids held now, read back from the device after the work queued on `Cuda`
+    /// instances (a synchronous copy). Between launches it is 0: kernels release every id
+    /// they acquire before their threads exit.
+    ///
+    /// ```
+    /// use hoplite_cuda::Cuda;
+    /// if let Ok(tokens) = Cuda::new().and_then(|cuda| cuda.unique_token_with_size(100)) {
+    ///     assert_eq!(tokens.live()?, 0);
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The copy's error (a failed earlier launch, a lost device).
+    pub fn live(&self) -> Result<usize, CudaError> {
+        let mut words = vec![0u32; self.words.len()];
+        crate::copy_to_host(&mut words, &self.words)?;
+        Ok(words.iter().map(|w| w.count_ones() as usize).sum())
+    }
+
+    /// The pool's words (for the launch arguments).
+    pub(crate) fn words(&self) -> &View<u32, 1, LayoutLeft, CudaSpace> {
+        &self.words
+    }
+}
+
+impl Cuda {
+    /// A unique token for kernels on this instance's GPU, sized to the threads the GPU can
+    /// hold at once ([`device_token_size`]), with every id free.
+    ///
+    /// ```
+    /// use hoplite_cuda::{Cuda, CudaError};
+    /// // Without a device the instance's own error comes back.
+    /// if let Err(e) = Cuda::default().unique_token() {
+    ///     assert!(matches!(e, CudaError::NoDriver { .. } | CudaError::NoDevice | CudaError::DriverTooOld { .. }));
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Why this instance has no device; [`CudaError::InvalidToken`] when the pool cannot be
+    /// allocated or cleared.
+    pub fn unique_token(&self) -> Result<CudaUniqueToken, CudaError> {
+        let size = device_token_size(&self.limits()?);
+        self.unique_token_with_size(size)
+    }
+
+    /// A unique token of `size` ids for kernels on this instance's GPU, every id free. A
+    /// kernel thread that asks for an id while all `size` are held waits until one is
+    /// released, as on the host.
+    ///
+    /// ```
+    /// use hoplite_cuda::{Cuda, CudaError};
+    /// let e = Cuda::default().unique_token_with_size(0);
+    /// assert!(matches!(e, Err(CudaError::InvalidToken { size: 0, .. })));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::InvalidToken`] for a size of 0 (checked first) or a pool that cannot be
+    /// allocated or cleared; why this instance has no device.
+    pub fn unique_token_with_size(&self, size: usize) -> Result<CudaUniqueToken, CudaError> {
+        if size == 0 {
+            return Err(CudaError::InvalidToken {
+                size,
+                reason: "a unique token needs at least one id".to_owned(),
+            });
+        }
+        let space = self.memory_space()?;
+        let n = lock_words(size);
+        let fail = |reason: String| CudaError::InvalidToken { size, reason };
+        let words =
+            View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing_in(space, "unique_token", [n])
+                .map_err(|e| fail(e.to_string()))?;
+        // Every id starts free. The copy is synchronous, so the words are clear before any
+        // launch can take the token.
+        crate::copy_to_device(&words, &vec![0u32; n]).map_err(|e| fail(e.to_string()))?;
+        Ok(CudaUniqueToken { size, words })
+    }
+}
+
+impl DeviceArg {
+    /// A unique token (a `tokens: &impl UniqueToken` parameter): the launch passes its lock
+    /// words and size, refuses a token of another GPU than the instance's
+    /// ([`CudaError::WrongDevice`]) and keeps the pool alive until the instance is fenced.
+    ///
+    /// ```
+    /// use hoplite_cuda::{Cuda, DeviceArg};
+    /// match Cuda::new().and_then(|cuda| cuda.unique_token_with_size(64)) {
+    ///     Ok(tokens) => {
+    ///         let _args = [DeviceArg::token(&tokens), DeviceArg::scalar(8usize)];
+    ///     }
+    ///     Err(e) => println!("{e}"), // no device here
+    /// }
+    /// ```
+    pub fn token(token: &CudaUniqueToken) -> DeviceArg {
+        DeviceArg::token_parts(
+            token.words().data() as usize as u64,
+            token.size() as u64,
+            token.device(),
+            Some(std::sync::Arc::new(token.words().clone())),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_size_is_every_resident_thread() {
+        // V100: 80 SMs, A100: 108 SMs, H100 SXM: 132 SMs; 2048 resident threads on each SM.
+        assert_eq!(device_token_size(&DeviceLimits::SM_70), 80 * 2048);
+        assert_eq!(device_token_size(&DeviceLimits::SM_80), 108 * 2048);
+        assert_eq!(device_token_size(&DeviceLimits::SM_90), 132 * 2048);
+        // A part with fewer resident threads per SM (sm_86: 1536) follows its limits.
+        let sm_86 = DeviceLimits {
+            compute_capability: (8, 6),
+            sm_count: 84,
+            max_threads_per_sm: 1536,
+            ..DeviceLimits::SM_80
+        };
+        assert_eq!(device_token_size(&sm_86), 84 * 1536);
+    }
+
+    #[test]
+    fn one_bit_per_id() {
+        assert_eq!(lock_words(1), 1);
+        assert_eq!(lock_words(31), 1);
+        assert_eq!(lock_words(32), 1);
+        assert_eq!(lock_words(33), 2);
+        assert_eq!(
+            lock_words(device_token_size(&DeviceLimits::SM_90)),
+            132 * 2048 / 32
+        );
+    }
+
+    use hoplite_core::device_kernel::{
+        DeviceIteration, DeviceKernel, DeviceParam, DevicePattern, ScalarType,
+    };
+
+    use crate::launch::check_devices;
+    use crate::params::{IterationArgs, KernelArg, TokenArg, pack_for};
+
+    /// A kernel taking a count, a token and a scalar: the entry's parameters only matter here.
+    struct Binned;
+    // SAFETY: never launched; only its parameters are packed.
+    unsafe impl DeviceKernel for Binned {
+        const NAME: &'static str = "binned";
+        const ENTRY: &'static str = "binned_for_range";
+        const ITERATION: DeviceIteration = DeviceIteration::Range;
+        const PATTERN: DevicePattern = DevicePattern::For;
+        fn params() -> &'static [DeviceParam] {
+            &[
+                DeviceParam::Scalar {
+                    name: "flag",
+                    ty: ScalarType::Bool,
+                },
+                DeviceParam::TokenBits { name: "tokens" },
+                DeviceParam::Scalar {
+                    name: "bins",
+                    ty: ScalarType::Usize,
+                },
+            ]
+        }
+        fn cuda_source() -> &'static str {
+            ""
+        }
+    }
+
+    /// A token of `size` ids whose (empty) words live on GPU `device`: exists without a driver.
+    fn token_on(device: usize, size: usize) -> CudaUniqueToken {
+        let words = View::without_initializing_in(CudaSpace::on_device(device), "unique_token", [0])
+            .expect("no memory needed");
+        CudaUniqueToken { size, words }
+    }
+
+    #[test]
+    fn a_token_packs_as_its_words_then_its_size() {
+        let token = token_on(0, 96);
+        let arg = DeviceArg::token(&token);
+        let KernelArg::TokenBits(TokenArg { words, size }) = arg.arg else {
+            panic!("a token argument, got {:?}", arg.arg);
+        };
+        assert_eq!(size, 96);
+        assert_eq!(words, token.words().data() as usize as u64);
+        assert!(arg.keep().is_some(), "the launch keeps the pool alive");
+        let args = [
+            KernelArg::Scalar(true.into()),
+            KernelArg::TokenBits(TokenArg {
+                words: 0x1000,
+                size: 96,
+            }),
+            KernelArg::Scalar(8usize.into()),
+        ];
+        let p = pack_for::<Binned>(&IterationArgs::Range { begin: 0, end: 4 }, &args).expect("packs");
+        // begin, end, the bool, the 8-aligned words pointer, the size, the usize.
+        assert_eq!(p.offsets(), [0, 8, 16, 24, 32, 40]);
+        let bytes = p.bytes();
+        assert_eq!(bytes[24..32], 0x1000u64.to_le_bytes());
+        assert_eq!(bytes[32..40], 96u64.to_le_bytes());
+        assert_eq!(bytes[40..48], 8u64.to_le_bytes());
+    }
+
+    #[test]
+    fn a_token_in_the_wrong_place_or_of_no_ids_is_refused() {
+        let range = IterationArgs::Range { begin: 0, end: 4 };
+        let swapped = [
+            KernelArg::Scalar(true.into()),
+            KernelArg::Scalar(8usize.into()),
+            KernelArg::TokenBits(TokenArg {
+                words: 0x1000,
+                size: 96,
+            }),
+        ];
+        let e = pack_for::<Binned>(&range, &swapped).expect_err("a scalar where the token goes");
+        assert!(
+            e.to_string()
+                .contains("`tokens` is a unique token (`DeviceArg::token`)"),
+            "{e}"
+        );
+        let empty = [
+            KernelArg::Scalar(true.into()),
+            KernelArg::TokenBits(TokenArg {
+                words: 0x1000,
+                size: 0,
+            }),
+            KernelArg::Scalar(8usize.into()),
+        ];
+        let e = pack_for::<Binned>(&range, &empty).expect_err("no ids");
+        assert!(e.to_string().contains("no ids"), "{e}");
+    }
+
+    #[test]
+    fn a_token_of_another_gpu_is_refused() {
+        let on_1 = token_on(1, 32);
+        let args = [
+            DeviceArg::scalar(true),
+            DeviceArg::token(&on_1),
+            DeviceArg::scalar(8usize),
+        ];
+        assert!(check_devices("binned", 1, args.iter().map(|a| a.device)).is_ok());
+        let e = check_devices("binned", 0, args.iter().map(|a| a.device)).expect_err("device 1's token on 0");
+        assert!(
+            matches!(&e, CudaError::WrongDevice { what, view_device: 1, instance_device: 0 } if what.contains("argument 1")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn size_zero_is_refused_before_the_device() {
+        let e = Cuda::default().unique_token_with_size(0);
+        let Err(CudaError::InvalidToken { size: 0, reason }) = e else {
+            panic!("expected the size error, got {e:?}");
+        };
+        assert!(reason.contains("at least one id"), "{reason}");
+    }
+
+    #[test]
+    fn without_a_device_the_instance_error_comes_back() {
+        let cuda = Cuda::default();
+        if cuda.is_available() {
+            let tokens = cuda.unique_token().expect("a device token");
+            assert_eq!(tokens.size(), device_token_size(&cuda.limits().expect("limits")));
+            return;
+        }
+        let expected = cuda.limits().expect_err("no device");
+        assert_eq!(cuda.unique_token().expect_err("no device"), expected);
+        assert_eq!(cuda.unique_token_with_size(16).expect_err("no device"), expected);
+    }
+}
