@@ -233,6 +233,80 @@ impl Device {
     }
 }
 
+/// The driver's handle of device `ordinal`.
+fn device_handle(ordinal: usize) -> Result<sys::CUdevice, CudaError> {
+    let count = driver()?.device_count;
+    if ordinal >= count {
+        return Err(CudaError::InvalidDevice { ordinal, count });
+    }
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: initialized driver (`driver()` above); `ordinal` is below the device count, so
+    // it fits `c_int`; `dev` is a live out pointer.
+    check("cuDeviceGet", unsafe {
+        sys::cuDeviceGet(&mut dev, ordinal as c_int)
+    })?;
+    Ok(dev)
+}
+
+/// Whether kernels of device `device` can read and write device `peer`'s memory once peer
+/// access is enabled (`cuDeviceCanAccessPeer`); a device can always access its own memory.
+pub(crate) fn can_access_peer(device: usize, peer: usize) -> Result<bool, CudaError> {
+    let from = device_handle(device)?;
+    let to = device_handle(peer)?;
+    if device == peer {
+        return Ok(true);
+    }
+    let mut can: c_int = 0;
+    // SAFETY: initialized driver (`device_handle` checked it); both handles come from
+    // `cuDeviceGet`; `can` is a live out pointer.
+    check("cuDeviceCanAccessPeer", unsafe {
+        sys::cuDeviceCanAccessPeer(&mut can, from, to)
+    })?;
+    Ok(can != 0)
+}
+
+/// The pairs `(device, peer)` whose peer access this process enabled: `device`'s primary
+/// context may use `peer`'s memory. Access lasts as long as the contexts, which are retained
+/// for the life of the process, so pairs are only ever added.
+static PEERS: parking_lot::RwLock<Vec<(usize, usize)>> = parking_lot::RwLock::new(Vec::new());
+
+/// Whether kernels in device `device`'s context may touch device `peer`'s memory: the same
+/// device, or a pair whose access [`enable_peer_access`] enabled.
+pub(crate) fn peer_access_enabled(device: usize, peer: usize) -> bool {
+    device == peer || PEERS.read().contains(&(device, peer))
+}
+
+/// Enables access from `device`'s primary context to `peer`'s memory
+/// (`cuCtxEnablePeerAccess`) and records the pair. Access enabled before (by this process or
+/// through the same primary context elsewhere) is success; a pair the hardware cannot connect
+/// is [`CudaError::PeerAccessUnsupported`].
+pub(crate) fn enable_peer_access(device: &Device, peer: &Device) -> Result<(), CudaError> {
+    if peer_access_enabled(device.ordinal, peer.ordinal) {
+        return Ok(());
+    }
+    let unsupported = CudaError::PeerAccessUnsupported {
+        device: device.ordinal,
+        peer: peer.ordinal,
+    };
+    if !can_access_peer(device.ordinal, peer.ordinal)? {
+        return Err(unsupported);
+    }
+    device.bind()?;
+    // SAFETY: `device`'s context is current and `peer`'s is a live primary context (both
+    // retained for the life of the process); flags must be 0.
+    let result = unsafe { sys::cuCtxEnablePeerAccess(peer.context(), 0) };
+    match result {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+        sys::CUresult::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED => return Err(unsupported),
+        other => check("cuCtxEnablePeerAccess", other)?,
+    }
+    let mut peers = PEERS.write();
+    if !peers.contains(&(device.ordinal, peer.ordinal)) {
+        peers.push((device.ordinal, peer.ordinal));
+    }
+    Ok(())
+}
+
 /// A stream of a device, destroyed when dropped.
 #[derive(Debug)]
 pub(crate) struct Stream {

@@ -119,6 +119,17 @@ pub enum CudaError {
         /// The device of the instance's stream.
         instance_device: usize,
     },
+    /// Two GPUs between which the hardware has no peer path (`cuDeviceCanAccessPeer` says no,
+    /// or the driver refused to enable access).
+    #[error(
+        "CUDA device {device} cannot access device {peer}'s memory (no peer path between them: `hoplite_cuda::can_access_peer({device}, {peer})` is false); launch on `Cuda::on_device({peer})`, or copy the data to device {device} first"
+    )]
+    PeerAccessUnsupported {
+        /// The device whose kernels would read the peer's memory.
+        device: usize,
+        /// The device that owns the memory.
+        peer: usize,
+    },
     /// A host transfer whose sizes do not match.
     #[error("copy of `{label}`: {reason}")]
     Transfer {

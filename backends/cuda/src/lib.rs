@@ -35,6 +35,7 @@ mod memory;
 mod mirror;
 pub mod nvrtc;
 pub mod params;
+mod peer;
 pub mod raw;
 pub mod reduce;
 pub mod select;
@@ -46,6 +47,7 @@ pub use memory::{
     CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, copy_to_device, copy_to_host,
 };
 pub use mirror::{HostTransferSpace, create_mirror_view, create_mirror_view_and_copy, create_mirror_view_in};
+pub use peer::can_access_peer;
 pub use space::{Cuda, CudaTeamMember};
 
 /// Whether the CUDA driver library can be loaded on this machine (a GPU may still be
