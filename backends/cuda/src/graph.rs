@@ -773,7 +773,12 @@ impl CudaGraph {
             };
             match &mut node.work {
                 Work::Kernel(k) => {
-                    check_devices(k.name, device.ordinal, k.devices.iter().copied())?;
+                    check_devices(
+                        k.name,
+                        device.ordinal,
+                        k.devices.iter().copied(),
+                        driver::peer_access_enabled,
+                    )?;
                     let loaded = (k.load)(&device)?;
                     let Some(g) = (k.geometry)(&device.limits, &loaded.resources)? else {
                         add_empty(&mut handle)?; // an empty iteration space
@@ -990,7 +995,12 @@ fn add_reduction(
     deps: &[sys::CUgraphNode],
     errors: &Arc<Mutex<Option<hoplite_core::Error>>>,
 ) -> Result<sys::CUgraphNode, CudaError> {
-    check_devices(r.kernel.name, device.ordinal, r.kernel.devices.iter().copied())?;
+    check_devices(
+        r.kernel.name,
+        device.ordinal,
+        r.kernel.devices.iter().copied(),
+        driver::peer_access_enabled,
+    )?;
     let loaded = (r.kernel.load)(device)?;
     let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
     let mut last: Vec<sys::CUgraphNode> = deps.to_vec();

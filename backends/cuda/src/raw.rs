@@ -32,7 +32,7 @@ use cudarc::driver::sys;
 use hoplite_core::device_kernel::{HandleAccess, ScalarType, stable_hash};
 use parking_lot::Mutex;
 
-use crate::driver::check;
+use crate::driver::{self, check};
 use crate::geometry::{KernelResources, LaunchGeometry, blocks_per_sm, fits};
 use crate::launch::{Plan, check_devices, load_source};
 use crate::nvrtc::ModuleCache;
@@ -716,7 +716,12 @@ impl Cuda {
         check_geometry(kernel.name, &geometry)?;
         let stream = self.stream()?;
         let device = &stream.device;
-        check_devices(kernel.name, device.ordinal, args.iter().map(|a| a.device))?;
+        check_devices(
+            kernel.name,
+            device.ordinal,
+            args.iter().map(|a| a.device),
+            driver::peer_access_enabled,
+        )?;
         kernel.ptx(&device.limits.arch())?;
         let loaded = load_source(device, kernel.hash, kernel.name, kernel.name, &kernel.source)?;
         let resources: &KernelResources = &loaded.resources;
