@@ -588,6 +588,39 @@ pub(crate) unsafe fn copy_to_host_async(
     })
 }
 
+/// Queues a copy of `bytes` bytes from `src`, memory of device `src_device`, to `dst`,
+/// memory of device `dst_device`, on `stream`, after the work queued on it
+/// (`cuMemcpyPeerAsync`). It needs no peer access: without it the driver stages the copy.
+///
+/// # Safety
+///
+/// `dst` and `src` are device (or managed) allocations of their devices with at least
+/// `bytes` bytes from them on; neither is freed, and nothing else writes them (or reads
+/// `dst`), until the copy completed (the stream was synchronized past it).
+pub(crate) unsafe fn copy_peer_async(
+    stream: &Stream,
+    dst: u64,
+    dst_device: &Device,
+    src: u64,
+    src_device: &Device,
+    bytes: usize,
+) -> Result<(), CudaError> {
+    stream.device.bind()?;
+    // SAFETY: the caller's promise for both addresses and their lifetime; both contexts are
+    // retained primary contexts of the devices that own the memory; the stream is live and of
+    // the bound context.
+    check("cuMemcpyPeerAsync", unsafe {
+        sys::cuMemcpyPeerAsync(
+            dst,
+            dst_device.context(),
+            src,
+            src_device.context(),
+            bytes,
+            stream.raw,
+        )
+    })
+}
+
 /// Device memory for one operation on one stream (a reduction's partials): allocated in
 /// stream order where the device has memory pools, else with `cuMemAlloc`, and freed the same
 /// way when dropped.

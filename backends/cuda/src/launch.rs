@@ -74,7 +74,7 @@ pub struct DeviceArg {
     pub(crate) bytes: Option<(u64, u64)>,
     /// For a view: the GPU whose memory it is.
     pub(crate) device: Option<usize>,
-    keep: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) keep: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for DeviceArg {

@@ -48,8 +48,10 @@ impl Cuda {
     ///
     /// Access is one way (enable it on an instance of `peer` too for the other direction) and
     /// lasts for the rest of the process. Enabling it again, or for the instance's own GPU, is
-    /// `Ok`. The copies between host and device views (`deep_copy_to_device`,
-    /// `deep_copy_to_host`) still take only views of the instance's GPU.
+    /// `Ok`. [`Cuda::copy`] between contiguous views of two GPUs of the same order needs no
+    /// peer access (it uses `cuMemcpyPeerAsync`); the copies between host and device views
+    /// (`deep_copy_to_device`, `deep_copy_to_host`) still take only views of the instance's
+    /// GPU.
     ///
     /// ```
     /// use hoplite::prelude::*;

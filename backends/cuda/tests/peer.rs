@@ -1,6 +1,6 @@
 //! Peer access between GPUs. Without a driver every entry returns the typed absence; with two
-//! GPUs that have a peer path, a kernel on GPU 0 reads a view of GPU 1 once access is
-//! enabled, and is refused it before.
+//! GPUs, contiguous copies between them need no peer access, and where they have a peer path a
+//! kernel on GPU 0 reads a view of GPU 1 once access is enabled, and is refused it before.
 //!
 //! One test only: the enabled pairs are process-wide, so the refusal before enabling and the
 //! launch after it must not race another test of this binary.
@@ -103,6 +103,20 @@ fn a_kernel_reads_a_peers_view_once_access_is_enabled() {
         "{err}"
     );
     assert!(err.to_string().contains("enable_peer_access(1)"), "{err}");
+    // Contiguous copies between the GPUs need no peer access (`cuMemcpyPeerAsync`), in both
+    // directions, on device 0's stream.
+    let z0 =
+        View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(CudaSpace::on_device(0), "z0", [n])
+            .expect("device 0 memory");
+    let z1 =
+        View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(CudaSpace::on_device(1), "z1", [n])
+            .expect("device 1 memory");
+    cuda0.copy(&z0, &x1).expect("copy from device 1 to device 0");
+    cuda0.copy(&z1, &z0).expect("copy from device 0 to device 1");
+    cuda0.fence().expect("fence");
+    let mut out = vec![0.0; n];
+    copy_to_host(&mut out, &z1).expect("copy out of device 1");
+    assert_eq!(out, host, "device 1 -> 0 -> 1");
     if !can_access_peer(0, 1).expect("two devices") {
         let err = cuda0.enable_peer_access(1).expect_err("no peer path");
         assert_eq!(err, CudaError::PeerAccessUnsupported { device: 0, peer: 1 });
