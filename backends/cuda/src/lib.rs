@@ -4,8 +4,9 @@
 //! module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use, device
 //! reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
 //! CUDA Graphs behind hoplite-graph ([`graph`]), DAG streams for hoplite-dag ([`dag`]),
-//! streams as hoplite-select resources timed with CUDA events ([`select`]) and GrCUDA-style
-//! raw kernels from CUDA C and a signature ([`raw`]).
+//! streams as hoplite-select resources timed with CUDA events ([`select`]), GrCUDA-style
+//! raw kernels from CUDA C and a signature ([`raw`]) and peer access between GPUs
+//! ([`can_access_peer`], [`Cuda::enable_peer_access`]).
 //!
 //! The crate builds and its tests run on machines without CUDA: the driver (`libcuda`) and
 //! NVRTC are loaded at run time, every driver call sits behind the check that the library is
