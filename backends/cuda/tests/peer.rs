@@ -2,8 +2,8 @@
 //! GPUs, contiguous copies between them need no peer access, and where they have a peer path a
 //! kernel on GPU 0 reads a view of GPU 1 once access is enabled, and is refused it before.
 //!
-//! One test only: the enabled pairs are process-wide, so the refusal before enabling and the
-//! launch after it must not race another test of this binary.
+//! One test only touches the driver: the enabled pairs are process-wide, so the refusal before
+//! enabling and the launch after it must not race another test of this binary.
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
@@ -21,6 +21,17 @@ fn is_absence(e: &CudaError) -> bool {
         e,
         CudaError::NoDriver { .. } | CudaError::NoDevice | CudaError::DriverTooOld { .. }
     )
+}
+
+#[test]
+fn a_missing_peer_path_names_both_devices_and_the_fix() {
+    let e = CudaError::PeerAccessUnsupported { device: 2, peer: 3 };
+    let msg = e.to_string();
+    assert!(msg.contains("device 2 cannot access device 3"), "{msg}");
+    assert!(msg.contains("can_access_peer(2, 3)"), "{msg}");
+    assert!(msg.contains("Cuda::on_device(3)"), "{msg}");
+    let core: hoplite_core::Error = e.into();
+    assert!(matches!(core, hoplite_core::Error::Device { space: "Cuda", .. }));
 }
 
 #[test]
