@@ -153,31 +153,8 @@ fn time_copies(
 /// Enables peer access from `from`'s context to `to`'s memory where the devices allow it;
 /// without it, peer copies are staged through the host by the driver.
 fn enable_peer_access(from: &Device, to: &Device) -> Result<(), CudaError> {
-    let handle = |ordinal: usize| -> Result<sys::CUdevice, CudaError> {
-        let mut dev: sys::CUdevice = 0;
-        // SAFETY: initialized driver; `ordinal` is a device (opened by `Device::get`), so it
-        // fits `c_int`; live out pointer.
-        check("cuDeviceGet", unsafe {
-            sys::cuDeviceGet(&mut dev, ordinal as std::ffi::c_int)
-        })?;
-        Ok(dev)
-    };
-    let mut can: std::ffi::c_int = 0;
-    // SAFETY: initialized driver; both handles come from `cuDeviceGet`; live out pointer.
-    check("cuDeviceCanAccessPeer", unsafe {
-        sys::cuDeviceCanAccessPeer(&mut can, handle(from.ordinal)?, handle(to.ordinal)?)
-    })?;
-    if can == 0 {
-        return Ok(());
-    }
-    from.bind()?;
-    // SAFETY: `from`'s context is current and `to`'s context is a live primary context;
-    // flags must be 0. Enabling twice answers CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED (704),
-    // which is success here.
-    match check("cuCtxEnablePeerAccess", unsafe {
-        sys::cuCtxEnablePeerAccess(to.context(), 0)
-    }) {
-        Err(CudaError::Driver { code: 704, .. }) | Ok(()) => Ok(()),
+    match driver::enable_peer_access(from, to) {
+        Ok(()) | Err(CudaError::PeerAccessUnsupported { .. }) => Ok(()),
         Err(e) => Err(e),
     }
 }

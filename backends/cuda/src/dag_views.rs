@@ -396,6 +396,12 @@ impl DeviceViews {
         self.entries.iter().all(|e| e.device() == first).then_some(first)
     }
 
+    /// The GPU a launch over the views runs on: the one they share, else the first view's
+    /// (whose kernels reach the others' memory once peer access is enabled).
+    fn home(&self) -> Option<usize> {
+        self.device().or_else(|| self.entries.first().map(|e| e.device()))
+    }
+
     /// The first borrow conflict among the views (a view written elsewhere, or written and
     /// read here), if any.
     ///
@@ -490,9 +496,10 @@ impl GraphArgs for DeviceViews {
 }
 
 /// Adds a vertex to `ctx` that runs device work on a CUDA stream of the GPU its views are on
-/// (the context's device of that ordinal; with views of no GPU of the context, or of several
-/// GPUs, the stream the context picks, and the launch then fails with
-/// [`CudaError::WrongDevice`]), ordered by `views` as a host launch with the same handles is: `launch` gets the stream's
+/// (the context's device of that ordinal; for views of several GPUs, the first view's, whose
+/// kernels reach the others' views once [`Cuda::enable_peer_access`] allowed it, and fail
+/// with [`CudaError::WrongDevice`] otherwise; for views of a GPU the context lacks, the stream
+/// the context picks), ordered by `views` as a host launch with the same handles is: `launch` gets the stream's
 /// [`Cuda`] instance and the views' [`DeviceArg`]s (in the order they were added) and issues
 /// the launches (`cuda.launch_range::<K>(range, &args)` and its siblings); then the vertex
 /// waits for the device (a fence of the instance), because a DAG vertex is finished when its
@@ -549,7 +556,7 @@ where
     };
     // Placed with its data: a kernel takes views of its own GPU only.
     let home = views
-        .device()
+        .home()
         .and_then(|ordinal| ctx.devices().iter().position(|d| d.ordinal() == ordinal));
     match home {
         Some(device) => ctx.task_on_device(label, device, views, work),

@@ -233,6 +233,116 @@ impl Device {
     }
 }
 
+/// The driver's handle of device `ordinal`.
+fn device_handle(ordinal: usize) -> Result<sys::CUdevice, CudaError> {
+    let count = driver()?.device_count;
+    if ordinal >= count {
+        return Err(CudaError::InvalidDevice { ordinal, count });
+    }
+    let mut dev: sys::CUdevice = 0;
+    // SAFETY: initialized driver (`driver()` above); `ordinal` is below the device count, so
+    // it fits `c_int`; `dev` is a live out pointer.
+    check("cuDeviceGet", unsafe {
+        sys::cuDeviceGet(&mut dev, ordinal as c_int)
+    })?;
+    Ok(dev)
+}
+
+/// Whether kernels of device `device` can read and write device `peer`'s memory once peer
+/// access is enabled (`cuDeviceCanAccessPeer`); a device can always access its own memory.
+pub(crate) fn can_access_peer(device: usize, peer: usize) -> Result<bool, CudaError> {
+    let from = device_handle(device)?;
+    let to = device_handle(peer)?;
+    if device == peer {
+        return Ok(true);
+    }
+    let mut can: c_int = 0;
+    // SAFETY: initialized driver (`device_handle` checked it); both handles come from
+    // `cuDeviceGet`; `can` is a live out pointer.
+    check("cuDeviceCanAccessPeer", unsafe {
+        sys::cuDeviceCanAccessPeer(&mut can, from, to)
+    })?;
+    Ok(can != 0)
+}
+
+/// The pairs `(device, peer)` whose peer access this process enabled: `device`'s primary
+/// context may use `peer`'s memory; the flag says whether atomic operations on it are native
+/// (`CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED`). Access lasts as long as the contexts,
+/// which are retained for the life of the process, so pairs are only ever added.
+static PEERS: parking_lot::RwLock<Vec<(usize, usize, bool)>> = parking_lot::RwLock::new(Vec::new());
+
+/// Whether kernels in device `device`'s context may touch device `peer`'s memory: the same
+/// device, or a pair whose access [`enable_peer_access`] enabled.
+pub(crate) fn peer_access_enabled(device: usize, peer: usize) -> bool {
+    device == peer || PEERS.read().iter().any(|&(d, p, _)| (d, p) == (device, peer))
+}
+
+/// Whether kernels in device `device`'s context may update device `peer`'s memory atomically
+/// (atomic handles, unique tokens): the same device, or an enabled pair whose link carries
+/// atomics natively. Over other links (PCIe without native peer atomics) an atomic operation
+/// on a peer's memory is not atomic with the peer's own, so launches refuse it.
+pub(crate) fn peer_atomics_enabled(device: usize, peer: usize) -> bool {
+    device == peer
+        || PEERS
+            .read()
+            .iter()
+            .any(|&(d, p, native)| native && (d, p) == (device, peer))
+}
+
+/// Whether atomic operations from `device` on `peer`'s memory are native
+/// (`cuDeviceGetP2PAttribute`).
+fn native_peer_atomics(device: usize, peer: usize) -> Result<bool, CudaError> {
+    let from = device_handle(device)?;
+    let to = device_handle(peer)?;
+    let mut value: c_int = 0;
+    // SAFETY: initialized driver (`device_handle` checked it); both handles come from
+    // `cuDeviceGet`; `value` is a live out pointer.
+    check("cuDeviceGetP2PAttribute", unsafe {
+        sys::cuDeviceGetP2PAttribute(
+            &mut value,
+            sys::CUdevice_P2PAttribute::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
+            from,
+            to,
+        )
+    })?;
+    Ok(value != 0)
+}
+
+/// Enables access from `device`'s primary context to `peer`'s memory
+/// (`cuCtxEnablePeerAccess`) and records the pair. Access enabled before (by this process or
+/// through the same primary context elsewhere) is success; a pair the hardware cannot connect
+/// is [`CudaError::PeerAccessUnsupported`].
+pub(crate) fn enable_peer_access(device: &Device, peer: &Device) -> Result<(), CudaError> {
+    if peer_access_enabled(device.ordinal, peer.ordinal) {
+        return Ok(());
+    }
+    let unsupported = CudaError::PeerAccessUnsupported {
+        device: device.ordinal,
+        peer: peer.ordinal,
+    };
+    if !can_access_peer(device.ordinal, peer.ordinal)? {
+        return Err(unsupported);
+    }
+    device.bind()?;
+    // SAFETY: `device`'s context is current and `peer`'s is a live primary context (both
+    // retained for the life of the process); flags must be 0.
+    let result = unsafe { sys::cuCtxEnablePeerAccess(peer.context(), 0) };
+    match result {
+        sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+        sys::CUresult::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED => return Err(unsupported),
+        other => check("cuCtxEnablePeerAccess", other)?,
+    }
+    let native = native_peer_atomics(device.ordinal, peer.ordinal)?;
+    let mut peers = PEERS.write();
+    if !peers
+        .iter()
+        .any(|&(d, p, _)| (d, p) == (device.ordinal, peer.ordinal))
+    {
+        peers.push((device.ordinal, peer.ordinal, native));
+    }
+    Ok(())
+}
+
 /// A stream of a device, destroyed when dropped.
 #[derive(Debug)]
 pub(crate) struct Stream {
@@ -511,6 +621,39 @@ pub(crate) unsafe fn copy_to_host_async(
     // live and of the bound context.
     check("cuMemcpyDtoHAsync_v2", unsafe {
         sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.raw)
+    })
+}
+
+/// Queues a copy of `bytes` bytes from `src`, memory of device `src_device`, to `dst`,
+/// memory of device `dst_device`, on `stream`, after the work queued on it
+/// (`cuMemcpyPeerAsync`). It needs no peer access: without it the driver stages the copy.
+///
+/// # Safety
+///
+/// `dst` and `src` are device (or managed) allocations of their devices with at least
+/// `bytes` bytes from them on; neither is freed, and nothing else writes them (or reads
+/// `dst`), until the copy completed (the stream was synchronized past it).
+pub(crate) unsafe fn copy_peer_async(
+    stream: &Stream,
+    dst: u64,
+    dst_device: &Device,
+    src: u64,
+    src_device: &Device,
+    bytes: usize,
+) -> Result<(), CudaError> {
+    stream.device.bind()?;
+    // SAFETY: the caller's promise for both addresses and their lifetime; both contexts are
+    // retained primary contexts of the devices that own the memory; the stream is live and of
+    // the bound context.
+    check("cuMemcpyPeerAsync", unsafe {
+        sys::cuMemcpyPeerAsync(
+            dst,
+            dst_device.context(),
+            src,
+            src_device.context(),
+            bytes,
+            stream.raw,
+        )
     })
 }
 

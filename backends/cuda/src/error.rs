@@ -106,10 +106,11 @@ pub enum CudaError {
         /// What was expected there.
         reason: String,
     },
-    /// A view of one GPU given to a launch or a copy on a stream of another. Launches and
-    /// copies never use peer access, so a kernel only ever touches memory of its own device.
+    /// A view of one GPU given to a launch or a copy on a stream of another. A launch takes
+    /// another GPU's view only after `Cuda::enable_peer_access` enabled access from the
+    /// instance's device to the view's; host copies never use peer access.
     #[error(
-        "{what} is a view of CUDA device {view_device}, but the instance is a stream of device {instance_device}; use an instance of device {view_device} (`Cuda::on_device({view_device})`), or copy the data to device {instance_device} first (launches and copies do not use peer access)"
+        "{what} is a view of CUDA device {view_device}, but the instance is a stream of device {instance_device}; use an instance of device {view_device} (`Cuda::on_device({view_device})`), copy the data to device {instance_device} first, or, for a kernel launch, enable peer access with `cuda.enable_peer_access({view_device})` on the device-{instance_device} instance where `hoplite_cuda::can_access_peer({instance_device}, {view_device})` is true (host copies do not use peer access)"
     )]
     WrongDevice {
         /// The argument or view, named for the message.
@@ -127,6 +128,17 @@ pub enum CudaError {
         size: usize,
         /// What went wrong and what to do.
         reason: String,
+    },
+    /// Two GPUs between which the hardware has no peer path (`cuDeviceCanAccessPeer` says no,
+    /// or the driver refused to enable access).
+    #[error(
+        "CUDA device {device} cannot access device {peer}'s memory (no peer path between them: `hoplite_cuda::can_access_peer({device}, {peer})` is false); launch on `Cuda::on_device({peer})`, or copy the data to device {device} first"
+    )]
+    PeerAccessUnsupported {
+        /// The device whose kernels would read the peer's memory.
+        device: usize,
+        /// The device that owns the memory.
+        peer: usize,
     },
     /// A host transfer whose sizes do not match.
     #[error("copy of `{label}`: {reason}")]

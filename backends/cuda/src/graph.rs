@@ -51,6 +51,8 @@ struct KernelNode {
     params: ParamBuffer,
     /// Each argument's device (`None` for a scalar), checked against the graph's device.
     devices: Vec<Option<usize>>,
+    /// Each argument's device where it updates memory atomically (`None` otherwise).
+    atomic_devices: Vec<Option<usize>>,
     /// The views the kernel reads and writes, alive as long as the graph.
     _keep: Vec<Arc<dyn Any + Send + Sync>>,
 }
@@ -65,8 +67,25 @@ impl KernelNode {
             geometry,
             params,
             devices: args.iter().map(|a| a.device).collect(),
+            atomic_devices: args.iter().map(DeviceArg::atomic_device).collect(),
             _keep: args.iter().filter_map(DeviceArg::keep).collect(),
         }
+    }
+
+    /// As a launch's `check_arg_devices`, from the devices recorded when the node was made.
+    fn check_devices(&self, instance_device: usize) -> Result<(), CudaError> {
+        check_devices(
+            self.name,
+            instance_device,
+            self.devices.iter().copied(),
+            driver::peer_access_enabled,
+        )?;
+        check_devices(
+            self.name,
+            instance_device,
+            self.atomic_devices.iter().copied(),
+            driver::peer_atomics_enabled,
+        )
     }
 }
 
@@ -773,7 +792,7 @@ impl CudaGraph {
             };
             match &mut node.work {
                 Work::Kernel(k) => {
-                    check_devices(k.name, device.ordinal, k.devices.iter().copied())?;
+                    k.check_devices(device.ordinal)?;
                     let loaded = (k.load)(&device)?;
                     let Some(g) = (k.geometry)(&device.limits, &loaded.resources)? else {
                         add_empty(&mut handle)?; // an empty iteration space
@@ -990,7 +1009,7 @@ fn add_reduction(
     deps: &[sys::CUgraphNode],
     errors: &Arc<Mutex<Option<hoplite_core::Error>>>,
 ) -> Result<sys::CUgraphNode, CudaError> {
-    check_devices(r.kernel.name, device.ordinal, r.kernel.devices.iter().copied())?;
+    r.kernel.check_devices(device.ordinal)?;
     let loaded = (r.kernel.load)(device)?;
     let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
     let mut last: Vec<sys::CUgraphNode> = deps.to_vec();

@@ -13,7 +13,7 @@ use hoplite_core::{ArrayLayout, View, ViewValue};
 use hoplite_core::{Reducer, ScanValue, TeamPolicy, TeamSize};
 use parking_lot::Mutex;
 
-use crate::driver::{Device, Stream, StreamBuffer, check};
+use crate::driver::{self, Device, Stream, StreamBuffer, check};
 use crate::geometry::{
     DeviceLimits, KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm, fits,
     mdrange_geometry, range_geometry, team_geometry,
@@ -74,7 +74,7 @@ pub struct DeviceArg {
     pub(crate) bytes: Option<(u64, u64)>,
     /// For a view: the GPU whose memory it is.
     pub(crate) device: Option<usize>,
-    keep: Option<Arc<dyn Any + Send + Sync>>,
+    pub(crate) keep: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for DeviceArg {
@@ -139,6 +139,16 @@ impl DeviceArg {
         view: &View<T, R, L, S>,
     ) -> DeviceArg {
         DeviceArg::handle(view, HandleAccess::Atomic)
+    }
+
+    /// The GPU of the memory the argument updates atomically (an atomic handle's view, a
+    /// unique token's words), `None` for any other argument.
+    pub(crate) fn atomic_device(&self) -> Option<usize> {
+        match &self.arg {
+            KernelArg::Handle(h) if h.access == HandleAccess::Atomic => self.device,
+            KernelArg::TokenBits(_) => self.device,
+            _ => None,
+        }
     }
 
     /// What keeps the argument's view alive while the device may use it.
@@ -265,16 +275,20 @@ pub(crate) fn load_source(
 }
 
 /// Refuses a view of another GPU than `instance_device` (argument `k`'s device is the `k`-th
-/// item, `None` for a scalar): launches use no peer access, so a kernel only ever touches
-/// memory of its own device.
+/// item, `None` for a scalar) unless `peer_enabled(instance_device, view_device)` says the
+/// instance's context may touch that GPU's memory (peer access enabled by
+/// `Cuda::enable_peer_access`; the launches pass [`driver::peer_access_enabled`]). Pure, so
+/// the decision is tested without a driver.
 pub(crate) fn check_devices(
     kernel: &'static str,
     instance_device: usize,
     devices: impl IntoIterator<Item = Option<usize>>,
+    peer_enabled: impl Fn(usize, usize) -> bool,
 ) -> Result<(), CudaError> {
     for (k, device) in devices.into_iter().enumerate() {
         if let Some(view_device) = device
             && view_device != instance_device
+            && !peer_enabled(instance_device, view_device)
         {
             return Err(CudaError::WrongDevice {
                 what: format!("argument {k} of kernel `{kernel}`"),
@@ -284,6 +298,28 @@ pub(crate) fn check_devices(
         }
     }
     Ok(())
+}
+
+/// [`check_devices`] for the arguments of a launch on `instance_device`: views of other GPUs
+/// whose peer access was enabled, and atomic updates of their memory only where the link
+/// carries atomics natively ([`driver::peer_atomics_enabled`]).
+pub(crate) fn check_arg_devices(
+    kernel: &'static str,
+    instance_device: usize,
+    args: &[DeviceArg],
+) -> Result<(), CudaError> {
+    check_devices(
+        kernel,
+        instance_device,
+        args.iter().map(|a| a.device),
+        driver::peer_access_enabled,
+    )?;
+    check_devices(
+        kernel,
+        instance_device,
+        args.iter().map(DeviceArg::atomic_device),
+        driver::peer_atomics_enabled,
+    )
 }
 
 /// Checks the handles against the iteration space: writers contain it and overlap no other
@@ -453,7 +489,7 @@ impl Cuda {
     ) -> Result<Option<Plan<'_>>, CudaError> {
         let stream = self.stream()?;
         let device = &stream.device;
-        check_devices(K::NAME, device.ordinal, args.iter().map(|a| a.device))?;
+        check_arg_devices(K::NAME, device.ordinal, args)?;
         let empty = match iteration {
             IterationArgs::Range { begin, end } => begin == end,
             IterationArgs::MdRange { begins, ends } => begins.iter().zip(ends).any(|(b, e)| b == e),
@@ -899,9 +935,9 @@ mod tests {
             args.iter().map(|a| a.device).collect::<Vec<_>>(),
             [Some(1), None, Some(1)]
         );
-        assert!(check_devices("k", 1, args.iter().map(|a| a.device)).is_ok());
-        let e =
-            check_devices("k", 0, args.iter().map(|a| a.device)).expect_err("device 1's views on device 0");
+        assert!(check_devices("k", 1, args.iter().map(|a| a.device), no_peers).is_ok());
+        let e = check_devices("k", 0, args.iter().map(|a| a.device), no_peers)
+            .expect_err("device 1's views on device 0");
         assert!(
             matches!(
                 &e,
@@ -910,12 +946,94 @@ mod tests {
             "{e}"
         );
         let mixed = [DeviceArg::read(&on_1), DeviceArg::write(&on_0)];
-        let e =
-            check_devices("k", 1, mixed.iter().map(|a| a.device)).expect_err("a device-0 view on device 1");
+        let e = check_devices("k", 1, mixed.iter().map(|a| a.device), no_peers)
+            .expect_err("a device-0 view on device 1");
         assert!(
             matches!(&e, CudaError::WrongDevice { what, view_device: 0, instance_device: 1 } if what.contains("argument 1")),
             "{e}"
         );
         assert!(e.to_string().contains("Cuda::on_device(0)"), "{e}");
+        assert!(e.to_string().contains("enable_peer_access(0)"), "{e}");
+    }
+
+    #[test]
+    fn atomic_updates_of_a_peers_memory_need_native_peer_atomics() {
+        let on_1: View<f64, 1, LayoutLeft, CudaSpace> =
+            View::without_initializing_in(CudaSpace::on_device(1), "x", [0]).expect("no memory needed");
+        let bins_on_1: View<u32, 1, LayoutLeft, CudaSpace> =
+            View::without_initializing_in(CudaSpace::on_device(1), "bins", [0]).expect("no memory needed");
+        let args = [
+            DeviceArg::read(&on_1),
+            DeviceArg::atomic(&bins_on_1),
+            DeviceArg::scalar(1.0),
+        ];
+        assert_eq!(
+            args.iter().map(DeviceArg::atomic_device).collect::<Vec<_>>(),
+            [None, Some(1), None]
+        );
+        // Access 0 -> 1 enabled over a link without native atomics: the reader passes, the
+        // atomic handle does not.
+        let enabled = |d: usize, p: usize| (d, p) == (0, 1);
+        let native = |_: usize, _: usize| false;
+        assert!(check_devices("k", 0, args.iter().map(|a| a.device), enabled).is_ok());
+        let e = check_devices("k", 0, args.iter().map(DeviceArg::atomic_device), native)
+            .expect_err("no native peer atomics");
+        assert!(
+            matches!(&e, CudaError::WrongDevice { what, view_device: 1, instance_device: 0 } if what.contains("argument 1")),
+            "{e}"
+        );
+        assert!(check_devices("k", 0, args.iter().map(DeviceArg::atomic_device), enabled).is_ok());
+    }
+
+    /// No pair enabled: only the instance's own device is accepted.
+    fn no_peers(_: usize, _: usize) -> bool {
+        false
+    }
+
+    #[test]
+    fn enabled_peer_access_admits_the_peers_views_in_that_direction_only() {
+        // Instance of device 0; views of devices 0, 1 and 2; access 0 -> 1 enabled, and
+        // 1 -> 0 and 2 -> 0 too, which must not count for an instance of device 0.
+        let enabled = [(0, 1), (1, 0), (2, 0)];
+        let peers = |device: usize, peer: usize| enabled.contains(&(device, peer));
+        let ok = [Some(0), None, Some(1), Some(1)];
+        assert!(check_devices("k", 0, ok, peers).is_ok());
+        let e = check_devices("k", 0, [Some(1), Some(0), Some(2)], peers).expect_err("0 -> 2 not enabled");
+        assert!(
+            matches!(&e, CudaError::WrongDevice { what, view_device: 2, instance_device: 0 } if what.contains("argument 2")),
+            "{e}"
+        );
+        assert!(e.to_string().contains("enable_peer_access(2)"), "{e}");
+        assert!(e.to_string().contains("can_access_peer(0, 2)"), "{e}");
+        // Device 2's instance may use device 0's views (2 -> 0), not device 1's.
+        assert!(check_devices("k", 2, [Some(0), Some(2)], peers).is_ok());
+        let e = check_devices("k", 2, [Some(0), Some(1)], peers).expect_err("2 -> 1 not enabled");
+        assert!(
+            matches!(
+                &e,
+                CudaError::WrongDevice {
+                    view_device: 1,
+                    instance_device: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // The pairs are only asked about views of other devices, with the instance first.
+        let asked = std::cell::RefCell::new(Vec::new());
+        let record = |device: usize, peer: usize| {
+            asked.borrow_mut().push((device, peer));
+            true
+        };
+        assert!(check_devices("k", 3, [Some(3), None, Some(1), Some(0)], record).is_ok());
+        assert_eq!(*asked.borrow(), [(3, 1), (3, 0)]);
+    }
+
+    #[test]
+    fn without_a_driver_no_pair_is_enabled_but_a_device_reaches_itself() {
+        assert!(driver::peer_access_enabled(1, 1));
+        if !crate::driver_present() {
+            assert!(!driver::peer_access_enabled(0, 1));
+        }
     }
 }

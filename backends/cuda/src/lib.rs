@@ -5,8 +5,8 @@
 //! reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
 //! CUDA Graphs behind hoplite-graph ([`graph`]), DAG streams for hoplite-dag ([`dag`]),
 //! streams as hoplite-select resources timed with CUDA events ([`select`]), GrCUDA-style
-//! raw kernels from CUDA C and a signature ([`raw`]) and unique tokens for device kernels
-//! ([`token`]).
+//! raw kernels from CUDA C and a signature ([`raw`]), unique tokens for device kernels
+//! ([`token`]) and peer access between GPUs ([`can_access_peer`], [`Cuda::enable_peer_access`]).
 //!
 //! The crate builds and its tests run on machines without CUDA: the driver (`libcuda`) and
 //! NVRTC are loaded at run time, every driver call sits behind the check that the library is
@@ -36,6 +36,7 @@ mod memory;
 mod mirror;
 pub mod nvrtc;
 pub mod params;
+mod peer;
 pub mod raw;
 pub mod reduce;
 pub mod select;
@@ -48,6 +49,7 @@ pub use memory::{
     CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, copy_to_device, copy_to_host,
 };
 pub use mirror::{HostTransferSpace, create_mirror_view, create_mirror_view_and_copy, create_mirror_view_in};
+pub use peer::can_access_peer;
 pub use space::{Cuda, CudaTeamMember};
 pub use token::CudaUniqueToken;
 

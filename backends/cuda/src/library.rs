@@ -147,6 +147,12 @@ impl Cuda {
     /// to 3. Returns once the copy is queued;
     /// [`fence`](hoplite_core::ExecutionSpace::fence) waits for it.
     ///
+    /// Between two GPUs (one of them this instance's), contiguous views with the same element
+    /// order are copied with `cuMemcpyPeerAsync`, which needs no peer access (the driver
+    /// stages the copy where the GPUs have no peer path); other layouts go through the copy
+    /// kernel, which takes the other GPU's view after
+    /// [`enable_peer_access`](Cuda::enable_peer_access) and is refused it otherwise.
+    ///
     /// ```
     /// use hoplite_core::{LayoutLeft, LayoutRight, View};
     /// use hoplite_cuda::{Cuda, CudaError, CudaSpace};
@@ -163,8 +169,9 @@ impl Cuda {
     /// # Errors
     ///
     /// [`CudaError::Transfer`] when the extents differ; [`CudaError::InvalidLaunch`] for a rank
-    /// above 3 or views whose memory overlaps; why this instance has no device; the driver's
-    /// and NVRTC's errors.
+    /// above 3 or views whose memory overlaps; [`CudaError::WrongDevice`] for a view of a GPU
+    /// that neither the peer copy nor the kernel can reach from this instance; why this
+    /// instance has no device; the driver's and NVRTC's errors.
     pub fn copy<T, const R: usize, L1, L2, S1, S2>(
         &self,
         dst: &View<T, R, L1, S1>,
@@ -194,6 +201,13 @@ impl Cuda {
             DeviceArg::handle_as(dst, HandleAccess::Write, element),
             DeviceArg::handle_as(src, HandleAccess::Read, element),
         ];
+        let same_order = dst.is_contiguous() && src.is_contiguous() && dst.strides() == src.strides();
+        let [to, from] = [dst.space().device_ordinal(), src.space().device_ordinal()];
+        if let Ok(instance) = self.device()
+            && copies_between_peers(instance, to, from, same_order)
+        {
+            return self.copy_between_peers(&args, to, from, dst.len() * size_of::<T>());
+        }
         match (element, R) {
             (ScalarType::Bool, 1) => self.launch_range::<copy_b8_1>(0..e[0], &args),
             (ScalarType::Bool, 2) => self.launch_mdrange::<copy_b8_2, 2>([0; 2], ends(e), &args),
@@ -208,9 +222,70 @@ impl Cuda {
     }
 }
 
+/// Whether [`Cuda::copy`] on an instance of device `instance` copies between devices `to`
+/// and `from` with `cuMemcpyPeerAsync` rather than the copy kernel: the views are on two GPUs,
+/// one of them the instance's (its stream orders the copy), and `same_order` (both contiguous
+/// with the same strides, so the bytes line up).
+pub(crate) fn copies_between_peers(instance: usize, to: usize, from: usize, same_order: bool) -> bool {
+    to != from && (instance == to || instance == from) && same_order
+}
+
+impl Cuda {
+    /// The peer copy of [`Cuda::copy`]: `args` are the destination's and the source's handles,
+    /// `bytes` their length; the views stay alive until the next fence.
+    fn copy_between_peers(
+        &self,
+        args: &[DeviceArg; 2],
+        to: usize,
+        from: usize,
+        bytes: usize,
+    ) -> Result<(), CudaError> {
+        let stream = self.stream()?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let address = |a: &DeviceArg| a.bytes.map_or(0, |(lo, _)| lo);
+        let (dst_device, src_device) = (crate::driver::Device::get(to)?, crate::driver::Device::get(from)?);
+        // SAFETY: the handles are of live views (kept alive below until the next fence) on
+        // devices `to` and `from`, contiguous, so `bytes` (their length in bytes) from their
+        // first element lie inside their allocations; views on two devices never overlap. As
+        // for kernel launches, work of other streams on the views is ordered by the caller.
+        unsafe {
+            crate::driver::copy_peer_async(
+                stream,
+                address(&args[0]),
+                &dst_device,
+                address(&args[1]),
+                &src_device,
+                bytes,
+            )
+        }?;
+        self.inner
+            .keep_alive
+            .lock()
+            .extend(args.iter().filter_map(|a| a.keep.clone()));
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copies_between_two_gpus_of_the_same_order_go_peer_to_peer() {
+        // Instance of device 0: to or from device 1, contiguous in the same order.
+        assert!(copies_between_peers(0, 1, 0, true));
+        assert!(copies_between_peers(0, 0, 1, true));
+        // Other layouts take the copy kernel (which needs peer access).
+        assert!(!copies_between_peers(0, 1, 0, false));
+        // Both views on one device: the kernel, on that device's instance or through peer
+        // access.
+        assert!(!copies_between_peers(0, 0, 0, true));
+        assert!(!copies_between_peers(0, 1, 1, true));
+        // Neither view on the instance's device: the kernel's device check decides.
+        assert!(!copies_between_peers(0, 1, 2, true));
+    }
 
     #[test]
     fn carriers_keep_the_size() {

@@ -164,7 +164,9 @@ macro_rules! on_device {
             #[doc = concat!("The ", $what, " of GPU `ordinal` (`", stringify!($name), "::default()` is device 0's).")]
             /// Views allocated in it belong to that device: launches and stream copies take
             /// them on instances of that device (`Cuda::on_device(ordinal)`) and refuse them on
-            /// another device's with [`CudaError::WrongDevice`](crate::CudaError::WrongDevice).
+            /// another device's with [`CudaError::WrongDevice`](crate::CudaError::WrongDevice),
+            /// except launches on a device whose access to this one was enabled
+            /// ([`Cuda::enable_peer_access`](crate::Cuda::enable_peer_access)).
             /// The ordinal is checked when memory is allocated: a device that does not exist
             /// is the allocation's error.
             ///

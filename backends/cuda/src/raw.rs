@@ -34,7 +34,7 @@ use parking_lot::Mutex;
 
 use crate::driver::check;
 use crate::geometry::{KernelResources, LaunchGeometry, blocks_per_sm, fits};
-use crate::launch::{Plan, check_devices, load_source};
+use crate::launch::{Plan, check_arg_devices, load_source};
 use crate::nvrtc::ModuleCache;
 use crate::params::{KernelArg, MAX_PARAM_BYTES, ParamBuffer, ScalarArg};
 use crate::{Cuda, CudaError, DeviceArg};
@@ -721,7 +721,7 @@ impl Cuda {
         check_geometry(kernel.name, &geometry)?;
         let stream = self.stream()?;
         let device = &stream.device;
-        check_devices(kernel.name, device.ordinal, args.iter().map(|a| a.device))?;
+        check_arg_devices(kernel.name, device.ordinal, args)?;
         kernel.ptx(&device.limits.arch())?;
         let loaded = load_source(device, kernel.hash, kernel.name, kernel.name, &kernel.source)?;
         let resources: &KernelResources = &loaded.resources;

@@ -248,7 +248,7 @@ mod tests {
         DeviceIteration, DeviceKernel, DeviceParam, DevicePattern, ScalarType,
     };
 
-    use crate::launch::check_devices;
+    use crate::launch::check_arg_devices;
     use crate::params::{IterationArgs, KernelArg, TokenArg, pack_for};
 
     /// A kernel taking a count, a token and a scalar: the entry's parameters only matter here.
@@ -348,8 +348,8 @@ mod tests {
             DeviceArg::token(&on_1),
             DeviceArg::scalar(8usize),
         ];
-        assert!(check_devices("binned", 1, args.iter().map(|a| a.device)).is_ok());
-        let e = check_devices("binned", 0, args.iter().map(|a| a.device)).expect_err("device 1's token on 0");
+        assert!(check_arg_devices("binned", 1, &args).is_ok());
+        let e = check_arg_devices("binned", 0, &args).expect_err("device 1's token on 0");
         assert!(
             matches!(&e, CudaError::WrongDevice { what, view_device: 1, instance_device: 0 } if what.contains("argument 1")),
             "{e}"
