@@ -4,12 +4,15 @@
 use std::fmt;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use bumpalo::Bump;
 use hoplite_core::{ExecutionSpace, Idx, ParallelFor, RangePolicy};
 use parking_lot::Mutex;
 
+use crate::args::Access;
 use crate::builder::empty_node;
 use crate::node::{NodeKernel, NodeKind};
 
@@ -24,6 +27,13 @@ pub struct NodeId(pub usize);
 ///
 /// Node `i`'s predecessors all have smaller ids; the root is node 0.
 ///
+/// The nodes the front end makes live in one arena owned by the list (a bump allocator: one
+/// heap allocation per few hundred nodes instead of one per node, and no reference count), as
+/// do their labels; the list drops them with itself. So a node is reached through the list
+/// only, as a [`NodeEntry`] that derefs to the node's [`NodeKernel`], and no backend can keep
+/// a node beyond the list: one that needs a node while a submit runs uses the list that
+/// [`submit`](GraphBackend::submit) hands it.
+///
 /// ```
 /// use hoplite_graph::{NodeId, NodeKind, create_graph};
 /// use hoplite_serial::Serial;
@@ -33,15 +43,159 @@ pub struct NodeId(pub usize);
 /// let nodes = graph.nodes();
 /// assert_eq!(nodes.len(), 3);
 /// assert_eq!(nodes.node(NodeId(0)).kind(), NodeKind::Root);
+/// assert_eq!(nodes.node(NodeId(1)).label(), "a");
 /// assert_eq!(nodes.preds(NodeId(2)), [NodeId(1)]);
 /// # Ok::<(), hoplite_graph::GraphError>(())
 /// ```
 pub struct GraphNodes<S: ExecutionSpace> {
-    nodes: Vec<Arc<dyn NodeKernel<S>>>,
+    /// Every node, in id order; each points into `arena`.
+    nodes: Vec<NodeEntry<S>>,
     /// Where each node's predecessors start in `pred_list`; node `i`'s end where node
     /// `i + 1`'s start (one list for the whole graph, no allocation per node).
     pred_starts: Vec<usize>,
     pred_list: Vec<NodeId>,
+    /// The label stored last: nodes added in a loop share it instead of each storing a copy.
+    last_label: Option<ArenaStr>,
+    /// Where the nodes and labels live. Dropped after the nodes (see `Drop`).
+    arena: NodeArena,
+}
+
+/// The bump arena of one node list.
+struct NodeArena(Bump);
+
+// SAFETY: `Bump` is `!Sync` because it allocates through `&self` (a shared `Bump` on two
+// threads would race on its bump pointer). `NodeArena` never lends its `Bump` out through a
+// shared reference: the field is private, its only use is `alloc`/`alloc_str` through
+// `&mut NodeArena` (in `GraphNodes::push_node` and `GraphNodes::label`, which take
+// `&mut GraphNodes`), and no method takes `&NodeArena`. A `&NodeArena` on several threads
+// therefore gives none of them any access to the `Bump`, which is what `Sync` requires. The
+// values in the arena are reached through `NodeEntry` (whose `Sync` is argued there) and
+// `ArenaStr` (immutable bytes).
+unsafe impl Sync for NodeArena {}
+
+impl NodeArena {
+    /// Moves `value` into the arena; it stays there, at this address, until the arena drops
+    /// (which frees the memory without running `value`'s destructor: the caller does that).
+    fn alloc<T>(&mut self, value: T) -> &mut T {
+        self.0.alloc(value)
+    }
+}
+
+/// A string in a node list's arena: a node's label, with no reference count and no allocation
+/// of its own.
+pub(crate) struct ArenaStr(NonNull<str>);
+
+// SAFETY: an `ArenaStr` is a shared reference to immutable bytes (`&str` is `Send + Sync`);
+// the bytes live as long as the node holding it (the invariant of `ArenaStr::new`).
+unsafe impl Send for ArenaStr {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for ArenaStr {}
+
+impl ArenaStr {
+    /// # Safety
+    ///
+    /// `s` points to a string in a node list's arena, and the value made here is only moved
+    /// into a node stored in that same arena (so it is dropped, at the latest, when the list
+    /// drops its nodes — before the arena frees its memory), or kept by that list itself.
+    unsafe fn new(s: &str) -> Self {
+        ArenaStr(NonNull::from(s))
+    }
+
+    /// The string: valid as long as `self` is (the arena outlives every `ArenaStr` in it).
+    pub(crate) fn as_str(&self) -> &str {
+        // SAFETY: by the invariant of `ArenaStr::new`, `self` lives in a node of the arena
+        // that holds the string (or in the list that owns the arena), so the string is alive
+        // and unchanged (the arena never writes to memory it handed out) for as long as
+        // `&self` is borrowed.
+        unsafe { self.0.as_ref() }
+    }
+
+    /// Another handle to the same string, under the same invariant.
+    ///
+    /// # Safety
+    ///
+    /// As for [`ArenaStr::new`]: the copy is only moved into a node of the same arena.
+    unsafe fn share(&self) -> Self {
+        ArenaStr(self.0)
+    }
+}
+
+/// One node of a [`GraphNodes`] list, as the list stores it: derefs to the node's
+/// [`NodeKernel`]. Entries are only ever borrowed from their list (they cannot be cloned or
+/// moved out of it), so a node lives as long as the list.
+///
+/// ```
+/// use hoplite_graph::{NodeKind, create_graph};
+/// use hoplite_serial::Serial;
+/// let graph = create_graph(&Serial::default(), |g| {
+///     g.host("a", || {});
+/// })?;
+/// let kinds: Vec<NodeKind> = graph.nodes().as_slice().iter().map(|node| node.kind()).collect();
+/// assert_eq!(kinds, [NodeKind::Root, NodeKind::Host]);
+/// # Ok::<(), hoplite_graph::GraphError>(())
+/// ```
+pub struct NodeEntry<S: ExecutionSpace> {
+    /// A node in the list's arena, owned by the list (dropped in place by `GraphNodes::drop`).
+    node: NonNull<dyn NodeKernel<S>>,
+}
+
+// SAFETY: an entry owns its node as a `Box<dyn NodeKernel<S>>` would (it is the only pointer
+// to it, and the list drops the node through it), and `NodeKernel` requires `Send + Sync`: a
+// `Box` of such a value is `Send`, and moving the entry to another thread moves only the
+// right to reach that value.
+unsafe impl<S: ExecutionSpace> Send for NodeEntry<S> {}
+// SAFETY: a shared entry gives only `&dyn NodeKernel<S>` (through `Deref`), and the node is
+// `Sync`, so sharing it between threads is sound, as for `&Box<dyn NodeKernel<S>>`.
+unsafe impl<S: ExecutionSpace> Sync for NodeEntry<S> {}
+
+impl<S: ExecutionSpace> std::ops::Deref for NodeEntry<S> {
+    type Target = dyn NodeKernel<S>;
+
+    #[inline(always)]
+    fn deref(&self) -> &(dyn NodeKernel<S> + 'static) {
+        // SAFETY: `node` was made from a live `&mut` into the list's arena by
+        // `GraphNodes::push_node`, which moved the node there; the arena keeps it at that
+        // address until the list drops it. An entry is only reachable through a borrow of its
+        // list (entries are not `Clone`, and the list hands out `&NodeEntry` / `&[NodeEntry]`
+        // only), and the list drops its nodes only in `Drop`, which no borrow can outlive; it
+        // only ever reads the node through `&`, and mutates it only in `Drop`. So for the
+        // lifetime of `&self` the node is alive and not mutably aliased.
+        unsafe { self.node.as_ref() }
+    }
+}
+
+impl<S: ExecutionSpace> fmt::Debug for NodeEntry<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeEntry")
+            .field("label", &self.label())
+            .field("kind", &self.kind())
+            .finish()
+    }
+}
+
+/// A node given to [`GraphNodes::add`] as an `Arc` (a backend's root and joins, nodes made
+/// outside the front end), stored in the arena like the others.
+struct SharedNode<S: ExecutionSpace>(Arc<dyn NodeKernel<S>>);
+
+impl<S: ExecutionSpace> NodeKernel<S> for SharedNode<S> {
+    fn label(&self) -> &str {
+        self.0.label()
+    }
+    fn kind(&self) -> NodeKind {
+        self.0.kind()
+    }
+    fn accesses(&self) -> &[Access] {
+        self.0.accesses()
+    }
+    fn work(&self) -> Option<usize> {
+        self.0.work()
+    }
+    fn run(&self) -> hoplite_core::Result<()> {
+        self.0.run()
+    }
+    fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
+        self.0.run_on(space)
+    }
 }
 
 impl<S: ExecutionSpace> Default for GraphNodes<S> {
@@ -50,6 +204,23 @@ impl<S: ExecutionSpace> Default for GraphNodes<S> {
             nodes: Vec::new(),
             pred_starts: vec![0],
             pred_list: Vec::new(),
+            last_label: None,
+            arena: NodeArena(Bump::new()),
+        }
+    }
+}
+
+impl<S: ExecutionSpace> Drop for GraphNodes<S> {
+    fn drop(&mut self) {
+        // Drop each node in place; the arena frees their memory when it drops, after this.
+        // `take` first: a node whose destructor panics leaves the rest undropped (leaked,
+        // their memory still freed with the arena) rather than dropped twice.
+        for entry in std::mem::take(&mut self.nodes) {
+            // SAFETY: `entry.node` points to a live node in `self.arena` that `push_node`
+            // moved there and that nothing has dropped (each entry is dropped here once, and
+            // the list is being dropped, so no borrow of it or of the node is alive). The
+            // arena's memory stays allocated until the field `arena` drops, after this.
+            unsafe { std::ptr::drop_in_place(entry.node.as_ptr()) };
         }
     }
 }
@@ -78,20 +249,58 @@ impl<S: ExecutionSpace> GraphNodes<S> {
                 predecessor: p.0,
             });
         }
-        Ok(self.push(node, preds))
+        Ok(self.push_node(SharedNode(node), preds))
     }
 
-    /// Appends `node` after `preds`, which the front end made earlier nodes; returns its id.
-    pub(crate) fn push(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> NodeId {
+    /// Moves `node` into the arena and appends it after `preds`, which the front end made
+    /// earlier nodes; returns its id.
+    pub(crate) fn push_node<T: NodeKernel<S> + 'static>(&mut self, node: T, preds: &[NodeId]) -> NodeId {
         debug_assert!(
             preds.iter().all(|p| p.0 < self.nodes.len()),
             "predecessors are earlier nodes"
         );
         let id = NodeId(self.nodes.len());
-        self.nodes.push(node);
+        let node: &mut (dyn NodeKernel<S> + 'static) = self.arena.alloc(node);
+        self.nodes.push(NodeEntry {
+            node: NonNull::from(node),
+        });
         self.pred_list.extend_from_slice(preds);
         self.pred_starts.push(self.pred_list.len());
         id
+    }
+
+    /// Appends `node` (a backend's root or join) after `preds`, which the front end made
+    /// earlier nodes; returns its id.
+    pub(crate) fn push_shared(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> NodeId {
+        self.push_node(SharedNode(node), preds)
+    }
+
+    /// Appends the node `make` builds around `label` (stored in the arena, shared with the
+    /// previous node's when equal), after `preds`; returns its id.
+    pub(crate) fn push_labelled<T: NodeKernel<S> + 'static>(
+        &mut self,
+        label: &str,
+        make: impl FnOnce(ArenaStr) -> T,
+        preds: &[NodeId],
+    ) -> NodeId {
+        let shared = match &self.last_label {
+            Some(last) if last.as_str() == label => {
+                // SAFETY: `last` is a string of this list's arena, and the copy moves into
+                // the node pushed into this list below (`make` only moves it into the node).
+                unsafe { last.share() }
+            }
+            _ => {
+                let stored: &str = self.arena.0.alloc_str(label);
+                // SAFETY: `stored` is in this list's arena; one copy is kept by the list
+                // (`last_label`, dropped with it), the other moves into the node pushed into
+                // this list below.
+                let (kept, shared) = unsafe { (ArenaStr::new(stored), ArenaStr::new(stored)) };
+                self.last_label = Some(kept);
+                shared
+            }
+        };
+        let node = make(shared);
+        self.push_node(node, preds)
     }
 
     /// Number of nodes, the root included.
@@ -109,12 +318,12 @@ impl<S: ExecutionSpace> GraphNodes<S> {
     /// # Panics
     ///
     /// If `id` is not a node of this graph.
-    pub fn node(&self, id: NodeId) -> &Arc<dyn NodeKernel<S>> {
-        &self.nodes[id.0]
+    pub fn node(&self, id: NodeId) -> &dyn NodeKernel<S> {
+        &*self.nodes[id.0]
     }
 
     /// Every node, in id order (a topological order).
-    pub fn as_slice(&self) -> &[Arc<dyn NodeKernel<S>>] {
+    pub fn as_slice(&self) -> &[NodeEntry<S>] {
         &self.nodes
     }
 

@@ -17,7 +17,7 @@ use hoplite_core::{
 
 use crate::GraphError;
 use crate::args::{GraphLaunch, GraphPolicy as _, HostArgs};
-use crate::backend::{GraphBackend, GraphNodes, NodeId};
+use crate::backend::{ArenaStr, GraphBackend, GraphNodes, NodeId};
 use crate::node::{
     EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, ReducePattern, ReduceResult,
     ReduceTarget, ScanPattern,
@@ -26,17 +26,14 @@ use crate::node::{
 /// The invariant brand of one graph's construction phase.
 type Brand<'g> = PhantomData<fn(&'g ()) -> &'g ()>;
 
-/// What the construction phase accumulates: the backend being built and the front end's own
-/// record of the nodes (for race detection and DOT export).
+/// What the construction phase accumulates: the backend being built and the node list it
+/// reads (also the front end's record of the nodes, for race detection and DOT export).
 pub(crate) struct State<S: ExecutionSpace> {
     pub(crate) space: S,
     pub(crate) backend: Box<dyn GraphBackend<S>>,
     /// The one node list, which the backend reads (it keeps no copy).
     pub(crate) nodes: GraphNodes<S>,
     pub(crate) error: Option<GraphError>,
-    /// The label of the last node added: nodes added in a loop share it instead of each
-    /// allocating a copy.
-    last_label: Option<Arc<str>>,
 }
 
 impl<S: ExecutionSpace> State<S> {
@@ -47,25 +44,30 @@ impl<S: ExecutionSpace> State<S> {
             backend,
             nodes: GraphNodes::default(),
             error: None,
-            last_label: None,
         };
-        state.add(root, &[]);
+        let id = state.nodes.push_shared(root, &[]);
+        state.backend.add_node(&state.nodes, id);
         state
     }
 
     /// Registers `node` after `preds` (the seed's `add_node` and `add_predecessor`).
-    fn add(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> NodeId {
-        let id = self.nodes.push(node, preds);
+    fn add<T: NodeKernel<S> + 'static>(&mut self, node: T, preds: &[NodeId]) -> NodeId {
+        let id = self.nodes.push_node(node, preds);
         self.backend.add_node(&self.nodes, id);
         id
     }
 
-    /// `label`, shared with the previous node's when they are equal.
-    fn label(&mut self, label: &str) -> Arc<str> {
-        match &self.last_label {
-            Some(last) if **last == *label => last.clone(),
-            _ => self.last_label.insert(Arc::from(label)).clone(),
-        }
+    /// Registers the node `make` builds around its label (stored once in the node list, and
+    /// shared with the previous node's when equal) after `preds`.
+    fn add_labelled<T: NodeKernel<S> + 'static>(
+        &mut self,
+        label: &str,
+        make: impl FnOnce(ArenaStr) -> T,
+        preds: &[NodeId],
+    ) -> NodeId {
+        let id = self.nodes.push_labelled(label, make, preds);
+        self.backend.add_node(&self.nodes, id);
+        id
     }
 
     fn fail(&mut self, error: GraphError) {
@@ -219,8 +221,10 @@ impl<'g, S: ExecutionSpace> GraphBuilder<'g, S> {
             preds.push(self.root.id);
         }
         let mut state = self.root.state.borrow_mut();
+        let state = &mut *state;
         let aggregate = state.backend.create_aggregate(&preds);
-        let id = state.add(aggregate, &preds);
+        let id = state.nodes.push_shared(aggregate, &preds);
+        state.backend.add_node(&state.nodes, id);
         Node::new(self.root.state, id)
     }
 }
@@ -302,8 +306,15 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         self.state.borrow().nodes.node(self.id).kind()
     }
 
-    fn push<K>(&self, node: Arc<dyn NodeKernel<S>>) -> Node<'g, S, K> {
-        let id = self.state.borrow_mut().add(node, &[self.id]);
+    /// Adds the node `make` builds around its label after this one. `make` only moves its
+    /// arguments into the node (no user code runs), so nothing can reach the state while it is
+    /// borrowed.
+    fn push_labelled<K, T: NodeKernel<S> + 'static>(
+        &self,
+        label: &str,
+        make: impl FnOnce(ArenaStr) -> T,
+    ) -> Node<'g, S, K> {
+        let id = self.state.borrow_mut().add_labelled(label, make, &[self.id]);
         Node::new(self.state, id)
     }
 
@@ -346,24 +357,22 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
     /// Adds the launch node `make` builds from the validated policy and handles, or, when the
     /// policy is invalid, a node without work in its place (the graph is never returned then).
     #[inline(always)]
-    fn push_launch<L: GraphLaunch<S>>(
+    fn push_launch<L: GraphLaunch<S>, T: NodeKernel<S> + 'static>(
         &self,
         label: &str,
         kind: NodeKind,
         launch: L,
-        make: impl FnOnce(ValidatedPolicy<L::Policy>, L::Args, Arc<str>) -> Arc<dyn NodeKernel<S>>,
+        make: impl FnOnce(ValidatedPolicy<L::Policy>, L::Args, ArenaStr) -> T,
     ) -> NodeId {
         // One borrow for the whole node. `make` only moves its arguments into the node (no
         // user code runs), so nothing can reach the state while it is borrowed.
         let mut state = self.state.borrow_mut();
-        let node = match Self::launch_parts(&mut state, label, launch) {
+        match Self::launch_parts(&mut state, label, launch) {
             Some((policy, args)) => {
-                let shared = state.label(label);
-                make(policy, args, shared)
+                state.add_labelled(label, |shared| make(policy, args, shared), &[self.id])
             }
-            None => Arc::new(empty_node(label, kind)),
-        };
-        state.add(node, &[self.id])
+            None => state.add(empty_node(label, kind), &[self.id]),
+        }
     }
 
     /// Adds a `parallel_for` node that runs after this one. The launch has the shape of an
@@ -403,9 +412,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
             NodeKind::For,
             launch.into_launch(),
             |policy, args, label| {
-                Arc::new(LaunchNode::<L::Launch, F, ForPattern>::new(
-                    label, policy, args, kernel, ForPattern, None,
-                ))
+                LaunchNode::<L::Launch, F, ForPattern>::new(label, policy, args, kernel, ForPattern, None)
             },
         );
         Node::new(self.state, id)
@@ -453,9 +460,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
             launch.into_launch(),
             |policy, args, label| {
                 let pattern = ReducePattern { reducer, target };
-                Arc::new(LaunchNode::<L::Launch, F, _>::new(
-                    label, policy, args, kernel, pattern, extra,
-                ))
+                LaunchNode::<L::Launch, F, _>::new(label, policy, args, kernel, pattern, extra)
             },
         );
         Node::new(self.state, id)
@@ -499,9 +504,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
                     target: None,
                     _value: PhantomData,
                 };
-                Arc::new(LaunchNode::<L::Launch, F, _>::new(
-                    label, policy, args, kernel, pattern, None,
-                ))
+                LaunchNode::<L::Launch, F, _>::new(label, policy, args, kernel, pattern, None)
             },
         );
         Node::new(self.state, id)
@@ -534,9 +537,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
                     target: Some(target),
                     _value: PhantomData,
                 };
-                Arc::new(LaunchNode::<L::Launch, F, _>::new(
-                    label, policy, args, kernel, pattern, extra,
-                ))
+                LaunchNode::<L::Launch, F, _>::new(label, policy, args, kernel, pattern, extra)
             },
         );
         Node::new(self.state, id)
@@ -549,8 +550,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
     where
         F: Fn() + Send + Sync + 'static,
     {
-        let label = self.state.borrow_mut().label(label);
-        self.push(Arc::new(HostNode::new(label, (), move |()| f())))
+        self.push_labelled(label, |label| HostNode::new(label, (), move |()| f()))
     }
 
     /// Adds a host-function node after this one that uses views: `args` are the same handles as
@@ -584,8 +584,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         A: HostArgs,
         F: for<'h> Fn(A::Guards<'h>) + Send + Sync + 'static,
     {
-        let label = self.state.borrow_mut().label(label);
-        self.push(Arc::new(HostNode::new(label, args, f)))
+        self.push_labelled(label, |label| HostNode::new(label, args, f))
     }
 }
 

@@ -15,6 +15,7 @@ use hoplite_core::{
 use parking_lot::Mutex;
 
 use crate::args::{Access, GraphArgs, GraphPolicy, HostArgs};
+use crate::backend::{ArenaStr, NodeEntry};
 
 /// What a node does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -99,7 +100,7 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     /// # Errors
     ///
     /// The first error of a node, as for [`run`](Self::run), or `KernelPanicked`.
-    fn run_sequence(&self, rest: &[Arc<dyn NodeKernel<S>>]) -> Result<(), Box<hoplite_core::Error>> {
+    fn run_sequence(&self, rest: &[NodeEntry<S>]) -> Result<(), Box<hoplite_core::Error>> {
         // A panic guard per node costs nothing until a node panics, and it knows the label.
         match catch_unwind(AssertUnwindSafe(|| self.run())) {
             Ok(Ok(())) => {}
@@ -143,14 +144,15 @@ impl<S: ExecutionSpace> NodeKernel<S> for EmptyNode {
 /// A host function node: the views and intents of its handles, and the function that gets
 /// their guards.
 pub(crate) struct HostNode<A: HostArgs, F> {
-    pub(crate) label: Arc<str>,
+    /// In the node list's arena, shared with the list's other nodes of the same label.
+    pub(crate) label: ArenaStr,
     pub(crate) views: A::Views,
     pub(crate) accesses: Vec<Access>,
     pub(crate) f: F,
 }
 
 impl<A: HostArgs, F> HostNode<A, F> {
-    pub(crate) fn new(label: Arc<str>, args: A, f: F) -> Self {
+    pub(crate) fn new(label: ArenaStr, args: A, f: F) -> Self {
         let views = args.detach();
         let mut accesses = Vec::new();
         A::record(&views, &mut accesses);
@@ -177,7 +179,7 @@ where
     F: for<'h> Fn(A::Guards<'h>) + Send + Sync,
 {
     fn label(&self) -> &str {
-        &self.label
+        self.label.as_str()
     }
     fn kind(&self) -> NodeKind {
         NodeKind::Host
@@ -208,8 +210,9 @@ fn bounds_len(bounds: &IndexBounds) -> usize {
 /// A kernel launch recorded in a graph: validated policy, views of the handles, kernel,
 /// pattern.
 pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
-    /// Shared with the graph's other nodes of the same label (see `State::label`).
-    pub(crate) label: Arc<str>,
+    /// In the node list's arena, shared with the list's other nodes of the same label (see
+    /// `GraphNodes::push_labelled`).
+    pub(crate) label: ArenaStr,
     pub(crate) policy: ValidatedPolicy<L::Policy>,
     pub(crate) views: <L::Args as GraphArgs>::Views,
     pub(crate) accesses: Vec<Access>,
@@ -219,7 +222,7 @@ pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
 
 impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
     pub(crate) fn new(
-        label: Arc<str>,
+        label: ArenaStr,
         policy: ValidatedPolicy<L::Policy>,
         args: L::Args,
         kernel: F,
@@ -258,7 +261,7 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
         S: ExecutionSpace,
         L::Policy: GraphPolicy<S>,
     {
-        ValidatedPolicy::new(&self.label, self.policy.policy().on_instance(space))
+        ValidatedPolicy::new(self.label.as_str(), self.policy.policy().on_instance(space))
     }
 
     fn work(&self) -> Option<usize> {
@@ -277,7 +280,7 @@ where
 {
     #[inline(always)]
     fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
-        self.with_args(|args| parallel_for_validated::<L, _>(&self.label, policy, args, &self.kernel))
+        self.with_args(|args| parallel_for_validated::<L, _>(self.label.as_str(), policy, args, &self.kernel))
     }
 }
 
@@ -288,7 +291,7 @@ where
     F: for<'it> Fn(L::Item<'it>) + Send + Sync,
 {
     fn label(&self) -> &str {
-        &self.label
+        self.label.as_str()
     }
     fn kind(&self) -> NodeKind {
         NodeKind::For
@@ -430,14 +433,14 @@ where
     fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
         let value = self.with_args(|args| {
             parallel_reduce_validated::<L, _, _>(
-                &self.label,
+                self.label.as_str(),
                 policy,
                 args,
                 &self.kernel,
                 &self.pattern.reducer,
             )
         })?;
-        self.pattern.target.store(&self.label, value)
+        self.pattern.target.store(self.label.as_str(), value)
     }
 }
 
@@ -450,7 +453,7 @@ where
     F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
 {
     fn label(&self) -> &str {
-        &self.label
+        self.label.as_str()
     }
     fn kind(&self) -> NodeKind {
         NodeKind::Reduce
@@ -485,10 +488,11 @@ where
 {
     #[inline(always)]
     fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
-        let total: T = self
-            .with_args(|args| parallel_scan_validated::<L, _, _>(&self.label, policy, args, &self.kernel))?;
+        let total: T = self.with_args(|args| {
+            parallel_scan_validated::<L, _, _>(self.label.as_str(), policy, args, &self.kernel)
+        })?;
         match &self.pattern.target {
-            Some(t) => t.store(&self.label, total),
+            Some(t) => t.store(self.label.as_str(), total),
             None => Ok(()),
         }
     }
@@ -503,7 +507,7 @@ where
     F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
 {
     fn label(&self) -> &str {
-        &self.label
+        self.label.as_str()
     }
     fn kind(&self) -> NodeKind {
         NodeKind::Scan
