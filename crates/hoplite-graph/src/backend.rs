@@ -56,6 +56,8 @@ pub struct GraphNodes<S: ExecutionSpace> {
     pred_list: Vec<NodeId>,
     /// The label stored last: nodes added in a loop share it instead of each storing a copy.
     last_label: Option<ArenaStr>,
+    /// Number of nodes that make accesses (the race check has nothing to do below two).
+    pub(crate) accessing: usize,
     /// Where the nodes and labels live. Dropped after the nodes (see `Drop`).
     arena: NodeArena,
 }
@@ -74,10 +76,11 @@ struct NodeArena(Bump);
 unsafe impl Sync for NodeArena {}
 
 impl NodeArena {
-    /// Moves `value` into the arena; it stays there, at this address, until the arena drops
-    /// (which frees the memory without running `value`'s destructor: the caller does that).
-    fn alloc<T>(&mut self, value: T) -> &mut T {
-        self.0.alloc(value)
+    /// Moves the value `make` returns into the arena; it stays there, at this address, until the arena drops
+    /// (which frees the memory without running the value's destructor: the caller does that).
+    #[inline(always)]
+    fn alloc_with<T>(&mut self, make: impl FnOnce() -> T) -> &mut T {
+        self.0.alloc_with(make)
     }
 }
 
@@ -137,6 +140,10 @@ impl ArenaStr {
 pub struct NodeEntry<S: ExecutionSpace> {
     /// A node in the list's arena, owned by the list (dropped in place by `GraphNodes::drop`).
     node: NonNull<dyn NodeKernel<S>>,
+    /// The node's kind and work, read once when it was added (instantiation reads them for
+    /// every node, without a virtual call each).
+    pub(crate) kind: NodeKind,
+    pub(crate) work: Option<usize>,
 }
 
 // SAFETY: an entry owns its node as a `Box<dyn NodeKernel<S>>` would (it is the only pointer
@@ -205,6 +212,7 @@ impl<S: ExecutionSpace> Default for GraphNodes<S> {
             pred_starts: vec![0],
             pred_list: Vec::new(),
             last_label: None,
+            accessing: 0,
             arena: NodeArena(Bump::new()),
         }
     }
@@ -249,20 +257,32 @@ impl<S: ExecutionSpace> GraphNodes<S> {
                 predecessor: p.0,
             });
         }
-        Ok(self.push_node(SharedNode(node), preds))
+        Ok(self.push_node(|| SharedNode(node), preds))
     }
 
-    /// Moves `node` into the arena and appends it after `preds`, which the front end made
-    /// earlier nodes; returns its id.
-    pub(crate) fn push_node<T: NodeKernel<S> + 'static>(&mut self, node: T, preds: &[NodeId]) -> NodeId {
+    /// Makes the node `make` returns in the arena and appends it after `preds`, which the
+    /// front end made earlier nodes; returns its id.
+    #[inline(always)]
+    pub(crate) fn push_node<T: NodeKernel<S> + 'static>(
+        &mut self,
+        make: impl FnOnce() -> T,
+        preds: &[NodeId],
+    ) -> NodeId {
         debug_assert!(
             preds.iter().all(|p| p.0 < self.nodes.len()),
             "predecessors are earlier nodes"
         );
         let id = NodeId(self.nodes.len());
-        let node: &mut (dyn NodeKernel<S> + 'static) = self.arena.alloc(node);
+        // Made in place in the arena (`alloc_with`), not moved there from the stack.
+        let node: &mut T = self.arena.alloc_with(make);
+        // Statically dispatched here (`T` is known): instantiation reads the copies.
+        let (kind, work) = (node.kind(), node.work());
+        self.accessing += usize::from(!node.accesses().is_empty());
+        let node: &mut (dyn NodeKernel<S> + 'static) = node;
         self.nodes.push(NodeEntry {
             node: NonNull::from(node),
+            kind,
+            work,
         });
         self.pred_list.extend_from_slice(preds);
         self.pred_starts.push(self.pred_list.len());
@@ -272,11 +292,12 @@ impl<S: ExecutionSpace> GraphNodes<S> {
     /// Appends `node` (a backend's root or join) after `preds`, which the front end made
     /// earlier nodes; returns its id.
     pub(crate) fn push_shared(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> NodeId {
-        self.push_node(SharedNode(node), preds)
+        self.push_node(|| SharedNode(node), preds)
     }
 
     /// Appends the node `make` builds around `label` (stored in the arena, shared with the
     /// previous node's when equal), after `preds`; returns its id.
+    #[inline(always)]
     pub(crate) fn push_labelled<T: NodeKernel<S> + 'static>(
         &mut self,
         label: &str,
@@ -299,8 +320,7 @@ impl<S: ExecutionSpace> GraphNodes<S> {
                 shared
             }
         };
-        let node = make(shared);
-        self.push_node(node, preds)
+        self.push_node(|| make(shared), preds)
     }
 
     /// Number of nodes, the root included.
@@ -619,7 +639,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
         // The serial pass: the nodes with work in id order, as runs of consecutive ids.
         let mut runs: Vec<Range<usize>> = Vec::new();
         for (n, node) in nodes.nodes.iter().enumerate() {
-            if node.kind().is_trivial() {
+            if node.kind.is_trivial() {
                 continue;
             }
             match runs.last_mut() {
@@ -666,58 +686,73 @@ impl<S: ExecutionSpace> HostGraph<S> {
 /// The concurrent schedule of `nodes`: waves (a node's wave is one past the last wave of its
 /// predecessors), then the steps that run them.
 fn schedule_of<S: ExecutionSpace>(nodes: &GraphNodes<S>) -> Schedule {
+    let entries = nodes.as_slice();
     // Ids are a topological order: a node is added after its predecessors. A trivial
     // node takes its predecessors' wave, so joins add no wave.
-    let mut level = vec![0usize; nodes.len()];
-    let mut order = Vec::new();
+    let mut level = vec![0usize; entries.len()];
     let mut waves = 0;
-    for (n, node) in nodes.nodes.iter().enumerate() {
+    for (n, node) in entries.iter().enumerate() {
         let before = nodes
             .preds(NodeId(n))
             .iter()
             .map(|p| level[p.0])
             .max()
             .unwrap_or(0);
-        if node.kind().is_trivial() {
-            level[n] = before;
-            continue;
+        let own = before + usize::from(!node.kind.is_trivial());
+        level[n] = own;
+        waves = waves.max(own);
+    }
+    // The nodes with work wave by wave, in id order within a wave (a counting sort: no list
+    // per wave). Waves are 1..=waves; wave w is `by_wave[wave_starts[w]..wave_starts[w + 1]]`.
+    let mut wave_starts = vec![0usize; waves + 2];
+    for (n, node) in entries.iter().enumerate() {
+        if !node.kind.is_trivial() {
+            wave_starts[level[n] + 1] += 1;
         }
-        level[n] = before + 1;
-        waves = waves.max(level[n]);
-        order.push(n);
     }
-    // The nodes of `order` wave by wave, in id order within a wave (a counting sort: no
-    // list per wave). Waves are 1..=waves; wave w ends where wave w + 1 starts.
-    let mut wave_starts = vec![0usize; waves + 1];
-    for &n in &order {
-        wave_starts[level[n]] += 1;
-    }
-    for w in 1..=waves {
+    for w in 1..wave_starts.len() {
         wave_starts[w] += wave_starts[w - 1];
     }
-    let mut by_wave = vec![0usize; order.len()];
-    for &n in order.iter().rev() {
-        wave_starts[level[n]] -= 1;
-        by_wave[wave_starts[level[n]]] = n;
+    let mut by_wave = vec![0usize; wave_starts[waves + 1]];
+    // `next[w]`: where wave w's next node goes.
+    let mut next = wave_starts.clone();
+    for (n, node) in entries.iter().enumerate() {
+        if !node.kind.is_trivial() {
+            let slot = &mut next[level[n]];
+            by_wave[*slot] = n;
+            *slot += 1;
+        }
     }
-    let work = |n: usize| nodes.nodes[n].work();
+    drop(level);
+    let work = |n: usize| entries[n].work;
     let mut steps = Vec::new();
     let mut inline = Vec::new();
     let mut shared = Vec::new();
     let mut rest = Vec::new();
     for w in 1..=waves {
-        let end = wave_starts.get(w + 1).copied().unwrap_or(by_wave.len());
-        let wave = &by_wave[wave_starts[w]..end];
+        let wave = &by_wave[wave_starts[w]..wave_starts[w + 1]];
+        // A wave of one node (every wave of a chain) never runs nodes together.
+        if let [n] = *wave {
+            if work(n).is_some_and(|k| k < INLINE_MAX_WORK) {
+                inline.push(n);
+            } else {
+                flush(&mut steps, &mut inline);
+                steps.push(Step::Alone(n));
+            }
+            continue;
+        }
         shared.clear();
         rest.clear();
+        let mut shared_work = 0usize;
         for &n in wave {
-            if work(n).is_some_and(|k| k < SHARE_MAX_WORK) {
-                shared.push(n);
-            } else {
-                rest.push(n);
+            match work(n) {
+                Some(k) if k < SHARE_MAX_WORK => {
+                    shared.push(n);
+                    shared_work += k;
+                }
+                _ => rest.push(n),
             }
         }
-        let shared_work: usize = shared.iter().filter_map(|&n| work(n)).sum();
         if shared.len() >= 2 && shared_work >= WAVE_MIN_WORK {
             flush(&mut steps, &mut inline);
             steps.push(Step::Together(shared.clone()));

@@ -51,14 +51,16 @@ impl<S: ExecutionSpace> State<S> {
     }
 
     /// Registers `node` after `preds` (the seed's `add_node` and `add_predecessor`).
+    #[inline(always)]
     fn add<T: NodeKernel<S> + 'static>(&mut self, node: T, preds: &[NodeId]) -> NodeId {
-        let id = self.nodes.push_node(node, preds);
+        let id = self.nodes.push_node(|| node, preds);
         self.backend.add_node(&self.nodes, id);
         id
     }
 
     /// Registers the node `make` builds around its label (stored once in the node list, and
     /// shared with the previous node's when equal) after `preds`.
+    #[inline(always)]
     fn add_labelled<T: NodeKernel<S> + 'static>(
         &mut self,
         label: &str,

@@ -207,8 +207,7 @@ impl<S: ExecutionSpace> Graph<S> {
     /// order, as a comparison of all pairs would.
     fn check_races(&self) -> Result<()> {
         let nodes = self.nodes.as_slice();
-        let accessing = nodes.iter().filter(|n| !n.accesses().is_empty()).count();
-        if accessing < 2 {
+        if self.nodes.accessing < 2 {
             return Ok(());
         }
         let ancestors = Ancestors::new(&self.nodes);
