@@ -1,6 +1,7 @@
 //! The backend customization points (the seed's `GraphImpl`) and [`HostGraph`], the generic
 //! host implementation that serial, rayon and any other host space use.
 
+use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -75,7 +76,36 @@ struct NodeArena(Bump);
 // `ArenaStr` (immutable bytes).
 unsafe impl Sync for NodeArena {}
 
+/// The largest arena a thread keeps for its next node list (see [`NodeArena::recycle`]).
+const SPARE_ARENA_MAX: usize = 1 << 20;
+
+thread_local! {
+    /// An emptied arena of a node list this thread dropped, for the next list it makes.
+    static SPARE_ARENA: Cell<Option<Bump>> = const { Cell::new(None) };
+}
+
 impl NodeArena {
+    /// The thread's spare arena (emptied, its largest chunk kept), or a new one.
+    fn new() -> Self {
+        let spare = SPARE_ARENA.try_with(Cell::take).ok().flatten();
+        NodeArena(spare.unwrap_or_default())
+    }
+
+    /// Empties the arena and keeps it, if it is at most [`SPARE_ARENA_MAX`] bytes, as the
+    /// thread's spare: a program that rebuilds a graph then makes the next one in the memory of
+    /// the last, instead of allocating the arena's chunks anew (and, for large chunks, taking
+    /// fresh pages from the system, page fault by page fault). The caller has dropped every
+    /// value in the arena.
+    fn recycle(&mut self) {
+        let mut bump = std::mem::take(&mut self.0);
+        if bump.allocated_bytes() <= SPARE_ARENA_MAX {
+            // Keeps the largest chunk; frees the others.
+            bump.reset();
+            // A thread being torn down keeps nothing.
+            let _ = SPARE_ARENA.try_with(|spare| spare.set(Some(bump)));
+        }
+    }
+
     /// Moves the value `make` returns into the arena; it stays there, at this address, until the arena drops
     /// (which frees the memory without running the value's destructor: the caller does that).
     #[inline(always)]
@@ -213,7 +243,7 @@ impl<S: ExecutionSpace> Default for GraphNodes<S> {
             pred_list: Vec::new(),
             last_label: None,
             accessing: 0,
-            arena: NodeArena(Bump::new()),
+            arena: NodeArena::new(),
         }
     }
 }
@@ -230,6 +260,8 @@ impl<S: ExecutionSpace> Drop for GraphNodes<S> {
             // arena's memory stays allocated until the field `arena` drops, after this.
             unsafe { std::ptr::drop_in_place(entry.node.as_ptr()) };
         }
+        // Every node is dropped; labels need no drop.
+        self.arena.recycle();
     }
 }
 
