@@ -55,8 +55,6 @@ pub struct GraphNodes<S: ExecutionSpace> {
     /// `i + 1`'s start (one list for the whole graph, no allocation per node).
     pred_starts: Vec<usize>,
     pred_list: Vec<NodeId>,
-    /// The label stored last: nodes added in a loop share it instead of each storing a copy.
-    last_label: Option<ArenaStr>,
     /// Number of nodes that make accesses (the race check has nothing to do below two).
     pub(crate) accessing: usize,
     /// Where the nodes and labels live. Dropped after the nodes (see `Drop`).
@@ -129,7 +127,7 @@ impl ArenaStr {
     ///
     /// `s` points to a string in a node list's arena, and the value made here is only moved
     /// into a node stored in that same arena (so it is dropped, at the latest, when the list
-    /// drops its nodes — before the arena frees its memory), or kept by that list itself.
+    /// drops its nodes — before the arena frees or reuses its memory).
     unsafe fn new(s: &str) -> Self {
         ArenaStr(NonNull::from(s))
     }
@@ -137,19 +135,10 @@ impl ArenaStr {
     /// The string: valid as long as `self` is (the arena outlives every `ArenaStr` in it).
     pub(crate) fn as_str(&self) -> &str {
         // SAFETY: by the invariant of `ArenaStr::new`, `self` lives in a node of the arena
-        // that holds the string (or in the list that owns the arena), so the string is alive
+        // that holds the string, so the string is alive
         // and unchanged (the arena never writes to memory it handed out) for as long as
         // `&self` is borrowed.
         unsafe { self.0.as_ref() }
-    }
-
-    /// Another handle to the same string, under the same invariant.
-    ///
-    /// # Safety
-    ///
-    /// As for [`ArenaStr::new`]: the copy is only moved into a node of the same arena.
-    unsafe fn share(&self) -> Self {
-        ArenaStr(self.0)
     }
 }
 
@@ -241,7 +230,6 @@ impl<S: ExecutionSpace> Default for GraphNodes<S> {
             nodes: Vec::new(),
             pred_starts: vec![0],
             pred_list: Vec::new(),
-            last_label: None,
             accessing: 0,
             arena: NodeArena::new(),
         }
@@ -327,8 +315,9 @@ impl<S: ExecutionSpace> GraphNodes<S> {
         self.push_node(|| SharedNode(node), preds)
     }
 
-    /// Appends the node `make` builds around `label` (stored in the arena, shared with the
-    /// previous node's when equal), after `preds`; returns its id.
+    /// Appends the node `make` builds around `label` (copied into the arena: a bump of the
+    /// arena's pointer and a copy of the bytes, cheaper than comparing it with the previous
+    /// node's to share one copy), after `preds`; returns its id.
     #[inline(always)]
     pub(crate) fn push_labelled<T: NodeKernel<S> + 'static>(
         &mut self,
@@ -336,22 +325,10 @@ impl<S: ExecutionSpace> GraphNodes<S> {
         make: impl FnOnce(ArenaStr) -> T,
         preds: &[NodeId],
     ) -> NodeId {
-        let shared = match &self.last_label {
-            Some(last) if last.as_str() == label => {
-                // SAFETY: `last` is a string of this list's arena, and the copy moves into
-                // the node pushed into this list below (`make` only moves it into the node).
-                unsafe { last.share() }
-            }
-            _ => {
-                let stored: &str = self.arena.0.alloc_str(label);
-                // SAFETY: `stored` is in this list's arena; one copy is kept by the list
-                // (`last_label`, dropped with it), the other moves into the node pushed into
-                // this list below.
-                let (kept, shared) = unsafe { (ArenaStr::new(stored), ArenaStr::new(stored)) };
-                self.last_label = Some(kept);
-                shared
-            }
-        };
+        let stored: &str = self.arena.0.alloc_str(label);
+        // SAFETY: `stored` is in this list's arena, and the value moves into the node pushed
+        // into this list below (`make` only moves it into the node).
+        let shared = unsafe { ArenaStr::new(stored) };
         self.push_node(|| make(shared), preds)
     }
 
@@ -721,7 +698,11 @@ fn schedule_of<S: ExecutionSpace>(nodes: &GraphNodes<S>) -> Schedule {
     let entries = nodes.as_slice();
     // Ids are a topological order: a node is added after its predecessors. A trivial
     // node takes its predecessors' wave, so joins add no wave.
-    let mut level = vec![0usize; entries.len()];
+    let mut level: Vec<usize> = Vec::with_capacity(entries.len());
+    // The nodes with work, in id order, and whether their waves never decrease in that order
+    // (a graph added wave by wave: a chain, a fan-out); then they are already wave by wave.
+    let mut order: Vec<usize> = Vec::with_capacity(entries.len());
+    let mut sorted = true;
     let mut waves = 0;
     for (n, node) in entries.iter().enumerate() {
         let before = nodes
@@ -730,80 +711,106 @@ fn schedule_of<S: ExecutionSpace>(nodes: &GraphNodes<S>) -> Schedule {
             .map(|p| level[p.0])
             .max()
             .unwrap_or(0);
-        let own = before + usize::from(!node.kind.is_trivial());
-        level[n] = own;
+        if node.kind.is_trivial() {
+            level.push(before);
+            continue;
+        }
+        let own = before + 1;
+        level.push(own);
+        sorted &= own >= waves;
         waves = waves.max(own);
+        order.push(n);
     }
-    // The nodes with work wave by wave, in id order within a wave (a counting sort: no list
-    // per wave). Waves are 1..=waves; wave w is `by_wave[wave_starts[w]..wave_starts[w + 1]]`.
-    let mut wave_starts = vec![0usize; waves + 2];
-    for (n, node) in entries.iter().enumerate() {
-        if !node.kind.is_trivial() {
+    let mut planner = WavePlanner::default();
+    if sorted {
+        for wave in order.chunk_by(|&a, &b| level[a] == level[b]) {
+            planner.wave(wave, entries);
+        }
+    } else {
+        // The nodes of `order` wave by wave, in id order within a wave (a counting sort: no
+        // list per wave). Waves are 1..=waves; wave w is
+        // `by_wave[wave_starts[w]..wave_starts[w + 1]]`.
+        let mut wave_starts = vec![0usize; waves + 2];
+        for &n in &order {
             wave_starts[level[n] + 1] += 1;
         }
-    }
-    for w in 1..wave_starts.len() {
-        wave_starts[w] += wave_starts[w - 1];
-    }
-    let mut by_wave = vec![0usize; wave_starts[waves + 1]];
-    // `next[w]`: where wave w's next node goes.
-    let mut next = wave_starts.clone();
-    for (n, node) in entries.iter().enumerate() {
-        if !node.kind.is_trivial() {
+        for w in 1..wave_starts.len() {
+            wave_starts[w] += wave_starts[w - 1];
+        }
+        let mut by_wave = vec![0usize; order.len()];
+        // `next[w]`: where wave w's next node goes.
+        let mut next = wave_starts.clone();
+        for &n in &order {
             let slot = &mut next[level[n]];
             by_wave[*slot] = n;
             *slot += 1;
         }
+        for w in 1..=waves {
+            planner.wave(&by_wave[wave_starts[w]..wave_starts[w + 1]], entries);
+        }
     }
-    drop(level);
-    let work = |n: usize| entries[n].work;
-    let mut steps = Vec::new();
-    let mut inline = Vec::new();
-    let mut shared = Vec::new();
-    let mut rest = Vec::new();
-    for w in 1..=waves {
-        let wave = &by_wave[wave_starts[w]..wave_starts[w + 1]];
+    flush(&mut planner.steps, &mut planner.inline);
+    Schedule {
+        steps: planner.steps,
+        waves,
+    }
+}
+
+/// Turns waves into steps, one wave at a time.
+#[derive(Default)]
+struct WavePlanner {
+    steps: Vec<Step>,
+    /// The current inline group (it may span waves).
+    inline: Vec<usize>,
+    /// Scratch lists of the wave being planned.
+    shared: Vec<usize>,
+    rest: Vec<usize>,
+}
+
+impl WavePlanner {
+    /// Plans `wave` (node ids, in id order).
+    #[inline]
+    fn wave<S: ExecutionSpace>(&mut self, wave: &[usize], entries: &[NodeEntry<S>]) {
+        let work = |n: usize| entries[n].work;
         // A wave of one node (every wave of a chain) never runs nodes together.
         if let [n] = *wave {
             if work(n).is_some_and(|k| k < INLINE_MAX_WORK) {
-                inline.push(n);
+                self.inline.push(n);
             } else {
-                flush(&mut steps, &mut inline);
-                steps.push(Step::Alone(n));
+                flush(&mut self.steps, &mut self.inline);
+                self.steps.push(Step::Alone(n));
             }
-            continue;
+            return;
         }
-        shared.clear();
-        rest.clear();
+        self.shared.clear();
+        self.rest.clear();
         let mut shared_work = 0usize;
         for &n in wave {
             match work(n) {
                 Some(k) if k < SHARE_MAX_WORK => {
-                    shared.push(n);
+                    self.shared.push(n);
                     shared_work += k;
                 }
-                _ => rest.push(n),
+                _ => self.rest.push(n),
             }
         }
-        if shared.len() >= 2 && shared_work >= WAVE_MIN_WORK {
-            flush(&mut steps, &mut inline);
-            steps.push(Step::Together(shared.clone()));
+        if self.shared.len() >= 2 && shared_work >= WAVE_MIN_WORK {
+            flush(&mut self.steps, &mut self.inline);
+            self.steps.push(Step::Together(self.shared.clone()));
         } else {
-            for &n in &shared {
+            for &n in &self.shared {
                 if work(n).is_some_and(|k| k < INLINE_MAX_WORK) {
-                    inline.push(n);
+                    self.inline.push(n);
                 } else {
-                    rest.push(n);
+                    self.rest.push(n);
                 }
             }
         }
-        if !rest.is_empty() {
-            flush(&mut steps, &mut inline);
-            steps.extend(rest.iter().copied().map(Step::Alone));
+        if !self.rest.is_empty() {
+            flush(&mut self.steps, &mut self.inline);
+            self.steps.extend(self.rest.iter().copied().map(Step::Alone));
         }
     }
-    flush(&mut steps, &mut inline);
-    Schedule { steps, waves }
 }
 
 /// Ends the current inline group, if any.

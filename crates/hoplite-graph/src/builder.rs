@@ -58,8 +58,8 @@ impl<S: ExecutionSpace> State<S> {
         id
     }
 
-    /// Registers the node `make` builds around its label (stored once in the node list, and
-    /// shared with the previous node's when equal) after `preds`.
+    /// Registers the node `make` builds around its label (copied into the node list's arena)
+    /// after `preds`.
     #[inline(always)]
     fn add_labelled<T: NodeKernel<S> + 'static>(
         &mut self,

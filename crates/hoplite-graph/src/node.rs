@@ -144,7 +144,7 @@ impl<S: ExecutionSpace> NodeKernel<S> for EmptyNode {
 /// A host function node: the views and intents of its handles, and the function that gets
 /// their guards.
 pub(crate) struct HostNode<A: HostArgs, F> {
-    /// In the node list's arena, shared with the list's other nodes of the same label.
+    /// In the node list's arena (see `GraphNodes::push_labelled`).
     pub(crate) label: ArenaStr,
     pub(crate) views: A::Views,
     pub(crate) accesses: Vec<Access>,
@@ -210,8 +210,7 @@ fn bounds_len(bounds: &IndexBounds) -> usize {
 /// A kernel launch recorded in a graph: validated policy, views of the handles, kernel,
 /// pattern.
 pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
-    /// In the node list's arena, shared with the list's other nodes of the same label (see
-    /// `GraphNodes::push_labelled`).
+    /// In the node list's arena (see `GraphNodes::push_labelled`).
     pub(crate) label: ArenaStr,
     pub(crate) policy: ValidatedPolicy<L::Policy>,
     pub(crate) views: <L::Args as GraphArgs>::Views,
@@ -221,6 +220,9 @@ pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
 }
 
 impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
+    // Inlined into the arena's `alloc_with`, so the node is written in place rather than
+    // built on the stack and copied.
+    #[inline(always)]
     pub(crate) fn new(
         label: ArenaStr,
         policy: ValidatedPolicy<L::Policy>,
