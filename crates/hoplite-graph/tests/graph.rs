@@ -1129,3 +1129,56 @@ fn nodes_keep_their_labels_and_drop_with_the_graph() {
         "each node's closure dropped once"
     );
 }
+
+/// The race check orders nodes through paths of any length, not only direct edges: a writer
+/// after a `when_all` of readers (and a writer two nodes down a chain) is ordered with them; a
+/// writer after only some of the readers races with the others.
+#[test]
+fn the_race_check_follows_paths_through_joins() {
+    let space = Serial::default();
+    let y: View<f64, 1> = View::new("y", [4]).expect("y");
+    let range = RangePolicy::new(space.clone(), 0..4);
+    let mut graph = create_graph(&space, |g| {
+        let readers: Vec<NodeRef<'_, Serial>> = (0..3)
+            .map(|_| {
+                g.parallel_for("reader", (range.clone(), (y.read(),)), |(i, (y,))| {
+                    assert!(y.get(i) >= 0.0);
+                })
+                .erase()
+            })
+            .collect();
+        g.when_all(readers).then_host("between", || {}).then_parallel_for(
+            "writer",
+            (range.clone(), (y.write(),)),
+            |(i, (y,))| y.set(i, 1.0),
+        );
+    })
+    .expect("graph");
+    graph
+        .instantiate()
+        .expect("the writer follows every reader through the join");
+
+    let mut graph = create_graph(&space, |g| {
+        let first = g.parallel_for("first reader", (range.clone(), (y.read(),)), |(i, (y,))| {
+            assert!(y.get(i) >= 0.0);
+        });
+        g.parallel_for("second reader", (range.clone(), (y.read(),)), |(i, (y,))| {
+            assert!(y.get(i) >= 0.0);
+        });
+        first.then_host("between", || {}).then_parallel_for(
+            "writer",
+            (range.clone(), (y.write(),)),
+            |(i, (y,))| y.set(i, 1.0),
+        );
+    })
+    .expect("graph");
+    match graph.instantiate() {
+        Err(GraphError::UnorderedRace(race)) => {
+            assert_eq!(
+                (race.first.as_str(), race.second.as_str()),
+                ("second reader", "writer")
+            );
+        }
+        other => panic!("expected a race of the second reader and the writer, got {other:?}"),
+    }
+}
