@@ -57,6 +57,9 @@ pub struct GraphNodes<S: ExecutionSpace> {
     pred_list: Vec<NodeId>,
     /// Number of nodes that make accesses (the race check has nothing to do below two).
     pub(crate) accessing: usize,
+    /// Where a node's accesses are listed before they move into the arena (kept between
+    /// nodes, so listing them allocates nothing).
+    scratch: Vec<Access>,
     /// Where the nodes and labels live. Dropped after the nodes (see `Drop`).
     arena: NodeArena,
 }
@@ -139,6 +142,54 @@ impl ArenaStr {
         // and unchanged (the arena never writes to memory it handed out) for as long as
         // `&self` is borrowed.
         unsafe { self.0.as_ref() }
+    }
+}
+
+/// Values in a node list's arena, owned: dropped in place when this drops (their memory goes
+/// with the arena). A node's accesses, with no allocation of their own.
+pub(crate) struct ArenaSlice<T>(NonNull<[T]>);
+
+// SAFETY: an `ArenaSlice` owns its values as a `Box<[T]>` would (it is their only pointer and
+// drops them), so it is `Send` when `T` is.
+unsafe impl<T: Send> Send for ArenaSlice<T> {}
+// SAFETY: a shared `ArenaSlice` gives only `&[T]`, so it is `Sync` when `T` is.
+unsafe impl<T: Sync> Sync for ArenaSlice<T> {}
+
+impl<T> ArenaSlice<T> {
+    /// No values (no memory).
+    fn empty() -> Self {
+        ArenaSlice(NonNull::slice_from_raw_parts(NonNull::dangling(), 0))
+    }
+
+    /// # Safety
+    ///
+    /// `values` is in a node list's arena, nothing else will read, write or drop them, and
+    /// the value made here is only moved into a node stored in that same arena (so it is
+    /// dropped, at the latest, when the list drops its nodes — before the arena frees or
+    /// reuses its memory).
+    unsafe fn new(values: &mut [T]) -> Self {
+        ArenaSlice(NonNull::from(values))
+    }
+
+    /// The values, as long as `self` is borrowed.
+    pub(crate) fn as_slice(&self) -> &[T] {
+        // SAFETY: by the invariant of `ArenaSlice::new`, the values are alive in the arena
+        // (or the slice is empty, and a dangling, aligned pointer is a valid empty slice), and
+        // only `self` reaches them; `&self` gives shared access only.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T> Drop for ArenaSlice<T> {
+    #[inline]
+    fn drop(&mut self) {
+        // Most nodes have no accesses: no call for them.
+        if self.0.is_empty() {
+            return;
+        }
+        // SAFETY: by the invariant of `ArenaSlice::new`, the values are alive and owned by
+        // `self` alone, and this runs once (`drop`); the arena's memory outlives this call.
+        unsafe { std::ptr::drop_in_place(self.0.as_ptr()) }
     }
 }
 
@@ -231,6 +282,7 @@ impl<S: ExecutionSpace> Default for GraphNodes<S> {
             pred_starts: vec![0],
             pred_list: Vec::new(),
             accessing: 0,
+            scratch: Vec::new(),
             arena: NodeArena::new(),
         }
     }
@@ -330,6 +382,35 @@ impl<S: ExecutionSpace> GraphNodes<S> {
         // into this list below (`make` only moves it into the node).
         let shared = unsafe { ArenaStr::new(stored) };
         self.push_node(|| make(shared), preds)
+    }
+
+    /// Appends the node `make` builds around `label` (as for
+    /// [`push_labelled`](Self::push_labelled)), `views` and the accesses `record` lists for
+    /// them, moved into the arena; returns its id.
+    #[inline(always)]
+    pub(crate) fn push_recorded<V, T: NodeKernel<S> + 'static>(
+        &mut self,
+        label: &str,
+        views: V,
+        record: impl FnOnce(&V, &mut Vec<Access>),
+        make: impl FnOnce(ArenaStr, V, ArenaSlice<Access>) -> T,
+        preds: &[NodeId],
+    ) -> NodeId {
+        // Empty unless an earlier listing unwound.
+        if !self.scratch.is_empty() {
+            self.scratch.clear();
+        }
+        record(&views, &mut self.scratch);
+        let accesses = if self.scratch.is_empty() {
+            ArenaSlice::empty()
+        } else {
+            let stored = self.arena.0.alloc_slice_fill_iter(self.scratch.drain(..));
+            // SAFETY: `stored` is in this list's arena, and only this value reaches it (the
+            // accesses were moved there out of `scratch`); it moves into the node pushed into
+            // this list below (`make` only moves it into the node).
+            unsafe { ArenaSlice::new(stored) }
+        };
+        self.push_labelled(label, |label| make(label, views, accesses), preds)
     }
 
     /// Number of nodes, the root included.

@@ -16,11 +16,11 @@ use hoplite_core::{
 };
 
 use crate::GraphError;
-use crate::args::{GraphLaunch, GraphPolicy as _, HostArgs};
-use crate::backend::{ArenaStr, GraphBackend, GraphNodes, NodeId};
+use crate::args::{Access, GraphArgs, GraphLaunch, GraphPolicy as _, HostArgs};
+use crate::backend::{ArenaSlice, ArenaStr, GraphBackend, GraphNodes, NodeId};
 use crate::node::{
-    EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, ReducePattern, ReduceResult,
-    ReduceTarget, ScanPattern,
+    EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, NodeParts, ReducePattern,
+    ReduceResult, ReduceTarget, ScanPattern,
 };
 
 /// The invariant brand of one graph's construction phase.
@@ -58,16 +58,18 @@ impl<S: ExecutionSpace> State<S> {
         id
     }
 
-    /// Registers the node `make` builds around its label (copied into the node list's arena)
-    /// after `preds`.
+    /// Registers the node `make` builds around its label (copied into the node list's arena),
+    /// `views` and their accesses (which `record` lists; kept in the arena) after `preds`.
     #[inline(always)]
-    fn add_labelled<T: NodeKernel<S> + 'static>(
+    fn add_recorded<V, T: NodeKernel<S> + 'static>(
         &mut self,
         label: &str,
-        make: impl FnOnce(ArenaStr) -> T,
+        views: V,
+        record: impl FnOnce(&V, &mut Vec<Access>),
+        make: impl FnOnce(ArenaStr, V, ArenaSlice<Access>) -> T,
         preds: &[NodeId],
     ) -> NodeId {
-        let id = self.nodes.push_labelled(label, make, preds);
+        let id = self.nodes.push_recorded(label, views, record, make, preds);
         self.backend.add_node(&self.nodes, id);
         id
     }
@@ -308,15 +310,26 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         self.state.borrow().nodes.node(self.id).kind()
     }
 
-    /// Adds the node `make` builds around its label after this one. `make` only moves its
-    /// arguments into the node (no user code runs), so nothing can reach the state while it is
-    /// borrowed.
-    fn push_labelled<K, T: NodeKernel<S> + 'static>(
-        &self,
-        label: &str,
-        make: impl FnOnce(ArenaStr) -> T,
-    ) -> Node<'g, S, K> {
-        let id = self.state.borrow_mut().add_labelled(label, make, &[self.id]);
+    /// Adds a host node after this one: it keeps the views of `args` (not the handles) and
+    /// records their accesses.
+    fn push_host<K, A, F>(&self, label: &str, args: A, f: F) -> Node<'g, S, K>
+    where
+        A: HostArgs,
+        F: for<'h> Fn(A::Guards<'h>) + Send + Sync + 'static,
+    {
+        let views = args.detach();
+        // `make` only moves its arguments into the node (no user code runs), so nothing can
+        // reach the state while it is borrowed.
+        let make = |label, views, accesses| HostNode::<A, F> {
+            label,
+            views,
+            accesses,
+            f,
+        };
+        let id = self
+            .state
+            .borrow_mut()
+            .add_recorded(label, views, A::record, make, &[self.id]);
         Node::new(self.state, id)
     }
 
@@ -364,14 +377,29 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         label: &str,
         kind: NodeKind,
         launch: L,
-        make: impl FnOnce(ValidatedPolicy<L::Policy>, L::Args, ArenaStr) -> T,
+        extra: Option<Access>,
+        make: impl FnOnce(NodeParts<L>) -> T,
     ) -> NodeId {
         // One borrow for the whole node. `make` only moves its arguments into the node (no
         // user code runs), so nothing can reach the state while it is borrowed.
         let mut state = self.state.borrow_mut();
         match Self::launch_parts(&mut state, label, launch) {
             Some((policy, args)) => {
-                state.add_labelled(label, |shared| make(policy, args, shared), &[self.id])
+                // The node keeps the handles' views, not the handles (and their borrows).
+                let views = args.detach();
+                let record = |views: &_, out: &mut Vec<Access>| {
+                    <L::Args as GraphArgs>::record(views, out);
+                    out.extend(extra);
+                };
+                let make = |label, views, accesses| {
+                    make(NodeParts {
+                        label,
+                        policy,
+                        views,
+                        accesses,
+                    })
+                };
+                state.add_recorded(label, views, record, make, &[self.id])
             }
             None => state.add(empty_node(label, kind), &[self.id]),
         }
@@ -409,14 +437,9 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
     {
-        let id = self.push_launch(
-            label,
-            NodeKind::For,
-            launch.into_launch(),
-            |policy, args, label| {
-                LaunchNode::<L::Launch, F, ForPattern>::new(label, policy, args, kernel, ForPattern, None)
-            },
-        );
+        let id = self.push_launch(label, NodeKind::For, launch.into_launch(), None, |parts| {
+            LaunchNode::<L::Launch, F, ForPattern>::new(parts, kernel, ForPattern)
+        });
         Node::new(self.state, id)
     }
 
@@ -456,15 +479,10 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static,
     {
         let extra = target.access();
-        let id = self.push_launch(
-            label,
-            NodeKind::Reduce,
-            launch.into_launch(),
-            |policy, args, label| {
-                let pattern = ReducePattern { reducer, target };
-                LaunchNode::<L::Launch, F, _>::new(label, policy, args, kernel, pattern, extra)
-            },
-        );
+        let id = self.push_launch(label, NodeKind::Reduce, launch.into_launch(), extra, |parts| {
+            let pattern = ReducePattern { reducer, target };
+            LaunchNode::<L::Launch, F, _>::new(parts, kernel, pattern)
+        });
         Node::new(self.state, id)
     }
 
@@ -497,18 +515,13 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         T: ScanValue,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
-        let id = self.push_launch(
-            label,
-            NodeKind::Scan,
-            launch.into_launch(),
-            |policy, args, label| {
-                let pattern = ScanPattern::<T, ReduceResult<T>> {
-                    target: None,
-                    _value: PhantomData,
-                };
-                LaunchNode::<L::Launch, F, _>::new(label, policy, args, kernel, pattern, None)
-            },
-        );
+        let id = self.push_launch(label, NodeKind::Scan, launch.into_launch(), None, |parts| {
+            let pattern = ScanPattern::<T, ReduceResult<T>> {
+                target: None,
+                _value: PhantomData,
+            };
+            LaunchNode::<L::Launch, F, _>::new(parts, kernel, pattern)
+        });
         Node::new(self.state, id)
     }
 
@@ -530,18 +543,13 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
         let extra = target.access();
-        let id = self.push_launch(
-            label,
-            NodeKind::Scan,
-            launch.into_launch(),
-            |policy, args, label| {
-                let pattern = ScanPattern::<T, Tg> {
-                    target: Some(target),
-                    _value: PhantomData,
-                };
-                LaunchNode::<L::Launch, F, _>::new(label, policy, args, kernel, pattern, extra)
-            },
-        );
+        let id = self.push_launch(label, NodeKind::Scan, launch.into_launch(), extra, |parts| {
+            let pattern = ScanPattern::<T, Tg> {
+                target: Some(target),
+                _value: PhantomData,
+            };
+            LaunchNode::<L::Launch, F, _>::new(parts, kernel, pattern)
+        });
         Node::new(self.state, id)
     }
 
@@ -552,7 +560,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
     where
         F: Fn() + Send + Sync + 'static,
     {
-        self.push_labelled(label, |label| HostNode::new(label, (), move |()| f()))
+        self.push_host::<F, (), _>(label, (), move |()| f())
     }
 
     /// Adds a host-function node after this one that uses views: `args` are the same handles as
@@ -586,7 +594,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         A: HostArgs,
         F: for<'h> Fn(A::Guards<'h>) + Send + Sync + 'static,
     {
-        self.push_labelled(label, |label| HostNode::new(label, args, f))
+        self.push_host(label, args, f)
     }
 }
 

@@ -15,7 +15,7 @@ use hoplite_core::{
 use parking_lot::Mutex;
 
 use crate::args::{Access, GraphArgs, GraphPolicy, HostArgs};
-use crate::backend::{ArenaStr, NodeEntry};
+use crate::backend::{ArenaSlice, ArenaStr, NodeEntry};
 
 /// What a node does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -147,23 +147,12 @@ pub(crate) struct HostNode<A: HostArgs, F> {
     /// In the node list's arena (see `GraphNodes::push_labelled`).
     pub(crate) label: ArenaStr,
     pub(crate) views: A::Views,
-    pub(crate) accesses: Vec<Access>,
+    /// In the node list's arena (see `GraphNodes::push_recorded`).
+    pub(crate) accesses: ArenaSlice<Access>,
     pub(crate) f: F,
 }
 
 impl<A: HostArgs, F> HostNode<A, F> {
-    pub(crate) fn new(label: ArenaStr, args: A, f: F) -> Self {
-        let views = args.detach();
-        let mut accesses = Vec::new();
-        A::record(&views, &mut accesses);
-        HostNode {
-            label,
-            views,
-            accesses,
-            f,
-        }
-    }
-
     fn call(&self) -> hoplite_core::Result<()>
     where
         F: for<'h> Fn(A::Guards<'h>),
@@ -185,7 +174,7 @@ where
         NodeKind::Host
     }
     fn accesses(&self) -> &[Access] {
-        &self.accesses
+        self.accesses.as_slice()
     }
     fn work(&self) -> Option<usize> {
         None
@@ -207,6 +196,15 @@ fn bounds_len(bounds: &IndexBounds) -> usize {
     }
 }
 
+/// What every launch node is made of, whatever its pattern: the label and accesses in the node
+/// list's arena, the validated policy and the views of the handles.
+pub(crate) struct NodeParts<L: LaunchSpec<Args: GraphArgs>> {
+    pub(crate) label: ArenaStr,
+    pub(crate) policy: ValidatedPolicy<L::Policy>,
+    pub(crate) views: <L::Args as GraphArgs>::Views,
+    pub(crate) accesses: ArenaSlice<Access>,
+}
+
 /// A kernel launch recorded in a graph: validated policy, views of the handles, kernel,
 /// pattern.
 pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
@@ -214,7 +212,8 @@ pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
     pub(crate) label: ArenaStr,
     pub(crate) policy: ValidatedPolicy<L::Policy>,
     pub(crate) views: <L::Args as GraphArgs>::Views,
-    pub(crate) accesses: Vec<Access>,
+    /// In the node list's arena (see `GraphNodes::push_recorded`).
+    pub(crate) accesses: ArenaSlice<Access>,
     pub(crate) kernel: F,
     pub(crate) pattern: P,
 }
@@ -223,23 +222,12 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
     // Inlined into the arena's `alloc_with`, so the node is written in place rather than
     // built on the stack and copied.
     #[inline(always)]
-    pub(crate) fn new(
-        label: ArenaStr,
-        policy: ValidatedPolicy<L::Policy>,
-        args: L::Args,
-        kernel: F,
-        pattern: P,
-        extra: Option<Access>,
-    ) -> Self {
-        let views = args.detach();
-        let mut accesses = Vec::new();
-        <L::Args as GraphArgs>::record(&views, &mut accesses);
-        accesses.extend(extra);
+    pub(crate) fn new(parts: NodeParts<L>, kernel: F, pattern: P) -> Self {
         LaunchNode {
-            label,
-            policy,
-            views,
-            accesses,
+            label: parts.label,
+            policy: parts.policy,
+            views: parts.views,
+            accesses: parts.accesses,
             kernel,
             pattern,
         }
@@ -299,7 +287,7 @@ where
         NodeKind::For
     }
     fn accesses(&self) -> &[Access] {
-        &self.accesses
+        self.accesses.as_slice()
     }
     fn work(&self) -> Option<usize> {
         LaunchNode::work(self)
@@ -461,7 +449,7 @@ where
         NodeKind::Reduce
     }
     fn accesses(&self) -> &[Access] {
-        &self.accesses
+        self.accesses.as_slice()
     }
     fn work(&self) -> Option<usize> {
         LaunchNode::work(self)
@@ -515,7 +503,7 @@ where
         NodeKind::Scan
     }
     fn accesses(&self) -> &[Access] {
-        &self.accesses
+        self.accesses.as_slice()
     }
     fn work(&self) -> Option<usize> {
         LaunchNode::work(self)
