@@ -802,7 +802,11 @@ fn schedule_of<S: ExecutionSpace>(nodes: &GraphNodes<S>) -> Schedule {
         waves = waves.max(own);
         order.push(n);
     }
-    let mut planner = WavePlanner::default();
+    let mut planner = WavePlanner {
+        // Tiny kernels usually make one inline group; its list then grows once.
+        inline: Vec::with_capacity(order.len()),
+        ..WavePlanner::default()
+    };
     if sorted {
         for wave in order.chunk_by(|&a, &b| level[a] == level[b]) {
             planner.wave(wave, entries);
@@ -850,12 +854,11 @@ struct WavePlanner {
 
 impl WavePlanner {
     /// Plans `wave` (node ids, in id order).
-    #[inline]
+    #[inline(always)]
     fn wave<S: ExecutionSpace>(&mut self, wave: &[usize], entries: &[NodeEntry<S>]) {
-        let work = |n: usize| entries[n].work;
         // A wave of one node (every wave of a chain) never runs nodes together.
         if let [n] = *wave {
-            if work(n).is_some_and(|k| k < INLINE_MAX_WORK) {
+            if entries[n].work.is_some_and(|k| k < INLINE_MAX_WORK) {
                 self.inline.push(n);
             } else {
                 flush(&mut self.steps, &mut self.inline);
@@ -863,6 +866,12 @@ impl WavePlanner {
             }
             return;
         }
+        self.wide_wave(wave, entries);
+    }
+
+    /// Plans a wave of several nodes.
+    fn wide_wave<S: ExecutionSpace>(&mut self, wave: &[usize], entries: &[NodeEntry<S>]) {
+        let work = |n: usize| entries[n].work;
         self.shared.clear();
         self.rest.clear();
         let mut shared_work = 0usize;
