@@ -874,6 +874,7 @@ impl WavePlanner {
         let work = |n: usize| entries[n].work;
         self.shared.clear();
         self.rest.clear();
+        self.shared.reserve(wave.len());
         let mut shared_work = 0usize;
         for &n in wave {
             match work(n) {
