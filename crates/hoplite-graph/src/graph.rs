@@ -7,6 +7,7 @@ use hoplite_core::view::AccessKind;
 use hoplite_core::view::graph_support::AllocationKey;
 use rustc_hash::FxHashMap;
 
+use crate::Access;
 use crate::backend::{GraphBackend, GraphNodes, NodeId};
 use crate::node::NodeKind;
 use crate::{GraphError, Result, UnorderedRace};
@@ -243,9 +244,9 @@ impl<S: ExecutionSpace> Graph<S> {
             return Ok(());
         }
         let mut order = Order::new(&self.nodes);
-        // Per allocation and access kind: the accesses (node, index) a later access must still
-        // be compared with.
-        let mut open: FxHashMap<AllocationKey, [Vec<(usize, usize)>; 3]> = FxHashMap::default();
+        // Per allocation and access kind: the accesses (and their nodes) a later access must
+        // still be compared with.
+        let mut open: FxHashMap<AllocationKey, [Vec<(usize, &Access)>; 3]> = FxHashMap::default();
         for (j, node) in nodes.iter().enumerate() {
             let second = node.accesses();
             for b in second {
@@ -257,7 +258,7 @@ impl<S: ExecutionSpace> Graph<S> {
                     .iter()
                     .filter(|&&kind| kind == AccessKind::Write || kind != b.kind)
                     .flat_map(|&kind| &earlier[kind_index(kind)])
-                    .any(|&(i, k)| nodes[i].accesses()[k].conflicts_with(b) && !order.ordered(i, j));
+                    .any(|&(i, a)| a.conflicts_with(b) && !order.ordered(i, j));
                 if races {
                     let ancestors = order.ancestors();
                     if let Some(race) = self.race_report(j, ancestors) {
@@ -265,14 +266,14 @@ impl<S: ExecutionSpace> Graph<S> {
                     }
                 }
             }
-            for (k, b) in second.iter().enumerate() {
+            for b in second {
                 let lists = open.entry(b.allocation).or_default();
                 if b.kind == AccessKind::Write {
                     for list in lists.iter_mut() {
-                        list.retain(|&(i, m)| nodes[i].accesses()[m].footprint != b.footprint);
+                        list.retain(|&(_, a)| a.footprint != b.footprint);
                     }
                 }
-                lists[kind_index(b.kind)].push((j, k));
+                lists[kind_index(b.kind)].push((j, b));
             }
         }
         Ok(())
