@@ -69,12 +69,13 @@ struct NodeArena(Bump);
 
 // SAFETY: `Bump` is `!Sync` because it allocates through `&self` (a shared `Bump` on two
 // threads would race on its bump pointer). `NodeArena` never lends its `Bump` out through a
-// shared reference: the field is private, its only use is `alloc`/`alloc_str` through
-// `&mut NodeArena` (in `GraphNodes::push_node` and `GraphNodes::label`, which take
-// `&mut GraphNodes`), and no method takes `&NodeArena`. A `&NodeArena` on several threads
-// therefore gives none of them any access to the `Bump`, which is what `Sync` requires. The
-// values in the arena are reached through `NodeEntry` (whose `Sync` is argued there) and
-// `ArenaStr` (immutable bytes).
+// shared reference: the field is private to this module, and it is only used through
+// `&mut NodeArena` (`alloc_with` and `recycle`, and the `alloc_str` / `alloc_slice_fill_iter`
+// of `GraphNodes::push_labelled` / `push_recorded`, all reached through `&mut GraphNodes`); no
+// code takes `&NodeArena`. A `&NodeArena` on several threads (a `&GraphNodes` shared by a
+// concurrent submit) therefore gives none of them any access to the `Bump`, which is what
+// `Sync` requires. The values in the arena are reached through `NodeEntry`, `ArenaStr` and
+// `ArenaSlice`, whose `Sync` is argued with them.
 unsafe impl Sync for NodeArena {}
 
 /// The largest arena a thread keeps for its next node list (see [`NodeArena::recycle`]).
@@ -107,8 +108,9 @@ impl NodeArena {
         }
     }
 
-    /// Moves the value `make` returns into the arena; it stays there, at this address, until the arena drops
-    /// (which frees the memory without running the value's destructor: the caller does that).
+    /// Moves the value `make` returns into the arena; it stays there, at this address, until
+    /// the arena is dropped or recycled (which frees or reuses the memory without running the
+    /// value's destructor: the caller runs it first).
     #[inline(always)]
     fn alloc_with<T>(&mut self, make: impl FnOnce() -> T) -> &mut T {
         self.0.alloc_with(make)
@@ -135,12 +137,12 @@ impl ArenaStr {
         ArenaStr(NonNull::from(s))
     }
 
-    /// The string: valid as long as `self` is (the arena outlives every `ArenaStr` in it).
+    /// The string, valid as long as `self` is.
     pub(crate) fn as_str(&self) -> &str {
         // SAFETY: by the invariant of `ArenaStr::new`, `self` lives in a node of the arena
-        // that holds the string, so the string is alive
-        // and unchanged (the arena never writes to memory it handed out) for as long as
-        // `&self` is borrowed.
+        // that holds the string and is dropped before the arena frees or reuses that memory,
+        // so the string is alive and unchanged (the arena does not write to memory it handed
+        // out until it is recycled) for as long as `&self` is borrowed.
         unsafe { self.0.as_ref() }
     }
 }
@@ -300,7 +302,8 @@ impl<S: ExecutionSpace> Drop for GraphNodes<S> {
             // arena's memory stays allocated until the field `arena` drops, after this.
             unsafe { std::ptr::drop_in_place(entry.node.as_ptr()) };
         }
-        // Every node is dropped; labels need no drop.
+        // Every node is dropped, and with them their accesses; labels need no drop. Nothing
+        // points into the arena any more, so it can be reused.
         self.arena.recycle();
     }
 }
