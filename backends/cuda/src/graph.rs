@@ -17,13 +17,14 @@
 use std::any::Any;
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use cudarc::driver::sys;
 use hoplite_core::device_kernel::DeviceKernel;
 use hoplite_core::{Reducer, ScanValue, TeamPolicy};
 use hoplite_graph::{Access, GraphBackend, GraphNodes, NodeId, NodeKernel, NodeKind};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::driver::{self, check};
 use crate::geometry::{
@@ -229,11 +230,75 @@ struct Node {
     preds: Vec<usize>,
 }
 
-/// What a host node's function gets: the node and where its error goes. Boxed, so its address
-/// stays the same while the graph's executable may call it.
+/// What a host node's function gets: where its node is and where its error goes. Boxed, so its
+/// address stays the same while the graph's executable may call it.
+///
+/// The node itself lives in the graph's node list ([`GraphNodes`]), which owns its nodes: the
+/// payload names it by id, and reaches it through the list of the submit in progress.
 struct HostPayload {
-    node: Arc<dyn NodeKernel<Cuda>>,
+    id: usize,
+    list: Arc<SubmitList>,
     errors: Arc<Mutex<Option<hoplite_core::Error>>>,
+}
+
+/// The node list of the submit in progress, for the host nodes: set by `launch` from the list
+/// its submit borrows, and cleared before the launch returns.
+#[derive(Default)]
+struct SubmitList(RwLock<Option<ListPtr>>);
+
+/// The address of a submit's node list.
+#[derive(Clone, Copy)]
+struct ListPtr(NonNull<GraphNodes<Cuda>>);
+
+// SAFETY: a `ListPtr` is only dereferenced as a shared reference, while the list is borrowed by
+// the submit that stored it (see `SubmitList::lease`), and `GraphNodes<Cuda>` is `Sync`: using
+// `&GraphNodes` from a driver thread is what `Sync` allows.
+unsafe impl Send for ListPtr {}
+// SAFETY: as for `Send`; the pointer itself is only copied.
+unsafe impl Sync for ListPtr {}
+
+/// Clears a [`SubmitList`] when the launch that set it returns, by any path.
+struct ListLease<'a>(&'a SubmitList);
+
+impl Drop for ListLease<'_> {
+    fn drop(&mut self) {
+        // The write lock waits for every host node running now (each holds the read lock while
+        // it uses the list); one that starts later finds no list.
+        *self.0.0.write() = None;
+    }
+}
+
+impl SubmitList {
+    /// Lends `nodes` to the host nodes until the returned lease drops; the lease borrows
+    /// `nodes`, so the list outlives every use a host node makes of it.
+    fn lease<'a>(&'a self, nodes: Option<&'a GraphNodes<Cuda>>) -> ListLease<'a> {
+        *self.0.write() = nodes.map(|n| ListPtr(NonNull::from(n)));
+        ListLease(self)
+    }
+
+    /// Runs node `id` of the lent list.
+    fn run(&self, id: usize) -> hoplite_core::Result<()> {
+        let lent = self.0.read();
+        let Some(list) = *lent else {
+            return Err(CudaError::InvalidGraph {
+                reason: "a host node ran without its graph's node list; submit the graph through `GraphBackend::submit` (or `Graph::submit`), which hands it over".into(),
+            }
+            .into());
+        };
+        // SAFETY: `list` was stored by `lease` from a `&GraphNodes` borrowed for as long as the
+        // lease lives, and the lease clears it under the write lock before it drops — which
+        // waits for this read guard. So while `lent` is held the list is alive and only
+        // shared.
+        let nodes = unsafe { list.0.as_ref() };
+        let Some(node) = nodes.as_slice().get(id) else {
+            return Err(CudaError::InvalidGraph {
+                reason: format!("host node {id} is not in the node list of the submit"),
+            }
+            .into());
+        };
+        catch_unwind(AssertUnwindSafe(|| node.run()))
+            .unwrap_or_else(|p| Err(hoplite_core::Error::from_panic(node.label(), p)))
+    }
 }
 
 /// The host function of every host node.
@@ -242,9 +307,8 @@ unsafe extern "C" fn run_host_node(user_data: *mut c_void) {
     // outlive the executable graph (dropped after `cuGraphExecDestroy`, and every launch is
     // waited for before a submit returns); the payload is only read.
     let payload = unsafe { &*user_data.cast::<HostPayload>() };
-    // A panic must not unwind into the driver's thread.
-    let result = catch_unwind(AssertUnwindSafe(|| payload.node.run()))
-        .unwrap_or_else(|p| Err(hoplite_core::Error::from_panic(payload.node.label(), p)));
+    // A panic must not unwind into the driver's thread (`SubmitList::run` catches the node's).
+    let result = payload.list.run(payload.id);
     if let Err(e) = result {
         let mut slot = payload.errors.lock();
         if slot.is_none() {
@@ -305,6 +369,8 @@ pub struct CudaGraph {
     invalid: Option<String>,
     instance: Option<Instantiated>,
     errors: Arc<Mutex<Option<hoplite_core::Error>>>,
+    /// The node list of the submit in progress, which the host nodes run from.
+    list: Arc<SubmitList>,
     /// One submit at a time: host-node errors are collected per submit.
     submitting: Mutex<()>,
 }
@@ -335,6 +401,7 @@ impl CudaGraph {
             invalid: None,
             instance: None,
             errors: Arc::new(Mutex::new(None)),
+            list: Arc::default(),
             submitting: Mutex::new(()),
         }
     }
@@ -847,7 +914,7 @@ impl CudaGraph {
     }
 
     /// One launch of the executable on `on`'s stream, waited for; the first host node error.
-    fn launch(&self, on: &Cuda) -> Result<(), hoplite_core::Error> {
+    fn launch(&self, on: &Cuda, nodes: Option<&GraphNodes<Cuda>>) -> Result<(), hoplite_core::Error> {
         let _one = self.submitting.lock();
         let Some(instance) = &self.instance else {
             return Err(CudaError::InvalidGraph {
@@ -867,6 +934,8 @@ impl CudaGraph {
         }
         *self.errors.lock() = None;
         stream.device.bind()?;
+        // The host nodes run from `nodes` until the launch returns.
+        let _lease = self.list.lease(nodes);
         // SAFETY: `exec` is the instantiated graph of this device; the stream is live; the
         // graph's kernels use views kept alive by the graph and its host nodes payloads the
         // graph owns; the launch is waited for below before anything is released.
@@ -923,7 +992,8 @@ impl GraphBackend<Cuda> for CudaGraph {
         let work = match node.kind() {
             NodeKind::Root | NodeKind::Aggregate => Work::Empty,
             NodeKind::Host => Work::Host(Box::new(HostPayload {
-                node: node.clone(),
+                id: id.0,
+                list: self.list.clone(),
                 errors: self.errors.clone(),
             })),
             kind @ (NodeKind::For | NodeKind::Reduce | NodeKind::Scan) => {
@@ -963,8 +1033,8 @@ impl GraphBackend<Cuda> for CudaGraph {
         self.build().map_err(Into::into)
     }
 
-    fn submit(&self, _nodes: &GraphNodes<Cuda>, on: Option<&Cuda>) -> hoplite_core::Result<()> {
-        self.launch(on.unwrap_or(&self.space))
+    fn submit(&self, nodes: &GraphNodes<Cuda>, on: Option<&Cuda>) -> hoplite_core::Result<()> {
+        self.launch(on.unwrap_or(&self.space), Some(nodes))
     }
 
     fn execution_space(&self) -> &Cuda {
@@ -987,7 +1057,10 @@ impl CudaGraph {
         self.build()
     }
 
-    /// Runs the instantiated graph once on its instance's stream and waits for it.
+    /// Runs the instantiated graph once on its instance's stream and waits for it. Host nodes
+    /// of a front-end node list run from the list a submit hands over, so a graph that has
+    /// them is submitted through [`GraphBackend::submit`]: here they report
+    /// [`CudaError::InvalidGraph`].
     ///
     /// # Errors
     ///
@@ -996,7 +1069,7 @@ impl CudaGraph {
     pub fn run(&mut self) -> hoplite_core::Result<()> {
         self.instantiate_now()?;
         let space = self.space.clone();
-        self.launch(&space)
+        self.launch(&space, None)
     }
 }
 

@@ -1,15 +1,19 @@
 //! The backend customization points (the seed's `GraphImpl`) and [`HostGraph`], the generic
 //! host implementation that serial, rayon and any other host space use.
 
+use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use bumpalo::Bump;
 use hoplite_core::{ExecutionSpace, Idx, ParallelFor, RangePolicy};
 use parking_lot::Mutex;
 
+use crate::args::Access;
 use crate::builder::empty_node;
 use crate::node::{NodeKernel, NodeKind};
 
@@ -24,6 +28,13 @@ pub struct NodeId(pub usize);
 ///
 /// Node `i`'s predecessors all have smaller ids; the root is node 0.
 ///
+/// The nodes the front end makes live in one arena owned by the list (a bump allocator: one
+/// heap allocation per few hundred nodes instead of one per node, and no reference count), as
+/// do their labels; the list drops them with itself. So a node is reached through the list
+/// only, as a [`NodeEntry`] that derefs to the node's [`NodeKernel`], and no backend can keep
+/// a node beyond the list: one that needs a node while a submit runs uses the list that
+/// [`submit`](GraphBackend::submit) hands it.
+///
 /// ```
 /// use hoplite_graph::{NodeId, NodeKind, create_graph};
 /// use hoplite_serial::Serial;
@@ -33,15 +44,237 @@ pub struct NodeId(pub usize);
 /// let nodes = graph.nodes();
 /// assert_eq!(nodes.len(), 3);
 /// assert_eq!(nodes.node(NodeId(0)).kind(), NodeKind::Root);
+/// assert_eq!(nodes.node(NodeId(1)).label(), "a");
 /// assert_eq!(nodes.preds(NodeId(2)), [NodeId(1)]);
 /// # Ok::<(), hoplite_graph::GraphError>(())
 /// ```
 pub struct GraphNodes<S: ExecutionSpace> {
-    nodes: Vec<Arc<dyn NodeKernel<S>>>,
+    /// Every node, in id order; each points into `arena`.
+    nodes: Vec<NodeEntry<S>>,
     /// Where each node's predecessors start in `pred_list`; node `i`'s end where node
     /// `i + 1`'s start (one list for the whole graph, no allocation per node).
     pred_starts: Vec<usize>,
     pred_list: Vec<NodeId>,
+    /// Number of nodes that make accesses (the race check has nothing to do below two).
+    pub(crate) accessing: usize,
+    /// Where a node's accesses are listed before they move into the arena (kept between
+    /// nodes, so listing them allocates nothing).
+    scratch: Vec<Access>,
+    /// Where the nodes and labels live. Dropped after the nodes (see `Drop`).
+    arena: NodeArena,
+}
+
+/// The bump arena of one node list.
+struct NodeArena(Bump);
+
+// SAFETY: `Bump` is `!Sync` because it allocates through `&self` (a shared `Bump` on two
+// threads would race on its bump pointer). `NodeArena` never lends its `Bump` out through a
+// shared reference: the field is private to this module, and it is only used through
+// `&mut NodeArena` (`alloc_with` and `recycle`, and the `alloc_str` / `alloc_slice_fill_iter`
+// of `GraphNodes::push_labelled` / `push_recorded`, all reached through `&mut GraphNodes`); no
+// code takes `&NodeArena`. A `&NodeArena` on several threads (a `&GraphNodes` shared by a
+// concurrent submit) therefore gives none of them any access to the `Bump`, which is what
+// `Sync` requires. The values in the arena are reached through `NodeEntry`, `ArenaStr` and
+// `ArenaSlice`, whose `Sync` is argued with them.
+unsafe impl Sync for NodeArena {}
+
+/// The largest arena a thread keeps for its next node list (see [`NodeArena::recycle`]).
+const SPARE_ARENA_MAX: usize = 1 << 20;
+
+thread_local! {
+    /// An emptied arena of a node list this thread dropped, for the next list it makes.
+    static SPARE_ARENA: Cell<Option<Bump>> = const { Cell::new(None) };
+}
+
+impl NodeArena {
+    /// The thread's spare arena (emptied, its largest chunk kept), or a new one.
+    fn new() -> Self {
+        let spare = SPARE_ARENA.try_with(Cell::take).ok().flatten();
+        NodeArena(spare.unwrap_or_default())
+    }
+
+    /// Empties the arena and keeps it, if it is at most [`SPARE_ARENA_MAX`] bytes, as the
+    /// thread's spare: a program that rebuilds a graph then makes the next one in the memory of
+    /// the last, instead of allocating the arena's chunks anew (and, for large chunks, taking
+    /// fresh pages from the system, page fault by page fault). The caller has dropped every
+    /// value in the arena.
+    fn recycle(&mut self) {
+        let mut bump = std::mem::take(&mut self.0);
+        if bump.allocated_bytes() <= SPARE_ARENA_MAX {
+            // Keeps the largest chunk; frees the others.
+            bump.reset();
+            // A thread being torn down keeps nothing.
+            let _ = SPARE_ARENA.try_with(|spare| spare.set(Some(bump)));
+        }
+    }
+
+    /// Moves the value `make` returns into the arena; it stays there, at this address, until
+    /// the arena is dropped or recycled (which frees or reuses the memory without running the
+    /// value's destructor: the caller runs it first).
+    #[inline(always)]
+    fn alloc_with<T>(&mut self, make: impl FnOnce() -> T) -> &mut T {
+        self.0.alloc_with(make)
+    }
+}
+
+/// A string in a node list's arena: a node's label, with no reference count and no allocation
+/// of its own.
+pub(crate) struct ArenaStr(NonNull<str>);
+
+// SAFETY: an `ArenaStr` is a shared reference to immutable bytes (`&str` is `Send + Sync`);
+// the bytes live as long as the node holding it (the invariant of `ArenaStr::new`).
+unsafe impl Send for ArenaStr {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for ArenaStr {}
+
+impl ArenaStr {
+    /// # Safety
+    ///
+    /// `s` points to a string in a node list's arena, and the value made here is only moved
+    /// into a node stored in that same arena (so it is dropped, at the latest, when the list
+    /// drops its nodes — before the arena frees or reuses its memory).
+    unsafe fn new(s: &str) -> Self {
+        ArenaStr(NonNull::from(s))
+    }
+
+    /// The string, valid as long as `self` is.
+    pub(crate) fn as_str(&self) -> &str {
+        // SAFETY: by the invariant of `ArenaStr::new`, `self` lives in a node of the arena
+        // that holds the string and is dropped before the arena frees or reuses that memory,
+        // so the string is alive and unchanged (the arena does not write to memory it handed
+        // out until it is recycled) for as long as `&self` is borrowed.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+/// Values in a node list's arena, owned: dropped in place when this drops (their memory goes
+/// with the arena). A node's accesses, with no allocation of their own.
+pub(crate) struct ArenaSlice<T>(NonNull<[T]>);
+
+// SAFETY: an `ArenaSlice` owns its values as a `Box<[T]>` would (it is their only pointer and
+// drops them), so it is `Send` when `T` is.
+unsafe impl<T: Send> Send for ArenaSlice<T> {}
+// SAFETY: a shared `ArenaSlice` gives only `&[T]`, so it is `Sync` when `T` is.
+unsafe impl<T: Sync> Sync for ArenaSlice<T> {}
+
+impl<T> ArenaSlice<T> {
+    /// No values (no memory).
+    fn empty() -> Self {
+        ArenaSlice(NonNull::slice_from_raw_parts(NonNull::dangling(), 0))
+    }
+
+    /// # Safety
+    ///
+    /// `values` is in a node list's arena, nothing else will read, write or drop them, and
+    /// the value made here is only moved into a node stored in that same arena (so it is
+    /// dropped, at the latest, when the list drops its nodes — before the arena frees or
+    /// reuses its memory).
+    unsafe fn new(values: &mut [T]) -> Self {
+        ArenaSlice(NonNull::from(values))
+    }
+
+    /// The values, as long as `self` is borrowed.
+    pub(crate) fn as_slice(&self) -> &[T] {
+        // SAFETY: by the invariant of `ArenaSlice::new`, the values are alive in the arena
+        // (or the slice is empty, and a dangling, aligned pointer is a valid empty slice), and
+        // only `self` reaches them; `&self` gives shared access only.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T> Drop for ArenaSlice<T> {
+    #[inline]
+    fn drop(&mut self) {
+        // Most nodes have no accesses: no call for them.
+        if self.0.is_empty() {
+            return;
+        }
+        // SAFETY: by the invariant of `ArenaSlice::new`, the values are alive and owned by
+        // `self` alone, and this runs once (`drop`); the arena's memory outlives this call.
+        unsafe { std::ptr::drop_in_place(self.0.as_ptr()) }
+    }
+}
+
+/// One node of a [`GraphNodes`] list, as the list stores it: derefs to the node's
+/// [`NodeKernel`]. Entries are only ever borrowed from their list (they cannot be cloned or
+/// moved out of it), so a node lives as long as the list.
+///
+/// ```
+/// use hoplite_graph::{NodeKind, create_graph};
+/// use hoplite_serial::Serial;
+/// let graph = create_graph(&Serial::default(), |g| {
+///     g.host("a", || {});
+/// })?;
+/// let kinds: Vec<NodeKind> = graph.nodes().as_slice().iter().map(|node| node.kind()).collect();
+/// assert_eq!(kinds, [NodeKind::Root, NodeKind::Host]);
+/// # Ok::<(), hoplite_graph::GraphError>(())
+/// ```
+pub struct NodeEntry<S: ExecutionSpace> {
+    /// A node in the list's arena, owned by the list (dropped in place by `GraphNodes::drop`).
+    node: NonNull<dyn NodeKernel<S>>,
+    /// The node's kind and work, read once when it was added (instantiation reads them for
+    /// every node, without a virtual call each).
+    pub(crate) kind: NodeKind,
+    pub(crate) work: Option<usize>,
+}
+
+// SAFETY: an entry owns its node as a `Box<dyn NodeKernel<S>>` would (it is the only pointer
+// to it, and the list drops the node through it), and `NodeKernel` requires `Send + Sync`: a
+// `Box` of such a value is `Send`, and moving the entry to another thread moves only the
+// right to reach that value.
+unsafe impl<S: ExecutionSpace> Send for NodeEntry<S> {}
+// SAFETY: a shared entry gives only `&dyn NodeKernel<S>` (through `Deref`), and the node is
+// `Sync`, so sharing it between threads is sound, as for `&Box<dyn NodeKernel<S>>`.
+unsafe impl<S: ExecutionSpace> Sync for NodeEntry<S> {}
+
+impl<S: ExecutionSpace> std::ops::Deref for NodeEntry<S> {
+    type Target = dyn NodeKernel<S>;
+
+    #[inline(always)]
+    fn deref(&self) -> &(dyn NodeKernel<S> + 'static) {
+        // SAFETY: `node` was made from a live `&mut` into the list's arena by
+        // `GraphNodes::push_node`, which moved the node there; the arena keeps it at that
+        // address until the list drops it. An entry is only reachable through a borrow of its
+        // list (entries are not `Clone`, and the list hands out `&NodeEntry` / `&[NodeEntry]`
+        // only), and the list drops its nodes only in `Drop`, which no borrow can outlive; it
+        // only ever reads the node through `&`, and mutates it only in `Drop`. So for the
+        // lifetime of `&self` the node is alive and not mutably aliased.
+        unsafe { self.node.as_ref() }
+    }
+}
+
+impl<S: ExecutionSpace> fmt::Debug for NodeEntry<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeEntry")
+            .field("label", &self.label())
+            .field("kind", &self.kind())
+            .finish()
+    }
+}
+
+/// A node given to [`GraphNodes::add`] as an `Arc` (a backend's root and joins, nodes made
+/// outside the front end), stored in the arena like the others.
+struct SharedNode<S: ExecutionSpace>(Arc<dyn NodeKernel<S>>);
+
+impl<S: ExecutionSpace> NodeKernel<S> for SharedNode<S> {
+    fn label(&self) -> &str {
+        self.0.label()
+    }
+    fn kind(&self) -> NodeKind {
+        self.0.kind()
+    }
+    fn accesses(&self) -> &[Access] {
+        self.0.accesses()
+    }
+    fn work(&self) -> Option<usize> {
+        self.0.work()
+    }
+    fn run(&self) -> hoplite_core::Result<()> {
+        self.0.run()
+    }
+    fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
+        self.0.run_on(space)
+    }
 }
 
 impl<S: ExecutionSpace> Default for GraphNodes<S> {
@@ -50,7 +283,28 @@ impl<S: ExecutionSpace> Default for GraphNodes<S> {
             nodes: Vec::new(),
             pred_starts: vec![0],
             pred_list: Vec::new(),
+            accessing: 0,
+            scratch: Vec::new(),
+            arena: NodeArena::new(),
         }
+    }
+}
+
+impl<S: ExecutionSpace> Drop for GraphNodes<S> {
+    fn drop(&mut self) {
+        // Drop each node in place; the arena frees their memory when it drops, after this.
+        // `take` first: a node whose destructor panics leaves the rest undropped (leaked,
+        // their memory still freed with the arena) rather than dropped twice.
+        for entry in std::mem::take(&mut self.nodes) {
+            // SAFETY: `entry.node` points to a live node in `self.arena` that `push_node`
+            // moved there and that nothing has dropped (each entry is dropped here once, and
+            // the list is being dropped, so no borrow of it or of the node is alive). The
+            // arena's memory stays allocated until the field `arena` drops, after this.
+            unsafe { std::ptr::drop_in_place(entry.node.as_ptr()) };
+        }
+        // Every node is dropped, and with them their accesses; labels need no drop. Nothing
+        // points into the arena any more, so it can be reused.
+        self.arena.recycle();
     }
 }
 
@@ -78,20 +332,88 @@ impl<S: ExecutionSpace> GraphNodes<S> {
                 predecessor: p.0,
             });
         }
-        Ok(self.push(node, preds))
+        Ok(self.push_node(|| SharedNode(node), preds))
     }
 
-    /// Appends `node` after `preds`, which the front end made earlier nodes; returns its id.
-    pub(crate) fn push(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> NodeId {
+    /// Makes the node `make` returns in the arena and appends it after `preds`, which the
+    /// front end made earlier nodes; returns its id.
+    #[inline(always)]
+    pub(crate) fn push_node<T: NodeKernel<S> + 'static>(
+        &mut self,
+        make: impl FnOnce() -> T,
+        preds: &[NodeId],
+    ) -> NodeId {
         debug_assert!(
             preds.iter().all(|p| p.0 < self.nodes.len()),
             "predecessors are earlier nodes"
         );
         let id = NodeId(self.nodes.len());
-        self.nodes.push(node);
+        // Made in place in the arena (`alloc_with`), not moved there from the stack.
+        let node: &mut T = self.arena.alloc_with(make);
+        // Statically dispatched here (`T` is known): instantiation reads the copies.
+        let (kind, work) = (node.kind(), node.work());
+        self.accessing += usize::from(!node.accesses().is_empty());
+        let node: &mut (dyn NodeKernel<S> + 'static) = node;
+        self.nodes.push(NodeEntry {
+            node: NonNull::from(node),
+            kind,
+            work,
+        });
         self.pred_list.extend_from_slice(preds);
         self.pred_starts.push(self.pred_list.len());
         id
+    }
+
+    /// Appends `node` (a backend's root or join) after `preds`, which the front end made
+    /// earlier nodes; returns its id.
+    pub(crate) fn push_shared(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> NodeId {
+        self.push_node(|| SharedNode(node), preds)
+    }
+
+    /// Appends the node `make` builds around `label` (copied into the arena: a bump of the
+    /// arena's pointer and a copy of the bytes, cheaper than comparing it with the previous
+    /// node's to share one copy), after `preds`; returns its id.
+    #[inline(always)]
+    pub(crate) fn push_labelled<T: NodeKernel<S> + 'static>(
+        &mut self,
+        label: &str,
+        make: impl FnOnce(ArenaStr) -> T,
+        preds: &[NodeId],
+    ) -> NodeId {
+        let stored: &str = self.arena.0.alloc_str(label);
+        // SAFETY: `stored` is in this list's arena, and the value moves into the node pushed
+        // into this list below (`make` only moves it into the node).
+        let shared = unsafe { ArenaStr::new(stored) };
+        self.push_node(|| make(shared), preds)
+    }
+
+    /// Appends the node `make` builds around `label` (as for
+    /// [`push_labelled`](Self::push_labelled)), `views` and the accesses `record` lists for
+    /// them, moved into the arena; returns its id.
+    #[inline(always)]
+    pub(crate) fn push_recorded<V, T: NodeKernel<S> + 'static>(
+        &mut self,
+        label: &str,
+        views: V,
+        record: impl FnOnce(&V, &mut Vec<Access>),
+        make: impl FnOnce(ArenaStr, V, ArenaSlice<Access>) -> T,
+        preds: &[NodeId],
+    ) -> NodeId {
+        // Empty unless an earlier listing unwound.
+        if !self.scratch.is_empty() {
+            self.scratch.clear();
+        }
+        record(&views, &mut self.scratch);
+        let accesses = if self.scratch.is_empty() {
+            ArenaSlice::empty()
+        } else {
+            let stored = self.arena.0.alloc_slice_fill_iter(self.scratch.drain(..));
+            // SAFETY: `stored` is in this list's arena, and only this value reaches it (the
+            // accesses were moved there out of `scratch`); it moves into the node pushed into
+            // this list below (`make` only moves it into the node).
+            unsafe { ArenaSlice::new(stored) }
+        };
+        self.push_labelled(label, |label| make(label, views, accesses), preds)
     }
 
     /// Number of nodes, the root included.
@@ -109,12 +431,12 @@ impl<S: ExecutionSpace> GraphNodes<S> {
     /// # Panics
     ///
     /// If `id` is not a node of this graph.
-    pub fn node(&self, id: NodeId) -> &Arc<dyn NodeKernel<S>> {
-        &self.nodes[id.0]
+    pub fn node(&self, id: NodeId) -> &dyn NodeKernel<S> {
+        &*self.nodes[id.0]
     }
 
     /// Every node, in id order (a topological order).
-    pub fn as_slice(&self) -> &[Arc<dyn NodeKernel<S>>] {
+    pub fn as_slice(&self) -> &[NodeEntry<S>] {
         &self.nodes
     }
 
@@ -410,7 +732,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
         // The serial pass: the nodes with work in id order, as runs of consecutive ids.
         let mut runs: Vec<Range<usize>> = Vec::new();
         for (n, node) in nodes.nodes.iter().enumerate() {
-            if node.kind().is_trivial() {
+            if node.kind.is_trivial() {
                 continue;
             }
             match runs.last_mut() {
@@ -457,77 +779,132 @@ impl<S: ExecutionSpace> HostGraph<S> {
 /// The concurrent schedule of `nodes`: waves (a node's wave is one past the last wave of its
 /// predecessors), then the steps that run them.
 fn schedule_of<S: ExecutionSpace>(nodes: &GraphNodes<S>) -> Schedule {
+    let entries = nodes.as_slice();
     // Ids are a topological order: a node is added after its predecessors. A trivial
     // node takes its predecessors' wave, so joins add no wave.
-    let mut level = vec![0usize; nodes.len()];
-    let mut order = Vec::new();
+    let mut level: Vec<usize> = Vec::with_capacity(entries.len());
+    // The nodes with work, in id order, and whether their waves never decrease in that order
+    // (a graph added wave by wave: a chain, a fan-out); then they are already wave by wave.
+    let mut order: Vec<usize> = Vec::with_capacity(entries.len());
+    let mut sorted = true;
     let mut waves = 0;
-    for (n, node) in nodes.nodes.iter().enumerate() {
+    for (n, node) in entries.iter().enumerate() {
         let before = nodes
             .preds(NodeId(n))
             .iter()
             .map(|p| level[p.0])
             .max()
             .unwrap_or(0);
-        if node.kind().is_trivial() {
-            level[n] = before;
+        if node.kind.is_trivial() {
+            level.push(before);
             continue;
         }
-        level[n] = before + 1;
-        waves = waves.max(level[n]);
+        let own = before + 1;
+        level.push(own);
+        sorted &= own >= waves;
+        waves = waves.max(own);
         order.push(n);
     }
-    // The nodes of `order` wave by wave, in id order within a wave (a counting sort: no
-    // list per wave). Waves are 1..=waves; wave w ends where wave w + 1 starts.
-    let mut wave_starts = vec![0usize; waves + 1];
-    for &n in &order {
-        wave_starts[level[n]] += 1;
+    let mut planner = WavePlanner {
+        // Tiny kernels usually make one inline group; its list then grows once.
+        inline: Vec::with_capacity(order.len()),
+        ..WavePlanner::default()
+    };
+    if sorted {
+        for wave in order.chunk_by(|&a, &b| level[a] == level[b]) {
+            planner.wave(wave, entries);
+        }
+    } else {
+        // The nodes of `order` wave by wave, in id order within a wave (a counting sort: no
+        // list per wave). Waves are 1..=waves; wave w is
+        // `by_wave[wave_starts[w]..wave_starts[w + 1]]`.
+        let mut wave_starts = vec![0usize; waves + 2];
+        for &n in &order {
+            wave_starts[level[n] + 1] += 1;
+        }
+        for w in 1..wave_starts.len() {
+            wave_starts[w] += wave_starts[w - 1];
+        }
+        let mut by_wave = vec![0usize; order.len()];
+        // `next[w]`: where wave w's next node goes.
+        let mut next = wave_starts.clone();
+        for &n in &order {
+            let slot = &mut next[level[n]];
+            by_wave[*slot] = n;
+            *slot += 1;
+        }
+        for w in 1..=waves {
+            planner.wave(&by_wave[wave_starts[w]..wave_starts[w + 1]], entries);
+        }
     }
-    for w in 1..=waves {
-        wave_starts[w] += wave_starts[w - 1];
+    flush(&mut planner.steps, &mut planner.inline);
+    Schedule {
+        steps: planner.steps,
+        waves,
     }
-    let mut by_wave = vec![0usize; order.len()];
-    for &n in order.iter().rev() {
-        wave_starts[level[n]] -= 1;
-        by_wave[wave_starts[level[n]]] = n;
-    }
-    let work = |n: usize| nodes.nodes[n].work();
-    let mut steps = Vec::new();
-    let mut inline = Vec::new();
-    let mut shared = Vec::new();
-    let mut rest = Vec::new();
-    for w in 1..=waves {
-        let end = wave_starts.get(w + 1).copied().unwrap_or(by_wave.len());
-        let wave = &by_wave[wave_starts[w]..end];
-        shared.clear();
-        rest.clear();
-        for &n in wave {
-            if work(n).is_some_and(|k| k < SHARE_MAX_WORK) {
-                shared.push(n);
+}
+
+/// Turns waves into steps, one wave at a time.
+#[derive(Default)]
+struct WavePlanner {
+    steps: Vec<Step>,
+    /// The current inline group (it may span waves).
+    inline: Vec<usize>,
+    /// Scratch lists of the wave being planned.
+    shared: Vec<usize>,
+    rest: Vec<usize>,
+}
+
+impl WavePlanner {
+    /// Plans `wave` (node ids, in id order).
+    #[inline(always)]
+    fn wave<S: ExecutionSpace>(&mut self, wave: &[usize], entries: &[NodeEntry<S>]) {
+        // A wave of one node (every wave of a chain) never runs nodes together.
+        if let [n] = *wave {
+            if entries[n].work.is_some_and(|k| k < INLINE_MAX_WORK) {
+                self.inline.push(n);
             } else {
-                rest.push(n);
+                flush(&mut self.steps, &mut self.inline);
+                self.steps.push(Step::Alone(n));
+            }
+            return;
+        }
+        self.wide_wave(wave, entries);
+    }
+
+    /// Plans a wave of several nodes.
+    fn wide_wave<S: ExecutionSpace>(&mut self, wave: &[usize], entries: &[NodeEntry<S>]) {
+        let work = |n: usize| entries[n].work;
+        self.shared.clear();
+        self.rest.clear();
+        self.shared.reserve(wave.len());
+        let mut shared_work = 0usize;
+        for &n in wave {
+            match work(n) {
+                Some(k) if k < SHARE_MAX_WORK => {
+                    self.shared.push(n);
+                    shared_work += k;
+                }
+                _ => self.rest.push(n),
             }
         }
-        let shared_work: usize = shared.iter().filter_map(|&n| work(n)).sum();
-        if shared.len() >= 2 && shared_work >= WAVE_MIN_WORK {
-            flush(&mut steps, &mut inline);
-            steps.push(Step::Together(shared.clone()));
+        if self.shared.len() >= 2 && shared_work >= WAVE_MIN_WORK {
+            flush(&mut self.steps, &mut self.inline);
+            self.steps.push(Step::Together(self.shared.clone()));
         } else {
-            for &n in &shared {
+            for &n in &self.shared {
                 if work(n).is_some_and(|k| k < INLINE_MAX_WORK) {
-                    inline.push(n);
+                    self.inline.push(n);
                 } else {
-                    rest.push(n);
+                    self.rest.push(n);
                 }
             }
         }
-        if !rest.is_empty() {
-            flush(&mut steps, &mut inline);
-            steps.extend(rest.iter().copied().map(Step::Alone));
+        if !self.rest.is_empty() {
+            flush(&mut self.steps, &mut self.inline);
+            self.steps.extend(self.rest.iter().copied().map(Step::Alone));
         }
     }
-    flush(&mut steps, &mut inline);
-    Schedule { steps, waves }
 }
 
 /// Ends the current inline group, if any.

@@ -16,27 +16,24 @@ use hoplite_core::{
 };
 
 use crate::GraphError;
-use crate::args::{GraphLaunch, GraphPolicy as _, HostArgs};
-use crate::backend::{GraphBackend, GraphNodes, NodeId};
+use crate::args::{Access, GraphArgs, GraphLaunch, GraphPolicy as _, HostArgs};
+use crate::backend::{ArenaSlice, ArenaStr, GraphBackend, GraphNodes, NodeId};
 use crate::node::{
-    EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, ReducePattern, ReduceResult,
-    ReduceTarget, ScanPattern,
+    EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, NodeParts, ReducePattern,
+    ReduceResult, ReduceTarget, ScanPattern,
 };
 
 /// The invariant brand of one graph's construction phase.
 type Brand<'g> = PhantomData<fn(&'g ()) -> &'g ()>;
 
-/// What the construction phase accumulates: the backend being built and the front end's own
-/// record of the nodes (for race detection and DOT export).
+/// What the construction phase accumulates: the backend being built and the node list it
+/// reads (also the front end's record of the nodes, for race detection and DOT export).
 pub(crate) struct State<S: ExecutionSpace> {
     pub(crate) space: S,
     pub(crate) backend: Box<dyn GraphBackend<S>>,
     /// The one node list, which the backend reads (it keeps no copy).
     pub(crate) nodes: GraphNodes<S>,
     pub(crate) error: Option<GraphError>,
-    /// The label of the last node added: nodes added in a loop share it instead of each
-    /// allocating a copy.
-    last_label: Option<Arc<str>>,
 }
 
 impl<S: ExecutionSpace> State<S> {
@@ -47,25 +44,34 @@ impl<S: ExecutionSpace> State<S> {
             backend,
             nodes: GraphNodes::default(),
             error: None,
-            last_label: None,
         };
-        state.add(root, &[]);
+        let id = state.nodes.push_shared(root, &[]);
+        state.backend.add_node(&state.nodes, id);
         state
     }
 
     /// Registers `node` after `preds` (the seed's `add_node` and `add_predecessor`).
-    fn add(&mut self, node: Arc<dyn NodeKernel<S>>, preds: &[NodeId]) -> NodeId {
-        let id = self.nodes.push(node, preds);
+    #[inline(always)]
+    fn add<T: NodeKernel<S> + 'static>(&mut self, node: T, preds: &[NodeId]) -> NodeId {
+        let id = self.nodes.push_node(|| node, preds);
         self.backend.add_node(&self.nodes, id);
         id
     }
 
-    /// `label`, shared with the previous node's when they are equal.
-    fn label(&mut self, label: &str) -> Arc<str> {
-        match &self.last_label {
-            Some(last) if **last == *label => last.clone(),
-            _ => self.last_label.insert(Arc::from(label)).clone(),
-        }
+    /// Registers the node `make` builds around its label (copied into the node list's arena),
+    /// `views` and their accesses (which `record` lists; kept in the arena) after `preds`.
+    #[inline(always)]
+    fn add_recorded<V, T: NodeKernel<S> + 'static>(
+        &mut self,
+        label: &str,
+        views: V,
+        record: impl FnOnce(&V, &mut Vec<Access>),
+        make: impl FnOnce(ArenaStr, V, ArenaSlice<Access>) -> T,
+        preds: &[NodeId],
+    ) -> NodeId {
+        let id = self.nodes.push_recorded(label, views, record, make, preds);
+        self.backend.add_node(&self.nodes, id);
+        id
     }
 
     fn fail(&mut self, error: GraphError) {
@@ -219,8 +225,10 @@ impl<'g, S: ExecutionSpace> GraphBuilder<'g, S> {
             preds.push(self.root.id);
         }
         let mut state = self.root.state.borrow_mut();
+        let state = &mut *state;
         let aggregate = state.backend.create_aggregate(&preds);
-        let id = state.add(aggregate, &preds);
+        let id = state.nodes.push_shared(aggregate, &preds);
+        state.backend.add_node(&state.nodes, id);
         Node::new(self.root.state, id)
     }
 }
@@ -302,8 +310,26 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         self.state.borrow().nodes.node(self.id).kind()
     }
 
-    fn push<K>(&self, node: Arc<dyn NodeKernel<S>>) -> Node<'g, S, K> {
-        let id = self.state.borrow_mut().add(node, &[self.id]);
+    /// Adds a host node after this one: it keeps the views of `args` (not the handles) and
+    /// records their accesses.
+    fn push_host<K, A, F>(&self, label: &str, args: A, f: F) -> Node<'g, S, K>
+    where
+        A: HostArgs,
+        F: for<'h> Fn(A::Guards<'h>) + Send + Sync + 'static,
+    {
+        let views = args.detach();
+        // `make` only moves its arguments into the node (no user code runs), so nothing can
+        // reach the state while it is borrowed.
+        let make = |label, views, accesses| HostNode::<A, F> {
+            label,
+            views,
+            accesses,
+            f,
+        };
+        let id = self
+            .state
+            .borrow_mut()
+            .add_recorded(label, views, A::record, make, &[self.id]);
         Node::new(self.state, id)
     }
 
@@ -346,24 +372,37 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
     /// Adds the launch node `make` builds from the validated policy and handles, or, when the
     /// policy is invalid, a node without work in its place (the graph is never returned then).
     #[inline(always)]
-    fn push_launch<L: GraphLaunch<S>>(
+    fn push_launch<L: GraphLaunch<S>, T: NodeKernel<S> + 'static>(
         &self,
         label: &str,
         kind: NodeKind,
         launch: L,
-        make: impl FnOnce(ValidatedPolicy<L::Policy>, L::Args, Arc<str>) -> Arc<dyn NodeKernel<S>>,
+        extra: Option<Access>,
+        make: impl FnOnce(NodeParts<L>) -> T,
     ) -> NodeId {
         // One borrow for the whole node. `make` only moves its arguments into the node (no
         // user code runs), so nothing can reach the state while it is borrowed.
         let mut state = self.state.borrow_mut();
-        let node = match Self::launch_parts(&mut state, label, launch) {
+        match Self::launch_parts(&mut state, label, launch) {
             Some((policy, args)) => {
-                let shared = state.label(label);
-                make(policy, args, shared)
+                // The node keeps the handles' views, not the handles (and their borrows).
+                let views = args.detach();
+                let record = |views: &_, out: &mut Vec<Access>| {
+                    <L::Args as GraphArgs>::record(views, out);
+                    out.extend(extra);
+                };
+                let make = |label, views, accesses| {
+                    make(NodeParts {
+                        label,
+                        policy,
+                        views,
+                        accesses,
+                    })
+                };
+                state.add_recorded(label, views, record, make, &[self.id])
             }
-            None => Arc::new(empty_node(label, kind)),
-        };
-        state.add(node, &[self.id])
+            None => state.add(empty_node(label, kind), &[self.id]),
+        }
     }
 
     /// Adds a `parallel_for` node that runs after this one. The launch has the shape of an
@@ -398,16 +437,9 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
     {
-        let id = self.push_launch(
-            label,
-            NodeKind::For,
-            launch.into_launch(),
-            |policy, args, label| {
-                Arc::new(LaunchNode::<L::Launch, F, ForPattern>::new(
-                    label, policy, args, kernel, ForPattern, None,
-                ))
-            },
-        );
+        let id = self.push_launch(label, NodeKind::For, launch.into_launch(), None, |parts| {
+            LaunchNode::<L::Launch, F, ForPattern>::new(parts, kernel, ForPattern)
+        });
         Node::new(self.state, id)
     }
 
@@ -447,17 +479,10 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static,
     {
         let extra = target.access();
-        let id = self.push_launch(
-            label,
-            NodeKind::Reduce,
-            launch.into_launch(),
-            |policy, args, label| {
-                let pattern = ReducePattern { reducer, target };
-                Arc::new(LaunchNode::<L::Launch, F, _>::new(
-                    label, policy, args, kernel, pattern, extra,
-                ))
-            },
-        );
+        let id = self.push_launch(label, NodeKind::Reduce, launch.into_launch(), extra, |parts| {
+            let pattern = ReducePattern { reducer, target };
+            LaunchNode::<L::Launch, F, _>::new(parts, kernel, pattern)
+        });
         Node::new(self.state, id)
     }
 
@@ -490,20 +515,13 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         T: ScanValue,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
-        let id = self.push_launch(
-            label,
-            NodeKind::Scan,
-            launch.into_launch(),
-            |policy, args, label| {
-                let pattern = ScanPattern::<T, ReduceResult<T>> {
-                    target: None,
-                    _value: PhantomData,
-                };
-                Arc::new(LaunchNode::<L::Launch, F, _>::new(
-                    label, policy, args, kernel, pattern, None,
-                ))
-            },
-        );
+        let id = self.push_launch(label, NodeKind::Scan, launch.into_launch(), None, |parts| {
+            let pattern = ScanPattern::<T, ReduceResult<T>> {
+                target: None,
+                _value: PhantomData,
+            };
+            LaunchNode::<L::Launch, F, _>::new(parts, kernel, pattern)
+        });
         Node::new(self.state, id)
     }
 
@@ -525,20 +543,13 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
         let extra = target.access();
-        let id = self.push_launch(
-            label,
-            NodeKind::Scan,
-            launch.into_launch(),
-            |policy, args, label| {
-                let pattern = ScanPattern::<T, Tg> {
-                    target: Some(target),
-                    _value: PhantomData,
-                };
-                Arc::new(LaunchNode::<L::Launch, F, _>::new(
-                    label, policy, args, kernel, pattern, extra,
-                ))
-            },
-        );
+        let id = self.push_launch(label, NodeKind::Scan, launch.into_launch(), extra, |parts| {
+            let pattern = ScanPattern::<T, Tg> {
+                target: Some(target),
+                _value: PhantomData,
+            };
+            LaunchNode::<L::Launch, F, _>::new(parts, kernel, pattern)
+        });
         Node::new(self.state, id)
     }
 
@@ -549,8 +560,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
     where
         F: Fn() + Send + Sync + 'static,
     {
-        let label = self.state.borrow_mut().label(label);
-        self.push(Arc::new(HostNode::new(label, (), move |()| f())))
+        self.push_host::<F, (), _>(label, (), move |()| f())
     }
 
     /// Adds a host-function node after this one that uses views: `args` are the same handles as
@@ -584,8 +594,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         A: HostArgs,
         F: for<'h> Fn(A::Guards<'h>) + Send + Sync + 'static,
     {
-        let label = self.state.borrow_mut().label(label);
-        self.push(Arc::new(HostNode::new(label, args, f)))
+        self.push_host(label, args, f)
     }
 }
 

@@ -1,12 +1,13 @@
 //! The execution phase: [`Graph`], made by [`create_graph`](crate::create_graph).
 
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
 use hoplite_core::ExecutionSpace;
 use hoplite_core::view::AccessKind;
 use hoplite_core::view::graph_support::AllocationKey;
+use rustc_hash::FxHashMap;
 
+use crate::Access;
 use crate::backend::{GraphBackend, GraphNodes, NodeId};
 use crate::node::NodeKind;
 use crate::{GraphError, Result, UnorderedRace};
@@ -72,6 +73,38 @@ impl Ancestors {
     fn ordered(&self, a: usize, b: usize) -> bool {
         let (lo, hi) = if a < b { (a, b) } else { (b, a) };
         self.bits[hi * self.words + lo / 64] & (1 << (lo % 64)) != 0
+    }
+}
+
+/// Whether a path joins two nodes, for the race check: a direct edge is read from the node
+/// list; anything else from the table of [`Ancestors`], made the first time it is needed. A
+/// chain of writers (each access compared with the previous writer, its predecessor) and a
+/// fan-out of readers (never compared) then never make the table, whose size grows with the
+/// square of the number of nodes.
+struct Order<'a, S: ExecutionSpace> {
+    nodes: &'a GraphNodes<S>,
+    ancestors: Option<Ancestors>,
+}
+
+impl<'a, S: ExecutionSpace> Order<'a, S> {
+    fn new(nodes: &'a GraphNodes<S>) -> Self {
+        Order {
+            nodes,
+            ancestors: None,
+        }
+    }
+
+    /// Whether a path joins `a` and `b` (in either direction).
+    fn ordered(&mut self, a: usize, b: usize) -> bool {
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        if lo == hi || self.nodes.preds(NodeId(hi)).contains(&NodeId(lo)) {
+            return true;
+        }
+        self.ancestors().ordered(lo, hi)
+    }
+
+    fn ancestors(&mut self) -> &Ancestors {
+        self.ancestors.get_or_insert_with(|| Ancestors::new(self.nodes))
     }
 }
 
@@ -207,14 +240,13 @@ impl<S: ExecutionSpace> Graph<S> {
     /// order, as a comparison of all pairs would.
     fn check_races(&self) -> Result<()> {
         let nodes = self.nodes.as_slice();
-        let accessing = nodes.iter().filter(|n| !n.accesses().is_empty()).count();
-        if accessing < 2 {
+        if self.nodes.accessing < 2 {
             return Ok(());
         }
-        let ancestors = Ancestors::new(&self.nodes);
-        // Per allocation and access kind: the accesses (node, index) a later access must still
-        // be compared with.
-        let mut open: HashMap<AllocationKey, [Vec<(usize, usize)>; 3]> = HashMap::new();
+        let mut order = Order::new(&self.nodes);
+        // Per allocation and access kind: the accesses (and their nodes) a later access must
+        // still be compared with.
+        let mut open: FxHashMap<AllocationKey, [Vec<(usize, &Access)>; 3]> = FxHashMap::default();
         for (j, node) in nodes.iter().enumerate() {
             let second = node.accesses();
             for b in second {
@@ -226,19 +258,22 @@ impl<S: ExecutionSpace> Graph<S> {
                     .iter()
                     .filter(|&&kind| kind == AccessKind::Write || kind != b.kind)
                     .flat_map(|&kind| &earlier[kind_index(kind)])
-                    .any(|&(i, k)| nodes[i].accesses()[k].conflicts_with(b) && !ancestors.ordered(i, j));
-                if let Some(race) = races.then(|| self.race_report(j, &ancestors)).flatten() {
-                    return Err(race);
+                    .any(|&(i, a)| a.conflicts_with(b) && !order.ordered(i, j));
+                if races {
+                    let ancestors = order.ancestors();
+                    if let Some(race) = self.race_report(j, ancestors) {
+                        return Err(race);
+                    }
                 }
             }
-            for (k, b) in second.iter().enumerate() {
+            for b in second {
                 let lists = open.entry(b.allocation).or_default();
                 if b.kind == AccessKind::Write {
                     for list in lists.iter_mut() {
-                        list.retain(|&(i, m)| nodes[i].accesses()[m].footprint != b.footprint);
+                        list.retain(|&(_, a)| a.footprint != b.footprint);
                     }
                 }
-                lists[kind_index(b.kind)].push((j, k));
+                lists[kind_index(b.kind)].push((j, b));
             }
         }
         Ok(())

@@ -95,7 +95,8 @@ use hoplite_core::{ExecutionSpace, ParallelFor, RangePolicy};
 
 pub use args::{Access, GraphArgs, GraphLaunch, GraphPolicy, HostArgs};
 pub use backend::{
-    GraphBackend, GraphNodes, HostGraph, INLINE_MAX_WORK, NodeId, SEQUENCE_MAX, SHARE_MAX_WORK, WAVE_MIN_WORK,
+    GraphBackend, GraphNodes, HostGraph, INLINE_MAX_WORK, NodeEntry, NodeId, SEQUENCE_MAX, SHARE_MAX_WORK,
+    WAVE_MIN_WORK,
 };
 pub use builder::{GraphBuilder, Node, NodeRef, WhenAll};
 pub use graph::Graph;

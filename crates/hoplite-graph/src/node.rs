@@ -15,6 +15,7 @@ use hoplite_core::{
 use parking_lot::Mutex;
 
 use crate::args::{Access, GraphArgs, GraphPolicy, HostArgs};
+use crate::backend::{ArenaSlice, ArenaStr, NodeEntry};
 
 /// What a node does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -99,7 +100,7 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     /// # Errors
     ///
     /// The first error of a node, as for [`run`](Self::run), or `KernelPanicked`.
-    fn run_sequence(&self, rest: &[Arc<dyn NodeKernel<S>>]) -> Result<(), Box<hoplite_core::Error>> {
+    fn run_sequence(&self, rest: &[NodeEntry<S>]) -> Result<(), Box<hoplite_core::Error>> {
         // A panic guard per node costs nothing until a node panics, and it knows the label.
         match catch_unwind(AssertUnwindSafe(|| self.run())) {
             Ok(Ok(())) => {}
@@ -143,25 +144,15 @@ impl<S: ExecutionSpace> NodeKernel<S> for EmptyNode {
 /// A host function node: the views and intents of its handles, and the function that gets
 /// their guards.
 pub(crate) struct HostNode<A: HostArgs, F> {
-    pub(crate) label: Arc<str>,
+    /// In the node list's arena (see `GraphNodes::push_labelled`).
+    pub(crate) label: ArenaStr,
     pub(crate) views: A::Views,
-    pub(crate) accesses: Vec<Access>,
+    /// In the node list's arena (see `GraphNodes::push_recorded`).
+    pub(crate) accesses: ArenaSlice<Access>,
     pub(crate) f: F,
 }
 
 impl<A: HostArgs, F> HostNode<A, F> {
-    pub(crate) fn new(label: Arc<str>, args: A, f: F) -> Self {
-        let views = args.detach();
-        let mut accesses = Vec::new();
-        A::record(&views, &mut accesses);
-        HostNode {
-            label,
-            views,
-            accesses,
-            f,
-        }
-    }
-
     fn call(&self) -> hoplite_core::Result<()>
     where
         F: for<'h> Fn(A::Guards<'h>),
@@ -177,13 +168,13 @@ where
     F: for<'h> Fn(A::Guards<'h>) + Send + Sync,
 {
     fn label(&self) -> &str {
-        &self.label
+        self.label.as_str()
     }
     fn kind(&self) -> NodeKind {
         NodeKind::Host
     }
     fn accesses(&self) -> &[Access] {
-        &self.accesses
+        self.accesses.as_slice()
     }
     fn work(&self) -> Option<usize> {
         None
@@ -205,36 +196,38 @@ fn bounds_len(bounds: &IndexBounds) -> usize {
     }
 }
 
+/// What every launch node is made of, whatever its pattern: the label and accesses in the node
+/// list's arena, the validated policy and the views of the handles.
+pub(crate) struct NodeParts<L: LaunchSpec<Args: GraphArgs>> {
+    pub(crate) label: ArenaStr,
+    pub(crate) policy: ValidatedPolicy<L::Policy>,
+    pub(crate) views: <L::Args as GraphArgs>::Views,
+    pub(crate) accesses: ArenaSlice<Access>,
+}
+
 /// A kernel launch recorded in a graph: validated policy, views of the handles, kernel,
 /// pattern.
 pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
-    /// Shared with the graph's other nodes of the same label (see `State::label`).
-    pub(crate) label: Arc<str>,
+    /// In the node list's arena (see `GraphNodes::push_labelled`).
+    pub(crate) label: ArenaStr,
     pub(crate) policy: ValidatedPolicy<L::Policy>,
     pub(crate) views: <L::Args as GraphArgs>::Views,
-    pub(crate) accesses: Vec<Access>,
+    /// In the node list's arena (see `GraphNodes::push_recorded`).
+    pub(crate) accesses: ArenaSlice<Access>,
     pub(crate) kernel: F,
     pub(crate) pattern: P,
 }
 
 impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
-    pub(crate) fn new(
-        label: Arc<str>,
-        policy: ValidatedPolicy<L::Policy>,
-        args: L::Args,
-        kernel: F,
-        pattern: P,
-        extra: Option<Access>,
-    ) -> Self {
-        let views = args.detach();
-        let mut accesses = Vec::new();
-        <L::Args as GraphArgs>::record(&views, &mut accesses);
-        accesses.extend(extra);
+    // Inlined into the arena's `alloc_with`, so the node is written in place rather than
+    // built on the stack and copied.
+    #[inline(always)]
+    pub(crate) fn new(parts: NodeParts<L>, kernel: F, pattern: P) -> Self {
         LaunchNode {
-            label,
-            policy,
-            views,
-            accesses,
+            label: parts.label,
+            policy: parts.policy,
+            views: parts.views,
+            accesses: parts.accesses,
             kernel,
             pattern,
         }
@@ -258,7 +251,7 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
         S: ExecutionSpace,
         L::Policy: GraphPolicy<S>,
     {
-        ValidatedPolicy::new(&self.label, self.policy.policy().on_instance(space))
+        ValidatedPolicy::new(self.label.as_str(), self.policy.policy().on_instance(space))
     }
 
     fn work(&self) -> Option<usize> {
@@ -277,7 +270,7 @@ where
 {
     #[inline(always)]
     fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
-        self.with_args(|args| parallel_for_validated::<L, _>(&self.label, policy, args, &self.kernel))
+        self.with_args(|args| parallel_for_validated::<L, _>(self.label.as_str(), policy, args, &self.kernel))
     }
 }
 
@@ -288,13 +281,13 @@ where
     F: for<'it> Fn(L::Item<'it>) + Send + Sync,
 {
     fn label(&self) -> &str {
-        &self.label
+        self.label.as_str()
     }
     fn kind(&self) -> NodeKind {
         NodeKind::For
     }
     fn accesses(&self) -> &[Access] {
-        &self.accesses
+        self.accesses.as_slice()
     }
     fn work(&self) -> Option<usize> {
         LaunchNode::work(self)
@@ -430,14 +423,14 @@ where
     fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
         let value = self.with_args(|args| {
             parallel_reduce_validated::<L, _, _>(
-                &self.label,
+                self.label.as_str(),
                 policy,
                 args,
                 &self.kernel,
                 &self.pattern.reducer,
             )
         })?;
-        self.pattern.target.store(&self.label, value)
+        self.pattern.target.store(self.label.as_str(), value)
     }
 }
 
@@ -450,13 +443,13 @@ where
     F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
 {
     fn label(&self) -> &str {
-        &self.label
+        self.label.as_str()
     }
     fn kind(&self) -> NodeKind {
         NodeKind::Reduce
     }
     fn accesses(&self) -> &[Access] {
-        &self.accesses
+        self.accesses.as_slice()
     }
     fn work(&self) -> Option<usize> {
         LaunchNode::work(self)
@@ -485,10 +478,11 @@ where
 {
     #[inline(always)]
     fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
-        let total: T = self
-            .with_args(|args| parallel_scan_validated::<L, _, _>(&self.label, policy, args, &self.kernel))?;
+        let total: T = self.with_args(|args| {
+            parallel_scan_validated::<L, _, _>(self.label.as_str(), policy, args, &self.kernel)
+        })?;
         match &self.pattern.target {
-            Some(t) => t.store(&self.label, total),
+            Some(t) => t.store(self.label.as_str(), total),
             None => Ok(()),
         }
     }
@@ -503,13 +497,13 @@ where
     F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
 {
     fn label(&self) -> &str {
-        &self.label
+        self.label.as_str()
     }
     fn kind(&self) -> NodeKind {
         NodeKind::Scan
     }
     fn accesses(&self) -> &[Access] {
-        &self.accesses
+        self.accesses.as_slice()
     }
     fn work(&self) -> Option<usize> {
         LaunchNode::work(self)

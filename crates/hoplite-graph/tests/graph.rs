@@ -8,7 +8,8 @@ use hoplite_core::{
     TeamPolicy, View,
 };
 use hoplite_graph::{
-    GraphError, GraphNodes, NodeId, NodeRef, ReduceResult, SEQUENCE_MAX, WAVE_MIN_WORK, create_graph,
+    Access, GraphError, GraphNodes, NodeId, NodeKernel, NodeKind, NodeRef, ReduceResult, SEQUENCE_MAX,
+    WAVE_MIN_WORK, create_graph,
 };
 use hoplite_rayon::RayonSpace;
 use hoplite_serial::Serial;
@@ -1047,18 +1048,38 @@ fn a_graph_on_one_thread_runs_on_more_threads() {
     }
 }
 
+/// A host node made outside the front end, for driving a node list directly.
+struct Named(&'static str, NodeKind);
+
+impl NodeKernel<Serial> for Named {
+    fn label(&self) -> &str {
+        self.0
+    }
+    fn kind(&self) -> NodeKind {
+        self.1
+    }
+    fn accesses(&self) -> &[Access] {
+        &[]
+    }
+    fn work(&self) -> Option<usize> {
+        None
+    }
+    fn run(&self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn run_on(&self, _space: &Serial) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
 /// A node list refuses a predecessor that is not an earlier node, and adds nothing then.
 #[test]
 fn a_node_list_refuses_a_later_predecessor() {
-    let graph = create_graph(&Serial::default(), |g| {
-        g.host("a", || {});
-    })
-    .expect("graph");
-    let mut nodes = GraphNodes::new();
+    let mut nodes = GraphNodes::<Serial>::new();
     let root = nodes
-        .add(graph.nodes().node(NodeId(0)).clone(), &[])
+        .add(Arc::new(Named("root", NodeKind::Root)), &[])
         .expect("the root");
-    let a = graph.nodes().node(NodeId(1)).clone();
+    let a: Arc<dyn NodeKernel<Serial>> = Arc::new(Named("a", NodeKind::Host));
     match nodes.add(a.clone(), &[root, NodeId(1)]) {
         Err(GraphError::InvalidPredecessor {
             node: 1,
@@ -1067,7 +1088,97 @@ fn a_node_list_refuses_a_later_predecessor() {
         other => panic!("expected InvalidPredecessor, got {:?}", other.map(|id| id.0)),
     }
     assert_eq!(nodes.len(), 1);
-    let id = nodes.add(a, &[root]).expect("a node after the root");
+    let id = nodes.add(a.clone(), &[root]).expect("a node after the root");
     assert_eq!(nodes.preds(id), [root]);
     assert_eq!(nodes.node(id).label(), "a");
+    assert_eq!(nodes.as_slice()[1].kind(), NodeKind::Host);
+    drop(nodes);
+    assert_eq!(
+        Arc::strong_count(&a),
+        1,
+        "the list released the node it was given"
+    );
+}
+
+/// Every node keeps its own label when labels repeat and alternate (nodes of one label share
+/// one stored copy), and dropping the graph drops every node's closure exactly once.
+#[test]
+fn nodes_keep_their_labels_and_drop_with_the_graph() {
+    let captured = Arc::new(());
+    let labels = ["a", "a", "b", "a", "", "b", "b"];
+    let graph = create_graph(&Serial::default(), |g| {
+        let mut last = g.root();
+        for (k, label) in labels.iter().enumerate() {
+            let c = captured.clone();
+            last = if k % 2 == 0 {
+                last.then_host(label, move || drop(c.clone())).erase()
+            } else {
+                last.then_parallel_for(label, 1, move |_i| drop(c.clone()))
+                    .erase()
+            };
+        }
+    })
+    .expect("graph");
+    let got: Vec<&str> = graph.nodes().as_slice()[1..].iter().map(|n| n.label()).collect();
+    assert_eq!(got, labels);
+    assert_eq!(Arc::strong_count(&captured), 1 + labels.len());
+    drop(graph);
+    assert_eq!(
+        Arc::strong_count(&captured),
+        1,
+        "each node's closure dropped once"
+    );
+}
+
+/// The race check orders nodes through paths of any length, not only direct edges: a writer
+/// after a `when_all` of readers (and a writer two nodes down a chain) is ordered with them; a
+/// writer after only some of the readers races with the others.
+#[test]
+fn the_race_check_follows_paths_through_joins() {
+    let space = Serial::default();
+    let y: View<f64, 1> = View::new("y", [4]).expect("y");
+    let range = RangePolicy::new(space.clone(), 0..4);
+    let mut graph = create_graph(&space, |g| {
+        let readers: Vec<NodeRef<'_, Serial>> = (0..3)
+            .map(|_| {
+                g.parallel_for("reader", (range.clone(), (y.read(),)), |(i, (y,))| {
+                    assert!(y.get(i) >= 0.0);
+                })
+                .erase()
+            })
+            .collect();
+        g.when_all(readers).then_host("between", || {}).then_parallel_for(
+            "writer",
+            (range.clone(), (y.write(),)),
+            |(i, (y,))| y.set(i, 1.0),
+        );
+    })
+    .expect("graph");
+    graph
+        .instantiate()
+        .expect("the writer follows every reader through the join");
+
+    let mut graph = create_graph(&space, |g| {
+        let first = g.parallel_for("first reader", (range.clone(), (y.read(),)), |(i, (y,))| {
+            assert!(y.get(i) >= 0.0);
+        });
+        g.parallel_for("second reader", (range.clone(), (y.read(),)), |(i, (y,))| {
+            assert!(y.get(i) >= 0.0);
+        });
+        first.then_host("between", || {}).then_parallel_for(
+            "writer",
+            (range.clone(), (y.write(),)),
+            |(i, (y,))| y.set(i, 1.0),
+        );
+    })
+    .expect("graph");
+    match graph.instantiate() {
+        Err(GraphError::UnorderedRace(race)) => {
+            assert_eq!(
+                (race.first.as_str(), race.second.as_str()),
+                ("second reader", "writer")
+            );
+        }
+        other => panic!("expected a race of the second reader and the writer, got {other:?}"),
+    }
 }
