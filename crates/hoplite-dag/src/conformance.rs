@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use crate::device::{Device, Event, Stream};
+use crate::device::{Device, Event, Job, OnceJob, Stream};
 
 /// One axiom check: its name and the function that returns what went wrong.
 pub type Check<D> = (&'static str, fn(&D) -> Result<(), String>);
@@ -36,6 +36,10 @@ pub fn checks<D: Device>() -> Vec<Check<D>> {
         (
             "stream::recorded_work_completes_its_event_after_running",
             recorded_work_completes_its_event_after_running::<D>,
+        ),
+        (
+            "stream::a_recorded_job_runs_once_and_is_let_go_before_its_event",
+            recorded_job_runs_once_and_is_let_go::<D>,
         ),
         ("stream::synchronize_and_is_idle", synchronize_and_is_idle::<D>),
         ("stream::survives_panicking_work", survives_panicking_work::<D>),
@@ -120,6 +124,41 @@ pub fn recorded_work_completes_its_event_after_running<D: Device>(device: &D) ->
             "work waiting for the recorded event saw {n} of 2 items run"
         )),
     }
+}
+
+/// A job of [`Stream::enqueue_recorded_job`] runs once, after the work before it, and the
+/// stream has dropped its reference by the time the job's event completes, so the caller holds
+/// the last one.
+pub fn recorded_job_runs_once_and_is_let_go<D: Device>(device: &D) -> Result<(), String> {
+    let s = stream(device)?;
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    s.enqueue(Box::new(move |_| {
+        std::thread::sleep(Duration::from_millis(10));
+        r.fetch_add(1, Ordering::AcqRel);
+    }));
+    let r = ran.clone();
+    let job: Arc<dyn Job<<D::Stream as Stream>::Space>> = Arc::new(OnceJob::new(move |_: &_| {
+        // The item before it has run.
+        r.fetch_add(
+            if r.load(Ordering::Acquire) == 1 { 10 } else { 100 },
+            Ordering::AcqRel,
+        );
+    }));
+    let e = s.enqueue_recorded_job(job.clone());
+    e.wait();
+    match ran.load(Ordering::Acquire) {
+        11 => {}
+        n => return Err(format!("the job ran out of order or more than once (count {n})")),
+    }
+    if Arc::strong_count(&job) != 1 {
+        return Err("the stream still held the job when its event completed".into());
+    }
+    job.run(s.space());
+    if ran.load(Ordering::Acquire) != 11 {
+        return Err("a job ran a second time".into());
+    }
+    Ok(())
 }
 
 /// Work after `wait_event(e)` starts only after `e`; the host is not blocked meanwhile.

@@ -21,7 +21,7 @@ use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
-use crate::device::{Device, Stream};
+use crate::device::{Device, Job, OnceJob, Stream};
 use crate::model::{Accesses, DependencyModel, DependencyPolicy, Edges, VertexId};
 use crate::selection::{
     ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location, LocationSet,
@@ -322,7 +322,10 @@ struct Ended {
 
 impl Record {
     /// Its state's name and its start and end, from the copy or from the live cell.
-    fn progress<E>(&self, live: &VertexTable<Live<E>>) -> (&'static str, Option<Instant>, Option<Instant>) {
+    fn progress<T: Stream>(
+        &self,
+        live: &VertexTable<Live<T>>,
+    ) -> (&'static str, Option<Instant>, Option<Instant>) {
         match (&self.ended, live.get(self.id)) {
             (Some(e), _) => (e.state, e.start, e.end),
             (None, Some(l)) => {
@@ -338,14 +341,16 @@ impl Record {
 
 /// An unfinished vertex: what host access and later launches need to wait for it (its
 /// accesses are the model's).
-struct Live<E> {
+struct Live<T: Stream> {
     /// An event right after the vertex in its stream, for launches on other streams to wait
     /// for. (Recording it only when a first such launch comes would save a queue item per
     /// vertex, but the event then also covers whatever the stream took on since, and
     /// independent branches end up waiting for each other: 2x slower in the branch benchmark.)
-    event: E,
+    event: T::Event,
     stream: usize,
     cell: Arc<Cell>,
+    /// The vertex's work, also held by its stream until it has run (see `State::spent_jobs`).
+    job: Arc<dyn Job<T::Space>>,
 }
 
 struct State<D: Device> {
@@ -353,7 +358,7 @@ struct State<D: Device> {
     assigner: StreamAssigner,
     selector: DeviceSelector,
     streams: Vec<D::Stream>,
-    live: VertexTable<Live<<D::Stream as Stream>::Event>>,
+    live: VertexTable<Live<D::Stream>>,
     history: VecDeque<Record>,
     /// Where each allocation the context has seen is up to date (absent: only on the CPU).
     /// Bounded by `LOCATIONS_LIMIT`: past it, allocations no unfinished vertex uses are
@@ -382,13 +387,33 @@ struct State<D: Device> {
     /// launching thread allocated goes back through the allocator's shared arena, under its
     /// lock, on every launch. Reusing cells keeps them on the launching thread.
     spent_cells: VecDeque<Arc<Cell>>,
+    /// Work of retired vertices, oldest first, dropped once its stream has let it go: a
+    /// vertex's work is allocated here and, dropped last by the stream's thread, would be freed
+    /// there, into this thread's allocator arena under its lock (where the two threads then
+    /// meet: one run in three of the per-vertex benchmark took twice as long, its stream's
+    /// thread asleep on that lock).
+    spent_jobs: VecDeque<Arc<dyn Job<SpaceOf<D>>>>,
 }
 
 /// How many retired cells `State::spent_cells` keeps; past it, cells that are still held
 /// elsewhere (a `Vertex` the user keeps) are let go.
 const SPENT_CELLS_LIMIT: usize = 64;
 
+/// How many retired jobs `State::spent_jobs` keeps waiting for their stream to let them go.
+const SPENT_JOBS_LIMIT: usize = 64;
+
 impl<D: Device> State<D> {
+    /// Drops the retired jobs their streams have let go, oldest first, here (see
+    /// `spent_jobs`); past the limit, the oldest goes whoever holds it.
+    fn sweep_jobs(&mut self) {
+        while let Some(job) = self.spent_jobs.front() {
+            if Arc::strong_count(job) > 1 && self.spent_jobs.len() <= SPENT_JOBS_LIMIT {
+                break;
+            }
+            self.spent_jobs.pop_front();
+        }
+    }
+
     /// A cell for a new vertex: a retired one nobody holds any more, or a new one.
     fn fresh_cell(&mut self) -> Arc<Cell> {
         while let Some(mut cell) = self.spent_cells.pop_front() {
@@ -486,6 +511,7 @@ impl<D: Device> Context<D> {
                 last_label: None,
                 scratch_accesses: Vec::new(),
                 spent_cells: VecDeque::new(),
+                spent_jobs: VecDeque::new(),
             }),
         })
     }
@@ -853,7 +879,7 @@ impl<D: Device> Context<D> {
         }
         let label_owned_record = label_owned.clone();
         let work_cell = cell.clone();
-        let event = state.streams[stream_index].enqueue_recorded(Box::new(move |_space| {
+        let job: Arc<dyn Job<SpaceOf<D>>> = Arc::new(OnceJob::new(move |_space: &SpaceOf<D>| {
             let failure = poisoned.or_else(|| {
                 parent_cells.iter().find_map(|c| match c.state() {
                     VertexState::Failed(e) => Some(e),
@@ -884,12 +910,14 @@ impl<D: Device> Context<D> {
             drop(handles);
             work_cell.finish(outcome);
         }));
+        let event = state.streams[stream_index].enqueue_recorded_job(job.clone());
         state.live.insert(
             id,
             Live {
                 event,
                 stream: stream_index,
                 cell: cell.clone(),
+                job,
             },
         );
         state.in_stream_order[stream_index].push_back(id);
@@ -962,6 +990,8 @@ impl<D: Device> Context<D> {
         state.model.finish(id);
         state.assigner.finish(id);
         state.spent_cells.push_back(live.cell);
+        state.spent_jobs.push_back(live.job);
+        state.sweep_jobs();
     }
 
     /// Waits for the unfinished vertices whose accesses conflict with `access`. A read then

@@ -20,6 +20,40 @@ use crate::DagError;
 /// Work a stream runs, on the stream's execution-space instance.
 pub type Work<S> = Box<dyn FnOnce(&S) + Send + 'static>;
 
+/// Work a stream runs once, shared with whoever enqueued it (see
+/// [`Stream::enqueue_recorded_job`]): `run` is called once, on the stream's thread.
+///
+/// ```
+/// use hoplite_dag::device::{Job, OnceJob};
+/// let job = OnceJob::new(|x: &i32| assert_eq!(*x, 7));
+/// job.run(&7);
+/// job.run(&8); // the second call finds nothing left to run
+/// ```
+pub trait Job<S>: Send + Sync + 'static {
+    /// Runs the work (a no-op after the first call).
+    fn run(&self, space: &S);
+}
+
+/// A [`Job`] from a closure, which the first `run` takes and calls, so that what the closure
+/// captured is dropped when it returns.
+pub struct OnceJob<F>(Mutex<Option<F>>);
+
+impl<F> OnceJob<F> {
+    /// The job that calls `work` once.
+    pub fn new(work: F) -> Self {
+        OnceJob(Mutex::new(Some(work)))
+    }
+}
+
+impl<S, F: FnOnce(&S) + Send + 'static> Job<S> for OnceJob<F> {
+    fn run(&self, space: &S) {
+        let work = self.0.lock().take();
+        if let Some(work) = work {
+            work(space);
+        }
+    }
+}
+
 /// A point in a stream's queue; complete once everything enqueued before it has run.
 pub trait Event: Clone + Send + Sync + 'static {
     /// Whether the work before the event has run.
@@ -54,6 +88,14 @@ pub trait Stream: Send + Sync + 'static {
     fn enqueue_recorded(&self, work: Work<Self::Space>) -> Self::Event {
         self.enqueue(work);
         self.record_event()
+    }
+    /// [`enqueue_recorded`](Self::enqueue_recorded) of a job the caller keeps a reference
+    /// to, so that the caller, not the stream's thread, can end up freeing it (memory freed on
+    /// another thread than the one that allocated it goes back through the allocator's shared
+    /// arena, under its lock). The default wraps the job in a box; the host stream queues it
+    /// as it is.
+    fn enqueue_recorded_job(&self, job: Arc<dyn Job<Self::Space>>) -> Self::Event {
+        self.enqueue_recorded(Box::new(move |space: &Self::Space| job.run(space)))
     }
     /// Work enqueued from now on waits for `event` (of any stream of the same kind).
     fn wait_event(&self, event: &Self::Event);
@@ -163,6 +205,8 @@ enum Item<S> {
     Work(Work<S>),
     /// Work, then the point recorded right after it.
     Recorded(Work<S>, u64),
+    /// A shared job, then the point recorded right after it.
+    RecordedJob(Arc<dyn Job<S>>, u64),
     Wait(HostEvent),
     Signal(u64),
 }
@@ -262,6 +306,17 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
         while let Some(item) = batch.pop_front() {
             match item {
                 Item::Work(work) => run(work, space),
+                Item::RecordedJob(job, point) => {
+                    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| job.run(space))) {
+                        hoplite_core::error::drop_panic_payload(payload);
+                    }
+                    // This thread's reference goes before the point passes, so that the one
+                    // who enqueued the job holds the last.
+                    drop(job);
+                    queue.pending.fetch_sub(1, Ordering::AcqRel);
+                    queue.marks.pass(point);
+                    continue;
+                }
                 Item::Recorded(work, point) => {
                     run(work, space);
                     // Counted out before the point passes: whoever it wakes sees the stream
@@ -321,6 +376,9 @@ impl<S: ExecutionSpace> Stream for HostStream<S> {
     }
     fn enqueue_recorded(&self, work: Work<S>) -> HostEvent {
         self.push_point(|point| Item::Recorded(work, point))
+    }
+    fn enqueue_recorded_job(&self, job: Arc<dyn Job<S>>) -> HostEvent {
+        self.push_point(|point| Item::RecordedJob(job, point))
     }
     fn wait_event(&self, event: &HostEvent) {
         if !event.is_complete() {
