@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
 use crate::device::{Device, Job, OnceJob, Stream};
-use crate::model::{Accesses, DependencyModel, DependencyPolicy, Edges, VertexId};
+use crate::model::{DependencyModel, DependencyPolicy, Edges, VertexId};
 use crate::selection::{
     ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location, LocationSet,
 };
@@ -379,8 +379,6 @@ struct State<D: Device> {
     unreported: Vec<DagError>,
     /// The label of the last launch, shared with the next one if it has the same.
     last_label: Option<Arc<str>>,
-    /// A buffer the accesses of a launch are recorded into.
-    scratch_accesses: Vec<Access>,
     /// Cells of retired vertices, oldest first, to be reused once nobody else holds them.
     /// A vertex's cell is released last by whichever of the context, its stream's closure
     /// and the user's `Vertex` drops it last; freed on the stream's thread, memory the
@@ -509,7 +507,6 @@ impl<D: Device> Context<D> {
                 poisoned: Vec::new(),
                 unreported: Vec::new(),
                 last_label: None,
-                scratch_accesses: Vec::new(),
                 spent_cells: VecDeque::new(),
                 spent_jobs: VecDeque::new(),
             }),
@@ -781,11 +778,9 @@ impl<D: Device> Context<D> {
                 fresh
             }
         };
-        // Recorded into the state's buffer, then moved into the model's inline list.
-        let mut scratch = std::mem::take(&mut state.scratch_accesses);
-        GraphArgs::record_handles(&handles, &mut scratch);
-        let accesses: Accesses = scratch.drain(..).collect();
-        state.scratch_accesses = scratch;
+        // Recorded into a list a finished vertex left, which the model then keeps.
+        let mut accesses = state.model.access_list();
+        GraphArgs::record_handles(&handles, &mut accesses);
         // Handles in the group are not checked against each other: two of this launch that
         // conflict (`(x.write(), x.read())`) are refused here, as an eager launch refuses them.
         if let Some(conflict) = Access::conflict_within(&accesses) {

@@ -44,9 +44,8 @@ pub struct Edge {
     pub view: Arc<str>,
 }
 
-/// The accesses of one vertex: inline for up to four, so that adding a vertex allocates no
-/// list for them (the model keeps them where it keeps the vertex).
-pub type Accesses = SmallVec<[Access; 4]>;
+/// How many emptied access lists the model keeps for the next launches to record into.
+const SPARE_LISTS: usize = 64;
 
 /// The edges of one vertex: inline for up to two parents, the common case, so that adding a
 /// vertex allocates no list for them.
@@ -69,7 +68,7 @@ impl Plan {
 }
 
 struct Vertex {
-    accesses: Accesses,
+    accesses: Vec<Access>,
     /// Bit `i`: access `i` can still make a later vertex depend on this one.
     active: Flags,
     /// How many entries of `active` are true.
@@ -187,6 +186,8 @@ pub struct DependencyModel {
     active: HashMap<AllocationKey, ActiveAccesses>,
     /// The size of `active` past which `finish` drops its empty entries.
     prune_active_at: usize,
+    /// Emptied access lists of finished vertices (see [`DependencyModel::access_list`]).
+    spare_lists: Vec<Vec<Access>>,
 }
 
 impl DependencyModel {
@@ -198,6 +199,7 @@ impl DependencyModel {
             live: VertexTable::default(),
             active: HashMap::default(),
             prune_active_at: EMPTY_ENTRIES_LIMIT,
+            spare_lists: Vec::new(),
         }
     }
 
@@ -215,7 +217,7 @@ impl DependencyModel {
     /// each with the view that caused the edge.
     pub fn add(&mut self, accesses: Vec<Access>) -> (VertexId, Vec<Edge>) {
         let plan = self.plan(&accesses);
-        let (id, edges) = self.commit(Accesses::from_vec(accesses), plan);
+        let (id, edges) = self.commit(accesses, plan);
         (id, edges.into_vec())
     }
 
@@ -282,7 +284,7 @@ impl DependencyModel {
 
     /// Adds the vertex `plan` was made for (with the same `accesses`, and no other change to
     /// the model in between); returns its id and its parents.
-    pub fn commit(&mut self, accesses: Accesses, plan: Plan) -> (VertexId, Edges) {
+    pub fn commit(&mut self, accesses: Vec<Access>, plan: Plan) -> (VertexId, Edges) {
         let id = self.next;
         self.next += 1;
         for (f, i) in plan.covered {
@@ -348,9 +350,7 @@ impl DependencyModel {
 
     /// Marks a vertex finished: it leaves the frontier, and nothing depends on it any more.
     pub fn finish(&mut self, id: VertexId) {
-        // Unindexed where it is, then dropped in place: a vertex is large (its accesses are
-        // inline), and moving it out would copy it.
-        let Some(vertex) = self.live.get(id) else {
+        let Some(mut vertex) = self.live.remove(id) else {
             return;
         };
         if vertex.active_count > 0 {
@@ -360,7 +360,11 @@ impl DependencyModel {
                 }
             }
         }
-        self.live.discard(id);
+        // The list goes back for the next launch to record into.
+        if self.spare_lists.len() < SPARE_LISTS {
+            vertex.accesses.clear();
+            self.spare_lists.push(std::mem::take(&mut vertex.accesses));
+        }
         // Entries of allocations no unfinished vertex uses stay for the next launches on
         // them, up to a bound.
         if self.active.len() > self.prune_active_at {
@@ -368,6 +372,19 @@ impl DependencyModel {
             // What unfinished vertices still use stays; scan again only once that has doubled.
             self.prune_active_at = EMPTY_ENTRIES_LIMIT.max(2 * self.active.len());
         }
+    }
+
+    /// An empty list to record a launch's accesses into before [`plan`](Self::plan) and
+    /// [`commit`](Self::commit): one a finished vertex left, so that a launch neither
+    /// allocates a list nor copies its accesses from one list to another.
+    ///
+    /// ```
+    /// use hoplite_dag::model::{DependencyModel, DependencyPolicy};
+    /// let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
+    /// assert!(dag.access_list().is_empty());
+    /// ```
+    pub fn access_list(&mut self) -> Vec<Access> {
+        self.spare_lists.pop().unwrap_or_default()
     }
 
     /// The accesses of an unfinished vertex.

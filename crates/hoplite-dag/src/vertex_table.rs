@@ -148,24 +148,6 @@ impl<T> VertexTable<T> {
         value
     }
 
-    /// Drops the entry of `id` where it is (no copy out); whether there was one.
-    pub(crate) fn discard(&mut self, id: VertexId) -> bool {
-        let found = match self.ring_slot(id) {
-            Some(slot) => {
-                let found = self.ring[slot].is_some();
-                self.ring[slot] = None;
-                found
-            }
-            None if id < self.base => self.old.remove(&id).is_some(),
-            None => false,
-        };
-        if found {
-            self.len -= 1;
-            self.trim();
-        }
-        found
-    }
-
     /// Empty slots at the front leave, so the ring spans only what may be live.
     fn trim(&mut self) {
         while self.span > 0 && self.ring[self.head].is_none() {
@@ -237,9 +219,6 @@ mod tests {
         *table.get_mut(5).expect("there") += 1;
         assert_eq!(table.remove(5), Some(3));
         assert_eq!(table.remove(5), None);
-        table.insert(6, 6);
-        assert!(table.discard(6));
-        assert!(!table.discard(6), "discarded once");
         table.insert(9, 9);
         assert_eq!(table.get(9), Some(&9), "a new start after the ring emptied");
     }
