@@ -313,6 +313,40 @@ struct Record {
     ended: Option<Ended>,
 }
 
+/// The last [`HISTORY_LIMIT`] records, in a ring that, once full, overwrites its oldest record
+/// where it is: a launch neither copies a record out of a queue's front nor shifts one in.
+#[derive(Default)]
+struct History {
+    records: Vec<Record>,
+    /// Where the oldest record is (0 until the ring is full).
+    head: usize,
+}
+
+impl History {
+    fn push(&mut self, record: Record) {
+        if self.records.len() < HISTORY_LIMIT {
+            self.records.push(record);
+        } else {
+            self.records[self.head] = record;
+            self.head = (self.head + 1) % HISTORY_LIMIT;
+        }
+    }
+
+    /// Oldest first.
+    fn iter(&self) -> impl Iterator<Item = &Record> {
+        let (newer, older) = self.records.split_at(self.head);
+        older.iter().chain(newer)
+    }
+
+    /// The record of vertex `id`, if it is still kept (records have consecutive ids).
+    fn get_mut(&mut self, id: VertexId) -> Option<&mut Record> {
+        let oldest = self.records.get(self.head)?.id;
+        let k = id.checked_sub(oldest).filter(|&k| k < self.records.len())?;
+        let at = (self.head + k) % self.records.len();
+        self.records.get_mut(at)
+    }
+}
+
 /// The end of a retired vertex, for DOT and traces.
 struct Ended {
     state: &'static str,
@@ -359,7 +393,7 @@ struct State<D: Device> {
     selector: DeviceSelector,
     streams: Vec<D::Stream>,
     live: VertexTable<Live<D::Stream>>,
-    history: VecDeque<Record>,
+    history: History,
     /// Where each allocation the context has seen is up to date (absent: only on the CPU).
     /// Bounded by `LOCATIONS_LIMIT`: past it, allocations no unfinished vertex uses are
     /// forgotten (they count as up to date on the CPU again, which only steers selection).
@@ -500,7 +534,7 @@ impl<D: Device> Context<D> {
                 selector,
                 streams: Vec::new(),
                 live: VertexTable::default(),
-                history: VecDeque::new(),
+                history: History::default(),
                 locations: HashMap::default(),
                 prune_locations_at: LOCATIONS_LIMIT,
                 in_stream_order: Vec::new(),
@@ -916,10 +950,7 @@ impl<D: Device> Context<D> {
             },
         );
         state.in_stream_order[stream_index].push_back(id);
-        if state.history.len() == HISTORY_LIMIT {
-            state.history.pop_front();
-        }
-        state.history.push_back(Record {
+        state.history.push(Record {
             id,
             label: label_owned_record,
             device,
@@ -964,9 +995,7 @@ impl<D: Device> Context<D> {
             return;
         };
         // The history keeps how it ended; the cell goes (see `Record::ended`).
-        if let Some(first) = state.history.front().map(|r| r.id)
-            && let Some(record) = id.checked_sub(first).and_then(|k| state.history.get_mut(k))
-        {
+        if let Some(record) = state.history.get_mut(id) {
             let p = live.cell.progress.lock();
             record.ended = Some(Ended {
                 state: p.state.name(),
@@ -1142,7 +1171,7 @@ impl<D: Device> Context<D> {
     pub fn to_dot(&self) -> String {
         let state = self.state.lock();
         let mut out = String::from("digraph dag {\n  node [shape=box];\n");
-        for r in &state.history {
+        for r in state.history.iter() {
             let id = r.id;
             let _ = writeln!(
                 out,
@@ -1207,4 +1236,50 @@ impl<D: Device> Context<D> {
 
 fn escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: VertexId) -> Record {
+        Record {
+            id,
+            label: Arc::from("v"),
+            device: 0,
+            stream: id % 3,
+            edges: Edges::new(),
+            ended: None,
+        }
+    }
+
+    #[test]
+    fn the_history_keeps_the_latest_records_in_order_and_finds_them_by_id() {
+        let mut history = History::default();
+        assert!(history.get_mut(0).is_none(), "empty");
+        for id in 0..10 {
+            history.push(record(id));
+        }
+        assert_eq!(
+            history.iter().map(|r| r.id).collect::<Vec<_>>(),
+            (0..10).collect::<Vec<_>>()
+        );
+        assert_eq!(history.get_mut(7).map(|r| r.stream), Some(1));
+        assert!(history.get_mut(10).is_none());
+        // Past the limit the oldest records are overwritten where they are.
+        let total = HISTORY_LIMIT + 5;
+        for id in 10..total {
+            history.push(record(id));
+        }
+        assert_eq!(history.records.len(), HISTORY_LIMIT);
+        let ids: Vec<VertexId> = history.iter().map(|r| r.id).collect();
+        assert_eq!(ids.first(), Some(&5), "the five oldest are gone");
+        assert_eq!(ids.last(), Some(&(total - 1)));
+        assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "in launch order");
+        assert!(history.get_mut(4).is_none(), "overwritten");
+        for id in [5, 6, HISTORY_LIMIT, total - 1] {
+            assert_eq!(history.get_mut(id).map(|r| r.id), Some(id));
+        }
+        assert!(history.get_mut(total).is_none());
+    }
 }
