@@ -297,6 +297,14 @@ impl CudaDevice {
     }
 
     /// The GPU's ordinal.
+    ///
+    /// ```
+    /// use hoplite_cuda::dag::CudaDevice;
+    /// match CudaDevice::new(0, 1) {
+    ///     Ok(device) => assert_eq!(device.ordinal(), 0),
+    ///     Err(e) => println!("{e}"), // no device here
+    /// }
+    /// ```
     pub fn ordinal(&self) -> usize {
         self.ordinal
     }

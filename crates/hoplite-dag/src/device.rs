@@ -94,6 +94,17 @@ pub trait Stream: Send + Sync + 'static {
     /// another thread than the one that allocated it goes back through the allocator's shared
     /// arena, under its lock). The default wraps the job in a box; the host stream queues it
     /// as it is.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hoplite_dag::device::{Event, HostStream, Job, OnceJob, Stream};
+    /// use hoplite_serial::Serial;
+    /// let stream = HostStream::new(Serial::default(), "jobs")?;
+    /// let job: Arc<dyn Job<Serial>> = Arc::new(OnceJob::new(|_: &Serial| {}));
+    /// stream.enqueue_recorded_job(job.clone()).wait();
+    /// assert_eq!(Arc::strong_count(&job), 1, "the stream let it go before the event");
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
     fn enqueue_recorded_job(&self, job: Arc<dyn Job<Self::Space>>) -> Self::Event {
         self.enqueue_recorded(Box::new(move |space: &Self::Space| job.run(space)))
     }

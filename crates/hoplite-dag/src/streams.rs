@@ -101,6 +101,15 @@ impl StreamAssigner {
 
     /// [`parent_stream`](Self::parent_stream) among the parents on `device` only, when given
     /// (a launch that must run there).
+    ///
+    /// ```
+    /// use hoplite_dag::streams::{NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+    /// let mut streams = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::SameAsParent);
+    /// let on_0 = streams.add_stream(0);
+    /// streams.place(0, &[], on_0);
+    /// assert_eq!(streams.parent_stream_on(&[0], Some(0)), Some(on_0));
+    /// assert_eq!(streams.parent_stream_on(&[0], Some(1)), None, "the parent is on device 0");
+    /// ```
     pub fn parent_stream_on(&self, parents: &[VertexId], device: Option<usize>) -> Option<usize> {
         let placed = parents
             .iter()
