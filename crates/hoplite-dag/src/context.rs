@@ -823,11 +823,13 @@ impl<D: Device> Context<D> {
         // A launch that conflicts with a failed vertex's access would have been its
         // descendant had it come before the failed vertex finished: it fails the same way,
         // whatever the timing.
-        let poisoned = state
+        // Boxed: the vertex's work carries it, and an error inline would add 120 bytes to
+        // every launch's work for the rare one that inherits a failure.
+        let poisoned: Option<Box<DagError>> = state
             .poisoned
             .iter()
             .find(|(p, _)| accesses.iter().any(|a| state.model.conflicts(p, a)))
-            .map(|(_, e)| e.clone());
+            .map(|(_, e)| Box::new(e.clone()));
         // Planned, not yet added: nothing below may leave the model changed for a launch
         // that fails (an earlier vertex would lose an active access, and a later launch the
         // edge that orders it).
@@ -909,7 +911,7 @@ impl<D: Device> Context<D> {
         let label_owned_record = label_owned.clone();
         let work_cell = cell.clone();
         let job: Arc<dyn Job<SpaceOf<D>>> = Arc::new(OnceJob::new(move |_space: &SpaceOf<D>| {
-            let failure = poisoned.or_else(|| {
+            let failure = poisoned.map(|e| *e).or_else(|| {
                 parent_cells.iter().find_map(|c| match c.state() {
                     VertexState::Failed(e) => Some(e),
                     _ => None,
