@@ -2283,6 +2283,39 @@ fn token_words(size: usize) -> Vec<u32> {
     vec![0; size.div_ceil(32)]
 }
 
+/// The host arrays of a token-claims kernel (`token_claims`, `team_token_claims`): each id's
+/// owner, the clash count, each id's uses, and the token's words.
+struct Claims {
+    size: usize,
+    owners: Vec<i64>,
+    clashes: Vec<u64>,
+    uses: Vec<u64>,
+    words: Vec<u32>,
+}
+
+impl Claims {
+    /// Nothing claimed, every id of a token of `size` free.
+    fn new(size: usize) -> Self {
+        Claims {
+            size,
+            owners: vec![0; size],
+            clashes: vec![0],
+            uses: vec![0; size],
+            words: token_words(size),
+        }
+    }
+
+    /// The kernel's array arguments, in its parameter order.
+    fn args(&mut self) -> [HostArray<'_>; 4] {
+        [
+            HostArray::new(&mut self.owners, &[self.size]),
+            HostArray::new(&mut self.clashes, &[1]),
+            HostArray::new(&mut self.uses, &[self.size]),
+            HostArray::token(&mut self.words, self.size),
+        ]
+    }
+}
+
 #[test]
 fn token_histogram_rows_match_the_native_kernel() -> Result<()> {
     let Some(m) = module::<token_histogram>() else {
@@ -2364,25 +2397,20 @@ fn acquired_ids_are_released_on_every_path() -> Result<()> {
         "the host pool is whole"
     );
 
-    let (mut ho, mut hc, mut hu) = (vec![0i64; size], vec![0u64; 1], vec![0u64; size]);
-    let mut words = token_words(size);
+    let mut claims = Claims::new(size);
     let outcome = m
-        .launch_for(
-            GRID_1D,
-            &[0],
-            &[n],
-            &mut [
-                HostArray::new(&mut ho, &[size]),
-                HostArray::new(&mut hc, &[1]),
-                HostArray::new(&mut hu, &[size]),
-                HostArray::token(&mut words, size),
-            ],
-            &[Value::Usize(skip)],
-        )
+        .launch_for(GRID_1D, &[0], &[n], &mut claims.args(), &[Value::Usize(skip)])
         .expect("arguments match");
     assert_eq!(outcome, Outcome::Completed);
     // The early `return` released its id, or the next thread of the same number would have
     // found every id held and waited forever.
+    let Claims {
+        owners: ho,
+        clashes: hc,
+        uses: hu,
+        words,
+        ..
+    } = claims;
     assert_eq!(words, token_words(size));
     assert_eq!((ho, hc), (vec![0; size], vec![0]));
     let threads = GRID_1D.thread_count();
@@ -2402,22 +2430,23 @@ fn concurrent_holders_never_share_an_id() -> Result<()> {
     let (league, rounds) = (6, 40);
     // Few ids for many threads at once: most acquires find their first choice taken.
     for (team, size) in [(16usize, 3usize), (24, 7), (8, 40)] {
-        let (mut ho, mut hc, mut hu) = (vec![0i64; size], vec![0u64; 1], vec![0u64; size]);
-        let mut words = token_words(size);
+        let mut claims = Claims::new(size);
         let outcome = m
             .launch_team_for(
                 team_grid(2, team),
                 league,
-                &mut [
-                    HostArray::new(&mut ho, &[size]),
-                    HostArray::new(&mut hc, &[1]),
-                    HostArray::new(&mut hu, &[size]),
-                    HostArray::token(&mut words, size),
-                ],
+                &mut claims.args(),
                 &[Value::Usize(rounds)],
             )
             .expect("arguments match");
         assert_eq!(outcome, Outcome::Completed);
+        let Claims {
+            owners: ho,
+            clashes: hc,
+            uses: hu,
+            words,
+            ..
+        } = claims;
         assert_eq!(
             hc,
             [0],
