@@ -315,43 +315,43 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
             std::mem::swap(&mut items.0, &mut batch);
         }
         while let Some(item) = batch.pop_front() {
-            match item {
-                Item::Work(work) => run(work, space),
+            // The point the item passes, if it records one.
+            let point = match item {
+                Item::Work(work) => {
+                    caught(|| work(space));
+                    None
+                }
+                Item::Recorded(work, point) => {
+                    caught(|| work(space));
+                    Some(point)
+                }
                 Item::RecordedJob(job, point) => {
-                    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| job.run(space))) {
-                        hoplite_core::error::drop_panic_payload(payload);
-                    }
+                    caught(|| job.run(space));
                     // This thread's reference goes before the point passes, so that the one
                     // who enqueued the job holds the last.
                     drop(job);
-                    queue.pending.fetch_sub(1, Ordering::AcqRel);
-                    queue.marks.pass(point);
-                    continue;
+                    Some(point)
                 }
-                Item::Recorded(work, point) => {
-                    run(work, space);
-                    // Counted out before the point passes: whoever it wakes sees the stream
-                    // idle if nothing came after it.
-                    queue.pending.fetch_sub(1, Ordering::AcqRel);
-                    queue.marks.pass(point);
-                    continue;
+                Item::Wait(event) => {
+                    event.wait();
+                    None
                 }
-                Item::Wait(event) => event.wait(),
-                Item::Signal(point) => {
-                    queue.pending.fetch_sub(1, Ordering::AcqRel);
-                    queue.marks.pass(point);
-                    continue;
-                }
-            }
+                Item::Signal(point) => Some(point),
+            };
+            // Counted out before the point passes: whoever it wakes sees the stream idle if
+            // nothing came after it.
             queue.pending.fetch_sub(1, Ordering::AcqRel);
+            if let Some(point) = point {
+                queue.marks.pass(point);
+            }
         }
     }
 }
 
 /// Runs one item's work. The context catches kernel panics itself; this keeps the stream
 /// alive whatever the work does, so every later event still completes.
-fn run<S>(work: Work<S>, space: &S) {
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| work(space))) {
+fn caught(work: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(work)) {
         hoplite_core::error::drop_panic_payload(payload);
     }
 }
