@@ -109,6 +109,8 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
     let name_str = name.to_string();
     let entry = translated.entry.clone();
     let source = translated.source;
+    // Hashed here rather than at each launch: FNV-1a over a 16 KiB prelude costs about 20 µs.
+    let source_hash = stable_hash(&[entry.as_bytes(), source.as_bytes()]);
 
     // The closure type the launch takes: `for<'it> Fn(item[, &mut acc])`.
     let token_ty = token_type(krate, signature.token);
@@ -275,8 +277,29 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             fn cuda_source() -> &'static str {
                 #source
             }
+
+            fn source_hash() -> u64 {
+                #source_hash
+            }
         }
     })
+}
+
+/// `hoplite_core::device_kernel::stable_hash` (FNV-1a with a separator between parts), which
+/// this crate cannot depend on; a test in hoplite compares the two for every kernel kind.
+fn stable_hash(parts: &[&[u8]]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut hash = OFFSET;
+    for (k, part) in parts.iter().enumerate() {
+        if k > 0 {
+            hash = (hash ^ 0xff).wrapping_mul(PRIME);
+        }
+        for &byte in *part {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
+        }
+    }
+    hash
 }
 
 /// The function as written, with `#[inline(always)]` and its token and handles sharing the

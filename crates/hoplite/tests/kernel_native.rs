@@ -192,6 +192,17 @@ fn device_description_follows_the_signature() {
         <triad as DeviceKernel>::source_hash(),
         <dot as DeviceKernel>::source_hash()
     );
+    // `#[kernel]` hashes its source when it expands; the value is the trait's documented hash.
+    fn hash_of<K: DeviceKernel>() -> u64 {
+        hoplite::device_kernel::stable_hash(&[K::ENTRY.as_bytes(), K::cuda_source().as_bytes()])
+    }
+    assert_eq!(<triad as DeviceKernel>::source_hash(), hash_of::<triad>());
+    assert_eq!(<dot as DeviceKernel>::source_hash(), hash_of::<dot>());
+    assert_eq!(<laplace as DeviceKernel>::source_hash(), hash_of::<laplace>());
+    assert_eq!(
+        <collatz_steps as DeviceKernel>::source_hash(),
+        hash_of::<collatz_steps>()
+    );
     println!("{}", collatz_steps::cuda_source());
 }
 
