@@ -25,7 +25,9 @@ use crate::vertex_table::VertexTable;
 /// Which pairs of accesses to one view order two launches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum DependencyPolicy {
-    /// Two reads of a view never order each other (GrCUDA's `with-const`).
+    /// Two reads of a view never order each other (GrCUDA's `with-const`), nor do two atomic
+    /// updates of it (`x.atomic()` handles, which commute as the borrow table lets them share
+    /// a view); a read and an atomic update do.
     #[default]
     WithConst,
     /// Any two launches that share elements of a view are ordered (GrCUDA's `no-const`).
@@ -249,10 +251,15 @@ impl DependencyModel {
                     continue;
                 }
                 // The new vertex covers the parent's access for every later vertex when it
-                // touches all of its elements and, with const, writes them (a reader leaves
-                // the parent's write for the next reader to depend on).
+                // touches all of its elements and every access that would order after the
+                // parent's orders after the new one: with const, only a write does (a reader
+                // leaves the parent's write for the next reader to depend on, an atomic update
+                // for the next atomic update).
                 let covers = later.footprint.covers(&earlier.footprint)
-                    && (self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read);
+                    && match self.policy {
+                        DependencyPolicy::NoConst => true,
+                        DependencyPolicy::WithConst => later.kind == AccessKind::Write,
+                    };
                 hits.push((f, i, j, covers));
             }
         }
@@ -432,9 +439,11 @@ impl DependencyModel {
 }
 
 fn conflicts(policy: DependencyPolicy, earlier: &Access, later: &Access) -> bool {
-    let both_read = earlier.kind == AccessKind::Read && later.kind == AccessKind::Read;
+    // With const, accesses of one kind that commute never order each other: two reads, and
+    // two atomic updates (as the borrow table lets atomic handles share a view).
+    let commute = earlier.kind == later.kind && matches!(later.kind, AccessKind::Read | AccessKind::Atomic);
     let ordered = match policy {
-        DependencyPolicy::WithConst => !both_read,
+        DependencyPolicy::WithConst => !commute,
         DependencyPolicy::NoConst => true,
     };
     ordered && earlier.allocation == later.allocation && earlier.footprint.overlaps(&later.footprint)

@@ -54,6 +54,32 @@ fn read_read_under_both_policies() {
 }
 
 #[test]
+fn atomic_updates_commute_with_const() {
+    let (x, _, _) = views();
+    let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
+    let (w, _) = parents(&mut dag, acc(x.write()));
+    let (a, pa) = parents(&mut dag, acc(x.atomic()));
+    assert_eq!(pa, [w], "an atomic update after a write");
+    let (b, pb) = parents(&mut dag, acc(x.atomic()));
+    assert_eq!(
+        pb,
+        [w],
+        "a second atomic update waits for the write, not for the first update"
+    );
+    let (r, pr) = parents(&mut dag, acc(x.read()));
+    assert_eq!(pr, [a, b], "a reader waits for every atomic update");
+    let (_, pc) = parents(&mut dag, acc(x.atomic()));
+    assert_eq!(pc, [r], "an atomic update after the reader");
+    let mut no = DependencyModel::new(DependencyPolicy::NoConst);
+    let (a, _) = parents(&mut no, acc(x.atomic()));
+    assert_eq!(
+        parents(&mut no, acc(x.atomic())).1,
+        [a],
+        "no-const orders atomic updates"
+    );
+}
+
+#[test]
 fn grcuda_vector() {
     // A(x) -> B(x read), A -> C(x read), no B-C edge; then D(x write) has parents {B, C}.
     let (x, _, _) = views();
@@ -358,8 +384,8 @@ mod reference {
     }
 
     fn conflicts(policy: DependencyPolicy, earlier: &Access, later: &Access) -> bool {
-        let both_read = earlier.kind == AccessKind::Read && later.kind == AccessKind::Read;
-        (policy == DependencyPolicy::NoConst || !both_read)
+        let commute = earlier.kind == later.kind && later.kind != AccessKind::Write;
+        (policy == DependencyPolicy::NoConst || !commute)
             && earlier.allocation == later.allocation
             && earlier.footprint.overlaps(&later.footprint)
     }
@@ -405,7 +431,7 @@ mod reference {
                         }
                         view.get_or_insert_with(|| later.view.clone());
                         if later.footprint.covers(&earlier.footprint)
-                            && (self.policy == DependencyPolicy::NoConst || later.kind != AccessKind::Read)
+                            && (self.policy == DependencyPolicy::NoConst || later.kind == AccessKind::Write)
                         {
                             covered.push((f, i));
                             break;
