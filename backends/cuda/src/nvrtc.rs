@@ -39,6 +39,8 @@ type GetSize = unsafe extern "C" fn(Program, *mut usize) -> c_int;
 type GetText = unsafe extern "C" fn(Program, *mut c_char) -> c_int;
 type DestroyProgram = unsafe extern "C" fn(*mut Program) -> c_int;
 type Version = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+type NumArchs = unsafe extern "C" fn(*mut c_int) -> c_int;
+type Archs = unsafe extern "C" fn(*mut c_int) -> c_int;
 
 /// NVRTC, loaded.
 pub struct Nvrtc {
@@ -50,6 +52,8 @@ pub struct Nvrtc {
     ptx: GetText,
     destroy: DestroyProgram,
     version: Version,
+    num_archs: NumArchs,
+    archs: Archs,
     path: String,
     // Keeps the functions above loaded.
     _library: libloading::Library,
@@ -138,6 +142,8 @@ impl Nvrtc {
             ptx: symbol!(b"nvrtcGetPTX\0", GetText),
             destroy: symbol!(b"nvrtcDestroyProgram\0", DestroyProgram),
             version: symbol!(b"nvrtcVersion\0", Version),
+            num_archs: symbol!(b"nvrtcGetNumSupportedArchs\0", NumArchs),
+            archs: symbol!(b"nvrtcGetSupportedArchs\0", Archs),
             path: path.to_owned(),
             _library: library,
         })
@@ -149,6 +155,55 @@ impl Nvrtc {
         // SAFETY: both pointers are to live integers.
         unsafe { (self.version)(&mut major, &mut minor) };
         (major, minor)
+    }
+
+    /// The architectures this NVRTC compiles for, as compute capabilities times ten (`90`
+    /// for `compute_90`), in increasing order. Each CUDA release drops old ones (NVRTC 13
+    /// starts at 75).
+    ///
+    /// ```
+    /// if let Ok(nvrtc) = hoplite_cuda::nvrtc::Nvrtc::get() {
+    ///     assert!(nvrtc.supported_architectures().contains(&90));
+    /// }
+    /// ```
+    pub fn supported_architectures(&self) -> Vec<u32> {
+        let mut count: c_int = 0;
+        // SAFETY: a pointer to a live integer.
+        if unsafe { (self.num_archs)(&mut count) } != 0 || count <= 0 {
+            return Vec::new();
+        }
+        let mut archs: Vec<c_int> = vec![0; count as usize];
+        // SAFETY: `archs` has room for the `count` integers NVRTC writes.
+        if unsafe { (self.archs)(archs.as_mut_ptr()) } != 0 {
+            return Vec::new();
+        }
+        archs.into_iter().filter_map(|a| u32::try_from(a).ok()).collect()
+    }
+
+    /// The architecture to compile for a device of virtual architecture `arch` (such as
+    /// `compute_90`): `arch` itself where this NVRTC supports it, else the newest it supports
+    /// below it, whose PTX the driver compiles for the newer device when it loads it. Other
+    /// names come back unchanged (NVRTC then reports them).
+    ///
+    /// ```
+    /// if let Ok(nvrtc) = hoplite_cuda::nvrtc::Nvrtc::get() {
+    ///     assert_eq!(nvrtc.target_for("compute_90"), "compute_90");
+    ///     assert!(nvrtc.target_for("compute_990").starts_with("compute_"));
+    /// }
+    /// ```
+    pub fn target_for(&self, arch: &str) -> String {
+        let Some(cc) = arch.strip_prefix("compute_").and_then(|d| d.parse::<u32>().ok()) else {
+            return arch.to_owned();
+        };
+        match self
+            .supported_architectures()
+            .into_iter()
+            .filter(|&s| s <= cc)
+            .max()
+        {
+            Some(best) => format!("compute_{best}"),
+            None => arch.to_owned(),
+        }
     }
 
     /// Compiles `source` for the virtual architecture `arch` (such as `compute_90`) and
@@ -418,7 +473,8 @@ impl ModuleCache {
             self.memory.lock().insert(key, ptx.clone());
             return Ok((ptx, CacheHit::Disk));
         }
-        let ptx = Nvrtc::get()?.compile(kernel, arch, source)?;
+        let nvrtc = Nvrtc::get()?;
+        let ptx = nvrtc.compile(kernel, &nvrtc.target_for(arch), source)?;
         if let Some(p) = &path {
             write_cached(p, &ptx);
         }
