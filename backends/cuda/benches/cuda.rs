@@ -2,12 +2,14 @@
 //!
 //! * `cuda-chain`: a chain of N small `#[kernel]` launches, each after the previous, as one
 //!   CUDA graph (`cuda-hoplite`: `CudaGraph::run`, one `cuGraphLaunch` and a wait) and as N
-//!   eager launches then a fence (`cuda-eager`); throughput is nodes, so the per-node time
-//!   is the median over N.
+//!   eager launches then a fence (`cuda-eager`), beside N bare `cuLaunchKernel`s then a
+//!   wait (`cuda-raw-cudarc`, below); throughput is nodes, so the per-node time is the median
+//!   over N.
 //! * `cuda-triad` and `cuda-dot` at 2^24 `f64`: `Cuda::launch_range` / `Cuda::reduce_range`
 //!   (`cuda-hoplite`) beside a bare `cuLaunchKernel` of the same NVRTC'd entry through
 //!   cudarc's raw driver bindings with the same packed parameters and geometry
-//!   (`cuda-raw-cudarc`), which skips hoplite's checks, keep-alive and partials allocation.
+//!   (`cuda-raw-cudarc`), which skips hoplite's checks and keep-alive, and reads the dot's
+//!   partials into a reused pageable vector and sums them in one left fold.
 //!
 //! Without a CUDA driver or device every group prints that it is skipped and why, and the
 //! run exits 0.
@@ -101,6 +103,30 @@ fn chain(c: &mut Criterion) {
                 cuda.fence().expect("fence")
             })
         });
+        let raw = RawLaunch::new::<set_to>(&cuda);
+        let limits = cuda.limits().expect("a device");
+        let g = range_geometry(&limits, n as u64).expect("elements");
+        let blocks: Vec<Vec<u8>> = (0..nodes)
+            .map(|k| {
+                let args = [
+                    handle(&y, HandleAccess::Write),
+                    KernelArg::Scalar(ScalarArg::F64(k as f64)),
+                ];
+                let range = IterationArgs::Range {
+                    begin: 0,
+                    end: n as u64,
+                };
+                pack_for::<set_to>(&range, &args).expect("packs").bytes()
+            })
+            .collect();
+        group.bench_with_input(BenchmarkId::new("cuda-raw-cudarc", nodes), &nodes, |b, _| {
+            b.iter(|| {
+                for params in &blocks {
+                    raw.launch(&g, params);
+                }
+                raw.wait()
+            })
+        });
     }
     group.finish();
 }
@@ -152,6 +178,21 @@ impl RawLaunch {
 
     /// Launches with `params` (the entry's packed parameter block) and waits.
     fn launch_and_wait(&self, g: &LaunchGeometry, params: &[u8]) {
+        self.launch(g, params);
+        self.wait();
+    }
+
+    /// Waits for the launches so far.
+    fn wait(&self) {
+        // SAFETY: the stream is live.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(self.stream)
+        });
+    }
+
+    /// Launches with `params` (the entry's packed parameter block); the caller waits before
+    /// the views can go.
+    fn launch(&self, g: &LaunchGeometry, params: &[u8]) {
         let mut words = vec![0u64; params.len().div_ceil(8)];
         for (k, b) in params.iter().enumerate() {
             words[k / 8] |= u64::from(*b) << ((k % 8) * 8);
@@ -170,8 +211,7 @@ impl RawLaunch {
         // (packed by hoplite's packer for this kernel), passed through `extra` with its size;
         // the block and `size` outlive the call (the driver copies them); every address in it
         // is a live device allocation of the right size; the geometry is hoplite's for the
-        // same launch; the stream is live; the wait completes the launch before the views
-        // can go.
+        // same launch; the stream is live; the caller waits before the views can go.
         unsafe {
             check(
                 "cuLaunchKernel",
@@ -189,7 +229,6 @@ impl RawLaunch {
                     extra.as_mut_ptr(),
                 ),
             );
-            check("cuStreamSynchronize", sys::cuStreamSynchronize(self.stream));
         }
     }
 }

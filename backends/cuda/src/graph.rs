@@ -36,8 +36,8 @@ use crate::launch::{
 };
 use crate::params::{IterationArgs, ParamBuffer, pack_for, pack_reduce, pack_scan};
 use crate::reduce::{
-    DeviceReduceValue, decode, encode, exclusive_prefix, join_in_thread_order, partials_count,
-    partials_geometry, value_layout,
+    DeviceReduceValue, decode, encode, exclusive_prefix, join_partials, partials_count, partials_geometry,
+    value_layout,
 };
 use crate::{Cuda, CudaError};
 
@@ -120,7 +120,7 @@ where
     R::Value: DeviceReduceValue,
 {
     fn join(&self, partials: &mut [u8]) {
-        let value = join_in_thread_order(&self.reducer, decode::<R::Value>(partials));
+        let value = join_partials(&self.reducer, decode::<R::Value>(partials));
         *self.result.lock() = Some(value);
     }
 }
@@ -541,7 +541,7 @@ impl CudaGraph {
     /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over a range) over `range` with
     /// `reducer`, after the nodes `after`. In the CUDA graph it is three nodes: the kernel
     /// writing one partial per launched thread, a copy of the partials into page-locked host
-    /// memory, and a host node joining them in thread order (as [`Cuda::reduce_range`]
+    /// memory, and a host node joining them in the fixed order (as [`Cuda::reduce_range`]
     /// does). The returned [`GraphReduction`] holds the value of the last run; the returned
     /// node is the join, so nodes after it see the value.
     ///
@@ -599,7 +599,7 @@ impl CudaGraph {
     /// over `begins..ends` with `reducer`, after the nodes `after`, as
     /// [`reduce_range`](Self::reduce_range) adds one: the kernel node with the eager
     /// [`Cuda::reduce_mdrange`]'s geometry cut to the resident threads, the copy of the
-    /// partials and the host join in thread order.
+    /// partials and the host join in the fixed order.
     ///
     /// ```
     /// use hoplite::prelude::*;

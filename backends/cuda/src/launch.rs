@@ -23,8 +23,8 @@ use crate::params::{
     HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, TokenArg, pack_for, pack_reduce, pack_scan,
 };
 use crate::reduce::{
-    DeviceReduceValue, decode, encode, exclusive_prefix, join_in_thread_order, partials_count,
-    partials_geometry, value_layout,
+    DeviceReduceValue, decode, encode, exclusive_prefix, join_partials, partials_count, partials_geometry,
+    value_layout,
 };
 use crate::{Cuda, CudaError, DeviceAccessibleSpace};
 
@@ -531,7 +531,7 @@ impl Cuda {
     }
 
     /// A reduction: validates, allocates the partials on the device, launches, copies them
-    /// back and joins them in thread order (see [`crate::reduce`]).
+    /// back and joins them in a fixed order (see [`crate::reduce`]).
     fn reduce<K: DeviceKernel, R>(
         &self,
         iteration: IterationArgs,
@@ -552,7 +552,7 @@ impl Cuda {
             Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
         })?
         else {
-            return Ok(join_in_thread_order(reducer, []));
+            return Ok(join_partials(reducer, []));
         };
         let bytes = partials_bytes::<K, R::Value>(&plan.geometry)?;
         let partials = StreamBuffer::new(plan.stream, bytes)?;
@@ -563,14 +563,12 @@ impl Cuda {
         // found every writer containing the iteration space and overlapping no other handle;
         // the views in `args` are borrowed until the download below has waited for the launch.
         unsafe { plan.launch(&mut params) }?;
-        let mut host = vec![0u8; bytes];
-        partials.download(&mut host)?;
-        Ok(join_in_thread_order(reducer, decode::<R::Value>(&host)))
+        partials.read_back(bytes, |host| join_partials(reducer, decode::<R::Value>(host)))
     }
 
     /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over a `RangePolicy`) over `range`
     /// on this instance's stream and returns the reducer's value: every launched thread
-    /// accumulates from `reducer.init()`, the host joins the partials in thread order (see
+    /// accumulates from `reducer.init()`, the host joins the partials in a fixed order (see
     /// [`crate::reduce`]) and finalizes once. Waits for the launch.
     ///
     /// ```
@@ -731,9 +729,7 @@ impl Cuda {
         // chunks from it); writers contain the range and overlap no other handle; the views
         // in `args` are borrowed until the synchronization below.
         unsafe { plan.launch(&mut params) }?;
-        let mut host = vec![0u8; bytes];
-        values.download(&mut host)?;
-        let mut sums: Vec<T> = decode::<T>(&host).collect();
+        let mut sums: Vec<T> = values.read_back(bytes, |host| decode::<T>(host).collect())?;
         let total = exclusive_prefix(&mut sums);
         values.upload(&encode(&sums))?;
         params.set(final_param, &[1]);
