@@ -9,7 +9,7 @@
 //!   (`cuda-hoplite`) beside a bare `cuLaunchKernel` of the same NVRTC'd entry through
 //!   cudarc's raw driver bindings with the same packed parameters and geometry
 //!   (`cuda-raw-cudarc`), which skips hoplite's checks and keep-alive, and reads the dot's
-//!   partials into a reused pageable vector and sums them in one left fold.
+//!   block partials into a reused pageable vector and sums them in one left fold.
 //!
 //! Without a CUDA driver or device every group prints that it is skipped and why, and the
 //! run exits 0.
@@ -21,7 +21,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use cudarc::driver::sys;
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
-use hoplite_core::device_kernel::{DeviceKernel, HandleAccess, ScalarType};
+use hoplite_core::device_kernel::{DeviceJoin, DeviceKernel, HandleAccess, ScalarType};
 use hoplite_core::{ExecutionSpace, LayoutLeft, View};
 use hoplite_cuda::geometry::{LaunchGeometry, range_geometry};
 use hoplite_cuda::graph::CudaGraph;
@@ -309,7 +309,8 @@ fn stream_dot(c: &mut Criterion) {
     let raw = RawLaunch::new::<dot>(&cuda);
     let limits = cuda.limits().expect("a device");
     let g = partials_geometry(&limits, range_geometry(&limits, n as u64).expect("elements"));
-    let count = partials_count(&g) as usize;
+    // The same device join as the library's launch: one partial per block.
+    let count = partials_count(&g, true) as usize;
     let partials = DeviceView::without_initializing("partials", [count]).expect("device memory");
     let params = pack_reduce::<dot, f64>(
         &IterationArgs::Range {
@@ -318,6 +319,7 @@ fn stream_dot(c: &mut Criterion) {
         },
         &[handle(&x, HandleAccess::Read), handle(&y, HandleAccess::Read)],
         &0.0,
+        Some(DeviceJoin::Sum),
     )
     .expect("packs");
     // The partials pointer is the last parameter.

@@ -36,8 +36,8 @@ use crate::launch::{
 };
 use crate::params::{IterationArgs, ParamBuffer, pack_for, pack_reduce, pack_scan};
 use crate::reduce::{
-    DeviceReduceValue, decode, encode, exclusive_prefix, join_partials, partials_count, partials_geometry,
-    value_layout,
+    DeviceReduceValue, decode, device_join_for, encode, exclusive_prefix, join_partials, partials_count,
+    partials_geometry, value_layout,
 };
 use crate::{Cuda, CudaError};
 
@@ -221,6 +221,8 @@ struct ReduceNode {
     join: Arc<dyn PartialsJoin>,
     /// A scan: the host step writes prefixes, which are copied back for a final pass.
     scan: bool,
+    /// The device joins each block's values: one partial per block, not per thread.
+    joined_on_device: bool,
     buffers: Option<PartialsBuffers>,
     payload: Option<Box<JoinPayload>>,
 }
@@ -731,7 +733,8 @@ impl CudaGraph {
         R: Reducer + Send + Sync + 'static,
         R::Value: DeviceReduceValue,
     {
-        let params = pack_reduce::<K, R::Value>(&iteration, &kernel_args(args), &reducer.init())?;
+        let join = device_join_for(K::PATTERN, reducer.device_join());
+        let params = pack_reduce::<K, R::Value>(&iteration, &kernel_args(args), &reducer.init(), join)?;
         check_args(K::NAME, ends, args)?;
         let geometry: Geometry = Box::new(move |limits, resources| {
             Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
@@ -745,6 +748,7 @@ impl CudaGraph {
                 result: result.clone(),
             }),
             scan: false,
+            joined_on_device: join.is_some(),
             buffers: None,
             payload: None,
         };
@@ -812,6 +816,7 @@ impl CudaGraph {
                 total: result.clone(),
             }),
             scan: true,
+            joined_on_device: false,
             buffers: None,
             payload: None,
         };
@@ -1096,12 +1101,13 @@ fn add_reduction(
                 reason: format!("the geometry {g:?} does not fit the device"),
             });
         }
-        bytes = usize::try_from(partials_count(&g))
+        let count = partials_count(&g, r.joined_on_device);
+        bytes = usize::try_from(count)
             .ok()
             .and_then(|n| n.checked_mul(r.value_size))
             .ok_or_else(|| CudaError::InvalidLaunch {
                 kernel: r.kernel.name,
-                reason: format!("{} partials do not fit the address space", partials_count(&g)),
+                reason: format!("{count} partials do not fit the address space"),
             })?
             .max(1);
         device.bind()?;

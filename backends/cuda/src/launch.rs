@@ -23,8 +23,8 @@ use crate::params::{
     HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, TokenArg, pack_for, pack_reduce, pack_scan,
 };
 use crate::reduce::{
-    DeviceReduceValue, decode, encode, exclusive_prefix, join_partials, partials_count, partials_geometry,
-    value_layout,
+    DeviceReduceValue, decode, device_join_for, encode, exclusive_prefix, join_partials, partials_count,
+    partials_geometry, value_layout,
 };
 use crate::{Cuda, CudaError, DeviceAccessibleSpace};
 
@@ -545,7 +545,8 @@ impl Cuda {
         R::Value: DeviceReduceValue,
     {
         let identity = reducer.init();
-        let mut params = pack_reduce::<K, R::Value>(&iteration, &kernel_args(args), &identity)?;
+        let join = device_join_for(K::PATTERN, reducer.device_join());
+        let mut params = pack_reduce::<K, R::Value>(&iteration, &kernel_args(args), &identity, join)?;
         let partials_param = params.offsets().len() - 1;
         check_args(K::NAME, ends, args)?;
         let Some(plan) = self.plan::<K>(&iteration, args, |limits, resources| {
@@ -554,7 +555,7 @@ impl Cuda {
         else {
             return Ok(join_partials(reducer, []));
         };
-        let bytes = partials_bytes::<K, R::Value>(&plan.geometry)?;
+        let bytes = partials_bytes::<K, R::Value>(&plan.geometry, join.is_some())?;
         let partials = StreamBuffer::new(plan.stream, bytes)?;
         params.set(partials_param, &partials.address().to_le_bytes());
         // SAFETY: `params` was packed by `pack_reduce::<K, _>` against `K::params()` and the
@@ -720,7 +721,7 @@ impl Cuda {
         else {
             return Ok(T::zero());
         };
-        let bytes = partials_bytes::<K, T>(&plan.geometry)?;
+        let bytes = partials_bytes::<K, T>(&plan.geometry, false)?;
         let values = StreamBuffer::new(plan.stream, bytes)?;
         params.set(values_param, &values.address().to_le_bytes());
         // SAFETY: `params` was packed by `pack_scan::<K, T>` against `K::params()` and the
@@ -847,17 +848,21 @@ impl TeamLaunch {
     }
 }
 
-/// The bytes of one partial per launched thread of `g`, in `V`'s device layout.
-fn partials_bytes<K: DeviceKernel, V: DeviceReduceValue>(g: &LaunchGeometry) -> Result<usize, CudaError> {
+/// The bytes of the partials of a launch of `g` (one per block where the device joins each
+/// block's values, else one per launched thread), in `V`'s device layout.
+fn partials_bytes<K: DeviceKernel, V: DeviceReduceValue>(
+    g: &LaunchGeometry,
+    joined_on_device: bool,
+) -> Result<usize, CudaError> {
     let size = value_layout(V::PATTERN).map_or(0, |l| l.size);
-    usize::try_from(partials_count(g))
+    usize::try_from(partials_count(g, joined_on_device))
         .ok()
         .and_then(|n| n.checked_mul(size))
         .ok_or_else(|| CudaError::InvalidLaunch {
             kernel: K::NAME,
             reason: format!(
                 "{} partials of {size} bytes do not fit the address space",
-                partials_count(g)
+                partials_count(g, joined_on_device)
             ),
         })
 }

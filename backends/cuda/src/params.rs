@@ -7,12 +7,12 @@
 //! point into and a valid packed argument block.
 
 use hoplite_core::device_kernel::{
-    DeviceIteration, DeviceKernel, DeviceParam, DevicePattern, HandleAccess, ScalarType,
+    DeviceIteration, DeviceJoin, DeviceKernel, DeviceParam, DevicePattern, HandleAccess, ScalarType,
 };
 
 use crate::CudaError;
 use crate::geometry::TeamScratch;
-use crate::reduce::{DeviceReduceValue, ValueLayout, value_layout};
+use crate::reduce::{DeviceReduceValue, ValueLayout, device_join_for, value_layout};
 
 /// The most bytes of parameters a kernel may take (the limit every CUDA driver accepts).
 pub const MAX_PARAM_BYTES: usize = 4096;
@@ -281,8 +281,10 @@ pub fn pack_for<K: DeviceKernel>(
 }
 
 /// Packs the parameters of `K`'s entry for a reduction: the `parallel_for` parameters, then
-/// the reducer's identity in the device layout of `V` and the partials pointer (0 here; the
-/// launch sets it once the partials are allocated).
+/// the code of the join the device applies to each block's values (`join` where
+/// [`device_join_for`] keeps it, else -1: a partial per thread), the reducer's identity in the
+/// device layout of `V` and the partials pointer (0 here; the launch sets it once the
+/// partials are allocated).
 ///
 /// ```
 /// use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DevicePattern, DeviceParam, ScalarType};
@@ -300,9 +302,10 @@ pub fn pack_for<K: DeviceKernel>(
 ///     fn cuda_source() -> &'static str { "" }
 /// }
 /// let identity = ValLoc { val: f32::MAX, loc: None };
-/// let p = pack_reduce::<ArgMin, _>(&IterationArgs::Range { begin: 0, end: 10 }, &[], &identity)?;
-/// // begin, end, the 16-byte identity (8-byte aligned), the partials pointer.
-/// assert_eq!(p.offsets(), [0, 8, 16, 32]);
+/// let p = pack_reduce::<ArgMin, _>(&IterationArgs::Range { begin: 0, end: 10 }, &[], &identity, None)?;
+/// // begin, end, the device join (-1: none for a location), the 16-byte identity (8-byte
+/// // aligned), the partials pointer.
+/// assert_eq!(p.offsets(), [0, 8, 16, 24, 40]);
 /// # Ok::<(), hoplite_cuda::CudaError>(())
 /// ```
 ///
@@ -315,9 +318,12 @@ pub fn pack_reduce<K: DeviceKernel, V: DeviceReduceValue>(
     iteration: &IterationArgs,
     args: &[KernelArg],
     identity: &V,
+    join: Option<DeviceJoin>,
 ) -> Result<ParamBuffer, CudaError> {
     check_reduce_pattern::<K, V>()?;
     let mut buf = pack_common::<K>(iteration, args)?;
+    let code = device_join_for(K::PATTERN, join).map_or(-1, DeviceJoin::code);
+    buf.push(&code.to_le_bytes());
     push_value(&mut buf, identity);
     buf.push_u64(0);
     check_size::<K>(buf)

@@ -1,25 +1,31 @@
 //! Reductions and scans on the device: the value layouts of the reduce patterns, the bounded
-//! geometry that sizes the per-thread partials, the host join in a fixed order and the
+//! geometry that sizes the partials, the joins the device applies, the host join in a fixed
+//! order and the
 //! exclusive prefix of a scan's chunk sums. Everything here is pure and tested without a
 //! GPU; `Cuda::reduce_*` and `Cuda::scan_range` (in `launch.rs`) drive the device with it.
 //!
 //! # The join order
 //!
-//! A reduce entry stores one partial per launched thread at the thread's number
-//! `t = block * blockThreads + threadInBlock`, with
-//! `block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x` and
-//! `threadInBlock = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x`.
-//! The host joins them in [`JOIN_LANES`] lanes: lane `j` starts from the reducer's `init()`
-//! and joins partials `j`, `j + 8`, `j + 16`, ... in turn; lane 0 then joins lanes 1 to 7 in
-//! turn, and the total is finalized once ([`join_partials`]). The geometry depends only on the iteration space, the
-//! device's limits and the compiled kernel's resources, so the same launch on the same device
-//! gives the same value, bit for bit. Threads walk the space with grid-stride loops, so a
-//! partial covers every `T`-th index rather than a contiguous run: device reductions are for
-//! reducers whose join is commutative, as every reducer a `#[kernel]` accumulator can have
+//! Every launched thread accumulates from the reducer's `init()`. Where the device applies the
+//! launch's join itself ([`device_join_for`]: the library's `Sum`, `Max`, `Min`, `Prod`,
+//! `BAnd`, `BOr`, `LAnd`, `LOr` on a plain scalar), each block's first thread joins the
+//! block's values in thread order (`threadInBlock = (threadIdx.z * blockDim.y + threadIdx.y)
+//! * blockDim.x + threadIdx.x`) and stores one partial at the block's number
+//! `block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x`. Otherwise (a
+//! location, `MinMax`, a custom reducer) each thread stores its value at its number
+//! `t = block * blockThreads + threadInBlock`.
+//!
+//! The host joins the partials in [`JOIN_LANES`] lanes: lane `j` starts from `init()` and
+//! joins partials `j`, `j + 8`, `j + 16`, ... in turn; lane 0 then joins lanes 1 to 7 in turn,
+//! and the total is finalized once ([`join_partials`]). The geometry depends only on the
+//! iteration space, the device's limits and the compiled kernel's resources, so the same
+//! launch on the same device gives the same value, bit for bit. Threads walk the space with
+//! grid-stride loops, so a partial covers every `T`-th index rather than a contiguous run:
+//! device reductions are for //! reducers whose join is commutative, as every reducer a `#[kernel]` accumulator can have
 //! (sums, products, min, max, logical and bitwise and/or, `MinLoc`/`MaxLoc`, `MinMax`,
 //! `MinMaxLoc`/`MinMaxFirstLastLoc`) is.
 
-use hoplite_core::device_kernel::{DevicePattern, ScalarType};
+use hoplite_core::device_kernel::{DeviceJoin, DevicePattern, ScalarType};
 use hoplite_core::{MinMaxLocScalar, MinMaxScalar, Reducer, ScanValue, ValLoc};
 
 use crate::DeviceScalar;
@@ -227,7 +233,8 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for MinMaxLocScalar<
 
 /// The geometry a reduction or scan launches with: `g` with its grid cut to the blocks that
 /// are resident at once (`sm_count * max_threads_per_sm / blockThreads`, x kept first), so
-/// the partials stay a few megabytes whatever the length. Entries use grid-stride loops (a
+/// the partials stay a few megabytes (a few kilobytes when the device joins each block's
+/// values) whatever the length. Entries use grid-stride loops (a
 /// scan, contiguous chunks), so any grid covers the space.
 ///
 /// ```
@@ -235,7 +242,7 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for MinMaxLocScalar<
 /// use hoplite_cuda::reduce::{partials_geometry, partials_count};
 /// let limits = DeviceLimits::SM_90;
 /// let g = partials_geometry(&limits, range_geometry(&limits, 1 << 30).expect("not empty"));
-/// assert_eq!(partials_count(&g), u64::from(limits.sm_count * limits.max_threads_per_sm));
+/// assert_eq!(partials_count(&g, false), u64::from(limits.sm_count * limits.max_threads_per_sm));
 /// ```
 pub fn partials_geometry(limits: &DeviceLimits, g: LaunchGeometry) -> LaunchGeometry {
     let resident_threads = u64::from(limits.sm_count.max(1)) * u64::from(limits.max_threads_per_sm.max(1));
@@ -249,16 +256,41 @@ pub fn partials_geometry(limits: &DeviceLimits, g: LaunchGeometry) -> LaunchGeom
     LaunchGeometry { grid, ..g }
 }
 
-/// The number of partials a launch of `g` writes: one per launched thread.
+/// The join a reduce launch applies on the device: `join` where the kernel's `pattern`
+/// accumulates a plain scalar that the join applies to, else `None` (one partial per thread,
+/// joined on the host).
+///
+/// ```
+/// use hoplite_core::device_kernel::{DeviceJoin, DevicePattern, ScalarType};
+/// use hoplite_cuda::reduce::device_join_for;
+/// let sum = Some(DeviceJoin::Sum);
+/// assert_eq!(device_join_for(DevicePattern::Reduce(ScalarType::F64), sum), sum);
+/// assert_eq!(device_join_for(DevicePattern::ReduceValLoc(ScalarType::F64), sum), None);
+/// assert_eq!(device_join_for(DevicePattern::Reduce(ScalarType::F64), Some(DeviceJoin::BitOr)), None);
+/// ```
+pub fn device_join_for(pattern: DevicePattern, join: Option<DeviceJoin>) -> Option<DeviceJoin> {
+    match (pattern, join) {
+        (DevicePattern::Reduce(s), Some(j)) if j.applies_to(s) => Some(j),
+        _ => None,
+    }
+}
+
+/// The number of partials a launch of `g` writes: one per block where the device joins each
+/// block's values, else one per launched thread.
 ///
 /// ```
 /// use hoplite_cuda::geometry::LaunchGeometry;
 /// use hoplite_cuda::reduce::partials_count;
 /// let g = LaunchGeometry { grid: [4, 2, 1], block: [32, 8, 1], shared_bytes: 0 };
-/// assert_eq!(partials_count(&g), 2048);
+/// assert_eq!(partials_count(&g, false), 2048);
+/// assert_eq!(partials_count(&g, true), 8);
 /// ```
-pub fn partials_count(g: &LaunchGeometry) -> u64 {
-    g.total_threads()
+pub fn partials_count(g: &LaunchGeometry, joined_on_device: bool) -> u64 {
+    if joined_on_device {
+        g.grid.iter().map(|&e| u64::from(e)).product()
+    } else {
+        g.total_threads()
+    }
 }
 
 /// The number of running values the host join keeps: partial `t` goes to lane `t % LANES`.
@@ -343,14 +375,14 @@ mod tests {
             let resident = u64::from(limits.sm_count) * u64::from(limits.max_threads_per_sm);
             // Small ranges keep one thread per index.
             let g = partials_geometry(&limits, range_geometry(&limits, 1000).expect("not empty"));
-            assert_eq!(partials_count(&g), 1024);
+            assert_eq!(partials_count(&g, false), 1024);
             // Long ones stop at the resident threads.
             let g = partials_geometry(&limits, range_geometry(&limits, u64::MAX).expect("not empty"));
-            assert_eq!(partials_count(&g), resident);
+            assert_eq!(partials_count(&g, false), resident);
             // MDRanges too, x kept first.
             let g = mdrange_geometry(&limits, &[1 << 20, 1 << 20, 1 << 20]).expect("not empty");
             let p = partials_geometry(&limits, g);
-            assert!(partials_count(&p) <= resident, "{p:?}");
+            assert!(partials_count(&p, false) <= resident, "{p:?}");
             assert_eq!(p.block, g.block);
             assert!(p.grid[0] >= p.grid[1] && p.grid[1] >= p.grid[2], "{p:?}");
             assert!(p.grid.iter().all(|&e| e >= 1));

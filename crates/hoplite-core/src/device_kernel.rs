@@ -23,9 +23,12 @@
 //! 3. per scalar capture, its value, and per unique token ([`DeviceParam::TokenBits`]) a pointer
 //!    to its lock words (`unsigned int*`, one bit per id, bit `id % 32` of word `id / 32`)
 //!    then its size (`unsigned long long`), in the kernel's parameter order;
-//! 4. for a reduction, the identity to start every thread's partial from, then a pointer to
-//!    one partial per launched thread (`gridDim * blockDim` of them, x fastest), which the
-//!    host joins in thread order with the launch's reducer.
+//! 4. for a reduction, the code of the join the device applies (`int`: [`DeviceJoin::code`],
+//!    or -1 for none), the identity to start every thread's partial from, then a pointer to
+//!    the partials: with a join, one per block (`gridDim` of them, x fastest; the block's
+//!    first thread joins its threads' values in thread order), else one per launched thread
+//!    (`gridDim * blockDim` of them, x fastest). The host joins them with the launch's
+//!    reducer.
 //!
 //! For a scan the entry takes, after the scalars, the identity, a pointer to one value per
 //! launched thread and a `bool`: whether this is the final pass. Each thread scans one
@@ -328,6 +331,67 @@ pub unsafe trait DeviceKernel {
     /// `#[kernel]` does: hashing a kernel's 16 KiB source takes about 20 µs.
     fn source_hash() -> u64 {
         stable_hash(&[Self::ENTRY.as_bytes(), Self::cuda_source().as_bytes()])
+    }
+}
+
+/// A reducer's join that device code applies itself ([`Reducer::device_join`]), by the code
+/// the generated CUDA C's `hl_op<code>` names. Each reduces the scalar types its host
+/// reducer does ([`applies_to`](Self::applies_to)).
+///
+/// [`Reducer::device_join`]: crate::Reducer::device_join
+///
+/// ```
+/// use hoplite_core::device_kernel::{DeviceJoin, ScalarType};
+/// assert_eq!(DeviceJoin::Sum.code(), 0);
+/// assert!(DeviceJoin::BitAnd.applies_to(ScalarType::U32));
+/// assert!(!DeviceJoin::BitAnd.applies_to(ScalarType::F64));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceJoin {
+    /// `Sum`: `a + b` (integers wrap).
+    Sum,
+    /// `Max`: the larger; a NaN never replaces a number.
+    Max,
+    /// `Min`: the smaller; a NaN never replaces a number.
+    Min,
+    /// `Prod`: `a * b` (integers wrap).
+    Prod,
+    /// `BAnd`: `a & b`.
+    BitAnd,
+    /// `BOr`: `a | b`.
+    BitOr,
+    /// `LAnd`: `a && b`.
+    LogicalAnd,
+    /// `LOr`: `a || b`.
+    LogicalOr,
+}
+
+impl DeviceJoin {
+    /// The code the generated CUDA C dispatches on.
+    pub const fn code(self) -> i32 {
+        match self {
+            DeviceJoin::Sum => 0,
+            DeviceJoin::Max => 1,
+            DeviceJoin::Min => 2,
+            DeviceJoin::Prod => 3,
+            DeviceJoin::BitAnd => 4,
+            DeviceJoin::BitOr => 5,
+            DeviceJoin::LogicalAnd => 6,
+            DeviceJoin::LogicalOr => 7,
+        }
+    }
+
+    /// Whether device code applies this join to values of `scalar`: arithmetic to numbers,
+    /// bitwise to integers and `bool`, logical to `bool`, min and max to all.
+    pub const fn applies_to(self, scalar: ScalarType) -> bool {
+        let float = matches!(scalar, ScalarType::F32 | ScalarType::F64);
+        let boolean = matches!(scalar, ScalarType::Bool);
+        match self {
+            DeviceJoin::Sum | DeviceJoin::Prod => !boolean,
+            DeviceJoin::Max | DeviceJoin::Min => true,
+            DeviceJoin::BitAnd | DeviceJoin::BitOr => !float,
+            DeviceJoin::LogicalAnd | DeviceJoin::LogicalOr => boolean,
+        }
     }
 }
 

@@ -87,6 +87,8 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{BitAndAssign, BitOrAssign};
 
+use crate::device_kernel::DeviceJoin;
+
 // ---------------------------------------------------------------------------
 // The concept
 // ---------------------------------------------------------------------------
@@ -178,6 +180,23 @@ pub trait Reducer: Send + Sync {
     /// Optional last step applied once to the total (Kokkos `final`), also for
     /// an empty range (then to `init()`). Default: nothing.
     fn finalize(&self, _value: &mut Self::Value) {}
+
+    /// The join as one device code applies itself, when it is one of those
+    /// ([`DeviceJoin`]: the library's `Sum`, `Max`, `Min`, `Prod`, `BAnd`, `BOr`,
+    /// `LAnd`, `LOr`): a device backend then joins a block's partials on the
+    /// device and copies back one per block. `None` (the default) for every other
+    /// join, which the host applies. Answering a join that is not this reducer's
+    /// gives wrong values, never undefined behavior.
+    ///
+    /// ```
+    /// use hoplite_core::device_kernel::DeviceJoin;
+    /// use hoplite_core::{MinLoc, Reducer, Sum};
+    /// assert_eq!(Sum::<f64>::new().device_join(), Some(DeviceJoin::Sum));
+    /// assert_eq!(MinLoc::<f64>::new().device_join(), None);
+    /// ```
+    fn device_join(&self) -> Option<DeviceJoin> {
+        None
+    }
 }
 
 impl<R: Reducer + ?Sized> Reducer for &R {
@@ -196,6 +215,10 @@ impl<R: Reducer + ?Sized> Reducer for &R {
     #[inline]
     fn finalize(&self, value: &mut Self::Value) {
         (**self).finalize(value);
+    }
+
+    fn device_join(&self) -> Option<DeviceJoin> {
+        (**self).device_join()
     }
 }
 
@@ -537,6 +560,10 @@ impl<T: SumValue> Reducer for Sum<T> {
     fn join(&self, dst: &mut T, src: T) {
         dst.accumulate(src);
     }
+
+    fn device_join(&self) -> Option<DeviceJoin> {
+        Some(DeviceJoin::Sum)
+    }
 }
 
 /// Product reduction: identity [`ReductionIdentity::prod`] (`1`), join
@@ -565,6 +592,10 @@ impl<T: ProdValue> Reducer for Prod<T> {
     #[inline]
     fn join(&self, dst: &mut T, src: T) {
         dst.multiply(src);
+    }
+
+    fn device_join(&self) -> Option<DeviceJoin> {
+        Some(DeviceJoin::Prod)
     }
 }
 
@@ -746,6 +777,10 @@ impl<T: MinMaxValue> Reducer for Min<T> {
     fn join(&self, dst: &mut T, src: T) {
         dst.keep_min(src);
     }
+
+    fn device_join(&self) -> Option<DeviceJoin> {
+        Some(DeviceJoin::Min)
+    }
 }
 
 /// Maximum reduction: identity [`ReductionIdentity::max`] (`-inf` / `T::MIN`),
@@ -780,6 +815,10 @@ impl<T: MinMaxValue> Reducer for Max<T> {
     #[inline]
     fn join(&self, dst: &mut T, src: T) {
         dst.keep_max(src);
+    }
+
+    fn device_join(&self) -> Option<DeviceJoin> {
+        Some(DeviceJoin::Max)
     }
 }
 
@@ -1296,6 +1335,10 @@ impl Reducer for LAnd {
     fn join(&self, dst: &mut bool, src: bool) {
         *dst = *dst && src;
     }
+
+    fn device_join(&self) -> Option<DeviceJoin> {
+        Some(DeviceJoin::LogicalAnd)
+    }
 }
 
 /// Logical OR over `bool` (Kokkos `LOr`): identity `false`, join `||`.
@@ -1322,6 +1365,10 @@ impl Reducer for LOr {
     #[inline]
     fn join(&self, dst: &mut bool, src: bool) {
         *dst = *dst || src;
+    }
+
+    fn device_join(&self) -> Option<DeviceJoin> {
+        Some(DeviceJoin::LogicalOr)
     }
 }
 
@@ -1355,6 +1402,10 @@ where
     fn join(&self, dst: &mut T, src: T) {
         *dst &= src;
     }
+
+    fn device_join(&self) -> Option<DeviceJoin> {
+        Some(DeviceJoin::BitAnd)
+    }
 }
 
 /// Bitwise OR (Kokkos `BOr`): identity [`BitIdentity::bor`] (`0`), join
@@ -1376,6 +1427,10 @@ where
     #[inline]
     fn join(&self, dst: &mut T, src: T) {
         *dst |= src;
+    }
+
+    fn device_join(&self) -> Option<DeviceJoin> {
+        Some(DeviceJoin::BitOr)
     }
 }
 

@@ -31,7 +31,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_core::DeviceKernel;
-use hoplite_core::device_kernel::{DeviceIteration, DeviceParam, DevicePattern, ScalarType};
+use hoplite_core::device_kernel::{DeviceIteration, DeviceJoin, DeviceParam, DevicePattern, ScalarType};
 
 /// The header that defines the CUDA built-ins for the CPU.
 pub const HOST_HEADER: &str = include_str!("host_header.h");
@@ -427,14 +427,58 @@ impl HostModule {
         scalars: &[Value],
         init: Value,
     ) -> Result<(Outcome, Vec<Value>), CheckError> {
+        self.reduce_with(grid, begin, end, arrays, scalars, init, None)
+    }
+
+    /// Launches a `parallel_reduce` entry with a device join, as a device backend does for the
+    /// library's `Sum`, `Max`, ... reducers: every thread starts from `init`, each block joins
+    /// its threads' values in thread order, and the partials (one per block, in block order)
+    /// come back for the caller to join. `range` is the iteration space's begins and ends.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters, or
+    /// `join` does not apply to the kernel's value type.
+    pub fn launch_reduce_joined(
+        &self,
+        grid: Grid,
+        range: (&[usize], &[usize]),
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: Value,
+        join: DeviceJoin,
+    ) -> Result<(Outcome, Vec<Value>), CheckError> {
+        self.reduce_with(grid, range.0, range.1, arrays, scalars, init, Some(join))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_with(
+        &self,
+        grid: Grid,
+        begin: &[usize],
+        end: &[usize],
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: Value,
+        join: Option<DeviceJoin>,
+    ) -> Result<(Outcome, Vec<Value>), CheckError> {
         let DevicePattern::Reduce(ty) = self.pattern else {
             return Err(self.arg_error("is not a parallel_reduce kernel".to_owned()));
         };
         if init.ty() != ty {
             return Err(self.arg_error(format!("accumulates {ty}, not {}", init.ty())));
         }
-        // 8-aligned, as the device's values are.
-        let mut partials = vec![0u64; grid.thread_count()];
+        if join.is_some_and(|j| !j.applies_to(ty)) {
+            return Err(self.arg_error(format!("cannot join {ty} with {join:?} on the device")));
+        }
+        // One per block with a device join, else one per thread; 8-aligned, as the device's
+        // values are.
+        let count = match join {
+            Some(_) => grid.blocks.iter().map(|&b| b as usize).product(),
+            None => grid.thread_count(),
+        };
+        let mut partials = vec![0u64; count];
+        let code = join.map_or(-1, DeviceJoin::code);
         let outcome = self.launch(
             grid,
             Scratch::default(),
@@ -442,7 +486,7 @@ impl HostModule {
             end,
             arrays,
             scalars,
-            Some((init.wide(), partials.as_mut_ptr().cast(), None)),
+            Some((init.wide(), partials.as_mut_ptr().cast(), None, code)),
         )?;
         // The entry's partials are a `T*`: `size_of::<T>()` bytes apart, as on a device.
         let bytes: Vec<u8> = partials.iter().flat_map(|w| w.to_ne_bytes()).collect();
@@ -450,7 +494,7 @@ impl HostModule {
             outcome,
             bytes
                 .chunks_exact(ty.size())
-                .take(grid.thread_count())
+                .take(count)
                 .map(|value| {
                     let mut slot = [0u8; 8];
                     slot[..value.len()].copy_from_slice(value);
@@ -651,7 +695,7 @@ impl HostModule {
             &[range.end],
             arrays,
             scalars,
-            Some((start, partials.as_mut_ptr().cast(), None)),
+            Some((start, partials.as_mut_ptr().cast(), None, -1)),
         )?;
         let values = partials
             .chunks(words)
@@ -691,7 +735,7 @@ impl HostModule {
             &end,
             arrays,
             scalars,
-            Some((zero.wide(), partials.as_mut_ptr().cast(), Some(false))),
+            Some((zero.wide(), partials.as_mut_ptr().cast(), Some(false), -1)),
         )?;
         if first == Outcome::Trapped {
             return Ok((first, zero));
@@ -709,7 +753,7 @@ impl HostModule {
             &end,
             arrays,
             scalars,
-            Some((zero.wide(), partials.as_mut_ptr().cast(), Some(true))),
+            Some((zero.wide(), partials.as_mut_ptr().cast(), Some(true), -1)),
         )?;
         Ok((outcome, running))
     }
@@ -803,7 +847,7 @@ impl HostModule {
         end: &[usize],
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
-        reduce: Option<([u8; SLOT_BYTES], *mut c_void, Option<bool>)>,
+        reduce: Option<([u8; SLOT_BYTES], *mut c_void, Option<bool>, i32)>,
     ) -> Result<Outcome, CheckError> {
         let rank = self.iteration.rank();
         if begin.len() != rank || end.len() != rank {
@@ -882,7 +926,11 @@ impl HostModule {
         if next_array != arrays.len() || next_scalar != scalars.len() {
             return Err(self.arg_error("more arguments than parameters".to_owned()));
         }
-        if let Some((init, partials, final_pass)) = reduce {
+        if let Some((init, partials, final_pass, join)) = reduce {
+            if final_pass.is_none() {
+                // A reduce entry's device join (`DeviceJoin::code`, -1 for none).
+                slots.push(Slot::of(&join.to_ne_bytes()));
+            }
             slots.push(Slot::of(&init));
             slots.push(Slot::of(&(partials as usize as u64).to_ne_bytes()));
             if let Some(final_pass) = final_pass {
@@ -954,6 +1002,10 @@ fn launcher_source(
             }
         }
     }
+    if !matches!(pattern, DevicePattern::For | DevicePattern::Scan(_)) {
+        // A reduce entry's device join.
+        types.push("int".to_owned());
+    }
     if let DevicePattern::Reduce(ty) | DevicePattern::Scan(ty) = pattern {
         types.push(ty.cuda_name().to_owned());
         types.push(format!("{}*", ty.cuda_name()));
@@ -986,8 +1038,9 @@ fn launcher_source(
     );
     src.push_str("    gridDim = dim3{gx, gy, gz};\n    blockDim = dim3{bx, by, bz};\n    std::atomic<int> trapped{0};\n");
     src.push_str("    for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y) for (unsigned x = 0; x < gx; ++x) {\n");
-    if iteration == DeviceIteration::Team {
-        // Team kernels meet at barriers: the threads of a block run at once.
+    if iteration == DeviceIteration::Team || matches!(pattern, DevicePattern::Reduce(_)) {
+        // Team kernels, and reductions that join a block's values, meet at barriers: the
+        // threads of a block run at once.
         src.push_str("        std::barrier<> block(bx * by * bz);\n        hl_block_barrier = &block;\n");
         // Each block's own dynamic shared memory, filled with a pattern rather than zeros (a
         // device does not clear it either).

@@ -6,6 +6,7 @@ mod kernels;
 
 use std::path::PathBuf;
 
+use hoplite::device_kernel::DeviceJoin;
 use hoplite::prelude::*;
 use hoplite::{DeviceKernel, RayonSpace, Serial};
 use hoplite_kernel_check::{Grid, HostArray, HostModule, Outcome, Scratch, Value, host_compiler};
@@ -221,7 +222,46 @@ fn dot_reduce_and_empty_range() -> Result<()> {
         );
         assert_eq!(partials.len(), GRID_1D.thread_count());
         assert_eq!(join_f64(&partials, |a, b| a + b, 0.0), native, "range {lo}..{hi}");
+        // With a device join each block folds its threads' values in thread order, and one
+        // partial per block comes back: the same folds, bit for bit.
+        let per_block = GRID_1D.threads[0] as usize;
+        for (join, fold) in [
+            (DeviceJoin::Sum, (|a, b| a + b) as fn(f64, f64) -> f64),
+            (DeviceJoin::Max, f64::max),
+            (DeviceJoin::Min, f64::min),
+        ] {
+            let (mut hx, mut hy) = (x.clone(), y.clone());
+            let (outcome, blocks) = m
+                .launch_reduce_joined(
+                    GRID_1D,
+                    (&[lo], &[hi]),
+                    &mut [HostArray::new(&mut hx, &[n]), HostArray::new(&mut hy, &[n])],
+                    &[],
+                    Value::F64(0.0),
+                    join,
+                )
+                .expect("arguments match");
+            assert_eq!(outcome, Outcome::Completed);
+            assert_eq!(blocks.len(), GRID_1D.blocks[0] as usize);
+            for (b, block) in blocks.iter().enumerate() {
+                let threads = &partials[b * per_block..(b + 1) * per_block];
+                let want = match threads[0] {
+                    Value::F64(first) => join_f64(&threads[1..], fold, first),
+                    ref other => panic!("unexpected partial {other:?}"),
+                };
+                assert_eq!(block, &Value::F64(want), "{join:?}, block {b}, range {lo}..{hi}");
+            }
+        }
     }
+    let e = m.launch_reduce_joined(
+        GRID_1D,
+        (&[0], &[n]),
+        &mut [],
+        &[],
+        Value::F64(0.0),
+        DeviceJoin::BitOr,
+    );
+    assert!(e.is_err(), "a bitwise join of doubles is refused");
     Ok(())
 }
 

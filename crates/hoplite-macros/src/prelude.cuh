@@ -174,6 +174,74 @@ template <> struct hl_op<4> { template <class T> static __device__ __forceinline
 template <> struct hl_op<5> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { *a = (T)(*a | b); } };
 template <> struct hl_op<6> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { *a = *a && b; } };
 template <> struct hl_op<7> { template <class T> static __device__ __forceinline__ void join(T* a, T b) { *a = *a || b; } };
+// A launch's join chosen at run time (`DeviceJoin::code`), for the types whose host reducers
+// have it: every join of integers, arithmetic and min/max of floats, bitwise, logical and
+// min/max of `bool`. The host sends only codes that apply (`DeviceJoin::applies_to`).
+template <class T> HL_DEV void hl_join_integer(int op, T* a, T b) {
+    switch (op) {
+    case 0: hl_op<0>::join(a, b); break;
+    case 1: hl_op<1>::join(a, b); break;
+    case 2: hl_op<2>::join(a, b); break;
+    case 3: hl_op<3>::join(a, b); break;
+    case 4: hl_op<4>::join(a, b); break;
+    case 5: hl_op<5>::join(a, b); break;
+    case 6: hl_op<6>::join(a, b); break;
+    default: hl_op<7>::join(a, b); break;
+    }
+}
+template <class T> HL_DEV void hl_join_float(int op, T* a, T b) {
+    switch (op) {
+    case 0: hl_op<0>::join(a, b); break;
+    case 1: hl_op<1>::join(a, b); break;
+    case 2: hl_op<2>::join(a, b); break;
+    default: hl_op<3>::join(a, b); break;
+    }
+}
+HL_DEV void hl_join_at(int op, int* a, int b) { hl_join_integer(op, a, b); }
+HL_DEV void hl_join_at(int op, long long* a, long long b) { hl_join_integer(op, a, b); }
+HL_DEV void hl_join_at(int op, unsigned int* a, unsigned int b) { hl_join_integer(op, a, b); }
+HL_DEV void hl_join_at(int op, unsigned long long* a, unsigned long long b) { hl_join_integer(op, a, b); }
+HL_DEV void hl_join_at(int op, float* a, float b) { hl_join_float(op, a, b); }
+HL_DEV void hl_join_at(int op, double* a, double b) { hl_join_float(op, a, b); }
+HL_DEV void hl_join_at(int op, bool* a, bool b) {
+    switch (op) {
+    case 1: hl_op<1>::join(a, b); break;
+    case 2: hl_op<2>::join(a, b); break;
+    case 4: case 6: *a = *a && b; break;
+    default: *a = *a || b; break;
+    }
+}
+template <class T> struct hl_joinable { static const bool value = false; };
+template <> struct hl_joinable<int> { static const bool value = true; };
+template <> struct hl_joinable<long long> { static const bool value = true; };
+template <> struct hl_joinable<unsigned int> { static const bool value = true; };
+template <> struct hl_joinable<unsigned long long> { static const bool value = true; };
+template <> struct hl_joinable<float> { static const bool value = true; };
+template <> struct hl_joinable<double> { static const bool value = true; };
+template <> struct hl_joinable<bool> { static const bool value = true; };
+// A reduce entry's last step. Without a device join (`join` < 0, or a value the device cannot
+// join) each launched thread stores its value at its number `me`. With one, the block's
+// values are joined in thread order by its first thread, which stores the block's partial at
+// the block's number: a partial per block, not per thread, to copy back and join on the host.
+// `join` is the same for every thread, so all of a block's threads reach the barrier.
+template <class T> HL_DEV void hl_store_partial(T v, int join, T* partials, unsigned long long me) {
+    if constexpr (hl_joinable<T>::value) {
+        if (join >= 0) {
+            __shared__ T hl_block_values[1024];
+            const unsigned n = blockDim.x * blockDim.y * blockDim.z;
+            const unsigned t = (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x;
+            hl_block_values[t] = v;
+            __syncthreads();
+            if (t == 0) {
+                T s = hl_block_values[0];
+                for (unsigned k = 1; k < n; ++k) hl_join_at(join, &s, hl_block_values[k]);
+                partials[((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x] = s;
+            }
+            return;
+        }
+    }
+    partials[me] = v;
+}
 template <class T, int OP> HL_DEV T hl_team_join(T v) {
     __shared__ T hl_values[1024];
     __shared__ T hl_total;

@@ -339,6 +339,9 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
          + ((unsigned long long)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x";
     if let Some(acc) = &sig.accumulator {
         let t = acc.cuda_type();
+        if sig.scan_flag.is_none() {
+            params.push("int hl_join".to_owned());
+        }
         params.push(format!("{t} hl_init"));
         params.push(format!("{t}* hl_partials"));
         args.push("&hl_acc".to_owned());
@@ -451,7 +454,10 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
         }
     }
     if sig.accumulator.is_some() && sig.scan_flag.is_none() {
-        let _ = writeln!(src, "    hl_partials[{THREAD}] = hl_acc;");
+        let _ = writeln!(
+            src,
+            "    hl_store_partial(hl_acc, hl_join, hl_partials, {THREAD});"
+        );
     }
     src.push_str("}\n");
     src
