@@ -11,6 +11,12 @@
 //!   (`cuda-raw-cudarc`), which skips hoplite's checks and keep-alive, and reads the dot's
 //!   block partials into a reused pageable vector and sums them in one left fold.
 //!
+//! * `cuda-pipeline`: GrCUDA's image pipeline (three blurs, two sobels, a contrast stretch, an
+//!   unsharp mask and three blends of a 4096² `f32` image) as implicit-DAG vertices on CUDA
+//!   streams: a context with four streams (`cuda-dag-async`, the branches overlapped) against
+//!   a synchronous context on one (`cuda-dag-sync`, every launch waited for), which give the
+//!   same image.
+//!
 //! Without a CUDA driver or device every group prints that it is skipped and why, and the
 //! run exits 0.
 
@@ -22,7 +28,8 @@ use cudarc::driver::sys;
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::device_kernel::{DeviceJoin, DeviceKernel, HandleAccess, ScalarType};
-use hoplite_core::{ExecutionSpace, LayoutLeft, View};
+use hoplite_core::{ExecutionSpace, LayoutLeft, LayoutRight, View};
+use hoplite_cuda::dag::{CudaDevice, DeviceViews, device_task};
 use hoplite_cuda::geometry::{LaunchGeometry, range_geometry};
 use hoplite_cuda::graph::CudaGraph;
 use hoplite_cuda::nvrtc::ModuleCache;
@@ -31,6 +38,7 @@ use hoplite_cuda::params::{
 };
 use hoplite_cuda::reduce::{partials_count, partials_geometry};
 use hoplite_cuda::{Cuda, CudaSpace, DeviceArg, copy_to_device};
+use hoplite_dag::{Context, ContextOptions, DagError, Execution};
 
 /// `y[i] = a`: the chain's small kernel.
 #[kernel]
@@ -337,5 +345,200 @@ fn stream_dot(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, chain, stream_triad, stream_dot);
+/// `out = img` averaged over the `(2r + 1)^2` box around each pixel.
+#[kernel]
+pub fn box_blur(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f32, 2>, img: BoundReader<'_, f32, 2>, r: isize) {
+    let mut sum = 0.0f32;
+    for dy in -r..=r {
+        for dx in -r..=r {
+            sum += img.neighbor(ij, [dy, dx]);
+        }
+    }
+    let w = (2 * r + 1) as f32;
+    out.set(ij, sum / (w * w));
+}
+
+/// The gradient magnitude of `b` (Sobel).
+#[kernel]
+pub fn sobel(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f32, 2>, b: BoundReader<'_, f32, 2>) {
+    let gx = b.neighbor(ij, [-1, 1]) + 2.0 * b.neighbor(ij, [0, 1]) + b.neighbor(ij, [1, 1])
+        - b.neighbor(ij, [-1, -1])
+        - 2.0 * b.neighbor(ij, [0, -1])
+        - b.neighbor(ij, [1, -1]);
+    let gy = b.neighbor(ij, [1, -1]) + 2.0 * b.neighbor(ij, [1, 0]) + b.neighbor(ij, [1, 1])
+        - b.neighbor(ij, [-1, -1])
+        - 2.0 * b.neighbor(ij, [-1, 0])
+        - b.neighbor(ij, [-1, 1]);
+    out.set(ij, (gx * gx + gy * gy).sqrt());
+}
+
+/// A saturating contrast stretch.
+#[kernel]
+pub fn extend(ij: MdIdx<'_, 2>, mask: BoundWriter<'_, f32, 2>, s: BoundReader<'_, f32, 2>) {
+    let v = s.get(ij);
+    mask.set(ij, v / (v + 0.25));
+}
+
+/// An unsharp mask.
+#[kernel]
+pub fn unsharpen(
+    ij: MdIdx<'_, 2>,
+    u: BoundWriter<'_, f32, 2>,
+    img: BoundReader<'_, f32, 2>,
+    b: BoundReader<'_, f32, 2>,
+) {
+    u.set(ij, img.get(ij) + 0.5 * (img.get(ij) - b.get(ij)));
+}
+
+/// `c = u m + b (1 - m)`.
+#[kernel]
+pub fn blend(
+    ij: MdIdx<'_, 2>,
+    c: BoundWriter<'_, f32, 2>,
+    u: BoundReader<'_, f32, 2>,
+    b: BoundReader<'_, f32, 2>,
+    m: BoundReader<'_, f32, 2>,
+) {
+    c.set(ij, u.get(ij) * m.get(ij) + b.get(ij) * (1.0 - m.get(ij)));
+}
+
+/// The planes of the image pipeline.
+struct Planes {
+    image: Plane,
+    blur_small: Plane,
+    blur_large: Plane,
+    blur_unsharp: Plane,
+    sobel_small: Plane,
+    sobel_large: Plane,
+    mask: Plane,
+    unsharp: Plane,
+    combined: Plane,
+    edges: Plane,
+    out: Plane,
+}
+
+// Row-major, so that neighbouring threads (x runs along the last index) touch neighbouring pixels.
+type Plane = View<f32, 2, LayoutRight, CudaSpace>;
+
+/// GrCUDA's image pipeline (its benchmark 8) as DAG vertices on CUDA streams: three blurs of
+/// one image feed a sobel branch, a contrast stretch and an unsharp mask, which blends join.
+/// Ten launches written one after another; the context infers four branches.
+fn image_pipeline(ctx: &Context<CudaDevice>, p: &Planes, n: usize) -> Result<(), DagError> {
+    let (lo, hi) = ([3, 3], [n - 3, n - 3]);
+    let blur = |label: &str, out: &Plane, r: isize| {
+        device_task(
+            ctx,
+            label,
+            DeviceViews::new().write(out).read(&p.image),
+            move |cuda, mut args| {
+                args.push(DeviceArg::scalar(r));
+                cuda.launch_mdrange::<box_blur, 2>(lo, hi, &args)
+            },
+        )
+    };
+    let sobel_of = |label: &str, out: &Plane, input: &Plane| {
+        device_task(
+            ctx,
+            label,
+            DeviceViews::new().write(out).read(input),
+            move |cuda, args| cuda.launch_mdrange::<sobel, 2>(lo, hi, &args),
+        )
+    };
+    blur("blur small", &p.blur_small, 1)?;
+    blur("blur large", &p.blur_large, 3)?;
+    blur("blur unsharp", &p.blur_unsharp, 2)?;
+    sobel_of("sobel small", &p.sobel_small, &p.blur_small)?;
+    sobel_of("sobel large", &p.sobel_large, &p.blur_large)?;
+    device_task(
+        ctx,
+        "extend",
+        DeviceViews::new().write(&p.mask).read(&p.sobel_large),
+        move |cuda, args| cuda.launch_mdrange::<extend, 2>(lo, hi, &args),
+    )?;
+    device_task(
+        ctx,
+        "unsharpen",
+        DeviceViews::new()
+            .write(&p.unsharp)
+            .read(&p.image)
+            .read(&p.blur_unsharp),
+        move |cuda, args| cuda.launch_mdrange::<unsharpen, 2>(lo, hi, &args),
+    )?;
+    device_task(
+        ctx,
+        "combine",
+        DeviceViews::new()
+            .write(&p.combined)
+            .read(&p.unsharp)
+            .read(&p.blur_large)
+            .read(&p.mask),
+        move |cuda, args| cuda.launch_mdrange::<blend, 2>(lo, hi, &args),
+    )?;
+    device_task(
+        ctx,
+        "edges",
+        DeviceViews::new().write(&p.edges).read(&p.sobel_small),
+        move |cuda, args| cuda.launch_mdrange::<extend, 2>(lo, hi, &args),
+    )?;
+    device_task(
+        ctx,
+        "combine small",
+        DeviceViews::new()
+            .write(&p.out)
+            .read(&p.combined)
+            .read(&p.blur_small)
+            .read(&p.edges),
+        move |cuda, args| cuda.launch_mdrange::<blend, 2>(lo, hi, &args),
+    )?;
+    ctx.synchronize()
+}
+
+fn dag_pipeline(c: &mut Criterion) {
+    let Some(_) = device("cuda-pipeline") else { return };
+    let mut group = c.benchmark_group("cuda-pipeline");
+    let n = 4096;
+    let plane = |label: &str| Plane::without_initializing(label, [n, n]).expect("device memory");
+    let pixels: Vec<f32> = (0..n * n).map(|k| ((k * 7919) % 255) as f32 / 255.0).collect();
+    let p = Planes {
+        image: plane("image"),
+        blur_small: plane("blur small"),
+        blur_large: plane("blur large"),
+        blur_unsharp: plane("blur unsharp"),
+        sobel_small: plane("sobel small"),
+        sobel_large: plane("sobel large"),
+        mask: plane("mask"),
+        unsharp: plane("unsharp"),
+        combined: plane("combined"),
+        edges: plane("edges"),
+        out: plane("out"),
+    };
+    copy_to_device(&p.image, &pixels).expect("upload");
+    let async_ctx = Context::new(
+        vec![CudaDevice::new(0, 4).expect("streams")],
+        ContextOptions::default(),
+    )
+    .expect("context");
+    let sync_ctx = Context::new(
+        vec![CudaDevice::new(0, 1).expect("a stream")],
+        ContextOptions::default().execution(Execution::Sync),
+    )
+    .expect("context");
+    // Both give the same image, bit for bit.
+    let mut outs = [vec![0.0f32; n * n], vec![0.0f32; n * n]];
+    for (ctx, out) in [&async_ctx, &sync_ctx].into_iter().zip(&mut outs) {
+        image_pipeline(ctx, &p, n).expect("runs");
+        hoplite_cuda::copy_to_host(out, &p.out).expect("download");
+    }
+    assert!(outs[0] == outs[1], "async and sync pipelines differ");
+    group.throughput(Throughput::Elements((n * n) as u64));
+    group.bench_with_input(BenchmarkId::new("cuda-dag-async", n), &n, |b, &n| {
+        b.iter(|| image_pipeline(&async_ctx, &p, n).expect("runs"))
+    });
+    group.bench_with_input(BenchmarkId::new("cuda-dag-sync", n), &n, |b, &n| {
+        b.iter(|| image_pipeline(&sync_ctx, &p, n).expect("runs"))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, chain, stream_triad, stream_dot, dag_pipeline);
 criterion_main!(benches);
