@@ -355,8 +355,8 @@ pub(crate) struct Stream {
 }
 
 /// Page-locked host memory that a stream copies small results back through (a reduction's
-/// partials, a scan's chunk sums). Kept and grown rather than allocated per reduction: fresh
-/// pageable memory cost a 16M-element dot product 1.5 ms in page faults and staged copies.
+/// partials, a scan's chunk sums): kept and grown rather than allocated per reduction, and
+/// copied into directly rather than through the driver's staging of pageable memory.
 #[derive(Debug)]
 struct Staging {
     ptr: *mut u8,
@@ -727,9 +727,8 @@ pub(crate) unsafe fn copy_peer_async(
 }
 
 /// Device memory of a stream for one operation at a time (a reduction's partials, a scan's
-/// chunk sums), kept and grown rather than allocated per operation: a 2 MiB allocation from a
-/// memory pool that gives its memory back at every synchronization cost each reduction more
-/// than its kernel.
+/// chunk sums), kept and grown rather than allocated per operation (a memory pool gives its
+/// memory back at every synchronization, so each reduction mapped its partials anew).
 #[derive(Debug)]
 struct Scratch {
     ptr: sys::CUdeviceptr,
