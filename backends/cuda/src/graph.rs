@@ -719,7 +719,8 @@ impl CudaGraph {
     }
 
     /// A reduction node of any iteration: packs and checks as the eager reduction does, cuts
-    /// `geometry` to the resident threads (one partial each), and adds the node.
+    /// `geometry` to the resident threads (a partial each, or one per block where the device
+    /// joins), and adds the node.
     fn reduce_node<K: DeviceKernel, R>(
         &mut self,
         iteration: IterationArgs,
