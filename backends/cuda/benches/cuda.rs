@@ -11,11 +11,12 @@
 //!   (`cuda-raw-cudarc`), which skips hoplite's checks and keep-alive, and reads the dot's
 //!   block partials into a reused pageable vector and sums them in one left fold.
 //!
-//! * `cuda-pipeline`: GrCUDA's image pipeline (three blurs, two sobels, a contrast stretch, an
-//!   unsharp mask and three blends of a 4096² `f32` image) as implicit-DAG vertices on CUDA
+//! * `cuda-pipeline`: GrCUDA's image pipeline (three blurs, two sobels, two contrast stretches, an
+//!   unsharp mask and two blends of a 4096² `f32` image) as implicit-DAG vertices on CUDA
 //!   streams: a context with four streams (`cuda-dag-async`, the branches overlapped) against
 //!   a synchronous context on one (`cuda-dag-sync`, every launch waited for), which give the
-//!   same image.
+//!   same image; and the four-stream context on column-major planes
+//!   (`cuda-dag-async-layout-left`), whose MDRanges walk the first index on x.
 //!
 //! Without a CUDA driver or device every group prints that it is skipped and why, and the
 //! run exits 0.
@@ -28,7 +29,7 @@ use cudarc::driver::sys;
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::device_kernel::{DeviceJoin, DeviceKernel, HandleAccess, ScalarType};
-use hoplite_core::{ExecutionSpace, LayoutLeft, LayoutRight, View};
+use hoplite_core::{ArrayLayout, ExecutionSpace, LayoutLeft, LayoutRight, View};
 use hoplite_cuda::dag::{CudaDevice, DeviceViews, device_task};
 use hoplite_cuda::geometry::{LaunchGeometry, range_geometry};
 use hoplite_cuda::graph::CudaGraph;
@@ -402,30 +403,54 @@ pub fn blend(
     c.set(ij, u.get(ij) * m.get(ij) + b.get(ij) * (1.0 - m.get(ij)));
 }
 
-/// The planes of the image pipeline.
-struct Planes {
-    image: Plane,
-    blur_small: Plane,
-    blur_large: Plane,
-    blur_unsharp: Plane,
-    sobel_small: Plane,
-    sobel_large: Plane,
-    mask: Plane,
-    unsharp: Plane,
-    combined: Plane,
-    edges: Plane,
-    out: Plane,
+/// The planes of the image pipeline, in layout `L`.
+struct Planes<L: ArrayLayout> {
+    image: Plane<L>,
+    blur_small: Plane<L>,
+    blur_large: Plane<L>,
+    blur_unsharp: Plane<L>,
+    sobel_small: Plane<L>,
+    sobel_large: Plane<L>,
+    mask: Plane<L>,
+    unsharp: Plane<L>,
+    combined: Plane<L>,
+    edges: Plane<L>,
+    out: Plane<L>,
 }
 
-// Row-major, so that neighbouring threads (x runs along the last index) touch neighbouring pixels.
-type Plane = View<f32, 2, LayoutRight, CudaSpace>;
+type Plane<L> = View<f32, 2, L, CudaSpace>;
+
+impl<L: ArrayLayout + 'static> Planes<L> {
+    fn new(n: usize, pixels: &[f32]) -> Planes<L> {
+        let plane = |label: &str| Plane::<L>::without_initializing(label, [n, n]).expect("device memory");
+        let p = Planes {
+            image: plane("image"),
+            blur_small: plane("blur small"),
+            blur_large: plane("blur large"),
+            blur_unsharp: plane("blur unsharp"),
+            sobel_small: plane("sobel small"),
+            sobel_large: plane("sobel large"),
+            mask: plane("mask"),
+            unsharp: plane("unsharp"),
+            combined: plane("combined"),
+            edges: plane("edges"),
+            out: plane("out"),
+        };
+        copy_to_device(&p.image, pixels).expect("upload");
+        p
+    }
+}
 
 /// GrCUDA's image pipeline (its benchmark 8) as DAG vertices on CUDA streams: three blurs of
 /// one image feed a sobel branch, a contrast stretch and an unsharp mask, which blends join.
 /// Ten launches written one after another; the context infers four branches.
-fn image_pipeline(ctx: &Context<CudaDevice>, p: &Planes, n: usize) -> Result<(), DagError> {
+fn image_pipeline<L: ArrayLayout + 'static>(
+    ctx: &Context<CudaDevice>,
+    p: &Planes<L>,
+    n: usize,
+) -> Result<(), DagError> {
     let (lo, hi) = ([3, 3], [n - 3, n - 3]);
-    let blur = |label: &str, out: &Plane, r: isize| {
+    let blur = |label: &str, out: &Plane<L>, r: isize| {
         device_task(
             ctx,
             label,
@@ -436,7 +461,7 @@ fn image_pipeline(ctx: &Context<CudaDevice>, p: &Planes, n: usize) -> Result<(),
             },
         )
     };
-    let sobel_of = |label: &str, out: &Plane, input: &Plane| {
+    let sobel_of = |label: &str, out: &Plane<L>, input: &Plane<L>| {
         device_task(
             ctx,
             label,
@@ -497,22 +522,10 @@ fn dag_pipeline(c: &mut Criterion) {
     let Some(_) = device("cuda-pipeline") else { return };
     let mut group = c.benchmark_group("cuda-pipeline");
     let n = 4096;
-    let plane = |label: &str| Plane::without_initializing(label, [n, n]).expect("device memory");
     let pixels: Vec<f32> = (0..n * n).map(|k| ((k * 7919) % 255) as f32 / 255.0).collect();
-    let p = Planes {
-        image: plane("image"),
-        blur_small: plane("blur small"),
-        blur_large: plane("blur large"),
-        blur_unsharp: plane("blur unsharp"),
-        sobel_small: plane("sobel small"),
-        sobel_large: plane("sobel large"),
-        mask: plane("mask"),
-        unsharp: plane("unsharp"),
-        combined: plane("combined"),
-        edges: plane("edges"),
-        out: plane("out"),
-    };
-    copy_to_device(&p.image, &pixels).expect("upload");
+    // Row-major planes, and column-major ones, whose MDRanges walk the first index on x.
+    let p = Planes::<LayoutRight>::new(n, &pixels);
+    let left = Planes::<LayoutLeft>::new(n, &pixels);
     let async_ctx = Context::new(
         vec![CudaDevice::new(0, 4).expect("streams")],
         ContextOptions::default(),
@@ -523,19 +536,35 @@ fn dag_pipeline(c: &mut Criterion) {
         ContextOptions::default().execution(Execution::Sync),
     )
     .expect("context");
-    // Both give the same image, bit for bit.
-    let mut outs = [vec![0.0f32; n * n], vec![0.0f32; n * n]];
-    for (ctx, out) in [&async_ctx, &sync_ctx].into_iter().zip(&mut outs) {
-        image_pipeline(ctx, &p, n).expect("runs");
-        hoplite_cuda::copy_to_host(out, &p.out).expect("download");
-    }
+    // Async and sync give the same image, bit for bit. Copies keep the views' memory order,
+    // so the column-major planes hold the transposed image, whose results are the transposed
+    // results: the same values up to the order the blurs add their pixels in.
+    let mut outs = [vec![0.0f32; n * n], vec![0.0f32; n * n], vec![0.0f32; n * n]];
+    image_pipeline(&async_ctx, &p, n).expect("runs");
+    hoplite_cuda::copy_to_host(&mut outs[0], &p.out).expect("download");
+    image_pipeline(&sync_ctx, &p, n).expect("runs");
+    hoplite_cuda::copy_to_host(&mut outs[1], &p.out).expect("download");
+    image_pipeline(&async_ctx, &left, n).expect("runs");
+    hoplite_cuda::copy_to_host(&mut outs[2], &left.out).expect("download");
     assert!(outs[0] == outs[1], "async and sync pipelines differ");
+    let worst = outs[0]
+        .iter()
+        .zip(&outs[2])
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst < 1e-5,
+        "row-major and column-major pipelines differ by {worst}"
+    );
     group.throughput(Throughput::Elements((n * n) as u64));
     group.bench_with_input(BenchmarkId::new("cuda-dag-async", n), &n, |b, &n| {
         b.iter(|| image_pipeline(&async_ctx, &p, n).expect("runs"))
     });
     group.bench_with_input(BenchmarkId::new("cuda-dag-sync", n), &n, |b, &n| {
         b.iter(|| image_pipeline(&sync_ctx, &p, n).expect("runs"))
+    });
+    group.bench_with_input(BenchmarkId::new("cuda-dag-async-layout-left", n), &n, |b, &n| {
+        b.iter(|| image_pipeline(&async_ctx, &left, n).expect("runs"))
     });
     group.finish();
 }

@@ -183,6 +183,61 @@ pub fn range_geometry(limits: &DeviceLimits, len: u64) -> Option<LaunchGeometry>
 /// assert_eq!(g.grid, [4, 100, 1]);
 /// ```
 pub fn mdrange_geometry(limits: &DeviceLimits, lengths: &[u64]) -> Option<LaunchGeometry> {
+    mdrange_geometry_in(limits, lengths, IndexOrder::LastFastest)
+}
+
+/// Which index of an MDRange the threads' x walks, so that neighbouring threads touch
+/// neighbouring elements: the last for row-major (`LayoutRight`) views, the first for
+/// column-major (`LayoutLeft`) ones. An MDRange entry takes it as a parameter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IndexOrder {
+    /// The last index on x, then y, then z (row-major views).
+    #[default]
+    LastFastest,
+    /// The first index on x, then y, then z (column-major views).
+    FirstFastest,
+}
+
+impl IndexOrder {
+    /// The order of a view with these strides (in elements): first-fastest when its first
+    /// dimension is the contiguous one and the last is not, else last-fastest.
+    ///
+    /// ```
+    /// use hoplite_cuda::geometry::IndexOrder;
+    /// assert_eq!(IndexOrder::of_strides(&[1, 100]), IndexOrder::FirstFastest);
+    /// assert_eq!(IndexOrder::of_strides(&[100, 1]), IndexOrder::LastFastest);
+    /// assert_eq!(IndexOrder::of_strides(&[1]), IndexOrder::LastFastest);
+    /// ```
+    pub fn of_strides(strides: &[u64]) -> IndexOrder {
+        match strides {
+            [1, .., last] if *last != 1 => IndexOrder::FirstFastest,
+            _ => IndexOrder::LastFastest,
+        }
+    }
+
+    /// The entry's `hl_order` parameter.
+    pub const fn code(self) -> i32 {
+        match self {
+            IndexOrder::LastFastest => 0,
+            IndexOrder::FirstFastest => 1,
+        }
+    }
+}
+
+/// [`mdrange_geometry`] for an entry walking `lengths` in `order`: with
+/// [`IndexOrder::FirstFastest`] the first length is on x.
+///
+/// ```
+/// use hoplite_cuda::geometry::{mdrange_geometry_in, DeviceLimits, IndexOrder};
+/// let g = mdrange_geometry_in(&DeviceLimits::SM_80, &[1000, 100], IndexOrder::FirstFastest).expect("not empty");
+/// assert_eq!(g.block, [256, 1, 1]);
+/// assert_eq!(g.grid, [4, 100, 1]);
+/// ```
+pub fn mdrange_geometry_in(
+    limits: &DeviceLimits,
+    lengths: &[u64],
+    order: IndexOrder,
+) -> Option<LaunchGeometry> {
     if lengths.is_empty() || lengths.contains(&0) {
         return None;
     }
@@ -192,8 +247,17 @@ pub fn mdrange_geometry(limits: &DeviceLimits, lengths: &[u64]) -> Option<Launch
     }
     // Lengths along x, y, z.
     let mut axes = [1u64; 3];
-    for (axis, &len) in lengths.iter().rev().enumerate() {
-        axes[axis] = len;
+    match order {
+        IndexOrder::LastFastest => {
+            for (axis, &len) in lengths.iter().rev().enumerate() {
+                axes[axis] = len;
+            }
+        }
+        IndexOrder::FirstFastest => {
+            for (axis, &len) in lengths.iter().enumerate() {
+                axes[axis] = len;
+            }
+        }
     }
     let budget = RANGE_BLOCK.min(limits.max_threads_per_block);
     let mut block = [1u32; 3];

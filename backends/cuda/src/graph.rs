@@ -28,7 +28,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::driver::{self, check};
 use crate::geometry::{
-    DeviceLimits, KernelResources, LaunchGeometry, fits, mdrange_geometry, range_geometry,
+    DeviceLimits, KernelResources, LaunchGeometry, fits, mdrange_geometry_in, range_geometry,
 };
 use crate::launch::{
     DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange, checked_range, kernel_args,
@@ -512,8 +512,8 @@ impl CudaGraph {
         args: &[DeviceArg],
         after: &[NodeId],
     ) -> Result<NodeId, CudaError> {
-        let (iteration, ends, lengths) = checked_mdrange::<K, R>(begins, ends)?;
-        let geometry: Geometry = Box::new(move |limits, _| Ok(mdrange_geometry(limits, &lengths)));
+        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, R>(begins, ends, args)?;
+        let geometry: Geometry = Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order)));
         self.kernel_node::<K>(iteration, &ends, args, geometry, after)
     }
 
@@ -644,13 +644,13 @@ impl CudaGraph {
         R: Reducer + Send + Sync + 'static,
         R::Value: DeviceReduceValue,
     {
-        let (iteration, ends, lengths) = checked_mdrange::<K, N>(begins, ends)?;
+        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, N>(begins, ends, args)?;
         self.reduce_node::<K, R>(
             iteration,
             &ends,
             args,
             reducer,
-            Box::new(move |limits, _| Ok(mdrange_geometry(limits, &lengths))),
+            Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order))),
             after,
         )
     }

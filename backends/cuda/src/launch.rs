@@ -15,8 +15,8 @@ use parking_lot::Mutex;
 
 use crate::driver::{self, Device, Stream, StreamBuffer, check};
 use crate::geometry::{
-    DeviceLimits, KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm, fits,
-    mdrange_geometry, range_geometry, team_geometry,
+    DeviceLimits, IndexOrder, KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm,
+    fits, mdrange_geometry_in, range_geometry, team_geometry,
 };
 use crate::nvrtc::ModuleCache;
 use crate::params::{
@@ -410,9 +410,9 @@ impl Cuda {
         ends: [usize; R],
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        let (iteration, ends, lengths) = checked_mdrange::<K, R>(begins, ends)?;
+        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, R>(begins, ends, args)?;
         self.launch::<K>(iteration, &ends, args, |limits, _| {
-            Ok(mdrange_geometry(limits, &lengths))
+            Ok(mdrange_geometry_in(limits, &lengths, order))
         })
     }
 
@@ -492,7 +492,7 @@ impl Cuda {
         check_arg_devices(K::NAME, device.ordinal, args)?;
         let empty = match iteration {
             IterationArgs::Range { begin, end } => begin == end,
-            IterationArgs::MdRange { begins, ends } => begins.iter().zip(ends).any(|(b, e)| b == e),
+            IterationArgs::MdRange { begins, ends, .. } => begins.iter().zip(ends).any(|(b, e)| b == e),
             IterationArgs::Team { league_size, .. } => *league_size == 0,
         };
         if empty {
@@ -636,9 +636,9 @@ impl Cuda {
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        let (iteration, ends, lengths) = checked_mdrange::<K, N>(begins, ends)?;
+        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, N>(begins, ends, args)?;
         self.reduce::<K, R>(iteration, &ends, args, reducer, |limits, _| {
-            Ok(mdrange_geometry(limits, &lengths))
+            Ok(mdrange_geometry_in(limits, &lengths, order))
         })
     }
 
@@ -758,12 +758,31 @@ pub(crate) fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> R
     Ok((begin, end))
 }
 
-/// The iteration space, the ends and the lengths of an MDRange, or the dimension that starts
-/// after it ends.
+/// The order an MDRange over `args` walks its indices in: that of the first writer of rank 2
+/// or more (else the first such view), so that neighbouring threads touch its neighbouring
+/// elements ([`IndexOrder::of_strides`]).
+pub(crate) fn index_order(args: &[DeviceArg]) -> IndexOrder {
+    let strides = |writers: bool| {
+        args.iter().find_map(|a| match &a.arg {
+            KernelArg::Handle(h) if h.strides.len() >= 2 && (!writers || h.access == HandleAccess::Write) => {
+                Some(IndexOrder::of_strides(&h.strides))
+            }
+            _ => None,
+        })
+    };
+    strides(true).or_else(|| strides(false)).unwrap_or_default()
+}
+
+/// An MDRange's iteration space, its ends, and its geometry's lengths and index order.
+pub(crate) type CheckedMdRange = (IterationArgs, Vec<u64>, (Vec<u64>, IndexOrder));
+
+/// The iteration space (walked in the order `args` suggest, [`index_order`]), the ends and
+/// the geometry's lengths and order of an MDRange, or the dimension that starts after it ends.
 pub(crate) fn checked_mdrange<K: DeviceKernel, const R: usize>(
     begins: [usize; R],
     ends: [usize; R],
-) -> Result<(IterationArgs, Vec<u64>, Vec<u64>), CudaError> {
+    args: &[DeviceArg],
+) -> Result<CheckedMdRange, CudaError> {
     let begins: Vec<u64> = begins.iter().map(|&b| b as u64).collect();
     let ends: Vec<u64> = ends.iter().map(|&e| e as u64).collect();
     if let Some(d) = (0..R).find(|&d| begins[d] > ends[d]) {
@@ -773,11 +792,13 @@ pub(crate) fn checked_mdrange<K: DeviceKernel, const R: usize>(
         });
     }
     let lengths: Vec<u64> = (0..R).map(|d| ends[d] - begins[d]).collect();
+    let order = index_order(args);
     let iteration = IterationArgs::MdRange {
         begins,
         ends: ends.clone(),
+        order,
     };
-    Ok((iteration, ends, lengths))
+    Ok((iteration, ends, (lengths, order)))
 }
 
 /// The iteration space a team launch's writers must contain: a team stores into its row of

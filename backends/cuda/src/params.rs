@@ -11,7 +11,7 @@ use hoplite_core::device_kernel::{
 };
 
 use crate::CudaError;
-use crate::geometry::TeamScratch;
+use crate::geometry::{IndexOrder, TeamScratch};
 use crate::reduce::{DeviceReduceValue, ValueLayout, device_join_for, value_layout};
 
 /// The most bytes of parameters a kernel may take (the limit every CUDA driver accepts).
@@ -131,6 +131,8 @@ pub enum IterationArgs {
         begins: Vec<u64>,
         /// One past the last index of each dimension.
         ends: Vec<u64>,
+        /// Which index the threads' x walks (the launch's geometry must match).
+        order: IndexOrder,
     },
     /// A league of this many teams.
     Team {
@@ -417,7 +419,7 @@ fn pack_common<K: DeviceKernel>(
             buf.push_u64(*begin);
             buf.push_u64(*end);
         }
-        (DeviceIteration::MdRange(rank), IterationArgs::MdRange { begins, ends })
+        (DeviceIteration::MdRange(rank), IterationArgs::MdRange { begins, ends, order })
             if begins.len() == rank && ends.len() == rank =>
         {
             for &b in begins {
@@ -426,6 +428,7 @@ fn pack_common<K: DeviceKernel>(
             for &e in ends {
                 buf.push_u64(e);
             }
+            buf.push(&order.code().to_le_bytes());
         }
         (DeviceIteration::Team, IterationArgs::Team { league_size, scratch }) => {
             buf.push_u64(*league_size);
@@ -578,17 +581,19 @@ mod tests {
         let it = IterationArgs::MdRange {
             begins: vec![1, 2],
             ends: vec![3, 4],
+            order: IndexOrder::FirstFastest,
         };
         let mut p = pack_for::<Md>(&it, &md_args()).expect("matching arguments");
-        // 4 bounds (0..32), bool at 32, handle pointer aligned up to 40, 2 extents, 2
-        // strides (48..80), i32 at 80, f64 aligned up to 88.
-        assert_eq!(p.offsets(), [0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88]);
+        // 4 bounds (0..32), the order (an int) at 32, bool at 36, handle pointer aligned up
+        // to 40, 2 extents, 2 strides (48..80), i32 at 80, f64 aligned up to 88.
+        assert_eq!(p.offsets(), [0, 8, 16, 24, 32, 36, 40, 48, 56, 64, 72, 80, 88]);
         assert_eq!(p.len(), 96);
         let bytes = p.bytes();
         let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
         assert_eq!([word(0), word(8), word(16), word(24)], [1, 2, 3, 4]);
-        assert_eq!(bytes[32], 1);
-        assert_eq!(&bytes[33..40], &[0; 7]);
+        assert_eq!(i32::from_le_bytes(bytes[32..36].try_into().expect("4 bytes")), 1);
+        assert_eq!(bytes[36], 1);
+        assert_eq!(&bytes[37..40], &[0; 3]);
         assert_eq!(word(40), 0xdead_beef_0000);
         assert_eq!([word(48), word(56), word(64), word(72)], [3, 4, 4, 1]);
         assert_eq!(i32::from_le_bytes(bytes[80..84].try_into().expect("4 bytes")), -7);
@@ -596,7 +601,10 @@ mod tests {
         // The pointers point at the offsets, each aligned to its parameter's size.
         let ptrs = p.pointers();
         let base = ptrs[0] as usize;
-        for (ptr, off) in ptrs.iter().zip([0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88]) {
+        for (ptr, off) in ptrs
+            .iter()
+            .zip([0, 8, 16, 24, 32, 36, 40, 48, 56, 64, 72, 80, 88])
+        {
             assert_eq!(*ptr as usize - base, off);
         }
         assert_eq!(base % 8, 0);
@@ -649,6 +657,7 @@ mod tests {
         let it = IterationArgs::MdRange {
             begins: vec![0, 0],
             ends: vec![3, 4],
+            order: IndexOrder::LastFastest,
         };
         let mut args = md_args();
         args.pop();
@@ -690,6 +699,7 @@ mod tests {
         let short = IterationArgs::MdRange {
             begins: vec![0],
             ends: vec![3],
+            order: IndexOrder::LastFastest,
         };
         assert!(pack_for::<Md>(&short, &md_args()).is_err());
     }

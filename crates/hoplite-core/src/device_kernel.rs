@@ -14,7 +14,9 @@
 //! The entry takes, in order:
 //!
 //! 1. the iteration space: for a range `begin, end` (two `unsigned long long`); for an MDRange
-//!    of rank `R`, `R` begins then `R` ends; for teams, the league size then the policy's
+//!    of rank `R`, `R` begins then `R` ends, then the index order (`int`: 0 walks the last
+//!    index on the threads' x, then y, then z, 1 the first index; flattened ranks above 3 make
+//!    that index the fastest); for teams, the league size then the policy's
 //!    four scratch requests in bytes, as `with_scratch_size` gave them: per team at level 0,
 //!    per team at level 1, per thread at level 0, per thread at level 1 (five
 //!    `unsigned long long`);

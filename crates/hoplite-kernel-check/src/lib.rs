@@ -31,7 +31,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_core::DeviceKernel;
-use hoplite_core::device_kernel::{DeviceIteration, DeviceJoin, DeviceParam, DevicePattern, ScalarType};
+use hoplite_core::device_kernel::{
+    DeviceIteration, DeviceJoin, DeviceParam, DevicePattern, HandleAccess, ScalarType,
+};
 
 /// The header that defines the CUDA built-ins for the CPU.
 pub const HOST_HEADER: &str = include_str!("host_header.h");
@@ -169,6 +171,8 @@ pub struct HostArray<'a> {
     extents: Vec<usize>,
     /// For a unique token: its number of ids.
     token_size: Option<usize>,
+    /// Laid out column-major (the first index fastest), as a `LayoutLeft` view.
+    column_major: bool,
     _data: std::marker::PhantomData<&'a mut ()>,
 }
 
@@ -190,7 +194,22 @@ impl<'a> HostArray<'a> {
             element: T::TYPE,
             extents: extents.to_vec(),
             token_size: None,
+            column_major: false,
             _data: std::marker::PhantomData,
+        }
+    }
+
+    /// `data` as a column-major array of `extents` (the first index fastest, as a
+    /// `LayoutLeft` view). An MDRange launch whose first writer of rank 2 or more is
+    /// column-major walks the first index on the threads' x, as a device backend does.
+    ///
+    /// # Panics
+    ///
+    /// If the extents do not cover `data` exactly.
+    pub fn column_major<T: Element>(data: &'a mut [T], extents: &[usize]) -> Self {
+        HostArray {
+            column_major: true,
+            ..HostArray::new(data, extents)
         }
     }
 
@@ -218,14 +237,21 @@ impl<'a> HostArray<'a> {
             element: ScalarType::U32,
             extents: vec![words.len()],
             token_size: Some(size),
+            column_major: false,
             _data: std::marker::PhantomData,
         }
     }
 
     fn strides(&self) -> Vec<u64> {
         let mut strides = vec![1u64; self.extents.len()];
-        for d in (0..self.extents.len().saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * self.extents[d + 1] as u64;
+        if self.column_major {
+            for d in 1..self.extents.len() {
+                strides[d] = strides[d - 1] * self.extents[d - 1] as u64;
+            }
+        } else {
+            for d in (0..self.extents.len().saturating_sub(1)).rev() {
+                strides[d] = strides[d + 1] * self.extents[d + 1] as u64;
+            }
         }
         strides
     }
@@ -449,6 +475,30 @@ impl HostModule {
         join: DeviceJoin,
     ) -> Result<(Outcome, Vec<Value>), CheckError> {
         self.reduce_with(grid, range.0, range.1, arrays, scalars, init, Some(join))
+    }
+
+    /// The entry's `hl_order` for `arrays`: 1 (the first index on x) when the first writer of
+    /// rank 2 or more (else the first such array) is column-major, as a device backend picks.
+    fn index_order(&self, arrays: &[HostArray<'_>]) -> i32 {
+        // Handles and tokens take the arrays in parameter order.
+        let handles: Vec<(bool, &HostArray<'_>)> = self
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                DeviceParam::Handle { access, .. } => Some(Some(*access == HandleAccess::Write)),
+                DeviceParam::TokenBits { .. } => Some(None),
+                DeviceParam::Scalar { .. } => None,
+            })
+            .zip(arrays)
+            .filter_map(|(write, a)| write.map(|w| (w, a)))
+            .collect();
+        let pick = |writers: bool| {
+            handles
+                .iter()
+                .find(|(write, a)| a.extents.len() >= 2 && (!writers || *write))
+                .map(|(_, a)| i32::from(a.column_major))
+        };
+        pick(true).or_else(|| pick(false)).unwrap_or(0)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -866,6 +916,9 @@ impl HostModule {
             for &b in begin.iter().chain(end) {
                 slots.push(Slot::of(&(b as u64).to_ne_bytes()));
             }
+            if matches!(self.iteration, DeviceIteration::MdRange(_)) {
+                slots.push(Slot::of(&self.index_order(arrays).to_ne_bytes()));
+            }
         }
         let (mut next_array, mut next_scalar) = (0, 0);
         for param in self.params {
@@ -986,6 +1039,10 @@ fn launcher_source(
     };
     for _ in 0..bounds {
         types.push("unsigned long long".to_owned());
+    }
+    if matches!(iteration, DeviceIteration::MdRange(_)) {
+        // The index order.
+        types.push("int".to_owned());
     }
     for p in params {
         match *p {

@@ -298,7 +298,45 @@ fn laplace_mdrange2_neighbors() -> Result<()> {
         .expect("arguments match");
     assert_eq!(outcome, Outcome::Completed);
     assert_eq!(bits(&out.to_vec()?), bits(&host));
+    // Column-major arrays: the entry walks the first index on x, and every element lands at
+    // its column-major place.
+    let mut host_col = vec![0.0; rows * cols];
+    let mut hu_col = to_column_major(&u, &[rows, cols]);
+    let outcome = m
+        .launch_for(
+            GRID_2D,
+            &[1, 1],
+            &[rows - 1, cols - 1],
+            &mut [
+                HostArray::column_major(&mut host_col, &[rows, cols]),
+                HostArray::column_major(&mut hu_col, &[rows, cols]),
+            ],
+            &[],
+        )
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
+    assert_eq!(bits(&host_col), bits(&to_column_major(&host, &[rows, cols])));
     Ok(())
+}
+
+/// A row-major array of `extents` laid out column-major.
+fn to_column_major<T: Copy + Default>(row_major: &[T], extents: &[usize]) -> Vec<T> {
+    let mut out = vec![T::default(); row_major.len()];
+    for (k, &v) in row_major.iter().enumerate() {
+        // The index of element k, last dimension fastest.
+        let mut rest = k;
+        let mut index = vec![0; extents.len()];
+        for d in (0..extents.len()).rev() {
+            index[d] = rest % extents[d];
+            rest /= extents[d];
+        }
+        let mut at = 0;
+        for d in (0..extents.len()).rev() {
+            at = at * extents[d] + index[d];
+        }
+        out[at] = v;
+    }
+    out
 }
 
 #[test]
@@ -326,6 +364,18 @@ fn mdrange3_and_flattened_rank4() -> Result<()> {
             .expect("arguments match");
         assert_eq!(outcome, Outcome::Completed);
         assert_eq!(out.to_vec()?, host);
+        let mut host_col = vec![0i64; 60];
+        let outcome = m
+            .launch_for(
+                GRID_3D,
+                &[0, 1, 2],
+                &ext,
+                &mut [HostArray::column_major(&mut host_col, &ext)],
+                &[Value::I64(-3)],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(host_col, to_column_major(&host, &ext), "first index on x");
     }
     if let Some(m) = module::<index_code4>() {
         let ext = [2, 3, 4, 5];
@@ -350,6 +400,22 @@ fn mdrange3_and_flattened_rank4() -> Result<()> {
             .expect("arguments match");
         assert_eq!(outcome, Outcome::Completed);
         assert_eq!(out.to_vec()?, host);
+        let mut host_col = vec![0u32; 120];
+        let outcome = m
+            .launch_for(
+                GRID_1D,
+                &[1, 0, 1, 0],
+                &ext,
+                &mut [HostArray::column_major(&mut host_col, &ext)],
+                &[],
+            )
+            .expect("arguments match");
+        assert_eq!(outcome, Outcome::Completed);
+        assert_eq!(
+            host_col,
+            to_column_major(&host, &ext),
+            "flattened, first index fastest"
+        );
     }
     Ok(())
 }

@@ -289,6 +289,11 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
         for d in 0..rank {
             params.push(format!("unsigned long long hl_e{d}"));
         }
+        if matches!(sig.token, TokenKind::MdRange(_)) {
+            // Which index the threads' x walks: 0 the last (row-major views), 1 the first
+            // (column-major views), so that neighbouring threads touch neighbouring elements.
+            params.push("int hl_order".to_owned());
+        }
     }
     let mut setup = String::new();
     let mut args = vec!["hl_t".to_owned()];
@@ -411,15 +416,27 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
             let _ = writeln!(src, "        {call}\n    }}");
         }
         TokenKind::MdRange(rank) if rank <= 3 => {
-            let axes = ["z", "y", "x"];
-            let axes = &axes[3 - rank..];
-            let mut close = String::new();
-            for (d, axis) in axes.iter().enumerate() {
+            // Dimension d walks axis `rank - 1 - d` (x for the last) in order 0, axis d (x for
+            // the first) in order 1; the launch shapes the grid to match.
+            let letters = ["x", "y", "z"];
+            for d in 0..rank {
+                let (row, col) = (letters[rank - 1 - d], letters[d]);
                 let _ = writeln!(
                     src,
-                    "    {}{} {{",
+                    "    const unsigned long long hl_s{d} = hl_b{d} + (hl_order ? \
+                     (unsigned long long)blockIdx.{col} * blockDim.{col} + threadIdx.{col} : \
+                     (unsigned long long)blockIdx.{row} * blockDim.{row} + threadIdx.{row});\n\
+                     \x20   const unsigned long long hl_k{d} = hl_order ? \
+                     (unsigned long long)gridDim.{col} * blockDim.{col} : \
+                     (unsigned long long)gridDim.{row} * blockDim.{row};"
+                );
+            }
+            let mut close = String::new();
+            for d in 0..rank {
+                let _ = writeln!(
+                    src,
+                    "    {}for (unsigned long long hl_a{d} = hl_s{d}; hl_a{d} < hl_e{d}; hl_a{d} += hl_k{d}) {{",
                     "    ".repeat(d),
-                    grid_loop(&format!("hl_a{d}"), d, axis)
                 );
                 close.insert_str(0, &format!("    {}}}\n", "    ".repeat(d)));
             }
@@ -444,12 +461,22 @@ fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, uses_scratch:
                 src,
                 "        hl_idx<{rank}> hl_t;\n        unsigned long long hl_r = hl_l;"
             );
+            // Order 0: the last index fastest; order 1: the first.
+            src.push_str("        if (hl_order) {\n");
+            for d in 0..rank {
+                let _ = writeln!(
+                    src,
+                    "            hl_t.v[{d}] = hl_b{d} + hl_r % (hl_e{d} - hl_b{d}); hl_r /= (hl_e{d} - hl_b{d});"
+                );
+            }
+            src.push_str("        } else {\n");
             for d in (0..rank).rev() {
                 let _ = writeln!(
                     src,
-                    "        hl_t.v[{d}] = hl_b{d} + hl_r % (hl_e{d} - hl_b{d}); hl_r /= (hl_e{d} - hl_b{d});"
+                    "            hl_t.v[{d}] = hl_b{d} + hl_r % (hl_e{d} - hl_b{d}); hl_r /= (hl_e{d} - hl_b{d});"
                 );
             }
+            src.push_str("        }\n");
             let _ = writeln!(src, "        {call}\n    }}");
         }
     }
