@@ -463,7 +463,7 @@ impl Cuda {
         geometry: impl FnOnce(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError>,
     ) -> Result<(), CudaError> {
         // Pure checks first, so bad input is reported the same with or without a device.
-        let mut params = pack_for::<K>(&iteration, &kernel_args(args))?;
+        let mut params = pack_for::<K>(&iteration, args)?;
         check_args(K::NAME, ends, args)?;
         let Some(plan) = self.plan::<K>(&iteration, args, geometry)? else {
             return Ok(());
@@ -546,7 +546,7 @@ impl Cuda {
     {
         let identity = reducer.init();
         let join = device_join_for(K::PATTERN, reducer.device_join());
-        let mut params = pack_reduce::<K, R::Value>(&iteration, &kernel_args(args), &identity, join)?;
+        let mut params = pack_reduce::<K, R::Value>(&iteration, args, &identity, join)?;
         let partials_param = params.offsets().len() - 1;
         check_args(K::NAME, ends, args)?;
         let Some(plan) = self.plan::<K>(&iteration, args, |limits, resources| {
@@ -711,7 +711,7 @@ impl Cuda {
         T: DeviceReduceValue + ScanValue,
     {
         let (begin, end) = checked_range::<K>(range)?;
-        let mut params = pack_scan::<K, T>(&IterationArgs::Range { begin, end }, &kernel_args(args))?;
+        let mut params = pack_scan::<K, T>(&IterationArgs::Range { begin, end }, args)?;
         let final_param = params.offsets().len() - 1;
         let values_param = final_param - 1;
         check_args(K::NAME, &[end], args)?;
@@ -742,9 +742,11 @@ impl Cuda {
     }
 }
 
-/// The arguments as the packer sees them.
-pub(crate) fn kernel_args(args: &[DeviceArg]) -> Vec<KernelArg> {
-    args.iter().map(|a| a.arg.clone()).collect()
+/// The argument as the packer sees it, without a copy.
+impl AsRef<KernelArg> for DeviceArg {
+    fn as_ref(&self) -> &KernelArg {
+        &self.arg
+    }
 }
 
 pub(crate) fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> Result<(u64, u64), CudaError> {

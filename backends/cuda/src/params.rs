@@ -115,6 +115,14 @@ pub enum KernelArg {
     TokenBits(TokenArg),
 }
 
+/// A launch's arguments are [`KernelArg`]s or hold them (`DeviceArg`), so the packers take
+/// either without copying.
+impl AsRef<KernelArg> for KernelArg {
+    fn as_ref(&self) -> &KernelArg {
+        self
+    }
+}
+
 /// The iteration space of a launch, as the entry's first parameters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IterationArgs {
@@ -156,10 +164,12 @@ pub struct ParamBuffer {
 
 impl ParamBuffer {
     pub(crate) fn new() -> Self {
+        // Room for a typical entry's parameters, so packing does not grow the lists on every
+        // launch (a rank-2 handle alone is five words).
         ParamBuffer {
-            words: Vec::new(),
+            words: Vec::with_capacity(32),
             len: 0,
-            offsets: Vec::new(),
+            offsets: Vec::with_capacity(24),
         }
     }
 
@@ -267,7 +277,7 @@ impl ParamBuffer {
 /// type, rank or scalar type, or the parameters exceed [`MAX_PARAM_BYTES`].
 pub fn pack_for<K: DeviceKernel>(
     iteration: &IterationArgs,
-    args: &[KernelArg],
+    args: &[impl AsRef<KernelArg>],
 ) -> Result<ParamBuffer, CudaError> {
     if K::PATTERN != DevicePattern::For {
         return Err(CudaError::InvalidLaunch {
@@ -318,7 +328,7 @@ pub fn pack_for<K: DeviceKernel>(
 /// reducer for a plain `f64` accumulator).
 pub fn pack_reduce<K: DeviceKernel, V: DeviceReduceValue>(
     iteration: &IterationArgs,
-    args: &[KernelArg],
+    args: &[impl AsRef<KernelArg>],
     identity: &V,
     join: Option<DeviceJoin>,
 ) -> Result<ParamBuffer, CudaError> {
@@ -339,7 +349,7 @@ pub fn pack_reduce<K: DeviceKernel, V: DeviceReduceValue>(
 /// As for [`pack_for`], and [`CudaError::InvalidLaunch`] when `K` is not a scan of `T`.
 pub fn pack_scan<K: DeviceKernel, T: DeviceReduceValue + hoplite_core::ScanValue>(
     iteration: &IterationArgs,
-    args: &[KernelArg],
+    args: &[impl AsRef<KernelArg>],
 ) -> Result<ParamBuffer, CudaError> {
     if !matches!((K::PATTERN, plain_scalar(T::PATTERN)), (DevicePattern::Scan(k), Some(t)) if k == t) {
         return Err(CudaError::InvalidLaunch {
@@ -407,7 +417,7 @@ fn check_size<K: DeviceKernel>(buf: ParamBuffer) -> Result<ParamBuffer, CudaErro
 /// The iteration space, handles and scalars, checked against `K::params()`.
 fn pack_common<K: DeviceKernel>(
     iteration: &IterationArgs,
-    args: &[KernelArg],
+    args: &[impl AsRef<KernelArg>],
 ) -> Result<ParamBuffer, CudaError> {
     let invalid = |reason: String| CudaError::InvalidLaunch {
         kernel: K::NAME,
@@ -457,7 +467,7 @@ fn pack_common<K: DeviceKernel>(
             params.len()
         )));
     }
-    for (param, arg) in params.iter().zip(args) {
+    for (param, arg) in params.iter().zip(args.iter().map(AsRef::as_ref)) {
         match (param, arg) {
             (
                 DeviceParam::Handle {
