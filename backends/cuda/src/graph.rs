@@ -34,7 +34,7 @@ use crate::launch::{
     DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange, checked_range, load,
     team_writer_ends,
 };
-use crate::params::{IterationArgs, ParamBuffer, pack_for, pack_reduce, pack_scan};
+use crate::params::{IterationArgs, ParamBuffer, pack_for_args, pack_reduce_args, pack_scan_args};
 use crate::reduce::{
     DeviceReduceValue, decode, device_join_for, encode, exclusive_prefix, join_partials, partials_count,
     partials_geometry, value_layout,
@@ -452,7 +452,7 @@ impl CudaGraph {
         geometry: Geometry,
         after: &[NodeId],
     ) -> Result<NodeId, CudaError> {
-        let params = pack_for::<K>(&iteration, args)?;
+        let params = pack_for_args::<K>(&iteration, args)?;
         check_args(K::NAME, ends, args)?;
         let node = KernelNode::new::<K>(geometry, params, args);
         self.push(Work::Kernel(node), after)
@@ -735,7 +735,7 @@ impl CudaGraph {
         R::Value: DeviceReduceValue,
     {
         let join = device_join_for(K::PATTERN, reducer.device_join());
-        let params = pack_reduce::<K, R::Value>(&iteration, args, &reducer.init(), join)?;
+        let params = pack_reduce_args::<K, R::Value>(&iteration, args, &reducer.init(), join)?;
         check_args(K::NAME, ends, args)?;
         let geometry: Geometry = Box::new(move |limits, resources| {
             Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
@@ -804,7 +804,7 @@ impl CudaGraph {
         T: DeviceReduceValue + ScanValue + Sync,
     {
         let (begin, end) = checked_range::<K>(range)?;
-        let params = pack_scan::<K, T>(&IterationArgs::Range { begin, end }, args)?;
+        let params = pack_scan_args::<K, T>(&IterationArgs::Range { begin, end }, args)?;
         check_args(K::NAME, &[end], args)?;
         let geometry: Geometry = Box::new(move |limits, _| {
             Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))

@@ -20,7 +20,8 @@ use crate::geometry::{
 };
 use crate::nvrtc::ModuleCache;
 use crate::params::{
-    HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, TokenArg, pack_for, pack_reduce, pack_scan,
+    HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, TokenArg, pack_for_args, pack_reduce_args,
+    pack_scan_args,
 };
 use crate::reduce::{
     DeviceReduceValue, decode, device_join_for, encode, exclusive_prefix, join_partials, partials_count,
@@ -463,12 +464,12 @@ impl Cuda {
         geometry: impl FnOnce(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError>,
     ) -> Result<(), CudaError> {
         // Pure checks first, so bad input is reported the same with or without a device.
-        let mut params = pack_for::<K>(&iteration, args)?;
+        let mut params = pack_for_args::<K>(&iteration, args)?;
         check_args(K::NAME, ends, args)?;
         let Some(plan) = self.plan::<K>(&iteration, args, geometry)? else {
             return Ok(());
         };
-        // SAFETY: `params` was packed by `pack_for::<K>` against `K::params()`, and
+        // SAFETY: `params` was packed by `pack_for_args::<K>` against `K::params()`, and
         // `check_args` found every writer containing the iteration space and overlapping no
         // other handle; the views are kept alive below until the next fence.
         unsafe { plan.launch(&mut params) }?;
@@ -546,7 +547,7 @@ impl Cuda {
     {
         let identity = reducer.init();
         let join = device_join_for(K::PATTERN, reducer.device_join());
-        let mut params = pack_reduce::<K, R::Value>(&iteration, args, &identity, join)?;
+        let mut params = pack_reduce_args::<K, R::Value>(&iteration, args, &identity, join)?;
         let partials_param = params.offsets().len() - 1;
         check_args(K::NAME, ends, args)?;
         let Some(plan) = self.plan::<K>(&iteration, args, |limits, resources| {
@@ -558,7 +559,7 @@ impl Cuda {
         let bytes = partials_bytes::<K, R::Value>(&plan.geometry, join.is_some())?;
         let partials = StreamBuffer::new(plan.stream, bytes)?;
         params.set(partials_param, &partials.address().to_le_bytes());
-        // SAFETY: `params` was packed by `pack_reduce::<K, _>` against `K::params()` and the
+        // SAFETY: `params` was packed by `pack_reduce_args::<K, _>` against `K::params()` and the
         // kernel's pattern, which fixes the partial's size; the partials pointer is a live
         // allocation of one partial per launched thread of `plan.geometry`; `check_args`
         // found every writer containing the iteration space and overlapping no other handle;
@@ -711,7 +712,7 @@ impl Cuda {
         T: DeviceReduceValue + ScanValue,
     {
         let (begin, end) = checked_range::<K>(range)?;
-        let mut params = pack_scan::<K, T>(&IterationArgs::Range { begin, end }, args)?;
+        let mut params = pack_scan_args::<K, T>(&IterationArgs::Range { begin, end }, args)?;
         let final_param = params.offsets().len() - 1;
         let values_param = final_param - 1;
         check_args(K::NAME, &[end], args)?;
@@ -724,7 +725,7 @@ impl Cuda {
         let bytes = partials_bytes::<K, T>(&plan.geometry, false)?;
         let values = StreamBuffer::new(plan.stream, bytes)?;
         params.set(values_param, &values.address().to_le_bytes());
-        // SAFETY: `params` was packed by `pack_scan::<K, T>` against `K::params()` and the
+        // SAFETY: `params` was packed by `pack_scan_args::<K, T>` against `K::params()` and the
         // kernel's pattern; the values pointer is a live allocation of one `T` per launched
         // thread of `plan.geometry`, the geometry both passes use (the entry derives its
         // chunks from it); writers contain the range and overlap no other handle; the views

@@ -115,8 +115,8 @@ pub enum KernelArg {
     TokenBits(TokenArg),
 }
 
-/// A launch's arguments are [`KernelArg`]s or hold them (`DeviceArg`), so the packers take
-/// either without copying.
+/// A launch's arguments are [`KernelArg`]s or hold them (`DeviceArg`), so the crate's packers
+/// take either without copying.
 impl AsRef<KernelArg> for KernelArg {
     fn as_ref(&self) -> &KernelArg {
         self
@@ -277,6 +277,14 @@ impl ParamBuffer {
 /// type, rank or scalar type, or the parameters exceed [`MAX_PARAM_BYTES`].
 pub fn pack_for<K: DeviceKernel>(
     iteration: &IterationArgs,
+    args: &[KernelArg],
+) -> Result<ParamBuffer, CudaError> {
+    pack_for_args::<K>(iteration, args)
+}
+
+/// [`pack_for`] of a launch's own arguments, which hold their [`KernelArg`]s.
+pub(crate) fn pack_for_args<K: DeviceKernel>(
+    iteration: &IterationArgs,
     args: &[impl AsRef<KernelArg>],
 ) -> Result<ParamBuffer, CudaError> {
     if K::PATTERN != DevicePattern::For {
@@ -328,6 +336,16 @@ pub fn pack_for<K: DeviceKernel>(
 /// reducer for a plain `f64` accumulator).
 pub fn pack_reduce<K: DeviceKernel, V: DeviceReduceValue>(
     iteration: &IterationArgs,
+    args: &[KernelArg],
+    identity: &V,
+    join: Option<DeviceJoin>,
+) -> Result<ParamBuffer, CudaError> {
+    pack_reduce_args::<K, V>(iteration, args, identity, join)
+}
+
+/// [`pack_reduce`] of a launch's own arguments, which hold their [`KernelArg`]s.
+pub(crate) fn pack_reduce_args<K: DeviceKernel, V: DeviceReduceValue>(
+    iteration: &IterationArgs,
     args: &[impl AsRef<KernelArg>],
     identity: &V,
     join: Option<DeviceJoin>,
@@ -348,6 +366,14 @@ pub fn pack_reduce<K: DeviceKernel, V: DeviceReduceValue>(
 ///
 /// As for [`pack_for`], and [`CudaError::InvalidLaunch`] when `K` is not a scan of `T`.
 pub fn pack_scan<K: DeviceKernel, T: DeviceReduceValue + hoplite_core::ScanValue>(
+    iteration: &IterationArgs,
+    args: &[KernelArg],
+) -> Result<ParamBuffer, CudaError> {
+    pack_scan_args::<K, T>(iteration, args)
+}
+
+/// [`pack_scan`] of a launch's own arguments, which hold their [`KernelArg`]s.
+pub(crate) fn pack_scan_args<K: DeviceKernel, T: DeviceReduceValue + hoplite_core::ScanValue>(
     iteration: &IterationArgs,
     args: &[impl AsRef<KernelArg>],
 ) -> Result<ParamBuffer, CudaError> {
