@@ -5,18 +5,18 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use hoplite_core::view::AccessKind;
-use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup};
+use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup, HeldBorrow};
+use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, ExecutionPolicy, HostAccessibleSpace, HostRead, HostWrite, IntoLaunch, LaunchSpec,
     ParallelFor, ParallelReduce, ParallelScan, RangePolicy, Reducer, ScanValue, ValidatedPolicy, View,
     ViewValue, parallel_for_validated, parallel_reduce_validated, parallel_scan_validated,
 };
-use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
+use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy, HeldBorrows};
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
@@ -242,6 +242,8 @@ impl Cell {
 pub struct Vertex {
     id: VertexId,
     cell: Arc<Cell>,
+    /// The context's held borrows, to end those of finished vertices once the host sees one.
+    held: Weak<Mutex<HeldSlots>>,
 }
 
 impl Vertex {
@@ -249,20 +251,40 @@ impl Vertex {
     pub fn id(&self) -> VertexId {
         self.id
     }
-    /// What became of it so far.
+    /// What became of it so far. Once it is done or failed, its views are no longer borrowed
+    /// for it.
     pub fn state(&self) -> VertexState {
-        self.cell.state()
+        let state = self.cell.state();
+        if !matches!(state, VertexState::Queued | VertexState::Running) {
+            self.end_borrows();
+        }
+        state
     }
-    /// Blocks until it is done or failed.
+    /// Blocks until it is done or failed; its views are then no longer borrowed for it.
     ///
     /// # Errors
     ///
     /// The vertex's failure.
     pub fn wait(&self) -> Result<()> {
-        match self.cell.wait() {
+        let state = self.cell.wait();
+        self.end_borrows();
+        match state {
             VertexState::Failed(e) => Err(e),
             _ => Ok(()),
         }
+    }
+
+    /// Ends the context's borrows that only finished vertices used, this one among them.
+    fn end_borrows(&self) {
+        end_finished_borrows(&self.held);
+    }
+}
+
+/// Ends the borrows of a context's `held` that only finished vertices used (nothing once the
+/// context is gone: it ended them).
+fn end_finished_borrows(held: &Weak<Mutex<HeldSlots>>) {
+    if let Some(held) = held.upgrade() {
+        held.lock().sweep();
     }
 }
 
@@ -385,6 +407,171 @@ struct Live<T: Stream> {
     cell: Arc<Cell>,
     /// The vertex's work, also held by its stream until it has run (see `State::spent_jobs`).
     job: Arc<dyn Job<T::Space>>,
+    /// The held borrows its handles rely on (`HeldSlots` indices).
+    slots: SmallVec<[u32; 4]>,
+}
+
+/// How many held borrows the context keeps before it ends those whose vertices have all
+/// ended at a launch.
+const HELD_LIMIT: usize = 64;
+
+/// The borrows the context holds for the handles of its vertices: one per allocation,
+/// elements and access kind, whatever the number of vertices that use it. A launch's handles
+/// rely on them (`GraphArgs::into_held`) instead of borrowing their views for the vertex, so a
+/// view many pending launches use is borrowed once, and a vertex's end, on its stream's
+/// thread, touches no borrow table (where the launching thread's next borrow of the same view
+/// met it on the table's lock, one lock per handle per vertex on each side).
+///
+/// A borrow ends once every vertex that used it has ended, when the host sees one finished
+/// (`Vertex::wait`, `Vertex::state`, `Pending::get`, `read`, `write`, `synchronize`), when
+/// its views are all gone, or past `HELD_LIMIT` borrows; not at every vertex's end, which
+/// would end and take again the borrows of a chain of launches whose stream keeps up with
+/// them.
+struct HeldSlots {
+    index: HashMap<(AllocationKey, AccessKind, Footprint), u32>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Past how many slots in use a launch ends the borrows no unfinished vertex uses.
+    sweep_at: usize,
+}
+
+/// One held borrow and the vertices that rely on it.
+struct Slot {
+    /// The borrow's allocation, kind and elements; `None` while the slot is free.
+    key: Option<(AllocationKey, AccessKind, Footprint)>,
+    held: Option<HeldBorrow>,
+    /// The latest vertex to use it on each stream: a stream ends its vertices in order, so
+    /// once these have ended every user has.
+    users: SmallVec<[(usize, Arc<Cell>); 1]>,
+}
+
+impl Default for HeldSlots {
+    fn default() -> Self {
+        HeldSlots {
+            index: HashMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            sweep_at: HELD_LIMIT,
+        }
+    }
+}
+
+impl HeldSlots {
+    /// Whether every vertex that used slot `k` has ended: their handles are gone (a vertex's
+    /// work drops them before it ends, and `has_ended` acquires what the work did).
+    fn unused(&self, k: u32) -> bool {
+        let slot = &self.slots[k as usize];
+        slot.key.is_some() && slot.users.iter().all(|(_, cell)| cell.has_ended())
+    }
+
+    /// Ends slot `k`'s borrow and frees the slot, if no unfinished vertex uses it.
+    fn release_if_unused(&mut self, k: u32) {
+        if !self.unused(k) {
+            return;
+        }
+        let slot = &mut self.slots[k as usize];
+        if let Some(key) = slot.key.take() {
+            self.index.remove(&key);
+        }
+        slot.users.clear();
+        // Ends the borrow.
+        slot.held = None;
+        self.free.push(k);
+    }
+
+    /// At a vertex's retirement: ends slot `k`'s borrow if no unfinished vertex uses it and
+    /// nobody can ask for the view again (see `HeldBorrow::has_views`), so that dropping a
+    /// view frees its memory once its vertices ran.
+    fn release_if_orphaned(&mut self, k: u32) {
+        let orphaned = self.slots[k as usize]
+            .held
+            .as_ref()
+            .is_some_and(|h| !h.has_views());
+        if orphaned {
+            self.release_if_unused(k);
+        }
+    }
+
+    /// Ends every borrow no unfinished vertex uses.
+    fn sweep(&mut self) {
+        for k in 0..self.slots.len() {
+            self.release_if_unused(k as u32);
+        }
+    }
+
+    /// At a launch: sweeps once the slots in use pass `sweep_at`, which then becomes twice
+    /// what is left (so that many live borrows are not scanned at every launch).
+    fn bound(&mut self) {
+        if self.slots.len() - self.free.len() > self.sweep_at {
+            self.sweep();
+            self.sweep_at = HELD_LIMIT.max(2 * (self.slots.len() - self.free.len()));
+        }
+    }
+
+    /// Records the vertex of `cell`, on `stream`, as a user of slot `k`.
+    fn use_slot(&mut self, k: u32, stream: usize, cell: &Arc<Cell>) {
+        let users = &mut self.slots[k as usize].users;
+        match users.iter_mut().find(|(s, _)| *s == stream) {
+            Some(user) => user.1 = cell.clone(),
+            None => users.push((stream, cell.clone())),
+        }
+    }
+}
+
+impl Drop for HeldSlots {
+    fn drop(&mut self) {
+        // The context drops its streams first, which run what they were given. A borrow a
+        // vertex that never ran would rely on is left in place: an allocation that stays
+        // borrowed is never unsound, a borrow ended under a handle would be.
+        self.sweep();
+        for slot in &mut self.slots {
+            if let Some(held) = slot.held.take() {
+                std::mem::forget(held);
+            }
+        }
+    }
+}
+
+/// The slots one launch's handles take (`GraphArgs::into_held`), and which.
+struct Taking<'a> {
+    slots: &'a mut HeldSlots,
+    used: SmallVec<[u32; 4]>,
+}
+
+impl HeldBorrows for Taking<'_> {
+    fn slot(
+        &mut self,
+        allocation: AllocationKey,
+        kind: AccessKind,
+        footprint: &Footprint,
+    ) -> &mut Option<HeldBorrow> {
+        let HeldSlots {
+            index, slots, free, ..
+        } = &mut *self.slots;
+        let k = *index
+            .entry((allocation, kind, footprint.clone()))
+            .or_insert_with(|| {
+                let key = Some((allocation, kind, footprint.clone()));
+                match free.pop() {
+                    Some(k) => {
+                        slots[k as usize].key = key;
+                        k
+                    }
+                    None => {
+                        slots.push(Slot {
+                            key,
+                            held: None,
+                            users: SmallVec::new(),
+                        });
+                        (slots.len() - 1) as u32
+                    }
+                }
+            });
+        if !self.used.contains(&k) {
+            self.used.push(k);
+        }
+        &mut slots[k as usize].held
+    }
 }
 
 struct State<D: Device> {
@@ -506,6 +693,9 @@ pub struct Context<D: Device> {
     group: BorrowGroup,
     epoch: Instant,
     state: Mutex<State<D>>,
+    /// After `state`: dropped once the streams have run their work (see `HeldSlots`' drop).
+    /// Lock order: `state`, then `held`.
+    held: Arc<Mutex<HeldSlots>>,
 }
 
 impl<D: Device> Context<D> {
@@ -544,6 +734,7 @@ impl<D: Device> Context<D> {
                 spent_cells: VecDeque::new(),
                 spent_jobs: VecDeque::new(),
             }),
+            held: Arc::default(),
         })
     }
 
@@ -669,7 +860,11 @@ impl<D: Device> Context<D> {
     {
         // A one-point policy stands in for the kernel's: the work runs once, on the host.
         let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
+        let held = Arc::downgrade(&self.held);
         self.submit::<(RangePolicy<SpaceOf<D>>, A), _>(label, policy, args, move |_, _, handles| {
+            // Host work may borrow its views on the host (`x.view().to_vec()`): the borrows
+            // of its finished parents end first, as they would have with their kernels.
+            end_finished_borrows(&held);
             work(handles)
         })
     }
@@ -708,7 +903,9 @@ impl<D: Device> Context<D> {
     {
         // As in `task`; `submit` moves the policy onto the picked stream's instance.
         let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
+        let held = Arc::downgrade(&self.held);
         self.submit::<(RangePolicy<SpaceOf<D>>, A), _>(label, policy, args, move |_, policy, handles| {
+            end_finished_borrows(&held);
             work(policy.policy().space(), handles)
         })
     }
@@ -747,12 +944,16 @@ impl<D: Device> Context<D> {
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {
         let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
+        let held = Arc::downgrade(&self.held);
         self.submit_on::<(RangePolicy<SpaceOf<D>>, A), _>(
             label,
             Some(device),
             policy,
             args,
-            move |_, policy, handles| work(policy.policy().space(), handles),
+            move |_, policy, handles| {
+                end_finished_borrows(&held);
+                work(policy.policy().space(), handles)
+            },
         )
     }
 
@@ -790,18 +991,48 @@ impl<D: Device> Context<D> {
                 devices: self.devices.len(),
             });
         }
+        let mut state = self.state.lock();
+        let mut held = self.held.lock();
+        Self::retire(&mut state, &mut held);
+        held.bound();
+        // Recorded into a list a finished vertex left, which the model then keeps.
+        let mut accesses = state.model.access_list();
+        GraphArgs::record_handles(&args, &mut accesses);
+        // Handles in the group are not checked against each other: two of this launch that
+        // conflict (`(x.write(), x.read())`) are refused here, as an eager launch refuses them.
+        if let Some(conflict) = Access::conflict_within(&accesses) {
+            return Err(DagError::Core(conflict));
+        }
         // SAFETY: handles of the context's group are used only by the kernels of its
         // vertices, and the context orders every two vertices whose accesses conflict (the
         // model gives the later one an edge to the earlier, or the earlier has finished before
         // the later is made): its kernel starts after the earlier kernel has returned, through
         // stream order or an event (each a mutex hand-off). Host access goes through outside
-        // borrows, which the group's handles are checked against.
-        let handles = unsafe { GraphArgs::into_group(args, &self.group) };
+        // borrows, which the group's handles are checked against. The held borrows the
+        // handles rely on stay until every vertex that uses them has ended (`HeldSlots`), and
+        // a vertex's work drops its handles before it ends; the handles of a launch refused
+        // below are dropped before their slots are released. `held` stays locked until the
+        // vertex is a user of its slots, so no host wait ends them in between.
+        let (handles, used) = {
+            let mut taking = Taking {
+                slots: &mut held,
+                used: SmallVec::new(),
+            };
+            let handles = unsafe { GraphArgs::into_held(args, &self.group, &mut taking) };
+            (handles, taking.used)
+        };
+        // Gives back the slots a refused launch took (those no earlier vertex uses).
+        let refuse = |handles: L::Args, held: &mut HeldSlots, e: DagError| {
+            drop(handles);
+            for &k in &used {
+                held.release_if_unused(k);
+            }
+            Err(e)
+        };
         if let Some(conflict) = GraphArgs::conflict(&handles) {
-            return Err(DagError::Core(conflict.clone()));
+            let e = DagError::Core(conflict.clone());
+            return refuse(handles, &mut held, e);
         }
-        let mut state = self.state.lock();
-        self.retire(&mut state);
         let cell = state.fresh_cell();
         // Launches in a loop repeat their label: the last one is shared rather than copied.
         let label_owned: Arc<str> = match &state.last_label {
@@ -812,14 +1043,6 @@ impl<D: Device> Context<D> {
                 fresh
             }
         };
-        // Recorded into a list a finished vertex left, which the model then keeps.
-        let mut accesses = state.model.access_list();
-        GraphArgs::record_handles(&handles, &mut accesses);
-        // Handles in the group are not checked against each other: two of this launch that
-        // conflict (`(x.write(), x.read())`) are refused here, as an eager launch refuses them.
-        if let Some(conflict) = Access::conflict_within(&accesses) {
-            return Err(DagError::Core(conflict));
-        }
         // A launch that conflicts with a failed vertex's access would have been its
         // descendant had it come before the failed vertex finished: it fails the same way,
         // whatever the timing.
@@ -874,14 +1097,21 @@ impl<D: Device> Context<D> {
         let stream_index = match assignment {
             Assignment::Existing(s) => s,
             Assignment::New { device, .. } => {
-                let stream = self.devices[device].new_stream()?;
+                let stream = match self.devices[device].new_stream() {
+                    Ok(stream) => stream,
+                    Err(e) => return refuse(handles, &mut held, e.into()),
+                };
                 state.streams.push(stream);
                 state.in_stream_order.push(VecDeque::new());
                 state.assigner.add_stream(device)
             }
         };
         let device = state.assigner.streams()[stream_index].device;
-        let policy = ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space()))?;
+        let policy =
+            match ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space())) {
+                Ok(policy) => policy,
+                Err(e) => return refuse(handles, &mut held, e.into()),
+            };
         // Where the data will be up to date once the vertex ran.
         for a in accesses.iter() {
             let at = Location::Device(device);
@@ -941,6 +1171,17 @@ impl<D: Device> Context<D> {
             drop(handles);
             work_cell.finish(outcome);
         }));
+        let mut slots = SmallVec::new();
+        for &k in &used {
+            if held.slots[k as usize].held.is_some() {
+                held.use_slot(k, stream_index, &cell);
+                slots.push(k);
+            } else {
+                // Handles that keep their own borrows (`into_held`'s default) took no slot.
+                held.release_if_unused(k);
+            }
+        }
+        drop(held);
         let event = state.streams[stream_index].enqueue_recorded_job(job.clone());
         state.live.insert(
             id,
@@ -949,6 +1190,7 @@ impl<D: Device> Context<D> {
                 stream: stream_index,
                 cell: cell.clone(),
                 job,
+                slots,
             },
         );
         state.in_stream_order[stream_index].push_back(id);
@@ -961,7 +1203,11 @@ impl<D: Device> Context<D> {
             ended: None,
         });
         drop(state);
-        let vertex = Vertex { id, cell };
+        let vertex = Vertex {
+            id,
+            cell,
+            held: Arc::downgrade(&self.held),
+        };
         if self.execution == Execution::Sync {
             vertex.wait()?;
         }
@@ -970,7 +1216,7 @@ impl<D: Device> Context<D> {
 
     /// Retires the vertices whose kernels ended: they leave the frontier and free their
     /// streams; the accesses of failed ones are remembered (see `State::poisoned`).
-    fn retire(&self, state: &mut State<D>) {
+    fn retire(state: &mut State<D>, held: &mut HeldSlots) {
         for s in 0..state.in_stream_order.len() {
             while let Some(&id) = state.in_stream_order[s].front() {
                 // Retired already (by a host wait), or its work has ended.
@@ -979,7 +1225,7 @@ impl<D: Device> Context<D> {
                     break;
                 }
                 state.in_stream_order[s].pop_front();
-                Self::retire_one(state, id);
+                Self::retire_one(state, held, id);
             }
         }
         if state.locations.len() > state.prune_locations_at {
@@ -992,10 +1238,13 @@ impl<D: Device> Context<D> {
 
     /// Retires one finished vertex (its cell holds its final state), unless that happened
     /// already.
-    fn retire_one(state: &mut State<D>, id: VertexId) {
+    fn retire_one(state: &mut State<D>, held: &mut HeldSlots, id: VertexId) {
         let Some(live) = state.live.remove(id) else {
             return;
         };
+        for &k in &live.slots {
+            held.release_if_orphaned(k);
+        }
         // The history keeps how it ended; the cell goes (see `Record::ended`).
         if let Some(record) = state.history.get_mut(id) {
             let p = live.cell.progress.lock();
@@ -1026,7 +1275,7 @@ impl<D: Device> Context<D> {
     fn wait_for(&self, access: &Access) -> Result<()> {
         let waits: Vec<(VertexId, Arc<Cell>)> = {
             let mut state = self.state.lock();
-            self.retire(&mut state);
+            Self::retire(&mut state, &mut self.held.lock());
             let ids = state.model.conflicting(access);
             ids.iter()
                 .filter_map(|&id| state.live.get(id).map(|l| (id, l.cell.clone())))
@@ -1042,10 +1291,14 @@ impl<D: Device> Context<D> {
         // them now, whether or not their streams have reported them yet, so that every
         // failure among them is recorded before the check below.
         let mut state = self.state.lock();
-        self.retire(&mut state);
+        let mut held = self.held.lock();
+        Self::retire(&mut state, &mut held);
         for &(id, _) in &waits {
-            Self::retire_one(&mut state, id);
+            Self::retire_one(&mut state, &mut held, id);
         }
+        // The host takes the view next: the borrows only finished vertices use end now.
+        held.sweep();
+        drop(held);
         if access.kind == AccessKind::Write {
             let footprint = &access.footprint;
             state
@@ -1116,10 +1369,13 @@ impl<D: Device> Context<D> {
             cell.wait();
         }
         let mut state = self.state.lock();
-        self.retire(&mut state);
+        let mut held = self.held.lock();
+        Self::retire(&mut state, &mut held);
         for &(id, _) in &cells {
-            Self::retire_one(&mut state, id);
+            Self::retire_one(&mut state, &mut held, id);
         }
+        held.sweep();
+        drop(held);
         let unreported = std::mem::take(&mut state.unreported);
         match unreported.into_iter().next() {
             Some(e) => Err(e),
