@@ -21,7 +21,7 @@ use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
-use crate::device::{Device, Job, OnceJob, Stream};
+use crate::device::{Device, Job, Stream};
 use crate::model::{DependencyModel, DependencyPolicy, Edges, VertexId};
 use crate::selection::{
     ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location, LocationSet,
@@ -313,6 +313,78 @@ impl<V> Pending<V> {
     }
 }
 
+/// A vertex's work. The stream's thread takes and consumes only `run` (the kernel launch);
+/// the rest it uses in place and leaves to the launching thread, which drops the job (see
+/// `State::spent_jobs`): the label's count, the cells', and the views' of handles that hold
+/// no borrow then change on one thread only, where dropping them on the stream's thread
+/// moved their cache lines there and back at every vertex.
+struct VertexJob<P, A, K> {
+    run: Mutex<Option<K>>,
+    /// The policy and the handles, which the work gets by reference.
+    kept: Mutex<(ValidatedPolicy<P>, Option<A>)>,
+    /// Whether the handles hold borrows of their own, which end before the vertex does: they
+    /// are then dropped on the stream's thread, right after the work.
+    release_handles: bool,
+    label: Arc<str>,
+    cell: Arc<Cell>,
+    /// The cells of its parents (a failed one fails it), the first by stream order.
+    parent_cells: SmallVec<[Arc<Cell>; 4]>,
+    /// The failure it inherits at launch (see `submit_on`).
+    poisoned: Option<Box<DagError>>,
+}
+
+impl<S, P, A, K> Job<S> for VertexJob<P, A, K>
+where
+    P: Send + 'static,
+    A: Send + 'static,
+    K: FnOnce(&str, &ValidatedPolicy<P>, &A) -> hoplite_core::Result<()> + Send + 'static,
+{
+    fn run(&self, _space: &S) {
+        let Some(run) = self.run.lock().take() else {
+            // Ran already: a stream runs each item once.
+            return;
+        };
+        let label = &self.label;
+        let failure = self.poisoned.as_deref().cloned().or_else(|| {
+            self.parent_cells.iter().find_map(|c| match c.state() {
+                VertexState::Failed(e) => Some(e),
+                _ => None,
+            })
+        });
+        let mut kept = self.kept.lock();
+        let outcome = match failure {
+            Some(cause) => VertexState::Failed(cause.inherited_by(label)),
+            None => {
+                self.cell.start();
+                let (policy, handles) = &*kept;
+                let result = match handles {
+                    Some(handles) => catch_unwind(AssertUnwindSafe(|| run(label, policy, handles))),
+                    None => Ok(Ok(())),
+                };
+                match result {
+                    Ok(Ok(())) => VertexState::Done,
+                    Ok(Err(e)) => VertexState::Failed(DagError::VertexFailed {
+                        vertex: label.to_string(),
+                        cause: Box::new(e),
+                    }),
+                    Err(payload) => VertexState::Failed(DagError::VertexFailed {
+                        vertex: label.to_string(),
+                        cause: Box::new(hoplite_core::Error::from_panic(label, payload)),
+                    }),
+                }
+            }
+        };
+        // The views are released and the outcome is final before the vertex's event
+        // completes (the stream completes it after the work), so whoever retires it sees its
+        // failure.
+        if self.release_handles {
+            kept.1 = None;
+        }
+        drop(kept);
+        self.cell.finish(outcome);
+    }
+}
+
 /// How many allocations' locations the context tracks before it forgets those no unfinished
 /// vertex uses.
 const LOCATIONS_LIMIT: usize = 1 << 14;
@@ -429,6 +501,8 @@ const HELD_LIMIT: usize = 64;
 /// them.
 struct HeldSlots {
     index: HashMap<(AllocationKey, AccessKind, Footprint), u32>,
+    /// The slots in use of each allocation: a second one moves the others into the group.
+    by_allocation: HashMap<AllocationKey, SmallVec<[u32; 2]>>,
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// Past how many slots in use a launch ends the borrows no unfinished vertex uses.
@@ -449,6 +523,7 @@ impl Default for HeldSlots {
     fn default() -> Self {
         HeldSlots {
             index: HashMap::default(),
+            by_allocation: HashMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             sweep_at: HELD_LIMIT,
@@ -472,6 +547,12 @@ impl HeldSlots {
         let slot = &mut self.slots[k as usize];
         if let Some(key) = slot.key.take() {
             self.index.remove(&key);
+            if let Some(others) = self.by_allocation.get_mut(&key.0) {
+                others.retain(|o| *o != k);
+                if others.is_empty() {
+                    self.by_allocation.remove(&key.0);
+                }
+            }
         }
         slot.users.clear();
         // Ends the borrow.
@@ -535,7 +616,10 @@ impl Drop for HeldSlots {
 /// The slots one launch's handles take (`GraphArgs::into_held`), and which.
 struct Taking<'a> {
     slots: &'a mut HeldSlots,
+    group: &'a BorrowGroup,
     used: SmallVec<[u32; 4]>,
+    /// How many handles asked for a slot.
+    asked: usize,
 }
 
 impl HeldBorrows for Taking<'_> {
@@ -546,13 +630,30 @@ impl HeldBorrows for Taking<'_> {
         footprint: &Footprint,
     ) -> &mut Option<HeldBorrow> {
         let HeldSlots {
-            index, slots, free, ..
+            index,
+            by_allocation,
+            slots,
+            free,
+            ..
         } = &mut *self.slots;
+        let group = self.group;
         let k = *index
             .entry((allocation, kind, footprint.clone()))
             .or_insert_with(|| {
+                // The allocation's other held borrows go into the group, where this one's
+                // elements or kind do not conflict with them (the context orders the vertices
+                // that use them); outside it, they would refuse it.
+                let others = by_allocation.entry(allocation).or_default();
+                for &o in others.iter() {
+                    if let Some(other) = slots[o as usize].held.as_mut() {
+                        // SAFETY: the context orders the handles of its group (see `submit_on`),
+                        // those relying on held borrows among them. The move cannot fail: the
+                        // allocation keeps a held borrow until it is dropped.
+                        let _ = unsafe { other.into_group(group) };
+                    }
+                }
                 let key = Some((allocation, kind, footprint.clone()));
-                match free.pop() {
+                let k = match free.pop() {
                     Some(k) => {
                         slots[k as usize].key = key;
                         k
@@ -565,11 +666,14 @@ impl HeldBorrows for Taking<'_> {
                         });
                         (slots.len() - 1) as u32
                     }
-                }
+                };
+                others.push(k);
+                k
             });
         if !self.used.contains(&k) {
             self.used.push(k);
         }
+        self.asked += 1;
         &mut slots[k as usize].held
     }
 }
@@ -998,6 +1102,7 @@ impl<D: Device> Context<D> {
         // Recorded into a list a finished vertex left, which the model then keeps.
         let mut accesses = state.model.access_list();
         GraphArgs::record_handles(&args, &mut accesses);
+        let handle_count = accesses.len();
         // Handles in the group are not checked against each other: two of this launch that
         // conflict (`(x.write(), x.read())`) are refused here, as an eager launch refuses them.
         if let Some(conflict) = Access::conflict_within(&accesses) {
@@ -1013,14 +1118,19 @@ impl<D: Device> Context<D> {
         // a vertex's work drops its handles before it ends; the handles of a launch refused
         // below are dropped before their slots are released. `held` stays locked until the
         // vertex is a user of its slots, so no host wait ends them in between.
-        let (handles, used) = {
+        let (handles, used, asked) = {
             let mut taking = Taking {
                 slots: &mut held,
+                group: &self.group,
                 used: SmallVec::new(),
+                asked: 0,
             };
             let handles = unsafe { GraphArgs::into_held(args, &self.group, &mut taking) };
-            (handles, taking.used)
+            (handles, taking.used, taking.asked)
         };
+        // Every handle relies on a held borrow (or the launch is refused below): none ends a
+        // borrow when dropped, so the vertex's job keeps them, to be dropped here.
+        let all_held = asked == handle_count;
         // Gives back the slots a refused launch took (those no earlier vertex uses).
         let refuse = |handles: L::Args, held: &mut HeldSlots, e: DagError| {
             drop(handles);
@@ -1139,38 +1249,15 @@ impl<D: Device> Context<D> {
             }
         }
         let label_owned_record = label_owned.clone();
-        let work_cell = cell.clone();
-        let job: Arc<dyn Job<SpaceOf<D>>> = Arc::new(OnceJob::new(move |_space: &SpaceOf<D>| {
-            let failure = poisoned.map(|e| *e).or_else(|| {
-                parent_cells.iter().find_map(|c| match c.state() {
-                    VertexState::Failed(e) => Some(e),
-                    _ => None,
-                })
-            });
-            let outcome = match failure {
-                Some(cause) => VertexState::Failed(cause.inherited_by(&label_owned)),
-                None => {
-                    work_cell.start();
-                    let result = catch_unwind(AssertUnwindSafe(|| run(&label_owned, &policy, &handles)));
-                    match result {
-                        Ok(Ok(())) => VertexState::Done,
-                        Ok(Err(e)) => VertexState::Failed(DagError::VertexFailed {
-                            vertex: label_owned.to_string(),
-                            cause: Box::new(e),
-                        }),
-                        Err(payload) => VertexState::Failed(DagError::VertexFailed {
-                            vertex: label_owned.to_string(),
-                            cause: Box::new(hoplite_core::Error::from_panic(&label_owned, payload)),
-                        }),
-                    }
-                }
-            };
-            // The views are released and the outcome is final before the vertex's event
-            // completes (the stream completes it after the work), so whoever retires it sees
-            // its failure.
-            drop(handles);
-            work_cell.finish(outcome);
-        }));
+        let job: Arc<dyn Job<SpaceOf<D>>> = Arc::new(VertexJob {
+            run: Mutex::new(Some(run)),
+            kept: Mutex::new((policy, Some(handles))),
+            release_handles: !all_held,
+            label: label_owned,
+            cell: cell.clone(),
+            parent_cells,
+            poisoned,
+        });
         let mut slots = SmallVec::new();
         for &k in &used {
             if held.slots[k as usize].held.is_some() {

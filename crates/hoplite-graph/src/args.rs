@@ -88,8 +88,12 @@ impl Access {
 pub trait HeldBorrows {
     /// The slot for a handle's borrow of `footprint` of `allocation` for `kind`: empty, or
     /// holding a borrow of exactly those elements for that kind.
-    fn slot(&mut self, allocation: AllocationKey, kind: AccessKind, footprint: &Footprint)
-    -> &mut Option<HeldBorrow>;
+    fn slot(
+        &mut self,
+        allocation: AllocationKey,
+        kind: AccessKind,
+        footprint: &Footprint,
+    ) -> &mut Option<HeldBorrow>;
 }
 
 /// The handles of a graph node's launch (a handle or a tuple of up to eight).

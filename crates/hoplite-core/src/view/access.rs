@@ -373,8 +373,8 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
 
     /// The handle with its borrow given over to `held` (see `Reader::into_held` for what the
     /// caller guarantees): a borrow `held` already has covers it and the handle's own ends;
-    /// else the handle's borrow moves into group `group` and into `held` (a refused one is
-    /// asked for anew in the group). Either way the handle keeps no borrow of its own
+    /// else the handle's granted borrow moves into `held` as it is (a refused one is asked
+    /// for anew in group `group`). Either way the handle keeps no borrow of its own
     /// (`Ok(Empty)`: its drop ends nothing), unless the group refused it too.
     fn into_held(mut self, kind: AccessKind, group: u64, held: &mut Option<HeldBorrow>) -> Self {
         // Empty while it moves: should anything below panic, the drop ends nothing twice.
@@ -392,12 +392,15 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
                 }
             }
             None => {
+                // A granted borrow stays where it is (a whole-allocation one in the table's
+                // word, where later handles of the same kind take and end theirs without the
+                // lock); the holder moves it into the group if it ever needs a conflicting one.
                 let moved = match own {
-                    Ok(granted) => self.view.regroup(granted, kind, group),
-                    Err(_) => self.view.borrow_in(kind, group),
+                    Ok(granted) => Ok((granted, None)),
+                    Err(_) => self.view.borrow_in(kind, group).map(|id| (id, Some(group))),
                 };
                 match moved {
-                    Ok(id) => *held = Some(HeldBorrow::new(&self.view, kind, id)),
+                    Ok((id, group)) => *held = Some(HeldBorrow::new(&self.view, kind, id, group)),
                     Err(e) => self.borrow = Err(Refusal::Known(Box::new(e))),
                 }
             }

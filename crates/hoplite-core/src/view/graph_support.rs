@@ -25,6 +25,7 @@ use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::error::Result;
 use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::access::{AtomicHandle, AtomicValue, Lookup, Reader, TeamSlots, Writer};
 use crate::view::alloc::TrackedAllocation;
@@ -53,9 +54,10 @@ macro_rules! into_held_doc {
         "The handle, relying on `held` for its borrow instead of holding one: if `held` holds a \
          borrow already (which must be of this handle's allocation, elements and access kind: \
          a panic otherwise), the handle's own borrow ends; if not, the handle's borrow moves \
-         into `group` as with `into_group` and from there into `held`. The handle returned \
-         holds no borrow of its own, and dropping it ends nothing. A borrow refused by the \
-         group too stays the handle's conflict, and `held` stays empty.\n\n\
+         into `held` as it is (outside the group: see [`HeldBorrow::into_group`]), or, if it \
+         was refused, is asked for anew in `group` and goes there. The handle returned holds \
+         no borrow of its own, and dropping it ends nothing. A borrow refused by the group too \
+         stays the handle's conflict, and `held` stays empty.\n\n\
          A runtime that keeps one `HeldBorrow` per view and kind for all its pending launches \
          borrows each view once, however many launches use it, and ends no borrow when a \
          launch ends.\n\n\
@@ -65,9 +67,15 @@ macro_rules! into_held_doc {
     };
 }
 
-/// A borrow of one view's elements for one access kind, held in a [`BorrowGroup`] on behalf
-/// of handles that hold none of their own (`Reader::into_held` and the like). Dropping it
-/// ends the borrow; forgetting it leaves the elements borrowed, which is never unsound.
+/// A borrow of one view's elements for one access kind, held on behalf of handles that hold
+/// none of their own (`Reader::into_held` and the like), outside any group or in a
+/// [`BorrowGroup`]. Dropping it ends the borrow; forgetting it leaves the elements borrowed,
+/// which is never unsound.
+///
+/// Outside a group, a whole-allocation borrow is counted in the allocation's borrow word,
+/// where handles of the same kind made meanwhile (`x.read()` while the holder reads `x`) take
+/// and end their own borrows without a lock; a holder that needs a conflicting borrow of the
+/// allocation as well moves this one into its group first ([`into_group`](Self::into_group)).
 ///
 /// ```
 /// use hoplite_core::View;
@@ -87,6 +95,8 @@ macro_rules! into_held_doc {
 pub struct HeldBorrow {
     owner: Arc<dyn ReleaseBorrow>,
     id: BorrowId,
+    /// The group it is in, if any.
+    group: Option<u64>,
     allocation: AllocationKey,
     kind: AccessKind,
     footprint: Footprint,
@@ -95,24 +105,42 @@ pub struct HeldBorrow {
 /// The allocation a held borrow came from, whatever its memory space.
 trait ReleaseBorrow: Send + Sync {
     fn release_borrow(&self, id: &BorrowId);
+    fn regroup_borrow(
+        &self,
+        id: BorrowId,
+        kind: AccessKind,
+        footprint: &Footprint,
+        group: u64,
+    ) -> Result<BorrowId>;
 }
 
 impl<S: MemorySpace> ReleaseBorrow for TrackedAllocation<S> {
     fn release_borrow(&self, id: &BorrowId) {
         self.release(id);
     }
+    fn regroup_borrow(
+        &self,
+        id: BorrowId,
+        kind: AccessKind,
+        footprint: &Footprint,
+        group: u64,
+    ) -> Result<BorrowId> {
+        self.regroup(id, kind, footprint, group)
+    }
 }
 
 impl HeldBorrow {
-    /// The borrow `id` of `view`'s elements for `kind`, granted in a group.
+    /// The borrow `id` of `view`'s elements for `kind`, granted in `group` or outside any.
     pub(crate) fn new<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace>(
         view: &View<T, R, L, S>,
         kind: AccessKind,
         id: BorrowId,
+        group: Option<u64>,
     ) -> Self {
         HeldBorrow {
             owner: view.alloc.clone(),
             id,
+            group,
             allocation: view.allocation_key(),
             kind,
             footprint: view.footprint(),
@@ -141,6 +169,37 @@ impl HeldBorrow {
     /// The elements it borrows.
     pub fn footprint(&self) -> &Footprint {
         &self.footprint
+    }
+
+    /// Moves the borrow into `group`, in one step (see `into_group` of the handles): from
+    /// then on it is checked against every borrow outside the group and against none inside
+    /// it. A borrow in a group already stays there.
+    ///
+    /// # Errors
+    ///
+    /// Only for a borrow the allocation no longer knows (never for one this value holds,
+    /// which the allocation keeps until it is dropped).
+    ///
+    /// # Safety
+    ///
+    /// As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be
+    /// used at the same time, the handles relying on this borrow among them.
+    pub unsafe fn into_group(&mut self, group: &BorrowGroup) -> Result<()> {
+        if self.group.is_some() {
+            return Ok(());
+        }
+        // Empty while it moves: should the move fail, the drop ends nothing twice.
+        let id = std::mem::replace(&mut self.id, BorrowId::Empty);
+        self.id = self
+            .owner
+            .regroup_borrow(id, self.kind, &self.footprint, group.id())?;
+        self.group = Some(group.id());
+        Ok(())
+    }
+
+    /// Whether it is in a group.
+    pub fn is_grouped(&self) -> bool {
+        self.group.is_some()
     }
 
     /// Whether a view of the allocation is left anywhere (the borrow keeps the allocation
