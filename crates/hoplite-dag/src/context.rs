@@ -507,6 +507,9 @@ struct HeldSlots {
     free: Vec<u32>,
     /// Past how many slots in use a launch ends the borrows no unfinished vertex uses.
     sweep_at: usize,
+    /// The slot each handle of the last launch took, by position: launches in a loop take
+    /// the same ones, found by comparing one key instead of hashing it.
+    hints: Vec<u32>,
 }
 
 /// One held borrow and the vertices that rely on it.
@@ -527,6 +530,7 @@ impl Default for HeldSlots {
             slots: Vec::new(),
             free: Vec::new(),
             sweep_at: HELD_LIMIT,
+            hints: Vec::new(),
         }
     }
 }
@@ -634,8 +638,21 @@ impl HeldBorrows for Taking<'_> {
             by_allocation,
             slots,
             free,
+            hints,
             ..
         } = &mut *self.slots;
+        let position = self.asked;
+        self.asked += 1;
+        if let Some(&k) = hints.get(position)
+            && let Some((a, b, f)) = &slots[k as usize].key
+            && (*a, *b) == (allocation, kind)
+            && f == footprint
+        {
+            if !self.used.contains(&k) {
+                self.used.push(k);
+            }
+            return &mut slots[k as usize].held;
+        }
         let group = self.group;
         let k = *index
             .entry((allocation, kind, footprint.clone()))
@@ -673,7 +690,10 @@ impl HeldBorrows for Taking<'_> {
         if !self.used.contains(&k) {
             self.used.push(k);
         }
-        self.asked += 1;
+        match hints.get_mut(position) {
+            Some(hint) => *hint = k,
+            None => hints.push(k),
+        }
         &mut slots[k as usize].held
     }
 }
@@ -1108,16 +1128,6 @@ impl<D: Device> Context<D> {
         if let Some(conflict) = Access::conflict_within(&accesses) {
             return Err(DagError::Core(conflict));
         }
-        // SAFETY: handles of the context's group are used only by the kernels of its
-        // vertices, and the context orders every two vertices whose accesses conflict (the
-        // model gives the later one an edge to the earlier, or the earlier has finished before
-        // the later is made): its kernel starts after the earlier kernel has returned, through
-        // stream order or an event (each a mutex hand-off). Host access goes through outside
-        // borrows, which the group's handles are checked against. The held borrows the
-        // handles rely on stay until every vertex that uses them has ended (`HeldSlots`), and
-        // a vertex's work drops its handles before it ends; the handles of a launch refused
-        // below are dropped before their slots are released. `held` stays locked until the
-        // vertex is a user of its slots, so no host wait ends them in between.
         let (handles, used, asked) = {
             let mut taking = Taking {
                 slots: &mut held,
@@ -1125,6 +1135,18 @@ impl<D: Device> Context<D> {
                 used: SmallVec::new(),
                 asked: 0,
             };
+            // SAFETY: handles of the context's group (and those relying on its held borrows)
+            // are used only by the kernels of its vertices, and the context orders every two
+            // vertices whose accesses conflict (the model gives the later one an edge to the
+            // earlier, or the earlier has finished before the later is made): its kernel starts
+            // after the earlier kernel has returned, through stream order or an event (each a
+            // mutex hand-off). Host access goes through outside borrows, which the group's and
+            // the held borrows are checked against. A held borrow stays until every vertex that
+            // uses it has ended (`HeldSlots`), and a vertex's work is done with its handles
+            // before it ends (`VertexJob::run`: the handles it keeps afterwards end nothing and
+            // are never used again); a refused launch drops its handles unused before its slots
+            // are released. `held` stays locked until the vertex is a user of its slots, so no
+            // host wait ends them in between.
             let handles = unsafe { GraphArgs::into_held(args, &self.group, &mut taking) };
             (handles, taking.used, taking.asked)
         };
@@ -1209,7 +1231,7 @@ impl<D: Device> Context<D> {
             Assignment::New { device, .. } => {
                 let stream = match self.devices[device].new_stream() {
                     Ok(stream) => stream,
-                    Err(e) => return refuse(handles, &mut held, e.into()),
+                    Err(e) => return refuse(handles, &mut held, e),
                 };
                 state.streams.push(stream);
                 state.in_stream_order.push(VecDeque::new());

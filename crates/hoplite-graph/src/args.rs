@@ -142,8 +142,8 @@ pub trait GraphArgs: LaunchArgs + Sized + 'static {
     /// # Safety
     ///
     /// As for [`into_group`](Self::into_group); and the caller keeps every borrow a slot
-    /// holds after the call until the handles returned are dropped and no use of them can
-    /// follow.
+    /// holds after the call until no use of the handles returned can follow (dropping them is
+    /// none).
     unsafe fn into_held(self, group: &BorrowGroup, held: &mut dyn HeldBorrows) -> Self {
         let _ = held;
         // SAFETY: the caller's contract includes `into_group`'s.

@@ -63,7 +63,8 @@ macro_rules! into_held_doc {
          launch ends.\n\n\
          # Safety\n\n\
          As for `into_group`; and the caller keeps `held`'s borrow (does not drop the \
-         `HeldBorrow`) until the handle returned is dropped and no use of it can follow."
+         `HeldBorrow`) until no use of the handle returned can follow (dropping it is none: \
+         it ends nothing)."
     };
 }
 
