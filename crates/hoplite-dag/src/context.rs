@@ -789,6 +789,10 @@ type SpaceOf<D> = <<D as Device>::Stream as Stream>::Space;
 ///
 /// While a vertex is unfinished its views stay borrowed by the context: a plain
 /// `x.host_read()` of a view a pending vertex writes is a borrow-conflict error, never a race.
+/// The context holds one borrow per view and access kind for all its vertices, and ends it
+/// once they have all ended, at the latest when the host sees one finished through the
+/// context ([`Vertex::wait`], [`Vertex::state`], [`Pending::get`], [`read`](Self::read),
+/// [`write`](Self::write), [`synchronize`](Self::synchronize)) or a task starts.
 ///
 /// Dropping a context waits for every queued vertex to run (or be skipped) first.
 ///
@@ -949,9 +953,10 @@ impl<D: Device> Context<D> {
     /// halo exchange, I/O — ordered by the views of `args` exactly like a launch with the same
     /// handles: it waits for the vertices whose accesses conflict with its own, and later
     /// vertices that touch those views wait for it. `work` runs once, on a stream's worker
-    /// thread, with the handles (their borrows held in the context's group, so that, as for a
-    /// kernel, nothing outside the context touches the views meanwhile). An `Err` or a panic
-    /// fails the vertex and poisons its descendants, as a failed kernel does.
+    /// thread, with the handles (their borrows held by the context, so that, as for a kernel,
+    /// nothing outside the context touches the views meanwhile; the borrows of finished
+    /// vertices end before it starts, so it may borrow its parents' views on the host). An
+    /// `Err` or a panic fails the vertex and poisons its descendants, as a failed kernel does.
     ///
     /// # Errors
     ///
@@ -1081,8 +1086,8 @@ impl<D: Device> Context<D> {
         )
     }
 
-    /// The common path of every launch: record the accesses, hold the views in the context's
-    /// borrow group, find the parents, pick device and stream, enqueue.
+    /// The common path of every launch: record the accesses, hand the handles' borrows to the
+    /// context (`HeldSlots`), find the parents, pick device and stream, enqueue.
     fn submit<L, K>(&self, label: &str, policy: L::Policy, args: L::Args, run: K) -> Result<Vertex>
     where
         L: GraphLaunch<SpaceOf<D>> + 'static,
