@@ -664,9 +664,12 @@ impl HeldBorrows for Taking<'_> {
                 for &o in others.iter() {
                     if let Some(other) = slots[o as usize].held.as_mut() {
                         // SAFETY: the context orders the handles of its group (see `submit_on`),
-                        // those relying on held borrows among them. The move cannot fail: the
-                        // allocation keeps a held borrow until it is dropped.
-                        let _ = unsafe { other.into_group(group) };
+                        // those relying on held borrows among them.
+                        let moved = unsafe { other.into_group(group) };
+                        // The allocation keeps a held borrow until it is dropped, so the move
+                        // cannot fail; were it to, the handles relying on the borrow would be
+                        // unprotected: stop here rather than go on.
+                        moved.expect("a held borrow is known to its allocation");
                     }
                 }
                 let key = Some((allocation, kind, footprint.clone()));
@@ -1263,6 +1266,19 @@ impl<D: Device> Context<D> {
         }
         let (id, edges) = state.model.commit(accesses, plan);
         state.assigner.place(id, &parents, stream_index);
+        // The vertex uses its slots from now on; `held` is given back before anything below
+        // could wait on a stream (whose work may be a task sweeping the slots).
+        let mut slots = SmallVec::new();
+        for &k in &used {
+            if held.slots[k as usize].held.is_some() {
+                held.use_slot(k, stream_index, &cell);
+                slots.push(k);
+            } else {
+                // Handles that keep their own borrows (`into_held`'s default) took no slot.
+                held.release_if_unused(k);
+            }
+        }
+        drop(held);
 
         // Parents on other streams are waited for through their events; those on this
         // stream come first by stream order.
@@ -1285,17 +1301,6 @@ impl<D: Device> Context<D> {
             parent_cells,
             poisoned,
         });
-        let mut slots = SmallVec::new();
-        for &k in &used {
-            if held.slots[k as usize].held.is_some() {
-                held.use_slot(k, stream_index, &cell);
-                slots.push(k);
-            } else {
-                // Handles that keep their own borrows (`into_held`'s default) took no slot.
-                held.release_if_unused(k);
-            }
-        }
-        drop(held);
         let event = state.streams[stream_index].enqueue_recorded_job(job.clone());
         state.live.insert(
             id,
@@ -1356,9 +1361,6 @@ impl<D: Device> Context<D> {
         let Some(live) = state.live.remove(id) else {
             return;
         };
-        for &k in &live.slots {
-            held.release_if_orphaned(k);
-        }
         // The history keeps how it ended; the cell goes (see `Record::ended`).
         if let Some(record) = state.history.get_mut(id) {
             let p = live.cell.progress.lock();
@@ -1381,6 +1383,10 @@ impl<D: Device> Context<D> {
         state.spent_cells.push_back(live.cell);
         state.spent_jobs.push_back(live.job);
         state.sweep_jobs();
+        // After the job, whose handles hold views too, has most likely gone.
+        for &k in &live.slots {
+            held.release_if_orphaned(k);
+        }
     }
 
     /// Waits for the unfinished vertices whose accesses conflict with `access`. A read then
