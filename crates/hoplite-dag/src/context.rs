@@ -319,9 +319,8 @@ impl<V> Pending<V> {
 /// no borrow then change on one thread only, where dropping them on the stream's thread
 /// moved their cache lines there and back at every vertex.
 struct VertexJob<P, A, K> {
-    run: Mutex<Option<K>>,
-    /// The policy and the handles, which the work gets by reference.
-    kept: Mutex<(ValidatedPolicy<P>, Option<A>)>,
+    /// One lock for all the stream's thread changes, so that it writes one line of the job.
+    work: Mutex<VertexWork<P, A, K>>,
     /// Whether the handles hold borrows of their own, which end before the vertex does: they
     /// are then dropped on the stream's thread, right after the work.
     release_handles: bool,
@@ -333,6 +332,16 @@ struct VertexJob<P, A, K> {
     poisoned: Option<Box<DagError>>,
 }
 
+/// What the stream's thread takes or uses of a vertex's job, under one lock.
+struct VertexWork<P, A, K> {
+    /// The kernel launch, taken once.
+    run: Option<K>,
+    policy: ValidatedPolicy<P>,
+    /// The handles, which the work gets by reference; `None` once dropped on the stream's
+    /// thread (see `release_handles`).
+    handles: Option<A>,
+}
+
 impl<S, P, A, K> Job<S> for VertexJob<P, A, K>
 where
     P: Send + 'static,
@@ -340,7 +349,8 @@ where
     K: FnOnce(&str, &ValidatedPolicy<P>, &A) -> hoplite_core::Result<()> + Send + 'static,
 {
     fn run(&self, _space: &S) {
-        let Some(run) = self.run.lock().take() else {
+        let mut work = self.work.lock();
+        let Some(run) = work.run.take() else {
             // Ran already: a stream runs each item once.
             return;
         };
@@ -351,12 +361,11 @@ where
                 _ => None,
             })
         });
-        let mut kept = self.kept.lock();
         let outcome = match failure {
             Some(cause) => VertexState::Failed(cause.inherited_by(label)),
             None => {
                 self.cell.start();
-                let (policy, handles) = &*kept;
+                let VertexWork { policy, handles, .. } = &*work;
                 let result = match handles {
                     Some(handles) => catch_unwind(AssertUnwindSafe(|| run(label, policy, handles))),
                     None => Ok(Ok(())),
@@ -378,9 +387,9 @@ where
         // completes (the stream completes it after the work), so whoever retires it sees its
         // failure.
         if self.release_handles {
-            kept.1 = None;
+            work.handles = None;
         }
-        drop(kept);
+        drop(work);
         self.cell.finish(outcome);
     }
 }
@@ -1293,8 +1302,11 @@ impl<D: Device> Context<D> {
         }
         let label_owned_record = label_owned.clone();
         let job: Arc<dyn Job<SpaceOf<D>>> = Arc::new(VertexJob {
-            run: Mutex::new(Some(run)),
-            kept: Mutex::new((policy, Some(handles))),
+            work: Mutex::new(VertexWork {
+                run: Some(run),
+                policy,
+                handles: Some(handles),
+            }),
             release_handles: !all_held,
             label: label_owned,
             cell: cell.clone(),
