@@ -5,23 +5,23 @@ use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use hoplite_core::view::AccessKind;
-use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup};
+use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup, HeldBorrow};
+use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, ExecutionPolicy, HostAccessibleSpace, HostRead, HostWrite, IntoLaunch, LaunchSpec,
     ParallelFor, ParallelReduce, ParallelScan, RangePolicy, Reducer, ScanValue, ValidatedPolicy, View,
     ViewValue, parallel_for_validated, parallel_reduce_validated, parallel_scan_validated,
 };
-use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
+use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy, HeldBorrows};
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
-use crate::device::{Device, Job, OnceJob, Stream};
+use crate::device::{Device, Job, Stream};
 use crate::model::{DependencyModel, DependencyPolicy, Edges, VertexId};
 use crate::selection::{
     ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location, LocationSet,
@@ -242,6 +242,8 @@ impl Cell {
 pub struct Vertex {
     id: VertexId,
     cell: Arc<Cell>,
+    /// The context's held borrows, to end those of finished vertices once the host sees one.
+    held: Weak<Mutex<HeldSlots>>,
 }
 
 impl Vertex {
@@ -249,20 +251,40 @@ impl Vertex {
     pub fn id(&self) -> VertexId {
         self.id
     }
-    /// What became of it so far.
+    /// What became of it so far. Once it is done or failed, its views are no longer borrowed
+    /// for it.
     pub fn state(&self) -> VertexState {
-        self.cell.state()
+        let state = self.cell.state();
+        if !matches!(state, VertexState::Queued | VertexState::Running) {
+            self.end_borrows();
+        }
+        state
     }
-    /// Blocks until it is done or failed.
+    /// Blocks until it is done or failed; its views are then no longer borrowed for it.
     ///
     /// # Errors
     ///
     /// The vertex's failure.
     pub fn wait(&self) -> Result<()> {
-        match self.cell.wait() {
+        let state = self.cell.wait();
+        self.end_borrows();
+        match state {
             VertexState::Failed(e) => Err(e),
             _ => Ok(()),
         }
+    }
+
+    /// Ends the context's borrows that only finished vertices used, this one among them.
+    fn end_borrows(&self) {
+        end_finished_borrows(&self.held);
+    }
+}
+
+/// Ends the borrows of a context's `held` that only finished vertices used (nothing once the
+/// context is gone: it ended them).
+fn end_finished_borrows(held: &Weak<Mutex<HeldSlots>>) {
+    if let Some(held) = held.upgrade() {
+        held.lock().sweep();
     }
 }
 
@@ -288,6 +310,87 @@ impl<V> Pending<V> {
         self.value.lock().take().ok_or(DagError::MissingResult {
             vertex: self.vertex.id,
         })
+    }
+}
+
+/// A vertex's work. The stream's thread takes and consumes only `run` (the kernel launch);
+/// the rest it uses in place and leaves to the launching thread, which drops the job (see
+/// `State::spent_jobs`): the label's count, the cells', and the views' of handles that hold
+/// no borrow then change on one thread only, where dropping them on the stream's thread
+/// moved their cache lines there and back at every vertex.
+struct VertexJob<P, A, K> {
+    /// One lock for all the stream's thread changes, so that it writes one line of the job.
+    work: Mutex<VertexWork<P, A, K>>,
+    /// Whether the handles hold borrows of their own, which end before the vertex does: they
+    /// are then dropped on the stream's thread, right after the work.
+    release_handles: bool,
+    label: Arc<str>,
+    cell: Arc<Cell>,
+    /// The cells of its parents (a failed one fails it), the first by stream order.
+    parent_cells: SmallVec<[Arc<Cell>; 4]>,
+    /// The failure it inherits at launch (see `submit_on`).
+    poisoned: Option<Box<DagError>>,
+}
+
+/// What the stream's thread takes or uses of a vertex's job, under one lock.
+struct VertexWork<P, A, K> {
+    /// The kernel launch, taken once.
+    run: Option<K>,
+    policy: ValidatedPolicy<P>,
+    /// The handles, which the work gets by reference; `None` once dropped on the stream's
+    /// thread (see `release_handles`).
+    handles: Option<A>,
+}
+
+impl<S, P, A, K> Job<S> for VertexJob<P, A, K>
+where
+    P: Send + 'static,
+    A: Send + 'static,
+    K: FnOnce(&str, &ValidatedPolicy<P>, &A) -> hoplite_core::Result<()> + Send + 'static,
+{
+    fn run(&self, _space: &S) {
+        let mut work = self.work.lock();
+        let Some(run) = work.run.take() else {
+            // Ran already: a stream runs each item once.
+            return;
+        };
+        let label = &self.label;
+        let failure = self.poisoned.as_deref().cloned().or_else(|| {
+            self.parent_cells.iter().find_map(|c| match c.state() {
+                VertexState::Failed(e) => Some(e),
+                _ => None,
+            })
+        });
+        let outcome = match failure {
+            Some(cause) => VertexState::Failed(cause.inherited_by(label)),
+            None => {
+                self.cell.start();
+                let VertexWork { policy, handles, .. } = &*work;
+                let result = match handles {
+                    Some(handles) => catch_unwind(AssertUnwindSafe(|| run(label, policy, handles))),
+                    None => Ok(Ok(())),
+                };
+                match result {
+                    Ok(Ok(())) => VertexState::Done,
+                    Ok(Err(e)) => VertexState::Failed(DagError::VertexFailed {
+                        vertex: label.to_string(),
+                        cause: Box::new(e),
+                    }),
+                    Err(payload) => VertexState::Failed(DagError::VertexFailed {
+                        vertex: label.to_string(),
+                        cause: Box::new(hoplite_core::Error::from_panic(label, payload)),
+                    }),
+                }
+            }
+        };
+        // The views are released and the outcome is final before the vertex's event
+        // completes (the stream completes it after the work), so whoever retires it sees its
+        // failure.
+        if self.release_handles {
+            work.handles = None;
+        }
+        drop(work);
+        self.cell.finish(outcome);
     }
 }
 
@@ -385,6 +488,226 @@ struct Live<T: Stream> {
     cell: Arc<Cell>,
     /// The vertex's work, also held by its stream until it has run (see `State::spent_jobs`).
     job: Arc<dyn Job<T::Space>>,
+    /// The held borrows its handles rely on (`HeldSlots` indices).
+    slots: SmallVec<[u32; 4]>,
+}
+
+/// How many held borrows the context keeps before it ends those whose vertices have all
+/// ended at a launch.
+const HELD_LIMIT: usize = 64;
+
+/// The borrows the context holds for the handles of its vertices: one per allocation,
+/// elements and access kind, whatever the number of vertices that use it. A launch's handles
+/// rely on them (`GraphArgs::into_held`) instead of borrowing their views for the vertex, so a
+/// view many pending launches use is borrowed once, and a vertex's end, on its stream's
+/// thread, touches no borrow table (where the launching thread's next borrow of the same view
+/// met it on the table's lock, one lock per handle per vertex on each side).
+///
+/// A borrow ends once every vertex that used it has ended, when the host sees one finished
+/// (`Vertex::wait`, `Vertex::state`, `Pending::get`, `read`, `write`, `synchronize`), when
+/// its views are all gone, or past `HELD_LIMIT` borrows; not at every vertex's end, which
+/// would end and take again the borrows of a chain of launches whose stream keeps up with
+/// them.
+struct HeldSlots {
+    index: HashMap<(AllocationKey, AccessKind, Footprint), u32>,
+    /// The slots in use of each allocation: a second one moves the others into the group.
+    by_allocation: HashMap<AllocationKey, SmallVec<[u32; 2]>>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Past how many slots in use a launch ends the borrows no unfinished vertex uses.
+    sweep_at: usize,
+    /// The slot each handle of the last launch took, by position: launches in a loop take
+    /// the same ones, found by comparing one key instead of hashing it.
+    hints: Vec<u32>,
+}
+
+/// One held borrow and the vertices that rely on it.
+struct Slot {
+    /// The borrow's allocation, kind and elements; `None` while the slot is free.
+    key: Option<(AllocationKey, AccessKind, Footprint)>,
+    held: Option<HeldBorrow>,
+    /// The latest vertex to use it on each stream: a stream ends its vertices in order, so
+    /// once these have ended every user has.
+    users: SmallVec<[(usize, Arc<Cell>); 1]>,
+}
+
+impl Default for HeldSlots {
+    fn default() -> Self {
+        HeldSlots {
+            index: HashMap::default(),
+            by_allocation: HashMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            sweep_at: HELD_LIMIT,
+            hints: Vec::new(),
+        }
+    }
+}
+
+impl HeldSlots {
+    /// Whether every vertex that used slot `k` has ended: their handles are gone (a vertex's
+    /// work drops them before it ends, and `has_ended` acquires what the work did).
+    fn unused(&self, k: u32) -> bool {
+        let slot = &self.slots[k as usize];
+        slot.key.is_some() && slot.users.iter().all(|(_, cell)| cell.has_ended())
+    }
+
+    /// Ends slot `k`'s borrow and frees the slot, if no unfinished vertex uses it.
+    fn release_if_unused(&mut self, k: u32) {
+        if !self.unused(k) {
+            return;
+        }
+        let slot = &mut self.slots[k as usize];
+        if let Some(key) = slot.key.take() {
+            self.index.remove(&key);
+            if let Some(others) = self.by_allocation.get_mut(&key.0) {
+                others.retain(|o| *o != k);
+                if others.is_empty() {
+                    self.by_allocation.remove(&key.0);
+                }
+            }
+        }
+        slot.users.clear();
+        // Ends the borrow.
+        slot.held = None;
+        self.free.push(k);
+    }
+
+    /// At a vertex's retirement: ends slot `k`'s borrow if no unfinished vertex uses it and
+    /// nobody can ask for the view again (see `HeldBorrow::has_views`), so that dropping a
+    /// view frees its memory once its vertices ran.
+    fn release_if_orphaned(&mut self, k: u32) {
+        let orphaned = self.slots[k as usize]
+            .held
+            .as_ref()
+            .is_some_and(|h| !h.has_views());
+        if orphaned {
+            self.release_if_unused(k);
+        }
+    }
+
+    /// Ends every borrow no unfinished vertex uses.
+    fn sweep(&mut self) {
+        for k in 0..self.slots.len() {
+            self.release_if_unused(k as u32);
+        }
+    }
+
+    /// At a launch: sweeps once the slots in use pass `sweep_at`, which then becomes twice
+    /// what is left (so that many live borrows are not scanned at every launch).
+    fn bound(&mut self) {
+        if self.slots.len() - self.free.len() > self.sweep_at {
+            self.sweep();
+            self.sweep_at = HELD_LIMIT.max(2 * (self.slots.len() - self.free.len()));
+        }
+    }
+
+    /// Records the vertex of `cell`, on `stream`, as a user of slot `k`.
+    fn use_slot(&mut self, k: u32, stream: usize, cell: &Arc<Cell>) {
+        let users = &mut self.slots[k as usize].users;
+        match users.iter_mut().find(|(s, _)| *s == stream) {
+            Some(user) => user.1 = cell.clone(),
+            None => users.push((stream, cell.clone())),
+        }
+    }
+}
+
+impl Drop for HeldSlots {
+    fn drop(&mut self) {
+        // The context drops its streams first, which run what they were given. A borrow a
+        // vertex that never ran would rely on is left in place: an allocation that stays
+        // borrowed is never unsound, a borrow ended under a handle would be.
+        self.sweep();
+        for slot in &mut self.slots {
+            if let Some(held) = slot.held.take() {
+                std::mem::forget(held);
+            }
+        }
+    }
+}
+
+/// The slots one launch's handles take (`GraphArgs::into_held`), and which.
+struct Taking<'a> {
+    slots: &'a mut HeldSlots,
+    group: &'a BorrowGroup,
+    used: SmallVec<[u32; 4]>,
+    /// How many handles asked for a slot.
+    asked: usize,
+}
+
+impl HeldBorrows for Taking<'_> {
+    fn slot(
+        &mut self,
+        allocation: AllocationKey,
+        kind: AccessKind,
+        footprint: &Footprint,
+    ) -> &mut Option<HeldBorrow> {
+        let HeldSlots {
+            index,
+            by_allocation,
+            slots,
+            free,
+            hints,
+            ..
+        } = &mut *self.slots;
+        let position = self.asked;
+        self.asked += 1;
+        if let Some(&k) = hints.get(position)
+            && let Some((a, b, f)) = &slots[k as usize].key
+            && (*a, *b) == (allocation, kind)
+            && f == footprint
+        {
+            if !self.used.contains(&k) {
+                self.used.push(k);
+            }
+            return &mut slots[k as usize].held;
+        }
+        let group = self.group;
+        let k = *index
+            .entry((allocation, kind, footprint.clone()))
+            .or_insert_with(|| {
+                // The allocation's other held borrows go into the group, where this one's
+                // elements or kind do not conflict with them (the context orders the vertices
+                // that use them); outside it, they would refuse it.
+                let others = by_allocation.entry(allocation).or_default();
+                for &o in others.iter() {
+                    if let Some(other) = slots[o as usize].held.as_mut() {
+                        // SAFETY: the context orders the handles of its group (see `submit_on`),
+                        // those relying on held borrows among them.
+                        let moved = unsafe { other.into_group(group) };
+                        // The allocation keeps a held borrow until it is dropped, so the move
+                        // cannot fail; were it to, the handles relying on the borrow would be
+                        // unprotected: stop here rather than go on.
+                        moved.expect("a held borrow is known to its allocation");
+                    }
+                }
+                let key = Some((allocation, kind, footprint.clone()));
+                let k = match free.pop() {
+                    Some(k) => {
+                        slots[k as usize].key = key;
+                        k
+                    }
+                    None => {
+                        slots.push(Slot {
+                            key,
+                            held: None,
+                            users: SmallVec::new(),
+                        });
+                        (slots.len() - 1) as u32
+                    }
+                };
+                others.push(k);
+                k
+            });
+        if !self.used.contains(&k) {
+            self.used.push(k);
+        }
+        match hints.get_mut(position) {
+            Some(hint) => *hint = k,
+            None => hints.push(k),
+        }
+        &mut slots[k as usize].held
+    }
 }
 
 struct State<D: Device> {
@@ -478,6 +801,10 @@ type SpaceOf<D> = <<D as Device>::Stream as Stream>::Space;
 ///
 /// While a vertex is unfinished its views stay borrowed by the context: a plain
 /// `x.host_read()` of a view a pending vertex writes is a borrow-conflict error, never a race.
+/// The context holds one borrow per view and access kind for all its vertices, and ends it
+/// once they have all ended, at the latest when the host sees one finished through the
+/// context ([`Vertex::wait`], [`Vertex::state`], [`Pending::get`], [`read`](Self::read),
+/// [`write`](Self::write), [`synchronize`](Self::synchronize)) or a task starts.
 ///
 /// Dropping a context waits for every queued vertex to run (or be skipped) first.
 ///
@@ -506,6 +833,9 @@ pub struct Context<D: Device> {
     group: BorrowGroup,
     epoch: Instant,
     state: Mutex<State<D>>,
+    /// After `state`: dropped once the streams have run their work (see `HeldSlots`' drop).
+    /// Lock order: `state`, then `held`.
+    held: Arc<Mutex<HeldSlots>>,
 }
 
 impl<D: Device> Context<D> {
@@ -544,6 +874,7 @@ impl<D: Device> Context<D> {
                 spent_cells: VecDeque::new(),
                 spent_jobs: VecDeque::new(),
             }),
+            held: Arc::default(),
         })
     }
 
@@ -634,9 +965,10 @@ impl<D: Device> Context<D> {
     /// halo exchange, I/O — ordered by the views of `args` exactly like a launch with the same
     /// handles: it waits for the vertices whose accesses conflict with its own, and later
     /// vertices that touch those views wait for it. `work` runs once, on a stream's worker
-    /// thread, with the handles (their borrows held in the context's group, so that, as for a
-    /// kernel, nothing outside the context touches the views meanwhile). An `Err` or a panic
-    /// fails the vertex and poisons its descendants, as a failed kernel does.
+    /// thread, with the handles (their borrows held by the context, so that, as for a kernel,
+    /// nothing outside the context touches the views meanwhile; the borrows of finished
+    /// vertices end before it starts, so it may borrow its parents' views on the host). An
+    /// `Err` or a panic fails the vertex and poisons its descendants, as a failed kernel does.
     ///
     /// # Errors
     ///
@@ -669,7 +1001,11 @@ impl<D: Device> Context<D> {
     {
         // A one-point policy stands in for the kernel's: the work runs once, on the host.
         let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
+        let held = Arc::downgrade(&self.held);
         self.submit::<(RangePolicy<SpaceOf<D>>, A), _>(label, policy, args, move |_, _, handles| {
+            // Host work may borrow its views on the host (`x.view().to_vec()`): the borrows
+            // of its finished parents end first, as they would have with their kernels.
+            end_finished_borrows(&held);
             work(handles)
         })
     }
@@ -708,7 +1044,9 @@ impl<D: Device> Context<D> {
     {
         // As in `task`; `submit` moves the policy onto the picked stream's instance.
         let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
+        let held = Arc::downgrade(&self.held);
         self.submit::<(RangePolicy<SpaceOf<D>>, A), _>(label, policy, args, move |_, policy, handles| {
+            end_finished_borrows(&held);
             work(policy.policy().space(), handles)
         })
     }
@@ -747,17 +1085,21 @@ impl<D: Device> Context<D> {
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {
         let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
+        let held = Arc::downgrade(&self.held);
         self.submit_on::<(RangePolicy<SpaceOf<D>>, A), _>(
             label,
             Some(device),
             policy,
             args,
-            move |_, policy, handles| work(policy.policy().space(), handles),
+            move |_, policy, handles| {
+                end_finished_borrows(&held);
+                work(policy.policy().space(), handles)
+            },
         )
     }
 
-    /// The common path of every launch: record the accesses, hold the views in the context's
-    /// borrow group, find the parents, pick device and stream, enqueue.
+    /// The common path of every launch: record the accesses, hand the handles' borrows to the
+    /// context (`HeldSlots`), find the parents, pick device and stream, enqueue.
     fn submit<L, K>(&self, label: &str, policy: L::Policy, args: L::Args, run: K) -> Result<Vertex>
     where
         L: GraphLaunch<SpaceOf<D>> + 'static,
@@ -790,18 +1132,56 @@ impl<D: Device> Context<D> {
                 devices: self.devices.len(),
             });
         }
-        // SAFETY: handles of the context's group are used only by the kernels of its
-        // vertices, and the context orders every two vertices whose accesses conflict (the
-        // model gives the later one an edge to the earlier, or the earlier has finished before
-        // the later is made): its kernel starts after the earlier kernel has returned, through
-        // stream order or an event (each a mutex hand-off). Host access goes through outside
-        // borrows, which the group's handles are checked against.
-        let handles = unsafe { GraphArgs::into_group(args, &self.group) };
-        if let Some(conflict) = GraphArgs::conflict(&handles) {
-            return Err(DagError::Core(conflict.clone()));
-        }
         let mut state = self.state.lock();
-        self.retire(&mut state);
+        let mut held = self.held.lock();
+        Self::retire(&mut state, &mut held);
+        held.bound();
+        // Recorded into a list a finished vertex left, which the model then keeps.
+        let mut accesses = state.model.access_list();
+        GraphArgs::record_handles(&args, &mut accesses);
+        let handle_count = accesses.len();
+        // Handles in the group are not checked against each other: two of this launch that
+        // conflict (`(x.write(), x.read())`) are refused here, as an eager launch refuses them.
+        if let Some(conflict) = Access::conflict_within(&accesses) {
+            return Err(DagError::Core(conflict));
+        }
+        let (handles, used, asked) = {
+            let mut taking = Taking {
+                slots: &mut held,
+                group: &self.group,
+                used: SmallVec::new(),
+                asked: 0,
+            };
+            // SAFETY: handles of the context's group (and those relying on its held borrows)
+            // are used only by the kernels of its vertices, and the context orders every two
+            // vertices whose accesses conflict (the model gives the later one an edge to the
+            // earlier, or the earlier has finished before the later is made): its kernel starts
+            // after the earlier kernel has returned, through stream order or an event (each a
+            // mutex hand-off). Host access goes through outside borrows, which the group's and
+            // the held borrows are checked against. A held borrow stays until every vertex that
+            // uses it has ended (`HeldSlots`), and a vertex's work is done with its handles
+            // before it ends (`VertexJob::run`: the handles it keeps afterwards end nothing and
+            // are never used again); a refused launch drops its handles unused before its slots
+            // are released. `held` stays locked until the vertex is a user of its slots, so no
+            // host wait ends them in between.
+            let handles = unsafe { GraphArgs::into_held(args, &self.group, &mut taking) };
+            (handles, taking.used, taking.asked)
+        };
+        // Every handle relies on a held borrow (or the launch is refused below): none ends a
+        // borrow when dropped, so the vertex's job keeps them, to be dropped here.
+        let all_held = asked == handle_count;
+        // Gives back the slots a refused launch took (those no earlier vertex uses).
+        let refuse = |handles: L::Args, held: &mut HeldSlots, e: DagError| {
+            drop(handles);
+            for &k in &used {
+                held.release_if_unused(k);
+            }
+            Err(e)
+        };
+        if let Some(conflict) = GraphArgs::conflict(&handles) {
+            let e = DagError::Core(conflict.clone());
+            return refuse(handles, &mut held, e);
+        }
         let cell = state.fresh_cell();
         // Launches in a loop repeat their label: the last one is shared rather than copied.
         let label_owned: Arc<str> = match &state.last_label {
@@ -812,14 +1192,6 @@ impl<D: Device> Context<D> {
                 fresh
             }
         };
-        // Recorded into a list a finished vertex left, which the model then keeps.
-        let mut accesses = state.model.access_list();
-        GraphArgs::record_handles(&handles, &mut accesses);
-        // Handles in the group are not checked against each other: two of this launch that
-        // conflict (`(x.write(), x.read())`) are refused here, as an eager launch refuses them.
-        if let Some(conflict) = Access::conflict_within(&accesses) {
-            return Err(DagError::Core(conflict));
-        }
         // A launch that conflicts with a failed vertex's access would have been its
         // descendant had it come before the failed vertex finished: it fails the same way,
         // whatever the timing.
@@ -874,14 +1246,21 @@ impl<D: Device> Context<D> {
         let stream_index = match assignment {
             Assignment::Existing(s) => s,
             Assignment::New { device, .. } => {
-                let stream = self.devices[device].new_stream()?;
+                let stream = match self.devices[device].new_stream() {
+                    Ok(stream) => stream,
+                    Err(e) => return refuse(handles, &mut held, e),
+                };
                 state.streams.push(stream);
                 state.in_stream_order.push(VecDeque::new());
                 state.assigner.add_stream(device)
             }
         };
         let device = state.assigner.streams()[stream_index].device;
-        let policy = ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space()))?;
+        let policy =
+            match ValidatedPolicy::new(label, policy.on_instance(state.streams[stream_index].space())) {
+                Ok(policy) => policy,
+                Err(e) => return refuse(handles, &mut held, e.into()),
+            };
         // Where the data will be up to date once the vertex ran.
         for a in accesses.iter() {
             let at = Location::Device(device);
@@ -896,6 +1275,19 @@ impl<D: Device> Context<D> {
         }
         let (id, edges) = state.model.commit(accesses, plan);
         state.assigner.place(id, &parents, stream_index);
+        // The vertex uses its slots from now on; `held` is given back before anything below
+        // could wait on a stream (whose work may be a task sweeping the slots).
+        let mut slots = SmallVec::new();
+        for &k in &used {
+            if held.slots[k as usize].held.is_some() {
+                held.use_slot(k, stream_index, &cell);
+                slots.push(k);
+            } else {
+                // Handles that keep their own borrows (`into_held`'s default) took no slot.
+                held.release_if_unused(k);
+            }
+        }
+        drop(held);
 
         // Parents on other streams are waited for through their events; those on this
         // stream come first by stream order.
@@ -909,38 +1301,18 @@ impl<D: Device> Context<D> {
             }
         }
         let label_owned_record = label_owned.clone();
-        let work_cell = cell.clone();
-        let job: Arc<dyn Job<SpaceOf<D>>> = Arc::new(OnceJob::new(move |_space: &SpaceOf<D>| {
-            let failure = poisoned.map(|e| *e).or_else(|| {
-                parent_cells.iter().find_map(|c| match c.state() {
-                    VertexState::Failed(e) => Some(e),
-                    _ => None,
-                })
-            });
-            let outcome = match failure {
-                Some(cause) => VertexState::Failed(cause.inherited_by(&label_owned)),
-                None => {
-                    work_cell.start();
-                    let result = catch_unwind(AssertUnwindSafe(|| run(&label_owned, &policy, &handles)));
-                    match result {
-                        Ok(Ok(())) => VertexState::Done,
-                        Ok(Err(e)) => VertexState::Failed(DagError::VertexFailed {
-                            vertex: label_owned.to_string(),
-                            cause: Box::new(e),
-                        }),
-                        Err(payload) => VertexState::Failed(DagError::VertexFailed {
-                            vertex: label_owned.to_string(),
-                            cause: Box::new(hoplite_core::Error::from_panic(&label_owned, payload)),
-                        }),
-                    }
-                }
-            };
-            // The views are released and the outcome is final before the vertex's event
-            // completes (the stream completes it after the work), so whoever retires it sees
-            // its failure.
-            drop(handles);
-            work_cell.finish(outcome);
-        }));
+        let job: Arc<dyn Job<SpaceOf<D>>> = Arc::new(VertexJob {
+            work: Mutex::new(VertexWork {
+                run: Some(run),
+                policy,
+                handles: Some(handles),
+            }),
+            release_handles: !all_held,
+            label: label_owned,
+            cell: cell.clone(),
+            parent_cells,
+            poisoned,
+        });
         let event = state.streams[stream_index].enqueue_recorded_job(job.clone());
         state.live.insert(
             id,
@@ -949,6 +1321,7 @@ impl<D: Device> Context<D> {
                 stream: stream_index,
                 cell: cell.clone(),
                 job,
+                slots,
             },
         );
         state.in_stream_order[stream_index].push_back(id);
@@ -961,7 +1334,11 @@ impl<D: Device> Context<D> {
             ended: None,
         });
         drop(state);
-        let vertex = Vertex { id, cell };
+        let vertex = Vertex {
+            id,
+            cell,
+            held: Arc::downgrade(&self.held),
+        };
         if self.execution == Execution::Sync {
             vertex.wait()?;
         }
@@ -970,7 +1347,7 @@ impl<D: Device> Context<D> {
 
     /// Retires the vertices whose kernels ended: they leave the frontier and free their
     /// streams; the accesses of failed ones are remembered (see `State::poisoned`).
-    fn retire(&self, state: &mut State<D>) {
+    fn retire(state: &mut State<D>, held: &mut HeldSlots) {
         for s in 0..state.in_stream_order.len() {
             while let Some(&id) = state.in_stream_order[s].front() {
                 // Retired already (by a host wait), or its work has ended.
@@ -979,7 +1356,7 @@ impl<D: Device> Context<D> {
                     break;
                 }
                 state.in_stream_order[s].pop_front();
-                Self::retire_one(state, id);
+                Self::retire_one(state, held, id);
             }
         }
         if state.locations.len() > state.prune_locations_at {
@@ -992,7 +1369,7 @@ impl<D: Device> Context<D> {
 
     /// Retires one finished vertex (its cell holds its final state), unless that happened
     /// already.
-    fn retire_one(state: &mut State<D>, id: VertexId) {
+    fn retire_one(state: &mut State<D>, held: &mut HeldSlots, id: VertexId) {
         let Some(live) = state.live.remove(id) else {
             return;
         };
@@ -1018,6 +1395,10 @@ impl<D: Device> Context<D> {
         state.spent_cells.push_back(live.cell);
         state.spent_jobs.push_back(live.job);
         state.sweep_jobs();
+        // After the job, whose handles hold views too, has most likely gone.
+        for &k in &live.slots {
+            held.release_if_orphaned(k);
+        }
     }
 
     /// Waits for the unfinished vertices whose accesses conflict with `access`. A read then
@@ -1026,7 +1407,7 @@ impl<D: Device> Context<D> {
     fn wait_for(&self, access: &Access) -> Result<()> {
         let waits: Vec<(VertexId, Arc<Cell>)> = {
             let mut state = self.state.lock();
-            self.retire(&mut state);
+            Self::retire(&mut state, &mut self.held.lock());
             let ids = state.model.conflicting(access);
             ids.iter()
                 .filter_map(|&id| state.live.get(id).map(|l| (id, l.cell.clone())))
@@ -1042,10 +1423,14 @@ impl<D: Device> Context<D> {
         // them now, whether or not their streams have reported them yet, so that every
         // failure among them is recorded before the check below.
         let mut state = self.state.lock();
-        self.retire(&mut state);
+        let mut held = self.held.lock();
+        Self::retire(&mut state, &mut held);
         for &(id, _) in &waits {
-            Self::retire_one(&mut state, id);
+            Self::retire_one(&mut state, &mut held, id);
         }
+        // The host takes the view next: the borrows only finished vertices use end now.
+        held.sweep();
+        drop(held);
         if access.kind == AccessKind::Write {
             let footprint = &access.footprint;
             state
@@ -1116,10 +1501,13 @@ impl<D: Device> Context<D> {
             cell.wait();
         }
         let mut state = self.state.lock();
-        self.retire(&mut state);
+        let mut held = self.held.lock();
+        Self::retire(&mut state, &mut held);
         for &(id, _) in &cells {
-            Self::retire_one(&mut state, id);
+            Self::retire_one(&mut state, &mut held, id);
         }
+        held.sweep();
+        drop(held);
         let unreported = std::mem::take(&mut state.unreported);
         match unreported.into_iter().next() {
             Some(e) => Err(e),

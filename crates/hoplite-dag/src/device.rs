@@ -309,6 +309,8 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
                     while items.0.is_empty() && !items.1 {
                         queue.ready.wait(&mut items);
                     }
+                } else {
+                    gather(queue);
                 }
                 continue;
             }
@@ -353,6 +355,24 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
 fn caught(work: impl FnOnce()) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(work)) {
         hoplite_core::error::drop_panic_payload(payload);
+    }
+}
+
+/// Once work arrives at an idle stream, lets a launching host queue a few more items before
+/// the stream takes them, for at most a couple of microseconds. Taken one by one, each item
+/// moves the queue's lines, its vertex's work and its cell between the two threads while
+/// both are at them: with the stream's thread on a core of its own, that doubled the
+/// per-vertex cost of a loop of launches; in batches the host launches on while the stream
+/// catches up.
+fn gather<S>(queue: &Queue<S>) {
+    const BATCH: usize = 8;
+    let start = std::time::Instant::now();
+    while queue.pending.load(Ordering::Acquire) < BATCH
+        && start.elapsed() < std::time::Duration::from_micros(2)
+    {
+        for _ in 0..16 {
+            std::hint::spin_loop();
+        }
     }
 }
 

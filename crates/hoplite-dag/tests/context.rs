@@ -870,3 +870,59 @@ fn a_task_pinned_to_a_device_runs_there_and_waits_for_parents_elsewhere() {
     assert_eq!(ctx.placements().len(), placements.len());
     assert_eq!(ctx.read(&x).expect("x").get([5]), 5);
 }
+
+#[test]
+fn one_held_borrow_per_view_and_kind_keeps_the_host_out_until_the_host_sees_the_end() {
+    let ctx = context(1, ContextOptions::default());
+    let (x, y) = (view("x"), view("y"));
+    let (open, held) = gate();
+    ctx.launch("gate", (range(64), (y.write(),)), move |(i, (y,))| {
+        wait_until(&held);
+        y.set(i, 1)
+    })
+    .expect("gate");
+    // Writers of x, then a reader, then a writer again: the context holds x for writing
+    // outside its group, then moves that borrow into the group for the reader.
+    for k in 0..3 {
+        ctx.launch(
+            "write x",
+            (range(64), (x.write(), y.read())),
+            move |(i, (x, y))| x.set(i, y.get(i) + k),
+        )
+        .expect("write x");
+    }
+    let last = ctx
+        .launch("read x", (range(64), (y.write(), x.read())), |(i, (y, x))| {
+            y.set(i, x.get(i))
+        })
+        .expect("read x");
+    ctx.launch("write x again", (range(64), (x.write(),)), |(i, (x,))| {
+        x.set(i, 7)
+    })
+    .expect("write x again");
+    assert!(
+        matches!(x.host_read(), Err(Error::BorrowConflict { .. })),
+        "pending writers keep the host out"
+    );
+    assert!(
+        matches!(y.host_write(), Err(Error::BorrowConflict { .. })),
+        "pending readers and writers keep the host out"
+    );
+    drop(open);
+    last.wait().expect("ran");
+    assert_eq!(
+        ctx.read(&y).expect("y").get([5]),
+        3,
+        "the reader saw the third writer"
+    );
+    assert_eq!(ctx.read(&x).expect("x").get([5]), 7);
+    assert!(x.host_write().is_ok(), "the host saw every vertex of x end");
+    // Seeing a vertex's end through `Vertex::state` ends its borrows too.
+    let v = ctx
+        .launch("write y", (range(64), (y.write(),)), |(i, (y,))| y.set(i, 2))
+        .expect("write y");
+    while v.state() != VertexState::Done {
+        std::thread::yield_now();
+    }
+    assert!(y.host_write().is_ok(), "done, and seen done");
+}

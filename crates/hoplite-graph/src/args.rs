@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup};
+use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup, HeldBorrow};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
@@ -83,6 +83,19 @@ impl Access {
     }
 }
 
+/// Where a runtime keeps the borrows it holds for the handles of its launches
+/// ([`GraphArgs::into_held`]): one slot per allocation, elements and access kind.
+pub trait HeldBorrows {
+    /// The slot for a handle's borrow of `footprint` of `allocation` for `kind`: empty, or
+    /// holding a borrow of exactly those elements for that kind.
+    fn slot(
+        &mut self,
+        allocation: AllocationKey,
+        kind: AccessKind,
+        footprint: &Footprint,
+    ) -> &mut Option<HeldBorrow>;
+}
+
 /// The handles of a graph node's launch (a handle or a tuple of up to eight).
 ///
 /// A node keeps the *views* of its handles, not the handles: handles hold borrows, and a graph
@@ -122,6 +135,20 @@ pub trait GraphArgs: LaunchArgs + Sized + 'static {
     ///
     /// As for [`attach_in`](Self::attach_in).
     unsafe fn into_group(self, group: &BorrowGroup) -> Self;
+    /// The handles relying on borrows `held` keeps (`Reader::into_held` and the like, with
+    /// the slot `held` gives for each handle's view and kind), holding none of their own. The
+    /// default, for handles that cannot, is [`into_group`](Self::into_group).
+    ///
+    /// # Safety
+    ///
+    /// As for [`into_group`](Self::into_group); and the caller keeps every borrow a slot
+    /// holds after the call until no use of the handles returned can follow (dropping them is
+    /// none).
+    unsafe fn into_held(self, group: &BorrowGroup, held: &mut dyn HeldBorrows) -> Self {
+        let _ = held;
+        // SAFETY: the caller's contract includes `into_group`'s.
+        unsafe { self.into_group(group) }
+    }
     /// The first borrow conflict among the handles, if any (a handle refused its borrow).
     fn conflict(&self) -> Option<&hoplite_core::Error>;
     /// Appends the accesses the handles make, from the handles themselves.
@@ -135,6 +162,7 @@ impl GraphArgs for () {
     fn record(_views: &(), _out: &mut Vec<Access>) {}
     unsafe fn attach_in(_views: &(), _group: &BorrowGroup) {}
     unsafe fn into_group(self, _group: &BorrowGroup) {}
+    unsafe fn into_held(self, _group: &BorrowGroup, _held: &mut dyn HeldBorrows) {}
     fn conflict(&self) -> Option<&hoplite_core::Error> {
         None
     }
@@ -163,6 +191,12 @@ macro_rules! handle_args {
             unsafe fn into_group(self, group: &BorrowGroup) -> Self {
                 // SAFETY: the caller's contract is that of `View::*_in`.
                 unsafe { $handle::into_group(self, group) }
+            }
+            unsafe fn into_held(self, group: &BorrowGroup, held: &mut dyn HeldBorrows) -> Self {
+                let view = self.view();
+                let slot = held.slot(view.allocation_key(), $kind, &view.footprint());
+                // SAFETY: the caller's contract is that of `into_held`.
+                unsafe { $handle::into_held(self, group, slot) }
             }
             fn conflict(&self) -> Option<&hoplite_core::Error> {
                 $handle::conflict(self)
@@ -196,6 +230,12 @@ impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> GraphArgs for TeamSlo
     unsafe fn into_group(self, group: &BorrowGroup) -> Self {
         // SAFETY: the caller's contract is that of `View::team_slots_in`.
         unsafe { TeamSlots::into_group(self, group) }
+    }
+    unsafe fn into_held(self, group: &BorrowGroup, held: &mut dyn HeldBorrows) -> Self {
+        let view = self.view();
+        let slot = held.slot(view.allocation_key(), AccessKind::Write, &view.footprint());
+        // SAFETY: the caller's contract is that of `into_held`.
+        unsafe { TeamSlots::into_held(self, group, slot) }
     }
     fn conflict(&self) -> Option<&hoplite_core::Error> {
         TeamSlots::conflict(self)
@@ -236,6 +276,12 @@ macro_rules! tuple_args {
                 let ($($name,)+) = self;
                 // SAFETY: the caller's contract covers every handle of the tuple.
                 ($(unsafe { <$name as GraphArgs>::into_group($name, group) },)+)
+            }
+            unsafe fn into_held(self, group: &BorrowGroup, held: &mut dyn HeldBorrows) -> Self {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = self;
+                // SAFETY: the caller's contract covers every handle of the tuple.
+                ($(unsafe { <$name as GraphArgs>::into_held($name, group, held) },)+)
             }
             fn conflict(&self) -> Option<&hoplite_core::Error> {
                 #[allow(non_snake_case)]

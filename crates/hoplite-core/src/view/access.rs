@@ -28,6 +28,7 @@ use crate::index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};
 use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::borrow::{BorrowId, Refused};
 use crate::view::copy::HostAccessibleSpace;
+use crate::view::graph_support::HeldBorrow;
 use crate::view::{AccessKind, View, ViewValue};
 
 /// The index space a launch covers, for checking handles against it once per launch.
@@ -370,6 +371,48 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
         self
     }
 
+    /// The handle with its borrow given over to `held` (see `Reader::into_held` for what the
+    /// caller guarantees): a borrow `held` already has covers it and the handle's own ends;
+    /// else the handle's granted borrow moves into `held` as it is (a refused one is asked
+    /// for anew in group `group`). Either way the handle keeps no borrow of its own
+    /// (`Ok(Empty)`: its drop ends nothing), unless the group refused it too.
+    fn into_held(mut self, kind: AccessKind, group: u64, held: &mut Option<HeldBorrow>) -> Self {
+        // Empty while it moves: should anything below panic, the drop ends nothing twice.
+        let own = std::mem::replace(&mut self.borrow, Ok(BorrowId::Empty));
+        match held {
+            Some(h) => {
+                // A borrow of other elements or another kind would not cover this handle.
+                assert!(
+                    h.covers(&self.view, kind),
+                    "a held borrow of {} given to another view's handle",
+                    self.view.label()
+                );
+                if let Ok(id) = own {
+                    self.view.release(&id);
+                }
+            }
+            None => {
+                // A granted borrow stays where it is (a whole-allocation one in the table's
+                // word, where later handles of the same kind take and end theirs without the
+                // lock); the holder moves it into the group if it ever needs a conflicting one.
+                let moved = match own {
+                    Ok(granted) => Ok((granted, None)),
+                    Err(_) => self.view.borrow_in(kind, group).map(|id| (id, Some(group))),
+                };
+                match moved {
+                    Ok((id, group)) => *held = Some(HeldBorrow::new(&self.view, kind, id, group)),
+                    Err(e) => self.borrow = Err(Refusal::Known(Box::new(e))),
+                }
+            }
+        }
+        self.extents = if self.borrow.is_ok() {
+            self.view.extents
+        } else {
+            [0; R]
+        };
+        self
+    }
+
     /// Whether an element access at `index` may go ahead: inside the extents, and (for rank 0,
     /// where zero extents cannot express "no element") the borrow was granted.
     #[inline(always)]
@@ -556,6 +599,12 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, 
             handle: self.handle.into_group(AccessKind::Read, group),
         }
     }
+
+    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
+        Reader {
+            handle: self.handle.into_held(AccessKind::Read, group, held),
+        }
+    }
 }
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, L, S> {
@@ -570,6 +619,12 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, 
             handle: self.handle.into_group(AccessKind::Read, group),
         }
     }
+
+    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
+        Lookup {
+            handle: self.handle.into_held(AccessKind::Read, group, held),
+        }
+    }
 }
 
 impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
@@ -582,6 +637,12 @@ impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
     pub(crate) fn moved_into_group(self, group: u64) -> Self {
         TeamSlots {
             handle: self.handle.into_group(AccessKind::Write, group),
+        }
+    }
+
+    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
+        TeamSlots {
+            handle: self.handle.into_held(AccessKind::Write, group, held),
         }
     }
 
@@ -623,6 +684,12 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Writer<T, R, 
             handle: self.handle.into_group(AccessKind::Write, group),
         }
     }
+
+    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
+        Writer {
+            handle: self.handle.into_held(AccessKind::Write, group, held),
+        }
+    }
 }
 
 impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> AtomicHandle<T, R, L, S> {
@@ -635,6 +702,12 @@ impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> AtomicHandl
     pub(crate) fn moved_into_group(self, group: u64) -> Self {
         AtomicHandle {
             handle: self.handle.into_group(AccessKind::Atomic, group),
+        }
+    }
+
+    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
+        AtomicHandle {
+            handle: self.handle.into_held(AccessKind::Atomic, group, held),
         }
     }
 }

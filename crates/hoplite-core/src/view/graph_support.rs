@@ -14,13 +14,23 @@
 //! handles made in one group ([`View::read_in`], [`View::write_in`], [`View::atomic_in`]) are
 //! checked against every borrow outside the group and against none inside it; the runtime
 //! promises, by calling those `unsafe fn`s, to order the group's conflicting handles itself.
+//!
+//! Such a runtime can also hold one borrow per view and access kind for all its pending
+//! launches ([`HeldBorrow`]) and give it to each launch's handles (`into_held`), which then
+//! hold none of their own: the view is borrowed once for as long as launches use it, and a
+//! launch's end touches no borrow table.
 
+use std::fmt;
 use std::num::NonZeroU64;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::error::Result;
 use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::access::{AtomicHandle, AtomicValue, Lookup, Reader, TeamSlots, Writer};
-use crate::view::{AccessKind, View, ViewValue};
+use crate::view::alloc::TrackedAllocation;
+use crate::view::borrow::BorrowId;
+use crate::view::{AccessKind, Footprint, View, ViewValue};
 
 /// What moving a handle into a group guarantees, shared by the handles' `into_group`.
 macro_rules! into_group_doc {
@@ -35,6 +45,188 @@ macro_rules! into_group_doc {
          As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be \
          used at the same time."
     };
+}
+
+/// What moving a handle's borrow into a [`HeldBorrow`] guarantees, shared by the handles'
+/// `into_held`.
+macro_rules! into_held_doc {
+    () => {
+        "The handle, relying on `held` for its borrow instead of holding one: if `held` holds a \
+         borrow already (which must be of this handle's allocation, elements and access kind: \
+         a panic otherwise), the handle's own borrow ends; if not, the handle's borrow moves \
+         into `held` as it is (outside the group: see [`HeldBorrow::into_group`]), or, if it \
+         was refused, is asked for anew in `group` and goes there. The handle returned holds \
+         no borrow of its own, and dropping it ends nothing. A borrow refused by the group too \
+         stays the handle's conflict, and `held` stays empty.\n\n\
+         A runtime that keeps one `HeldBorrow` per view and kind for all its pending launches \
+         borrows each view once, however many launches use it, and ends no borrow when a \
+         launch ends.\n\n\
+         # Safety\n\n\
+         As for `into_group`; and the caller keeps `held`'s borrow (does not drop the \
+         `HeldBorrow`) until no use of the handle returned can follow (dropping it is none: \
+         it ends nothing)."
+    };
+}
+
+/// A borrow of one view's elements for one access kind, held on behalf of handles that hold
+/// none of their own (`Reader::into_held` and the like), outside any group or in a
+/// [`BorrowGroup`]. Dropping it ends the borrow; forgetting it leaves the elements borrowed,
+/// which is never unsound.
+///
+/// Outside a group, a whole-allocation borrow is counted in the allocation's borrow word,
+/// where handles of the same kind made meanwhile (`x.read()` while the holder reads `x`) take
+/// and end their own borrows without a lock; a holder that needs a conflicting borrow of the
+/// allocation as well moves this one into its group first ([`into_group`](Self::into_group)).
+///
+/// ```
+/// use hoplite_core::View;
+/// use hoplite_core::view::graph_support::BorrowGroup;
+/// let x: View<f64, 1> = View::new("x", [4])?;
+/// let group = BorrowGroup::new();
+/// let mut held = None;
+/// // SAFETY: the handles are only held, never used, and dropped before `held`.
+/// let (a, b) = unsafe { (x.write().into_held(&group, &mut held), x.write().into_held(&group, &mut held)) };
+/// assert!(a.conflict().is_none() && b.conflict().is_none(), "both rely on one borrow");
+/// drop((a, b));
+/// assert!(x.host_read().is_err(), "the held borrow keeps the host out");
+/// drop(held);
+/// assert!(x.host_read().is_ok());
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+pub struct HeldBorrow {
+    owner: Arc<dyn ReleaseBorrow>,
+    id: BorrowId,
+    /// The group it is in, if any.
+    group: Option<u64>,
+    allocation: AllocationKey,
+    kind: AccessKind,
+    footprint: Footprint,
+}
+
+/// The allocation a held borrow came from, whatever its memory space.
+trait ReleaseBorrow: Send + Sync {
+    fn release_borrow(&self, id: &BorrowId);
+    fn regroup_borrow(
+        &self,
+        id: BorrowId,
+        kind: AccessKind,
+        footprint: &Footprint,
+        group: u64,
+    ) -> Result<BorrowId>;
+}
+
+impl<S: MemorySpace> ReleaseBorrow for TrackedAllocation<S> {
+    fn release_borrow(&self, id: &BorrowId) {
+        self.release(id);
+    }
+    fn regroup_borrow(
+        &self,
+        id: BorrowId,
+        kind: AccessKind,
+        footprint: &Footprint,
+        group: u64,
+    ) -> Result<BorrowId> {
+        self.regroup(id, kind, footprint, group)
+    }
+}
+
+impl HeldBorrow {
+    /// The borrow `id` of `view`'s elements for `kind`, granted in `group` or outside any.
+    pub(crate) fn new<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace>(
+        view: &View<T, R, L, S>,
+        kind: AccessKind,
+        id: BorrowId,
+        group: Option<u64>,
+    ) -> Self {
+        HeldBorrow {
+            owner: view.alloc.clone(),
+            id,
+            group,
+            allocation: view.allocation_key(),
+            kind,
+            footprint: view.footprint(),
+        }
+    }
+
+    /// Whether it is a borrow of exactly `view`'s elements for `kind`.
+    pub(crate) fn covers<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace>(
+        &self,
+        view: &View<T, R, L, S>,
+        kind: AccessKind,
+    ) -> bool {
+        self.allocation == view.allocation_key() && self.kind == kind && self.footprint == view.footprint
+    }
+
+    /// The allocation it borrows.
+    pub fn allocation(&self) -> AllocationKey {
+        self.allocation
+    }
+
+    /// The access kind it borrows for.
+    pub fn kind(&self) -> AccessKind {
+        self.kind
+    }
+
+    /// The elements it borrows.
+    pub fn footprint(&self) -> &Footprint {
+        &self.footprint
+    }
+
+    /// Moves the borrow into `group`, in one step (see `into_group` of the handles): from
+    /// then on it is checked against every borrow outside the group and against none inside
+    /// it. A borrow in a group already stays there.
+    ///
+    /// # Errors
+    ///
+    /// Only for a borrow the allocation no longer knows (never for one this value holds,
+    /// which the allocation keeps until it is dropped).
+    ///
+    /// # Safety
+    ///
+    /// As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be
+    /// used at the same time, the handles relying on this borrow among them.
+    pub unsafe fn into_group(&mut self, group: &BorrowGroup) -> Result<()> {
+        if self.group.is_some() {
+            return Ok(());
+        }
+        // Empty while it moves: should the move fail, the drop ends nothing twice.
+        let id = std::mem::replace(&mut self.id, BorrowId::Empty);
+        self.id = self
+            .owner
+            .regroup_borrow(id, self.kind, &self.footprint, group.id())?;
+        self.group = Some(group.id());
+        Ok(())
+    }
+
+    /// Whether it is in a group.
+    pub fn is_grouped(&self) -> bool {
+        self.group.is_some()
+    }
+
+    /// Whether a view of the allocation is left anywhere (the borrow keeps the allocation
+    /// alive, not a view of it). Once none is, nobody can ask for its elements again: a
+    /// runtime may end the borrow as soon as its handles are gone, and free the memory.
+    pub fn has_views(&self) -> bool {
+        // Only views and held borrows own the allocation, and this one's reference is never
+        // cloned: a count of one cannot grow again.
+        Arc::strong_count(&self.owner) > 1
+    }
+}
+
+impl Drop for HeldBorrow {
+    fn drop(&mut self) {
+        self.owner.release_borrow(&self.id);
+    }
+}
+
+impl fmt::Debug for HeldBorrow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeldBorrow")
+            .field("allocation", &self.allocation)
+            .field("kind", &self.kind)
+            .field("footprint", &self.footprint)
+            .finish()
+    }
 }
 
 /// The identity of one allocation (all views made from it, subviews included, share it).
@@ -172,12 +364,22 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, 
     pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
         self.moved_into_group(group.id())
     }
+
+    #[doc = into_held_doc!()]
+    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
+        self.moved_into_held(group.id(), held)
+    }
 }
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, L, S> {
     #[doc = into_group_doc!()]
     pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
         self.moved_into_group(group.id())
+    }
+
+    #[doc = into_held_doc!()]
+    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
+        self.moved_into_held(group.id(), held)
     }
 }
 
@@ -186,6 +388,11 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Writer<T, R, 
     pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
         self.moved_into_group(group.id())
     }
+
+    #[doc = into_held_doc!()]
+    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
+        self.moved_into_held(group.id(), held)
+    }
 }
 
 impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
@@ -193,12 +400,22 @@ impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
     pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
         self.moved_into_group(group.id())
     }
+
+    #[doc = into_held_doc!()]
+    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
+        self.moved_into_held(group.id(), held)
+    }
 }
 
 impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> AtomicHandle<T, R, L, S> {
     #[doc = into_group_doc!()]
     pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
         self.moved_into_group(group.id())
+    }
+
+    #[doc = into_held_doc!()]
+    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
+        self.moved_into_held(group.id(), held)
     }
 }
 
