@@ -75,16 +75,14 @@ fn lookup_table_in_a_wider_launch() -> Result<()> {
     )?;
     let mut host = vec![f64::NAN; n];
     let mut hc = coef.to_vec();
-    let outcome = m
-        .launch_for(
-            GRID_1D,
-            &[0],
-            &[n],
-            &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut hc, &[3])],
-            &[],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        GRID_1D,
+        &[0],
+        &[n],
+        &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut hc, &[3])],
+        &[],
+    );
     assert_eq!(bits(&y.to_vec()?), bits(&host));
     Ok(())
 }
@@ -144,20 +142,18 @@ fn triad_range_for() -> Result<()> {
         }
         let mut host = vec![f64::NAN; n];
         let (mut hb, mut hc) = (b.clone(), c.clone());
-        let outcome = m
-            .launch_for(
-                GRID_1D,
-                &[0],
-                &[n],
-                &mut [
-                    HostArray::new(&mut host, &[n]),
-                    HostArray::new(&mut hb, &[n]),
-                    HostArray::new(&mut hc, &[n]),
-                ],
-                &[Value::F64(0.75)],
-            )
-            .expect("arguments match");
-        assert_eq!(outcome, Outcome::Completed);
+        run_for(
+            &m,
+            GRID_1D,
+            &[0],
+            &[n],
+            &mut [
+                HostArray::new(&mut host, &[n]),
+                HostArray::new(&mut hb, &[n]),
+                HostArray::new(&mut hc, &[n]),
+            ],
+            &[Value::F64(0.75)],
+        );
         assert_eq!(bits(&a.to_vec()?), bits(&host), "{space}");
     }
     Ok(())
@@ -184,6 +180,21 @@ fn device_partials(
         .expect("arguments match");
     assert_eq!(outcome, Outcome::Completed);
     partials
+}
+
+/// Launches a `parallel_for` kernel on the host side and checks that it completed.
+fn run_for(
+    m: &HostModule,
+    grid: Grid,
+    begin: &[usize],
+    end: &[usize],
+    arrays: &mut [HostArray<'_>],
+    scalars: &[Value],
+) {
+    let outcome = m
+        .launch_for(grid, begin, end, arrays, scalars)
+        .expect("arguments match");
+    assert_eq!(outcome, Outcome::Completed);
 }
 
 fn join_f64(partials: &[Value], join: impl Fn(f64, f64) -> f64, init: f64) -> f64 {
@@ -284,37 +295,33 @@ fn laplace_mdrange2_neighbors() -> Result<()> {
     )?;
     let mut host = vec![0.0; rows * cols];
     let mut hu = u.clone();
-    let outcome = m
-        .launch_for(
-            GRID_2D,
-            &[1, 1],
-            &[rows - 1, cols - 1],
-            &mut [
-                HostArray::new(&mut host, &[rows, cols]),
-                HostArray::new(&mut hu, &[rows, cols]),
-            ],
-            &[],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        GRID_2D,
+        &[1, 1],
+        &[rows - 1, cols - 1],
+        &mut [
+            HostArray::new(&mut host, &[rows, cols]),
+            HostArray::new(&mut hu, &[rows, cols]),
+        ],
+        &[],
+    );
     assert_eq!(bits(&out.to_vec()?), bits(&host));
     // Column-major arrays: the entry walks the first index on x, and every element lands at
     // its column-major place.
     let mut host_col = vec![0.0; rows * cols];
     let mut hu_col = to_column_major(&u, &[rows, cols]);
-    let outcome = m
-        .launch_for(
-            GRID_2D,
-            &[1, 1],
-            &[rows - 1, cols - 1],
-            &mut [
-                HostArray::column_major(&mut host_col, &[rows, cols]),
-                HostArray::column_major(&mut hu_col, &[rows, cols]),
-            ],
-            &[],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        GRID_2D,
+        &[1, 1],
+        &[rows - 1, cols - 1],
+        &mut [
+            HostArray::column_major(&mut host_col, &[rows, cols]),
+            HostArray::column_major(&mut hu_col, &[rows, cols]),
+        ],
+        &[],
+    );
     assert_eq!(bits(&host_col), bits(&to_column_major(&host, &[rows, cols])));
     Ok(())
 }
@@ -353,28 +360,24 @@ fn mdrange3_and_flattened_rank4() -> Result<()> {
             index_code::with(-3),
         )?;
         let mut host = vec![0i64; 60];
-        let outcome = m
-            .launch_for(
-                GRID_3D,
-                &[0, 1, 2],
-                &ext,
-                &mut [HostArray::new(&mut host, &ext)],
-                &[Value::I64(-3)],
-            )
-            .expect("arguments match");
-        assert_eq!(outcome, Outcome::Completed);
+        run_for(
+            &m,
+            GRID_3D,
+            &[0, 1, 2],
+            &ext,
+            &mut [HostArray::new(&mut host, &ext)],
+            &[Value::I64(-3)],
+        );
         assert_eq!(out.to_vec()?, host);
         let mut host_col = vec![0i64; 60];
-        let outcome = m
-            .launch_for(
-                GRID_3D,
-                &[0, 1, 2],
-                &ext,
-                &mut [HostArray::column_major(&mut host_col, &ext)],
-                &[Value::I64(-3)],
-            )
-            .expect("arguments match");
-        assert_eq!(outcome, Outcome::Completed);
+        run_for(
+            &m,
+            GRID_3D,
+            &[0, 1, 2],
+            &ext,
+            &mut [HostArray::column_major(&mut host_col, &ext)],
+            &[Value::I64(-3)],
+        );
         assert_eq!(host_col, to_column_major(&host, &ext), "first index on x");
     }
     if let Some(m) = module::<index_code4>() {
@@ -389,28 +392,24 @@ fn mdrange3_and_flattened_rank4() -> Result<()> {
             index_code4::with(),
         )?;
         let mut host = vec![0u32; 120];
-        let outcome = m
-            .launch_for(
-                GRID_1D,
-                &[1, 0, 1, 0],
-                &ext,
-                &mut [HostArray::new(&mut host, &ext)],
-                &[],
-            )
-            .expect("arguments match");
-        assert_eq!(outcome, Outcome::Completed);
+        run_for(
+            &m,
+            GRID_1D,
+            &[1, 0, 1, 0],
+            &ext,
+            &mut [HostArray::new(&mut host, &ext)],
+            &[],
+        );
         assert_eq!(out.to_vec()?, host);
         let mut host_col = vec![0u32; 120];
-        let outcome = m
-            .launch_for(
-                GRID_1D,
-                &[1, 0, 1, 0],
-                &ext,
-                &mut [HostArray::column_major(&mut host_col, &ext)],
-                &[],
-            )
-            .expect("arguments match");
-        assert_eq!(outcome, Outcome::Completed);
+        run_for(
+            &m,
+            GRID_1D,
+            &[1, 0, 1, 0],
+            &ext,
+            &mut [HostArray::column_major(&mut host_col, &ext)],
+            &[],
+        );
         assert_eq!(
             host_col,
             to_column_major(&host, &ext),
@@ -492,20 +491,18 @@ fn integer_semantics_wrap_divide_and_shift_like_rust() -> Result<()> {
     )?;
     let mut host = vec![0i32; n];
     let (mut ha, mut hb) = (a.clone(), b.clone());
-    let outcome = m
-        .launch_for(
-            GRID_1D,
-            &[0],
-            &[n],
-            &mut [
-                HostArray::new(&mut host, &[n]),
-                HostArray::new(&mut ha, &[n]),
-                HostArray::new(&mut hb, &[n]),
-            ],
-            &[],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        GRID_1D,
+        &[0],
+        &[n],
+        &mut [
+            HostArray::new(&mut host, &[n]),
+            HostArray::new(&mut ha, &[n]),
+            HostArray::new(&mut hb, &[n]),
+        ],
+        &[],
+    );
     assert_eq!(out.to_vec()?, host);
     Ok(())
 }
@@ -539,16 +536,14 @@ fn unsigned_and_wide_arithmetic() -> Result<()> {
     )?;
     let mut host = vec![0u64; n];
     let mut ha = a.clone();
-    let outcome = m
-        .launch_for(
-            ONE_BLOCK,
-            &[0],
-            &[n],
-            &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut ha, &[n])],
-            &[],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        ONE_BLOCK,
+        &[0],
+        &[n],
+        &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut ha, &[n])],
+        &[],
+    );
     assert_eq!(out.to_vec()?, host);
     Ok(())
 }
@@ -587,16 +582,14 @@ fn casts_saturate_and_map_nan_to_zero() -> Result<()> {
     )?;
     let mut host = vec![0i64; n];
     let mut hx = x.clone();
-    let outcome = m
-        .launch_for(
-            GRID_1D,
-            &[0],
-            &[n],
-            &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut hx, &[n])],
-            &[],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        GRID_1D,
+        &[0],
+        &[n],
+        &mut [HostArray::new(&mut host, &[n]), HostArray::new(&mut hx, &[n])],
+        &[],
+    );
     assert_eq!(out.to_vec()?, host);
     Ok(())
 }
@@ -633,20 +626,18 @@ fn float_functions_nan_and_infinities() -> Result<()> {
     )?;
     let mut host = vec![0.0; n];
     let (mut hx, mut hy) = (x.clone(), y.clone());
-    let outcome = m
-        .launch_for(
-            GRID_1D,
-            &[0],
-            &[n],
-            &mut [
-                HostArray::new(&mut host, &[n]),
-                HostArray::new(&mut hx, &[n]),
-                HostArray::new(&mut hy, &[n]),
-            ],
-            &[],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        GRID_1D,
+        &[0],
+        &[n],
+        &mut [
+            HostArray::new(&mut host, &[n]),
+            HostArray::new(&mut hx, &[n]),
+            HostArray::new(&mut hy, &[n]),
+        ],
+        &[],
+    );
     assert_eq!(bits(&out.to_vec()?), bits(&host));
     Ok(())
 }
@@ -695,16 +686,14 @@ fn control_flow_breaks_continues_and_returns_early() -> Result<()> {
             control::with(limit),
         )?;
         let mut host = vec![0i64; n];
-        let outcome = m
-            .launch_for(
-                GRID_1D,
-                &[0],
-                &[n],
-                &mut [HostArray::new(&mut host, &[n])],
-                &[Value::U32(limit)],
-            )
-            .expect("arguments match");
-        assert_eq!(outcome, Outcome::Completed);
+        run_for(
+            &m,
+            GRID_1D,
+            &[0],
+            &[n],
+            &mut [HostArray::new(&mut host, &[n])],
+            &[Value::U32(limit)],
+        );
         assert_eq!(out.to_vec()?, host, "limit {limit}");
     }
     Ok(())
@@ -740,16 +729,14 @@ fn division_by_zero_panics_natively_and_traps_on_the_device() -> Result<()> {
         (RangePolicy::new(Serial::default(), 0..n), (out.write(),)),
         divide::with(-3),
     )?;
-    let outcome = m
-        .launch_for(
-            ONE_BLOCK,
-            &[0],
-            &[n],
-            &mut [HostArray::new(&mut host, &[n])],
-            &[Value::I32(-3)],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        ONE_BLOCK,
+        &[0],
+        &[n],
+        &mut [HostArray::new(&mut host, &[n])],
+        &[Value::I32(-3)],
+    );
     assert_eq!(out.to_vec()?, host);
     Ok(())
 }
@@ -773,16 +760,14 @@ fn atomic_histogram() -> Result<()> {
     )?;
     let mut host = vec![0u64; 7];
     let mut hx = x.clone();
-    let outcome = m
-        .launch_for(
-            GRID_1D,
-            &[0],
-            &[n],
-            &mut [HostArray::new(&mut host, &[7]), HostArray::new(&mut hx, &[n])],
-            &[Value::Usize(7)],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        GRID_1D,
+        &[0],
+        &[n],
+        &mut [HostArray::new(&mut host, &[7]), HostArray::new(&mut hx, &[n])],
+        &[Value::Usize(7)],
+    );
     assert_eq!(bins.to_vec()?, host);
     assert_eq!(host.iter().sum::<u64>(), n as u64);
     Ok(())
@@ -845,20 +830,18 @@ fn checked_plain_indices_and_f32() -> Result<()> {
     )?;
     let mut host = vec![0f32; k * k];
     let (mut hm, mut hv) = (mat.clone(), vec_.clone());
-    let outcome = m
-        .launch_for(
-            GRID_2D,
-            &[0, 0],
-            &[k, k],
-            &mut [
-                HostArray::new(&mut host, &[k, k]),
-                HostArray::new(&mut hm, &[k, k]),
-                HostArray::new(&mut hv, &[k]),
-            ],
-            &[],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        GRID_2D,
+        &[0, 0],
+        &[k, k],
+        &mut [
+            HostArray::new(&mut host, &[k, k]),
+            HostArray::new(&mut hm, &[k, k]),
+            HostArray::new(&mut hv, &[k]),
+        ],
+        &[],
+    );
     assert_eq!(out.to_vec()?, host);
     Ok(())
 }
@@ -2441,20 +2424,18 @@ fn token_histogram_rows_match_the_native_kernel() -> Result<()> {
     let mut host = vec![0u64; size * nbins];
     let mut hx = x.clone();
     let mut words = token_words(size);
-    let outcome = m
-        .launch_for(
-            GRID_1D,
-            &[0],
-            &[n],
-            &mut [
-                HostArray::new(&mut host, &[size * nbins]),
-                HostArray::new(&mut hx, &[n]),
-                HostArray::token(&mut words, size),
-            ],
-            &[Value::Usize(nbins)],
-        )
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(
+        &m,
+        GRID_1D,
+        &[0],
+        &[n],
+        &mut [
+            HostArray::new(&mut host, &[size * nbins]),
+            HostArray::new(&mut hx, &[n]),
+            HostArray::token(&mut words, size),
+        ],
+        &[Value::Usize(nbins)],
+    );
     assert_eq!(words, token_words(size), "every id is free after the launch");
     // The host check runs its threads one by one: each finds the id of its own number free.
     let threads = GRID_1D.thread_count();
@@ -2504,10 +2485,7 @@ fn acquired_ids_are_released_on_every_path() -> Result<()> {
     );
 
     let mut claims = Claims::new(size);
-    let outcome = m
-        .launch_for(GRID_1D, &[0], &[n], &mut claims.args(), &[Value::Usize(skip)])
-        .expect("arguments match");
-    assert_eq!(outcome, Outcome::Completed);
+    run_for(&m, GRID_1D, &[0], &[n], &mut claims.args(), &[Value::Usize(skip)]);
     // The early `return` released its id, or the next thread of the same number would have
     // found every id held and waited forever.
     let Claims {
