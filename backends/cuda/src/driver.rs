@@ -735,6 +735,12 @@ struct Scratch {
     bytes: usize,
 }
 
+/// The size a stream's kept buffer (scratch or staging) grows to for `bytes`: a power of two,
+/// at least 64 KiB, so that a few growths serve every later reduction.
+fn kept_size(bytes: usize) -> usize {
+    bytes.next_power_of_two().max(64 << 10)
+}
+
 /// The stream's scratch memory, held for one operation: from the launch that fills it to the
 /// read that empties it, so that two threads reducing on one instance do not interleave there.
 pub(crate) struct StreamBuffer<'s> {
@@ -750,7 +756,7 @@ impl<'s> StreamBuffer<'s> {
         stream.device.bind()?;
         let mut scratch = stream.scratch.lock();
         if scratch.bytes < bytes {
-            let grown = bytes.next_power_of_two().max(64 << 10);
+            let grown = kept_size(bytes);
             let mut ptr: sys::CUdeviceptr = 0;
             if stream.device.memory_pools {
                 // SAFETY: the stream's device context is current; `ptr` is a live out
@@ -813,7 +819,7 @@ impl<'s> StreamBuffer<'s> {
         // Held until `read` is done: the staging memory has one user at a time.
         let mut staging = stream.staging.lock();
         if staging.bytes < len {
-            let bytes = len.next_power_of_two().max(64 << 10);
+            let bytes = kept_size(len);
             let mut ptr: *mut c_void = std::ptr::null_mut();
             // SAFETY: the stream's context is current; live out pointer; flags 0 makes
             // page-locked memory of this context.
