@@ -999,15 +999,7 @@ impl<D: Device> Context<D> {
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&A) -> hoplite_core::Result<()> + Send + 'static,
     {
-        // A one-point policy stands in for the kernel's: the work runs once, on the host.
-        let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
-        let held = Arc::downgrade(&self.held);
-        self.submit::<(RangePolicy<SpaceOf<D>>, A), _>(label, policy, args, move |_, _, handles| {
-            // Host work may borrow its views on the host (`x.view().to_vec()`): the borrows
-            // of its finished parents end first, as they would have with their kernels.
-            end_finished_borrows(&held);
-            work(handles)
-        })
+        self.task_at(label, None, args, move |_, handles| work(handles))
     }
 
     /// [`task`](Self::task) whose work also gets the execution space instance of the stream
@@ -1042,13 +1034,7 @@ impl<D: Device> Context<D> {
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {
-        // As in `task`; `submit` moves the policy onto the picked stream's instance.
-        let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
-        let held = Arc::downgrade(&self.held);
-        self.submit::<(RangePolicy<SpaceOf<D>>, A), _>(label, policy, args, move |_, policy, handles| {
-            end_finished_borrows(&held);
-            work(policy.policy().space(), handles)
-        })
+        self.task_at(label, None, args, work)
     }
 
     /// [`task_on`](Self::task_on) on device `device` of the context (an index into
@@ -1084,14 +1070,29 @@ impl<D: Device> Context<D> {
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {
+        self.task_at(label, Some(device), args, work)
+    }
+
+    /// The common path of the tasks: host work on the instance of the stream picked (on
+    /// device `pin`, if given).
+    fn task_at<A, F>(&self, label: &str, pin: Option<usize>, args: A, work: F) -> Result<Vertex>
+    where
+        A: GraphArgs + hoplite_core::view::LaunchArgs + 'static,
+        (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
+        F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
+    {
+        // A one-point policy stands in for the kernel's: the work runs once, on the host;
+        // `submit_on` moves the policy onto the picked stream's instance.
         let policy = RangePolicy::new(SpaceOf::<D>::default(), 0..1);
         let held = Arc::downgrade(&self.held);
         self.submit_on::<(RangePolicy<SpaceOf<D>>, A), _>(
             label,
-            Some(device),
+            pin,
             policy,
             args,
             move |_, policy, handles| {
+                // Host work may borrow its views on the host (`x.view().to_vec()`): the borrows
+                // of its finished parents end first, as they would have with their kernels.
                 end_finished_borrows(&held);
                 work(policy.policy().space(), handles)
             },
