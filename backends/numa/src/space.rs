@@ -2,10 +2,12 @@
 
 use std::fmt;
 use std::io;
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
+use hoplite_core::point_loop::PointPolicy;
 use hoplite_core::{
     ExecutionSpace, ForKernel, Idx, LayoutRight, MDRangePolicy, MdIdx, ParallelFor, ParallelReduce,
     ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel, ScanValue, TeamPolicy, TokenPool,
@@ -675,6 +677,12 @@ impl<K: ForKernel<RangePolicy<NumaSpace>>> ForKernel<RangePolicy<RayonSpace>> fo
     fn call<'it>(&self, item: Idx<'it>) {
         self.0.call(item);
     }
+
+    #[inline(always)]
+    unsafe fn run_share(&self, share: Range<usize>) {
+        // SAFETY: the share is the rayon launch's, of the same points (the caller's contract).
+        unsafe { self.0.run_share(share) }
+    }
 }
 
 impl<V, K: ReduceKernel<RangePolicy<NumaSpace>, V>> ReduceKernel<RangePolicy<RayonSpace>, V> for Forward<K> {
@@ -682,12 +690,24 @@ impl<V, K: ReduceKernel<RangePolicy<NumaSpace>, V>> ReduceKernel<RangePolicy<Ray
     fn call<'it>(&self, item: Idx<'it>, acc: &mut V) {
         self.0.call(item, acc);
     }
+
+    #[inline(always)]
+    unsafe fn fold_share(&self, share: Range<usize>, acc: &mut V) {
+        // SAFETY: as in `run_share`.
+        unsafe { self.0.fold_share(share, acc) }
+    }
 }
 
 impl<T, K: ScanKernel<RangePolicy<NumaSpace>, T>> ScanKernel<RangePolicy<RayonSpace>, T> for Forward<K> {
     #[inline(always)]
     fn call<'it>(&self, item: Idx<'it>, partial: &mut T, is_final: bool) {
         self.0.call(item, partial, is_final);
+    }
+
+    #[inline(always)]
+    unsafe fn scan_share(&self, share: Range<usize>, partial: &mut T, is_final: bool) {
+        // SAFETY: as in `run_share`.
+        unsafe { self.0.scan_share(share, partial, is_final) }
     }
 }
 
@@ -698,6 +718,12 @@ impl<const R: usize, K: ForKernel<MDRangePolicy<NumaSpace, R>>> ForKernel<MDRang
     fn call<'it>(&self, item: MdIdx<'it, R>) {
         self.0.call(item);
     }
+
+    #[inline(always)]
+    unsafe fn run_share(&self, share: <MDRangePolicy<RayonSpace, R> as PointPolicy>::Share) {
+        // SAFETY: as in `run_share` of ranges.
+        unsafe { self.0.run_share(share) }
+    }
 }
 
 impl<const R: usize, V, K: ReduceKernel<MDRangePolicy<NumaSpace, R>, V>>
@@ -706,6 +732,12 @@ impl<const R: usize, V, K: ReduceKernel<MDRangePolicy<NumaSpace, R>, V>>
     #[inline(always)]
     fn call<'it>(&self, item: MdIdx<'it, R>, acc: &mut V) {
         self.0.call(item, acc);
+    }
+
+    #[inline(always)]
+    unsafe fn fold_share(&self, share: <MDRangePolicy<RayonSpace, R> as PointPolicy>::Share, acc: &mut V) {
+        // SAFETY: as in `run_share` of ranges.
+        unsafe { self.0.fold_share(share, acc) }
     }
 }
 

@@ -3,10 +3,7 @@
 //! instance's work-stealing pool hands tiles out one at a time. Either way a thread visits the
 //! points of a tile in the inner order.
 
-use hoplite_core::policy::for_each_point;
-use hoplite_core::{
-    ExecutionPolicy, ForKernel, MDRangePolicy, MdIdx, ReduceKernel, Reducer, Result, Schedule,
-};
+use hoplite_core::{ExecutionPolicy, ForKernel, MDRangePolicy, ReduceKernel, Reducer, Result, Schedule};
 
 use crate::pool::Job;
 use crate::sealed::Internal;
@@ -16,49 +13,29 @@ use crate::{Mode, RayonPolicy, RayonSpace};
 
 type Md<const R: usize> = MDRangePolicy<RayonSpace, R>;
 
-/// Calls `kernel` for every point of tiles `tiles`, tile by tile, on this thread.
-// Not inlined on purpose: as a function of its own, `kernel: &K` is a `noalias readonly`
-// argument, so the compiler keeps the kernel's addresses and strides in registers across the
-// stores the kernel makes, and vectorizes. Inlined into the type-erased job it reloaded them
-// every iteration and ran scalar (measured: 2.5x slower triad than hand-written rayon).
-#[inline(never)]
+/// Calls `kernel` for every point of tiles `tiles`, tile by tile, on this thread (in the
+/// kernel's own point loop: see `hoplite_core::point_loop`).
+#[inline(always)]
 fn for_each_tile_point<K: ForKernel<Md<R>>, const R: usize>(
     policy: &Md<R>,
     tiles: std::ops::Range<usize>,
     kernel: &K,
 ) {
-    let inner = policy.inner_order();
-    for t in tiles {
-        let (lo, hi) = policy.tile_bounds(t);
-        for_each_point(lo, hi, inner, |p| {
-            // SAFETY: tiles partition the box, each tile is handed to one participant, and
-            // `for_each_point` visits each point of a tile once, on this thread; the kernel is
-            // generic over the brand.
-            kernel.call(unsafe { MdIdx::new_unchecked(p) })
-        });
-    }
+    // SAFETY: tiles partition the box, and each tile is handed to one participant, which
+    // visits it once, on this thread.
+    unsafe { kernel.run_share(policy.tile_share(tiles)) }
 }
 
 /// Folds `kernel` over every point of tiles `tiles` into `acc`, on this thread.
-// Not inlined on purpose: as a function of its own, `kernel: &K` is a `noalias readonly`
-// argument, so the compiler keeps the kernel's addresses and strides in registers across the
-// stores the kernel makes, and vectorizes. Inlined into the type-erased job it reloaded them
-// every iteration and ran scalar (measured: 2.5x slower triad than hand-written rayon).
-#[inline(never)]
+#[inline(always)]
 fn fold_tile_points<K: ReduceKernel<Md<R>, V>, V, const R: usize>(
     policy: &Md<R>,
     tiles: std::ops::Range<usize>,
     kernel: &K,
     acc: &mut V,
 ) {
-    let inner = policy.inner_order();
-    for t in tiles {
-        let (lo, hi) = policy.tile_bounds(t);
-        for_each_point(lo, hi, inner, |p| {
-            // SAFETY: as in `for_each_tile_point`.
-            kernel.call(unsafe { MdIdx::new_unchecked(p) }, acc)
-        });
-    }
+    // SAFETY: as in `for_each_tile_point`.
+    unsafe { kernel.fold_share(policy.tile_share(tiles), acc) }
 }
 
 fn tile_partial<F, Red, const R: usize>(policy: &Md<R>, t: usize, kernel: &F, reducer: &Red) -> Red::Value

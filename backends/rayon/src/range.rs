@@ -2,7 +2,7 @@
 //! two-pass `parallel_scan`.
 
 use hoplite_core::{
-    ExecutionPolicy, ForKernel, Idx, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel,
+    ExecutionPolicy, ForKernel, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel,
     ScanValue, Schedule,
 };
 
@@ -14,51 +14,33 @@ use crate::{Mode, RayonPolicy, RayonSpace};
 
 type Rp = RangePolicy<RayonSpace>;
 
-/// Calls `kernel` for every index of `range`, in order, on this thread.
-// Not inlined on purpose: as a function of its own, `kernel: &K` is a `noalias readonly`
-// argument, so the compiler keeps the kernel's addresses and strides in registers across the
-// stores the kernel makes, and vectorizes. Inlined into the type-erased job it reloaded them
-// every iteration and ran scalar (measured: 2.5x slower triad than hand-written rayon).
-#[inline(never)]
+/// Calls `kernel` for every index of `range`, in order, on this thread (in the kernel's own
+/// point loop: see `hoplite_core::point_loop`).
+#[inline(always)]
 fn for_each_index<K: ForKernel<Rp>>(range: std::ops::Range<usize>, kernel: &K) {
-    for i in range {
-        // SAFETY: the launch hands each index to exactly one participant (shares and units
-        // are disjoint), which visits it once, on this thread; the kernel is generic over the
-        // brand, so the token cannot outlive the call.
-        kernel.call(unsafe { Idx::new_unchecked(i) });
-    }
+    // SAFETY: the launch hands each index to exactly one participant (shares and units are
+    // disjoint sub-ranges of the policy's range), which visits it once, on this thread.
+    unsafe { kernel.run_share(range) }
 }
 
 /// Folds `kernel` over `range` into `acc`, in order, on this thread.
-// Not inlined on purpose: as a function of its own, `kernel: &K` is a `noalias readonly`
-// argument, so the compiler keeps the kernel's addresses and strides in registers across the
-// stores the kernel makes, and vectorizes. Inlined into the type-erased job it reloaded them
-// every iteration and ran scalar (measured: 2.5x slower triad than hand-written rayon).
-#[inline(never)]
+#[inline(always)]
 fn fold_indices<K: ReduceKernel<Rp, V>, V>(range: std::ops::Range<usize>, kernel: &K, acc: &mut V) {
-    for i in range {
-        // SAFETY: as in `for_each_index`.
-        kernel.call(unsafe { Idx::new_unchecked(i) }, acc);
-    }
+    // SAFETY: as in `for_each_index`.
+    unsafe { kernel.fold_share(range, acc) }
 }
 
 /// Runs the scan kernel over `range`, in order, on this thread, starting from `partial`.
-// Not inlined on purpose: as a function of its own, `kernel: &K` is a `noalias readonly`
-// argument, so the compiler keeps the kernel's addresses and strides in registers across the
-// stores the kernel makes, and vectorizes. Inlined into the type-erased job it reloaded them
-// every iteration and ran scalar (measured: 2.5x slower triad than hand-written rayon).
-#[inline(never)]
+#[inline(always)]
 fn scan_indices<K: ScanKernel<Rp, T>, T>(
     range: std::ops::Range<usize>,
     kernel: &K,
     partial: &mut T,
     is_final: bool,
 ) {
-    for i in range {
-        // SAFETY: as in `for_each_index`; a scan visits an index at most once per pass, and
-        // the passes are separate launches.
-        kernel.call(unsafe { Idx::new_unchecked(i) }, partial, is_final);
-    }
+    // SAFETY: as in `for_each_index`; a scan visits an index at most once per pass, and the
+    // passes are separate launches.
+    unsafe { kernel.scan_share(range, partial, is_final) }
 }
 
 /// The chunk unit of a range launch on `threads` threads.

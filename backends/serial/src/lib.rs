@@ -20,12 +20,10 @@ use std::ops::Range;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hoplite_core::policy::for_each_point;
 use hoplite_core::{
-    ExecutionPolicy, ExecutionSpace, ForKernel, HostSpace, Idx, LayoutRight, MDRangePolicy, MdIdx,
-    NestedLevel, ParallelFor, ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result,
-    SCRATCH_LEVELS, ScanKernel, ScanValue, ScratchBuffer, ScratchPad, TeamMember, TeamPolicy, TokenPool,
-    UniqueTokenSpace,
+    ExecutionPolicy, ExecutionSpace, ForKernel, HostSpace, Idx, LayoutRight, MDRangePolicy, NestedLevel,
+    ParallelFor, ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, SCRATCH_LEVELS,
+    ScanKernel, ScanValue, ScratchBuffer, ScratchPad, TeamMember, TeamPolicy, TokenPool, UniqueTokenSpace,
 };
 
 /// Largest level-0 scratch per team: 1 MiB (host scratch is ordinary memory).
@@ -258,96 +256,132 @@ use sealed::Internal;
 
 /// How the serial backend walks each kind of policy: every point, in order, on this thread.
 ///
-/// Sealed, and its method cannot be called from outside this crate: it mints the tokens (and
-/// team members) that writers trust, so only the backend's own launches may run it.
+/// Sealed, and its methods cannot be called from outside this crate: they mint the tokens
+/// (and team members) that writers trust, so only the backend's own launches may run them.
 /// Launch through `hoplite_core::parallel_for` / `parallel_reduce` / `parallel_scan`.
 pub trait SerialPolicy: ExecutionPolicy<Space = Serial> + sealed::Sealed {
-    /// Calls `visit` once per point of the policy of launch `label`, in the policy's
+    /// Runs `kernel` once per point of the policy of launch `label`, in the policy's
     /// iteration order. Fails only before the first call (team scratch memory that cannot be
     /// allocated).
     #[doc(hidden)]
-    fn visit_all<V>(&self, _internal: Internal, label: &str, visit: V) -> Result<()>
-    where
-        V: for<'it> FnMut(Self::Item<'it>);
+    fn run_all<K: ForKernel<Self>>(&self, _internal: Internal, label: &str, kernel: &K) -> Result<()>;
+
+    /// Folds `kernel` over every point of the policy of launch `label` into `acc`, in order.
+    #[doc(hidden)]
+    fn fold_all<V, K: ReduceKernel<Self, V>>(
+        &self,
+        _internal: Internal,
+        label: &str,
+        kernel: &K,
+        acc: &mut V,
+    ) -> Result<()>;
 }
 
 impl SerialPolicy for RangePolicy<Serial> {
     #[inline(always)]
-    fn visit_all<V>(&self, _internal: Internal, _label: &str, mut visit: V) -> Result<()>
-    where
-        V: for<'it> FnMut(Idx<'it>),
-    {
-        for i in self.begin()..self.end() {
-            // SAFETY: a sequential loop hands each index to exactly one iteration, on this
-            // thread; `visit` is generic over the brand, so the token cannot outlive it.
-            visit(unsafe { Idx::new_unchecked(i) });
-        }
+    fn run_all<K: ForKernel<Self>>(&self, _internal: Internal, _label: &str, kernel: &K) -> Result<()> {
+        // SAFETY: the whole range goes to this one call, on this thread, which visits each
+        // index once (in the kernel's own point loop: see `hoplite_core::point_loop`).
+        unsafe { kernel.run_share(self.begin()..self.end()) };
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn fold_all<V, K: ReduceKernel<Self, V>>(
+        &self,
+        _internal: Internal,
+        _label: &str,
+        kernel: &K,
+        acc: &mut V,
+    ) -> Result<()> {
+        // SAFETY: as in `run_all`.
+        unsafe { kernel.fold_share(self.begin()..self.end(), acc) };
         Ok(())
     }
 }
 
 impl<const R: usize> SerialPolicy for MDRangePolicy<Serial, R> {
     #[inline(always)]
-    fn visit_all<V>(&self, _internal: Internal, _label: &str, mut visit: V) -> Result<()>
-    where
-        V: for<'it> FnMut(MdIdx<'it, R>),
-    {
-        let inner = self.inner_order();
-        for t in 0..self.num_tiles() {
-            let (lo, hi) = self.tile_bounds(t);
-            for_each_point(lo, hi, inner, |p| {
-                // SAFETY: tiles partition the box and each point of a tile is visited once,
-                // sequentially, on this thread; `visit` is generic over the brand.
-                visit(unsafe { MdIdx::new_unchecked(p) })
-            });
-        }
+    fn run_all<K: ForKernel<Self>>(&self, _internal: Internal, _label: &str, kernel: &K) -> Result<()> {
+        // SAFETY: every tile goes to this one call, on this thread; tiles partition the box
+        // and each point of a tile is visited once.
+        unsafe { kernel.run_share(self.tile_share(0..self.num_tiles())) };
         Ok(())
     }
+
+    #[inline(always)]
+    fn fold_all<V, K: ReduceKernel<Self, V>>(
+        &self,
+        _internal: Internal,
+        _label: &str,
+        kernel: &K,
+        acc: &mut V,
+    ) -> Result<()> {
+        // SAFETY: as in `run_all`.
+        unsafe { kernel.fold_share(self.tile_share(0..self.num_tiles()), acc) };
+        Ok(())
+    }
+}
+
+/// Calls `visit` once per team of `policy`'s league, in order, on this thread. Fails only
+/// before the first call (team scratch memory that cannot be allocated).
+fn visit_teams<V>(policy: &TeamPolicy<Serial>, label: &str, mut visit: V) -> Result<()>
+where
+    V: for<'it> FnMut(&'it SerialTeamMember<'it>),
+{
+    // One team at a time: one region per level, made of the team part and the part of
+    // the team's only thread.
+    let mut buffers: [(ScratchBuffer, usize); SCRATCH_LEVELS] = Default::default();
+    for (level, (buffer, team_words)) in buffers.iter_mut().enumerate() {
+        let (team, thread) = policy.scratch_size(level);
+        *team_words = team.div_ceil(8);
+        let bytes = (*team_words * 8).saturating_add(thread);
+        *buffer = ScratchBuffer::try_new(label, "Serial", bytes)?;
+    }
+    for league_rank in 0..policy.league_size() {
+        let member = SerialTeamMember {
+            league_rank,
+            league_size: policy.league_size(),
+            team_scratch: std::array::from_fn(|l| {
+                ScratchPad::with_level(&buffers[l].0.words()[..buffers[l].1], l)
+            }),
+            thread_scratch: std::array::from_fn(|l| {
+                ScratchPad::with_level(&buffers[l].0.words()[buffers[l].1..], l)
+            }),
+        };
+        visit(&member);
+    }
+    Ok(())
 }
 
 impl SerialPolicy for TeamPolicy<Serial> {
-    fn visit_all<V>(&self, _internal: Internal, label: &str, mut visit: V) -> Result<()>
-    where
-        V: for<'it> FnMut(&'it SerialTeamMember<'it>),
-    {
-        // One team at a time: one region per level, made of the team part and the part of
-        // the team's only thread.
-        let mut buffers: [(ScratchBuffer, usize); SCRATCH_LEVELS] = Default::default();
-        for (level, (buffer, team_words)) in buffers.iter_mut().enumerate() {
-            let (team, thread) = self.scratch_size(level);
-            *team_words = team.div_ceil(8);
-            let bytes = (*team_words * 8).saturating_add(thread);
-            *buffer = ScratchBuffer::try_new(label, "Serial", bytes)?;
-        }
-        for league_rank in 0..self.league_size() {
-            let member = SerialTeamMember {
-                league_rank,
-                league_size: self.league_size(),
-                team_scratch: std::array::from_fn(|l| {
-                    ScratchPad::with_level(&buffers[l].0.words()[..buffers[l].1], l)
-                }),
-                thread_scratch: std::array::from_fn(|l| {
-                    ScratchPad::with_level(&buffers[l].0.words()[buffers[l].1..], l)
-                }),
-            };
-            visit(&member);
-        }
-        Ok(())
+    fn run_all<K: ForKernel<Self>>(&self, _internal: Internal, label: &str, kernel: &K) -> Result<()> {
+        visit_teams(self, label, |member| kernel.call(member))
+    }
+
+    fn fold_all<V, K: ReduceKernel<Self, V>>(
+        &self,
+        _internal: Internal,
+        label: &str,
+        kernel: &K,
+        acc: &mut V,
+    ) -> Result<()> {
+        visit_teams(self, label, |member| kernel.call(member, acc))
     }
 }
 
-// SAFETY: `visit_all` walks the points of the (validated) policy once each, in sequence, on
+// SAFETY: `run_all` walks the points of the (validated) policy once each, in sequence, on
 // the calling thread, and returns only when the last call has; the team members it makes are
 // `SerialTeamMember`s, whose `TeamMember` contract is argued at their impl.
 unsafe impl<P: SerialPolicy> ParallelFor<P> for Serial {
     #[inline]
     fn parallel_for<K: ForKernel<P>>(&self, label: &str, policy: &P, kernel: K) -> Result<()> {
         let _in = InKernel::enter();
-        policy.visit_all(Internal, label, |item| kernel.call(item))
+        policy.run_all(Internal, label, &kernel)
     }
 }
 
-// SAFETY: as for `ParallelFor`: one sequential `visit_all`.
+// SAFETY: as for `ParallelFor`: one sequential `fold_all`.
 unsafe impl<P: SerialPolicy> ParallelReduce<P> for Serial {
     #[inline]
     fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
@@ -359,7 +393,7 @@ unsafe impl<P: SerialPolicy> ParallelReduce<P> for Serial {
     ) -> Result<R::Value> {
         let _in = InKernel::enter();
         let mut acc = reducer.init();
-        policy.visit_all(Internal, label, |item| kernel.call(item, &mut acc))?;
+        policy.fold_all(Internal, label, &kernel, &mut acc)?;
         reducer.finalize(&mut acc);
         Ok(acc)
     }
@@ -370,13 +404,14 @@ unsafe impl ParallelScan<RangePolicy<Serial>> for Serial {
     #[inline]
     fn parallel_scan<T: ScanValue, K: ScanKernel<RangePolicy<Serial>, T>>(
         &self,
-        label: &str,
+        _label: &str,
         policy: &RangePolicy<Serial>,
         kernel: K,
     ) -> Result<T> {
         let _in = InKernel::enter();
         let mut partial = T::zero();
-        policy.visit_all(Internal, label, |i| kernel.call(i, &mut partial, true))?;
+        // SAFETY: the whole range goes to this one pass, on this thread, each index once.
+        unsafe { kernel.scan_share(policy.begin()..policy.end(), &mut partial, true) };
         Ok(partial)
     }
 }

@@ -18,6 +18,7 @@ use std::ops::Add;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{Error, Result};
+use crate::point_loop::{PointLoops, PointPolicy, PointSet};
 use crate::policy::{ExecutionPolicy, MDRangePolicy, RangePolicy, TeamPolicy};
 use crate::reducer::{Reducer, ReductionIdentity};
 use crate::space::ExecutionSpace;
@@ -45,6 +46,24 @@ where
 pub trait ForKernel<P: ExecutionPolicy>: Send + Sync {
     /// Runs one iteration.
     fn call<'it>(&self, item: P::Item<'it>);
+
+    /// Runs the iterations of every point of `share`, in order, on this thread: how a host
+    /// backend runs a range or MDRange launch. The kernels launches make run the share in
+    /// their own out-of-line loop (see [`point_loop`](crate::point_loop)); the provided body
+    /// calls [`call`](Self::call) per point.
+    ///
+    /// # Safety
+    ///
+    /// The [`PointSet::visit`] contract: `share` is a part of the points of the
+    /// policy this kernel was launched over, handed to this call alone, on this thread.
+    #[inline(always)]
+    unsafe fn run_share(&self, share: P::Share)
+    where
+        P: PointPolicy,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| self.call(item)) }
+    }
 }
 
 impl<P: ExecutionPolicy, F> ForKernel<P> for F
@@ -62,6 +81,21 @@ where
 pub trait ReduceKernel<P: ExecutionPolicy, V>: Send + Sync {
     /// Runs one iteration, adding its contribution to `acc`.
     fn call<'it>(&self, item: P::Item<'it>, acc: &mut V);
+
+    /// Folds the iterations of every point of `share` into `acc`, in order, on this thread
+    /// (see [`ForKernel::run_share`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`ForKernel::run_share`].
+    #[inline(always)]
+    unsafe fn fold_share(&self, share: P::Share, acc: &mut V)
+    where
+        P: PointPolicy,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| self.call(item, acc)) }
+    }
 }
 
 impl<P: ExecutionPolicy, V, F> ReduceKernel<P, V> for F
@@ -80,6 +114,21 @@ pub trait ScanKernel<P: ExecutionPolicy, T>: Send + Sync {
     /// Runs one iteration: adds its contribution to `partial`; when `is_final`, `partial`
     /// holds the sum over all lower indices on entry.
     fn call<'it>(&self, item: P::Item<'it>, partial: &mut T, is_final: bool);
+
+    /// Runs the iterations of every point of `share`, in order, on this thread, from
+    /// `partial` (see [`ForKernel::run_share`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`ForKernel::run_share`].
+    #[inline(always)]
+    unsafe fn scan_share(&self, share: P::Share, partial: &mut T, is_final: bool)
+    where
+        P: PointPolicy,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| self.call(item, partial, is_final)) }
+    }
 }
 
 impl<P: ExecutionPolicy, T, F> ScanKernel<P, T> for F
@@ -213,6 +262,70 @@ pub trait LaunchSpec {
         item: <Self::Policy as ExecutionPolicy>::Item<'it>,
         args: <Self::Args as LaunchArgs>::Bound<'it>,
     ) -> Self::Item<'it>;
+
+    /// Calls `kernel` for every point of `share` with the handles bound: the point loop of a
+    /// launch of this shape. The provided body loops here; a policy alone and `(policy, args)`
+    /// run the kernel's own loop, which is the same on every space (see
+    /// [`point_loop`](crate::point_loop)).
+    ///
+    /// # Safety
+    ///
+    /// `prepared` comes from `Self::Args::prepare` for the policy `share` belongs to, of
+    /// handles still alive, and the [`PointSet::visit`] contract holds for `share`.
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn run_share<F>(
+        kernel: &F,
+        prepared: &<Self::Args as LaunchArgs>::Prepared,
+        share: <Self::Policy as PointPolicy>::Share,
+    ) where
+        Self::Policy: PointPolicy,
+        F: for<'it> Fn(Self::Item<'it>),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| kernel(Self::item(item, Self::Args::bind(prepared)))) }
+    }
+
+    /// As [`run_share`](Self::run_share), folding into `acc`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`run_share`](Self::run_share).
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn fold_share<F, V>(
+        kernel: &F,
+        prepared: &<Self::Args as LaunchArgs>::Prepared,
+        share: <Self::Policy as PointPolicy>::Share,
+        acc: &mut V,
+    ) where
+        Self::Policy: PointPolicy,
+        F: for<'it> Fn(Self::Item<'it>, &mut V),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| kernel(Self::item(item, Self::Args::bind(prepared)), acc)) }
+    }
+
+    /// As [`run_share`](Self::run_share) for a scan kernel, from `partial`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`run_share`](Self::run_share).
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn scan_share<F, T>(
+        kernel: &F,
+        prepared: &<Self::Args as LaunchArgs>::Prepared,
+        share: <Self::Policy as PointPolicy>::Share,
+        partial: &mut T,
+        is_final: bool,
+    ) where
+        Self::Policy: PointPolicy,
+        F: for<'it> Fn(Self::Item<'it>, &mut T, bool),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| kernel(Self::item(item, Self::Args::bind(prepared)), partial, is_final)) }
+    }
 }
 
 impl<P: ExecutionPolicy> LaunchSpec for P {
@@ -232,6 +345,36 @@ impl<P: ExecutionPolicy> LaunchSpec for P {
     #[inline(always)]
     fn item<'it>(item: P::Item<'it>, _args: ()) -> P::Item<'it> {
         item
+    }
+
+    #[inline(always)]
+    unsafe fn run_share<F>(kernel: &F, _prepared: &(), share: P::Share)
+    where
+        P: PointPolicy,
+        F: for<'it> Fn(P::Item<'it>),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::for_bare::<P::Share>(kernel, share) }
+    }
+
+    #[inline(always)]
+    unsafe fn fold_share<F, V>(kernel: &F, _prepared: &(), share: P::Share, acc: &mut V)
+    where
+        P: PointPolicy,
+        F: for<'it> Fn(P::Item<'it>, &mut V),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::fold_bare::<V, P::Share>(kernel, share, acc) }
+    }
+
+    #[inline(always)]
+    unsafe fn scan_share<F, T>(kernel: &F, _prepared: &(), share: P::Share, partial: &mut T, is_final: bool)
+    where
+        P: PointPolicy,
+        F: for<'it> Fn(P::Item<'it>, &mut T, bool),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::scan_bare::<T, P::Share>(kernel, share, partial, is_final) }
     }
 }
 
@@ -253,20 +396,56 @@ impl<P: ExecutionPolicy, A: LaunchArgs> LaunchSpec for (P, A) {
     fn item<'it>(item: P::Item<'it>, args: A::Bound<'it>) -> Self::Item<'it> {
         (item, args)
     }
+
+    #[inline(always)]
+    unsafe fn run_share<F>(kernel: &F, prepared: &A::Prepared, share: P::Share)
+    where
+        P: PointPolicy,
+        F: for<'it> Fn((P::Item<'it>, A::Bound<'it>)),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::for_args::<A, P::Share>(kernel, prepared, share) }
+    }
+
+    #[inline(always)]
+    unsafe fn fold_share<F, V>(kernel: &F, prepared: &A::Prepared, share: P::Share, acc: &mut V)
+    where
+        P: PointPolicy,
+        F: for<'it> Fn((P::Item<'it>, A::Bound<'it>), &mut V),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::fold_args::<V, A, P::Share>(kernel, prepared, share, acc) }
+    }
+
+    #[inline(always)]
+    unsafe fn scan_share<F, T>(
+        kernel: &F,
+        prepared: &A::Prepared,
+        share: P::Share,
+        partial: &mut T,
+        is_final: bool,
+    ) where
+        P: PointPolicy,
+        F: for<'it> Fn((P::Item<'it>, A::Bound<'it>), &mut T, bool),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::scan_args::<T, A, P::Share>(kernel, prepared, share, partial, is_final) }
+    }
 }
 
 /// A user kernel with the launch's prepared handles: binds them for every iteration it runs.
 ///
-/// The prepared handles are held by value, not by reference: a backend that runs the kernel
-/// behind a shared reference (a worker thread) then has the addresses and strides one load
-/// away from an argument the compiler knows nothing stores to, so it keeps them in registers
-/// and vectorizes the loop.
-struct BoundKernel<L: LaunchSpec, F> {
-    kernel: F,
+/// The kernel is borrowed, by eager launches, graph nodes and DAG vertices alike, so that one
+/// kernel type meets one point loop (see [`point_loop`](crate::point_loop)). The prepared
+/// handles are held by value: a backend that calls the kernel per item behind a shared
+/// reference has the addresses and strides one load away from an argument the compiler knows
+/// nothing stores to.
+struct BoundKernel<'k, L: LaunchSpec, F> {
+    kernel: &'k F,
     prepared: <L::Args as LaunchArgs>::Prepared,
 }
 
-impl<L: LaunchSpec, F> BoundKernel<L, F> {
+impl<L: LaunchSpec, F> BoundKernel<'_, L, F> {
     /// The iteration's item with the handles bound to its brand.
     #[inline(always)]
     fn item<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) -> L::Item<'it> {
@@ -280,7 +459,7 @@ impl<L: LaunchSpec, F> BoundKernel<L, F> {
     }
 }
 
-impl<L, F> ForKernel<L::Policy> for BoundKernel<L, F>
+impl<L, F> ForKernel<L::Policy> for BoundKernel<'_, L, F>
 where
     L: LaunchSpec,
     F: for<'it> Fn(L::Item<'it>) + Send + Sync,
@@ -289,9 +468,18 @@ where
     fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) {
         (self.kernel)(self.item(item))
     }
+
+    #[inline(always)]
+    unsafe fn run_share(&self, share: <L::Policy as PointPolicy>::Share)
+    where
+        L::Policy: PointPolicy,
+    {
+        // SAFETY: the caller's contract, and the `BoundKernel` one for `prepared` (see `item`).
+        unsafe { L::run_share(self.kernel, &self.prepared, share) }
+    }
 }
 
-impl<L, F, V> ReduceKernel<L::Policy, V> for BoundKernel<L, F>
+impl<L, F, V> ReduceKernel<L::Policy, V> for BoundKernel<'_, L, F>
 where
     L: LaunchSpec,
     F: for<'it> Fn(L::Item<'it>, &mut V) + Send + Sync,
@@ -300,9 +488,18 @@ where
     fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>, acc: &mut V) {
         (self.kernel)(self.item(item), acc)
     }
+
+    #[inline(always)]
+    unsafe fn fold_share(&self, share: <L::Policy as PointPolicy>::Share, acc: &mut V)
+    where
+        L::Policy: PointPolicy,
+    {
+        // SAFETY: as in `run_share`.
+        unsafe { L::fold_share(self.kernel, &self.prepared, share, acc) }
+    }
 }
 
-impl<L, F, T> ScanKernel<L::Policy, T> for BoundKernel<L, F>
+impl<L, F, T> ScanKernel<L::Policy, T> for BoundKernel<'_, L, F>
 where
     L: LaunchSpec,
     F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
@@ -310,6 +507,15 @@ where
     #[inline(always)]
     fn call<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>, partial: &mut T, is_final: bool) {
         (self.kernel)(self.item(item), partial, is_final)
+    }
+
+    #[inline(always)]
+    unsafe fn scan_share(&self, share: <L::Policy as PointPolicy>::Share, partial: &mut T, is_final: bool)
+    where
+        L::Policy: PointPolicy,
+    {
+        // SAFETY: as in `run_share`.
+        unsafe { L::scan_share(self.kernel, &self.prepared, share, partial, is_final) }
     }
 }
 
@@ -324,12 +530,15 @@ fn launch<L: LaunchSpec, F, T>(
     pattern: Pattern,
     spec: L,
     kernel: F,
-    run: impl FnOnce(&L::Policy, BoundKernel<L, F>) -> Result<T>,
+    run: impl FnOnce(&L::Policy, BoundKernel<'_, L, F>) -> Result<T>,
 ) -> Result<T> {
     let (policy, args) = spec.into_parts();
     policy.validate(label)?;
     let prepared = args.prepare(label, &policy.index_bounds())?;
-    let bound = BoundKernel { kernel, prepared };
+    let bound = BoundKernel {
+        kernel: &kernel,
+        prepared,
+    };
     let _span = pattern.span(label, &policy);
     let result = catch_unwind(AssertUnwindSafe(|| run(&policy, bound)));
     // The handles, and so their borrows, are released only now that the launch is over.
@@ -392,8 +601,8 @@ fn dispatch_validated<L: LaunchSpec, F, T>(
     pattern: Pattern,
     policy: &L::Policy,
     args: &L::Args,
-    kernel: F,
-    dispatch: impl FnOnce(BoundKernel<L, F>) -> Result<T>,
+    kernel: &F,
+    dispatch: impl FnOnce(BoundKernel<'_, L, F>) -> Result<T>,
 ) -> Result<T> {
     let prepared = args.prepare(label, &policy.index_bounds())?;
     let _span = pattern.span(label, policy);
@@ -487,7 +696,7 @@ struct LaunchSpan;
 /// let policy = ValidatedPolicy::new("inc", RangePolicy::new(Serial::default(), 0..4))?;
 /// for _ in 0..3 {
 ///     let args = (y.write(),); // borrowed for this launch only
-///     parallel_for_validated::<Launch, _>("inc", &policy, &args, |(i, (y,))| y.set(i, y.get(i) + 1))?;
+///     parallel_for_validated::<Launch, _>("inc", &policy, &args, &|(i, (y,))| y.set(i, y.get(i) + 1))?;
 /// }
 /// assert_eq!(y.to_vec()?, [3; 4]);
 /// # Ok::<(), hoplite_core::Error>(())
@@ -502,7 +711,7 @@ pub fn parallel_for_validated<L, F>(
     label: &str,
     policy: &ValidatedPolicy<L::Policy>,
     args: &L::Args,
-    kernel: F,
+    kernel: &F,
 ) -> Result<()>
 where
     L: LaunchSpec,
@@ -522,7 +731,7 @@ where
 /// use hoplite_core::{parallel_reduce_validated, RangePolicy, Sum, ValidatedPolicy};
 /// use hoplite_serial::Serial;
 /// let policy = ValidatedPolicy::new("sum", RangePolicy::new(Serial::default(), 0..10))?;
-/// let total = parallel_reduce_validated::<RangePolicy<Serial>, _, _>("sum", &policy, &(), |i, acc| *acc += *i, &Sum::<usize>::new())?;
+/// let total = parallel_reduce_validated::<RangePolicy<Serial>, _, _>("sum", &policy, &(), &|i, acc| *acc += *i, &Sum::<usize>::new())?;
 /// assert_eq!(total, 45);
 /// # Ok::<(), hoplite_core::Error>(())
 /// ```
@@ -535,7 +744,7 @@ pub fn parallel_reduce_validated<L, F, R>(
     label: &str,
     policy: &ValidatedPolicy<L::Policy>,
     args: &L::Args,
-    kernel: F,
+    kernel: &F,
     reducer: &R,
 ) -> Result<R::Value>
 where
@@ -557,7 +766,7 @@ where
 /// use hoplite_core::{parallel_scan_validated, RangePolicy, ValidatedPolicy};
 /// use hoplite_serial::Serial;
 /// let policy = ValidatedPolicy::new("count", RangePolicy::new(Serial::default(), 0..4))?;
-/// let total: u64 = parallel_scan_validated::<RangePolicy<Serial>, _, _>("count", &policy, &(), |_i, partial, _is_final| *partial += 1)?;
+/// let total: u64 = parallel_scan_validated::<RangePolicy<Serial>, _, _>("count", &policy, &(), &|_i, partial, _is_final| *partial += 1)?;
 /// assert_eq!(total, 4);
 /// # Ok::<(), hoplite_core::Error>(())
 /// ```
@@ -570,7 +779,7 @@ pub fn parallel_scan_validated<L, F, T>(
     label: &str,
     policy: &ValidatedPolicy<L::Policy>,
     args: &L::Args,
-    kernel: F,
+    kernel: &F,
 ) -> Result<T>
 where
     L: LaunchSpec,

@@ -33,6 +33,7 @@ pub mod dispatch;
 pub mod error;
 pub mod index;
 pub mod parallel_copy;
+pub mod point_loop;
 pub mod policy;
 mod prims;
 pub mod reducer;

@@ -655,35 +655,88 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
     ///
     /// Backends split `0..num_tiles()` among threads and call this per tile.
     pub fn tile_bounds(&self, t: usize) -> ([usize; R], [usize; R]) {
-        let counts = self.tile_counts();
-        let tiles = self.tiles();
-        // Default tiles are single lines along the inner order's fastest dimension; walking them
-        // in the outer order would interleave the slower dimensions when outer != inner.
-        let tile_order = if self.tiles.is_some() {
-            self.outer
-        } else {
-            self.inner
-        };
+        self.tiling().tile_bounds(t)
+    }
+
+    /// The box's tiling, without the space: what walking its tiles needs.
+    pub fn tiling(&self) -> Tiling<R> {
+        Tiling {
+            begin: self.begin,
+            end: self.end,
+            tiles: self.tiles(),
+            counts: self.tile_counts(),
+            // Default tiles are single lines along the inner order's fastest dimension;
+            // walking them in the outer order would interleave the slower dimensions when
+            // outer != inner.
+            tile_order: if self.tiles.is_some() {
+                self.outer
+            } else {
+                self.inner
+            },
+            inner: self.inner,
+        }
+    }
+
+    /// Tiles `tiles` (numbered as [`tile_bounds`](Self::tile_bounds) numbers them), as the
+    /// share of the launch one thread walks.
+    pub fn tile_share(&self, tiles: Range<usize>) -> TileShare<R> {
+        TileShare {
+            tiling: self.tiling(),
+            tiles,
+        }
+    }
+}
+
+/// The tiling of an MDRange box: what walking its tiles needs, without the space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tiling<const R: usize> {
+    begin: [usize; R],
+    end: [usize; R],
+    tiles: [usize; R],
+    counts: [usize; R],
+    tile_order: IterationOrder,
+    inner: IterationOrder,
+}
+
+impl<const R: usize> Tiling<R> {
+    /// The bounds `(lo, hi)` of tile number `t`; see [`MDRangePolicy::tile_bounds`].
+    #[inline]
+    pub fn tile_bounds(&self, t: usize) -> ([usize; R], [usize; R]) {
         let mut coord = [0usize; R];
         let mut rest = t;
         for step in 0..R {
-            let d = match tile_order {
+            let d = match self.tile_order {
                 IterationOrder::Right => R - 1 - step,
                 IterationOrder::Left => step,
             };
-            coord[d] = rest % counts[d];
-            rest /= counts[d];
+            coord[d] = rest % self.counts[d];
+            rest /= self.counts[d];
         }
-        // `lo` is below `end` for every tile number below `num_tiles()`; saturation keeps
+        // `lo` is below `end` for every tile number below the tile count; saturation keeps
         // other numbers (and tiles reaching past `usize::MAX`) inside the box.
         let lo: [usize; R] = std::array::from_fn(|d| {
             self.begin[d]
-                .saturating_add(coord[d].saturating_mul(tiles[d]))
+                .saturating_add(coord[d].saturating_mul(self.tiles[d]))
                 .min(self.end[d])
         });
-        let hi: [usize; R] = std::array::from_fn(|d| lo[d].saturating_add(tiles[d]).min(self.end[d]));
+        let hi: [usize; R] = std::array::from_fn(|d| lo[d].saturating_add(self.tiles[d]).min(self.end[d]));
         (lo, hi)
     }
+
+    /// The order of points within a tile.
+    pub fn inner_order(&self) -> IterationOrder {
+        self.inner
+    }
+}
+
+/// A range of an MDRange's tiles, counted as [`MDRangePolicy::tile_bounds`] counts them: the
+/// share of an MDRange launch one thread walks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileShare<const R: usize> {
+    /// The box's tiling.
+    pub tiling: Tiling<R>,
+    /// The tile numbers.
+    pub tiles: Range<usize>,
 }
 
 /// The product of `factors`: 0 if one is 0, `usize::MAX` if it does not fit (or is exactly

@@ -106,7 +106,7 @@ fn launches_are_spans_and_allocations_are_events() {
         )?;
         let _: i64 = parallel_scan("count", RangePolicy::new(space.clone(), 0..3), |_i, p, _| *p += 1)?;
         let policy = ValidatedPolicy::new("replayed", RangePolicy::new(space, 0..4))?;
-        parallel_for_validated::<RangePolicy<Serial>, _>("replayed", &policy, &(), |_i| {})?;
+        parallel_for_validated::<RangePolicy<Serial>, _>("replayed", &policy, &(), &|_i| {})?;
         // An invalid launch is refused before it starts: no span.
         #[expect(clippy::reversed_empty_ranges, reason = "an invalid range on purpose")]
         let refused = parallel_for("refused", RangePolicy::new(Serial::default(), 5..1), |_i| {});

@@ -26,17 +26,17 @@ fn handles_are_checked_on_every_launch() {
     {
         let held = y.host_read().expect("host reader");
         let args = (y.write(),);
-        let err = parallel_for_validated::<WriteY, _>("fill", &policy, &args, |(i, (y,))| y.set(i, 1))
+        let err = parallel_for_validated::<WriteY, _>("fill", &policy, &args, &|(i, (y,))| y.set(i, 1))
             .expect_err("conflict");
         assert!(matches!(err, Error::BorrowConflict { .. }), "{err}");
         assert_eq!(held.get(0), 0);
     }
     let short: View<u32, 1> = View::new("short", [2]).expect("short");
     let err =
-        parallel_for_validated::<WriteY, _>("fill", &policy, &(short.write(),), |(i, (y,))| y.set(i, 1))
+        parallel_for_validated::<WriteY, _>("fill", &policy, &(short.write(),), &|(i, (y,))| y.set(i, 1))
             .expect_err("too small");
     assert!(matches!(err, Error::OutOfExtent { .. }), "{err}");
-    parallel_for_validated::<WriteY, _>("fill", &policy, &(y.write(),), |(i, (y,))| y.set(i, *i as u32))
+    parallel_for_validated::<WriteY, _>("fill", &policy, &(y.write(),), &|(i, (y,))| y.set(i, *i as u32))
         .expect("launch");
     assert_eq!(y.to_vec().expect("y"), [0, 1, 2, 3]);
 }
@@ -47,7 +47,7 @@ fn a_panic_unwinds_to_the_caller_which_releases_the_handles() {
     let policy = ValidatedPolicy::new("boom", RangePolicy::new(Serial::default(), 0..4)).expect("valid");
     let caught = catch_unwind(AssertUnwindSafe(|| {
         let args = (y.write(),);
-        parallel_for_validated::<WriteY, _>("boom", &policy, &args, |(i, (y,))| {
+        parallel_for_validated::<WriteY, _>("boom", &policy, &args, &|(i, (y,))| {
             if *i == 2 {
                 panic!("boom");
             }
@@ -68,13 +68,13 @@ fn reduce_and_scan_over_handles() {
             "sum",
             &policy,
             &(x.read(),),
-            |(i, (x,)), acc| *acc += x.get(i),
+            &|(i, (x,)), acc| *acc += x.get(i),
             &Sum::<u32>::new(),
         )
         .expect("reduce");
         assert_eq!(sum, 10);
         let total: u32 =
-            parallel_scan_validated::<ReadX, _, _>("scan", &policy, &(x.read(),), |(i, (x,)), p, _| {
+            parallel_scan_validated::<ReadX, _, _>("scan", &policy, &(x.read(),), &|(i, (x,)), p, _| {
                 *p += x.get(i)
             })
             .expect("scan");

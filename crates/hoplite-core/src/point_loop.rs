@@ -1,0 +1,199 @@
+//! The point loops: where a host launch's kernel meets its points.
+//!
+//! A host backend splits a launch's points into *shares* — a range of indices, a range of
+//! MDRange tiles — and hands each share to the kernel at once ([`ForKernel::run_share`],
+//! [`ReduceKernel::fold_share`], [`ScanKernel::scan_share`]). The loop over a share lives here,
+//! once for every backend, and it is where a kernel's speed is decided: the kernel body must be
+//! inlined into it, or every point pays a call, reloads the handles' addresses and strides,
+//! redoes their checks and runs scalar.
+//!
+//! Three things make that hold for every way a kernel reaches a launch — a closure, `&closure`,
+//! a named `fn`, a `#[kernel]`, a graph node, a DAG vertex — with nothing asked of the user:
+//!
+//! * **One loop per kernel type.** A launch's kernel is always borrowed by the loop (eager
+//!   launches, graph nodes and DAG vertices hand the same `&F`), so a kernel type has one loop
+//!   per launch shape, and the kernel body one call site: the compiler inlines a function with
+//!   a single call site whatever its size. (Graph nodes and vertices used to pass `&F` as the
+//!   kernel itself, a second type whose `Fn` impl is a separate, un-inlined function.)
+//! * **The loop sits beside the kernel.** The loop is a method of the kernel's own type
+//!   ([`PointLoops`]), so the compiler places it in the codegen unit of the kernel's module,
+//!   where a named `fn` and the `Fn` impl of a `&closure` are also compiled; a free generic
+//!   function would be placed with this crate's module, and cross-unit calls are never inlined.
+//! * **Its own frame.** The loop is out of line and takes the kernel and the launch's prepared
+//!   handles as two reference arguments, which the compiler knows nothing stores to
+//!   (`noalias readonly`): captures, addresses and strides stay in registers across the
+//!   kernel's stores, and the loop vectorizes. (Inlined into a backend's type-erased job they
+//!   were reloaded after every store: a triad ran 2.5x slower.)
+
+use std::ops::Range;
+
+use crate::index::{Idx, MdIdx};
+use crate::policy::{ExecutionPolicy, MDRangePolicy, RangePolicy, TileShare, for_each_point};
+use crate::space::ExecutionSpace;
+use crate::view::LaunchArgs;
+
+/// A set of points one thread walks: a range of indices, a range of MDRange tiles. It names no
+/// execution space, so a kernel's point loop is the same code on every host backend.
+///
+/// # Safety
+///
+/// [`visit`](Self::visit) mints the items of its points: it visits each point of the set
+/// once, and two sets a launch makes from disjoint parts of its policy (index ranges, tile
+/// ranges) have no point in common.
+pub unsafe trait PointSet: Send {
+    /// The item of one point: `Idx` or `MdIdx`.
+    type Point<'it>;
+
+    /// Calls `visit` for every point, in the policy's order, on this thread.
+    ///
+    /// # Safety
+    ///
+    /// The caller is a launch that hands this set to this one call: no point of it is visited
+    /// by another call while this one runs, and the set's points lie inside the launch's
+    /// policy; `visit` is generic over the brand.
+    unsafe fn visit<V>(self, visit: V)
+    where
+        V: for<'it> FnMut(Self::Point<'it>);
+}
+
+// SAFETY: one visit per index of the range.
+unsafe impl PointSet for Range<usize> {
+    type Point<'it> = Idx<'it>;
+
+    #[inline(always)]
+    unsafe fn visit<V>(self, mut visit: V)
+    where
+        V: for<'it> FnMut(Idx<'it>),
+    {
+        for i in self {
+            // SAFETY: the caller hands this range to this call alone, on this thread.
+            visit(unsafe { Idx::new_unchecked(i) });
+        }
+    }
+}
+
+// SAFETY: the tiles of one tiling partition its box; each point of each tile once.
+unsafe impl<const R: usize> PointSet for TileShare<R> {
+    type Point<'it> = MdIdx<'it, R>;
+
+    #[inline(always)]
+    unsafe fn visit<V>(self, mut visit: V)
+    where
+        V: for<'it> FnMut(MdIdx<'it, R>),
+    {
+        let inner = self.tiling.inner_order();
+        for t in self.tiles {
+            let (lo, hi) = self.tiling.tile_bounds(t);
+            for_each_point(lo, hi, inner, |p| {
+                // SAFETY: tiles partition the box and each point of a tile is visited once;
+                // the caller hands the share to this call alone, on this thread.
+                visit(unsafe { MdIdx::new_unchecked(p) })
+            });
+        }
+    }
+}
+
+/// A policy whose points a host backend hands out in shares, each walked by one thread with
+/// [`ForKernel::run_share`](crate::ForKernel::run_share) and its siblings.
+///
+/// # Safety
+///
+/// A share a backend makes from a policy of this type (`begin()..end()` and its sub-ranges
+/// for a range, [`MDRangePolicy::tile_share`] for an MDRange) names only points inside the
+/// policy's `index_bounds`.
+pub unsafe trait PointPolicy: ExecutionPolicy {
+    /// A part of the points: indices for a range, tiles for an MDRange. Its points are the
+    /// policy's items.
+    type Share: for<'it> PointSet<Point<'it> = Self::Item<'it>>;
+}
+
+// SAFETY: a share is a sub-range of the policy's `begin()..end()`, its index space.
+unsafe impl<S: ExecutionSpace> PointPolicy for RangePolicy<S> {
+    type Share = Range<usize>;
+}
+
+// SAFETY: a share is a range of the tiles of the policy's tiling, which partition its box.
+unsafe impl<S: ExecutionSpace, const R: usize> PointPolicy for MDRangePolicy<S, R> {
+    type Share = TileShare<R>;
+}
+
+/// The out-of-line loops of a kernel type: a method of the kernel's own type, so that the
+/// compiler places each loop beside the kernel, generic over the launch's handles `A` and its
+/// share type only, so that a kernel has one loop on every backend (see the module's docs).
+/// Implemented for every type.
+///
+/// The `_bare` loops serve launches without handles (the kernel takes the point's item), the
+/// others launches with handles (the kernel takes `(item, bound handles)`).
+///
+/// Every method has the same safety contract: `prepared` comes from `A::prepare` for the
+/// policy the share belongs to, of handles still alive, and the caller hands the share to
+/// this call alone (the [`PointSet::visit`] contract).
+pub(crate) trait PointLoops: Sized {
+    /// Calls the kernel for every point of `share` (a launch without handles).
+    #[inline(never)]
+    unsafe fn for_bare<Sh: PointSet>(&self, share: Sh)
+    where
+        Self: for<'it> Fn(Sh::Point<'it>),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| self(item)) }
+    }
+
+    /// Calls the kernel for every point of `share` with the launch's handles bound to it.
+    #[inline(never)]
+    unsafe fn for_args<A: LaunchArgs, Sh: PointSet>(&self, prepared: &A::Prepared, share: Sh)
+    where
+        Self: for<'it> Fn((Sh::Point<'it>, A::Bound<'it>)),
+    {
+        // SAFETY: the caller's contract; the bound handles carry the brand of the item they
+        // are bound with, which does not outlive the kernel call.
+        unsafe { share.visit(|item| self((item, A::bind(prepared)))) }
+    }
+
+    /// Folds the kernel over every point of `share` into `acc` (a launch without handles).
+    #[inline(never)]
+    unsafe fn fold_bare<V, Sh: PointSet>(&self, share: Sh, acc: &mut V)
+    where
+        Self: for<'it> Fn(Sh::Point<'it>, &mut V),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| self(item, acc)) }
+    }
+
+    /// Folds the kernel over every point of `share` into `acc`, with the handles bound.
+    #[inline(never)]
+    unsafe fn fold_args<V, A: LaunchArgs, Sh: PointSet>(&self, prepared: &A::Prepared, share: Sh, acc: &mut V)
+    where
+        Self: for<'it> Fn((Sh::Point<'it>, A::Bound<'it>), &mut V),
+    {
+        // SAFETY: as in `for_args`.
+        unsafe { share.visit(|item| self((item, A::bind(prepared)), acc)) }
+    }
+
+    /// Runs the scan kernel over every point of `share` from `partial` (no handles).
+    #[inline(never)]
+    unsafe fn scan_bare<T, Sh: PointSet>(&self, share: Sh, partial: &mut T, is_final: bool)
+    where
+        Self: for<'it> Fn(Sh::Point<'it>, &mut T, bool),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| self(item, partial, is_final)) }
+    }
+
+    /// Runs the scan kernel over every point of `share` from `partial`, with the handles bound.
+    #[inline(never)]
+    unsafe fn scan_args<T, A: LaunchArgs, Sh: PointSet>(
+        &self,
+        prepared: &A::Prepared,
+        share: Sh,
+        partial: &mut T,
+        is_final: bool,
+    ) where
+        Self: for<'it> Fn((Sh::Point<'it>, A::Bound<'it>), &mut T, bool),
+    {
+        // SAFETY: as in `for_args`.
+        unsafe { share.visit(|item| self((item, A::bind(prepared)), partial, is_final)) }
+    }
+}
+
+impl<F> PointLoops for F {}
