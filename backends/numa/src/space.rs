@@ -692,9 +692,9 @@ impl<V, K: ReduceKernel<RangePolicy<NumaSpace>, V>> ReduceKernel<RangePolicy<Ray
     }
 
     #[inline(always)]
-    unsafe fn fold_share(&self, share: Range<usize>, acc: &mut V) {
+    unsafe fn fold_share<R: Reducer<Value = V>>(&self, share: Range<usize>, reducer: &R, acc: &mut V) {
         // SAFETY: as in `run_share`.
-        unsafe { self.0.fold_share(share, acc) }
+        unsafe { self.0.fold_share(share, reducer, acc) }
     }
 }
 
@@ -735,9 +735,14 @@ impl<const R: usize, V, K: ReduceKernel<MDRangePolicy<NumaSpace, R>, V>>
     }
 
     #[inline(always)]
-    unsafe fn fold_share(&self, share: <MDRangePolicy<RayonSpace, R> as PointPolicy>::Share, acc: &mut V) {
+    unsafe fn fold_share<Red: Reducer<Value = V>>(
+        &self,
+        share: <MDRangePolicy<RayonSpace, R> as PointPolicy>::Share,
+        reducer: &Red,
+        acc: &mut V,
+    ) {
         // SAFETY: as in `run_share` of ranges.
-        unsafe { self.0.fold_share(share, acc) }
+        unsafe { self.0.fold_share(share, reducer, acc) }
     }
 }
 

@@ -28,14 +28,15 @@ fn for_each_tile_point<K: ForKernel<Md<R>>, const R: usize>(
 
 /// Folds `kernel` over every point of tiles `tiles` into `acc`, on this thread.
 #[inline(always)]
-fn fold_tile_points<K: ReduceKernel<Md<R>, V>, V, const R: usize>(
+fn fold_tile_points<K: ReduceKernel<Md<R>, Red::Value>, Red: Reducer, const R: usize>(
     policy: &Md<R>,
     tiles: std::ops::Range<usize>,
     kernel: &K,
-    acc: &mut V,
+    reducer: &Red,
+    acc: &mut Red::Value,
 ) {
     // SAFETY: as in `for_each_tile_point`.
-    unsafe { kernel.fold_share(policy.tile_share(tiles), acc) }
+    unsafe { kernel.fold_share(policy.tile_share(tiles), reducer, acc) }
 }
 
 fn tile_partial<F, Red, const R: usize>(policy: &Md<R>, t: usize, kernel: &F, reducer: &Red) -> Red::Value
@@ -44,7 +45,7 @@ where
     F: ReduceKernel<Md<R>, Red::Value>,
 {
     let mut acc = reducer.init();
-    fold_tile_points(policy, t..t + 1, kernel, &mut acc);
+    fold_tile_points(policy, t..t + 1, kernel, reducer, &mut acc);
     acc
 }
 
@@ -87,7 +88,7 @@ where
                 .collect()
         } else {
             let mut acc = self.reducer.init();
-            fold_tile_points(self.policy, lo..hi, self.kernel, &mut acc);
+            fold_tile_points(self.policy, lo..hi, self.kernel, self.reducer, &mut acc);
             vec![acc]
         };
         self.slots[rank].put(partials);
@@ -170,7 +171,7 @@ fn md_reduce<const R: usize, Red: Reducer, K: ReduceKernel<Md<R>, Red::Value>>(
                 .collect()
         } else {
             let mut acc = reducer.init();
-            fold_tile_points(policy, 0..tiles, kernel, &mut acc);
+            fold_tile_points(policy, 0..tiles, kernel, reducer, &mut acc);
             vec![acc]
         }
     };
@@ -195,7 +196,7 @@ fn md_reduce<const R: usize, Red: Reducer, K: ReduceKernel<Md<R>, Red::Value>>(
             steal::partials(pool, id, tiles, |t| tile_partial(policy, t, kernel, reducer))
         } else {
             vec![steal::fold(pool, id, tiles, reducer, |t, acc| {
-                fold_tile_points(policy, t..t + 1, kernel, acc)
+                fold_tile_points(policy, t..t + 1, kernel, reducer, acc)
             })]
         };
         return finish(partials);

@@ -25,9 +25,14 @@ fn for_each_index<K: ForKernel<Rp>>(range: std::ops::Range<usize>, kernel: &K) {
 
 /// Folds `kernel` over `range` into `acc`, in order, on this thread.
 #[inline(always)]
-fn fold_indices<K: ReduceKernel<Rp, V>, V>(range: std::ops::Range<usize>, kernel: &K, acc: &mut V) {
+fn fold_indices<K: ReduceKernel<Rp, R::Value>, R: Reducer>(
+    range: std::ops::Range<usize>,
+    kernel: &K,
+    reducer: &R,
+    acc: &mut R::Value,
+) {
     // SAFETY: as in `for_each_index`.
-    unsafe { kernel.fold_share(range, acc) }
+    unsafe { kernel.fold_share(range, reducer, acc) }
 }
 
 /// Runs the scan kernel over `range`, in order, on this thread, starting from `partial`.
@@ -81,7 +86,7 @@ where
     fn run(&self, rank: usize) {
         let (lo, hi) = share(self.units.count, self.parts, rank);
         let mut acc = self.reducer.init();
-        fold_indices(self.units.range(lo, hi), self.kernel, &mut acc);
+        fold_indices(self.units.range(lo, hi), self.kernel, self.reducer, &mut acc);
         self.slots[rank].put(acc);
     }
 }
@@ -116,7 +121,7 @@ where
     F: ReduceKernel<Rp, R::Value>,
 {
     let mut acc = reducer.init();
-    fold_indices(blocks.range(b, b + 1), kernel, &mut acc);
+    fold_indices(blocks.range(b, b + 1), kernel, reducer, &mut acc);
     acc
 }
 
@@ -187,7 +192,7 @@ fn range_reduce<R: Reducer, K: ReduceKernel<RangePolicy<RayonSpace>, R::Value>>(
         Mode::Inline => {
             let _in = space.enter_inline();
             let mut acc = reducer.init();
-            fold_indices(policy.begin()..policy.end(), kernel, &mut acc);
+            fold_indices(policy.begin()..policy.end(), kernel, reducer, &mut acc);
             return join_in_order(reducer, Some(acc));
         }
         Mode::Team(guard) => guard,
@@ -199,14 +204,14 @@ fn range_reduce<R: Reducer, K: ReduceKernel<RangePolicy<RayonSpace>, R::Value>>(
         && let Some(pool) = space.rayon_pool()
     {
         let total = steal::fold(pool, space.instance_id(), units.count, reducer, |u, acc| {
-            fold_indices(units.range(u, u + 1), kernel, acc)
+            fold_indices(units.range(u, u + 1), kernel, reducer, acc)
         });
         return join_in_order(reducer, Some(total));
     }
     if units.count == 1 {
         let mut acc = reducer.init();
         space.execute_here(&guard, || {
-            fold_indices(policy.begin()..policy.end(), kernel, &mut acc)
+            fold_indices(policy.begin()..policy.end(), kernel, reducer, &mut acc)
         });
         return join_in_order(reducer, Some(acc));
     }

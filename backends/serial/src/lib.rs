@@ -268,12 +268,13 @@ pub trait SerialPolicy: ExecutionPolicy<Space = Serial> + sealed::Sealed {
 
     /// Folds `kernel` over every point of the policy of launch `label` into `acc`, in order.
     #[doc(hidden)]
-    fn fold_all<V, K: ReduceKernel<Self, V>>(
+    fn fold_all<Red: Reducer, K: ReduceKernel<Self, Red::Value>>(
         &self,
         _internal: Internal,
         label: &str,
         kernel: &K,
-        acc: &mut V,
+        reducer: &Red,
+        acc: &mut Red::Value,
     ) -> Result<()>;
 }
 
@@ -287,15 +288,16 @@ impl SerialPolicy for RangePolicy<Serial> {
     }
 
     #[inline(always)]
-    fn fold_all<V, K: ReduceKernel<Self, V>>(
+    fn fold_all<Red: Reducer, K: ReduceKernel<Self, Red::Value>>(
         &self,
         _internal: Internal,
         _label: &str,
         kernel: &K,
-        acc: &mut V,
+        reducer: &Red,
+        acc: &mut Red::Value,
     ) -> Result<()> {
         // SAFETY: as in `run_all`.
-        unsafe { kernel.fold_share(self.begin()..self.end(), acc) };
+        unsafe { kernel.fold_share(self.begin()..self.end(), reducer, acc) };
         Ok(())
     }
 }
@@ -310,15 +312,16 @@ impl<const R: usize> SerialPolicy for MDRangePolicy<Serial, R> {
     }
 
     #[inline(always)]
-    fn fold_all<V, K: ReduceKernel<Self, V>>(
+    fn fold_all<Red: Reducer, K: ReduceKernel<Self, Red::Value>>(
         &self,
         _internal: Internal,
         _label: &str,
         kernel: &K,
-        acc: &mut V,
+        reducer: &Red,
+        acc: &mut Red::Value,
     ) -> Result<()> {
         // SAFETY: as in `run_all`.
-        unsafe { kernel.fold_share(self.tile_share(0..self.num_tiles()), acc) };
+        unsafe { kernel.fold_share(self.tile_share(0..self.num_tiles()), reducer, acc) };
         Ok(())
     }
 }
@@ -359,12 +362,13 @@ impl SerialPolicy for TeamPolicy<Serial> {
         visit_teams(self, label, |member| kernel.call(member))
     }
 
-    fn fold_all<V, K: ReduceKernel<Self, V>>(
+    fn fold_all<Red: Reducer, K: ReduceKernel<Self, Red::Value>>(
         &self,
         _internal: Internal,
         label: &str,
         kernel: &K,
-        acc: &mut V,
+        _reducer: &Red,
+        acc: &mut Red::Value,
     ) -> Result<()> {
         visit_teams(self, label, |member| kernel.call(member, acc))
     }
@@ -393,7 +397,7 @@ unsafe impl<P: SerialPolicy> ParallelReduce<P> for Serial {
     ) -> Result<R::Value> {
         let _in = InKernel::enter();
         let mut acc = reducer.init();
-        policy.fold_all(Internal, label, &kernel, &mut acc)?;
+        policy.fold_all(Internal, label, &kernel, reducer, &mut acc)?;
         reducer.finalize(&mut acc);
         Ok(acc)
     }

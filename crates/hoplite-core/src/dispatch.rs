@@ -82,17 +82,20 @@ pub trait ReduceKernel<P: ExecutionPolicy, V>: Send + Sync {
     /// Runs one iteration, adding its contribution to `acc`.
     fn call<'it>(&self, item: P::Item<'it>, acc: &mut V);
 
-    /// Folds the iterations of every point of `share` into `acc`, in order, on this thread
-    /// (see [`ForKernel::run_share`]).
+    /// Folds the iterations of every point of `share` into `acc` on this thread (see
+    /// [`ForKernel::run_share`]). The kernels launches make fold in lanes joined with
+    /// `reducer` when it is [commutative](Reducer::is_commutative); the provided body folds in
+    /// order.
     ///
     /// # Safety
     ///
     /// As for [`ForKernel::run_share`].
     #[inline(always)]
-    unsafe fn fold_share(&self, share: P::Share, acc: &mut V)
+    unsafe fn fold_share<R: Reducer<Value = V>>(&self, share: P::Share, reducer: &R, acc: &mut V)
     where
         P: PointPolicy,
     {
+        let _ = reducer;
         // SAFETY: the caller's contract.
         unsafe { share.visit(|item| self.call(item, acc)) }
     }
@@ -286,22 +289,25 @@ pub trait LaunchSpec {
         unsafe { share.visit(|item| kernel(Self::item(item, Self::Args::bind(prepared)))) }
     }
 
-    /// As [`run_share`](Self::run_share), folding into `acc`.
+    /// As [`run_share`](Self::run_share), folding into `acc` (in lanes joined with `reducer`
+    /// when it is commutative).
     ///
     /// # Safety
     ///
     /// As for [`run_share`](Self::run_share).
     #[doc(hidden)]
     #[inline(always)]
-    unsafe fn fold_share<F, V>(
+    unsafe fn fold_share<F, R: Reducer>(
         kernel: &F,
         prepared: &<Self::Args as LaunchArgs>::Prepared,
         share: <Self::Policy as PointPolicy>::Share,
-        acc: &mut V,
+        reducer: &R,
+        acc: &mut R::Value,
     ) where
         Self::Policy: PointPolicy,
-        F: for<'it> Fn(Self::Item<'it>, &mut V),
+        F: for<'it> Fn(Self::Item<'it>, &mut R::Value),
     {
+        let _ = reducer;
         // SAFETY: the caller's contract.
         unsafe { share.visit(|item| kernel(Self::item(item, Self::Args::bind(prepared)), acc)) }
     }
@@ -358,13 +364,18 @@ impl<P: ExecutionPolicy> LaunchSpec for P {
     }
 
     #[inline(always)]
-    unsafe fn fold_share<F, V>(kernel: &F, _prepared: &(), share: P::Share, acc: &mut V)
-    where
+    unsafe fn fold_share<F, R: Reducer>(
+        kernel: &F,
+        _prepared: &(),
+        share: P::Share,
+        reducer: &R,
+        acc: &mut R::Value,
+    ) where
         P: PointPolicy,
-        F: for<'it> Fn(P::Item<'it>, &mut V),
+        F: for<'it> Fn(P::Item<'it>, &mut R::Value),
     {
         // SAFETY: the caller's contract.
-        unsafe { PointLoops::fold_bare::<V, P::Share>(kernel, share, acc) }
+        unsafe { PointLoops::fold_bare::<R, P::Share>(kernel, share, reducer, acc) }
     }
 
     #[inline(always)]
@@ -408,13 +419,18 @@ impl<P: ExecutionPolicy, A: LaunchArgs> LaunchSpec for (P, A) {
     }
 
     #[inline(always)]
-    unsafe fn fold_share<F, V>(kernel: &F, prepared: &A::Prepared, share: P::Share, acc: &mut V)
-    where
+    unsafe fn fold_share<F, R: Reducer>(
+        kernel: &F,
+        prepared: &A::Prepared,
+        share: P::Share,
+        reducer: &R,
+        acc: &mut R::Value,
+    ) where
         P: PointPolicy,
-        F: for<'it> Fn((P::Item<'it>, A::Bound<'it>), &mut V),
+        F: for<'it> Fn((P::Item<'it>, A::Bound<'it>), &mut R::Value),
     {
         // SAFETY: the caller's contract.
-        unsafe { PointLoops::fold_args::<V, A, P::Share>(kernel, prepared, share, acc) }
+        unsafe { PointLoops::fold_args::<R, A, P::Share>(kernel, prepared, share, reducer, acc) }
     }
 
     #[inline(always)]
@@ -490,12 +506,16 @@ where
     }
 
     #[inline(always)]
-    unsafe fn fold_share(&self, share: <L::Policy as PointPolicy>::Share, acc: &mut V)
-    where
+    unsafe fn fold_share<R: Reducer<Value = V>>(
+        &self,
+        share: <L::Policy as PointPolicy>::Share,
+        reducer: &R,
+        acc: &mut V,
+    ) where
         L::Policy: PointPolicy,
     {
         // SAFETY: as in `run_share`.
-        unsafe { L::fold_share(self.kernel, &self.prepared, share, acc) }
+        unsafe { L::fold_share(self.kernel, &self.prepared, share, reducer, acc) }
     }
 }
 

@@ -29,6 +29,7 @@ use std::ops::Range;
 
 use crate::index::{Idx, MdIdx};
 use crate::policy::{ExecutionPolicy, MDRangePolicy, RangePolicy, TileShare, for_each_point};
+use crate::reducer::Reducer;
 use crate::space::ExecutionSpace;
 use crate::view::LaunchArgs;
 
@@ -54,7 +55,32 @@ pub unsafe trait PointSet: Send {
     unsafe fn visit<V>(self, visit: V)
     where
         V: for<'it> FnMut(Self::Point<'it>);
+
+    /// As [`visit`](Self::visit), also handing each point a lane below [`LANES`]: points
+    /// next to each other go to different lanes, so a fold into one partial per lane has
+    /// independent chains. The provided body gives every point lane 0.
+    ///
+    /// # Safety
+    ///
+    /// As for [`visit`](Self::visit).
+    #[inline(always)]
+    unsafe fn visit_lanes<V>(self, mut visit: V)
+    where
+        Self: Sized,
+        V: for<'it> FnMut(Self::Point<'it>, usize),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { self.visit(|p| visit(p, 0)) }
+    }
 }
+
+/// How many partials a point loop folds a commutative reduction into (see
+/// [`Reducer::is_commutative`]): enough independent chains to hide an addition's latency.
+pub const LANES: usize = 4;
+
+/// Reductions whose value is larger than this fold into one partial: lanes would only copy
+/// them (a histogram's array gains nothing from them).
+const MAX_LANE_VALUE: usize = 32;
 
 // SAFETY: one visit per index of the range.
 unsafe impl PointSet for Range<usize> {
@@ -68,6 +94,27 @@ unsafe impl PointSet for Range<usize> {
         for i in self {
             // SAFETY: the caller hands this range to this call alone, on this thread.
             visit(unsafe { Idx::new_unchecked(i) });
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn visit_lanes<V>(self, mut visit: V)
+    where
+        V: for<'it> FnMut(Idx<'it>, usize),
+    {
+        // Whole groups of `LANES` points, their lanes constants once the inner loop is
+        // unrolled; the rest folds into lane 0.
+        let mut i = self.start;
+        while self.end.saturating_sub(i) >= LANES {
+            for lane in 0..LANES {
+                // SAFETY: as in `visit`: each index of the range once.
+                visit(unsafe { Idx::new_unchecked(i + lane) }, lane);
+            }
+            i += LANES;
+        }
+        for j in i..self.end {
+            // SAFETY: as in `visit`.
+            visit(unsafe { Idx::new_unchecked(j) }, 0);
         }
     }
 }
@@ -150,24 +197,35 @@ pub(crate) trait PointLoops: Sized {
         unsafe { share.visit(|item| self((item, A::bind(prepared)))) }
     }
 
-    /// Folds the kernel over every point of `share` into `acc` (a launch without handles).
+    /// Folds the kernel over every point of `share` into `acc` (a launch without handles),
+    /// in [`LANES`] partials when `R` is commutative and its value small.
     #[inline(never)]
-    unsafe fn fold_bare<V, Sh: PointSet>(&self, share: Sh, acc: &mut V)
+    unsafe fn fold_bare<R: Reducer, Sh: PointSet>(&self, share: Sh, reducer: &R, acc: &mut R::Value)
     where
-        Self: for<'it> Fn(Sh::Point<'it>, &mut V),
+        Self: for<'it> Fn(Sh::Point<'it>, &mut R::Value),
     {
         // SAFETY: the caller's contract.
-        unsafe { share.visit(|item| self(item, acc)) }
+        unsafe { fold_in_lanes(share, reducer, acc, |item, acc| self(item, acc)) }
     }
 
-    /// Folds the kernel over every point of `share` into `acc`, with the handles bound.
+    /// Folds the kernel over every point of `share` into `acc`, with the handles bound; in
+    /// lanes as [`fold_bare`](Self::fold_bare).
     #[inline(never)]
-    unsafe fn fold_args<V, A: LaunchArgs, Sh: PointSet>(&self, prepared: &A::Prepared, share: Sh, acc: &mut V)
-    where
-        Self: for<'it> Fn((Sh::Point<'it>, A::Bound<'it>), &mut V),
+    unsafe fn fold_args<R: Reducer, A: LaunchArgs, Sh: PointSet>(
+        &self,
+        prepared: &A::Prepared,
+        share: Sh,
+        reducer: &R,
+        acc: &mut R::Value,
+    ) where
+        Self: for<'it> Fn((Sh::Point<'it>, A::Bound<'it>), &mut R::Value),
     {
         // SAFETY: as in `for_args`.
-        unsafe { share.visit(|item| self((item, A::bind(prepared)), acc)) }
+        unsafe {
+            fold_in_lanes(share, reducer, acc, |item, acc| {
+                self((item, A::bind(prepared)), acc)
+            })
+        }
     }
 
     /// Runs the scan kernel over every point of `share` from `partial` (no handles).
@@ -197,3 +255,30 @@ pub(crate) trait PointLoops: Sized {
 }
 
 impl<F> PointLoops for F {}
+
+/// Folds `fold` over every point of `share` into `acc`: through [`LANES`] partials, joined
+/// into `acc` in lane order, when the reducer is commutative and its value small; else
+/// straight into `acc`, in order.
+///
+/// # Safety
+///
+/// The [`PointSet::visit`] contract for `share`.
+#[inline(always)]
+unsafe fn fold_in_lanes<R: Reducer, Sh: PointSet>(
+    share: Sh,
+    reducer: &R,
+    acc: &mut R::Value,
+    mut fold: impl for<'it> FnMut(Sh::Point<'it>, &mut R::Value),
+) {
+    if size_of::<R::Value>() <= MAX_LANE_VALUE && reducer.is_commutative() {
+        let mut lanes: [R::Value; LANES] = std::array::from_fn(|_| reducer.init());
+        // SAFETY: the caller's contract.
+        unsafe { share.visit_lanes(|item, lane| fold(item, &mut lanes[lane])) };
+        for lane in lanes {
+            reducer.join(acc, lane);
+        }
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { share.visit(|item| fold(item, acc)) }
+    }
+}

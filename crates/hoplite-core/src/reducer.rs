@@ -181,6 +181,25 @@ pub trait Reducer: Send + Sync {
     /// an empty range (then to `init()`). Default: nothing.
     fn finalize(&self, _value: &mut Self::Value) {}
 
+    /// Whether the join is also commutative (`join(a, b)` and `join(b, a)` agree, as far as
+    /// the value's arithmetic does: floating-point sums are grouped differently, as across
+    /// threads). Then a backend may fold interleaved points into several partials and join
+    /// those in any order: a host point loop folds a range into a few independent lanes, so
+    /// that the fold is not bound by the latency of one chain of joins (a dot product runs at
+    /// the memory's speed). The library's `Sum`, `Prod`, `Min`, `Max`, `BAnd`, `BOr`, `LAnd`,
+    /// `LOr` and tuples of them say so. Default: `false`, so a reducer that is only
+    /// associative keeps the index-order joins. Saying `true` of a join that is not
+    /// commutative gives wrong values, never undefined behavior.
+    ///
+    /// ```
+    /// use hoplite_core::{MinLoc, Reducer, Sum};
+    /// assert!(Sum::<f64>::new().is_commutative() && !MinLoc::<f64>::new().is_commutative());
+    /// ```
+    #[inline]
+    fn is_commutative(&self) -> bool {
+        false
+    }
+
     /// The join as one device code applies itself, when it is one of those
     /// ([`DeviceJoin`]: the library's `Sum`, `Max`, `Min`, `Prod`, `BAnd`, `BOr`,
     /// `LAnd`, `LOr`): a device backend then joins a block's partials on the
@@ -220,6 +239,11 @@ impl<R: Reducer + ?Sized> Reducer for &R {
     fn device_join(&self) -> Option<DeviceJoin> {
         (**self).device_join()
     }
+
+    #[inline]
+    fn is_commutative(&self) -> bool {
+        (**self).is_commutative()
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -246,6 +270,11 @@ macro_rules! tuple_reducer {
             #[inline]
             fn finalize(&self, value: &mut Self::Value) {
                 $(self.$idx.finalize(&mut value.$idx);)+
+            }
+
+            #[inline]
+            fn is_commutative(&self) -> bool {
+                $(self.$idx.is_commutative())&&+
             }
         }
     };
@@ -550,6 +579,10 @@ phantom_reducer!(Sum);
 
 impl<T: SumValue> Reducer for Sum<T> {
     type Value = T;
+    #[inline(always)]
+    fn is_commutative(&self) -> bool {
+        true
+    }
 
     #[inline]
     fn init(&self) -> T {
@@ -583,6 +616,10 @@ phantom_reducer!(Prod);
 
 impl<T: ProdValue> Reducer for Prod<T> {
     type Value = T;
+    #[inline(always)]
+    fn is_commutative(&self) -> bool {
+        true
+    }
 
     #[inline]
     fn init(&self) -> T {
@@ -767,6 +804,10 @@ phantom_reducer!(Min);
 
 impl<T: MinMaxValue> Reducer for Min<T> {
     type Value = T;
+    #[inline(always)]
+    fn is_commutative(&self) -> bool {
+        true
+    }
 
     #[inline]
     fn init(&self) -> T {
@@ -806,6 +847,10 @@ phantom_reducer!(Max);
 
 impl<T: MinMaxValue> Reducer for Max<T> {
     type Value = T;
+    #[inline(always)]
+    fn is_commutative(&self) -> bool {
+        true
+    }
 
     #[inline]
     fn init(&self) -> T {
@@ -1325,6 +1370,10 @@ impl LAnd {
 
 impl Reducer for LAnd {
     type Value = bool;
+    #[inline(always)]
+    fn is_commutative(&self) -> bool {
+        true
+    }
 
     #[inline]
     fn init(&self) -> bool {
@@ -1356,6 +1405,10 @@ impl LOr {
 
 impl Reducer for LOr {
     type Value = bool;
+    #[inline(always)]
+    fn is_commutative(&self) -> bool {
+        true
+    }
 
     #[inline]
     fn init(&self) -> bool {
@@ -1392,6 +1445,10 @@ where
     T: BitIdentity + Copy + Send + BitAndAssign,
 {
     type Value = T;
+    #[inline(always)]
+    fn is_commutative(&self) -> bool {
+        true
+    }
 
     #[inline]
     fn init(&self) -> T {
@@ -1418,6 +1475,10 @@ where
     T: BitIdentity + Copy + Send + BitOrAssign,
 {
     type Value = T;
+    #[inline(always)]
+    fn is_commutative(&self) -> bool {
+        true
+    }
 
     #[inline]
     fn init(&self) -> T {
