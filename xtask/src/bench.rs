@@ -124,7 +124,8 @@ fn read_json(path: &Path) -> Result<Value, String> {
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Pairs each `<backend>-hoplite` with the other functions of its group, backend and size.
+/// Pairs each `<backend>-hoplite` with the other functions of its group, backend and size; in
+/// a group without one, each function with `<backend>-eager-closure` (launch styles).
 fn pair(found: &[Measurement]) -> Vec<Value> {
     let mut by_key: BTreeMap<(String, String, String), Vec<&Measurement>> = BTreeMap::new();
     for m in found {
@@ -136,19 +137,18 @@ fn pair(found: &[Measurement]) -> Vec<Value> {
     }
     let mut out = Vec::new();
     for ((group, backend, size), ms) in &by_key {
-        let Some(ours) = ms.iter().find(|m| m.function == format!("{backend}-hoplite")) else {
-            continue;
-        };
-        for base in ms.iter().filter(|m| m.function != ours.function) {
-            let baseline = base
-                .function
+        let style = |m: &Measurement| {
+            m.function
                 .strip_prefix(&format!("{backend}-"))
-                .unwrap_or(&base.function);
+                .unwrap_or(&m.function)
+                .to_owned()
+        };
+        let entry = |ours: &Measurement, base: &Measurement| {
             let mut entry = json!({
                 "bench": format!("{group} ({backend})"),
                 "size": size.parse::<u64>().map_or_else(|_| json!(size), |n| json!(n)),
                 "hoplite_ns": ours.median_ns,
-                "baseline": baseline,
+                "baseline": style(base),
                 "baseline_ns": base.median_ns,
                 "ratio": ours.median_ns / base.median_ns,
             });
@@ -156,24 +156,47 @@ fn pair(found: &[Measurement]) -> Vec<Value> {
                 entry["hoplite_gbps"] = json!(bytes / ours.median_ns);
                 entry["baseline_gbps"] = json!(bytes / base.median_ns);
             }
-            out.push(entry);
+            entry
+        };
+        if let Some(ours) = ms.iter().find(|m| m.function == format!("{backend}-hoplite")) {
+            for base in ms.iter().filter(|m| m.function != ours.function) {
+                out.push(entry(ours, base));
+            }
+        } else if let Some(base) = ms
+            .iter()
+            .find(|m| m.function == format!("{backend}-{STYLE_BASELINE}"))
+        {
+            // A launch-style group: every style against the eager closure.
+            for ours in ms.iter().filter(|m| m.function != base.function) {
+                let mut row = entry(ours, base);
+                row["function"] = json!(style(ours));
+                out.push(row);
+            }
         }
     }
     out
 }
+
+/// The baseline of the launch-style groups (`kernel-styles <kernel>`): each other function of
+/// such a group is a launch style of the same kernel, compared with the eager closure.
+const STYLE_BASELINE: &str = "eager-closure";
 
 fn print_table(summary: &[Value]) {
     println!("\n| bench | size | hoplite | baseline | baseline time | ratio | hoplite GB/s |");
     println!("|---|---:|---:|---|---:|---:|---:|");
     for e in summary {
         let ns = |k: &str| e.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+        let bench = match e.get("function").and_then(Value::as_str) {
+            Some(style) => format!("{} {style}", e["bench"].as_str().unwrap_or_default()),
+            None => e["bench"].as_str().unwrap_or_default().to_owned(),
+        };
         let gbps = e
             .get("hoplite_gbps")
             .and_then(Value::as_f64)
             .map_or_else(String::new, |g| format!("{g:.1}"));
         println!(
             "| {} | {} | {} | {} | {} | {:.3} | {} |",
-            e["bench"].as_str().unwrap_or_default(),
+            bench,
             e["size"],
             human(ns("hoplite_ns")),
             e["baseline"].as_str().unwrap_or_default(),
