@@ -666,10 +666,10 @@ impl UniqueTokenSpace for NumaSpace {
 }
 
 /// A kernel of a `NumaSpace` policy, handed to the rayon instance as a kernel of the same
-/// policy on it: the items (tokens, members) are the same types. It owns the kernel rather than
-/// borrowing it, so the rayon loops receive the kernel's captures behind their own `noalias`
-/// reference and keep them in registers across the kernel's stores (behind a second reference
-/// they were reloaded after every store, which cost a triad about 10%).
+/// policy on it: the items (tokens, members) and the shares are the same types. It forwards
+/// the share methods too, so the rayon backend's shares still run in the kernel's own point
+/// loop (`hoplite_core::point_loop`), with the kernel and its handles behind `noalias`
+/// references.
 struct Forward<K>(K);
 
 impl<K: ForKernel<RangePolicy<NumaSpace>>> ForKernel<RangePolicy<RayonSpace>> for Forward<K> {
