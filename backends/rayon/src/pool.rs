@@ -60,6 +60,9 @@ pub(crate) trait Job: Sync {
 
 /// Runs `rank` of `job`, returning its panic if it panicked (after calling `abort`).
 pub(crate) fn run_participant<J: Job + ?Sized>(job: &J, rank: usize) -> Option<Payload> {
+    // Unique tokens look first at the id of the thread's rank: the threads of one launch
+    // then take and give back ids on cache lines of their own.
+    let _preferred = hoplite_core::unique_token::prefer_id(rank);
     match catch_unwind(AssertUnwindSafe(|| job.run(rank))) {
         Ok(()) => None,
         Err(payload) => {

@@ -3,10 +3,11 @@
 //! A kernel that needs per-thread state (a private accumulator row, a random-number stream)
 //! acquires an id in `[0, size)`, uses the slot of that id, and releases it.
 
+use std::cell::Cell;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::Backoff;
 
@@ -206,17 +207,97 @@ impl<T: UniqueToken> fmt::Debug for TokenGuard<'_, T> {
     }
 }
 
-/// A lock-free pool of ids `[0, size)`: one bit per id, claimed with compare-and-swap.
+/// A lock-free pool of ids `[0, size)`, claimed with an atomic read-modify-write.
 ///
 /// Host backends use it for their tokens. Clones share the pool.
+///
+/// Each thread looks first at an id of its own ([`prefer_id`]: a backend names a thread's rank
+/// in its team while it runs a share; other threads get distinct ids in turn), and a pool of
+/// at most 256 ids keeps every id on a cache line of its own: threads that take and give back
+/// their own ids touch only lines no other thread writes, so the documented histogram idiom
+/// (`let id = tokens.guard();` per element) costs an uncontended atomic per element instead of
+/// a cache line passed between cores. Larger pools keep one bit per id.
 #[derive(Clone)]
 pub struct TokenPool {
     inner: Arc<PoolInner>,
 }
 
+/// Pools of at most this many ids keep each id on a cache line of its own.
+const SPREAD_MAX: usize = 256;
+
+/// One id of a spread pool, alone on its cache lines (128 bytes: adjacent-line prefetch pairs
+/// lines).
+#[repr(align(128))]
+struct SpreadId(AtomicBool);
+
+enum Ids {
+    /// One id per cache line (small pools).
+    Spread(Box<[SpreadId]>),
+    /// One bit per id.
+    Packed(Box<[AtomicU64]>),
+}
+
 struct PoolInner {
     size: usize,
-    words: Box<[AtomicU64]>,
+    ids: Ids,
+}
+
+thread_local! {
+    /// The id this thread looks at first, `usize::MAX` until it is given one.
+    static PREFERRED: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// Hands threads without a preferred id distinct ones, in turn.
+static NEXT_PREFERRED: AtomicUsize = AtomicUsize::new(0);
+
+/// The id the calling thread looks at first (modulo a pool's size).
+#[inline]
+fn preferred_id() -> usize {
+    let id = PREFERRED.get();
+    if id != usize::MAX {
+        return id;
+    }
+    let id = NEXT_PREFERRED.fetch_add(1, Ordering::Relaxed) % (usize::MAX / 2);
+    PREFERRED.set(id);
+    id
+}
+
+/// Makes `id` the calling thread's preferred token id until the guard drops (the previous
+/// preference comes back then). A hint only: it decides where [`TokenPool`] looks first, never
+/// which ids are free. Host backends call it with a thread's rank while it runs its share of a
+/// launch, so the threads of one launch prefer different ids.
+///
+/// ```
+/// use hoplite_core::unique_token::prefer_id;
+/// use hoplite_core::{TokenPool, UniqueToken};
+/// let pool = TokenPool::new(4, "Example")?;
+/// let _rank = prefer_id(2);
+/// assert_eq!(pool.acquire(), 2);
+/// assert_ne!(pool.acquire(), 2, "2 is held: another free id");
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+pub fn prefer_id(id: usize) -> PreferredId {
+    PreferredId {
+        previous: PREFERRED.replace(id),
+    }
+}
+
+/// Restores the calling thread's previous preferred token id on drop; see [`prefer_id`].
+#[must_use = "the preference lasts as long as the guard"]
+pub struct PreferredId {
+    previous: usize,
+}
+
+impl Drop for PreferredId {
+    fn drop(&mut self) {
+        PREFERRED.set(self.previous);
+    }
+}
+
+impl fmt::Debug for PreferredId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreferredId").finish_non_exhaustive()
+    }
 }
 
 impl TokenPool {
@@ -229,31 +310,36 @@ impl TokenPool {
                 reason: "a unique token needs at least one id".to_owned(),
             });
         }
-        let words = size.div_ceil(64);
-        let Some(words) = crate::team::zeroed_words(words) else {
-            return Err(Error::InvalidTokenSize {
-                requested: size,
-                space,
-                reason: format!(
-                    "a pool of {size} ids needs {} bytes, which could not be allocated",
-                    size.div_ceil(64).saturating_mul(8)
-                ),
-            });
+        let ids = if size <= SPREAD_MAX {
+            Ids::Spread((0..size).map(|_| SpreadId(AtomicBool::new(false))).collect())
+        } else {
+            let words = size.div_ceil(64);
+            let Some(words) = crate::team::zeroed_words(words) else {
+                return Err(Error::InvalidTokenSize {
+                    requested: size,
+                    space,
+                    reason: format!(
+                        "a pool of {size} ids needs {} bytes, which could not be allocated",
+                        size.div_ceil(64).saturating_mul(8)
+                    ),
+                });
+            };
+            Ids::Packed(words)
         };
         Ok(TokenPool {
-            inner: Arc::new(PoolInner { size, words }),
+            inner: Arc::new(PoolInner { size, ids }),
         })
     }
 
     /// Number of ids currently held.
     pub fn live(&self) -> usize {
-        let ones: u32 = self
-            .inner
-            .words
-            .iter()
-            .map(|w| w.load(Ordering::Relaxed).count_ones())
-            .sum();
-        ones as usize
+        match &self.inner.ids {
+            Ids::Spread(ids) => ids.iter().filter(|id| id.0.load(Ordering::Relaxed)).count(),
+            Ids::Packed(words) => {
+                let ones: u32 = words.iter().map(|w| w.load(Ordering::Relaxed).count_ones()).sum();
+                ones as usize
+            }
+        }
     }
 
     /// Claims `id` if it is free (for a backend whose threads prefer an id of their own).
@@ -267,23 +353,34 @@ impl TokenPool {
     /// pool.release(2);
     /// # Ok::<(), hoplite_core::Error>(())
     /// ```
+    #[inline]
     pub fn try_claim(&self, id: usize) -> bool {
         if id >= self.inner.size {
             return false;
         }
-        let mask = 1u64 << (id % 64);
-        self.inner.words[id / 64].fetch_or(mask, Ordering::Acquire) & mask == 0
+        match &self.inner.ids {
+            // A held id is seen without writing its line.
+            Ids::Spread(ids) => {
+                !ids[id].0.load(Ordering::Relaxed) && !ids[id].0.swap(true, Ordering::Acquire)
+            }
+            Ids::Packed(words) => {
+                let mask = 1u64 << (id % 64);
+                words[id / 64].fetch_or(mask, Ordering::Acquire) & mask == 0
+            }
+        }
     }
 
-    /// Claims the lowest free id in `ids` (clipped to the pool's size), if any.
+    /// Claims a free id in `ids` (clipped to the pool's size), if any: the calling thread's
+    /// preferred id when it lies in `ids` and is free, else the lowest free one from there on,
+    /// wrapping around.
     ///
     /// ```
     /// use hoplite_core::{TokenPool, UniqueToken};
     /// let pool = TokenPool::new(8, "Example")?;
-    /// assert_eq!(pool.try_acquire_in(4..8), Some(4));
-    /// assert_eq!(pool.try_acquire_in(4..8), Some(5));
-    /// assert_eq!(pool.try_acquire_in(7..20), Some(7));
-    /// assert_eq!(pool.try_acquire_in(7..20), None);
+    /// let a = pool.try_acquire_in(4..8).expect("free");
+    /// let b = pool.try_acquire_in(4..8).expect("free");
+    /// assert!(a != b && (4..8).contains(&a) && (4..8).contains(&b));
+    /// assert_eq!(pool.try_acquire_in(7..20).map(|id| id >= 4), Some(true));
     /// # Ok::<(), hoplite_core::Error>(())
     /// ```
     pub fn try_acquire_in(&self, ids: Range<usize>) -> Option<usize> {
@@ -291,37 +388,49 @@ impl TokenPool {
         if lo >= hi {
             return None;
         }
-        for w in lo / 64..=(hi - 1) / 64 {
-            let first = (w * 64).max(lo);
-            let last = ((w + 1) * 64).min(hi);
-            // The bits of ids `first..last` in word `w`.
-            let width = last - first;
-            let mask = if width == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << width) - 1) << (first - w * 64)
-            };
-            let word = &self.inner.words[w];
-            let mut current = word.load(Ordering::Relaxed);
-            loop {
-                let free = !current & mask;
-                if free == 0 {
-                    break;
-                }
-                let bit = free.trailing_zeros();
-                match word.compare_exchange_weak(
-                    current,
-                    current | (1 << bit),
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return Some(w * 64 + bit as usize),
-                    Err(now) => current = now,
-                }
+        let start = lo + preferred_id() % (hi - lo);
+        match &self.inner.ids {
+            Ids::Spread(_) => (start..hi).chain(lo..start).find(|&id| self.try_claim(id)),
+            Ids::Packed(words) => claim_packed(words, start, hi).or_else(|| claim_packed(words, lo, start)),
+        }
+    }
+}
+
+/// Claims the lowest free id in `lo..hi` of a packed pool.
+fn claim_packed(words: &[AtomicU64], lo: usize, hi: usize) -> Option<usize> {
+    if lo >= hi {
+        return None;
+    }
+    let last_word = (hi - 1) / 64;
+    for (w, word) in words.iter().enumerate().take(last_word + 1).skip(lo / 64) {
+        let first = (w * 64).max(lo);
+        let last = ((w + 1) * 64).min(hi);
+        // The bits of ids `first..last` in word `w`.
+        let width = last - first;
+        let mask = if width == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << width) - 1) << (first - w * 64)
+        };
+        let mut current = word.load(Ordering::Relaxed);
+        loop {
+            let free = !current & mask;
+            if free == 0 {
+                break;
+            }
+            let bit = free.trailing_zeros();
+            match word.compare_exchange_weak(
+                current,
+                current | (1 << bit),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(w * 64 + bit as usize),
+                Err(now) => current = now,
             }
         }
-        None
     }
+    None
 }
 
 impl UniqueToken for TokenPool {
@@ -329,19 +438,38 @@ impl UniqueToken for TokenPool {
         self.inner.size
     }
 
+    #[inline]
     fn try_acquire(&self) -> Option<usize> {
-        self.try_acquire_in(0..self.inner.size)
+        // The preferred id first, without the range arithmetic.
+        let size = self.inner.size;
+        let home = preferred_id() % size;
+        if self.try_claim(home) {
+            return Some(home);
+        }
+        self.try_acquire_in(0..size)
     }
 
+    #[inline]
     fn release(&self, id: usize) {
         assert!(
             id < self.inner.size,
             "unique token id {id} is out of range 0..{}",
             self.inner.size
         );
-        let mask = 1u64 << (id % 64);
-        let before = self.inner.words[id / 64].fetch_and(!mask, Ordering::Release);
-        assert!(before & mask != 0, "unique token id {id} released but not held");
+        let held = match &self.inner.ids {
+            Ids::Spread(ids) => {
+                // Only the holder gives an id back, so a load and a store suffice (no locked
+                // instruction): a second release of the same id is seen here as a free id.
+                let held = ids[id].0.load(Ordering::Relaxed);
+                ids[id].0.store(false, Ordering::Release);
+                held
+            }
+            Ids::Packed(words) => {
+                let mask = 1u64 << (id % 64);
+                words[id / 64].fetch_and(!mask, Ordering::Release) & mask != 0
+            }
+        };
+        assert!(held, "unique token id {id} released but not held");
     }
 }
 
@@ -360,14 +488,17 @@ mod tests {
 
     #[test]
     fn pool_hands_out_each_id_once_until_released() {
-        let pool = TokenPool::new(70, "test").expect("size 70");
-        let mut ids: Vec<usize> = (0..70).map(|_| pool.try_acquire().expect("free id")).collect();
-        assert_eq!(pool.try_acquire(), None);
-        ids.sort_unstable();
-        assert_eq!(ids, (0..70).collect::<Vec<_>>());
-        pool.release(65);
-        assert_eq!(pool.try_acquire(), Some(65));
-        assert_eq!(pool.live(), 70);
+        // 70 ids: a spread pool; 700: a packed one.
+        for size in [70, 700] {
+            let pool = TokenPool::new(size, "test").expect("pool");
+            let mut ids: Vec<usize> = (0..size).map(|_| pool.try_acquire().expect("free id")).collect();
+            assert_eq!(pool.try_acquire(), None);
+            ids.sort_unstable();
+            assert_eq!(ids, (0..size).collect::<Vec<_>>());
+            pool.release(65);
+            assert_eq!(pool.try_acquire(), Some(65));
+            assert_eq!(pool.live(), size);
+        }
         assert!(matches!(
             TokenPool::new(0, "x"),
             Err(Error::InvalidTokenSize { requested: 0, .. })
@@ -376,21 +507,50 @@ mod tests {
 
     #[test]
     fn ranges_and_claims_cover_word_boundaries() {
-        let pool = TokenPool::new(130, "Test").expect("pool");
-        let high: Vec<usize> = (0..65)
-            .map(|_| pool.try_acquire_in(65..130).expect("free"))
-            .collect();
-        assert_eq!(high, (65..130).collect::<Vec<_>>());
-        assert_eq!(pool.try_acquire_in(65..130), None);
-        assert!(pool.try_claim(3));
-        assert!(!pool.try_claim(3));
-        assert!(!pool.try_claim(130), "out of range");
-        assert_eq!(pool.try_acquire_in(0..65), Some(0));
-        assert_eq!(pool.try_acquire_in(63..65), Some(63));
-        assert_eq!(pool.try_acquire_in(63..65), Some(64));
-        assert_eq!(pool.try_acquire_in(63..65), None);
-        assert_eq!(pool.try_acquire_in(9..9), None);
-        assert_eq!(pool.live(), 65 + 1 + 3);
+        // 130 ids: spread; 1030: packed, with ranges across 64-bit words.
+        for size in [130, 1030] {
+            let pool = TokenPool::new(size, "Test").expect("pool");
+            let mut high: Vec<usize> = (0..65)
+                .map(|_| pool.try_acquire_in(65..130).expect("free"))
+                .collect();
+            high.sort_unstable();
+            assert_eq!(high, (65..130).collect::<Vec<_>>());
+            assert_eq!(pool.try_acquire_in(65..130), None);
+            assert!(pool.try_claim(3));
+            assert!(!pool.try_claim(3));
+            assert!(!pool.try_claim(size), "out of range");
+            assert!(pool.try_acquire_in(0..65).is_some_and(|id| id < 65 && id != 3));
+            let mut edge = [pool.try_acquire_in(63..65), pool.try_acquire_in(63..65)];
+            edge.sort_unstable();
+            if edge.contains(&None) {
+                // The pick from 0..65 may have taken 63 or 64.
+                assert_eq!(pool.try_acquire_in(63..65), None);
+            } else {
+                assert_eq!(edge, [Some(63), Some(64)]);
+                assert_eq!(pool.try_acquire_in(63..65), None);
+            }
+            assert_eq!(pool.try_acquire_in(9..9), None);
+            assert!(pool.live() >= 65 + 1 + 2);
+        }
+    }
+
+    #[test]
+    fn a_thread_gets_its_preferred_id_while_it_is_free() {
+        for size in [4, 300] {
+            let pool = TokenPool::new(size, "test").expect("pool");
+            let _rank = prefer_id(3);
+            assert_eq!(pool.acquire(), 3);
+            let other = pool.acquire();
+            assert_ne!(other, 3);
+            pool.release(3);
+            assert_eq!(pool.acquire(), 3, "free again");
+            {
+                let _inner = prefer_id(size + 1);
+                assert_eq!(pool.acquire(), 1, "preferences wrap around the size");
+            }
+            pool.release(3);
+            assert_eq!(pool.acquire(), 3, "the outer preference is back");
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! bench` pairs each hoplite measurement with its baselines.
 
 use std::hint::black_box;
+use std::sync::atomic::Ordering;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hoplite::prelude::*;
@@ -366,6 +367,62 @@ fn mdrange_uneven(c: &mut Criterion) {
     group.finish();
 }
 
+/// Samples of the histogram benchmark, and its bins.
+const SAMPLES: usize = 10_000_000;
+const BINS: usize = 256;
+
+/// The bin of sample `i`: a cheap hash, so every bin is hit.
+#[inline(always)]
+fn bin_of(i: usize) -> usize {
+    (i.wrapping_mul(0x9e37_79b9) >> 7) % BINS
+}
+
+/// A histogram of 10^7 samples into 256 bins on rayon, two ways: the documented unique-token
+/// idiom (`let id = tokens.guard();` per sample, then a plain update of the row of that id)
+/// as `rayon-hoplite`, against an array reduction (`Sum::<[u64; 256]>`) and the serial loop.
+fn histogram(c: &mut Criterion) {
+    let mut group = c.benchmark_group("histogram-tokens");
+    group.sample_size(10);
+    let space = RayonSpace::default();
+    let tokens = space.unique_token();
+    let rows: Vec<std::sync::atomic::AtomicU64> = (0..tokens.size() * BINS)
+        .map(|_| std::sync::atomic::AtomicU64::new(0))
+        .collect();
+    group.bench_function(BenchmarkId::new("rayon-hoplite", SAMPLES), |b| {
+        b.iter(|| {
+            parallel_for("histogram", RangePolicy::new(space.clone(), 0..SAMPLES), |i| {
+                let id = tokens.guard();
+                // The row is this id's alone while the guard lives: a load and a store.
+                let cell = &rows[*id * BINS + bin_of(*i)];
+                cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            })
+            .expect("histogram");
+            black_box(&rows);
+        })
+    });
+    group.bench_function(BenchmarkId::new("rayon-sum-array", SAMPLES), |b| {
+        b.iter(|| {
+            parallel_reduce(
+                "histogram",
+                RangePolicy::new(space.clone(), 0..SAMPLES),
+                |i, acc: &mut [u64; BINS]| acc[bin_of(*i)] += 1,
+                Sum::new(),
+            )
+            .expect("histogram")
+        })
+    });
+    group.bench_function(BenchmarkId::new("rayon-serial-loop", SAMPLES), |b| {
+        b.iter(|| {
+            let mut counts = [0u64; BINS];
+            for i in 0..black_box(SAMPLES) {
+                counts[bin_of(i)] += 1;
+            }
+            counts
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     triad,
@@ -374,6 +431,7 @@ criterion_group!(
     stencil,
     scan,
     deterministic,
-    mdrange_uneven
+    mdrange_uneven,
+    histogram
 );
 criterion_main!(benches);
