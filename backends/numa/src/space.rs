@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
-use hoplite_core::point_loop::PointPolicy;
+use hoplite_core::point_loop::{PointPolicy, TeamShare};
 use hoplite_core::{
     ExecutionSpace, ForKernel, Idx, LayoutRight, MDRangePolicy, MdIdx, ParallelFor, ParallelReduce,
     ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel, ScanValue, TeamPolicy, TokenPool,
@@ -751,12 +751,30 @@ impl<K: ForKernel<TeamPolicy<NumaSpace>>> ForKernel<TeamPolicy<RayonSpace>> for 
     fn call<'it>(&self, item: &'it RayonTeamMember<'it>) {
         self.0.call(item);
     }
+
+    #[inline(always)]
+    unsafe fn run_teams<T>(&self, teams: T)
+    where
+        T: for<'it> TeamShare<Member<'it> = &'it RayonTeamMember<'it>>,
+    {
+        // SAFETY: the teams are the rayon launch's, of the same members (the caller's contract).
+        unsafe { self.0.run_teams(teams) }
+    }
 }
 
 impl<V, K: ReduceKernel<TeamPolicy<NumaSpace>, V>> ReduceKernel<TeamPolicy<RayonSpace>, V> for Forward<K> {
     #[inline(always)]
     fn call<'it>(&self, item: &'it RayonTeamMember<'it>, acc: &mut V) {
         self.0.call(item, acc);
+    }
+
+    #[inline(always)]
+    unsafe fn fold_teams<T, R: Reducer<Value = V>>(&self, teams: T, reducer: &R) -> Vec<(usize, V)>
+    where
+        T: for<'it> TeamShare<Member<'it> = &'it RayonTeamMember<'it>>,
+    {
+        // SAFETY: as in `run_teams`.
+        unsafe { self.0.fold_teams(teams, reducer) }
     }
 }
 

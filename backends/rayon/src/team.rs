@@ -34,6 +34,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
+use hoplite_core::point_loop::TeamShare;
 use hoplite_core::{
     ExecutionPolicy, ForKernel, Idx, NestedLevel, ReduceKernel, Reducer, Result, SCRATCH_LEVELS, ScanValue,
     Schedule, ScratchBuffer, ScratchPad, TeamMember, TeamPolicy,
@@ -292,6 +293,9 @@ impl TeamLaunch {
     /// Runs participant `rank`'s teams, calling `visit(key, member)` per team; `key` is the
     /// first league chunk of the contiguous run the team belongs to (results with equal keys
     /// may be folded together).
+    // Inlined into the kernel's own team loop (`hoplite_core::point_loop`), so that the
+    // kernel's body is compiled with the loop that makes its members.
+    #[inline(always)]
     fn drive(&self, rank: usize, mut visit: impl FnMut(usize, &RayonTeamMember<'_>)) {
         let t = self.team_size;
         let (g, team_rank) = (rank / t, rank % t);
@@ -353,9 +357,34 @@ struct ForJob<'a, F> {
     kernel: &'a F,
 }
 
+/// One participant's teams of a launch, as the kernel's team loop walks them.
+struct Participant<'a> {
+    launch: &'a TeamLaunch,
+    rank: usize,
+}
+
+// SAFETY: `drive` makes each member once per launch, for the participant's rank and its own
+// teams, on this thread (the `RayonTeamMember` contract is argued at its impl).
+unsafe impl<'a> TeamShare for Participant<'a> {
+    type Member<'it> = &'it RayonTeamMember<'it>;
+
+    #[inline(always)]
+    unsafe fn visit<V>(self, mut visit: V)
+    where
+        V: for<'it> FnMut(usize, &'it RayonTeamMember<'it>),
+    {
+        self.launch.drive(self.rank, |key, member| visit(key, member));
+    }
+}
+
 impl<K: ForKernel<Tp>> Job for ForJob<'_, K> {
     fn run(&self, rank: usize) {
-        self.launch.drive(rank, |_, member| self.kernel.call(member));
+        let teams = Participant {
+            launch: self.launch,
+            rank,
+        };
+        // SAFETY: each rank's teams go to this one participant, on this thread.
+        unsafe { self.kernel.run_teams(teams) };
     }
 
     fn abort(&self, rank: usize) {
@@ -379,15 +408,12 @@ where
     F: ReduceKernel<Tp, R::Value>,
 {
     fn run(&self, rank: usize) {
-        let mut partials: Partials<R::Value> = Vec::new();
-        self.launch.drive(rank, |key, member| {
-            if partials.last().map(|p| p.0) != Some(key) {
-                partials.push((key, self.reducer.init()));
-            }
-            if let Some((_, acc)) = partials.last_mut() {
-                self.kernel.call(member, acc);
-            }
-        });
+        let teams = Participant {
+            launch: self.launch,
+            rank,
+        };
+        // SAFETY: as in `ForJob::run`.
+        let partials: Partials<R::Value> = unsafe { self.kernel.fold_teams(teams, self.reducer) };
         self.slots[rank].put(partials);
     }
 

@@ -20,6 +20,7 @@ use std::ops::Range;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use hoplite_core::point_loop::TeamShare;
 use hoplite_core::{
     ExecutionPolicy, ExecutionSpace, ForKernel, HostSpace, Idx, LayoutRight, MDRangePolicy, NestedLevel,
     ParallelFor, ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, SCRATCH_LEVELS,
@@ -326,40 +327,70 @@ impl<const R: usize> SerialPolicy for MDRangePolicy<Serial, R> {
     }
 }
 
-/// Calls `visit` once per team of `policy`'s league, in order, on this thread. Fails only
-/// before the first call (team scratch memory that cannot be allocated).
-fn visit_teams<V>(policy: &TeamPolicy<Serial>, label: &str, mut visit: V) -> Result<()>
-where
-    V: for<'it> FnMut(&'it SerialTeamMember<'it>),
-{
-    // One team at a time: one region per level, made of the team part and the part of
-    // the team's only thread.
-    let mut buffers: [(ScratchBuffer, usize); SCRATCH_LEVELS] = Default::default();
-    for (level, (buffer, team_words)) in buffers.iter_mut().enumerate() {
-        let (team, thread) = policy.scratch_size(level);
-        *team_words = team.div_ceil(8);
-        let bytes = (*team_words * 8).saturating_add(thread);
-        *buffer = ScratchBuffer::try_new(label, "Serial", bytes)?;
+/// The scratch of a serial team launch: one region per level, made of the team part and the
+/// part of the team's only thread (one team at a time).
+struct TeamScratch {
+    buffers: [(ScratchBuffer, usize); SCRATCH_LEVELS],
+}
+
+impl TeamScratch {
+    /// The scratch `policy` asks for. Fails when it cannot be allocated.
+    fn new(policy: &TeamPolicy<Serial>, label: &str) -> Result<Self> {
+        let mut buffers: [(ScratchBuffer, usize); SCRATCH_LEVELS] = Default::default();
+        for (level, (buffer, team_words)) in buffers.iter_mut().enumerate() {
+            let (team, thread) = policy.scratch_size(level);
+            *team_words = team.div_ceil(8);
+            let bytes = (*team_words * 8).saturating_add(thread);
+            *buffer = ScratchBuffer::try_new(label, "Serial", bytes)?;
+        }
+        Ok(TeamScratch { buffers })
     }
-    for league_rank in 0..policy.league_size() {
-        let member = SerialTeamMember {
-            league_rank,
-            league_size: policy.league_size(),
-            team_scratch: std::array::from_fn(|l| {
-                ScratchPad::with_level(&buffers[l].0.words()[..buffers[l].1], l)
-            }),
-            thread_scratch: std::array::from_fn(|l| {
-                ScratchPad::with_level(&buffers[l].0.words()[buffers[l].1..], l)
-            }),
-        };
-        visit(&member);
+}
+
+/// Every team of a serial team launch, in league order, as the kernel's team loop walks
+/// them (one key: a reduction keeps one partial).
+struct SerialTeams<'a> {
+    league_size: usize,
+    scratch: &'a TeamScratch,
+}
+
+// SAFETY: one member per league rank, made here, on this thread, one team at a time
+// (`SerialTeamMember`'s contract is argued at its impl).
+unsafe impl TeamShare for SerialTeams<'_> {
+    type Member<'it> = &'it SerialTeamMember<'it>;
+
+    #[inline(always)]
+    unsafe fn visit<V>(self, mut visit: V)
+    where
+        V: for<'it> FnMut(usize, &'it SerialTeamMember<'it>),
+    {
+        let buffers = &self.scratch.buffers;
+        for league_rank in 0..self.league_size {
+            let member = SerialTeamMember {
+                league_rank,
+                league_size: self.league_size,
+                team_scratch: std::array::from_fn(|l| {
+                    ScratchPad::with_level(&buffers[l].0.words()[..buffers[l].1], l)
+                }),
+                thread_scratch: std::array::from_fn(|l| {
+                    ScratchPad::with_level(&buffers[l].0.words()[buffers[l].1..], l)
+                }),
+            };
+            visit(0, &member);
+        }
     }
-    Ok(())
 }
 
 impl SerialPolicy for TeamPolicy<Serial> {
     fn run_all<K: ForKernel<Self>>(&self, _internal: Internal, label: &str, kernel: &K) -> Result<()> {
-        visit_teams(self, label, |member| kernel.call(member))
+        let scratch = TeamScratch::new(self, label)?;
+        let teams = SerialTeams {
+            league_size: self.league_size(),
+            scratch: &scratch,
+        };
+        // SAFETY: the whole league goes to this one call, on this thread.
+        unsafe { kernel.run_teams(teams) };
+        Ok(())
     }
 
     fn fold_all<Red: Reducer, K: ReduceKernel<Self, Red::Value>>(
@@ -367,10 +398,19 @@ impl SerialPolicy for TeamPolicy<Serial> {
         _internal: Internal,
         label: &str,
         kernel: &K,
-        _reducer: &Red,
+        reducer: &Red,
         acc: &mut Red::Value,
     ) -> Result<()> {
-        visit_teams(self, label, |member| kernel.call(member, acc))
+        let scratch = TeamScratch::new(self, label)?;
+        let teams = SerialTeams {
+            league_size: self.league_size(),
+            scratch: &scratch,
+        };
+        // SAFETY: as in `run_all`.
+        for (_, partial) in unsafe { kernel.fold_teams(teams, reducer) } {
+            reducer.join(acc, partial);
+        }
+        Ok(())
     }
 }
 

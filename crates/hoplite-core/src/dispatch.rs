@@ -18,7 +18,7 @@ use std::ops::Add;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::error::{Error, Result};
-use crate::point_loop::{PointLoops, PointPolicy, PointSet};
+use crate::point_loop::{PointLoops, PointPolicy, PointSet, TeamShare};
 use crate::policy::{ExecutionPolicy, MDRangePolicy, RangePolicy, TeamPolicy};
 use crate::reducer::{Reducer, ReductionIdentity};
 use crate::space::ExecutionSpace;
@@ -64,6 +64,24 @@ pub trait ForKernel<P: ExecutionPolicy>: Send + Sync {
         // SAFETY: the caller's contract.
         unsafe { share.visit(|item| self.call(item)) }
     }
+
+    /// Runs the kernel for every team of `teams` on this thread: how a host backend runs its
+    /// share of a team launch. The kernels launches make run in their own loop (see
+    /// [`point_loop`](crate::point_loop)); the provided body calls [`call`](Self::call) per
+    /// team.
+    ///
+    /// # Safety
+    ///
+    /// The [`TeamShare::visit`] contract: `teams` is this thread's part of the launch of this
+    /// kernel, handed to this call alone.
+    #[inline(always)]
+    unsafe fn run_teams<T>(&self, teams: T)
+    where
+        T: for<'it> TeamShare<Member<'it> = P::Item<'it>>,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { teams.visit(|_, member| self.call(member)) }
+    }
 }
 
 impl<P: ExecutionPolicy, F> ForKernel<P> for F
@@ -98,6 +116,22 @@ pub trait ReduceKernel<P: ExecutionPolicy, V>: Send + Sync {
         let _ = reducer;
         // SAFETY: the caller's contract.
         unsafe { share.visit(|item| self.call(item, acc)) }
+    }
+
+    /// Folds the kernel over every team of `teams` on this thread, one partial per key of the
+    /// share, each started from `reducer.init()`, in the order the keys come (see
+    /// [`ForKernel::run_teams`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`ForKernel::run_teams`].
+    #[inline(always)]
+    unsafe fn fold_teams<T, R: Reducer<Value = V>>(&self, teams: T, reducer: &R) -> Vec<(usize, V)>
+    where
+        T: for<'it> TeamShare<Member<'it> = P::Item<'it>>,
+    {
+        // SAFETY: the caller's contract.
+        unsafe { crate::point_loop::fold_teams(teams, reducer, |member, acc| self.call(member, acc)) }
     }
 }
 
@@ -332,6 +366,49 @@ pub trait LaunchSpec {
         // SAFETY: the caller's contract.
         unsafe { share.visit(|item| kernel(Self::item(item, Self::Args::bind(prepared)), partial, is_final)) }
     }
+
+    /// Calls `kernel` for every team of `teams` with the handles bound: the team loop of a
+    /// launch of this shape (see [`run_share`](Self::run_share)).
+    ///
+    /// # Safety
+    ///
+    /// `prepared` as for [`run_share`](Self::run_share); the [`TeamShare::visit`] contract
+    /// holds for `teams`.
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn run_teams<F, T>(kernel: &F, prepared: &<Self::Args as LaunchArgs>::Prepared, teams: T)
+    where
+        T: for<'it> TeamShare<Member<'it> = <Self::Policy as ExecutionPolicy>::Item<'it>>,
+        F: for<'it> Fn(Self::Item<'it>),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { teams.visit(|_, member| kernel(Self::item(member, Self::Args::bind(prepared)))) }
+    }
+
+    /// As [`run_teams`](Self::run_teams), folding one partial per key of `teams`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`run_teams`](Self::run_teams).
+    #[doc(hidden)]
+    #[inline(always)]
+    unsafe fn fold_teams<F, T, R: Reducer>(
+        kernel: &F,
+        prepared: &<Self::Args as LaunchArgs>::Prepared,
+        teams: T,
+        reducer: &R,
+    ) -> Vec<(usize, R::Value)>
+    where
+        T: for<'it> TeamShare<Member<'it> = <Self::Policy as ExecutionPolicy>::Item<'it>>,
+        F: for<'it> Fn(Self::Item<'it>, &mut R::Value),
+    {
+        // SAFETY: the caller's contract.
+        unsafe {
+            crate::point_loop::fold_teams(teams, reducer, |member, acc| {
+                kernel(Self::item(member, Self::Args::bind(prepared)), acc)
+            })
+        }
+    }
 }
 
 impl<P: ExecutionPolicy> LaunchSpec for P {
@@ -386,6 +463,31 @@ impl<P: ExecutionPolicy> LaunchSpec for P {
     {
         // SAFETY: the caller's contract.
         unsafe { PointLoops::scan_bare::<T, P::Share>(kernel, share, partial, is_final) }
+    }
+
+    #[inline(always)]
+    unsafe fn run_teams<F, T>(kernel: &F, _prepared: &(), teams: T)
+    where
+        T: for<'it> TeamShare<Member<'it> = P::Item<'it>>,
+        F: for<'it> Fn(P::Item<'it>),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::teams_bare::<T>(kernel, teams) }
+    }
+
+    #[inline(always)]
+    unsafe fn fold_teams<F, T, R: Reducer>(
+        kernel: &F,
+        _prepared: &(),
+        teams: T,
+        reducer: &R,
+    ) -> Vec<(usize, R::Value)>
+    where
+        T: for<'it> TeamShare<Member<'it> = P::Item<'it>>,
+        F: for<'it> Fn(P::Item<'it>, &mut R::Value),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::fold_teams_bare::<R, T>(kernel, teams, reducer) }
     }
 }
 
@@ -447,6 +549,31 @@ impl<P: ExecutionPolicy, A: LaunchArgs> LaunchSpec for (P, A) {
         // SAFETY: the caller's contract.
         unsafe { PointLoops::scan_args::<T, A, P::Share>(kernel, prepared, share, partial, is_final) }
     }
+
+    #[inline(always)]
+    unsafe fn run_teams<F, T>(kernel: &F, prepared: &A::Prepared, teams: T)
+    where
+        T: for<'it> TeamShare<Member<'it> = P::Item<'it>>,
+        F: for<'it> Fn((P::Item<'it>, A::Bound<'it>)),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::teams_args::<A, T>(kernel, prepared, teams) }
+    }
+
+    #[inline(always)]
+    unsafe fn fold_teams<F, T, R: Reducer>(
+        kernel: &F,
+        prepared: &A::Prepared,
+        teams: T,
+        reducer: &R,
+    ) -> Vec<(usize, R::Value)>
+    where
+        T: for<'it> TeamShare<Member<'it> = P::Item<'it>>,
+        F: for<'it> Fn((P::Item<'it>, A::Bound<'it>), &mut R::Value),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { PointLoops::fold_teams_args::<R, A, T>(kernel, prepared, teams, reducer) }
+    }
 }
 
 /// A user kernel with the launch's prepared handles: binds them for every iteration it runs.
@@ -493,6 +620,15 @@ where
         // SAFETY: the caller's contract, and the `BoundKernel` one for `prepared` (see `item`).
         unsafe { L::run_share(self.kernel, &self.prepared, share) }
     }
+
+    #[inline(always)]
+    unsafe fn run_teams<T>(&self, teams: T)
+    where
+        T: for<'it> TeamShare<Member<'it> = <L::Policy as ExecutionPolicy>::Item<'it>>,
+    {
+        // SAFETY: as in `run_share`.
+        unsafe { L::run_teams(self.kernel, &self.prepared, teams) }
+    }
 }
 
 impl<L, F, V> ReduceKernel<L::Policy, V> for BoundKernel<'_, L, F>
@@ -516,6 +652,15 @@ where
     {
         // SAFETY: as in `run_share`.
         unsafe { L::fold_share(self.kernel, &self.prepared, share, reducer, acc) }
+    }
+
+    #[inline(always)]
+    unsafe fn fold_teams<T, R: Reducer<Value = V>>(&self, teams: T, reducer: &R) -> Vec<(usize, V)>
+    where
+        T: for<'it> TeamShare<Member<'it> = <L::Policy as ExecutionPolicy>::Item<'it>>,
+    {
+        // SAFETY: as in `run_share`.
+        unsafe { L::fold_teams(self.kernel, &self.prepared, teams, reducer) }
     }
 }
 

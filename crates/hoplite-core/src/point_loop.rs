@@ -1,8 +1,10 @@
 //! The point loops: where a host launch's kernel meets its points.
 //!
 //! A host backend splits a launch's points into *shares* — a range of indices, a range of
-//! MDRange tiles — and hands each share to the kernel at once ([`ForKernel::run_share`],
-//! [`ReduceKernel::fold_share`], [`ScanKernel::scan_share`]). The loop over a share lives here,
+//! MDRange tiles, the teams a thread runs — and hands each share to the kernel at once
+//! ([`run_share`](crate::ForKernel::run_share), [`fold_share`](crate::ReduceKernel::fold_share),
+//! [`scan_share`](crate::ScanKernel::scan_share), [`run_teams`](crate::ForKernel::run_teams),
+//! [`fold_teams`](crate::ReduceKernel::fold_teams)). The loop over a share lives here,
 //! once for every backend, and it is where a kernel's speed is decided: the kernel body must be
 //! inlined into it, or every point pays a call, copies the bound handles, reloads their
 //! addresses and strides, redoes their checks and runs scalar (a 2-D stencil ran 14-16x slower).
@@ -181,6 +183,33 @@ unsafe impl<S: ExecutionSpace, const R: usize> PointPolicy for MDRangePolicy<S, 
     type Share = TileShare<R>;
 }
 
+/// The teams one thread of a host backend runs in a team launch, with that thread's member
+/// of each: what [`ForKernel::run_teams`](crate::ForKernel::run_teams) and
+/// [`ReduceKernel::fold_teams`](crate::ReduceKernel::fold_teams) walk, so that a team
+/// kernel, too, runs in a loop of its own type (see the module's docs).
+///
+/// # Safety
+///
+/// [`visit`](Self::visit) hands the kernel team members: it keeps the
+/// [`TeamMember`](crate::TeamMember) contract of the members it makes (each `(league_rank,
+/// team_rank)` once per launch, on one thread).
+pub unsafe trait TeamShare {
+    /// The item of one team: `&'it S::TeamMember<'it>`.
+    type Member<'it>;
+
+    /// Calls `visit(key, member)` for every team of this share, in order, on this thread.
+    /// `key` numbers the contiguous runs of teams the share is made of: a reduction keeps one
+    /// partial per key, in the order the keys come.
+    ///
+    /// # Safety
+    ///
+    /// The caller is a launch that hands this share to this one call, and `visit` is generic
+    /// over the brand.
+    unsafe fn visit<V>(self, visit: V)
+    where
+        V: for<'it> FnMut(usize, Self::Member<'it>);
+}
+
 /// The out-of-line loops of a kernel type: a method of the kernel's own type, so that the
 /// compiler places each loop beside the kernel, generic over the launch's handles `A` and its
 /// share type only, so that a kernel has one loop on every backend (see the module's docs).
@@ -269,9 +298,90 @@ pub(crate) trait PointLoops: Sized {
         // SAFETY: as in `for_args`.
         unsafe { share.visit(|item| self((item, A::bind(prepared)), partial, is_final)) }
     }
+    /// Calls the kernel for every team of `teams` (a launch without handles).
+    #[inline(never)]
+    unsafe fn teams_bare<T: TeamShare>(&self, teams: T)
+    where
+        Self: for<'it> Fn(T::Member<'it>),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { teams.visit(|_, member| self(member)) }
+    }
+
+    /// Calls the kernel for every team of `teams` with the handles bound.
+    #[inline(never)]
+    unsafe fn teams_args<A: LaunchArgs, T: TeamShare>(&self, prepared: &A::Prepared, teams: T)
+    where
+        Self: for<'it> Fn((T::Member<'it>, A::Bound<'it>)),
+    {
+        // SAFETY: as in `for_args`.
+        unsafe { teams.visit(|_, member| self((member, A::bind(prepared)))) }
+    }
+
+    /// Folds the kernel over every team of `teams`: one partial per key (a launch without
+    /// handles).
+    #[inline(never)]
+    unsafe fn fold_teams_bare<R: Reducer, T: TeamShare>(
+        &self,
+        teams: T,
+        reducer: &R,
+    ) -> Vec<(usize, R::Value)>
+    where
+        Self: for<'it> Fn(T::Member<'it>, &mut R::Value),
+    {
+        // SAFETY: the caller's contract.
+        unsafe { fold_teams(teams, reducer, |member, acc| self(member, acc)) }
+    }
+
+    /// Folds the kernel over every team of `teams` with the handles bound: one partial per
+    /// key.
+    #[inline(never)]
+    unsafe fn fold_teams_args<R: Reducer, A: LaunchArgs, T: TeamShare>(
+        &self,
+        prepared: &A::Prepared,
+        teams: T,
+        reducer: &R,
+    ) -> Vec<(usize, R::Value)>
+    where
+        Self: for<'it> Fn((T::Member<'it>, A::Bound<'it>), &mut R::Value),
+    {
+        // SAFETY: as in `for_args`.
+        unsafe {
+            fold_teams(teams, reducer, |member, acc| {
+                self((member, A::bind(prepared)), acc)
+            })
+        }
+    }
 }
 
 impl<F> PointLoops for F {}
+
+/// Folds `fold` over the teams of `teams`, starting a partial from `reducer.init()` at every
+/// new key.
+///
+/// # Safety
+///
+/// The [`TeamShare::visit`] contract for `teams`.
+#[inline(always)]
+pub(crate) unsafe fn fold_teams<R: Reducer, T: TeamShare>(
+    teams: T,
+    reducer: &R,
+    mut fold: impl for<'it> FnMut(T::Member<'it>, &mut R::Value),
+) -> Vec<(usize, R::Value)> {
+    let mut partials: Vec<(usize, R::Value)> = Vec::new();
+    // SAFETY: the caller's contract.
+    unsafe {
+        teams.visit(|key, member| {
+            if partials.last().map(|p| p.0) != Some(key) {
+                partials.push((key, reducer.init()));
+            }
+            if let Some((_, acc)) = partials.last_mut() {
+                fold(member, acc);
+            }
+        });
+    }
+    partials
+}
 
 /// Folds `fold` over every point of `share` into `acc`: through [`LANES`] partials, joined
 /// into `acc` in lane order, when the reducer is commutative and its value small; else
