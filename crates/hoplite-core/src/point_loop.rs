@@ -409,3 +409,32 @@ unsafe fn fold_in_lanes<R: Reducer, Sh: PointSet>(
         unsafe { share.visit(|item| fold(item, acc)) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The indices and lanes a visit of `range` hands out, in order.
+    fn lanes_of(range: Range<usize>) -> Vec<(usize, usize)> {
+        let mut seen = Vec::new();
+        // SAFETY: the range is this call's alone; the tokens do not leave the closure.
+        unsafe { range.visit_lanes(|i, lane| seen.push((*i, lane))) };
+        seen
+    }
+
+    #[test]
+    fn lanes_visit_every_index_once_in_order() {
+        for (start, len) in [(0, 0), (3, 1), (0, 4), (5, 7), (2, 9), (1, 33)] {
+            let seen = lanes_of(start..start + len);
+            let indices: Vec<usize> = seen.iter().map(|&(i, _)| i).collect();
+            assert_eq!(indices, (start..start + len).collect::<Vec<_>>());
+            assert!(seen.iter().all(|&(_, lane)| lane < LANES));
+            // Whole groups of LANES points use every lane once; the rest go to lane 0.
+            let groups = len / LANES;
+            for (k, &(_, lane)) in seen.iter().enumerate() {
+                let expected = if k < groups * LANES { k % LANES } else { 0 };
+                assert_eq!(lane, expected, "point {k} of {start}..{}", start + len);
+            }
+        }
+    }
+}
