@@ -47,7 +47,7 @@
 use std::ops::Range;
 
 use crate::index::{Idx, MdIdx};
-use crate::policy::{ExecutionPolicy, MDRangePolicy, RangePolicy, TileShare, for_each_point};
+use crate::policy::{ExecutionPolicy, MDRangePolicy, RangePolicy, TileShare, for_each_line, for_each_point};
 use crate::reducer::Reducer;
 use crate::space::ExecutionSpace;
 use crate::view::LaunchArgs;
@@ -121,20 +121,26 @@ unsafe impl PointSet for Range<usize> {
     where
         V: for<'it> FnMut(Idx<'it>, usize),
     {
-        // Whole groups of `LANES` points, their lanes constants once the inner loop is
-        // unrolled; the rest folds into lane 0.
-        let mut i = self.start;
-        while self.end.saturating_sub(i) >= LANES {
-            for lane in 0..LANES {
-                // SAFETY: as in `visit`: each index of the range once.
-                visit(unsafe { Idx::new_unchecked(i + lane) }, lane);
-            }
-            i += LANES;
+        in_lanes(self, |i, lane| {
+            // SAFETY: as in `visit`: each index of the range once.
+            visit(unsafe { Idx::new_unchecked(i) }, lane)
+        });
+    }
+}
+
+/// Calls `f(i, lane)` for every `i` of `range` in order: whole groups of [`LANES`] indices
+/// with lanes `0..LANES` (constants once the inner loop is unrolled), the rest with lane 0.
+#[inline(always)]
+fn in_lanes(range: Range<usize>, mut f: impl FnMut(usize, usize)) {
+    let mut i = range.start;
+    while range.end.saturating_sub(i) >= LANES {
+        for lane in 0..LANES {
+            f(i + lane, lane);
         }
-        for j in i..self.end {
-            // SAFETY: as in `visit`.
-            visit(unsafe { Idx::new_unchecked(j) }, 0);
-        }
+        i += LANES;
+    }
+    for j in i..range.end {
+        f(j, 0);
     }
 }
 
@@ -154,6 +160,25 @@ unsafe impl<const R: usize> PointSet for TileShare<R> {
                 // SAFETY: tiles partition the box and each point of a tile is visited once;
                 // the caller hands the share to this call alone, on this thread.
                 visit(unsafe { MdIdx::new_unchecked(p) })
+            });
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn visit_lanes<V>(self, mut visit: V)
+    where
+        V: for<'it> FnMut(MdIdx<'it, R>, usize),
+    {
+        let inner = self.tiling.inner_order();
+        for t in self.tiles {
+            let (lo, hi) = self.tiling.tile_bounds(t);
+            // Lanes along each line of the tile's fastest dimension.
+            for_each_line(lo, hi, inner, |mut p, fast| {
+                in_lanes(lo[fast]..hi[fast], |k, lane| {
+                    p[fast] = k;
+                    // SAFETY: as in `visit`: the lines of a tile hold its points once.
+                    visit(unsafe { MdIdx::new_unchecked(p) }, lane)
+                })
             });
         }
     }

@@ -784,17 +784,31 @@ pub fn for_each_point<const R: usize>(
     order: IterationOrder,
     mut f: impl FnMut([usize; R]),
 ) {
+    for_each_line(lo, hi, order, |mut idx, fast| {
+        for k in lo[fast]..hi[fast] {
+            idx[fast] = k;
+            f(idx);
+        }
+    });
+}
+
+/// Calls `line(start, fast)` for every line of the box `lo..hi` along its fastest dimension
+/// `fast` in `order`, `start` being the line's first point; the slower dimensions advance like
+/// an odometer.
+#[inline(always)]
+pub(crate) fn for_each_line<const R: usize>(
+    lo: [usize; R],
+    hi: [usize; R],
+    order: IterationOrder,
+    mut line: impl FnMut([usize; R], usize),
+) {
     if (0..R).any(|d| lo[d] >= hi[d]) {
         return;
     }
     let fast = fastest_dim::<R>(order);
     let mut idx = lo;
     loop {
-        for k in lo[fast]..hi[fast] {
-            idx[fast] = k;
-            f(idx);
-        }
-        // Advance the slower dimensions like an odometer.
+        line(idx, fast);
         let mut done = true;
         for step in 1..R {
             let d = match order {

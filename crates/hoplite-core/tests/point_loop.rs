@@ -21,6 +21,30 @@ fn a_tile_share_visits_its_tiles_points_once() {
     assert_eq!(seen, all);
 }
 
+#[test]
+fn a_tile_share_in_lanes_visits_its_points_once_in_the_same_order() {
+    for (tiles, order) in [([2, 5], IterationOrder::Right), ([3, 3], IterationOrder::Left)] {
+        let policy = MDRangePolicy::new(Serial::default(), [1, 2], [6, 13])
+            .with_tiles(tiles)
+            .with_iteration(IterationOrder::Left, order);
+        let share = || policy.tile_share(0..policy.num_tiles());
+        let (mut plain, mut laned) = (Vec::new(), Vec::new());
+        // SAFETY: each visit of the whole share runs alone, on this thread; the tokens do not
+        // leave the closures.
+        unsafe {
+            share().visit(|p| plain.push(*p));
+            share().visit_lanes(|p, lane| laned.push((*p, lane)));
+        }
+        assert_eq!(laned.iter().map(|&(p, _)| p).collect::<Vec<_>>(), plain);
+        assert!(
+            laned
+                .iter()
+                .all(|&(_, lane)| lane < hoplite_core::point_loop::LANES)
+        );
+        assert_eq!(plain.len(), 5 * 11);
+    }
+}
+
 /// A named kernel function: no inline attribute, passed by name and by reference.
 fn square_of(i: hoplite_core::Idx<'_>, acc: &mut u64) {
     *acc += (*i as u64) * (*i as u64);
