@@ -19,6 +19,8 @@
 //!   whatever its size. (A graph node that passed `&F` as the kernel itself made a second
 //!   kernel type, whose `Fn` impl is a separate function the loop called per point; the same
 //!   kernel on two backends had two loops, and its body two call sites, neither inlined.)
+//!   Team loops are generic over the backend's [`TeamShare`] instead: a team kernel's member
+//!   type already ties it to one backend.
 //! * **The loop sits beside the kernel.** The loop is a method of the kernel's own type
 //!   (`PointLoops`), so rustc places it in the codegen unit of the kernel's module, where a
 //!   named `fn` and the `Fn` impl of a `&closure` are also compiled; calls between codegen
@@ -29,8 +31,9 @@
 //!   kernel's stores, and the loop vectorizes.
 //!
 //! A reduction whose reducer is [commutative](crate::Reducer::is_commutative) and whose value
-//! is small is folded in [`LANES`] partials of interleaved points, joined in lane order at the
-//! end of the share, so that its adds do not wait on one chain.
+//! is small is folded in [`LANES`] partials of interleaved points (of a range, or of each line
+//! of an MDRange tile), joined in lane order at the end of the share, so that its adds do not
+//! wait on one chain.
 //!
 //! ```
 //! use hoplite_core::{RangePolicy, Sum, parallel_reduce};
