@@ -24,7 +24,10 @@
 //! * **The loop sits beside the kernel.** The loop is a method of the kernel's own type
 //!   (`PointLoops`), so rustc places it in the codegen unit of the kernel's module, where a
 //!   named `fn` and the `Fn` impl of a `&closure` are also compiled; calls between codegen
-//!   units are never inlined.
+//!   units are never inlined. (Checked with the kernels in one module and their launches in
+//!   another. Across crates the compiler needs a function's body: closures and `#[kernel]`
+//!   functions carry theirs, a plain named `fn` defined in another crate is inlined only with
+//!   `#[inline]` on it or with LTO, as for any Rust function.)
 //! * **Its own frame.** The loop is out of line and takes the kernel and the launch's prepared
 //!   handles as two reference arguments, which the compiler knows nothing stores to
 //!   (`noalias readonly`): captures, addresses and strides stay in registers across the
