@@ -11,10 +11,8 @@
 //! measured (a few seconds) and stop by themselves after [`BUSY_LIMIT`] whatever happens.
 //! Outside `cargo bench` (criterion's test mode) the benchmark does nothing.
 
-use std::ffi::{CString, c_int, c_long, c_void};
+use std::ffi::{c_int, c_long, c_void};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -27,6 +25,9 @@ use rayon::prelude::*;
 
 mod common;
 use common::raw_pool;
+#[path = "common/c_library.rs"]
+mod c_library;
+use c_library::CLibrary;
 
 /// The longest a busy loop runs, even if the benchmark never stops it.
 const BUSY_LIMIT: Duration = Duration::from_secs(20);
@@ -79,39 +80,12 @@ struct OpenMp {
 impl OpenMp {
     /// Compiles and loads the baseline with `threads` OpenMP threads, or says why not.
     fn build(threads: usize) -> Result<Self, String> {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/contention/openmp_baseline.c");
-        let library = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hoplite_openmp_baseline.so");
-        let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-        let out = Command::new(&compiler)
-            .args(["-O2", "-fopenmp", "-shared", "-fPIC", "-o"])
-            .arg(&library)
-            .arg(&source)
-            .output()
-            .map_err(|e| format!("no C compiler (`{compiler}`: {e})"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "`{compiler} -fopenmp` failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        let path = CString::new(library.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
-        // SAFETY: `path` is a NUL-terminated file name; the library's initializers are
-        // libgomp's and the C runtime's.
-        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if handle.is_null() {
-            return Err(format!("cannot load {}", library.display()));
-        }
-        let symbol = |name: &str| -> Result<*mut c_void, String> {
-            let c_name = CString::new(name).map_err(|e| e.to_string())?;
-            // SAFETY: `handle` is a library loaded above and never closed; `c_name` is
-            // NUL-terminated.
-            let f = unsafe { libc::dlsym(handle, c_name.as_ptr()) };
-            if f.is_null() {
-                Err(format!("{name} missing from {}", library.display()))
-            } else {
-                Ok(f)
-            }
-        };
+        let library = CLibrary::build(
+            "contention/openmp_baseline.c",
+            "hoplite_openmp_baseline",
+            &["-O2", "-fopenmp"],
+        )?;
+        let symbol = |name: &str| library.symbol(name);
         // SAFETY: each symbol is the function of that name in `openmp_baseline.c`, with the
         // signature written here; the library stays loaded for the life of the process.
         let (set_threads, max_threads, dispatch, team_barrier) = unsafe {

@@ -14,6 +14,9 @@ use rayon::prelude::*;
 
 mod common;
 use common::raw_pool;
+#[path = "common/c_library.rs"]
+mod c_library;
+use c_library::CLibrary;
 
 const CHUNK: usize = 1 << 14;
 
@@ -101,6 +104,9 @@ fn dot(c: &mut Criterion) {
     let mut group = c.benchmark_group("dot");
     let space = RayonSpace::default();
     let pool = raw_pool(&space);
+    let c_dot = CDot::build(space.concurrency())
+        .map_err(|why| println!("dot: no C baseline: {why}"))
+        .ok();
     for log2 in [20, 24] {
         let n = 1usize << log2;
         group.throughput(Throughput::Bytes((2 * n * size_of::<f64>()) as u64));
@@ -138,8 +144,57 @@ fn dot(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("rayon-raw-par-iter-sum", n), &n, |bench, _| {
             bench.iter(|| pool.install(|| x_data.par_iter().zip(&y_data).map(|(x, y)| x * y).sum::<f64>()))
         });
+        if let Some(c_dot) = &c_dot {
+            let len = std::ffi::c_long::try_from(n).expect("a C long");
+            group.bench_with_input(BenchmarkId::new("serial-c-omp-simd", n), &n, |bench, _| {
+                // SAFETY: both slices hold `len` doubles; the C function only reads them.
+                bench.iter(|| unsafe { (c_dot.simd)(x_data.as_ptr(), y_data.as_ptr(), len) })
+            });
+            group.bench_with_input(
+                BenchmarkId::new("rayon-c-omp-parallel-simd", n),
+                &n,
+                |bench, _| {
+                    // SAFETY: as above; OpenMP's threads only read the slices.
+                    bench.iter(|| unsafe { (c_dot.parallel_simd)(x_data.as_ptr(), y_data.as_ptr(), len) })
+                },
+            );
+        }
     }
     group.finish();
+}
+
+/// A C dot product: `(x, y, n)`.
+type CDotFn = unsafe extern "C" fn(*const f64, *const f64, std::ffi::c_long) -> f64;
+
+/// The C dot products of `c_baselines/dot.c` (`omp simd reduction`, one thread and OpenMP's).
+struct CDot {
+    simd: CDotFn,
+    parallel_simd: CDotFn,
+}
+
+impl CDot {
+    /// Compiles and loads the baseline with `threads` OpenMP threads, or says why not.
+    fn build(threads: usize) -> Result<Self, String> {
+        let library = CLibrary::build("c_baselines/dot.c", "hoplite_dot_baseline", &["-O2", "-fopenmp"])?;
+        let threads = std::ffi::c_int::try_from(threads).map_err(|e| e.to_string())?;
+        // SAFETY: each symbol is the function of that name in `c_baselines/dot.c`, with the
+        // signature written here; the library stays loaded for the life of the process.
+        unsafe {
+            let set_threads = std::mem::transmute::<
+                *mut std::ffi::c_void,
+                unsafe extern "C" fn(std::ffi::c_int),
+            >(library.symbol("hoplite_c_set_threads")?);
+            set_threads(threads);
+            Ok(CDot {
+                simd: std::mem::transmute::<*mut std::ffi::c_void, CDotFn>(
+                    library.symbol("hoplite_c_dot_simd")?,
+                ),
+                parallel_simd: std::mem::transmute::<*mut std::ffi::c_void, CDotFn>(
+                    library.symbol("hoplite_c_dot_omp_simd")?,
+                ),
+            })
+        }
+    }
 }
 
 fn dispatch(c: &mut Criterion) {
