@@ -31,7 +31,7 @@ use hoplite::graph::{ReduceResult, create_graph};
 use hoplite::prelude::*;
 use hoplite::rayon::RayonTeamMember;
 use hoplite::serial::SerialTeamMember;
-use hoplite::{BoundReader, BoundWriter, RayonSpace, Serial, kernel};
+use hoplite::{BoundReader, BoundWriter, ParallelFor, RayonSpace, Serial, kernel};
 
 const SIDE_2D: usize = 2048;
 const SIDE_3D: usize = 256;
@@ -230,72 +230,66 @@ fn ones<const R: usize>(label: &str, extents: [usize; R]) -> View<f64, R> {
     View::from_slice(label, extents, &vec![1.0; len]).expect("view")
 }
 
-/// The 2-D stencil, two sweeps per iteration, in every style on one backend.
-fn stencil_2d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
-    let n = SIDE_2D;
-    let (a, b) = (ones("a", [n, n]), ones("b", [n, n]));
-    let inner = MDRangePolicy::new(be.space.clone(), [1, 1], [n - 1, n - 1]);
+/// The handles of a rank-`R` Jacobi sweep: the output and the input.
+type SweepArgs<'it, const R: usize> = (
+    BoundWriter<'it, f64, R, LayoutRight>,
+    BoundReader<'it, f64, R, LayoutRight>,
+);
+
+/// A rank-`R` Jacobi stencil on an `n^R` grid, two sweeps per iteration, in every style on one
+/// backend. Each style's kernel comes from the caller, as its own type: `eager` is the
+/// closure written at the call (the baseline), `stored` a closure kept and lent by reference,
+/// `named` a plain `fn`, `with` a `#[kernel]`'s `with()` (the graph and the DAG use it too).
+fn stencil<S, const R: usize, E, St, N, K>(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    be: &Backend<S>,
+    n: usize,
+    eager: E,
+    stored: &St,
+    named: N,
+    with: K,
+) where
+    S: FullSpace + ParallelFor<MDRangePolicy<S, R>>,
+    E: for<'it> Fn((MdIdx<'it, R>, SweepArgs<'it, R>)) + Copy + Send + Sync,
+    St: for<'it> Fn((MdIdx<'it, R>, SweepArgs<'it, R>)) + Send + Sync,
+    N: for<'it> Fn((MdIdx<'it, R>, SweepArgs<'it, R>)) + Copy + Send + Sync,
+    K: for<'it> Fn((MdIdx<'it, R>, SweepArgs<'it, R>)) + Copy + Send + Sync + 'static,
+{
+    let (a, b) = (ones("a", [n; R]), ones("b", [n; R]));
+    let inner = MDRangePolicy::new(be.space.clone(), [1; R], [n - 1; R]);
     let sweeps = [(&b, &a), (&a, &b)];
     g.bench_function(be.id("eager-closure", n), |bench| {
         bench.iter(|| {
             for (out, u) in sweeps {
-                parallel_for(
-                    "jacobi",
-                    (inner.clone(), (out.write(), u.read())),
-                    |(ij, (out, u))| {
-                        out.set(
-                            ij,
-                            0.25 * (u.neighbor(ij, [-1, 0])
-                                + u.neighbor(ij, [1, 0])
-                                + u.neighbor(ij, [0, -1])
-                                + u.neighbor(ij, [0, 1])),
-                        )
-                    },
-                )
-                .expect("sweep");
+                parallel_for("jacobi", (inner.clone(), (out.write(), u.read())), eager).expect("sweep");
             }
         })
     });
-    let stored = jacobi_2d_closure();
     g.bench_function(be.id("eager-ref", n), |bench| {
         bench.iter(|| {
             for (out, u) in sweeps {
-                parallel_for("jacobi", (inner.clone(), (out.write(), u.read())), &stored).expect("sweep");
+                parallel_for("jacobi", (inner.clone(), (out.write(), u.read())), stored).expect("sweep");
             }
         })
     });
     g.bench_function(be.id("eager-fn", n), |bench| {
         bench.iter(|| {
             for (out, u) in sweeps {
-                parallel_for("jacobi", (inner.clone(), (out.write(), u.read())), jacobi_2d_fn)
-                    .expect("sweep");
+                parallel_for("jacobi", (inner.clone(), (out.write(), u.read())), named).expect("sweep");
             }
         })
     });
     g.bench_function(be.id("kernel-with", n), |bench| {
         bench.iter(|| {
             for (out, u) in sweeps {
-                parallel_for(
-                    "jacobi",
-                    (inner.clone(), (out.write(), u.read())),
-                    jacobi_2d::with(),
-                )
-                .expect("sweep");
+                parallel_for("jacobi", (inner.clone(), (out.write(), u.read())), with).expect("sweep");
             }
         })
     });
     let mut graph = create_graph(&be.space, |g| {
         g.root()
-            .then_parallel_for(
-                "jacobi",
-                (inner.clone(), (b.write(), a.read())),
-                jacobi_2d::with(),
-            )
-            .then_parallel_for(
-                "jacobi",
-                (inner.clone(), (a.write(), b.read())),
-                jacobi_2d::with(),
-            );
+            .then_parallel_for("jacobi", (inner.clone(), (b.write(), a.read())), with)
+            .then_parallel_for("jacobi", (inner.clone(), (a.write(), b.read())), with);
     })
     .expect("graph");
     g.bench_function(be.id("graph", n), |bench| {
@@ -308,11 +302,7 @@ fn stencil_2d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S
         bench.iter(|| {
             for (out, u) in sweeps {
                 be.ctx
-                    .launch(
-                        "jacobi",
-                        (inner.clone(), (out.write(), u.read())),
-                        jacobi_2d::with(),
-                    )
+                    .launch("jacobi", (inner.clone(), (out.write(), u.read())), with)
                     .expect("launch");
             }
             be.ctx.synchronize().expect("synchronize");
@@ -322,11 +312,7 @@ fn stencil_2d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S
         .ctx
         .record(&be.space, |r| {
             for (out, u) in sweeps {
-                r.launch(
-                    "jacobi",
-                    (inner.clone(), (out.write(), u.read())),
-                    jacobi_2d::with(),
-                );
+                r.launch("jacobi", (inner.clone(), (out.write(), u.read())), with);
             }
         })
         .expect("record");
@@ -338,112 +324,46 @@ fn stencil_2d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S
     });
 }
 
-/// The 3-D stencil, two sweeps per iteration, in every style on one backend.
-fn stencil_3d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
-    let n = SIDE_3D;
-    let (a, b) = (ones("a", [n, n, n]), ones("b", [n, n, n]));
-    let inner = MDRangePolicy::new(be.space.clone(), [1, 1, 1], [n - 1, n - 1, n - 1]);
-    let sweeps = [(&b, &a), (&a, &b)];
-    g.bench_function(be.id("eager-closure", n), |bench| {
-        bench.iter(|| {
-            for (out, u) in sweeps {
-                parallel_for(
-                    "jacobi",
-                    (inner.clone(), (out.write(), u.read())),
-                    |(p, (out, u))| {
-                        let sum = u.neighbor(p, [-1, 0, 0])
-                            + u.neighbor(p, [1, 0, 0])
-                            + u.neighbor(p, [0, -1, 0])
-                            + u.neighbor(p, [0, 1, 0])
-                            + u.neighbor(p, [0, 0, -1])
-                            + u.neighbor(p, [0, 0, 1]);
-                        out.set(p, sum / 6.0)
-                    },
-                )
-                .expect("sweep");
-            }
-        })
-    });
-    let stored = jacobi_3d_closure();
-    g.bench_function(be.id("eager-ref", n), |bench| {
-        bench.iter(|| {
-            for (out, u) in sweeps {
-                parallel_for("jacobi", (inner.clone(), (out.write(), u.read())), &stored).expect("sweep");
-            }
-        })
-    });
-    g.bench_function(be.id("eager-fn", n), |bench| {
-        bench.iter(|| {
-            for (out, u) in sweeps {
-                parallel_for("jacobi", (inner.clone(), (out.write(), u.read())), jacobi_3d_fn)
-                    .expect("sweep");
-            }
-        })
-    });
-    g.bench_function(be.id("kernel-with", n), |bench| {
-        bench.iter(|| {
-            for (out, u) in sweeps {
-                parallel_for(
-                    "jacobi",
-                    (inner.clone(), (out.write(), u.read())),
-                    jacobi_3d::with(),
-                )
-                .expect("sweep");
-            }
-        })
-    });
-    let mut graph = create_graph(&be.space, |g| {
-        g.root()
-            .then_parallel_for(
-                "jacobi",
-                (inner.clone(), (b.write(), a.read())),
-                jacobi_3d::with(),
+/// The 2-D stencil in every style on one backend.
+fn stencil_2d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
+    stencil(
+        g,
+        be,
+        SIDE_2D,
+        |(ij, (out, u))| {
+            out.set(
+                ij,
+                0.25 * (u.neighbor(ij, [-1, 0])
+                    + u.neighbor(ij, [1, 0])
+                    + u.neighbor(ij, [0, -1])
+                    + u.neighbor(ij, [0, 1])),
             )
-            .then_parallel_for(
-                "jacobi",
-                (inner.clone(), (a.write(), b.read())),
-                jacobi_3d::with(),
-            );
-    })
-    .expect("graph");
-    g.bench_function(be.id("graph", n), |bench| {
-        bench.iter(|| {
-            graph.submit().expect("submit");
-            be.space.fence().expect("fence");
-        })
-    });
-    g.bench_function(be.id("dag", n), |bench| {
-        bench.iter(|| {
-            for (out, u) in sweeps {
-                be.ctx
-                    .launch(
-                        "jacobi",
-                        (inner.clone(), (out.write(), u.read())),
-                        jacobi_3d::with(),
-                    )
-                    .expect("launch");
-            }
-            be.ctx.synchronize().expect("synchronize");
-        })
-    });
-    let mut replay = be
-        .ctx
-        .record(&be.space, |r| {
-            for (out, u) in sweeps {
-                r.launch(
-                    "jacobi",
-                    (inner.clone(), (out.write(), u.read())),
-                    jacobi_3d::with(),
-                );
-            }
-        })
-        .expect("record");
-    g.bench_function(be.id("dag-replay", n), |bench| {
-        bench.iter(|| {
-            replay.submit().expect("submit");
-            be.space.fence().expect("fence");
-        })
-    });
+        },
+        &jacobi_2d_closure(),
+        jacobi_2d_fn,
+        jacobi_2d::with(),
+    );
+}
+
+/// The 3-D stencil in every style on one backend.
+fn stencil_3d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
+    stencil(
+        g,
+        be,
+        SIDE_3D,
+        |(p, (out, u))| {
+            let sum = u.neighbor(p, [-1, 0, 0])
+                + u.neighbor(p, [1, 0, 0])
+                + u.neighbor(p, [0, -1, 0])
+                + u.neighbor(p, [0, 1, 0])
+                + u.neighbor(p, [0, 0, -1])
+                + u.neighbor(p, [0, 0, 1]);
+            out.set(p, sum / 6.0)
+        },
+        &jacobi_3d_closure(),
+        jacobi_3d_fn,
+        jacobi_3d::with(),
+    );
 }
 
 /// Axpy, one launch per iteration, in every style on one backend.
