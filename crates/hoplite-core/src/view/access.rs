@@ -775,7 +775,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Reade
 }
 
 /// A value type with atomic operations in views: integers natively, floats by
-/// compare-and-swap on their bits, and any other [`LockedAtomic`] type (complex numbers,
+/// compare-and-swap on their bits, and any other [`LockedAtomic`](crate::LockedAtomic) type (complex numbers,
 /// small structs) under a lock of a global lock table.
 ///
 /// The operations that need more of the type say so: `fetch_add` needs `Add`, `fetch_min`

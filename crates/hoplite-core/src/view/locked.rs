@@ -6,7 +6,7 @@
 //!
 //! 1. Every access to the element goes through an atomic handle (the borrow rules keep readers
 //!    and writers of the same elements away while atomic handles live), and so through
-//!    [`with_lock`] with the same `p`, hence the same lock `LOCKS[stripe(p)]`.
+//!    `with_lock` with the same `p`, hence the same lock `LOCKS[stripe(p)]`.
 //! 2. The lock is taken with an `Acquire` compare-exchange and released with a `Release`
 //!    store, so the accesses of successive holders are ordered: each sees the last write.
 //! 3. The critical section is the user type's `Add`, `PartialOrd` or `PartialEq` and a copy;

@@ -1,0 +1,182 @@
+//! The `ExecutionPolicy` concept: [`RangePolicy`], [`MDRangePolicy`] and [`TeamPolicy`].
+//!
+//! Builders are infallible and cheap; a policy is checked once, when it is launched, so the
+//! error can name the launch's label. The seed's wish that a range be "an MDRange of rank 1"
+//! and "a team policy of one-thread teams" is provided by conversions:
+//! `RangePolicy -> MDRangePolicy<_, 1> -> TeamPolicy`.
+
+use std::fmt::Debug;
+use std::ops::Range;
+
+use crate::error::{Error, Result};
+use crate::space::ExecutionSpace;
+use crate::view::access::IndexBounds;
+
+/// How iterations are distributed over threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// Equal shares fixed up front (Kokkos `Schedule<Static>`): lowest overhead.
+    #[default]
+    Static,
+    /// Chunks handed out on demand (Kokkos `Schedule<Dynamic>`): balances uneven work.
+    Dynamic,
+}
+
+/// Which index runs fastest (Kokkos `Iterate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum IterationOrder {
+    /// The last index runs fastest (row-major).
+    #[default]
+    Right,
+    /// The first index runs fastest (column-major).
+    Left,
+}
+
+/// The `ExecutionPolicy` concept: what to iterate over, on which instance, and how.
+///
+/// # Requirements
+///
+/// `Clone + Send + Sync + Debug`; the execution space instance it runs on; the kernel argument
+/// type `Item<'it>` (the iteration token, or a team member); a launch-time check.
+///
+/// # Axioms
+///
+/// 1. *Exactly once.* A launch calls the kernel once for every point of the policy's index
+///    space and for no other point.
+/// 2. *Validation.* [`validate`](Self::validate) returns `Ok` exactly when the policy can be
+///    launched on a space whose limits are those of [`space`](Self::space); every dispatch
+///    calls it first, so a launched policy is a valid one.
+/// 3. *Scheduling does not change results.* Chunk size, schedule and tiles change only how
+///    work is distributed, never which points are visited; only the order of visits and,
+///    for floating-point reductions, the rounding may differ.
+///
+/// # Safety
+///
+/// A launch checks view handles once against [`index_bounds`](Self::index_bounds), and bound
+/// writers then store at the tokens of the launch without a bounds check. An implementation
+/// promises that `index_bounds` contains every point of the policy's index space — every point
+/// a dispatch of this policy visits, which dispatches read from the same policy value — that
+/// it gives the same answer on every call and for every clone, and that `Item<'it>` carries
+/// the brand `'it` wherever it holds a token or a team member. The three policies of this
+/// crate are the implementations; a backend or application adding its own policy signs the
+/// same contract (a policy that reported less than it visits would let safe kernels store out
+/// of bounds).
+///
+/// ```
+/// use hoplite_core::{ExecutionPolicy, RangePolicy};
+/// use hoplite_serial::Serial;
+/// let p = RangePolicy::new(Serial::default(), 0..100).with_chunk_size(16);
+/// assert!(p.validate("ok").is_ok());
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an execution policy",
+    label = "expected a RangePolicy, MDRangePolicy or TeamPolicy",
+    note = "the facade `hoplite` also accepts a plain `usize` or `Range<usize>` on the default execution space"
+)]
+pub unsafe trait ExecutionPolicy: Clone + Send + Sync + Debug {
+    /// The execution space this policy launches on.
+    type Space: ExecutionSpace;
+    /// What the kernel receives for one iteration.
+    type Item<'it>;
+    /// The policy's name in messages.
+    const KIND: &'static str;
+    /// The instance this policy launches on.
+    fn space(&self) -> &Self::Space;
+    /// Checks the policy against its space's limits; `label` names the launch in the error.
+    fn validate(&self, label: &str) -> Result<()>;
+    /// The index space the launch's tokens cover, to check view handles against once.
+    fn index_bounds(&self) -> IndexBounds;
+}
+
+/// Turns something into an execution policy on space `S`: a policy itself, or on the
+/// facade's default space a plain `usize` (`0..n`) or `Range<usize>`.
+///
+/// ```
+/// use hoplite_core::{IntoPolicy, RangePolicy};
+/// use hoplite_serial::Serial;
+/// let p: RangePolicy<Serial> = IntoPolicy::<Serial>::into_policy(10usize);
+/// assert_eq!((p.begin(), p.end()), (0, 10));
+/// ```
+pub trait IntoPolicy<S: ExecutionSpace> {
+    /// The policy it becomes.
+    type Policy: ExecutionPolicy;
+    /// Converts.
+    fn into_policy(self) -> Self::Policy;
+}
+
+impl<S: ExecutionSpace, P: ExecutionPolicy> IntoPolicy<S> for P {
+    type Policy = P;
+    fn into_policy(self) -> P {
+        self
+    }
+}
+
+impl<S: ExecutionSpace> IntoPolicy<S> for usize {
+    type Policy = RangePolicy<S>;
+    fn into_policy(self) -> RangePolicy<S> {
+        RangePolicy::new(S::default(), 0..self)
+    }
+}
+
+impl<S: ExecutionSpace> IntoPolicy<S> for Range<usize> {
+    type Policy = RangePolicy<S>;
+    fn into_policy(self) -> RangePolicy<S> {
+        RangePolicy::new(S::default(), self)
+    }
+}
+
+/// Turns something into a launch on space `S`: a policy or `usize` / `Range<usize>` (see
+/// [`IntoPolicy`]), optionally paired with view handles: `(n, (y.write(), x.read()))`.
+pub trait IntoLaunch<S: ExecutionSpace> {
+    /// The launch it becomes.
+    type Launch: crate::dispatch::LaunchSpec;
+    /// Converts.
+    fn into_launch(self) -> Self::Launch;
+}
+
+macro_rules! into_launch_alone {
+    ($(impl[$($g:tt)*] $t:ty;)*) => {$(
+        impl<S: ExecutionSpace, $($g)*> IntoLaunch<S> for $t {
+            type Launch = <$t as IntoPolicy<S>>::Policy;
+            fn into_launch(self) -> Self::Launch {
+                IntoPolicy::<S>::into_policy(self)
+            }
+        }
+    )*};
+}
+
+into_launch_alone! {
+    impl[] usize;
+    impl[] Range<usize>;
+    impl[S2: ExecutionSpace] RangePolicy<S2>;
+    impl[S2: ExecutionSpace, const R: usize] MDRangePolicy<S2, R>;
+    impl[S2: ExecutionSpace] TeamPolicy<S2>;
+}
+
+impl<S: ExecutionSpace, P: IntoPolicy<S>, A: crate::view::LaunchArgs> IntoLaunch<S> for (P, A) {
+    type Launch = (P::Policy, A);
+    fn into_launch(self) -> (P::Policy, A) {
+        (self.0.into_policy(), self.1)
+    }
+}
+
+#[inline(always)]
+fn check_chunk(label: &str, chunk: Option<usize>) -> Result<()> {
+    match chunk {
+        Some(0) => Err(Error::ZeroChunk {
+            label: label.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+mod mdrange;
+mod range;
+mod team;
+
+pub(crate) use mdrange::for_each_line;
+pub use mdrange::{
+    DEFAULT_LINE_TILE, MAX_MDRANGE_RANK, MDRangePolicy, MdBound, TileShare, Tiling, for_each_point,
+};
+pub use range::RangePolicy;
+pub use team::{PerTeam, PerThread, SCRATCH_LEVELS, TeamPolicy, TeamSize, VectorLength};

@@ -1,0 +1,197 @@
+//! [`RangePolicy`]: a one-dimensional range, and its conversion to a rank-1 MDRange.
+
+use std::num::NonZeroUsize;
+use std::ops::Range;
+
+use super::{ExecutionPolicy, MDRangePolicy, Schedule, check_chunk};
+use crate::error::{Error, Result};
+use crate::index::Idx;
+use crate::space::ExecutionSpace;
+use crate::view::access::IndexBounds;
+
+/// A one-dimensional range `begin..end` (Kokkos `RangePolicy`). Kernels receive an [`Idx`].
+///
+/// ```
+/// use hoplite_core::{RangePolicy, Schedule};
+/// use hoplite_serial::Serial;
+/// let p = RangePolicy::new(Serial::default(), 10..20)
+///     .with_schedule(Schedule::Dynamic)
+///     .with_chunk_size(4);
+/// assert_eq!(p.len(), 10);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangePolicy<S: ExecutionSpace> {
+    space: S,
+    begin: usize,
+    end: usize,
+    // Eight bytes with a niche rather than `Option<usize>`'s sixteen: building a policy then
+    // takes single stores, and the serial launch no longer stalls on reading it back.
+    chunk: Option<NonZeroUsize>,
+    /// `with_chunk_size(0)` was asked for; reported at launch.
+    zero_chunk: bool,
+    schedule: Schedule,
+    deterministic: bool,
+}
+
+impl<S: ExecutionSpace> RangePolicy<S> {
+    /// The range `range` on the instance `space`.
+    pub fn new(space: S, range: Range<usize>) -> Self {
+        RangePolicy {
+            space,
+            begin: range.start,
+            end: range.end,
+            chunk: None,
+            zero_chunk: false,
+            schedule: Schedule::Static,
+            deterministic: false,
+        }
+    }
+
+    /// Asks for a deterministic reduction: the same bits for any number of threads and any
+    /// run. Backends split the range by size and chunk alone (never by thread count) and
+    /// join the partial results in a fixed order. Costs a little speed on parallel backends;
+    /// the serial backend is always deterministic.
+    pub fn with_deterministic_reduction(mut self, deterministic: bool) -> Self {
+        self.deterministic = deterministic;
+        self
+    }
+
+    /// Whether a deterministic reduction was asked for.
+    pub fn deterministic_reduction(&self) -> bool {
+        self.deterministic
+    }
+
+    /// Sets how many consecutive iterations a thread takes at a time (at least 1).
+    pub fn with_chunk_size(mut self, chunk: usize) -> Self {
+        self.chunk = NonZeroUsize::new(chunk);
+        self.zero_chunk = chunk == 0;
+        self
+    }
+
+    /// Sets the schedule.
+    pub fn with_schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = schedule;
+        self
+    }
+
+    /// Runs the same range on another instance.
+    pub fn with_space(mut self, space: S) -> Self {
+        self.space = space;
+        self
+    }
+
+    /// The same range, chunk size, schedule and reduction mode on an instance of another space:
+    /// how a backend that runs its launches on another backend's instances hands a policy on.
+    ///
+    /// ```
+    /// use hoplite_core::{RangePolicy, Schedule};
+    /// use hoplite_serial::Serial;
+    /// let p = RangePolicy::new(Serial::default(), 3..9).with_chunk_size(2).with_schedule(Schedule::Dynamic);
+    /// let q: RangePolicy<Serial> = p.clone().on_space(Serial::default());
+    /// assert_eq!(q, p);
+    /// ```
+    pub fn on_space<S2: ExecutionSpace>(self, space: S2) -> RangePolicy<S2> {
+        RangePolicy {
+            space,
+            begin: self.begin,
+            end: self.end,
+            chunk: self.chunk,
+            zero_chunk: self.zero_chunk,
+            schedule: self.schedule,
+            deterministic: self.deterministic,
+        }
+    }
+
+    /// First index.
+    pub fn begin(&self) -> usize {
+        self.begin
+    }
+
+    /// One past the last index.
+    pub fn end(&self) -> usize {
+        self.end
+    }
+
+    /// Number of iterations (0 when `begin >= end`).
+    pub fn len(&self) -> usize {
+        self.end.saturating_sub(self.begin)
+    }
+
+    /// Whether there are no iterations.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The chunk size asked for, if any.
+    pub fn chunk_size(&self) -> Option<usize> {
+        if self.zero_chunk {
+            Some(0)
+        } else {
+            self.chunk.map(NonZeroUsize::get)
+        }
+    }
+
+    /// The schedule.
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+}
+
+// SAFETY: the range `begin..end` is the index space and the bounds; both are fields fixed at
+// construction, and dispatches visit exactly `begin..end` (the `ParallelFor` contract).
+unsafe impl<S: ExecutionSpace> ExecutionPolicy for RangePolicy<S> {
+    type Space = S;
+    type Item<'it> = Idx<'it>;
+    const KIND: &'static str = "RangePolicy";
+
+    fn space(&self) -> &S {
+        &self.space
+    }
+
+    fn index_bounds(&self) -> IndexBounds {
+        IndexBounds::Range {
+            begin: self.begin,
+            end: self.end,
+        }
+    }
+
+    #[inline(always)]
+    fn validate(&self, label: &str) -> Result<()> {
+        // The common case stays inline and branch-cheap; building the error is out of line.
+        if self.begin <= self.end && !self.zero_chunk {
+            return Ok(());
+        }
+        self.invalid(label)
+    }
+}
+
+impl<S: ExecutionSpace> RangePolicy<S> {
+    #[cold]
+    #[inline(never)]
+    fn invalid(&self, label: &str) -> Result<()> {
+        if self.begin > self.end {
+            return Err(Error::InvalidRange {
+                label: label.to_owned(),
+                dim: None,
+                begin: self.begin,
+                end: self.end,
+            });
+        }
+        check_chunk(label, self.chunk_size())
+    }
+}
+
+impl<S: ExecutionSpace> From<RangePolicy<S>> for MDRangePolicy<S, 1> {
+    /// The same points as a rank-1 box; the chunk size becomes the tile, the schedule and
+    /// the reduction mode carry over.
+    fn from(p: RangePolicy<S>) -> Self {
+        let chunk = p.chunk_size();
+        let md = MDRangePolicy::new(p.space, [p.begin], [p.end])
+            .with_deterministic_reduction(p.deterministic)
+            .with_schedule(p.schedule);
+        match chunk {
+            Some(c) => md.with_tiles([c]),
+            None => md,
+        }
+    }
+}
