@@ -18,8 +18,9 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Add, Deref, Sub};
 
-/// Invariant in `'it`, and `!Send + !Sync` through the raw pointer.
-type Brand<'it> = PhantomData<(fn(&'it ()) -> &'it (), *const ())>;
+/// Invariant in `'it`, and `!Send + !Sync` through the raw pointer: the brand of tokens and of
+/// the handles bound to a launch.
+pub(crate) type Brand<'it> = PhantomData<(fn(&'it ()) -> &'it (), *const ())>;
 
 /// The index of one iteration of a one-dimensional launch (range policies, nested ranges).
 ///

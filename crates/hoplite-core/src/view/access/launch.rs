@@ -1,0 +1,271 @@
+//! [`LaunchArgs`]: how handles handed to a launch are checked once, prepared, and bound to each
+//! iteration; tuples of handles.
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use super::atomic::AtomicValue;
+use super::bound::{BoundAtomic, BoundLookup, BoundReader, BoundWriter, PreparedReader};
+use super::handle::{AtomicHandle, Lookup, Reader, TeamSlots, Writer, bounds_nonempty};
+use super::team::BoundTeamSlots;
+use super::tokens::IndexBounds;
+use crate::error::{Error, Result};
+use crate::space::ArrayLayout;
+use crate::view::ViewValue;
+use crate::view::copy::HostAccessibleSpace;
+
+/// The handles a launch takes (a handle, or a tuple of up to eight): checked once against the
+/// launch's index space, then bound to its iteration brand.
+///
+/// Implemented for [`Reader`], [`Writer`], [`AtomicHandle`], `()` and tuples of them.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be handed to a launch",
+    label = "expected view handles such as `(y.write(), x.read())`",
+    note = "launch arguments are a tuple of handles made with `read()`, `write()` or `atomic()`"
+)]
+pub trait LaunchArgs: Send + Sync {
+    /// What the launch computes once per handle (addresses, strides, margins).
+    type Prepared: Send + Sync;
+    /// The handles bound to a launch with brand `'it`.
+    type Bound<'it>;
+
+    /// Checks every handle — no borrow conflict, the index space inside its extents — and
+    /// computes what binding needs.
+    fn prepare(&self, label: &str, bounds: &IndexBounds) -> Result<Self::Prepared>;
+
+    /// Binds prepared handles to brand `'it`.
+    ///
+    /// # Safety
+    ///
+    /// `prepared` came from [`prepare`](Self::prepare) of handles that are still alive, for the
+    /// launch's index space; the bound handles are used only with tokens of that launch (brand
+    /// `'it`), and the launch hands each token to one iteration at a time.
+    unsafe fn bind<'it>(prepared: &Self::Prepared) -> Self::Bound<'it>;
+}
+
+impl LaunchArgs for () {
+    type Prepared = ();
+    type Bound<'it> = ();
+    fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<()> {
+        Ok(())
+    }
+    #[inline(always)]
+    unsafe fn bind<'it>(_prepared: &()) -> Self::Bound<'it> {}
+}
+
+/// What a launch computes once for a writer.
+#[derive(Clone, Copy)]
+pub struct PreparedWriter<T, const R: usize> {
+    pub(super) ptr: NonNull<T>,
+    pub(super) strides: [usize; R],
+    pub(super) extents: [usize; R],
+    pub(super) label: *const str,
+}
+
+// SAFETY: the writer the launch owns holds the exclusive borrow; the pointer is only used by
+// bound writers, each storing at its own iteration's tokens; the label pointer refers to the
+// view's label, which the launch keeps alive.
+unsafe impl<T: Send, const R: usize> Send for PreparedWriter<T, R> {}
+// SAFETY: as above: concurrent bound writers never touch the same element.
+unsafe impl<T: Send, const R: usize> Sync for PreparedWriter<T, R> {}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Writer<T, R, L, S> {
+    type Prepared = PreparedWriter<T, R>;
+    type Bound<'it> = BoundWriter<'it, T, R, L>;
+
+    fn prepare(&self, label: &str, bounds: &IndexBounds) -> Result<Self::Prepared> {
+        self.handle.check(label, bounds)?;
+        if R == 0 {
+            // Rank-1 tokens store the one element (`Token<0> for Idx`): only one may exist.
+            if let IndexBounds::Range { begin, end } = *bounds
+                && end.saturating_sub(begin) > 1
+            {
+                return Err(Error::ScalarWriterInWideLaunch {
+                    label: label.to_owned(),
+                    view: self.handle.view.label().to_owned(),
+                    iterations: end - begin,
+                });
+            }
+        }
+        Ok(PreparedWriter {
+            ptr: self.handle.view.ptr,
+            strides: self.handle.view.strides,
+            extents: self.handle.extents,
+            label: self.handle.view.label() as *const str,
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundWriter<'it, T, R, L> {
+        BoundWriter {
+            prepared: *prepared,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Reader<T, R, L, S> {
+    type Prepared = PreparedReader<T, R>;
+    type Bound<'it> = BoundReader<'it, T, R, L>;
+
+    fn prepare(&self, label: &str, bounds: &IndexBounds) -> Result<Self::Prepared> {
+        self.handle.check(label, bounds)?;
+        let extents = self.handle.extents;
+        let mut room_below = [0; R];
+        let mut room_above = [0; R];
+        if let Some((rank, lo, hi)) = bounds.token_extents()
+            && rank == R
+            && bounds_nonempty(bounds)
+        {
+            for d in 0..R {
+                room_below[d] = lo[d];
+                // `check` guaranteed hi <= extent, and the box is non-empty so hi >= 1.
+                room_above[d] = extents[d] - hi[d];
+            }
+        }
+        Ok(PreparedReader {
+            ptr: self.handle.view.ptr,
+            strides: self.handle.view.strides,
+            extents,
+            room_below,
+            room_above,
+            label: self.handle.view.label() as *const str,
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundReader<'it, T, R, L> {
+        BoundReader {
+            prepared: *prepared,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Lookup<T, R, L, S> {
+    type Prepared = PreparedReader<T, R>;
+    type Bound<'it> = BoundLookup<'it, T, R, L>;
+
+    fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
+        // No range check: every access is checked instead. Only a refused borrow fails.
+        self.handle.borrowed()?;
+        Ok(PreparedReader {
+            ptr: self.handle.view.ptr,
+            strides: self.handle.view.strides,
+            extents: self.handle.extents,
+            room_below: [0; R],
+            room_above: [0; R],
+            label: self.handle.view.label() as *const str,
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundLookup<'it, T, R, L> {
+        BoundLookup {
+            prepared: *prepared,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for TeamSlots<T, L, S> {
+    type Prepared = PreparedWriter<T, 2>;
+    type Bound<'it> = BoundTeamSlots<'it, T, L>;
+
+    fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
+        // No launch-wide check: slots are checked per access.
+        self.handle.borrowed()?;
+        Ok(PreparedWriter {
+            ptr: self.handle.view.ptr,
+            strides: self.handle.view.strides,
+            extents: self.handle.extents,
+            label: self.handle.view.label() as *const str,
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundTeamSlots<'it, T, L> {
+        BoundTeamSlots {
+            prepared: *prepared,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+/// What a launch keeps for an atomic handle: the handle itself.
+pub struct PreparedAtomic<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> {
+    handle: *const AtomicHandle<T, R, L, S>,
+}
+
+// SAFETY: atomic handles are `Sync`; the pointer refers to the handle the launch owns.
+unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Send
+    for PreparedAtomic<T, R, L, S>
+{
+}
+// SAFETY: as above.
+unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Sync
+    for PreparedAtomic<T, R, L, S>
+{
+}
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs
+    for AtomicHandle<T, R, L, S>
+{
+    type Prepared = PreparedAtomic<T, R, L, S>;
+    type Bound<'it> = BoundAtomic<'it, T, R, L, S>;
+
+    fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
+        // Atomic accesses are checked per element; only the borrow matters here.
+        match self.handle.conflict() {
+            Some(e) => Err(e.clone()),
+            None => Ok(PreparedAtomic {
+                handle: self as *const Self,
+            }),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundAtomic<'it, T, R, L, S> {
+        BoundAtomic {
+            handle: prepared.handle,
+            brand: PhantomData,
+        }
+    }
+}
+
+macro_rules! tuple_args {
+    ($($name:ident),+) => {
+        impl<$($name: LaunchArgs),+> LaunchArgs for ($($name,)+) {
+            type Prepared = ($($name::Prepared,)+);
+            type Bound<'it> = ($($name::Bound<'it>,)+);
+
+            fn prepare(&self, label: &str, bounds: &IndexBounds) -> Result<Self::Prepared> {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = self;
+                Ok(($($name.prepare(label, bounds)?,)+))
+            }
+
+            #[inline(always)]
+            unsafe fn bind<'it>(prepared: &Self::Prepared) -> Self::Bound<'it> {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = prepared;
+                // SAFETY: the caller upholds `bind`'s contract for the whole tuple, hence for
+                // each element.
+                unsafe { ($(<$name as LaunchArgs>::bind($name),)+) }
+            }
+        }
+    };
+}
+
+tuple_args!(A);
+tuple_args!(A, B);
+tuple_args!(A, B, C);
+tuple_args!(A, B, C, D);
+tuple_args!(A, B, C, D, E);
+tuple_args!(A, B, C, D, E, F);
+tuple_args!(A, B, C, D, E, F, G);
+tuple_args!(A, B, C, D, E, F, G, H);
