@@ -2,7 +2,7 @@
 //! writes of device views so that a DAG context orders a `#[kernel]` launch on a CUDA stream
 //! exactly as it orders a host launch with the same handles, and [`device_task`] launches it.
 
-use hoplite_core::view::access::IndexBounds;
+use hoplite_core::index::IndexBounds;
 use hoplite_core::view::graph_support::BorrowGroup;
 use hoplite_core::view::{AccessKind, LaunchArgs};
 use hoplite_core::{ArrayLayout, AtomicHandle, AtomicValue, Reader, TeamSlots, View, Writer};

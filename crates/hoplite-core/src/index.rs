@@ -428,6 +428,49 @@ macro_rules! reads_as_index {
 
 reads_as_index!(Idx, LeagueToken, LeagueIdx, TeamIdx);
 
+/// The index space a launch covers, for checking handles against it once per launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexBounds {
+    /// A one-dimensional range `begin..end`.
+    Range {
+        /// First index.
+        begin: usize,
+        /// One past the last index.
+        end: usize,
+    },
+    /// A box `lo..hi` of rank `rank` (entries past the rank are unused).
+    Box {
+        /// Rank of the box.
+        rank: usize,
+        /// Lower corner.
+        lo: [usize; 8],
+        /// Upper corner (exclusive).
+        hi: [usize; 8],
+    },
+    /// A league of teams; team kernels have no element tokens of the launch.
+    League {
+        /// Number of teams.
+        size: usize,
+    },
+}
+
+impl IndexBounds {
+    /// The rank of the iteration tokens, and the exclusive upper bound of each dimension.
+    pub(super) fn token_extents(&self) -> Option<(usize, [usize; 8], [usize; 8])> {
+        match *self {
+            IndexBounds::Range { begin, end } => {
+                let mut lo = [0; 8];
+                let mut hi = [0; 8];
+                lo[0] = begin;
+                hi[0] = end;
+                Some((1, lo, hi))
+            }
+            IndexBounds::Box { rank, lo, hi } => Some((rank, lo, hi)),
+            IndexBounds::League { .. } => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

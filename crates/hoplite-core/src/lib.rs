@@ -44,8 +44,8 @@ pub mod view;
 
 pub use device_kernel::DeviceKernel;
 pub use dispatch::{
-    ForKernel, FullSpace, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceInto, ReduceKernel,
-    ScanKernel, ScanValue, ValidatedPolicy, parallel_for, parallel_for_validated, parallel_reduce,
+    ForKernel, FullSpace, IntoLaunch, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceInto,
+    ReduceKernel, ScanKernel, ValidatedPolicy, parallel_for, parallel_for_validated, parallel_reduce,
     parallel_reduce_into, parallel_reduce_validated, parallel_scan, parallel_scan_validated,
 };
 pub use error::{Error, Result};
@@ -55,9 +55,8 @@ pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};
 pub use num_complex::{self, Complex};
 pub use parallel_copy::deep_copy_on;
 pub use policy::{
-    DEFAULT_LINE_TILE, ExecutionPolicy, IntoLaunch, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK,
-    MDRangePolicy, PerTeam, PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize,
-    VectorLength,
+    DEFAULT_LINE_TILE, ExecutionPolicy, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK, MDRangePolicy, PerTeam,
+    PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize, VectorLength,
 };
 pub use reducer::*;
 pub use space::{

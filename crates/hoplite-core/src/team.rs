@@ -5,9 +5,9 @@ use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use crate::dispatch::ScanValue;
 use crate::error::{Error, Result};
 use crate::index::{Idx, LeagueToken, OwnedRanges, TeamIdx, TeamSlotIdx, for_each_owned};
+use crate::reducer::ScanValue;
 use crate::reducer::{Custom, Reducer};
 
 /// Which threads of a team share a nested range.

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use hoplite_core::view::access::IndexBounds;
+use hoplite_core::index::IndexBounds;
 use hoplite_core::{
     ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, LaunchSpec, ParallelFor, ParallelReduce,
     ParallelScan, Reducer, ScanValue, ValidatedPolicy, View, ViewValue, parallel_for_validated,

@@ -5,9 +5,9 @@ use std::ops::Range;
 
 use super::{ExecutionPolicy, IterationOrder, Schedule, TeamPolicy, TeamSize};
 use crate::error::{Error, Result};
+use crate::index::IndexBounds;
 use crate::index::MdIdx;
 use crate::space::ExecutionSpace;
-use crate::view::access::IndexBounds;
 
 /// The largest rank of an [`MDRangePolicy`], as in Kokkos.
 pub const MAX_MDRANGE_RANK: usize = 6;

@@ -9,8 +9,8 @@ use std::fmt::Debug;
 use std::ops::Range;
 
 use crate::error::{Error, Result};
+use crate::index::IndexBounds;
 use crate::space::ExecutionSpace;
-use crate::view::access::IndexBounds;
 
 /// How iterations are distributed over threads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -122,41 +122,6 @@ impl<S: ExecutionSpace> IntoPolicy<S> for Range<usize> {
     type Policy = RangePolicy<S>;
     fn into_policy(self) -> RangePolicy<S> {
         RangePolicy::new(S::default(), self)
-    }
-}
-
-/// Turns something into a launch on space `S`: a policy or `usize` / `Range<usize>` (see
-/// [`IntoPolicy`]), optionally paired with view handles: `(n, (y.write(), x.read()))`.
-pub trait IntoLaunch<S: ExecutionSpace> {
-    /// The launch it becomes.
-    type Launch: crate::dispatch::LaunchSpec;
-    /// Converts.
-    fn into_launch(self) -> Self::Launch;
-}
-
-macro_rules! into_launch_alone {
-    ($(impl[$($g:tt)*] $t:ty;)*) => {$(
-        impl<S: ExecutionSpace, $($g)*> IntoLaunch<S> for $t {
-            type Launch = <$t as IntoPolicy<S>>::Policy;
-            fn into_launch(self) -> Self::Launch {
-                IntoPolicy::<S>::into_policy(self)
-            }
-        }
-    )*};
-}
-
-into_launch_alone! {
-    impl[] usize;
-    impl[] Range<usize>;
-    impl[S2: ExecutionSpace] RangePolicy<S2>;
-    impl[S2: ExecutionSpace, const R: usize] MDRangePolicy<S2, R>;
-    impl[S2: ExecutionSpace] TeamPolicy<S2>;
-}
-
-impl<S: ExecutionSpace, P: IntoPolicy<S>, A: crate::view::LaunchArgs> IntoLaunch<S> for (P, A) {
-    type Launch = (P::Policy, A);
-    fn into_launch(self) -> (P::Policy, A) {
-        (self.0.into_policy(), self.1)
     }
 }
 

@@ -6,8 +6,8 @@ use std::ops::Range;
 use super::{ExecutionPolicy, MDRangePolicy, Schedule, check_chunk};
 use crate::error::{Error, Result};
 use crate::index::Idx;
+use crate::index::IndexBounds;
 use crate::space::ExecutionSpace;
-use crate::view::access::IndexBounds;
 
 /// A one-dimensional range `begin..end` (Kokkos `RangePolicy`). Kernels receive an [`Idx`].
 ///

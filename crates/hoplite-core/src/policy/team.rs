@@ -2,8 +2,8 @@
 
 use super::{ExecutionPolicy, MDRangePolicy, RangePolicy, Schedule, check_chunk};
 use crate::error::{Error, Result};
+use crate::index::IndexBounds;
 use crate::space::ExecutionSpace;
-use crate::view::access::IndexBounds;
 
 /// The team size of a [`TeamPolicy`]: a number, or the backend's choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -2,10 +2,11 @@
 //! (primitives, complex numbers, arrays).
 
 use std::marker::PhantomData;
+use std::ops::Add;
 
 use super::Reducer;
+use super::compare::{Dir, better};
 use super::identity::ReductionIdentity;
-use super::minmax::{Dir, better};
 use crate::device_kernel::DeviceJoin;
 
 // ---------------------------------------------------------------------------
@@ -227,5 +228,21 @@ impl<T: MinMaxValue, const N: usize> MinMaxValue for [T; N] {
         for (a, b) in self.iter_mut().zip(other) {
             a.keep_max(b);
         }
+    }
+}
+
+/// A value a scan can accumulate: summed, starting from zero.
+pub trait ScanValue: Copy + Send + Sync + Add<Output = Self> + 'static {
+    /// The identity of the sum.
+    fn zero() -> Self;
+}
+
+impl<T> ScanValue for T
+where
+    T: ReductionIdentity + Copy + Send + Sync + Add<Output = T> + 'static,
+{
+    #[inline(always)]
+    fn zero() -> Self {
+        T::sum()
     }
 }

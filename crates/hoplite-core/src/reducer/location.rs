@@ -5,8 +5,8 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use super::Reducer;
+use super::compare::{Dir, Tie, replaces};
 use super::identity::ReductionIdentity;
-use super::minmax::{Dir, Tie, replaces};
 
 /// A location of the `*Loc` reducers: an index (`usize`) of a range, or a multi-index
 /// (`[usize; R]`) of an MDRange. Ties compare locations with `Ord`, so for multi-indices

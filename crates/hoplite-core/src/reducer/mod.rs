@@ -368,6 +368,7 @@ macro_rules! phantom_loc_reducer {
 }
 
 mod arith;
+mod compare;
 mod custom;
 mod identity;
 mod location;
@@ -376,7 +377,7 @@ mod minmax;
 #[cfg(test)]
 mod tests;
 
-pub use arith::{MinMaxValue, Prod, ProdValue, Sum, SumValue};
+pub use arith::{MinMaxValue, Prod, ProdValue, ScanValue, Sum, SumValue};
 pub use custom::Custom;
 pub use identity::{BitIdentity, ReductionIdentity};
 pub use location::{

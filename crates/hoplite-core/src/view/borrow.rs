@@ -23,7 +23,7 @@ use smallvec::SmallVec;
 
 use crate::prims::{AtomicU64, Mutex, MutexGuard, Ordering};
 
-use super::alloc::{AccessKind, Footprint};
+use super::footprint::{AccessKind, Footprint};
 use crate::error::{Error, Result};
 
 /// Whole-allocation readers: the low 30 bits.

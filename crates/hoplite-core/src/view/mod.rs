@@ -10,6 +10,7 @@ pub mod access;
 mod alloc;
 mod borrow;
 pub mod copy;
+mod footprint;
 pub mod graph_support;
 pub mod locked;
 
@@ -23,8 +24,8 @@ pub use access::{
     AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter, HostRead, HostWrite,
     LaunchArgs, Lookup, PlaneRow, Reader, RowReader, TeamPlane, TeamRow, TeamSlots, ViewIndex, Writer,
 };
-pub use alloc::{AccessKind, AllocationRecord, AllocationRecords, Footprint, MAX_VIEW_RANK};
 pub use copy::{create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill};
+pub use footprint::{AccessKind, Footprint, MAX_VIEW_RANK};
 pub use locked::{LockedAtomic, LockedCell};
 
 use crate::error::{Error, Result};
@@ -486,7 +487,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     }
 
     /// The address of the first element (Kokkos `data()`), for interop and for finding the
-    /// allocation ([`AllocationRecords::find`]). Dereferencing it is the caller's business.
+    /// allocation ([`AllocationRecords::find`](crate::space::AllocationRecords::find)). Dereferencing it is the caller's business.
     pub fn data(&self) -> *const T {
         self.ptr.as_ptr()
     }

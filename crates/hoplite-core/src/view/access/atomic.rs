@@ -1,15 +1,11 @@
-//! Atomic updates through [`AtomicHandle`](super::AtomicHandle): the [`AtomicValue`] types
-//! (integers natively, floats by compare-and-swap, other types under a lock) and their operations.
+//! The [`AtomicValue`] types atomic handles update: integers natively, floats by
+//! compare-and-swap on their bits, other types under a lock of a global lock table.
 
 use std::marker::PhantomData;
 use std::sync::atomic;
 use std::sync::atomic::Ordering;
 
-use super::handle::{AtomicHandle, out_of_bounds};
-use super::tokens::ViewIndex;
-use crate::space::ArrayLayout;
 use crate::view::ViewValue;
-use crate::view::copy::HostAccessibleSpace;
 
 /// A value type with atomic operations in views: integers natively, floats by
 /// compare-and-swap on their bits, and any other [`LockedAtomic`](crate::LockedAtomic) type (complex numbers,
@@ -151,84 +147,10 @@ macro_rules! float_atom {
 
 float_atom!(atomic::AtomicU32 => f32, u32, atomic::AtomicU64 => f64, u64);
 
-impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> AtomicHandle<T, R, L, S> {
-    #[inline(always)]
-    fn atom(&self, index: impl ViewIndex<R>) -> &T::Atom {
-        let index = index.index();
-        if !self.handle.admits(&index) {
-            out_of_bounds(
-                self.label(),
-                index,
-                self.handle.view.extents,
-                self.handle.conflict(),
-            );
-        }
-        let ptr = self.handle.view.element_ptr(&index).cast::<T::Atom>();
-        // SAFETY: `index` is inside the extents, so `ptr` points at a live element. `T::Atom`
-        // has the size and alignment of `T` (checked at compile time below) and every bit
-        // pattern of `T` is one of it. While this handle lives only atomic handles touch these
-        // elements (the borrow excludes readers and writers), so all concurrent accesses are
-        // atomic.
-        unsafe {
-            let () = AtomLayout::<T>::SAME;
-            &*ptr
-        }
-    }
-
-    /// Atomically adds `v` at `index`; returns the old value.
-    #[inline(always)]
-    pub fn fetch_add(&self, index: impl ViewIndex<R>, v: T) -> T
-    where
-        T: std::ops::Add<Output = T>,
-    {
-        T::fetch_add(self.atom(index), v)
-    }
-
-    /// Atomically keeps the smaller of the element and `v`; returns the old value.
-    #[inline(always)]
-    pub fn fetch_min(&self, index: impl ViewIndex<R>, v: T) -> T
-    where
-        T: PartialOrd,
-    {
-        T::fetch_min(self.atom(index), v)
-    }
-
-    /// Atomically keeps the larger of the element and `v`; returns the old value.
-    #[inline(always)]
-    pub fn fetch_max(&self, index: impl ViewIndex<R>, v: T) -> T
-    where
-        T: PartialOrd,
-    {
-        T::fetch_max(self.atom(index), v)
-    }
-
-    /// Atomically replaces `current` with `new` at `index`: `Ok(old)` on success, `Err(actual)`
-    /// otherwise.
-    #[inline(always)]
-    pub fn compare_exchange(&self, index: impl ViewIndex<R>, current: T, new: T) -> std::result::Result<T, T>
-    where
-        T: PartialEq,
-    {
-        T::compare_exchange(self.atom(index), current, new)
-    }
-
-    /// Atomic load.
-    #[inline(always)]
-    pub fn load(&self, index: impl ViewIndex<R>) -> T {
-        T::load(self.atom(index))
-    }
-
-    /// Atomic store.
-    #[inline(always)]
-    pub fn store(&self, index: impl ViewIndex<R>, v: T) {
-        T::store(self.atom(index), v)
-    }
-}
-
 pub(super) struct AtomLayout<T: AtomicValue>(PhantomData<T>);
 
 impl<T: AtomicValue> AtomLayout<T> {
-    const SAME: () = assert!(
+    pub(super) const SAME: () = assert!(
         size_of::<T>() == size_of::<T::Atom>() && align_of::<T::Atom>() <= size_of::<T>(),
         "an atomic element type must have the size of its value and an alignment its size provides"
     );

@@ -1,12 +1,13 @@
 //! The unbound handles a view makes (`read`, `write`, `atomic`, `lookup`, `team_slots`): each
-//! holds a borrow of the view's elements; their bounds checks.
+//! holds a borrow of the view's elements. Their bounds checks, and the atomic handle's operations.
 
 use std::fmt;
 use std::ptr::NonNull;
 
-use super::atomic::AtomicValue;
-use super::tokens::{IndexBounds, ViewIndex};
+use super::atomic::{AtomLayout, AtomicValue};
+use super::tokens::ViewIndex;
 use crate::error::{Error, Result};
+use crate::index::IndexBounds;
 use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::borrow::{BorrowId, Refused};
 use crate::view::copy::HostAccessibleSpace;
@@ -555,5 +556,79 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Reade
         // SAFETY: `index` is inside the extents and the reader holds a shared borrow, so no
         // writer or atomic handle touches these elements while it lives.
         unsafe { self.handle.view.element_ptr(&index).read() }
+    }
+}
+
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> AtomicHandle<T, R, L, S> {
+    #[inline(always)]
+    fn atom(&self, index: impl ViewIndex<R>) -> &T::Atom {
+        let index = index.index();
+        if !self.handle.admits(&index) {
+            out_of_bounds(
+                self.label(),
+                index,
+                self.handle.view.extents,
+                self.handle.conflict(),
+            );
+        }
+        let ptr = self.handle.view.element_ptr(&index).cast::<T::Atom>();
+        // SAFETY: `index` is inside the extents, so `ptr` points at a live element. `T::Atom`
+        // has the size and alignment of `T` (checked at compile time below) and every bit
+        // pattern of `T` is one of it. While this handle lives only atomic handles touch these
+        // elements (the borrow excludes readers and writers), so all concurrent accesses are
+        // atomic.
+        unsafe {
+            let () = AtomLayout::<T>::SAME;
+            &*ptr
+        }
+    }
+
+    /// Atomically adds `v` at `index`; returns the old value.
+    #[inline(always)]
+    pub fn fetch_add(&self, index: impl ViewIndex<R>, v: T) -> T
+    where
+        T: std::ops::Add<Output = T>,
+    {
+        T::fetch_add(self.atom(index), v)
+    }
+
+    /// Atomically keeps the smaller of the element and `v`; returns the old value.
+    #[inline(always)]
+    pub fn fetch_min(&self, index: impl ViewIndex<R>, v: T) -> T
+    where
+        T: PartialOrd,
+    {
+        T::fetch_min(self.atom(index), v)
+    }
+
+    /// Atomically keeps the larger of the element and `v`; returns the old value.
+    #[inline(always)]
+    pub fn fetch_max(&self, index: impl ViewIndex<R>, v: T) -> T
+    where
+        T: PartialOrd,
+    {
+        T::fetch_max(self.atom(index), v)
+    }
+
+    /// Atomically replaces `current` with `new` at `index`: `Ok(old)` on success, `Err(actual)`
+    /// otherwise.
+    #[inline(always)]
+    pub fn compare_exchange(&self, index: impl ViewIndex<R>, current: T, new: T) -> std::result::Result<T, T>
+    where
+        T: PartialEq,
+    {
+        T::compare_exchange(self.atom(index), current, new)
+    }
+
+    /// Atomic load.
+    #[inline(always)]
+    pub fn load(&self, index: impl ViewIndex<R>) -> T {
+        T::load(self.atom(index))
+    }
+
+    /// Atomic store.
+    #[inline(always)]
+    pub fn store(&self, index: impl ViewIndex<R>, v: T) {
+        T::store(self.atom(index), v)
     }
 }

@@ -2,14 +2,15 @@
 //! iteration; tuples of handles.
 
 use std::marker::PhantomData;
-use std::ptr::NonNull;
 
 use super::atomic::AtomicValue;
-use super::bound::{BoundAtomic, BoundLookup, BoundReader, BoundWriter, PreparedReader};
+use super::bound::{
+    BoundAtomic, BoundLookup, BoundReader, BoundWriter, PreparedAtomic, PreparedReader, PreparedWriter,
+};
 use super::handle::{AtomicHandle, Lookup, Reader, TeamSlots, Writer, bounds_nonempty};
 use super::team::BoundTeamSlots;
-use super::tokens::IndexBounds;
 use crate::error::{Error, Result};
+use crate::index::IndexBounds;
 use crate::space::ArrayLayout;
 use crate::view::ViewValue;
 use crate::view::copy::HostAccessibleSpace;
@@ -53,22 +54,10 @@ impl LaunchArgs for () {
     unsafe fn bind<'it>(_prepared: &()) -> Self::Bound<'it> {}
 }
 
-/// What a launch computes once for a writer.
-#[derive(Clone, Copy)]
-pub struct PreparedWriter<T, const R: usize> {
-    pub(super) ptr: NonNull<T>,
-    pub(super) strides: [usize; R],
-    pub(super) extents: [usize; R],
-    pub(super) label: *const str,
-}
-
 // SAFETY: the writer the launch owns holds the exclusive borrow; the pointer is only used by
 // bound writers, each storing at its own iteration's tokens; the label pointer refers to the
 // view's label, which the launch keeps alive.
-unsafe impl<T: Send, const R: usize> Send for PreparedWriter<T, R> {}
 // SAFETY: as above: concurrent bound writers never touch the same element.
-unsafe impl<T: Send, const R: usize> Sync for PreparedWriter<T, R> {}
-
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Writer<T, R, L, S> {
     type Prepared = PreparedWriter<T, R>;
     type Bound<'it> = BoundWriter<'it, T, R, L>;
@@ -196,22 +185,8 @@ impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for TeamSl
     }
 }
 
-/// What a launch keeps for an atomic handle: the handle itself.
-pub struct PreparedAtomic<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> {
-    handle: *const AtomicHandle<T, R, L, S>,
-}
-
 // SAFETY: atomic handles are `Sync`; the pointer refers to the handle the launch owns.
-unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Send
-    for PreparedAtomic<T, R, L, S>
-{
-}
 // SAFETY: as above.
-unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Sync
-    for PreparedAtomic<T, R, L, S>
-{
-}
-
 impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs
     for AtomicHandle<T, R, L, S>
 {

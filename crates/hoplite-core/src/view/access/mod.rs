@@ -27,10 +27,13 @@ mod team;
 mod tokens;
 
 pub use atomic::AtomicValue;
-pub use bound::{BoundAtomic, BoundLookup, BoundReader, BoundWriter, PreparedReader, RowReader};
+pub use bound::{
+    BoundAtomic, BoundLookup, BoundReader, BoundWriter, PreparedAtomic, PreparedReader, PreparedWriter,
+    RowReader,
+};
 pub use handle::{AtomicHandle, Lookup, Reader, TeamSlots, Writer};
 pub(crate) use host::for_each_index;
 pub use host::{HostRead, HostWrite};
-pub use launch::{LaunchArgs, PreparedAtomic, PreparedWriter};
+pub use launch::LaunchArgs;
 pub use team::{BoundTeamSlots, PlaneRow, TeamPlane, TeamRow};
-pub use tokens::{IndexBounds, ReadIndex, Token, ViewIndex};
+pub use tokens::{ReadIndex, Token, ViewIndex};

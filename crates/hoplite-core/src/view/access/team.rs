@@ -1,11 +1,12 @@
-//! Team handles: a writer's team plane and rows, and per-thread team slots.
+//! Team handles: the planes and rows of a bound writer that team loops store through, and
+//! per-thread team slots.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+use super::bound::{BoundWriter, PreparedWriter, RowAccess};
 use super::handle::{checked_element, out_of_bounds};
-use super::launch::PreparedWriter;
-use crate::index::{Brand, TeamIdx, TeamSlotIdx};
+use crate::index::{Brand, LeagueToken, TeamIdx, TeamSlotIdx};
 use crate::space::ArrayLayout;
 use crate::view::ViewValue;
 
@@ -124,58 +125,6 @@ impl<T: ViewValue, L: ArrayLayout> PlaneRow<'_, T, L> {
     }
 }
 
-/// One row of a rank-2 handle bound to a launch, as [`TeamRow`] and [`RowReader`] share it:
-/// the row is checked once when it is made, each column when it is used.
-#[derive(Clone, Copy)]
-pub(super) struct RowAccess<T> {
-    ptr: NonNull<T>,
-    strides: [usize; 2],
-    pub(super) extents: [usize; 2],
-    label: *const str,
-    row: usize,
-}
-
-impl<T> RowAccess<T> {
-    /// Row `row` of the handle at `ptr`.
-    ///
-    /// # Panics
-    ///
-    /// If `row` is not below the first extent.
-    #[inline(always)]
-    pub(super) fn new(
-        ptr: NonNull<T>,
-        strides: [usize; 2],
-        extents: [usize; 2],
-        label: *const str,
-        row: usize,
-    ) -> Self {
-        if row >= extents[0] {
-            // SAFETY: the label belongs to the view of the handle this row comes from, which
-            // the launch keeps alive while bound handles exist.
-            out_of_bounds(unsafe { &*label }, [row, 0], extents, None);
-        }
-        RowAccess {
-            ptr,
-            strides,
-            extents,
-            label,
-            row,
-        }
-    }
-
-    /// The address of the element at `column`, after checking the column against the row's
-    /// length (panics otherwise); the row was checked in `new`, so it lies in the allocation.
-    #[inline(always)]
-    pub(super) fn element<L: ArrayLayout>(&self, column: usize) -> *mut T {
-        let index = [self.row, column];
-        if column >= self.extents[1] {
-            // SAFETY: as in `new`.
-            out_of_bounds(unsafe { &*self.label }, index, self.extents, None);
-        }
-        self.ptr.as_ptr().wrapping_add(L::offset(&self.strides, &index))
-    }
-}
-
 /// One team's row of a rank-2 writer ([`BoundWriter::team_row`](crate::BoundWriter::team_row)): loads and stores at the
 /// [`TeamIdx`] tokens of team loops, each column on the thread that owns it. The tokens carry
 /// the launch's brand `'it` (team loops over the launch's own member make them), so the team
@@ -271,5 +220,91 @@ impl<'it, T: ViewValue, L: ArrayLayout> BoundTeamSlots<'it, T, L> {
     /// The extents.
     pub fn extents(&self) -> [usize; 2] {
         self.prepared.extents
+    }
+}
+
+impl<'it, T: ViewValue, L: ArrayLayout> BoundWriter<'it, T, 2, L> {
+    /// The row `league` of this rank-2 writer: the elements `(league, j)` the team owns.
+    ///
+    /// The threads of the team store into the row through the [`TeamIdx`](crate::TeamIdx) tokens of team
+    /// loops ([`TeamThreadRange`](crate::TeamThreadRange),
+    /// [`TeamVectorRange`](crate::TeamVectorRange)), which hand each column to one thread of
+    /// the team for the whole launch. That makes every element of the row single-writer
+    /// without a barrier, however many loops the kernel runs and whatever their ranges.
+    ///
+    /// # Panics
+    ///
+    /// If the league rank is not below the first extent (inside a launch this becomes
+    /// `Error::KernelPanicked` naming the view).
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, TeamMember, TeamPolicy, TeamThreadRange, View};
+    /// use hoplite_serial::Serial;
+    /// let a: View<usize, 2> = View::new("a", [3, 5])?;
+    /// parallel_for("rows", (TeamPolicy::new(Serial::default(), 3, 1), (a.write(),)), |(m, (a,))| {
+    ///     let row = a.team_row(m.league_token());
+    ///     TeamThreadRange::new(m, row.len()).parallel_for(|j| row.set(j, 10 * m.league_rank() + *j));
+    /// })?;
+    /// assert_eq!(a.host_read()?.get([2, 4]), 24);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    #[inline(always)]
+    pub fn team_row(&self, league: LeagueToken<'it>) -> TeamRow<'it, T, L> {
+        let p = &self.prepared;
+        TeamRow {
+            row: RowAccess::new(p.ptr, p.strides, p.extents, p.label, league.get()),
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
+    }
+}
+
+impl<'it, T: ViewValue, L: ArrayLayout> BoundWriter<'it, T, 3, L> {
+    /// The plane `league` of this rank-3 writer: the elements `(league, j, k)` the team owns.
+    ///
+    /// A team loop over the plane's rows ([`TeamThreadRange`](crate::TeamThreadRange) over
+    /// `0..plane.rows()`) hands each row `j` to one thread of the team for the whole launch;
+    /// [`row(j)`](TeamPlane::row) then gives that thread the whole row, to store at any column
+    /// (for example in a [`ThreadVectorRange`](crate::ThreadVectorRange) loop). Kokkos' usual
+    /// three-level pattern — league over the first index, team threads over the second, vector
+    /// lanes over the third — in safe code.
+    ///
+    /// # Panics
+    ///
+    /// If the league rank is not below the first extent (inside a launch this becomes
+    /// `Error::KernelPanicked` naming the view).
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, TeamMember, TeamPolicy, TeamThreadRange, ThreadVectorRange, View};
+    /// use hoplite_serial::Serial;
+    /// let a: View<usize, 3> = View::new("a", [2, 3, 4])?;
+    /// parallel_for("planes", (TeamPolicy::new(Serial::default(), 2, 1), (a.write(),)), |(m, (a,))| {
+    ///     let plane = a.team_plane(m.league_token());
+    ///     TeamThreadRange::new(m, plane.rows()).parallel_for(|j| {
+    ///         let row = plane.row(j);
+    ///         ThreadVectorRange::new(m, row.len()).parallel_for(|k| row.set(*k, 100 * plane.plane() + 10 * *j + *k));
+    ///     });
+    /// })?;
+    /// assert_eq!(a.host_read()?.get([1, 2, 3]), 123);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    #[inline(always)]
+    pub fn team_plane(&self, league: LeagueToken<'it>) -> TeamPlane<'it, T, L> {
+        let p = &self.prepared;
+        let plane = league.get();
+        if plane >= p.extents[0] {
+            // SAFETY: the label belongs to the view of the writer this was bound from, which
+            // the launch keeps alive while bound handles exist.
+            out_of_bounds(unsafe { &*p.label }, [plane, 0, 0], p.extents, None);
+        }
+        TeamPlane {
+            ptr: p.ptr,
+            strides: p.strides,
+            extents: p.extents,
+            label: p.label,
+            plane,
+            brand: PhantomData,
+            _layout: PhantomData,
+        }
     }
 }

@@ -7,7 +7,10 @@ use std::ptr::NonNull;
 
 use crate::error::{Error, Result};
 use crate::team::TeamMember;
-use crate::view::AllocationRecords;
+
+mod records;
+
+pub use records::{AllocationRecord, AllocationRecords};
 
 /// Where and how kernels run (Kokkos `ExecutionSpace`).
 ///

@@ -1,0 +1,179 @@
+//! The traits a space implements per policy and pattern ([`ParallelFor`], [`ParallelReduce`],
+//! [`ParallelScan`]), and [`FullSpace`], a space that implements all of them.
+
+use super::kernel::{ForKernel, ReduceKernel, ScanKernel};
+use crate::error::Result;
+use crate::policy::{ExecutionPolicy, MDRangePolicy, RangePolicy, TeamPolicy};
+use crate::reducer::{Reducer, ScanValue};
+use crate::space::ExecutionSpace;
+use crate::unique_token::UniqueTokenSpace;
+
+/// A space that can run `parallel_for` over policy `P` (the seed's `ExecutionSpaceOf`).
+///
+/// Implementations may assume `policy.validate(label)` returned `Ok` and must call the kernel
+/// exactly once per point of the policy (the `ExecutionPolicy` axioms), handing each token to
+/// one iteration at a time.
+///
+/// # Safety
+///
+/// The kernel a dispatch receives stores into views through the tokens it is called with,
+/// with no bounds check and no synchronization (see [`Idx::new_unchecked`](crate::Idx::new_unchecked)).
+/// An implementation promises, for every call:
+///
+/// * the kernel is called only with items of points inside `policy.index_bounds()`, each point
+///   at most once, and never while another call with the same point is running — also not
+///   through a second dispatch of the same kernel (forwarding the kernel to another space's
+///   dispatch is fine only if that is the only dispatch it reaches);
+/// * each item is used only on the thread that calls the kernel with it, inside that call;
+/// * every call to the kernel has returned when `parallel_for` returns (or, for an
+///   asynchronous space, before the launch is reported complete by `fence`), and the kernel
+///   is not called after that;
+/// * team members passed to the kernel come from a [`TeamMember`](crate::TeamMember)
+///   implementation that keeps its own contract.
+///
+/// Breaking any of these lets safe user code race or store out of bounds, which is why this
+/// trait is `unsafe` to implement even when the implementation itself needs no `unsafe` block.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot run a parallel_for over `{P}`",
+    label = "no parallel_for dispatch for this policy",
+    note = "a policy launches on the execution space it names; that space's backend implements `ParallelFor` for it",
+    note = "a device space (`Cuda`) runs no closures: write the kernel as a `#[kernel]` function and launch it with the space's `launch_range`, `reduce_range`, `launch_team` or their siblings"
+)]
+pub unsafe trait ParallelFor<P: ExecutionPolicy>: ExecutionSpace {
+    /// Runs the launch. Returns when the kernel has been called for every point (synchronous
+    /// spaces) or once it is enqueued (asynchronous spaces; `fence` waits).
+    fn parallel_for<K: ForKernel<P>>(&self, label: &str, policy: &P, kernel: K) -> Result<()>;
+}
+
+/// A space that can run `parallel_reduce` over policy `P`.
+///
+/// The result is returned to the host, so the launch has completed when this returns.
+/// Implementations start every partial result from `reducer.init()`, join partials in index
+/// order (lower indices as `dst`), and call `reducer.finalize` once on the total.
+///
+/// # Safety
+///
+/// The same contract as [`ParallelFor`]: every point at most once, inside the policy's index
+/// bounds, one thread per item, and no call to the kernel after the dispatch returns. (The
+/// reduction's own axioms — identity, index-order joins, one finalize — are checked by the
+/// conformance suite; breaking those gives wrong numbers, not undefined behaviour.)
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot run a parallel_reduce over `{P}`",
+    label = "no parallel_reduce dispatch for this policy",
+    note = "a policy launches on the execution space it names; that space's backend implements `ParallelReduce` for it",
+    note = "a device space (`Cuda`) runs no closures: write the kernel as a `#[kernel]` function and launch it with the space's `launch_range`, `reduce_range`, `launch_team` or their siblings"
+)]
+pub unsafe trait ParallelReduce<P: ExecutionPolicy>: ExecutionSpace {
+    /// Runs the reduction and returns the finalized total.
+    fn parallel_reduce<R: Reducer, K: ReduceKernel<P, R::Value>>(
+        &self,
+        label: &str,
+        policy: &P,
+        kernel: K,
+        reducer: &R,
+    ) -> Result<R::Value>;
+}
+
+/// A space that can run `parallel_scan` over policy `P`.
+///
+/// Implementations call the kernel with `is_final == true` exactly once per index, in which
+/// call `partial` holds the sum of the contributions of all lower indices (so a kernel that
+/// stores before adding computes an exclusive scan, one that adds before storing an inclusive
+/// scan). They may also call it with `is_final == false` to compute partial sums; those calls
+/// must not have side effects the kernel relies on.
+///
+/// # Safety
+///
+/// The same contract as [`ParallelFor`], per pass: calls with the same index never overlap in
+/// time (a second pass starts on an index only after the first pass's call on it returned),
+/// every index lies inside the policy's index bounds, and no call happens after the dispatch
+/// returns.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot run a parallel_scan over `{P}`",
+    label = "no parallel_scan dispatch for this policy",
+    note = "scans run over a RangePolicy with a kernel `|i, partial: &mut T, is_final: bool|`",
+    note = "a device space (`Cuda`) runs no closures: write the scan as a `#[kernel]` function and launch it with the space's `scan_range`"
+)]
+pub unsafe trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
+    /// Runs the scan and returns the total over the whole range.
+    fn parallel_scan<T: ScanValue, K: ScanKernel<P, T>>(
+        &self,
+        label: &str,
+        policy: &P,
+        kernel: K,
+    ) -> Result<T>;
+}
+
+/// Every launch a conforming backend supports, in one bound: backend-generic application code
+/// writes `S: FullSpace` instead of a bound per policy kind and MDRange rank.
+///
+/// A full space is an execution space with unique tokens that runs `parallel_for` and
+/// `parallel_reduce` over range policies, MDRange policies of every rank (1 to
+/// [`MAX_MDRANGE_RANK`](crate::MAX_MDRANGE_RANK)) and team policies, and `parallel_scan` over
+/// range policies. The blanket implementation makes every such space a `FullSpace`; the
+/// conformance suite tests exactly these.
+///
+/// ```
+/// use hoplite_core::{FullSpace, MDRangePolicy, RangePolicy, Sum, View, parallel_for, parallel_reduce};
+///
+/// /// Fills a grid and sums it, on any backend.
+/// fn fill_and_sum<S: FullSpace>(space: &S, n: usize) -> hoplite_core::Result<f64> {
+///     let grid: View<f64, 2> = View::new("grid", [n, n])?;
+///     let whole = MDRangePolicy::new(space.clone(), [0, 0], [n, n]);
+///     parallel_for("fill", (whole.clone(), (grid.write(),)), |(ij, (g,))| g.set(ij, 0.5))?;
+///     parallel_reduce("sum", (whole, (grid.read(),)), |(ij, (g,)), acc| *acc += g.get(ij), Sum::new())
+/// }
+/// assert_eq!(fill_and_sum(&hoplite_serial::Serial::default(), 4)?, 8.0);
+/// # let _ = RangePolicy::new(hoplite_serial::Serial::default(), 0..1);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not run every launch of the concepts",
+    label = "not a full execution space",
+    note = "a full space runs range, MDRange (ranks 1-6) and team policies; a backend that passes the conformance suite is one"
+)]
+pub trait FullSpace:
+    ExecutionSpace
+    + UniqueTokenSpace
+    + ParallelFor<RangePolicy<Self>>
+    + ParallelReduce<RangePolicy<Self>>
+    + ParallelScan<RangePolicy<Self>>
+    + ParallelFor<MDRangePolicy<Self, 1>>
+    + ParallelReduce<MDRangePolicy<Self, 1>>
+    + ParallelFor<MDRangePolicy<Self, 2>>
+    + ParallelReduce<MDRangePolicy<Self, 2>>
+    + ParallelFor<MDRangePolicy<Self, 3>>
+    + ParallelReduce<MDRangePolicy<Self, 3>>
+    + ParallelFor<MDRangePolicy<Self, 4>>
+    + ParallelReduce<MDRangePolicy<Self, 4>>
+    + ParallelFor<MDRangePolicy<Self, 5>>
+    + ParallelReduce<MDRangePolicy<Self, 5>>
+    + ParallelFor<MDRangePolicy<Self, 6>>
+    + ParallelReduce<MDRangePolicy<Self, 6>>
+    + ParallelFor<TeamPolicy<Self>>
+    + ParallelReduce<TeamPolicy<Self>>
+{
+}
+
+impl<S> FullSpace for S where
+    S: ExecutionSpace
+        + UniqueTokenSpace
+        + ParallelFor<RangePolicy<S>>
+        + ParallelReduce<RangePolicy<S>>
+        + ParallelScan<RangePolicy<S>>
+        + ParallelFor<MDRangePolicy<S, 1>>
+        + ParallelReduce<MDRangePolicy<S, 1>>
+        + ParallelFor<MDRangePolicy<S, 2>>
+        + ParallelReduce<MDRangePolicy<S, 2>>
+        + ParallelFor<MDRangePolicy<S, 3>>
+        + ParallelReduce<MDRangePolicy<S, 3>>
+        + ParallelFor<MDRangePolicy<S, 4>>
+        + ParallelReduce<MDRangePolicy<S, 4>>
+        + ParallelFor<MDRangePolicy<S, 5>>
+        + ParallelReduce<MDRangePolicy<S, 5>>
+        + ParallelFor<MDRangePolicy<S, 6>>
+        + ParallelReduce<MDRangePolicy<S, 6>>
+        + ParallelFor<TeamPolicy<S>>
+        + ParallelReduce<TeamPolicy<S>>
+{
+}
