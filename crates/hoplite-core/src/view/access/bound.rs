@@ -344,8 +344,11 @@ pub struct PreparedWriter<T, const R: usize> {
     pub(super) label: *const str,
 }
 
+// SAFETY: the writer the launch owns holds the exclusive borrow; the pointer is only used by
+// bound writers, each storing at its own iteration's tokens; the label pointer refers to the
+// view's label, which the launch keeps alive.
 unsafe impl<T: Send, const R: usize> Send for PreparedWriter<T, R> {}
-
+// SAFETY: as above: concurrent bound writers never touch the same element.
 unsafe impl<T: Send, const R: usize> Sync for PreparedWriter<T, R> {}
 
 /// What a launch keeps for an atomic handle: the handle itself.
@@ -353,11 +356,12 @@ pub struct PreparedAtomic<T: AtomicValue, const R: usize, L: ArrayLayout, S: Hos
     pub(super) handle: *const AtomicHandle<T, R, L, S>,
 }
 
+// SAFETY: atomic handles are `Sync`; the pointer refers to the handle the launch owns.
 unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Send
     for PreparedAtomic<T, R, L, S>
 {
 }
-
+// SAFETY: as above.
 unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Sync
     for PreparedAtomic<T, R, L, S>
 {

@@ -54,10 +54,6 @@ impl LaunchArgs for () {
     unsafe fn bind<'it>(_prepared: &()) -> Self::Bound<'it> {}
 }
 
-// SAFETY: the writer the launch owns holds the exclusive borrow; the pointer is only used by
-// bound writers, each storing at its own iteration's tokens; the label pointer refers to the
-// view's label, which the launch keeps alive.
-// SAFETY: as above: concurrent bound writers never touch the same element.
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Writer<T, R, L, S> {
     type Prepared = PreparedWriter<T, R>;
     type Bound<'it> = BoundWriter<'it, T, R, L>;
@@ -185,8 +181,6 @@ impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for TeamSl
     }
 }
 
-// SAFETY: atomic handles are `Sync`; the pointer refers to the handle the launch owns.
-// SAFETY: as above.
 impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs
     for AtomicHandle<T, R, L, S>
 {
