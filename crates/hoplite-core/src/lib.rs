@@ -60,15 +60,14 @@ pub use policy::{
 };
 pub use reducer::*;
 pub use space::{
-    ArrayLayout, ExecutionSpace, HostSpace, LayoutLeft, LayoutRight, LayoutStride, MAX_PARTITIONS,
-    MemorySpace, MemorySpaceAccess, check_partition_count,
+    ArrayLayout, ExecutionSpace, HostAccessibleSpace, HostSpace, LayoutLeft, LayoutRight, LayoutStride,
+    MAX_PARTITIONS, MemorySpace, MemorySpaceAccess, check_partition_count,
 };
 pub use team::{
     NestedBounds, NestedLevel, ScratchBuffer, ScratchElement, ScratchPad, ScratchSlice, TeamMember,
     TeamThreadRange, TeamVectorRange, ThreadVectorRange,
 };
 pub use unique_token::{TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
-pub use view::copy::HostAccessibleSpace;
 pub use view::{
     AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter, HostRead, HostWrite,
     LaunchArgs, LockedAtomic, Lookup, PlaneRow, Reader, RowReader, Slice, TeamPlane, TeamRow, TeamSlots,

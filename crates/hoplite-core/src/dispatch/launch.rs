@@ -123,7 +123,11 @@ impl Pattern {
             if !tracing::dispatcher::has_been_set() {
                 return LaunchSpan(None);
             }
-            LaunchSpan(Some(enter_launch_span(label, self, policy.space().name())))
+            LaunchSpan(Some(enter_launch_span(
+                label,
+                self,
+                crate::space::ExecutionSpace::name(policy.space()),
+            )))
         }
         #[cfg(not(feature = "tracing"))]
         {
@@ -379,7 +383,7 @@ impl<T, L, S> ReduceInto<T> for &crate::view::View<T, 0, L, S>
 where
     T: crate::view::ViewValue,
     L: crate::space::ArrayLayout,
-    S: crate::view::copy::HostAccessibleSpace,
+    S: crate::space::HostAccessibleSpace,
 {
     fn store(self, value: T) -> Result<()> {
         self.host_write()?.set([], value);

@@ -1,9 +1,8 @@
-//! [`MDRangePolicy`]: a rank-`R` box cut into tiles, its tilings and point visits, and its
-//! conversion to one-thread teams.
+//! [`MDRangePolicy`]: a rank-`R` box cut into tiles, its tilings and point visits.
 
 use std::ops::Range;
 
-use super::{ExecutionPolicy, IterationOrder, Schedule, TeamPolicy, TeamSize};
+use super::{ExecutionPolicy, IterationOrder, Schedule};
 use crate::error::{Error, Result};
 use crate::index::IndexBounds;
 use crate::index::MdIdx;
@@ -63,20 +62,20 @@ md_bounds!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct MDRangePolicy<S: ExecutionSpace, const R: usize> {
-    space: S,
+    pub(super) space: S,
     /// The box in storage coordinates (logical minus origin), what tokens and views index.
-    begin: [usize; R],
-    end: [usize; R],
+    pub(super) begin: [usize; R],
+    pub(super) end: [usize; R],
     /// The box as given, in logical coordinates, and the logical index of storage index 0.
     logical: [[i128; R]; 2],
     origin: [i128; R],
     /// A bound that is below the origin or past `usize::MAX` (reported by `validate`).
     bad_bound: Option<(usize, i128)>,
-    tiles: Option<[usize; R]>,
+    pub(super) tiles: Option<[usize; R]>,
     outer: IterationOrder,
     inner: IterationOrder,
     deterministic: bool,
-    schedule: Schedule,
+    pub(super) schedule: Schedule,
 }
 
 impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
@@ -577,28 +576,5 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
             return Err(too_large(format!("{counts:?} tiles are more than usize::MAX")));
         }
         Ok(())
-    }
-}
-
-impl<S: ExecutionSpace> TryFrom<MDRangePolicy<S, 1>> for TeamPolicy<S> {
-    type Error = Error;
-    /// `end` one-thread teams; league rank `r` is index `r`. The box must start at 0 because
-    /// league ranks do; the tile becomes the chunk size and the schedule carries over.
-    fn try_from(p: MDRangePolicy<S, 1>) -> Result<Self> {
-        if p.begin[0] != 0 {
-            return Err(Error::PolicyConversion {
-                from: "MDRangePolicy<1>",
-                to: "TeamPolicy",
-                reason: format!(
-                    "the range starts at {} but league ranks start at 0; shift the index in the kernel instead",
-                    p.begin[0]
-                ),
-            });
-        }
-        let team = TeamPolicy::new(p.space, p.end[0], TeamSize::Fixed(1)).with_schedule(p.schedule);
-        Ok(match p.tiles {
-            Some([t]) => team.with_chunk_size(t),
-            None => team,
-        })
     }
 }

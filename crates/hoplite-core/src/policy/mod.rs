@@ -135,6 +135,7 @@ fn check_chunk(label: &str, chunk: Option<usize>) -> Result<()> {
     }
 }
 
+mod convert;
 mod mdrange;
 mod range;
 mod team;

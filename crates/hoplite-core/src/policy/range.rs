@@ -1,9 +1,9 @@
-//! [`RangePolicy`]: a one-dimensional range, and its conversion to a rank-1 MDRange.
+//! [`RangePolicy`]: a one-dimensional range.
 
 use std::num::NonZeroUsize;
 use std::ops::Range;
 
-use super::{ExecutionPolicy, MDRangePolicy, Schedule, check_chunk};
+use super::{ExecutionPolicy, Schedule, check_chunk};
 use crate::error::{Error, Result};
 use crate::index::Idx;
 use crate::index::IndexBounds;
@@ -21,16 +21,16 @@ use crate::space::ExecutionSpace;
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RangePolicy<S: ExecutionSpace> {
-    space: S,
-    begin: usize,
-    end: usize,
+    pub(super) space: S,
+    pub(super) begin: usize,
+    pub(super) end: usize,
     // Eight bytes with a niche rather than `Option<usize>`'s sixteen: building a policy then
     // takes single stores, and the serial launch no longer stalls on reading it back.
     chunk: Option<NonZeroUsize>,
     /// `with_chunk_size(0)` was asked for; reported at launch.
     zero_chunk: bool,
-    schedule: Schedule,
-    deterministic: bool,
+    pub(super) schedule: Schedule,
+    pub(super) deterministic: bool,
 }
 
 impl<S: ExecutionSpace> RangePolicy<S> {
@@ -178,20 +178,5 @@ impl<S: ExecutionSpace> RangePolicy<S> {
             });
         }
         check_chunk(label, self.chunk_size())
-    }
-}
-
-impl<S: ExecutionSpace> From<RangePolicy<S>> for MDRangePolicy<S, 1> {
-    /// The same points as a rank-1 box; the chunk size becomes the tile, the schedule and
-    /// the reduction mode carry over.
-    fn from(p: RangePolicy<S>) -> Self {
-        let chunk = p.chunk_size();
-        let md = MDRangePolicy::new(p.space, [p.begin], [p.end])
-            .with_deterministic_reduction(p.deterministic)
-            .with_schedule(p.schedule);
-        match chunk {
-            Some(c) => md.with_tiles([c]),
-            None => md,
-        }
     }
 }

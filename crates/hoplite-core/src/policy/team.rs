@@ -1,6 +1,6 @@
 //! [`TeamPolicy`]: a league of teams, with team sizes, vector lengths and scratch requests.
 
-use super::{ExecutionPolicy, MDRangePolicy, RangePolicy, Schedule, check_chunk};
+use super::{ExecutionPolicy, Schedule, check_chunk};
 use crate::error::{Error, Result};
 use crate::index::IndexBounds;
 use crate::space::ExecutionSpace;
@@ -276,12 +276,5 @@ unsafe impl<S: ExecutionSpace> ExecutionPolicy for TeamPolicy<S> {
             }
         }
         check_chunk(label, self.chunk)
-    }
-}
-impl<S: ExecutionSpace> TryFrom<RangePolicy<S>> for TeamPolicy<S> {
-    type Error = Error;
-    /// Through [`MDRangePolicy<S, 1>`]: `end` one-thread teams, for ranges starting at 0.
-    fn try_from(p: RangePolicy<S>) -> Result<Self> {
-        TeamPolicy::try_from(MDRangePolicy::from(p))
     }
 }

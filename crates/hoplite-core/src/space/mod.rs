@@ -204,7 +204,7 @@ pub fn check_partition_count(space: &'static str, parts: usize) -> Result<()> {
 /// `allocate_zeroed`) returns memory valid for reads and writes of `bytes` bytes where the
 /// space is accessible (host memory for a host space; for a device space, memory of its
 /// device, which host code never dereferences because such a space is not
-/// [`HostAccessibleSpace`](crate::HostAccessibleSpace)), aligned to
+/// [`HostAccessibleSpace`]), aligned to
 /// [`ALIGNMENT`](Self::ALIGNMENT) (a power of two, at least 8), not used by anything else
 /// until it is passed to `deallocate`, and that `allocate_zeroed` memory reads as zeros (a
 /// device space overrides it: the provided one clears the memory from the host);
@@ -508,6 +508,22 @@ unsafe impl ArrayLayout for LayoutStride {
         off
     }
 }
+
+/// A memory space whose memory the host can read and write directly.
+///
+/// Host-to-host copies of views in such spaces are plain element loops; device backends add
+/// their own `deep_copy` paths for the spaces the host cannot touch.
+///
+/// # Safety
+///
+/// Host guards, `deep_copy`, mirrors and host kernels dereference the memory of views in such
+/// spaces on host threads. An implementation promises that every allocation of the space is
+/// ordinary memory of this process that host threads may read and write (not device memory,
+/// not a mapping that can go away while the allocation lives).
+pub unsafe trait HostAccessibleSpace: MemorySpace + MemorySpaceAccess<HostSpace> {}
+
+// SAFETY: `HostSpace` allocates from the global allocator: host memory of this process.
+unsafe impl HostAccessibleSpace for HostSpace {}
 
 #[cfg(test)]
 mod tests {

@@ -3,25 +3,9 @@
 
 use crate::error::{Error, Result};
 use crate::policy::{IterationOrder, for_each_point};
-use crate::space::{ArrayLayout, HostSpace, MemorySpace, MemorySpaceAccess};
+use crate::space::{ArrayLayout, HostAccessibleSpace, HostSpace};
 use crate::view::access::for_each_index;
 use crate::view::{View, ViewValue};
-
-/// A memory space whose memory the host can read and write directly.
-///
-/// Host-to-host copies of views in such spaces are plain element loops; device backends add
-/// their own `deep_copy` paths for the spaces the host cannot touch.
-///
-/// # Safety
-///
-/// Host guards, `deep_copy`, mirrors and host kernels dereference the memory of views in such
-/// spaces on host threads. An implementation promises that every allocation of the space is
-/// ordinary memory of this process that host threads may read and write (not device memory,
-/// not a mapping that can go away while the allocation lives).
-pub unsafe trait HostAccessibleSpace: MemorySpace + MemorySpaceAccess<HostSpace> {}
-
-// SAFETY: `HostSpace` allocates from the global allocator: host memory of this process.
-unsafe impl HostAccessibleSpace for HostSpace {}
 
 /// Copies every element of `src` into `dst` (Kokkos `deep_copy(dst, src)`). The views may
 /// differ in layout and memory space; their extents must be equal, or the result is

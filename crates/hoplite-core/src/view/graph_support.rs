@@ -27,46 +27,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Result;
 use crate::space::{ArrayLayout, MemorySpace};
-use crate::view::access::{AtomicHandle, AtomicValue, Lookup, Reader, TeamSlots, Writer};
 use crate::view::alloc::TrackedAllocation;
 use crate::view::borrow::BorrowId;
 use crate::view::{AccessKind, Footprint, View, ViewValue};
-
-/// What moving a handle into a group guarantees, shared by the handles' `into_group`.
-macro_rules! into_group_doc {
-    () => {
-        "The handle, its borrow moved into `group`: checked from now on against every borrow \
-         outside the group and against none inside it, as if made with the view's `*_in` \
-         constructor, but in one step and without ending the borrow meanwhile. A handle whose \
-         borrow was refused asks for it anew in the group (and carries the conflict if that is \
-         refused too). A runtime that accepts a launch's handles keeps them this way instead of \
-         borrowing the views a second time.\n\n\
-         # Safety\n\n\
-         As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be \
-         used at the same time."
-    };
-}
-
-/// What moving a handle's borrow into a [`HeldBorrow`] guarantees, shared by the handles'
-/// `into_held`.
-macro_rules! into_held_doc {
-    () => {
-        "The handle, relying on `held` for its borrow instead of holding one: if `held` holds a \
-         borrow already (which must be of this handle's allocation, elements and access kind: \
-         a panic otherwise), the handle's own borrow ends; if not, the handle's borrow moves \
-         into `held` as it is (outside the group: see [`HeldBorrow::into_group`]), or, if it \
-         was refused, is asked for anew in `group` and goes there. The handle returned holds \
-         no borrow of its own, and dropping it ends nothing. A borrow refused by the group too \
-         stays the handle's conflict, and `held` stays empty.\n\n\
-         A runtime that keeps one `HeldBorrow` per view and kind for all its pending launches \
-         borrows each view once, however many launches use it, and ends no borrow when a \
-         launch ends.\n\n\
-         # Safety\n\n\
-         As for `into_group`; and the caller keeps `held`'s borrow (does not drop the \
-         `HeldBorrow`) until no use of the handle returned can follow (dropping it is none: \
-         it ends nothing)."
-    };
-}
 
 /// A borrow of one view's elements for one access kind, held on behalf of handles that hold
 /// none of their own (`Reader::into_held` and the like), outside any group or in a
@@ -298,7 +261,7 @@ impl BorrowGroup {
         BorrowGroup(NonZeroU64::new(id).expect("borrow group ids exhausted"))
     }
 
-    fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.0.get()
     }
 }
@@ -306,139 +269,5 @@ impl BorrowGroup {
 impl Default for BorrowGroup {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
-    /// A reader in `group`: as [`read`](Self::read), but not checked against the group's other
-    /// handles.
-    ///
-    /// # Safety
-    ///
-    /// Handles of one group are not checked against each other. The caller guarantees that no
-    /// two handles of `group` whose footprints overlap, one of them a writer (or one a reader
-    /// and the other an atomic handle), are ever used at the same time: every use of one
-    /// happens before every use of the other (a kernel using one has returned, and that return
-    /// is synchronized with the start of the kernel using the other).
-    pub unsafe fn read_in(&self, group: &BorrowGroup) -> Reader<T, R, L, S> {
-        Reader::from_borrow(self, self.borrow_in(AccessKind::Read, group.id()))
-    }
-
-    /// A lookup handle in `group`: as [`lookup`](Self::lookup), but not checked against the
-    /// group's other handles.
-    ///
-    /// # Safety
-    ///
-    /// As for [`read_in`](Self::read_in).
-    pub unsafe fn lookup_in(&self, group: &BorrowGroup) -> Lookup<T, R, L, S> {
-        Lookup::from_borrow(self, self.borrow_in(AccessKind::Read, group.id()))
-    }
-
-    /// A writer in `group`: as [`write`](Self::write), but not checked against the group's
-    /// other handles.
-    ///
-    /// # Safety
-    ///
-    /// As for [`read_in`](Self::read_in).
-    pub unsafe fn write_in(&self, group: &BorrowGroup) -> Writer<T, R, L, S> {
-        Writer::from_borrow(self, self.borrow_in(AccessKind::Write, group.id()))
-    }
-}
-
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, L, S> {
-    #[doc = into_group_doc!()]
-    ///
-    /// ```
-    /// use hoplite_core::View;
-    /// use hoplite_core::view::graph_support::BorrowGroup;
-    /// let x: View<f64, 1> = View::new("x", [4])?;
-    /// let group = BorrowGroup::new();
-    /// // SAFETY: the handles are only held, never used.
-    /// let (r, w) = unsafe { (x.read().into_group(&group), x.write_in(&group)) };
-    /// assert!(r.conflict().is_none() && w.conflict().is_none(), "one group: not checked");
-    /// assert!(x.host_read().is_err(), "the group keeps the host out");
-    /// drop((r, w));
-    /// assert!(x.host_write().is_ok());
-    /// # Ok::<(), hoplite_core::Error>(())
-    /// ```
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
-
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, L, S> {
-    #[doc = into_group_doc!()]
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
-
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Writer<T, R, L, S> {
-    #[doc = into_group_doc!()]
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
-
-impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
-    #[doc = into_group_doc!()]
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
-
-impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> AtomicHandle<T, R, L, S> {
-    #[doc = into_group_doc!()]
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
-
-impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> View<T, 2, L, S> {
-    /// A team-slots handle in `group`: as [`team_slots`](Self::team_slots), but not checked
-    /// against the group's other handles.
-    ///
-    /// # Safety
-    ///
-    /// As for [`read_in`](Self::read_in).
-    pub unsafe fn team_slots_in(&self, group: &BorrowGroup) -> TeamSlots<T, L, S> {
-        TeamSlots::from_borrow(self, self.borrow_in(AccessKind::Write, group.id()))
-    }
-}
-
-impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
-    /// An atomic handle in `group`: as [`atomic`](Self::atomic), but not checked against the
-    /// group's other handles.
-    ///
-    /// # Safety
-    ///
-    /// As for [`read_in`](Self::read_in).
-    pub unsafe fn atomic_in(&self, group: &BorrowGroup) -> AtomicHandle<T, R, L, S> {
-        AtomicHandle::from_borrow(self, self.borrow_in(AccessKind::Atomic, group.id()))
     }
 }

@@ -29,10 +29,10 @@ pub use footprint::{AccessKind, Footprint, MAX_VIEW_RANK};
 pub use locked::{LockedAtomic, LockedCell};
 
 use crate::error::{Error, Result};
+use crate::space::HostAccessibleSpace;
 use crate::space::{ArrayLayout, HostSpace, LayoutRight, MemorySpace};
 use alloc::TrackedAllocation;
 use borrow::{BorrowId, Refused};
-use copy::HostAccessibleSpace;
 
 /// What a view can hold: plain data that is valid as all-zero bytes.
 ///

@@ -10,8 +10,8 @@ use super::handle::{AtomicHandle, checked_element, in_bounds, neighbor_out_of_bo
 use super::tokens::{ReadIndex, Token, ViewIndex};
 use crate::index::Brand;
 use crate::space::ArrayLayout;
+use crate::space::HostAccessibleSpace;
 use crate::view::ViewValue;
-use crate::view::copy::HostAccessibleSpace;
 
 /// A writer bound to one launch: loads and stores only at that launch's tokens, without a
 /// bounds check (the launch checked its range against the view once).

@@ -3,9 +3,9 @@
 use super::handle::{in_bounds, out_of_bounds};
 use super::tokens::ViewIndex;
 use crate::error::{Error, Result};
+use crate::space::HostAccessibleSpace;
 use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::borrow::BorrowId;
-use crate::view::copy::HostAccessibleSpace;
 use crate::view::{AccessKind, View, ViewValue};
 
 /// A host-side shared borrow: reads any element; a contiguous view derefs to a slice.

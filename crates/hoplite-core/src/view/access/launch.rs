@@ -12,8 +12,8 @@ use super::team::BoundTeamSlots;
 use crate::error::{Error, Result};
 use crate::index::IndexBounds;
 use crate::space::ArrayLayout;
+use crate::space::HostAccessibleSpace;
 use crate::view::ViewValue;
-use crate::view::copy::HostAccessibleSpace;
 
 /// The handles a launch takes (a handle, or a tuple of up to eight): checked once against the
 /// launch's index space, then bound to its iteration brand.
