@@ -3425,3 +3425,6 @@ fn value_branches(i: &syn::ExprIf) -> syn::Result<(&Expr, &Expr)> {
     };
     Ok((then, other))
 }
+
+#[cfg(test)]
+mod tests;
