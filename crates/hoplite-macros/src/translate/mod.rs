@@ -181,6 +181,26 @@ impl Translator<'_> {
         self.out.push('\n');
     }
 
+    /// Runs `emit` one indent deeper, in a scope of locals of its own, and leaves both after it
+    /// whatever it returns: the inside of every C block the translation opens, so that the
+    /// Rust names declared there end with the C block.
+    fn scoped<T>(&mut self, emit: impl FnOnce(&mut Self) -> syn::Result<T>) -> syn::Result<T> {
+        self.scopes.push(HashMap::new());
+        self.indent += 1;
+        let result = emit(self);
+        self.indent -= 1;
+        self.scopes.pop();
+        result
+    }
+
+    /// A C block of its own: `{`, `emit` as `scoped` runs it, `}`.
+    fn braced<T>(&mut self, emit: impl FnOnce(&mut Self) -> syn::Result<T>) -> syn::Result<T> {
+        self.line("{");
+        let result = self.scoped(emit)?;
+        self.line("}");
+        Ok(result)
+    }
+
     fn body(&mut self, block: &Block) -> syn::Result<()> {
         // Parameters keep their names with a `v_` prefix (no clash with C keywords or helpers).
         let sig = self.sig;

@@ -1,8 +1,6 @@
 //! Nested team loops: `TeamThreadRange`, `TeamVectorRange` and `ThreadVectorRange` with
 //! `parallel_for`, `parallel_reduce` and `parallel_scan`.
 
-use std::collections::HashMap;
-
 use syn::spanned::Spanned;
 use syn::{Expr, Pat};
 
@@ -135,30 +133,28 @@ impl Translator<'_> {
         is_final: Option<(&syn::Ident, String)>,
         body: &Expr,
     ) -> syn::Result<()> {
-        self.scopes.push(HashMap::new());
-        self.indent += 1;
-        let c_name = self.declare(index, Ty::NestedIdx);
-        self.line(&format!("const unsigned long long {c_name} = {j};"));
-        if let Some((name, s, ptr)) = acc {
-            let c_name = self.declare(name, Ty::Acc(s));
-            self.line(&format!("{}* {c_name} = {ptr};", s.cuda_name()));
-        }
-        if let Some((name, flag)) = is_final {
-            let c_name = self.declare(name, Ty::Known(Scalar::Bool));
-            self.line(&format!("const bool {c_name} = {flag};"));
-        }
-        let (depth, closure) = (self.loop_depth, self.in_closure);
-        self.loop_depth = 0;
-        self.in_closure = true;
-        let result = match body {
-            Expr::Block(b) if b.label.is_none() => self.stmts(&b.block.stmts),
-            other => self.expr_stmt(other),
-        };
-        self.loop_depth = depth;
-        self.in_closure = closure;
-        self.indent -= 1;
-        self.scopes.pop();
-        result
+        self.scoped(|tx| {
+            let c_name = tx.declare(index, Ty::NestedIdx);
+            tx.line(&format!("const unsigned long long {c_name} = {j};"));
+            if let Some((name, s, ptr)) = acc {
+                let c_name = tx.declare(name, Ty::Acc(s));
+                tx.line(&format!("{}* {c_name} = {ptr};", s.cuda_name()));
+            }
+            if let Some((name, flag)) = is_final {
+                let c_name = tx.declare(name, Ty::Known(Scalar::Bool));
+                tx.line(&format!("const bool {c_name} = {flag};"));
+            }
+            let (depth, closure) = (tx.loop_depth, tx.in_closure);
+            tx.loop_depth = 0;
+            tx.in_closure = true;
+            let result = match body {
+                Expr::Block(b) if b.label.is_none() => tx.stmts(&b.block.stmts),
+                other => tx.expr_stmt(other),
+            };
+            tx.loop_depth = depth;
+            tx.in_closure = closure;
+            result
+        })
     }
 
     /// Opens the C loops over the indices this thread runs (the caller closes two braces):
@@ -238,14 +234,12 @@ impl Translator<'_> {
         let (lo, hi) = self.nested_bounds(call)?;
         self.next_name += 1;
         let k = self.next_name;
-        self.line("{");
-        self.indent += 1;
-        let opened = self.open_nested_loops(call.level, false, &lo, &hi, k);
-        self.nested_body(params[0].0, &format!("hl_j{k}"), None, None, body)?;
-        self.close_nested_loops(opened);
-        self.indent -= 1;
-        self.line("}");
-        Ok(())
+        self.braced(|tx| {
+            let opened = tx.open_nested_loops(call.level, false, &lo, &hi, k);
+            tx.nested_body(params[0].0, &format!("hl_j{k}"), None, None, body)?;
+            tx.close_nested_loops(opened);
+            Ok(())
+        })
     }
 
     /// `let v = TeamThreadRange::new(m, n).parallel_reduce(|j, acc: &mut T| .., Sum::new());`
@@ -274,19 +268,18 @@ impl Translator<'_> {
         let k = self.next_name;
         let c = s.cuda_name();
         self.line(&format!("{c} hl_p{k} = {};", kind.identity(s)));
-        self.line("{");
-        self.indent += 1;
-        let opened = self.open_nested_loops(call.level, true, &lo, &hi, k);
-        self.nested_body(
-            params[0].0,
-            &format!("hl_j{k}"),
-            Some((params[1].0, s, format!("&hl_p{k}"))),
-            None,
-            body,
-        )?;
-        self.close_nested_loops(opened);
-        self.indent -= 1;
-        self.line("}");
+        self.braced(|tx| {
+            let opened = tx.open_nested_loops(call.level, true, &lo, &hi, k);
+            tx.nested_body(
+                params[0].0,
+                &format!("hl_j{k}"),
+                Some((params[1].0, s, format!("&hl_p{k}"))),
+                None,
+                body,
+            )?;
+            tx.close_nested_loops(opened);
+            Ok(())
+        })?;
         let value = match call.level {
             NestedLevel::TeamThread => format!("{}(hl_p{k})", kind.team_fn(c)),
             NestedLevel::ThreadVector => format!("hl_p{k}"),
@@ -330,73 +323,74 @@ impl Translator<'_> {
         let c = s.cuda_name();
         let zero = ReducerKind::Sum.identity(s);
         self.line(&format!("{c} hl_total{k} = {zero};"));
-        self.line("{");
-        self.indent += 1;
-        self.line(&format!(
-            "const unsigned long long hl_lo{k} = {lo}, hl_hi{k} = {hi};"
-        ));
-        // The host panics on a range with begin > end.
-        self.line(&format!("if (hl_lo{k} > hl_hi{k}) hl_panic();"));
-        // The closure, called by both passes.
-        self.line(&format!(
-            "auto hl_scan{k} = [&](unsigned long long hl_j{k}, {c}* hl_acc{k}, bool hl_fin{k}) {{"
-        ));
-        self.nested_body(
-            params[0].0,
-            &format!("hl_j{k}"),
-            Some((params[1].0, s, format!("hl_acc{k}"))),
-            Some((params[2].0, format!("hl_fin{k}"))),
-            body,
-        )?;
-        self.line("};");
-        let one_pass = format!(
-            "for (unsigned long long hl_j{k} = hl_lo{k}; hl_j{k} < hl_hi{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_total{k}, true);"
-        );
-        match call.level {
-            NestedLevel::ThreadVector => self.line(&one_pass),
-            NestedLevel::TeamThread => {
-                self.line("if (blockDim.x == 1) {");
-                self.indent += 1;
-                self.line(&one_pass);
-                self.indent -= 1;
-                self.line("} else {");
-                self.indent += 1;
-                for line in [
-                    format!(
-                        "const unsigned long long hl_bfirst{k} = hl_lo{k} / 16, hl_bend{k} = hl_lo{k} < hl_hi{k} ? (hl_hi{k} - 1) / 16 + 1 : hl_bfirst{k};"
-                    ),
-                    format!(
-                        "for (unsigned long long hl_round{k} = hl_bfirst{k}; hl_round{k} < hl_bend{k}; hl_round{k} += blockDim.x) {{"
-                    ),
-                    format!(
-                        "    const unsigned long long hl_b{k} = hl_round{k} + (threadIdx.x + blockDim.x - hl_round{k} % blockDim.x) % blockDim.x;"
-                    ),
-                    format!(
-                        "    const unsigned long long hl_from{k} = hl_b{k} * 16 > hl_lo{k} ? hl_b{k} * 16 : hl_lo{k};"
-                    ),
-                    format!(
-                        "    const unsigned long long hl_to{k} = hl_b{k} >= hl_bend{k} ? hl_from{k} : hl_hi{k} - hl_b{k} * 16 > 16 ? hl_b{k} * 16 + 16 : hl_hi{k};"
-                    ),
-                    format!("    {c} hl_sum{k} = {zero};"),
-                    format!(
-                        "    for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_sum{k}, false);"
-                    ),
-                    format!(
-                        "    {c} hl_part{k} = hl_block_prefix<{c}>(hl_sum{k}, hl_round{k}, hl_bend{k}, hl_b{k}, &hl_total{k});"
-                    ),
-                    format!(
-                        "    for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_part{k}, true);"
-                    ),
-                    "}".to_owned(),
-                ] {
-                    self.line(&line);
+        self.braced(|tx| {
+            tx.line(&format!(
+                "const unsigned long long hl_lo{k} = {lo}, hl_hi{k} = {hi};"
+            ));
+            // The host panics on a range with begin > end.
+            tx.line(&format!("if (hl_lo{k} > hl_hi{k}) hl_panic();"));
+            // The closure, called by both passes.
+            tx.line(&format!(
+                "auto hl_scan{k} = [&](unsigned long long hl_j{k}, {c}* hl_acc{k}, bool hl_fin{k}) {{"
+            ));
+            tx.nested_body(
+                params[0].0,
+                &format!("hl_j{k}"),
+                Some((params[1].0, s, format!("hl_acc{k}"))),
+                Some((params[2].0, format!("hl_fin{k}"))),
+                body,
+            )?;
+            tx.line("};");
+            let one_pass = format!(
+                "for (unsigned long long hl_j{k} = hl_lo{k}; hl_j{k} < hl_hi{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_total{k}, true);"
+            );
+            match call.level {
+                NestedLevel::ThreadVector => tx.line(&one_pass),
+                NestedLevel::TeamThread => {
+                    tx.line("if (blockDim.x == 1) {");
+                    tx.scoped(|tx| {
+                        tx.line(&one_pass);
+                        Ok(())
+                    })?;
+                    tx.line("} else {");
+                    tx.scoped(|tx| {
+                        for line in [
+                            format!(
+                                "const unsigned long long hl_bfirst{k} = hl_lo{k} / 16, hl_bend{k} = hl_lo{k} < hl_hi{k} ? (hl_hi{k} - 1) / 16 + 1 : hl_bfirst{k};"
+                            ),
+                            format!(
+                                "for (unsigned long long hl_round{k} = hl_bfirst{k}; hl_round{k} < hl_bend{k}; hl_round{k} += blockDim.x) {{"
+                            ),
+                            format!(
+                                "    const unsigned long long hl_b{k} = hl_round{k} + (threadIdx.x + blockDim.x - hl_round{k} % blockDim.x) % blockDim.x;"
+                            ),
+                            format!(
+                                "    const unsigned long long hl_from{k} = hl_b{k} * 16 > hl_lo{k} ? hl_b{k} * 16 : hl_lo{k};"
+                            ),
+                            format!(
+                                "    const unsigned long long hl_to{k} = hl_b{k} >= hl_bend{k} ? hl_from{k} : hl_hi{k} - hl_b{k} * 16 > 16 ? hl_b{k} * 16 + 16 : hl_hi{k};"
+                            ),
+                            format!("    {c} hl_sum{k} = {zero};"),
+                            format!(
+                                "    for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_sum{k}, false);"
+                            ),
+                            format!(
+                                "    {c} hl_part{k} = hl_block_prefix<{c}>(hl_sum{k}, hl_round{k}, hl_bend{k}, hl_b{k}, &hl_total{k});"
+                            ),
+                            format!(
+                                "    for (unsigned long long hl_j{k} = hl_from{k}; hl_j{k} < hl_to{k}; ++hl_j{k}) hl_scan{k}(hl_j{k}, &hl_part{k}, true);"
+                            ),
+                            "}".to_owned(),
+                        ] {
+                            tx.line(&line);
+                        }
+                        Ok(())
+                    })?;
+                    tx.line("}");
                 }
-                self.indent -= 1;
-                self.line("}");
             }
-        }
-        self.indent -= 1;
-        self.line("}");
+            Ok(())
+        })?;
         if let Some(ident) = ident {
             let c_name = self.declare(ident, Ty::Known(s));
             self.line(&format!("{c} {c_name} = hl_total{k};"));

@@ -1,8 +1,6 @@
 //! Statements: `let`, assignments, `if`, loops, `break`/`continue`/`return`, blocks, and the
 //! places they assign.
 
-use std::collections::HashMap;
-
 use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, Pat, Stmt, UnOp};
 
@@ -23,12 +21,7 @@ impl Translator<'_> {
     }
 
     fn block(&mut self, block: &Block) -> syn::Result<()> {
-        self.scopes.push(HashMap::new());
-        self.indent += 1;
-        let result = self.stmts(&block.stmts);
-        self.indent -= 1;
-        self.scopes.pop();
-        result
+        self.scoped(|tx| tx.stmts(&block.stmts))
     }
 
     fn stmt(&mut self, stmt: &Stmt) -> syn::Result<()> {
@@ -256,10 +249,7 @@ impl Translator<'_> {
                 if let Some(label) = &b.label {
                     return Err(unsupported(label.span(), "a block label"));
                 }
-                self.line("{");
-                self.block(&b.block)?;
-                self.line("}");
-                Ok(())
+                self.braced(|tx| tx.stmts(&b.block.stmts))
             }
             Expr::Break(b) => {
                 if let Some(label) = &b.label {
@@ -339,19 +329,16 @@ impl Translator<'_> {
         let cond = self.emit(&i.cond, Scalar::Bool)?;
         self.line(&format!("if ({cond}) {{"));
         self.block(&i.then_branch)?;
-        match &i.else_branch {
-            None => self.line("}"),
-            Some((_, e)) => {
-                self.line("} else {");
-                self.indent += 1;
-                self.scopes.push(HashMap::new());
-                let result = self.expr_stmt(e);
-                self.scopes.pop();
-                self.indent -= 1;
-                result?;
-                self.line("}");
-            }
+        self.else_branch(i)
+    }
+
+    /// Closes the then branch of `i` and emits its `else`, if any (`else if` is an `if` in it).
+    fn else_branch(&mut self, i: &syn::ExprIf) -> syn::Result<()> {
+        if let Some((_, e)) = &i.else_branch {
+            self.line("} else {");
+            self.scoped(|tx| tx.expr_stmt(e))?;
         }
+        self.line("}");
         Ok(())
     }
 
@@ -387,28 +374,12 @@ impl Translator<'_> {
         }
         let member = self.emit_token(member)?;
         self.line("if (threadIdx.x == 0) {");
-        self.indent += 1;
-        self.scopes.push(HashMap::new());
-        let c_name = self.declare(name, Ty::LeagueIdx);
-        self.line(&format!("const unsigned long long {c_name} = {member}.league;"));
-        let result = self.stmts(&i.then_branch.stmts);
-        self.scopes.pop();
-        self.indent -= 1;
-        result?;
-        match &i.else_branch {
-            None => self.line("}"),
-            Some((_, e)) => {
-                self.line("} else {");
-                self.indent += 1;
-                self.scopes.push(HashMap::new());
-                let result = self.expr_stmt(e);
-                self.scopes.pop();
-                self.indent -= 1;
-                result?;
-                self.line("}");
-            }
-        }
-        Ok(())
+        self.scoped(|tx| {
+            let c_name = tx.declare(name, Ty::LeagueIdx);
+            tx.line(&format!("const unsigned long long {c_name} = {member}.league;"));
+            tx.stmts(&i.then_branch.stmts)
+        })?;
+        self.else_branch(i)
     }
 
     fn for_loop(&mut self, f: &syn::ExprForLoop) -> syn::Result<()> {
@@ -469,34 +440,31 @@ impl Translator<'_> {
         let c = s.cuda_name();
         self.next_name += 1;
         let k = self.next_name;
-        self.line("{");
-        self.indent += 1;
-        self.line(&format!("{c} hl_s{k} = {a}, hl_e{k} = {b};"));
         let inclusive = matches!(range.limits, syn::RangeLimits::Closed(_));
-        if inclusive {
-            // `a..=MAX` ends in Rust; step only while the last value has not been run.
-            self.line(&format!(
-                "for (bool hl_go{k} = hl_s{k} <= hl_e{k}; hl_go{k}; hl_go{k} = hl_s{k} != hl_e{k}, hl_s{k} = hl_go{k} ? hl_s{k} + 1 : hl_s{k}) {{"
-            ));
-        } else {
-            self.line(&format!("for (; hl_s{k} < hl_e{k}; ++hl_s{k}) {{"));
-        }
-        self.indent += 1;
-        self.scopes.push(HashMap::new());
-        if let Some(ident) = ident {
-            let c_name = self.declare(ident, t);
-            self.line(&format!("const {c} {c_name} = hl_s{k};"));
-        }
-        self.loop_depth += 1;
-        self.indent -= 1;
-        let result = self.block(&f.body);
-        self.loop_depth -= 1;
-        self.scopes.pop();
-        result?;
-        self.line("}");
-        self.indent -= 1;
-        self.line("}");
-        Ok(())
+        self.braced(|tx| {
+            tx.line(&format!("{c} hl_s{k} = {a}, hl_e{k} = {b};"));
+            if inclusive {
+                // `a..=MAX` ends in Rust; step only while the last value has not been run.
+                tx.line(&format!(
+                    "for (bool hl_go{k} = hl_s{k} <= hl_e{k}; hl_go{k}; hl_go{k} = hl_s{k} != hl_e{k}, hl_s{k} = hl_go{k} ? hl_s{k} + 1 : hl_s{k}) {{"
+                ));
+            } else {
+                tx.line(&format!("for (; hl_s{k} < hl_e{k}; ++hl_s{k}) {{"));
+            }
+            // The loop variable and the body's locals share the loop's C block.
+            tx.scoped(|tx| {
+                if let Some(ident) = ident {
+                    let c_name = tx.declare(ident, t);
+                    tx.line(&format!("const {c} {c_name} = hl_s{k};"));
+                }
+                tx.loop_depth += 1;
+                let result = tx.stmts(&f.body.stmts);
+                tx.loop_depth -= 1;
+                result
+            })?;
+            tx.line("}");
+            Ok(())
+        })
     }
 
     /// An assignable place: a local or `*acc`.
