@@ -14,6 +14,7 @@ impl Translator<'_> {
     /// The code of a unit-typed expression (a `set`).
     pub(super) fn emit_unit(&mut self, expr: &Expr) -> syn::Result<String> {
         match expr {
+            // A unit method (`set`, `team_barrier`, `update`) reads no result type: any will do.
             Expr::MethodCall(m) => self.emit_method(m, Scalar::Bool),
             Expr::Paren(p) => self.emit_unit(&p.expr),
             other => Err(self.unsupported_expr(other)),
@@ -133,6 +134,7 @@ impl Translator<'_> {
             }
             Expr::Index(i) => {
                 let base = self.emit_token(&i.expr)?;
+                // `infer` accepted only a constant below the rank here.
                 let k = int_lit(&i.index).unwrap_or(0);
                 Ok(format!("{base}.v[{k}]"))
             }
@@ -169,6 +171,7 @@ impl Translator<'_> {
             codes.push(self.emit(a, want)?);
         }
         if s.is_float() {
+            // `math_type` accepted only the methods `float_fn` maps.
             let f = float_fn(method, s).unwrap_or("sqrt");
             return Ok(format!("{f}({})", codes.join(", ")));
         }
@@ -195,6 +198,7 @@ impl Translator<'_> {
                         let src = self.emit(args[1], Scalar::Usize)?;
                         Ok(format!("hl_team_broadcast<{}>({v}, {src})", s.cuda_name()))
                     }
+                    // `team_reduce`, the one other method `member_method_type` accepts.
                     _ => {
                         let (kind, _) = reducer_kind(args[0], true)?;
                         let v = self.emit(args[1], s)?;
@@ -357,6 +361,8 @@ impl Translator<'_> {
                         format!("{tok}.v[{d}]")
                     };
                     let off = self.emit(o, Scalar::Isize)?;
+                    // A negative offset wraps to the index below; one below 0 wraps past the
+                    // extent, where `hl_checked` traps as Rust panics.
                     parts.push(format!("{base} + (unsigned long long)({off})"));
                 }
                 Ok(format!(
@@ -367,6 +373,7 @@ impl Translator<'_> {
             "fetch_add" | "fetch_min" | "fetch_max" => {
                 let at = self.emit_checked_index(args[0], rank, &hv)?;
                 let v = self.emit(args[1], element)?;
+                // `add`, `min` or `max`: the prelude's `hl_atomic_*`.
                 let f = &method[6..];
                 Ok(format!(
                     "hl_atomic_{f}(&{hv}.ptr[{at}], ({}){v})",
@@ -476,6 +483,8 @@ fn lit_code(lit: &Lit, s: Scalar) -> syn::Result<String> {
                     "an integer literal where a float is expected",
                 ));
             }
+            // Unsigned in C, then converted: a literal up to `u64::MAX` is never a signed C
+            // literal too large for its type, and `-1` is `hl_neg` of `1`.
             let v: u128 = i.base10_parse()?;
             Ok(format!("(({}){v}ull)", s.cuda_name()))
         }
@@ -513,6 +522,7 @@ pub(super) fn arith(op: &BinOp, s: Scalar, l: &str, r: &str, span: Span) -> syn:
         BinOp::Mul(_) => format!("({l} * {r})"),
         BinOp::Div(_) => format!("({l} / {r})"),
         BinOp::Rem(_) => format!("hl_rem({l}, {r})"),
+        // C's bit operations promote `bool` to `int`: the cast brings the type back.
         BinOp::BitAnd(_) => format!("(({c})({l} & {r}))"),
         BinOp::BitOr(_) => format!("(({c})({l} | {r}))"),
         BinOp::BitXor(_) => format!("(({c})({l} ^ {r}))"),

@@ -101,6 +101,8 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
             params.push("bool hl_final".to_owned());
             args.push("hl_final".to_owned());
             let _ = writeln!(setup, "    const unsigned long long hl_me = {THREAD};");
+            // The final pass starts each thread from the sum of the chunks before its own: the
+            // launch turns the first pass's chunk sums into exclusive prefixes in place.
             let _ = writeln!(setup, "    {t} hl_acc = hl_final ? hl_partials[hl_me] : hl_init;");
         } else {
             let _ = writeln!(setup, "    {t} hl_acc = hl_init;");

@@ -594,6 +594,9 @@ impl Translator<'_> {
         }
     }
 
+    /// The type of `arg` when it is a name (a parameter or local), `Unit` otherwise: asks what a
+    /// receiver or argument is (a token, handle, member) without inferring, and so without
+    /// resolving slots or failing on, an expression the caller will infer or refuse itself.
     pub(super) fn infer_quiet(&mut self, arg: &Expr) -> syn::Result<Ty> {
         match arg {
             Expr::Path(p) => self.path_type(p),

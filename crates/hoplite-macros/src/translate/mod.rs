@@ -106,13 +106,15 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
         next_name: 0,
         loop_depth: 0,
         out: String::new(),
+        // The body goes inside the braces of the body function.
         indent: 1,
         uses_scratch: false,
         in_closure: false,
         first_last: None,
         acquired: HashMap::new(),
     };
-    // Walk once to learn the slots' types, then emit with them.
+    // Walk once to learn the slots' types, then emit with them. The second walk hands out the
+    // slots and C names in the same order, so slot `k` is the same `let` in both walks.
     tx.body(&function.block)?;
     tx.next_slot = 0;
     tx.next_name = 0;
@@ -259,6 +261,7 @@ impl Translator<'_> {
     }
 
     fn declare(&mut self, name: &syn::Ident, ty: Ty) -> String {
+        // A fresh C name per `let`: Rust shadows a name in one block, C cannot redeclare it.
         self.next_name += 1;
         let c_name = format!("l_{}_{}", name, self.next_name);
         if let Some(scope) = self.scopes.last_mut() {

@@ -91,6 +91,7 @@ impl ReducerKind {
             ReducerKind::Sum => return format!("hl_team_sum<{c}>"),
             ReducerKind::Max => return format!("hl_team_max<{c}>"),
             ReducerKind::Min => return format!("hl_team_min<{c}>"),
+            // The prelude's `hl_op<OP>` numbers (0 to 2 are the sum, maximum and minimum).
             ReducerKind::Prod => 3,
             ReducerKind::BAnd => 4,
             ReducerKind::BOr => 5,

@@ -203,8 +203,10 @@ impl Translator<'_> {
             }
             Expr::Binary(b) if compound_op(&b.op).is_some() => {
                 let (lhs, ty) = self.place(&b.left)?;
+                // The match guard saw `Some`.
                 let op = compound_op(&b.op).unwrap_or(BinOp::Add(Default::default()));
                 let rhs_ty = self.infer(&b.right)?;
+                // A shift amount keeps its own integer type, as in Rust (`x <<= 3u32` on an i64).
                 let (s, rhs) = if matches!(op, BinOp::Shl(_) | BinOp::Shr(_)) {
                     let rs = self.scalar_of(rhs_ty, b.right.span())?;
                     let s = self.scalar_of(ty, b.left.span())?;
@@ -314,6 +316,7 @@ impl Translator<'_> {
                         self.emit(other, s)?
                     }
                 };
+                // A call's unused result (`fetch_add`'s old value) is dropped without a warning.
                 self.line(&format!("(void)({code});"));
                 Ok(())
             }

@@ -86,6 +86,7 @@ impl Translator<'_> {
                 ));
             }
         }
+        // An id from `acquire` may carry its type, `usize`, as in Rust; a guard is no number.
         match annotated {
             None | Some(Scalar::Usize) if !guard => {}
             None => {}
