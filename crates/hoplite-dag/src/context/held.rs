@@ -191,7 +191,7 @@ impl HeldBorrows for Taking<'_> {
                 let others = by_allocation.entry(allocation).or_default();
                 for &o in others.iter() {
                     if let Some(other) = slots[o as usize].held.as_mut() {
-                        // SAFETY: the context orders the handles of its group (see `submit_on`),
+                        // SAFETY: the context orders the handles of its group (see `take_borrows`),
                         // those relying on held borrows among them.
                         let moved = unsafe { other.into_group(group) };
                         // The allocation keeps a held borrow until it is dropped, so the move

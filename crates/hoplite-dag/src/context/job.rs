@@ -27,7 +27,7 @@ pub(super) struct VertexJob<P, A, K> {
     pub(super) cell: Arc<Cell>,
     /// The cells of its parents (a failed one fails it), the first by stream order.
     pub(super) parent_cells: SmallVec<[Arc<Cell>; 4]>,
-    /// The failure it inherits at launch (see `submit_on`).
+    /// The failure it inherits at launch (see `plan_dependencies`).
     pub(super) poisoned: Option<Box<DagError>>,
 }
 
