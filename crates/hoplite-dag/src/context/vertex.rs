@@ -120,7 +120,6 @@ impl Cell {
     }
 
     /// Blocks until the vertex is done or failed.
-    /// Blocks until the vertex is done or failed.
     pub(super) fn wait(&self) -> VertexState {
         let mut p = self.progress.lock();
         while matches!(p.state, VertexState::Queued | VertexState::Running) {
