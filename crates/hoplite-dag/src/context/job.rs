@@ -1,0 +1,94 @@
+//! A vertex's work as its stream runs it: the kernel launch, its policy and handles, and the
+//! failure check against its parents.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use hoplite_core::ValidatedPolicy;
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+use super::vertex::{Cell, VertexState};
+use crate::DagError;
+use crate::device::Job;
+
+/// A vertex's work. The stream's thread takes and consumes only `run` (the kernel launch);
+/// the rest it uses in place and leaves to the launching thread, which drops the job (see
+/// `State::spent_jobs`): the label's count, the cells', and the views' of handles that hold
+/// no borrow then change on one thread only, where dropping them on the stream's thread
+/// moved their cache lines there and back at every vertex.
+pub(super) struct VertexJob<P, A, K> {
+    /// One lock for all the stream's thread changes, so that it writes one line of the job.
+    pub(super) work: Mutex<VertexWork<P, A, K>>,
+    /// Whether the handles hold borrows of their own, which end before the vertex does: they
+    /// are then dropped on the stream's thread, right after the work.
+    pub(super) release_handles: bool,
+    pub(super) label: Arc<str>,
+    pub(super) cell: Arc<Cell>,
+    /// The cells of its parents (a failed one fails it), the first by stream order.
+    pub(super) parent_cells: SmallVec<[Arc<Cell>; 4]>,
+    /// The failure it inherits at launch (see `plan_dependencies`).
+    pub(super) poisoned: Option<Box<DagError>>,
+}
+
+/// What the stream's thread takes or uses of a vertex's job, under one lock.
+pub(super) struct VertexWork<P, A, K> {
+    /// The kernel launch, taken once.
+    pub(super) run: Option<K>,
+    pub(super) policy: ValidatedPolicy<P>,
+    /// The handles, which the work gets by reference; `None` once dropped on the stream's
+    /// thread (see `release_handles`).
+    pub(super) handles: Option<A>,
+}
+
+impl<S, P, A, K> Job<S> for VertexJob<P, A, K>
+where
+    P: Send + 'static,
+    A: Send + 'static,
+    K: FnOnce(&str, &ValidatedPolicy<P>, &A) -> hoplite_core::Result<()> + Send + 'static,
+{
+    fn run(&self, _space: &S) {
+        let mut work = self.work.lock();
+        let Some(run) = work.run.take() else {
+            // Ran already: a stream runs each item once.
+            return;
+        };
+        let label = &self.label;
+        let failure = self.poisoned.as_deref().cloned().or_else(|| {
+            self.parent_cells.iter().find_map(|c| match c.state() {
+                VertexState::Failed(e) => Some(e),
+                _ => None,
+            })
+        });
+        let outcome = match failure {
+            Some(cause) => VertexState::Failed(cause.inherited_by(label)),
+            None => {
+                self.cell.start();
+                let VertexWork { policy, handles, .. } = &*work;
+                let result = match handles {
+                    Some(handles) => catch_unwind(AssertUnwindSafe(|| run(label, policy, handles))),
+                    None => Ok(Ok(())),
+                };
+                match result {
+                    Ok(Ok(())) => VertexState::Done,
+                    Ok(Err(e)) => VertexState::Failed(DagError::VertexFailed {
+                        vertex: label.to_string(),
+                        cause: Box::new(e),
+                    }),
+                    Err(payload) => VertexState::Failed(DagError::VertexFailed {
+                        vertex: label.to_string(),
+                        cause: Box::new(hoplite_core::Error::from_panic(label, payload)),
+                    }),
+                }
+            }
+        };
+        // The views are released and the outcome is final before the vertex's event
+        // completes (the stream completes it after the work), so whoever retires it sees its
+        // failure.
+        if self.release_handles {
+            work.handles = None;
+        }
+        drop(work);
+        self.cell.finish(outcome);
+    }
+}
