@@ -372,65 +372,7 @@ impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, 
     }
 }
 
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, L, S> {
-    pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
-        Reader {
-            handle: Handle::with_borrow(view, borrow),
-        }
-    }
-
-    pub(crate) fn moved_into_group(self, group: u64) -> Self {
-        Reader {
-            handle: self.handle.into_group(AccessKind::Read, group),
-        }
-    }
-
-    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
-        Reader {
-            handle: self.handle.into_held(AccessKind::Read, group, held),
-        }
-    }
-}
-
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, L, S> {
-    pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
-        Lookup {
-            handle: Handle::with_borrow(view, borrow),
-        }
-    }
-
-    pub(crate) fn moved_into_group(self, group: u64) -> Self {
-        Lookup {
-            handle: self.handle.into_group(AccessKind::Read, group),
-        }
-    }
-
-    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
-        Lookup {
-            handle: self.handle.into_held(AccessKind::Read, group, held),
-        }
-    }
-}
-
 impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
-    pub(crate) fn from_borrow(view: &View<T, 2, L, S>, borrow: Result<BorrowId>) -> Self {
-        TeamSlots {
-            handle: Handle::with_borrow(view, borrow),
-        }
-    }
-
-    pub(crate) fn moved_into_group(self, group: u64) -> Self {
-        TeamSlots {
-            handle: self.handle.into_group(AccessKind::Write, group),
-        }
-    }
-
-    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
-        TeamSlots {
-            handle: self.handle.into_held(AccessKind::Write, group, held),
-        }
-    }
-
     /// The view's label.
     pub fn label(&self) -> &str {
         self.handle.view.label()
@@ -454,46 +396,6 @@ impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> fmt::Debug for TeamSlots<T, L
             .field("extents", &self.handle.view.extents)
             .field("conflict", &self.handle.conflict().map(ToString::to_string))
             .finish()
-    }
-}
-
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Writer<T, R, L, S> {
-    pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
-        Writer {
-            handle: Handle::with_borrow(view, borrow),
-        }
-    }
-
-    pub(crate) fn moved_into_group(self, group: u64) -> Self {
-        Writer {
-            handle: self.handle.into_group(AccessKind::Write, group),
-        }
-    }
-
-    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
-        Writer {
-            handle: self.handle.into_held(AccessKind::Write, group, held),
-        }
-    }
-}
-
-impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> AtomicHandle<T, R, L, S> {
-    pub(crate) fn from_borrow(view: &View<T, R, L, S>, borrow: Result<BorrowId>) -> Self {
-        AtomicHandle {
-            handle: Handle::with_borrow(view, borrow),
-        }
-    }
-
-    pub(crate) fn moved_into_group(self, group: u64) -> Self {
-        AtomicHandle {
-            handle: self.handle.into_group(AccessKind::Atomic, group),
-        }
-    }
-
-    pub(crate) fn moved_into_held(self, group: u64, held: &mut Option<HeldBorrow>) -> Self {
-        AtomicHandle {
-            handle: self.handle.into_held(AccessKind::Atomic, group, held),
-        }
     }
 }
 
@@ -669,8 +571,37 @@ macro_rules! into_held_doc {
     };
 }
 
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, L, S> {
-    #[doc = into_group_doc!()]
+/// How each handle kind is made from a borrow taken elsewhere, and moves its borrow into a
+/// group or a [`HeldBorrow`]: the same three functions for every kind, which differ only in the
+/// access kind their borrow is of. Doc lines before the kind go to `into_group`.
+macro_rules! borrow_moves {
+    ($(#[$extra:meta])* $kind:ident => impl[$($generics:tt)*] $handle:ty, from $view:ty) => {
+        impl<$($generics)*> $handle {
+            pub(crate) fn from_borrow(view: &$view, borrow: Result<BorrowId>) -> Self {
+                Self {
+                    handle: Handle::with_borrow(view, borrow),
+                }
+            }
+
+            #[doc = into_group_doc!()]
+            $(#[$extra])*
+            pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+                Self {
+                    handle: self.handle.into_group(AccessKind::$kind, group.id()),
+                }
+            }
+
+            #[doc = into_held_doc!()]
+            pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
+                Self {
+                    handle: self.handle.into_held(AccessKind::$kind, group.id(), held),
+                }
+            }
+        }
+    };
+}
+
+borrow_moves!(
     ///
     /// ```
     /// use hoplite_core::View;
@@ -685,63 +616,16 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Reader<T, R, 
     /// assert!(x.host_write().is_ok());
     /// # Ok::<(), hoplite_core::Error>(())
     /// ```
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
-
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Lookup<T, R, L, S> {
-    #[doc = into_group_doc!()]
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
-
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Writer<T, R, L, S> {
-    #[doc = into_group_doc!()]
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
-
-impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> TeamSlots<T, L, S> {
-    #[doc = into_group_doc!()]
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
-
-impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> AtomicHandle<T, R, L, S> {
-    #[doc = into_group_doc!()]
-    pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        self.moved_into_group(group.id())
-    }
-
-    #[doc = into_held_doc!()]
-    pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
-        self.moved_into_held(group.id(), held)
-    }
-}
+    Read => impl[T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace] Reader<T, R, L, S>, from View<T, R, L, S>
+);
+borrow_moves!(Read => impl[T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    Lookup<T, R, L, S>, from View<T, R, L, S>);
+borrow_moves!(Write => impl[T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    Writer<T, R, L, S>, from View<T, R, L, S>);
+borrow_moves!(Write => impl[T: ViewValue, L: ArrayLayout, S: MemorySpace]
+    TeamSlots<T, L, S>, from View<T, 2, L, S>);
+borrow_moves!(Atomic => impl[T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    AtomicHandle<T, R, L, S>, from View<T, R, L, S>);
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
     /// A reader in `group`: as [`read`](Self::read), but not checked against the group's other
