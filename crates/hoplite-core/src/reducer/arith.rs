@@ -27,26 +27,8 @@ use crate::device_kernel::DeviceJoin;
 pub struct Sum<T>(PhantomData<fn() -> T>);
 phantom_reducer!(Sum);
 
-impl<T: SumValue> Reducer for Sum<T> {
-    type Value = T;
-    #[inline(always)]
-    fn is_commutative(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn init(&self) -> T {
-        T::zero()
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut T, src: T) {
-        dst.accumulate(src);
-    }
-
-    fn device_join(&self) -> Option<DeviceJoin> {
-        Some(DeviceJoin::Sum)
-    }
+commutative_reducer! {
+    impl[T: SumValue] Sum<T> => T, identity T::zero(), join |dst, src| dst.accumulate(src), device Sum;
 }
 
 /// Product reduction: identity [`ReductionIdentity::prod`] (`1`), join
@@ -64,26 +46,8 @@ impl<T: SumValue> Reducer for Sum<T> {
 pub struct Prod<T>(PhantomData<fn() -> T>);
 phantom_reducer!(Prod);
 
-impl<T: ProdValue> Reducer for Prod<T> {
-    type Value = T;
-    #[inline(always)]
-    fn is_commutative(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn init(&self) -> T {
-        T::one()
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut T, src: T) {
-        dst.multiply(src);
-    }
-
-    fn device_join(&self) -> Option<DeviceJoin> {
-        Some(DeviceJoin::Prod)
-    }
+commutative_reducer! {
+    impl[T: ProdValue] Prod<T> => T, identity T::one(), join |dst, src| dst.multiply(src), device Prod;
 }
 
 /// What [`Sum`] reduces: a zero and an accumulation. Implemented for the primitive numbers

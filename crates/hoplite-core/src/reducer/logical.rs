@@ -24,26 +24,8 @@ impl LAnd {
     }
 }
 
-impl Reducer for LAnd {
-    type Value = bool;
-    #[inline(always)]
-    fn is_commutative(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn init(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut bool, src: bool) {
-        *dst = *dst && src;
-    }
-
-    fn device_join(&self) -> Option<DeviceJoin> {
-        Some(DeviceJoin::LogicalAnd)
-    }
+commutative_reducer! {
+    impl[] LAnd => bool, identity true, join |dst, src| *dst = *dst && src, device LogicalAnd;
 }
 
 /// Logical OR over `bool` (Kokkos `LOr`): identity `false`, join `||`.
@@ -59,26 +41,8 @@ impl LOr {
     }
 }
 
-impl Reducer for LOr {
-    type Value = bool;
-    #[inline(always)]
-    fn is_commutative(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn init(&self) -> bool {
-        false
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut bool, src: bool) {
-        *dst = *dst || src;
-    }
-
-    fn device_join(&self) -> Option<DeviceJoin> {
-        Some(DeviceJoin::LogicalOr)
-    }
+commutative_reducer! {
+    impl[] LOr => bool, identity false, join |dst, src| *dst = *dst || src, device LogicalOr;
 }
 
 /// Bitwise AND (Kokkos `BAnd`): identity [`BitIdentity::band`] (all ones),
@@ -96,29 +60,9 @@ impl Reducer for LOr {
 pub struct BAnd<T>(PhantomData<fn() -> T>);
 phantom_reducer!(BAnd);
 
-impl<T> Reducer for BAnd<T>
-where
-    T: BitIdentity + Copy + Send + BitAndAssign,
-{
-    type Value = T;
-    #[inline(always)]
-    fn is_commutative(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn init(&self) -> T {
-        T::band()
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut T, src: T) {
-        *dst &= src;
-    }
-
-    fn device_join(&self) -> Option<DeviceJoin> {
-        Some(DeviceJoin::BitAnd)
-    }
+commutative_reducer! {
+    impl[T] BAnd<T> => T where [T: BitIdentity + Copy + Send + BitAndAssign],
+        identity T::band(), join |dst, src| *dst &= src, device BitAnd;
 }
 
 /// Bitwise OR (Kokkos `BOr`): identity [`BitIdentity::bor`] (`0`), join
@@ -126,27 +70,7 @@ where
 pub struct BOr<T>(PhantomData<fn() -> T>);
 phantom_reducer!(BOr);
 
-impl<T> Reducer for BOr<T>
-where
-    T: BitIdentity + Copy + Send + BitOrAssign,
-{
-    type Value = T;
-    #[inline(always)]
-    fn is_commutative(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn init(&self) -> T {
-        T::bor()
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut T, src: T) {
-        *dst |= src;
-    }
-
-    fn device_join(&self) -> Option<DeviceJoin> {
-        Some(DeviceJoin::BitOr)
-    }
+commutative_reducer! {
+    impl[T] BOr<T> => T where [T: BitIdentity + Copy + Send + BitOrAssign],
+        identity T::bor(), join |dst, src| *dst |= src, device BitOr;
 }

@@ -30,26 +30,8 @@ use crate::device_kernel::DeviceJoin;
 pub struct Min<T>(PhantomData<fn() -> T>);
 phantom_reducer!(Min);
 
-impl<T: MinMaxValue> Reducer for Min<T> {
-    type Value = T;
-    #[inline(always)]
-    fn is_commutative(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn init(&self) -> T {
-        T::min_identity()
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut T, src: T) {
-        dst.keep_min(src);
-    }
-
-    fn device_join(&self) -> Option<DeviceJoin> {
-        Some(DeviceJoin::Min)
-    }
+commutative_reducer! {
+    impl[T: MinMaxValue] Min<T> => T, identity T::min_identity(), join |dst, src| dst.keep_min(src), device Min;
 }
 
 /// Maximum reduction: identity [`ReductionIdentity::max`] (`-inf` / `T::MIN`),
@@ -73,26 +55,8 @@ impl<T: MinMaxValue> Reducer for Min<T> {
 pub struct Max<T>(PhantomData<fn() -> T>);
 phantom_reducer!(Max);
 
-impl<T: MinMaxValue> Reducer for Max<T> {
-    type Value = T;
-    #[inline(always)]
-    fn is_commutative(&self) -> bool {
-        true
-    }
-
-    #[inline]
-    fn init(&self) -> T {
-        T::max_identity()
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut T, src: T) {
-        dst.keep_max(src);
-    }
-
-    fn device_join(&self) -> Option<DeviceJoin> {
-        Some(DeviceJoin::Max)
-    }
+commutative_reducer! {
+    impl[T: MinMaxValue] Max<T> => T, identity T::max_identity(), join |dst, src| dst.keep_max(src), device Max;
 }
 
 // ---------------------------------------------------------------------------

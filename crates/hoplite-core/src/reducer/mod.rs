@@ -327,6 +327,36 @@ macro_rules! phantom_reducer {
     };
 }
 
+/// The `Reducer` impl of a commutative reducer whose identity and join are one expression each
+/// and which a device joins natively (`DeviceJoin::$device`): Sum, Prod, Min, Max and the
+/// logical and bitwise reducers differ only in those three.
+macro_rules! commutative_reducer {
+    ($(impl[$($generics:tt)*] $name:ty => $value:ty $(where [$($bounds:tt)*])?,
+        identity $identity:expr, join |$dst:ident, $src:ident| $join:expr, device $device:ident;)*) => {$(
+        impl<$($generics)*> Reducer for $name $(where $($bounds)*)? {
+            type Value = $value;
+            #[inline(always)]
+            fn is_commutative(&self) -> bool {
+                true
+            }
+
+            #[inline]
+            fn init(&self) -> $value {
+                $identity
+            }
+
+            #[inline]
+            fn join(&self, $dst: &mut $value, $src: $value) {
+                $join;
+            }
+
+            fn device_join(&self) -> Option<DeviceJoin> {
+                Some(DeviceJoin::$device)
+            }
+        }
+    )*};
+}
+
 /// [`phantom_reducer`] for the location reducers `Name<T, I>` (value type and location type).
 macro_rules! phantom_loc_reducer {
     ($name:ident) => {
