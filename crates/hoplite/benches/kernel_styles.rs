@@ -27,7 +27,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hoplite::dag::device::HostDevice;
 use hoplite::dag::{Context, ContextOptions};
-use hoplite::graph::{ReduceResult, create_graph};
+use hoplite::graph::{Graph, ReduceResult, create_graph};
 use hoplite::prelude::*;
 use hoplite::rayon::RayonTeamMember;
 use hoplite::serial::SerialTeamMember;
@@ -213,6 +213,25 @@ impl<S: FullSpace> Backend<S> {
     fn id(&self, style: &str, size: usize) -> BenchmarkId {
         BenchmarkId::new(format!("{}-{style}", self.name), size)
     }
+
+    /// Benchmarks a submit of `graph` (built, or recorded from the DAG) with the fence after
+    /// it; `read` takes the graph's result, for the graphs that reduce into one.
+    fn bench_submit<T>(
+        &self,
+        g: &mut BenchmarkGroup<'_, WallTime>,
+        style: &str,
+        size: usize,
+        graph: &mut Graph<S>,
+        read: impl Fn() -> T,
+    ) {
+        g.bench_function(self.id(style, size), |bench| {
+            bench.iter(|| {
+                graph.submit().expect("submit");
+                self.space.fence().expect("fence");
+                read()
+            })
+        });
+    }
 }
 
 fn group<'c>(c: &'c mut Criterion, kernel: &str, bytes: u64) -> BenchmarkGroup<'c, WallTime> {
@@ -292,12 +311,7 @@ fn stencil<S, const R: usize, E, St, N, K>(
             .then_parallel_for("jacobi", (inner.clone(), (a.write(), b.read())), with);
     })
     .expect("graph");
-    g.bench_function(be.id("graph", n), |bench| {
-        bench.iter(|| {
-            graph.submit().expect("submit");
-            be.space.fence().expect("fence");
-        })
-    });
+    be.bench_submit(g, "graph", n, &mut graph, || ());
     g.bench_function(be.id("dag", n), |bench| {
         bench.iter(|| {
             for (out, u) in sweeps {
@@ -316,12 +330,7 @@ fn stencil<S, const R: usize, E, St, N, K>(
             }
         })
         .expect("record");
-    g.bench_function(be.id("dag-replay", n), |bench| {
-        bench.iter(|| {
-            replay.submit().expect("submit");
-            be.space.fence().expect("fence");
-        })
-    });
+    be.bench_submit(g, "dag-replay", n, &mut replay, || ());
 }
 
 /// The 2-D stencil in every style on one backend.
@@ -396,12 +405,7 @@ fn axpy_styles<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<
             .then_parallel_for("axpy", (range.clone(), (y.write(), x.read())), axpy::with(a));
     })
     .expect("graph");
-    g.bench_function(be.id("graph", LEN), |bench| {
-        bench.iter(|| {
-            graph.submit().expect("submit");
-            be.space.fence().expect("fence");
-        })
-    });
+    be.bench_submit(g, "graph", LEN, &mut graph, || ());
     g.bench_function(be.id("dag", LEN), |bench| {
         bench.iter(|| {
             be.ctx
@@ -416,12 +420,7 @@ fn axpy_styles<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<
             r.launch("axpy", (range.clone(), (y.write(), x.read())), axpy::with(a));
         })
         .expect("record");
-    g.bench_function(be.id("dag-replay", LEN), |bench| {
-        bench.iter(|| {
-            replay.submit().expect("submit");
-            be.space.fence().expect("fence");
-        })
-    });
+    be.bench_submit(g, "dag-replay", LEN, &mut replay, || ());
 }
 
 /// Dot, one reduction per iteration (its result read on the host), in every style.
@@ -473,13 +472,7 @@ fn dot_styles<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S
         );
     })
     .expect("graph");
-    g.bench_function(be.id("graph", LEN), |bench| {
-        bench.iter(|| {
-            graph.submit().expect("submit");
-            be.space.fence().expect("fence");
-            result.get()
-        })
-    });
+    be.bench_submit(g, "graph", LEN, &mut graph, || result.get());
     g.bench_function(be.id("dag", LEN), |bench| {
         bench.iter(|| {
             be.ctx
@@ -508,13 +501,7 @@ fn dot_styles<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S
             );
         })
         .expect("record");
-    g.bench_function(be.id("dag-replay", LEN), |bench| {
-        bench.iter(|| {
-            replay.submit().expect("submit");
-            be.space.fence().expect("fence");
-            replayed.get()
-        })
-    });
+    be.bench_submit(g, "dag-replay", LEN, &mut replay, || replayed.get());
 }
 
 /// `y = A x` with one team per row, in every style on one backend; `named` is the named
@@ -572,12 +559,7 @@ where
         );
     })
     .expect("graph");
-    g.bench_function(be.id("graph", ROWS), |bench| {
-        bench.iter(|| {
-            graph.submit().expect("submit");
-            be.space.fence().expect("fence");
-        })
-    });
+    be.bench_submit(g, "graph", ROWS, &mut graph, || ());
     g.bench_function(be.id("dag", ROWS), |bench| {
         bench.iter(|| {
             be.ctx
@@ -600,12 +582,7 @@ where
             );
         })
         .expect("record");
-    g.bench_function(be.id("dag-replay", ROWS), |bench| {
-        bench.iter(|| {
-            replay.submit().expect("submit");
-            be.space.fence().expect("fence");
-        })
-    });
+    be.bench_submit(g, "dag-replay", ROWS, &mut replay, || ());
     black_box(y.to_vec().expect("y"));
 }
 
