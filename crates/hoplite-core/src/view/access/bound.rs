@@ -6,11 +6,12 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use super::atomic::AtomicValue;
-use super::handle::{AtomicHandle, checked_element, in_bounds, neighbor_out_of_bounds, out_of_bounds};
+use super::handle::{
+    AtomicHandle, Handle, checked_element, in_bounds, neighbor_out_of_bounds, out_of_bounds,
+};
 use super::tokens::{ReadIndex, Token, ViewIndex};
 use crate::index::Brand;
-use crate::space::ArrayLayout;
-use crate::space::HostAccessibleSpace;
+use crate::space::{ArrayLayout, HostAccessibleSpace, MemorySpace};
 use crate::view::ViewValue;
 
 /// A writer bound to one launch: loads and stores only at that launch's tokens, without a
@@ -142,6 +143,25 @@ pub struct PreparedReader<T, const R: usize> {
     /// Per dimension, the extent minus the largest token index of the launch, minus 1.
     pub(super) room_above: [usize; R],
     pub(super) label: *const str,
+}
+
+impl<T: ViewValue, const R: usize> PreparedReader<T, R> {
+    /// What a launch keeps of a reading handle whose tokens stay `room_below` and `room_above`
+    /// from the edges of its extents.
+    pub(super) fn of<L: ArrayLayout, S: MemorySpace>(
+        handle: &Handle<T, R, L, S>,
+        room_below: [usize; R],
+        room_above: [usize; R],
+    ) -> Self {
+        PreparedReader {
+            ptr: handle.view.ptr,
+            strides: handle.view.strides,
+            extents: handle.extents,
+            room_below,
+            room_above,
+            label: handle.view.label() as *const str,
+        }
+    }
 }
 
 // SAFETY: a prepared reader is read-only access to elements of `Send + Sync` type that a shared
@@ -342,6 +362,18 @@ pub struct PreparedWriter<T, const R: usize> {
     pub(super) strides: [usize; R],
     pub(super) extents: [usize; R],
     pub(super) label: *const str,
+}
+
+impl<T: ViewValue, const R: usize> PreparedWriter<T, R> {
+    /// What a launch keeps of a writing handle (a writer, or team slots).
+    pub(super) fn of<L: ArrayLayout, S: MemorySpace>(handle: &Handle<T, R, L, S>) -> Self {
+        PreparedWriter {
+            ptr: handle.view.ptr,
+            strides: handle.view.strides,
+            extents: handle.extents,
+            label: handle.view.label() as *const str,
+        }
+    }
 }
 
 // SAFETY: the writer the launch owns holds the exclusive borrow; the pointer is only used by

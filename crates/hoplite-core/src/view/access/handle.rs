@@ -8,8 +8,7 @@ use super::atomic::{AtomLayout, AtomicValue};
 use super::tokens::ViewIndex;
 use crate::error::{Error, Result};
 use crate::index::IndexBounds;
-use crate::space::HostAccessibleSpace;
-use crate::space::{ArrayLayout, MemorySpace};
+use crate::space::{ArrayLayout, HostAccessibleSpace, MemorySpace};
 use crate::view::borrow::{BorrowId, Refused};
 use crate::view::graph_support::{BorrowGroup, HeldBorrow};
 use crate::view::{AccessKind, View, ViewValue};
@@ -203,6 +202,17 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
     #[inline(always)]
     pub(super) fn admits(&self, index: &[usize; R]) -> bool {
         in_bounds(index, &self.extents) && (R > 0 || self.borrow.is_ok())
+    }
+
+    /// `index` as an array, once [`admits`](Self::admits) lets it through; otherwise panics with
+    /// the view's label, the index, the extents and the conflict, if any.
+    #[inline(always)]
+    pub(super) fn admitted(&self, index: impl ViewIndex<R>) -> [usize; R] {
+        let index = index.index();
+        if !self.admits(&index) {
+            out_of_bounds(self.view.label(), index, self.view.extents, self.conflict());
+        }
+        index
     }
 
     /// The conflict that refused this handle's borrow, as the launch's error.
@@ -446,15 +456,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Reade
     /// conflicting handle — inside a launch that becomes `Error::KernelPanicked`).
     #[inline(always)]
     pub fn get(&self, index: impl ViewIndex<R>) -> T {
-        let index = index.index();
-        if !self.handle.admits(&index) {
-            out_of_bounds(
-                self.label(),
-                index,
-                self.handle.view.extents,
-                self.handle.conflict(),
-            );
-        }
+        let index = self.handle.admitted(index);
         // SAFETY: `index` is inside the extents and the reader holds a shared borrow, so no
         // writer or atomic handle touches these elements while it lives.
         unsafe { self.handle.view.element_ptr(&index).read() }
@@ -464,15 +466,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Reade
 impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> AtomicHandle<T, R, L, S> {
     #[inline(always)]
     fn atom(&self, index: impl ViewIndex<R>) -> &T::Atom {
-        let index = index.index();
-        if !self.handle.admits(&index) {
-            out_of_bounds(
-                self.label(),
-                index,
-                self.handle.view.extents,
-                self.handle.conflict(),
-            );
-        }
+        let index = self.handle.admitted(index);
         let ptr = self.handle.view.element_ptr(&index).cast::<T::Atom>();
         // SAFETY: `index` is inside the extents, so `ptr` points at a live element. `T::Atom`
         // has the size and alignment of `T` (checked at compile time below) and every bit

@@ -3,8 +3,7 @@
 use super::handle::{in_bounds, out_of_bounds};
 use super::tokens::ViewIndex;
 use crate::error::{Error, Result};
-use crate::space::HostAccessibleSpace;
-use crate::space::{ArrayLayout, MemorySpace};
+use crate::space::{ArrayLayout, HostAccessibleSpace, MemorySpace};
 use crate::view::borrow::BorrowId;
 use crate::view::{AccessKind, View, ViewValue};
 

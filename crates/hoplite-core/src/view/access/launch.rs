@@ -11,8 +11,7 @@ use super::handle::{AtomicHandle, Lookup, Reader, TeamSlots, Writer, bounds_none
 use super::team::BoundTeamSlots;
 use crate::error::{Error, Result};
 use crate::index::IndexBounds;
-use crate::space::ArrayLayout;
-use crate::space::HostAccessibleSpace;
+use crate::space::{ArrayLayout, HostAccessibleSpace};
 use crate::view::ViewValue;
 
 /// The handles a launch takes (a handle, or a tuple of up to eight): checked once against the
@@ -72,12 +71,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
                 });
             }
         }
-        Ok(PreparedWriter {
-            ptr: self.handle.view.ptr,
-            strides: self.handle.view.strides,
-            extents: self.handle.extents,
-            label: self.handle.view.label() as *const str,
-        })
+        Ok(PreparedWriter::of(&self.handle))
     }
 
     #[inline(always)]
@@ -109,14 +103,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
                 room_above[d] = extents[d] - hi[d];
             }
         }
-        Ok(PreparedReader {
-            ptr: self.handle.view.ptr,
-            strides: self.handle.view.strides,
-            extents,
-            room_below,
-            room_above,
-            label: self.handle.view.label() as *const str,
-        })
+        Ok(PreparedReader::of(&self.handle, room_below, room_above))
     }
 
     #[inline(always)]
@@ -136,14 +123,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
     fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
         // No range check: every access is checked instead. Only a refused borrow fails.
         self.handle.borrowed()?;
-        Ok(PreparedReader {
-            ptr: self.handle.view.ptr,
-            strides: self.handle.view.strides,
-            extents: self.handle.extents,
-            room_below: [0; R],
-            room_above: [0; R],
-            label: self.handle.view.label() as *const str,
-        })
+        Ok(PreparedReader::of(&self.handle, [0; R], [0; R]))
     }
 
     #[inline(always)]
@@ -163,12 +143,7 @@ impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for TeamSl
     fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
         // No launch-wide check: slots are checked per access.
         self.handle.borrowed()?;
-        Ok(PreparedWriter {
-            ptr: self.handle.view.ptr,
-            strides: self.handle.view.strides,
-            extents: self.handle.extents,
-            label: self.handle.view.label() as *const str,
-        })
+        Ok(PreparedWriter::of(&self.handle))
     }
 
     #[inline(always)]
@@ -189,12 +164,10 @@ impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Lau
 
     fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
         // Atomic accesses are checked per element; only the borrow matters here.
-        match self.handle.conflict() {
-            Some(e) => Err(e.clone()),
-            None => Ok(PreparedAtomic {
-                handle: self as *const Self,
-            }),
-        }
+        self.handle.borrowed()?;
+        Ok(PreparedAtomic {
+            handle: self as *const Self,
+        })
     }
 
     #[inline(always)]
