@@ -6,8 +6,7 @@
 use crate::dispatch::{ParallelFor, parallel_for};
 use crate::error::{Error, Result};
 use crate::policy::{IterationOrder, RangePolicy, for_each_point};
-use crate::space::HostAccessibleSpace;
-use crate::space::{ArrayLayout, ExecutionSpace, LayoutLeft};
+use crate::space::{ArrayLayout, ExecutionSpace, HostAccessibleSpace, LayoutLeft};
 use crate::view::{View, ViewValue};
 
 /// Elements per iteration of a contiguous copy: large enough that a launch's overhead is

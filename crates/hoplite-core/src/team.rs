@@ -7,8 +7,7 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize,
 
 use crate::error::{Error, Result};
 use crate::index::{Idx, LeagueToken, OwnedRanges, TeamIdx, TeamSlotIdx, for_each_owned};
-use crate::reducer::ScanValue;
-use crate::reducer::{Custom, Reducer};
+use crate::reducer::{Custom, Reducer, ScanValue};
 
 /// Which threads of a team share a nested range.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

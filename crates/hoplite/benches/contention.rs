@@ -25,6 +25,7 @@ use rayon::prelude::*;
 
 mod common;
 use common::raw_pool;
+
 #[path = "common/c_library.rs"]
 mod c_library;
 use c_library::CLibrary;

@@ -4,8 +4,7 @@ use std::ops::Range;
 
 use super::{ExecutionPolicy, IterationOrder, Schedule};
 use crate::error::{Error, Result};
-use crate::index::IndexBounds;
-use crate::index::MdIdx;
+use crate::index::{IndexBounds, MdIdx};
 use crate::space::ExecutionSpace;
 
 /// The largest rank of an [`MDRangePolicy`], as in Kokkos.

@@ -5,8 +5,7 @@ use std::ops::Range;
 
 use super::{ExecutionPolicy, Schedule, check_chunk};
 use crate::error::{Error, Result};
-use crate::index::Idx;
-use crate::index::IndexBounds;
+use crate::index::{Idx, IndexBounds};
 use crate::space::ExecutionSpace;
 
 /// A one-dimensional range `begin..end` (Kokkos `RangePolicy`). Kernels receive an [`Idx`].

@@ -1,11 +1,10 @@
 //! [`Min`], [`Max`] and [`MinMax`] (and [`MinMaxScalar`], the value of `MinMax`).
 
-use super::compare::Dir;
-use super::compare::better;
 use std::marker::PhantomData;
 
 use super::Reducer;
 use super::arith::MinMaxValue;
+use super::compare::{Dir, better};
 use super::identity::ReductionIdentity;
 use crate::device_kernel::DeviceJoin;
 

@@ -1,12 +1,13 @@
 //! The record of a memory space's live allocations (label, bytes, address), with current and
 //! high-water byte counts.
 
-use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
 /// The live allocations of one memory space, with current and high-water byte counts.
 ///
 /// Each memory space owns one (a `static`), returned by

@@ -2,6 +2,7 @@
 //! elements) it covers.
 
 use std::sync::Arc;
+
 /// How a handle uses an allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AccessKind {

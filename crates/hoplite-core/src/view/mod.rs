@@ -29,8 +29,7 @@ pub use footprint::{AccessKind, Footprint, MAX_VIEW_RANK};
 pub use locked::{LockedAtomic, LockedCell};
 
 use crate::error::{Error, Result};
-use crate::space::HostAccessibleSpace;
-use crate::space::{ArrayLayout, HostSpace, LayoutRight, MemorySpace};
+use crate::space::{ArrayLayout, HostAccessibleSpace, HostSpace, LayoutRight, MemorySpace};
 use alloc::TrackedAllocation;
 use borrow::{BorrowId, Refused};
 
