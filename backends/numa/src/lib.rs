@@ -54,6 +54,7 @@
 //! (the dynamic loader refuses to start it otherwise); a machine hwloc cannot read gives
 //! [`NumaError::TopologyUnavailable`].
 
+mod dispatch;
 mod error;
 mod memory;
 mod select;
