@@ -106,6 +106,7 @@
 
 mod context;
 mod mdrange;
+mod member;
 mod pool;
 mod prims;
 mod range;
@@ -130,8 +131,8 @@ use crate::context::InKernel;
 use crate::pool::{HotTeam, Job, LaunchGuard};
 use crate::sealed::Internal;
 
+pub use member::RayonTeamMember;
 pub use split::{DETERMINISTIC_MAX_BLOCKS, DETERMINISTIC_MIN_BLOCK};
-pub use team::RayonTeamMember;
 pub use token::RayonGlobalToken;
 
 /// Largest level-0 scratch per team: 1 MiB (host scratch is ordinary memory).
