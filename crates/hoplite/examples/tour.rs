@@ -1,3 +1,4 @@
+// Over 800 lines on purpose: the tour is one program read top to bottom, a function per section.
 //! A tour of hoplite on the default execution space: every feature that works today, what it
 //! computed, and how long it took.
 //!

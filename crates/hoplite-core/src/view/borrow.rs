@@ -1,3 +1,4 @@
+// Over 800 lines: the borrow protocol beside the loom and threaded tests that check it.
 //! The borrows of one allocation: which handles hold which elements, for which access.
 //!
 //! The rules are those of `&`/`&mut` per element: one writer, or any number of readers, or any
