@@ -15,7 +15,7 @@ use crate::{FullSpace, Outcome, check};
 
 /// Launches `policy` over `0..n` handing it `args`, with a kernel that only counts its calls;
 /// the launch must fail with `BorrowConflict` before any iteration runs.
-fn expect_conflict<S: FullSpace, A: hoplite_core::LaunchArgs>(
+fn expect_conflict<S: FullSpace, A: hoplite_core::AccessibleArgs<S>>(
     space: &S,
     n: usize,
     args: A,

@@ -431,6 +431,10 @@ impl LaunchArgs for DeviceViews {
     unsafe fn bind<'it>(_prepared: &()) -> Self::Bound<'it> {}
 }
 
+// SAFETY: device views bind to `()`: no space's kernels get an address of them through a
+// launch (the task's work hands them to device launches itself).
+unsafe impl<E: hoplite_core::ExecutionSpace> hoplite_core::AccessibleArgs<E> for DeviceViews {}
+
 /// The views of a [`DeviceViews`] without their borrows: what a graph node keeps between
 /// runs ([`GraphArgs::Views`]).
 pub struct DetachedViews {

@@ -8,7 +8,7 @@ use std::ffi::{CString, c_int};
 use std::sync::Arc;
 
 use cudarc::driver::sys;
-use hoplite_core::device_kernel::{DeviceKernel, HandleAccess, ScalarType};
+use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo, HandleAccess, ScalarType};
 use hoplite_core::{ArrayLayout, View, ViewValue};
 use hoplite_core::{Reducer, ScanValue, TeamPolicy, TeamSize};
 use parking_lot::Mutex;
@@ -20,8 +20,8 @@ use crate::geometry::{
 };
 use crate::nvrtc::ModuleCache;
 use crate::params::{
-    HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, TokenArg, pack_for_args, pack_reduce_args,
-    pack_scan_args,
+    HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, TokenArg, pack_for_args_info,
+    pack_reduce_args_info, pack_scan_args_info,
 };
 use crate::reduce::{
     DeviceReduceValue, decode, device_join_for, encode, exclusive_prefix, join_partials, partials_count,
@@ -220,7 +220,11 @@ unsafe impl Sync for Loaded {}
 
 /// `K` loaded on `device`: compiled (or taken from the cache) and loaded once per device.
 pub(crate) fn load<K: DeviceKernel>(device: &Device) -> Result<Arc<Loaded>, CudaError> {
-    load_source(device, K::source_hash(), K::NAME, K::ENTRY, K::cuda_source())
+    load_info(&DeviceKernelInfo::of::<K>(), device)
+}
+
+pub(crate) fn load_info(k: &DeviceKernelInfo, device: &Device) -> Result<Arc<Loaded>, CudaError> {
+    load_source(device, k.source_hash, k.name, k.entry, k.cuda_source)
 }
 
 /// The entry `entry` of `source` (key `hash`, see [`ModuleCache::ptx_of_source`]) loaded on
@@ -391,9 +395,18 @@ impl Cuda {
         range: std::ops::Range<usize>,
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        let (begin, end) = checked_range::<K>(range)?;
+        self.launch_range_info(&DeviceKernelInfo::of::<K>(), range, args)
+    }
+
+    pub(crate) fn launch_range_info(
+        &self,
+        k: &DeviceKernelInfo,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+    ) -> Result<(), CudaError> {
+        let (begin, end) = checked_range_info(k, range)?;
         let iteration = IterationArgs::Range { begin, end };
-        self.launch::<K>(iteration, &[end], args, |limits, _| {
+        self.launch_info(k, iteration, &[end], args, |limits, _| {
             Ok(range_geometry(limits, end - begin))
         })
     }
@@ -411,8 +424,18 @@ impl Cuda {
         ends: [usize; R],
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, R>(begins, ends, args)?;
-        self.launch::<K>(iteration, &ends, args, |limits, _| {
+        self.launch_mdrange_info::<R>(&DeviceKernelInfo::of::<K>(), begins, ends, args)
+    }
+
+    pub(crate) fn launch_mdrange_info<const R: usize>(
+        &self,
+        k: &DeviceKernelInfo,
+        begins: [usize; R],
+        ends: [usize; R],
+        args: &[DeviceArg],
+    ) -> Result<(), CudaError> {
+        let (iteration, ends, (lengths, order)) = checked_mdrange_info::<R>(k, begins, ends, args)?;
+        self.launch_info(k, iteration, &ends, args, |limits, _| {
             Ok(mdrange_geometry_in(limits, &lengths, order))
         })
     }
@@ -449,27 +472,37 @@ impl Cuda {
         policy: &TeamPolicy<Cuda>,
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
-        let team = TeamLaunch::of::<K>(policy)?;
+        self.launch_team_info(&DeviceKernelInfo::of::<K>(), policy, args)
+    }
+
+    pub(crate) fn launch_team_info(
+        &self,
+        k: &DeviceKernelInfo,
+        policy: &TeamPolicy<Cuda>,
+        args: &[DeviceArg],
+    ) -> Result<(), CudaError> {
+        let team = TeamLaunch::of_info(k, policy)?;
         let ends = team_writer_ends(args, team.league);
-        self.launch::<K>(team.iteration(), &ends, args, move |limits, resources| {
+        self.launch_info(k, team.iteration(), &ends, args, move |limits, resources| {
             team.plan(limits, resources)
         })
     }
 
-    fn launch<K: DeviceKernel>(
+    fn launch_info(
         &self,
+        k: &DeviceKernelInfo,
         iteration: IterationArgs,
         ends: &[u64],
         args: &[DeviceArg],
         geometry: impl FnOnce(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError>,
     ) -> Result<(), CudaError> {
         // Pure checks first, so bad input is reported the same with or without a device.
-        let mut params = pack_for_args::<K>(&iteration, args)?;
-        check_args(K::NAME, ends, args)?;
-        let Some(plan) = self.plan::<K>(&iteration, args, geometry)? else {
+        let mut params = pack_for_args_info(k, &iteration, args)?;
+        check_args(k.name, ends, args)?;
+        let Some(plan) = self.plan_info(k, &iteration, args, geometry)? else {
             return Ok(());
         };
-        // SAFETY: `params` was packed by `pack_for_args::<K>` against `K::params()`, and
+        // SAFETY: `params` was packed by `pack_for_args_info` against `k.params`, and
         // `check_args` found every writer containing the iteration space and overlapping no
         // other handle; the views are kept alive below until the next fence.
         unsafe { plan.launch(&mut params) }?;
@@ -482,15 +515,16 @@ impl Cuda {
 
     /// The device side of a launch after the pure checks: the stream, the loaded kernel and
     /// the geometry, checked against the device. `None` for an empty iteration space.
-    fn plan<K: DeviceKernel>(
+    fn plan_info(
         &self,
+        k: &DeviceKernelInfo,
         iteration: &IterationArgs,
         args: &[DeviceArg],
         geometry: impl FnOnce(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError>,
     ) -> Result<Option<Plan<'_>>, CudaError> {
         let stream = self.stream()?;
         let device = &stream.device;
-        check_arg_devices(K::NAME, device.ordinal, args)?;
+        check_arg_devices(k.name, device.ordinal, args)?;
         let empty = match iteration {
             IterationArgs::Range { begin, end } => begin == end,
             IterationArgs::MdRange { begins, ends, .. } => begins.iter().zip(ends).any(|(b, e)| b == e),
@@ -499,13 +533,13 @@ impl Cuda {
         if empty {
             return Ok(None); // an empty iteration space: nothing to compile or run
         }
-        let loaded = load::<K>(device)?;
+        let loaded = load_info(k, device)?;
         let Some(g) = geometry(&device.limits, &loaded.resources)? else {
             return Ok(None);
         };
         if !fits(&device.limits, &g) || g.block_threads() > u64::from(device.limits.max_threads_per_block) {
             return Err(CudaError::InvalidLaunch {
-                kernel: K::NAME,
+                kernel: k.name,
                 reason: format!("the geometry {g:?} does not fit the device"),
             });
         }
@@ -517,7 +551,7 @@ impl Cuda {
         ) == 0
         {
             return Err(CudaError::InvalidLaunch {
-                kernel: K::NAME,
+                kernel: k.name,
                 reason: format!(
                     "a block of {:?} threads does not fit one multiprocessor with {:?}",
                     g.block, loaded.resources
@@ -533,8 +567,9 @@ impl Cuda {
 
     /// A reduction: validates, allocates the partials on the device, launches, copies them
     /// back and joins them in a fixed order (see [`crate::reduce`]).
-    fn reduce<K: DeviceKernel, R>(
+    fn reduce_info<R>(
         &self,
+        k: &DeviceKernelInfo,
         iteration: IterationArgs,
         ends: &[u64],
         args: &[DeviceArg],
@@ -546,20 +581,20 @@ impl Cuda {
         R::Value: DeviceReduceValue,
     {
         let identity = reducer.init();
-        let join = device_join_for(K::PATTERN, reducer.device_join());
-        let mut params = pack_reduce_args::<K, R::Value>(&iteration, args, &identity, join)?;
+        let join = device_join_for(k.pattern, reducer.device_join());
+        let mut params = pack_reduce_args_info::<R::Value>(k, &iteration, args, &identity, join)?;
         let partials_param = params.offsets().len() - 1;
-        check_args(K::NAME, ends, args)?;
-        let Some(plan) = self.plan::<K>(&iteration, args, |limits, resources| {
+        check_args(k.name, ends, args)?;
+        let Some(plan) = self.plan_info(k, &iteration, args, |limits, resources| {
             Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
         })?
         else {
             return Ok(join_partials(reducer, []));
         };
-        let bytes = partials_bytes::<K, R::Value>(&plan.geometry, join.is_some())?;
+        let bytes = partials_bytes::<R::Value>(k, &plan.geometry, join.is_some())?;
         let partials = StreamBuffer::new(plan.stream, bytes)?;
         params.set(partials_param, &partials.address().to_le_bytes());
-        // SAFETY: `params` was packed by `pack_reduce_args::<K, _>` against `K::params()` and the
+        // SAFETY: `params` was packed by `pack_reduce_args_info` against `k.params` and the
         // kernel's pattern, which fixes the partial's size; the partials pointer is a live
         // allocation of one partial per launched thread of `plan.geometry`; `check_args`
         // found every writer containing the iteration space and overlapping no other handle;
@@ -609,8 +644,23 @@ impl Cuda {
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        let (begin, end) = checked_range::<K>(range)?;
-        self.reduce::<K, R>(
+        self.reduce_range_info::<R>(&DeviceKernelInfo::of::<K>(), range, args, reducer)
+    }
+
+    pub(crate) fn reduce_range_info<R>(
+        &self,
+        k: &DeviceKernelInfo,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+        reducer: &R,
+    ) -> Result<R::Value, CudaError>
+    where
+        R: Reducer,
+        R::Value: DeviceReduceValue,
+    {
+        let (begin, end) = checked_range_info(k, range)?;
+        self.reduce_info::<R>(
+            k,
             IterationArgs::Range { begin, end },
             &[end],
             args,
@@ -637,8 +687,23 @@ impl Cuda {
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, N>(begins, ends, args)?;
-        self.reduce::<K, R>(iteration, &ends, args, reducer, |limits, _| {
+        self.reduce_mdrange_info::<R, N>(&DeviceKernelInfo::of::<K>(), begins, ends, args, reducer)
+    }
+
+    pub(crate) fn reduce_mdrange_info<R, const N: usize>(
+        &self,
+        k: &DeviceKernelInfo,
+        begins: [usize; N],
+        ends: [usize; N],
+        args: &[DeviceArg],
+        reducer: &R,
+    ) -> Result<R::Value, CudaError>
+    where
+        R: Reducer,
+        R::Value: DeviceReduceValue,
+    {
+        let (iteration, ends, (lengths, order)) = checked_mdrange_info::<N>(k, begins, ends, args)?;
+        self.reduce_info::<R>(k, iteration, &ends, args, reducer, |limits, _| {
             Ok(mdrange_geometry_in(limits, &lengths, order))
         })
     }
@@ -661,8 +726,23 @@ impl Cuda {
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        let team = TeamLaunch::of::<K>(policy)?;
-        self.reduce::<K, R>(
+        self.reduce_team_info::<R>(&DeviceKernelInfo::of::<K>(), policy, args, reducer)
+    }
+
+    pub(crate) fn reduce_team_info<R>(
+        &self,
+        k: &DeviceKernelInfo,
+        policy: &TeamPolicy<Cuda>,
+        args: &[DeviceArg],
+        reducer: &R,
+    ) -> Result<R::Value, CudaError>
+    where
+        R: Reducer,
+        R::Value: DeviceReduceValue,
+    {
+        let team = TeamLaunch::of_info(k, policy)?;
+        self.reduce_info::<R>(
+            k,
             team.iteration(),
             &team_writer_ends(args, team.league),
             args,
@@ -711,21 +791,33 @@ impl Cuda {
     where
         T: DeviceReduceValue + ScanValue,
     {
-        let (begin, end) = checked_range::<K>(range)?;
-        let mut params = pack_scan_args::<K, T>(&IterationArgs::Range { begin, end }, args)?;
+        self.scan_range_info::<T>(&DeviceKernelInfo::of::<K>(), range, args)
+    }
+
+    pub(crate) fn scan_range_info<T>(
+        &self,
+        k: &DeviceKernelInfo,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+    ) -> Result<T, CudaError>
+    where
+        T: DeviceReduceValue + ScanValue,
+    {
+        let (begin, end) = checked_range_info(k, range)?;
+        let mut params = pack_scan_args_info::<T>(k, &IterationArgs::Range { begin, end }, args)?;
         let final_param = params.offsets().len() - 1;
         let values_param = final_param - 1;
-        check_args(K::NAME, &[end], args)?;
-        let Some(plan) = self.plan::<K>(&IterationArgs::Range { begin, end }, args, |limits, _| {
+        check_args(k.name, &[end], args)?;
+        let Some(plan) = self.plan_info(k, &IterationArgs::Range { begin, end }, args, |limits, _| {
             Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
         })?
         else {
             return Ok(T::zero());
         };
-        let bytes = partials_bytes::<K, T>(&plan.geometry, false)?;
+        let bytes = partials_bytes::<T>(k, &plan.geometry, false)?;
         let values = StreamBuffer::new(plan.stream, bytes)?;
         params.set(values_param, &values.address().to_le_bytes());
-        // SAFETY: `params` was packed by `pack_scan_args::<K, T>` against `K::params()` and the
+        // SAFETY: `params` was packed by `pack_scan_args_info` against `k.params` and the
         // kernel's pattern; the values pointer is a live allocation of one `T` per launched
         // thread of `plan.geometry`, the geometry both passes use (the entry derives its
         // chunks from it); writers contain the range and overlap no other handle; the views
@@ -751,10 +843,17 @@ impl AsRef<KernelArg> for DeviceArg {
 }
 
 pub(crate) fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> Result<(u64, u64), CudaError> {
+    checked_range_info(&DeviceKernelInfo::of::<K>(), range)
+}
+
+pub(crate) fn checked_range_info(
+    k: &DeviceKernelInfo,
+    range: std::ops::Range<usize>,
+) -> Result<(u64, u64), CudaError> {
     let (begin, end) = (range.start as u64, range.end as u64);
     if begin > end {
         return Err(CudaError::InvalidLaunch {
-            kernel: K::NAME,
+            kernel: k.name,
             reason: format!("range {begin}..{end} starts after it ends"),
         });
     }
@@ -786,11 +885,20 @@ pub(crate) fn checked_mdrange<K: DeviceKernel, const R: usize>(
     ends: [usize; R],
     args: &[DeviceArg],
 ) -> Result<CheckedMdRange, CudaError> {
+    checked_mdrange_info::<R>(&DeviceKernelInfo::of::<K>(), begins, ends, args)
+}
+
+pub(crate) fn checked_mdrange_info<const R: usize>(
+    k: &DeviceKernelInfo,
+    begins: [usize; R],
+    ends: [usize; R],
+    args: &[DeviceArg],
+) -> Result<CheckedMdRange, CudaError> {
     let begins: Vec<u64> = begins.iter().map(|&b| b as u64).collect();
     let ends: Vec<u64> = ends.iter().map(|&e| e as u64).collect();
     if let Some(d) = (0..R).find(|&d| begins[d] > ends[d]) {
         return Err(CudaError::InvalidLaunch {
-            kernel: K::NAME,
+            kernel: k.name,
             reason: format!("dimension {d}: {}..{} starts after it ends", begins[d], ends[d]),
         });
     }
@@ -829,9 +937,13 @@ impl TeamLaunch {
     /// The launch `policy` describes for `K`. Team size and scratch are checked against the
     /// device when the geometry is computed, not against the policy's host limits.
     pub(crate) fn of<K: DeviceKernel>(policy: &TeamPolicy<Cuda>) -> Result<TeamLaunch, CudaError> {
+        TeamLaunch::of_info(&DeviceKernelInfo::of::<K>(), policy)
+    }
+
+    pub(crate) fn of_info(k: &DeviceKernelInfo, policy: &TeamPolicy<Cuda>) -> Result<TeamLaunch, CudaError> {
         if let Some(level) = policy.invalid_scratch_level() {
             return Err(CudaError::InvalidLaunch {
-                kernel: K::NAME,
+                kernel: k.name,
                 reason: format!("scratch level {level} does not exist; use level 0 or 1"),
             });
         }
@@ -874,7 +986,8 @@ impl TeamLaunch {
 
 /// The bytes of the partials of a launch of `g` (one per block where the device joins each
 /// block's values, else one per launched thread), in `V`'s device layout.
-fn partials_bytes<K: DeviceKernel, V: DeviceReduceValue>(
+fn partials_bytes<V: DeviceReduceValue>(
+    k: &DeviceKernelInfo,
     g: &LaunchGeometry,
     joined_on_device: bool,
 ) -> Result<usize, CudaError> {
@@ -883,7 +996,7 @@ fn partials_bytes<K: DeviceKernel, V: DeviceReduceValue>(
         .ok()
         .and_then(|n| n.checked_mul(size))
         .ok_or_else(|| CudaError::InvalidLaunch {
-            kernel: K::NAME,
+            kernel: k.name,
             reason: format!(
                 "{} partials of {size} bytes do not fit the address space",
                 partials_count(g, joined_on_device)

@@ -26,6 +26,7 @@
 pub mod bandwidth;
 pub mod dag;
 mod dag_views;
+mod dispatch;
 mod driver;
 mod error;
 pub mod geometry;

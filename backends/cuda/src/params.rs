@@ -7,7 +7,8 @@
 //! point into and a valid packed argument block.
 
 use hoplite_core::device_kernel::{
-    DeviceIteration, DeviceJoin, DeviceKernel, DeviceParam, DevicePattern, HandleAccess, ScalarType,
+    DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,
+    ScalarType,
 };
 
 use crate::CudaError;
@@ -287,17 +288,25 @@ pub(crate) fn pack_for_args<K: DeviceKernel>(
     iteration: &IterationArgs,
     args: &[impl AsRef<KernelArg>],
 ) -> Result<ParamBuffer, CudaError> {
-    if K::PATTERN != DevicePattern::For {
+    pack_for_args_info(&DeviceKernelInfo::of::<K>(), iteration, args)
+}
+
+pub(crate) fn pack_for_args_info(
+    k: &DeviceKernelInfo,
+    iteration: &IterationArgs,
+    args: &[impl AsRef<KernelArg>],
+) -> Result<ParamBuffer, CudaError> {
+    if k.pattern != DevicePattern::For {
         return Err(CudaError::InvalidLaunch {
-            kernel: K::NAME,
+            kernel: k.name,
             reason: format!(
                 "the kernel computes {:?}; launch it with the reduce or scan launch of its pattern",
-                K::PATTERN
+                k.pattern
             ),
         });
     }
-    let buf = pack_common::<K>(iteration, args)?;
-    check_size::<K>(buf)
+    let buf = pack_common(k, iteration, args)?;
+    check_size(k, buf)
 }
 
 /// Packs the parameters of `K`'s entry for a reduction: the `parallel_for` parameters, then
@@ -350,13 +359,23 @@ pub(crate) fn pack_reduce_args<K: DeviceKernel, V: DeviceReduceValue>(
     identity: &V,
     join: Option<DeviceJoin>,
 ) -> Result<ParamBuffer, CudaError> {
-    check_reduce_pattern::<K, V>()?;
-    let mut buf = pack_common::<K>(iteration, args)?;
-    let code = device_join_for(K::PATTERN, join).map_or(-1, DeviceJoin::code);
+    pack_reduce_args_info::<V>(&DeviceKernelInfo::of::<K>(), iteration, args, identity, join)
+}
+
+pub(crate) fn pack_reduce_args_info<V: DeviceReduceValue>(
+    k: &DeviceKernelInfo,
+    iteration: &IterationArgs,
+    args: &[impl AsRef<KernelArg>],
+    identity: &V,
+    join: Option<DeviceJoin>,
+) -> Result<ParamBuffer, CudaError> {
+    check_reduce_pattern::<V>(k)?;
+    let mut buf = pack_common(k, iteration, args)?;
+    let code = device_join_for(k.pattern, join).map_or(-1, DeviceJoin::code);
     buf.push(&code.to_le_bytes());
     push_value(&mut buf, identity);
     buf.push_u64(0);
-    check_size::<K>(buf)
+    check_size(k, buf)
 }
 
 /// Packs the parameters of `K`'s scan entry: the `parallel_for` parameters, the identity
@@ -377,21 +396,29 @@ pub(crate) fn pack_scan_args<K: DeviceKernel, T: DeviceReduceValue + hoplite_cor
     iteration: &IterationArgs,
     args: &[impl AsRef<KernelArg>],
 ) -> Result<ParamBuffer, CudaError> {
-    if !matches!((K::PATTERN, plain_scalar(T::PATTERN)), (DevicePattern::Scan(k), Some(t)) if k == t) {
+    pack_scan_args_info::<T>(&DeviceKernelInfo::of::<K>(), iteration, args)
+}
+
+pub(crate) fn pack_scan_args_info<T: DeviceReduceValue + hoplite_core::ScanValue>(
+    k: &DeviceKernelInfo,
+    iteration: &IterationArgs,
+    args: &[impl AsRef<KernelArg>],
+) -> Result<ParamBuffer, CudaError> {
+    if !matches!((k.pattern, plain_scalar(T::PATTERN)), (DevicePattern::Scan(s), Some(t)) if s == t) {
         return Err(CudaError::InvalidLaunch {
-            kernel: K::NAME,
+            kernel: k.name,
             reason: format!(
                 "the kernel computes {:?}, but the scan accumulates {}; scan with the kernel's value type",
-                K::PATTERN,
+                k.pattern,
                 std::any::type_name::<T>()
             ),
         });
     }
-    let mut buf = pack_common::<K>(iteration, args)?;
+    let mut buf = pack_common(k, iteration, args)?;
     push_value(&mut buf, &T::zero());
     buf.push_u64(0);
     buf.push(&[0]);
-    check_size::<K>(buf)
+    check_size(k, buf)
 }
 
 /// The scalar type of a plain value (`Reduce(s)`), which is what a scan sums.
@@ -410,27 +437,27 @@ fn push_value<V: DeviceReduceValue>(buf: &mut ParamBuffer, value: &V) {
 }
 
 /// Refuses a kernel whose pattern is not the reduction `expected`.
-fn check_reduce_pattern<K: DeviceKernel, V: DeviceReduceValue>() -> Result<(), CudaError> {
+fn check_reduce_pattern<V: DeviceReduceValue>(k: &DeviceKernelInfo) -> Result<(), CudaError> {
     let expected = V::PATTERN;
-    if V::reduced_by(K::PATTERN)
+    if V::reduced_by(k.pattern)
         && value_layout(expected).is_some()
         && !matches!(expected, DevicePattern::Scan(_))
     {
         return Ok(());
     }
     Err(CudaError::InvalidLaunch {
-        kernel: K::NAME,
+        kernel: k.name,
         reason: format!(
             "the kernel computes {:?}, but the reducer's value is reduced as {expected:?}; use the reducer the kernel's accumulator was written for",
-            K::PATTERN
+            k.pattern
         ),
     })
 }
 
-fn check_size<K: DeviceKernel>(buf: ParamBuffer) -> Result<ParamBuffer, CudaError> {
+fn check_size(k: &DeviceKernelInfo, buf: ParamBuffer) -> Result<ParamBuffer, CudaError> {
     if buf.len() > MAX_PARAM_BYTES {
         return Err(CudaError::InvalidLaunch {
-            kernel: K::NAME,
+            kernel: k.name,
             reason: format!(
                 "{} bytes of parameters exceed the {MAX_PARAM_BYTES} bytes a kernel may take; pass fewer views or scalars",
                 buf.len()
@@ -441,16 +468,17 @@ fn check_size<K: DeviceKernel>(buf: ParamBuffer) -> Result<ParamBuffer, CudaErro
 }
 
 /// The iteration space, handles and scalars, checked against `K::params()`.
-fn pack_common<K: DeviceKernel>(
+fn pack_common(
+    k: &DeviceKernelInfo,
     iteration: &IterationArgs,
     args: &[impl AsRef<KernelArg>],
 ) -> Result<ParamBuffer, CudaError> {
     let invalid = |reason: String| CudaError::InvalidLaunch {
-        kernel: K::NAME,
+        kernel: k.name,
         reason,
     };
     let mut buf = ParamBuffer::new();
-    match (K::ITERATION, iteration) {
+    match (k.iteration, iteration) {
         (DeviceIteration::Range, IterationArgs::Range { begin, end }) => {
             buf.push_u64(*begin);
             buf.push_u64(*end);
@@ -485,7 +513,7 @@ fn pack_common<K: DeviceKernel>(
             )));
         }
     }
-    let params = K::params();
+    let params = k.params;
     if params.len() != args.len() {
         return Err(invalid(format!(
             "{} arguments for {} parameters; pass one per kernel parameter, in order",

@@ -1,4 +1,4 @@
-//! What the types forbid: host access to device memory, and closures on a device policy.
+//! What the types forbid: host access to device memory, and device views in host launches.
 
 #[test]
 fn compile_fail() {

@@ -278,6 +278,17 @@ pub enum Error {
         /// What failed and how to fix it (the backend error's message).
         reason: String,
     },
+    /// A launch on a device space whose kernel is not a `#[kernel]`: a device runs no
+    /// closures, only the CUDA C that `#[kernel]` generates.
+    #[error(
+        "`{label}`: `{space}` runs only `#[kernel]` kernels, and this kernel is a closure; write it as a `#[kernel]` fn and pass `name::with(captures..)` as the kernel"
+    )]
+    NotADeviceKernel {
+        /// The launch's label.
+        label: String,
+        /// The device space's name, such as `"Cuda"`.
+        space: &'static str,
+    },
 }
 
 fn dim_suffix(dim: Option<usize>) -> String {

@@ -61,7 +61,7 @@ pub use policy::{
 pub use reducer::*;
 pub use space::{
     ArrayLayout, ExecutionSpace, HostAccessibleSpace, HostSpace, LayoutLeft, LayoutRight, LayoutStride,
-    MAX_PARTITIONS, MemorySpace, MemorySpaceAccess, check_partition_count,
+    MAX_PARTITIONS, MemorySpace, MemorySpaceAccess, SpaceAccessibility, check_partition_count,
 };
 pub use team::{
     NestedBounds, NestedLevel, ScratchBuffer, ScratchElement, ScratchPad, ScratchSlice, TeamMember,
@@ -69,8 +69,8 @@ pub use team::{
 };
 pub use unique_token::{TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
 pub use view::{
-    AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter, HostRead, HostWrite,
-    LaunchArgs, LockedAtomic, Lookup, PlaneRow, Reader, RowReader, Slice, TeamPlane, TeamRow, TeamSlots,
-    View, ViewIndex, ViewValue, Writer, create_mirror_view, create_mirror_view_and_copy, deep_copy,
-    deep_copy_fill,
+    AccessibleArgs, AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter,
+    HostRead, HostWrite, LaunchArgs, LockedAtomic, Lookup, PlaneRow, Reader, RowReader, Slice, TeamPlane,
+    TeamRow, TeamSlots, View, ViewIndex, ViewValue, Writer, create_mirror_view, create_mirror_view_and_copy,
+    deep_copy, deep_copy_fill,
 };

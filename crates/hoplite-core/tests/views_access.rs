@@ -163,7 +163,7 @@ fn readers_share_and_atomics_share() {
 #[track_caller]
 fn assert_launch_conflict<A>(args: A, label: &str, kind: &str, other_kind: &str)
 where
-    A: hoplite_core::LaunchArgs,
+    A: hoplite_core::AccessibleArgs<Serial>,
 {
     let calls = AtomicUsize::new(0);
     let err = parallel_for("conflicting", (range(0..4), args), |_| {

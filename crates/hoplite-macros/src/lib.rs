@@ -135,45 +135,113 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
     } else {
         quote!()
     };
-    let with_fn = match &signature.accumulator {
-        None => quote! {
-            /// The native kernel with these scalar captures, for a `parallel_for` launch.
-            #[inline(always)]
-            #[allow(clippy::too_many_arguments)]
-            #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
-                -> impl for<'it> Fn(#item_ty) + Copy + Send + Sync
-            {
-                move |#item_pat| #name(#token_name, #(#handle_names,)* #(#scalar_names),*)
-            }
-        },
+    // The closure's parameters after the item, its return type's bound and the native call's
+    // trailing arguments, per pattern.
+    let (extra_params, closure_ty, extra_args, doc_line) = match &signature.accumulator {
+        None => (
+            quote!(),
+            quote!(for<'it> Fn(#item_ty)),
+            quote!(),
+            "The native kernel with these scalar captures, for a `parallel_for` launch.",
+        ),
         Some(acc) => {
             let acc_ty = &acc.ty;
             let acc_name = &acc.name;
             match &signature.scan_flag {
-                None => quote! {
-                    /// The native kernel with these scalar captures, for a `parallel_reduce` launch.
-                    #[inline(always)]
-                    #[allow(clippy::too_many_arguments)]
-                    #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
-                        -> impl for<'it> Fn(#item_ty, &mut #acc_ty) + Copy + Send + Sync
-                    {
-                        move |#item_pat, #acc_name: &mut #acc_ty| {
-                            #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #acc_name)
-                        }
-                    }
-                },
-                Some(flag) => quote! {
-                    /// The native kernel with these scalar captures, for a `parallel_scan` launch.
-                    #[inline(always)]
-                    #[allow(clippy::too_many_arguments)]
-                    #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
-                        -> impl for<'it> Fn(#item_ty, &mut #acc_ty, bool) + Copy + Send + Sync
-                    {
-                        move |#item_pat, #acc_name: &mut #acc_ty, #flag: bool| {
-                            #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #acc_name, #flag)
-                        }
-                    }
-                },
+                None => (
+                    quote!(, #acc_name: &mut #acc_ty),
+                    quote!(for<'it> Fn(#item_ty, &mut #acc_ty)),
+                    quote!(#acc_name),
+                    "The native kernel with these scalar captures, for a `parallel_reduce` launch.",
+                ),
+                Some(flag) => (
+                    quote!(, #acc_name: &mut #acc_ty, #flag: bool),
+                    quote!(for<'it> Fn(#item_ty, &mut #acc_ty, bool)),
+                    quote!(#acc_name, #flag),
+                    "The native kernel with these scalar captures, for a `parallel_scan` launch.",
+                ),
+            }
+        }
+    };
+    let (hr_generics, hr_args) = if signature.token == TokenKind::Team {
+        (quote!(<S: #krate::ExecutionSpace, F: #closure_ty>), quote!(S,))
+    } else {
+        (quote!(<F: #closure_ty>), quote!())
+    };
+    let with_fn = if signature.tokens.is_empty() {
+        // Device launches find the kernel and its scalars through the closure type (see
+        // `hoplite_core::device_kernel`'s launch protocol): the closure captures one
+        // `Captures` value as a whole and its type is registered with a reader of it.
+        let register = if signature.token == TokenKind::Team {
+            // `with::<S>` makes one closure type per space; a static here would be shared by
+            // all of them, so each call registers (a lookup once its type is known).
+            quote! {
+                // SAFETY: `kernel` captures `captures` (a `Captures`) whole and nothing else,
+                // and runs this kernel with it.
+                unsafe { #krate::device_kernel::register_with_closure(&kernel, &WITH) };
+            }
+        } else {
+            quote! {
+                static REGISTERED: ::std::sync::Once = ::std::sync::Once::new();
+                REGISTERED.call_once(|| {
+                    // SAFETY: `kernel` captures `captures` (a `Captures`) whole and nothing
+                    // else, and runs this kernel with it.
+                    unsafe { #krate::device_kernel::register_with_closure(&kernel, &WITH) };
+                });
+            }
+        };
+        quote! {
+            #[doc = #doc_line]
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
+                -> impl #closure_ty + Copy + Send + Sync
+            {
+                #[derive(Clone, Copy)]
+                struct Captures {
+                    #(#scalar_names: #scalar_tys,)*
+                }
+                /// Lists the scalars of the `Captures` at `p`, in declaration order.
+                ///
+                /// # Safety
+                ///
+                /// `p` holds a `Captures` (possibly unaligned).
+                unsafe fn read_scalars(p: *const u8) -> ::std::vec::Vec<#krate::device_kernel::ScalarValue> {
+                    // SAFETY: the caller's contract.
+                    let _captures = unsafe { p.cast::<Captures>().read_unaligned() };
+                    ::std::vec![#(#krate::device_kernel::ScalarValue::from(_captures.#scalar_names)),*]
+                }
+                static WITH: #krate::device_kernel::WithClosure = #krate::device_kernel::WithClosure {
+                    kernel: #krate::device_kernel::DeviceKernelInfo::of::<#name>,
+                    captures_size: ::std::mem::size_of::<Captures>(),
+                    read_scalars,
+                };
+                // Gives the closure its higher-ranked signature (a closure bound by `let` has
+                // none of its own).
+                #[inline(always)]
+                fn higher_ranked #hr_generics (kernel: F) -> F {
+                    kernel
+                }
+                let captures = Captures { #(#scalar_names),* };
+                let kernel = higher_ranked::<#hr_args _>(move |#item_pat #extra_params| {
+                    // A use of the whole place, so that the closure captures `captures` whole.
+                    let whole: Captures = captures;
+                    let Captures { #(#scalar_names),* } = whole;
+                    #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #extra_args)
+                });
+                #register
+                kernel
+            }
+        }
+    } else {
+        quote! {
+            #[doc = #doc_line]
+            #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
+            #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
+                -> impl #closure_ty + Copy + Send + Sync
+            {
+                move |#item_pat #extra_params| #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #extra_args)
             }
         }
     };

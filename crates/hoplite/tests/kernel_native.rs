@@ -250,3 +250,50 @@ fn kernels_are_graph_nodes_and_dag_vertices() -> std::result::Result<(), Box<dyn
     assert_eq!(total.get()?, want);
     Ok(())
 }
+
+#[kernel]
+fn mixed_scalars(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, flag: bool, shift: i32, scale: f64, stride: usize) {
+    let base = if flag { scale } else { 0.0 };
+    y.set(i, base + shift as f64 + (*i * stride) as f64);
+}
+
+#[test]
+fn a_with_closure_shows_a_device_backend_its_kernel_and_scalars_in_declaration_order() {
+    use hoplite::device_kernel::{ScalarValue, with_closure_scalars};
+    let k = mixed_scalars::with(true, -3, 2.5, 7);
+    let (info, scalars) = with_closure_scalars(&k).expect("a #[kernel]'s with closure");
+    assert_eq!(info.name, "mixed_scalars");
+    assert_eq!(info.entry, <mixed_scalars as DeviceKernel>::ENTRY);
+    assert_eq!(
+        scalars,
+        [
+            ScalarValue::Bool(true),
+            ScalarValue::I32(-3),
+            ScalarValue::F64(2.5),
+            ScalarValue::Usize(7)
+        ]
+    );
+    // Another value of the same closure type carries its own captures.
+    let (_, other) = with_closure_scalars(&mixed_scalars::with(false, 4, -1.0, 0)).expect("registered");
+    assert_eq!(other[0], ScalarValue::Bool(false));
+    assert_eq!(other[3], ScalarValue::Usize(0));
+    // A closure that wraps it is not the kernel: a device would not run what it adds.
+    fn kernel_of<F: for<'it> Fn((Idx<'it>, (BoundWriter<'it, f64, 1, hoplite::LayoutRight>,)))>(
+        kernel: F,
+    ) -> F {
+        kernel
+    }
+    let wrapped = kernel_of(move |item| {
+        k(item);
+    });
+    assert!(with_closure_scalars(&wrapped).is_none());
+    // The native kernel still runs as before.
+    let y = View::<f64, 1>::new("y", [4]).expect("allocates");
+    parallel_for(
+        "mixed",
+        (RangePolicy::new(Serial::default(), 0..4), (y.write(),)),
+        k,
+    )
+    .expect("runs");
+    assert_eq!(y.to_vec().expect("reads"), [-0.5, 6.5, 13.5, 20.5]);
+}

@@ -1,6 +1,7 @@
 //! The kernel kinds a launch takes: [`ForKernel`], [`ReduceKernel`] and [`ScanKernel`], with
 //! the blanket impls that make closures and `fn` items kernels.
 
+use crate::device_kernel::DeviceLaunch;
 use crate::point_loop::{PointPolicy, PointSet, TeamShare};
 use crate::policy::ExecutionPolicy;
 use crate::reducer::Reducer;
@@ -45,6 +46,15 @@ pub trait ForKernel<P: ExecutionPolicy>: Send + Sync {
     {
         // SAFETY: the caller's contract.
         unsafe { teams.visit(|_, member| self.call(member)) }
+    }
+
+    /// The `#[kernel]` launch this kernel is, for a device backend: `Some` for a kernel made
+    /// with a `#[kernel]`'s `with` and bound to its handles by a launch, `None` for any other
+    /// (a closure, which runs on the host only). See
+    /// [`device_kernel`](crate::device_kernel#launches-on-a-device).
+    #[doc(hidden)]
+    fn device_launch(&self) -> Option<DeviceLaunch<'_>> {
+        None
     }
 }
 
@@ -97,6 +107,15 @@ pub trait ReduceKernel<P: ExecutionPolicy, V>: Send + Sync {
         // SAFETY: the caller's contract.
         unsafe { crate::point_loop::fold_teams(teams, reducer, |member, acc| self.call(member, acc)) }
     }
+
+    /// The `#[kernel]` launch this kernel is, for a device backend: `Some` for a kernel made
+    /// with a `#[kernel]`'s `with` and bound to its handles by a launch, `None` for any other
+    /// (a closure, which runs on the host only). See
+    /// [`device_kernel`](crate::device_kernel#launches-on-a-device).
+    #[doc(hidden)]
+    fn device_launch(&self) -> Option<DeviceLaunch<'_>> {
+        None
+    }
 }
 
 impl<P: ExecutionPolicy, V, F> ReduceKernel<P, V> for F
@@ -129,6 +148,15 @@ pub trait ScanKernel<P: ExecutionPolicy, T>: Send + Sync {
     {
         // SAFETY: the caller's contract.
         unsafe { share.visit(|item| self.call(item, partial, is_final)) }
+    }
+
+    /// The `#[kernel]` launch this kernel is, for a device backend: `Some` for a kernel made
+    /// with a `#[kernel]`'s `with` and bound to its handles by a launch, `None` for any other
+    /// (a closure, which runs on the host only). See
+    /// [`device_kernel`](crate::device_kernel#launches-on-a-device).
+    #[doc(hidden)]
+    fn device_launch(&self) -> Option<DeviceLaunch<'_>> {
+        None
     }
 }
 

@@ -29,6 +29,7 @@ fn launch<L: LaunchSpec, F, T>(
     let prepared = args.prepare(label, &policy.index_bounds())?;
     let bound = BoundKernel {
         kernel: &kernel,
+        args: &args,
         prepared,
     };
     let _span = pattern.span(label, &policy);
@@ -98,7 +99,11 @@ fn dispatch_validated<L: LaunchSpec, F, T>(
 ) -> Result<T> {
     let prepared = args.prepare(label, &policy.index_bounds())?;
     let _span = pattern.span(label, policy);
-    dispatch(BoundKernel { kernel, prepared })
+    dispatch(BoundKernel {
+        kernel,
+        args,
+        prepared,
+    })
 }
 
 /// The pattern a launch runs, as profiling names it.

@@ -4,11 +4,12 @@
 use std::ops::Range;
 
 use super::kernel::{ForKernel, ReduceKernel, ScanKernel};
+use crate::device_kernel::{DeviceLaunch, device_launch_of};
 use crate::point_loop::{PointLoops, PointPolicy, PointSet, TeamShare};
 use crate::policy::{ExecutionPolicy, IntoPolicy, MDRangePolicy, RangePolicy, TeamPolicy};
 use crate::reducer::Reducer;
 use crate::space::ExecutionSpace;
-use crate::view::LaunchArgs;
+use crate::view::{AccessibleArgs, LaunchArgs};
 
 /// What a launch runs over: a policy alone, or `(policy, args)` with the view handles the
 /// kernel uses. The kernel receives [`Item`](Self::Item): the policy's item, or
@@ -16,7 +17,8 @@ use crate::view::LaunchArgs;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a launch",
     label = "expected a policy, or `(policy, (handles...))`",
-    note = "e.g. `RangePolicy::new(space, 0..n)` or `(RangePolicy::new(space, 0..n), (y.write(), x.read()))`"
+    note = "e.g. `RangePolicy::new(space, 0..n)` or `(RangePolicy::new(space, 0..n), (y.write(), x.read()))`",
+    note = "the handles must be of views the policy's space reaches (`SpaceAccessibility`): host spaces take views of host memory, a device space views of its device's memory"
 )]
 pub trait LaunchSpec {
     /// The policy.
@@ -227,7 +229,7 @@ impl<P: ExecutionPolicy> LaunchSpec for P {
     }
 }
 
-impl<P: ExecutionPolicy, A: LaunchArgs> LaunchSpec for (P, A) {
+impl<P: ExecutionPolicy, A: AccessibleArgs<P::Space>> LaunchSpec for (P, A) {
     type Policy = P;
     type Args = A;
     type Item<'it> = (P::Item<'it>, A::Bound<'it>);
@@ -321,10 +323,20 @@ impl<P: ExecutionPolicy, A: LaunchArgs> LaunchSpec for (P, A) {
 /// nothing stores to.
 pub(super) struct BoundKernel<'k, L: LaunchSpec, F> {
     pub(super) kernel: &'k F,
+    /// The handles, which a device backend reads (see [`DeviceLaunch`]); host backends use
+    /// only `prepared`.
+    pub(super) args: &'k L::Args,
     pub(super) prepared: <L::Args as LaunchArgs>::Prepared,
 }
 
 impl<L: LaunchSpec, F> BoundKernel<'_, L, F> {
+    /// The launch as a device backend runs it, if the kernel is a `#[kernel]`'s `with`.
+    fn device_launch(&self) -> Option<DeviceLaunch<'_>> {
+        let mut handles = Vec::new();
+        self.args.device_handles(&mut handles);
+        device_launch_of(self.kernel, handles)
+    }
+
     /// The iteration's item with the handles bound to its brand.
     #[inline(always)]
     fn item<'it>(&self, item: <L::Policy as ExecutionPolicy>::Item<'it>) -> L::Item<'it> {
@@ -365,6 +377,10 @@ where
         // SAFETY: as in `run_share`.
         unsafe { L::run_teams(self.kernel, &self.prepared, teams) }
     }
+
+    fn device_launch(&self) -> Option<DeviceLaunch<'_>> {
+        BoundKernel::device_launch(self)
+    }
 }
 
 impl<L, F, V> ReduceKernel<L::Policy, V> for BoundKernel<'_, L, F>
@@ -398,6 +414,10 @@ where
         // SAFETY: as in `run_share`.
         unsafe { L::fold_teams(self.kernel, &self.prepared, teams, reducer) }
     }
+
+    fn device_launch(&self) -> Option<DeviceLaunch<'_>> {
+        BoundKernel::device_launch(self)
+    }
 }
 
 impl<L, F, T> ScanKernel<L::Policy, T> for BoundKernel<'_, L, F>
@@ -417,6 +437,10 @@ where
     {
         // SAFETY: as in `run_share`.
         unsafe { L::scan_share(self.kernel, &self.prepared, share, partial, is_final) }
+    }
+
+    fn device_launch(&self) -> Option<DeviceLaunch<'_>> {
+        BoundKernel::device_launch(self)
     }
 }
 
@@ -448,7 +472,9 @@ into_launch_alone! {
     impl[S2: ExecutionSpace] TeamPolicy<S2>;
 }
 
-impl<S: ExecutionSpace, P: IntoPolicy<S>, A: crate::view::LaunchArgs> IntoLaunch<S> for (P, A) {
+impl<S: ExecutionSpace, P: IntoPolicy<S>, A: AccessibleArgs<<P::Policy as ExecutionPolicy>::Space>>
+    IntoLaunch<S> for (P, A)
+{
     type Launch = (P::Policy, A);
     fn into_launch(self) -> (P::Policy, A) {
         (self.0.into_policy(), self.1)

@@ -29,7 +29,12 @@ use crate::unique_token::UniqueTokenSpace;
 ///   asynchronous space, before the launch is reported complete by `fence`), and the kernel
 ///   is not called after that;
 /// * team members passed to the kernel come from a [`TeamMember`](crate::TeamMember)
-///   implementation that keeps its own contract.
+///   implementation that keeps its own contract;
+/// * a space whose kernels run elsewhere than on host threads (a GPU) gets the launch's
+///   handles as [`DeviceHandle`](crate::device_kernel::DeviceHandle)s, and passes the
+///   address of a view of a host-accessible memory space (which every space's launches take,
+///   see [`SpaceAccessibility`](crate::SpaceAccessibility)) to its device only where the
+///   device reaches that memory.
 ///
 /// Breaking any of these lets safe user code race or store out of bounds, which is why this
 /// trait is `unsafe` to implement even when the implementation itself needs no `unsafe` block.
@@ -37,7 +42,7 @@ use crate::unique_token::UniqueTokenSpace;
     message = "`{Self}` cannot run a parallel_for over `{P}`",
     label = "no parallel_for dispatch for this policy",
     note = "a policy launches on the execution space it names; that space's backend implements `ParallelFor` for it",
-    note = "a device space (`Cuda`) runs no closures: write the kernel as a `#[kernel]` function and launch it with the space's `launch_range`, `reduce_range`, `launch_team` or their siblings"
+    note = "a device space (`Cuda`) runs `#[kernel]` kernels: write the kernel as a `#[kernel]` function and pass `name::with(captures..)`"
 )]
 pub unsafe trait ParallelFor<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the launch. Returns when the kernel has been called for every point (synchronous
@@ -61,7 +66,7 @@ pub unsafe trait ParallelFor<P: ExecutionPolicy>: ExecutionSpace {
     message = "`{Self}` cannot run a parallel_reduce over `{P}`",
     label = "no parallel_reduce dispatch for this policy",
     note = "a policy launches on the execution space it names; that space's backend implements `ParallelReduce` for it",
-    note = "a device space (`Cuda`) runs no closures: write the kernel as a `#[kernel]` function and launch it with the space's `launch_range`, `reduce_range`, `launch_team` or their siblings"
+    note = "a device space (`Cuda`) runs `#[kernel]` kernels: write the kernel as a `#[kernel]` function and pass `name::with(captures..)`"
 )]
 pub unsafe trait ParallelReduce<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the reduction and returns the finalized total.
@@ -92,7 +97,7 @@ pub unsafe trait ParallelReduce<P: ExecutionPolicy>: ExecutionSpace {
     message = "`{Self}` cannot run a parallel_scan over `{P}`",
     label = "no parallel_scan dispatch for this policy",
     note = "scans run over a RangePolicy with a kernel `|i, partial: &mut T, is_final: bool|`",
-    note = "a device space (`Cuda`) runs no closures: write the scan as a `#[kernel]` function and launch it with the space's `scan_range`"
+    note = "a device space (`Cuda`) runs `#[kernel]` kernels: write the scan as a `#[kernel]` function and pass `name::with(captures..)`"
 )]
 pub unsafe trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
     /// Runs the scan and returns the total over the whole range.

@@ -525,6 +525,42 @@ pub unsafe trait HostAccessibleSpace: MemorySpace + MemorySpaceAccess<HostSpace>
 // SAFETY: `HostSpace` allocates from the global allocator: host memory of this process.
 unsafe impl HostAccessibleSpace for HostSpace {}
 
+/// An execution space whose launches take handles of views in memory space `M` (Kokkos
+/// `SpaceAccessibility<ExecSpace, MemSpace>::accessible`).
+///
+/// Every space takes handles of host-accessible memory; a device backend states which device
+/// memory its kernels reach. So a view of device memory in a launch on a host space is a
+/// compile error. A device space gets host views as [`DeviceHandle`]s and decides at launch
+/// whether its device reaches them (pinned or managed memory, or a GPU that addresses host
+/// memory), refusing them with a typed error otherwise.
+///
+/// [`DeviceHandle`]: crate::device_kernel::DeviceHandle
+///
+/// ```
+/// use hoplite_core::{HostSpace, SpaceAccessibility};
+/// fn reaches<E: SpaceAccessibility<HostSpace>>() {}
+/// reaches::<hoplite_serial::Serial>();
+/// ```
+///
+/// # Safety
+///
+/// Host backends bind the handles of a `(policy, handles)` launch and dereference them on
+/// host threads, so only memory host threads may touch may be reachable from a space whose
+/// kernels run on the host: an implementation for a memory space that is not
+/// [`HostAccessibleSpace`] promises that `Self`'s kernels never run on host threads and that
+/// the device they run on can address every allocation of `M` while it lives.
+#[diagnostic::on_unimplemented(
+    message = "launches on `{Self}` cannot take views of `{M}`",
+    label = "a handle of a view this space cannot reach",
+    note = "host spaces take views of host memory, device spaces views of their device's memory: copy the view into a space the launch's space reaches (`deep_copy`, `create_mirror_view`)"
+)]
+pub unsafe trait SpaceAccessibility<M: MemorySpace>: ExecutionSpace {}
+
+// SAFETY: host-accessible memory is ordinary memory of this process (`HostAccessibleSpace`),
+// which host threads may dereference; a device backend checks host views at launch (the
+// dispatch traits' contract).
+unsafe impl<E: ExecutionSpace, M: HostAccessibleSpace> SpaceAccessibility<M> for E {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,8 +21,9 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 pub use access::{
-    AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter, HostRead, HostWrite,
-    LaunchArgs, Lookup, PlaneRow, Reader, RowReader, TeamPlane, TeamRow, TeamSlots, ViewIndex, Writer,
+    AccessibleArgs, AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter,
+    HostRead, HostWrite, LaunchArgs, Lookup, PlaneRow, Reader, RowReader, TeamPlane, TeamRow, TeamSlots,
+    ViewIndex, Writer,
 };
 pub use copy::{create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill};
 pub use footprint::{AccessKind, Footprint, MAX_VIEW_RANK};

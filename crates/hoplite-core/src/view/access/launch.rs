@@ -7,11 +7,12 @@ use super::atomic::AtomicValue;
 use super::bound::{
     BoundAtomic, BoundLookup, BoundReader, BoundWriter, PreparedAtomic, PreparedReader, PreparedWriter,
 };
-use super::handle::{AtomicHandle, Lookup, Reader, TeamSlots, Writer, bounds_nonempty};
+use super::handle::{AtomicHandle, Handle, Lookup, Reader, TeamSlots, Writer, bounds_nonempty};
 use super::team::BoundTeamSlots;
+use crate::device_kernel::{DeviceHandle, HandleAccess};
 use crate::error::{Error, Result};
 use crate::index::IndexBounds;
-use crate::space::{ArrayLayout, HostAccessibleSpace};
+use crate::space::{ArrayLayout, ExecutionSpace, HostAccessibleSpace, MemorySpace, SpaceAccessibility};
 use crate::view::ViewValue;
 
 /// The handles a launch takes (a handle, or a tuple of up to eight): checked once against the
@@ -41,6 +42,78 @@ pub trait LaunchArgs: Send + Sync {
     /// launch's index space; the bound handles are used only with tokens of that launch (brand
     /// `'it`), and the launch hands each token to one iteration at a time.
     unsafe fn bind<'it>(prepared: &Self::Prepared) -> Self::Bound<'it>;
+
+    /// Appends a description of every handle, in order, for a device backend (see
+    /// [`DeviceLaunch`](crate::device_kernel::DeviceLaunch)). Handles a device cannot take
+    /// describe nothing, so that a device launch of them reports a parameter mismatch.
+    #[doc(hidden)]
+    fn device_handles<'a>(&'a self, out: &mut Vec<DeviceHandle<'a>>) {
+        let _ = out;
+    }
+}
+
+/// Launch arguments every view of which the kernels of space `E` can access
+/// ([`SpaceAccessibility`]): a launch on `E` takes them. Implemented for the handles and
+/// tuples of them.
+///
+/// # Safety
+///
+/// A backend of `E` binds and dereferences the handles (or hands their addresses to its
+/// device). An implementation promises that `E`'s kernels can access the memory of every view
+/// `self` covers.
+#[diagnostic::on_unimplemented(
+    message = "the kernels of `{E}` cannot access every view of `{Self}`",
+    label = "a handle of a view in a memory space this launch's space cannot reach",
+    note = "host spaces take handles of host views, device spaces of device views: copy the view into a space the launch's space reaches (`deep_copy`, `create_mirror_view`)"
+)]
+pub unsafe trait AccessibleArgs<E: ExecutionSpace>: LaunchArgs {}
+
+// SAFETY: no views.
+unsafe impl<E: ExecutionSpace> AccessibleArgs<E> for () {}
+
+/// What a device backend needs of one handle's view.
+fn device_handle<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace>(
+    handle: &Handle<T, R, L, S>,
+    access: HandleAccess,
+) -> DeviceHandle<'_> {
+    let view = &handle.view;
+    DeviceHandle {
+        access,
+        element: std::any::TypeId::of::<T>(),
+        element_name: std::any::type_name::<T>(),
+        label: view.label(),
+        data: view.data() as usize,
+        extents: view.extents().iter().map(|&e| e as u64).collect(),
+        strides: view.strides().iter().map(|&s| s as u64).collect(),
+        span_bytes: (view.span() * size_of::<T>()) as u64,
+        space: view.space(),
+    }
+}
+
+// SAFETY: the handle covers one view, of space `S`, which `E` reaches.
+unsafe impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace, E: SpaceAccessibility<S>>
+    AccessibleArgs<E> for Writer<T, R, L, S>
+{
+}
+// SAFETY: as above.
+unsafe impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace, E: SpaceAccessibility<S>>
+    AccessibleArgs<E> for Reader<T, R, L, S>
+{
+}
+// SAFETY: as above.
+unsafe impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace, E: SpaceAccessibility<S>>
+    AccessibleArgs<E> for Lookup<T, R, L, S>
+{
+}
+// SAFETY: as above.
+unsafe impl<T: ViewValue, L: ArrayLayout, S: MemorySpace, E: SpaceAccessibility<S>> AccessibleArgs<E>
+    for TeamSlots<T, L, S>
+{
+}
+// SAFETY: as above.
+unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace, E: SpaceAccessibility<S>>
+    AccessibleArgs<E> for AtomicHandle<T, R, L, S>
+{
 }
 
 impl LaunchArgs for () {
@@ -53,7 +126,7 @@ impl LaunchArgs for () {
     unsafe fn bind<'it>(_prepared: &()) -> Self::Bound<'it> {}
 }
 
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Writer<T, R, L, S> {
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> LaunchArgs for Writer<T, R, L, S> {
     type Prepared = PreparedWriter<T, R>;
     type Bound<'it> = BoundWriter<'it, T, R, L>;
 
@@ -82,9 +155,13 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
             _layout: PhantomData,
         }
     }
+
+    fn device_handles<'a>(&'a self, out: &mut Vec<DeviceHandle<'a>>) {
+        out.push(device_handle(&self.handle, HandleAccess::Write));
+    }
 }
 
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Reader<T, R, L, S> {
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> LaunchArgs for Reader<T, R, L, S> {
     type Prepared = PreparedReader<T, R>;
     type Bound<'it> = BoundReader<'it, T, R, L>;
 
@@ -114,9 +191,13 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
             _layout: PhantomData,
         }
     }
+
+    fn device_handles<'a>(&'a self, out: &mut Vec<DeviceHandle<'a>>) {
+        out.push(device_handle(&self.handle, HandleAccess::Read));
+    }
 }
 
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for Lookup<T, R, L, S> {
+impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> LaunchArgs for Lookup<T, R, L, S> {
     type Prepared = PreparedReader<T, R>;
     type Bound<'it> = BoundLookup<'it, T, R, L>;
 
@@ -134,9 +215,13 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Launc
             _layout: PhantomData,
         }
     }
+
+    fn device_handles<'a>(&'a self, out: &mut Vec<DeviceHandle<'a>>) {
+        out.push(device_handle(&self.handle, HandleAccess::Read));
+    }
 }
 
-impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for TeamSlots<T, L, S> {
+impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> LaunchArgs for TeamSlots<T, L, S> {
     type Prepared = PreparedWriter<T, 2>;
     type Bound<'it> = BoundTeamSlots<'it, T, L>;
 
@@ -153,6 +238,10 @@ impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs for TeamSl
             brand: PhantomData,
             _layout: PhantomData,
         }
+    }
+
+    fn device_handles<'a>(&'a self, out: &mut Vec<DeviceHandle<'a>>) {
+        out.push(device_handle(&self.handle, HandleAccess::TeamSlots));
     }
 }
 
@@ -177,6 +266,10 @@ impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Lau
             brand: PhantomData,
         }
     }
+
+    fn device_handles<'a>(&'a self, out: &mut Vec<DeviceHandle<'a>>) {
+        out.push(device_handle(&self.handle, HandleAccess::Atomic));
+    }
 }
 
 macro_rules! tuple_args {
@@ -199,7 +292,16 @@ macro_rules! tuple_args {
                 // each element.
                 unsafe { ($(<$name as LaunchArgs>::bind($name),)+) }
             }
+
+            fn device_handles<'a>(&'a self, out: &mut Vec<DeviceHandle<'a>>) {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = self;
+                $($name.device_handles(out);)+
+            }
         }
+
+        // SAFETY: every element's views are reachable from `E`, so all of the tuple's are.
+        unsafe impl<Space: ExecutionSpace, $($name: AccessibleArgs<Space>),+> AccessibleArgs<Space> for ($($name,)+) {}
     };
 }
 

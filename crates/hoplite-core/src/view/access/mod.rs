@@ -34,6 +34,6 @@ pub use bound::{
 pub use handle::{AtomicHandle, Lookup, Reader, TeamSlots, Writer};
 pub(crate) use host::for_each_index;
 pub use host::{HostRead, HostWrite};
-pub use launch::LaunchArgs;
+pub use launch::{AccessibleArgs, LaunchArgs};
 pub use team::{BoundTeamSlots, PlaneRow, TeamPlane, TeamRow};
 pub use tokens::{ReadIndex, Token, ViewIndex};

@@ -9,6 +9,18 @@
 //! with NVRTC and launches [`ENTRY`](DeviceKernel::ENTRY) with the parameters laid out as
 //! [`params`](DeviceKernel::params) says.
 //!
+//! # Launches on a device
+//!
+//! A device space takes the same launches as a host space:
+//! `parallel_for(label, (policy, (y.write(), x.read())), axpy::with(a))`. The kernel a launch
+//! hands the backend is a closure; `#[kernel]`'s `with` makes one whose type is registered
+//! with the kernel's description and a reader of its scalar captures, so a device backend asks
+//! the launch's kernel for its [`DeviceLaunch`] (the kernel, the scalars in declaration order,
+//! each handle's view as a [`DeviceHandle`]) and gets `None` for any other closure, which it
+//! refuses with [`Error::NotADeviceKernel`](crate::Error::NotADeviceKernel). The protocol and
+//! its safety argument are in `device_kernel/launch.rs`; [`with_closure_scalars`] shows what a
+//! backend sees.
+//!
 //! # Entry parameters
 //!
 //! The entry takes, in order:
@@ -62,6 +74,13 @@
 //! an allocation fails on the device exactly where it fails on the host.
 
 use std::fmt;
+
+mod launch;
+
+pub(crate) use launch::device_launch_of;
+pub use launch::{DeviceHandle, DeviceKernelInfo, DeviceLaunch, ScalarValue, with_closure_scalars};
+#[doc(hidden)]
+pub use launch::{WithClosure, register_with_closure};
 
 /// A scalar type a device kernel can use, with its CUDA C spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

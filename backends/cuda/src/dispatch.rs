@@ -1,0 +1,433 @@
+//! The core's launches on [`Cuda`]: `parallel_for`, `parallel_reduce` and `parallel_scan` over
+//! range, MDRange and team policies of a `Cuda` instance, for `#[kernel]` kernels: the same
+//! `parallel_for(label, (policy, (y.write(), x.read())), axpy::with(a))` as on every host
+//! backend.
+//!
+//! A device runs no closures. The core recognises a `#[kernel]`'s `with(..)` closure and hands
+//! the launch over as a [`DeviceLaunch`] (the kernel, its scalar captures, its handles' views;
+//! see [`hoplite_core::device_kernel`]); any other kernel is refused with
+//! [`Error::NotADeviceKernel`]. This module lays the launch out as the kernel's parameters
+//! (handles and scalars in declaration order) and runs it with the explicit launches' checks:
+//! element types, ranks and scalar types against the kernel's parameters, writers containing
+//! the iteration space, views on the instance's GPU.
+//!
+//! Handles of device views reach a `Cuda` launch ([`SpaceAccessibility`] for `CudaSpace` and
+//! `CudaUVMSpace`), and only a `Cuda` launch: a device view in a host launch is a compile
+//! error. Host views reach every launch at compile time; here they are refused with a typed
+//! error naming the view (a GPU that addresses host memory is a later step).
+//!
+//! These launches wait for the device before they return. In the core's borrow model a
+//! launch's handles, and the borrows of its views, end when the call returns, so the device
+//! must be done with the views by then; the next step is asynchronous launches whose borrows
+//! last until the instance is fenced. For overlap today, launch through the DAG runtime, which
+//! runs vertices on streams of their own.
+
+use std::any::{Any, TypeId};
+
+use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch, ScalarType, ScalarValue};
+use hoplite_core::{
+    Error, ExecutionPolicy, ExecutionSpace, ForKernel, MDRangePolicy, MinMaxLocScalar, MinMaxScalar,
+    ParallelFor, ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel,
+    ScanValue, SpaceAccessibility, TeamPolicy, ValLoc,
+};
+
+use crate::launch::DeviceArg;
+use crate::params::{HandleArg, KernelArg, ScalarArg};
+use crate::{Cuda, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, DeviceScalar};
+
+// SAFETY: `Cuda` kernels run on GPUs, never on host threads; `CudaSpace` and `CudaUVMSpace`
+// allocations are device-addressable memory of the GPU their `device_ordinal` names
+// (`DeviceAccessibleSpace`), and every launch checks that the views are on the instance's GPU
+// (or one whose memory it reaches as a peer) before it passes their addresses on.
+unsafe impl SpaceAccessibility<CudaSpace> for Cuda {}
+// SAFETY: as above.
+unsafe impl SpaceAccessibility<CudaUVMSpace> for Cuda {}
+
+/// The device launch behind `kernel`, or the error that says a closure cannot run on a GPU.
+fn device_launch<'k>(label: &str, launch: Option<DeviceLaunch<'k>>) -> Result<DeviceLaunch<'k>> {
+    launch.ok_or_else(|| Error::NotADeviceKernel {
+        label: label.to_owned(),
+        space: "Cuda",
+    })
+}
+
+/// The launch's arguments in the kernel's parameter order, checked for kind and count (the
+/// explicit launches' packer checks the rest).
+fn device_args(launch: &DeviceLaunch<'_>) -> Result<Vec<DeviceArg>> {
+    use hoplite_core::device_kernel::DeviceParam;
+    let kernel = launch.kernel.name;
+    let invalid = |reason: String| -> Error { crate::CudaError::InvalidLaunch { kernel, reason }.into() };
+    let mut handles = launch.handles.iter();
+    let mut scalars = launch.scalars.iter();
+    let mut args = Vec::with_capacity(launch.kernel.params.len());
+    for param in launch.kernel.params {
+        match param {
+            DeviceParam::Handle { name, .. } => {
+                let handle = handles.next().ok_or_else(|| {
+                    invalid(format!(
+                        "no handle for parameter `{name}`; pass one per handle parameter"
+                    ))
+                })?;
+                args.push(handle_arg(kernel, handle)?);
+            }
+            DeviceParam::Scalar { name, .. } => {
+                let value = scalars
+                    .next()
+                    .ok_or_else(|| invalid(format!("no value for the scalar `{name}`")))?;
+                args.push(DeviceArg::scalar(scalar_arg(*value)));
+            }
+            DeviceParam::TokenBits { name } => {
+                return Err(invalid(format!(
+                    "`{name}` is a unique token, which a `parallel_*` launch on Cuda does not pass yet; launch the kernel with `Cuda::launch_range` and `DeviceArg::token`"
+                )));
+            }
+        }
+    }
+    if handles.next().is_some() {
+        return Err(invalid(format!(
+            "{} handles for {} handle parameters; pass one per handle parameter, in order",
+            launch.handles.len(),
+            launch
+                .kernel
+                .params
+                .iter()
+                .filter(|p| matches!(p, DeviceParam::Handle { .. }))
+                .count()
+        )));
+    }
+    Ok(args)
+}
+
+fn scalar_arg(value: ScalarValue) -> ScalarArg {
+    match value {
+        ScalarValue::Bool(v) => ScalarArg::Bool(v),
+        ScalarValue::I32(v) => ScalarArg::I32(v),
+        ScalarValue::I64(v) => ScalarArg::I64(v),
+        ScalarValue::U32(v) => ScalarArg::U32(v),
+        ScalarValue::U64(v) => ScalarArg::U64(v),
+        ScalarValue::Usize(v) => ScalarArg::Usize(v),
+        ScalarValue::Isize(v) => ScalarArg::Isize(v),
+        ScalarValue::F32(v) => ScalarArg::F32(v),
+        ScalarValue::F64(v) => ScalarArg::F64(v),
+    }
+}
+
+/// The device type of a view's elements, if they are device scalars.
+fn element_scalar(element: TypeId) -> Option<ScalarType> {
+    macro_rules! scalars {
+        ($($t:ty),*) => {$(
+            if element == TypeId::of::<$t>() {
+                return Some(<$t as DeviceScalar>::SCALAR);
+            }
+        )*};
+    }
+    scalars!(bool, i32, i64, u32, u64, f32, f64);
+    #[cfg(target_pointer_width = "64")]
+    scalars!(usize, isize);
+    None
+}
+
+/// The GPU whose memory a view of `space` is.
+fn space_device(space: &dyn Any) -> Option<usize> {
+    if let Some(s) = space.downcast_ref::<CudaSpace>() {
+        return Some(s.device_ordinal());
+    }
+    space
+        .downcast_ref::<CudaUVMSpace>()
+        .map(DeviceAccessibleSpace::device_ordinal)
+}
+
+fn handle_arg(kernel: &'static str, handle: &DeviceHandle<'_>) -> Result<DeviceArg> {
+    let invalid = |reason: String| -> Error { crate::CudaError::InvalidLaunch { kernel, reason }.into() };
+    let element = element_scalar(handle.element).ok_or_else(|| {
+        invalid(format!(
+            "view `{}` holds `{}`, which no device kernel takes; use a view of a scalar type",
+            handle.label, handle.element_name
+        ))
+    })?;
+    let device = space_device(handle.space).ok_or_else(|| {
+        invalid(format!(
+            "view `{}` is in a memory space Cuda launches do not know; use `CudaSpace` or `CudaUVMSpace`",
+            handle.label
+        ))
+    })?;
+    let ptr = handle.data as u64;
+    let writer = handle.access == hoplite_core::device_kernel::HandleAccess::Write;
+    Ok(DeviceArg {
+        arg: KernelArg::Handle(HandleArg {
+            ptr,
+            access: handle.access,
+            element,
+            extents: handle.extents.clone(),
+            strides: handle.strides.clone(),
+        }),
+        writer_extents: writer.then(|| handle.extents.clone()),
+        bytes: Some((ptr, ptr + handle.span_bytes)),
+        device: Some(device),
+        // The launch waits for the device before its handles (and views) are released.
+        keep: None,
+    })
+}
+
+/// Runs `launch` on `cuda`, then waits for it (see the module docs).
+fn run_and_wait(
+    cuda: &Cuda,
+    launch: impl FnOnce() -> std::result::Result<(), crate::CudaError>,
+) -> Result<()> {
+    launch()?;
+    cuda.fence()
+}
+
+// SAFETY: the kernel is never called on the host. The device runs the `#[kernel]`'s entry,
+// whose `DeviceKernel` contract keeps its stores at the launch's own points (or checked
+// against the extents passed); `launch_range_info` checks every writer contains the range and
+// overlaps no other handle, and every view is on the instance's GPU; `run_and_wait` returns
+// only once the device finished, so no access outlives the call.
+unsafe impl ParallelFor<RangePolicy<Cuda>> for Cuda {
+    fn parallel_for<K: ForKernel<RangePolicy<Cuda>>>(
+        &self,
+        label: &str,
+        policy: &RangePolicy<Cuda>,
+        kernel: K,
+    ) -> Result<()> {
+        let launch = device_launch(label, kernel.device_launch())?;
+        let args = device_args(&launch)?;
+        let cuda = policy.space();
+        run_and_wait(cuda, || {
+            cuda.launch_range_info(&launch.kernel, policy.begin()..policy.end(), &args)
+        })
+    }
+}
+
+// SAFETY: as for the range policy; `launch_mdrange_info` checks the box.
+unsafe impl<const R: usize> ParallelFor<MDRangePolicy<Cuda, R>> for Cuda {
+    fn parallel_for<K: ForKernel<MDRangePolicy<Cuda, R>>>(
+        &self,
+        label: &str,
+        policy: &MDRangePolicy<Cuda, R>,
+        kernel: K,
+    ) -> Result<()> {
+        let launch = device_launch(label, kernel.device_launch())?;
+        let args = device_args(&launch)?;
+        let cuda = policy.space();
+        run_and_wait(cuda, || {
+            cuda.launch_mdrange_info::<R>(&launch.kernel, policy.begin(), policy.end(), &args)
+        })
+    }
+}
+
+// SAFETY: as for the range policy; team kernels store through atomics, their team's row or
+// their league rank, which `launch_team_info` checks against the league.
+unsafe impl ParallelFor<TeamPolicy<Cuda>> for Cuda {
+    fn parallel_for<K: ForKernel<TeamPolicy<Cuda>>>(
+        &self,
+        label: &str,
+        policy: &TeamPolicy<Cuda>,
+        kernel: K,
+    ) -> Result<()> {
+        let launch = device_launch(label, kernel.device_launch())?;
+        let args = device_args(&launch)?;
+        let cuda = policy.space();
+        run_and_wait(cuda, || cuda.launch_team_info(&launch.kernel, policy, &args))
+    }
+}
+
+/// A reducer seen with its value as `T`, which is the same type as `R::Value` (checked by
+/// the caller through type ids): lets the device reduction, which needs a
+/// [`DeviceReduceValue`](crate::reduce::DeviceReduceValue), run a reducer whose value type the dispatch traits leave open.
+struct Retyped<'r, R, T> {
+    reducer: &'r R,
+    value: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<'r, R: Reducer, T: Send> Retyped<'r, R, T> {
+    /// `None` unless `T` is `R::Value`.
+    fn new(reducer: &'r R) -> Option<Self> {
+        (typeid::of::<T>() == typeid::of::<R::Value>()).then_some(Retyped {
+            reducer,
+            value: std::marker::PhantomData,
+        })
+    }
+}
+
+/// Moves `value` into the type `B`, which is the same type as `A`.
+///
+/// # Safety
+///
+/// `A` and `B` are the same type (equal type ids).
+unsafe fn same<A, B>(value: A) -> B {
+    debug_assert_eq!(typeid::of::<A>(), typeid::of::<B>());
+    let value = std::mem::ManuallyDrop::new(value);
+    // SAFETY: the caller's contract: the same type, so the same layout and validity.
+    unsafe { std::mem::transmute_copy::<A, B>(&value) }
+}
+
+impl<R: Reducer, T: Send> Reducer for Retyped<'_, R, T> {
+    type Value = T;
+
+    fn init(&self) -> T {
+        // SAFETY: `Retyped::new` checked that `T` is `R::Value`.
+        unsafe { same(self.reducer.init()) }
+    }
+
+    fn join(&self, dst: &mut T, src: T) {
+        // SAFETY: as in `init`; a `&mut T` is a `&mut R::Value`.
+        let dst = unsafe { &mut *std::ptr::from_mut(dst).cast::<R::Value>() };
+        // SAFETY: as in `init`.
+        self.reducer.join(dst, unsafe { same(src) });
+    }
+
+    fn finalize(&self, value: &mut T) {
+        // SAFETY: as in `join`.
+        self.reducer
+            .finalize(unsafe { &mut *std::ptr::from_mut(value).cast::<R::Value>() });
+    }
+
+    fn is_commutative(&self) -> bool {
+        self.reducer.is_commutative()
+    }
+
+    fn device_join(&self) -> Option<hoplite_core::device_kernel::DeviceJoin> {
+        self.reducer.device_join()
+    }
+}
+
+/// Tries `$run` with the reducer retyped (`$retyped`) to each of the value types listed after
+/// the `;` (`$v` names it in `$run`), returning from the caller with the first that is the
+/// reducer's value type.
+macro_rules! reduce_as_device_value {
+    ($reducer:expr, |$retyped:ident: $v:ident| $run:expr; $($t:ty),*) => {$(
+        if let Some($retyped) = Retyped::<_, $t>::new($reducer) {
+            type $v = $t;
+            let value: $t = $run?;
+            // SAFETY: `Retyped::new` found `$t` to be the reducer's value type.
+            return Ok(unsafe { same(value) });
+        }
+    )*};
+}
+
+/// Calls `$m!` with its arguments, then `;` and every value type a device reduction
+/// produces.
+macro_rules! with_device_values {
+    ($m:ident!($($args:tt)*)) => {
+        $m!($($args)*; i32, i64, u32, u64, f32, f64, usize, isize, bool,
+            ValLoc<i32>, ValLoc<i64>, ValLoc<u32>, ValLoc<u64>, ValLoc<f32>, ValLoc<f64>, ValLoc<usize>,
+            ValLoc<isize>,
+            MinMaxScalar<i32>, MinMaxScalar<i64>, MinMaxScalar<u32>, MinMaxScalar<u64>, MinMaxScalar<f32>,
+            MinMaxScalar<f64>, MinMaxScalar<usize>, MinMaxScalar<isize>,
+            MinMaxLocScalar<i32>, MinMaxLocScalar<i64>, MinMaxLocScalar<u32>, MinMaxLocScalar<u64>,
+            MinMaxLocScalar<f32>, MinMaxLocScalar<f64>, MinMaxLocScalar<usize>, MinMaxLocScalar<isize>)
+    };
+}
+
+/// The error for a reduction into a value type with no device layout.
+fn no_device_value<V>(kernel: &'static str) -> Error {
+    crate::CudaError::InvalidLaunch {
+        kernel,
+        reason: format!(
+            "a reduction into `{}`, which has no device layout; reduce a scalar, a `ValLoc`, a `MinMaxScalar` or a `MinMaxLocScalar` of one",
+            std::any::type_name::<V>()
+        ),
+    }
+    .into()
+}
+
+// SAFETY: as for `ParallelFor`; reductions return the joined value, so the device finished.
+unsafe impl ParallelReduce<RangePolicy<Cuda>> for Cuda {
+    fn parallel_reduce<R: Reducer, K: ReduceKernel<RangePolicy<Cuda>, R::Value>>(
+        &self,
+        label: &str,
+        policy: &RangePolicy<Cuda>,
+        kernel: K,
+        reducer: &R,
+    ) -> Result<R::Value> {
+        let launch = device_launch(label, kernel.device_launch())?;
+        let args = device_args(&launch)?;
+        let cuda = policy.space();
+        let range = policy.begin()..policy.end();
+        with_device_values!(reduce_as_device_value!(reducer, |retyped: V| cuda
+            .reduce_range_info::<Retyped<'_, R, V>>(
+                &launch.kernel,
+                range.clone(),
+                &args,
+                &retyped
+            )));
+        Err(no_device_value::<R::Value>(launch.kernel.name))
+    }
+}
+
+// SAFETY: as for the range policy.
+unsafe impl<const N: usize> ParallelReduce<MDRangePolicy<Cuda, N>> for Cuda {
+    fn parallel_reduce<R: Reducer, K: ReduceKernel<MDRangePolicy<Cuda, N>, R::Value>>(
+        &self,
+        label: &str,
+        policy: &MDRangePolicy<Cuda, N>,
+        kernel: K,
+        reducer: &R,
+    ) -> Result<R::Value> {
+        let launch = device_launch(label, kernel.device_launch())?;
+        let args = device_args(&launch)?;
+        let cuda = policy.space();
+        with_device_values!(reduce_as_device_value!(reducer, |retyped: V| cuda
+            .reduce_mdrange_info::<Retyped<'_, R, V>, N>(
+                &launch.kernel,
+                policy.begin(),
+                policy.end(),
+                &args,
+                &retyped
+            )));
+        Err(no_device_value::<R::Value>(launch.kernel.name))
+    }
+}
+
+// SAFETY: as for the range policy.
+unsafe impl ParallelReduce<TeamPolicy<Cuda>> for Cuda {
+    fn parallel_reduce<R: Reducer, K: ReduceKernel<TeamPolicy<Cuda>, R::Value>>(
+        &self,
+        label: &str,
+        policy: &TeamPolicy<Cuda>,
+        kernel: K,
+        reducer: &R,
+    ) -> Result<R::Value> {
+        let launch = device_launch(label, kernel.device_launch())?;
+        let args = device_args(&launch)?;
+        let cuda = policy.space();
+        with_device_values!(reduce_as_device_value!(reducer, |retyped: V| cuda
+            .reduce_team_info::<Retyped<'_, R, V>>(&launch.kernel, policy, &args, &retyped)));
+        Err(no_device_value::<R::Value>(launch.kernel.name))
+    }
+}
+
+// SAFETY: as for `ParallelFor`; the scan's two passes run in order on the stream and the
+// total is read back, so the device finished.
+unsafe impl ParallelScan<RangePolicy<Cuda>> for Cuda {
+    fn parallel_scan<T: ScanValue, K: ScanKernel<RangePolicy<Cuda>, T>>(
+        &self,
+        label: &str,
+        policy: &RangePolicy<Cuda>,
+        kernel: K,
+    ) -> Result<T> {
+        let launch = device_launch(label, kernel.device_launch())?;
+        let args = device_args(&launch)?;
+        let cuda = policy.space();
+        let range = policy.begin()..policy.end();
+        macro_rules! attempt {
+            ($($t:ty),*) => {$(
+                if typeid::of::<T>() == typeid::of::<$t>() {
+                    let total: $t = cuda.scan_range_info::<$t>(&launch.kernel, range, &args)?;
+                    // SAFETY: `T` is `$t` (equal type ids).
+                    return Ok(unsafe { same(total) });
+                }
+            )*};
+        }
+        attempt!(i32, i64, u32, u64, f32, f64, usize, isize);
+        Err(crate::CudaError::InvalidLaunch {
+            kernel: launch.kernel.name,
+            reason: format!(
+                "a scan of `{}`, which has no device layout; scan a numeric scalar",
+                std::any::type_name::<T>()
+            ),
+        }
+        .into())
+    }
+}

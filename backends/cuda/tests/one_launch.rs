@@ -1,0 +1,279 @@
+//! One launch on every backend: the core's `parallel_for`, `parallel_reduce` and
+//! `parallel_scan` with `#[kernel]` kernels run on `Cuda` as on the host backends, from one
+//! generic function. Without a device, every check that needs none runs (closures and host
+//! views are refused with typed errors; a kernel that does not fit its launch is a type error)
+//! and the launches report the missing driver or device; with one, the results match the
+//! serial backend's.
+
+use hoplite::prelude::*;
+use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite_core::{
+    Error, LayoutRight, MDRangePolicy, MemorySpace, ParallelFor, ParallelReduce, ParallelScan,
+    SpaceAccessibility, TeamPolicy, TeamSize,
+};
+use hoplite_cuda::{Cuda, CudaSpace, create_mirror_view_and_copy};
+use hoplite_serial::Serial;
+
+#[kernel]
+fn axpy(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, a: f64) {
+    y.set(i, a * x.get(i) + y.get(i));
+}
+
+#[kernel]
+fn dot(i: Idx<'_>, x: BoundReader<'_, f64, 1>, y: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    *acc += x.get(i) * y.get(i);
+}
+
+#[kernel]
+fn laplace(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f64, 2>, u: BoundReader<'_, f64, 2>) {
+    let sum =
+        u.neighbor(ij, [-1, 0]) + u.neighbor(ij, [1, 0]) + u.neighbor(ij, [0, -1]) + u.neighbor(ij, [0, 1]);
+    out.set(ij, sum - 4.0 * u.get(ij));
+}
+
+/// Row sums by teams, joined into one total.
+#[kernel]
+fn team_total(m: &impl TeamMember, a: BoundReader<'_, f64, 2>, cols: usize, acc: &mut f64) {
+    let row = m.league_rank();
+    let mut part = 0.0;
+    let mut j = m.team_rank();
+    while j < cols {
+        part += a.get([row, j]);
+        j += m.team_size();
+    }
+    *acc += part;
+}
+
+#[kernel]
+fn exclusive_prefix(
+    i: Idx<'_>,
+    out: BoundWriter<'_, i64, 1>,
+    x: BoundReader<'_, i64, 1>,
+    acc: &mut i64,
+    is_final: bool,
+) {
+    if is_final {
+        out.set(i, *acc);
+    }
+    *acc += x.get(i);
+}
+
+#[kernel]
+fn count(i: Idx<'_>, acc: &mut u64) {
+    *acc += *i as u64;
+}
+
+/// What the generic pipeline computed, read back to the host.
+#[derive(Debug, PartialEq)]
+struct Results {
+    y: Vec<f64>,
+    dot: f64,
+    laplace: Vec<f64>,
+    team_total: f64,
+    prefix: Vec<i64>,
+    scan_total: i64,
+}
+
+/// One function for every backend: axpy, dot, a 2-D stencil, a team reduction and a scan,
+/// over views of memory space `M` that the caller filled.
+#[allow(clippy::too_many_arguments)]
+fn pipeline<S, M>(
+    space: &S,
+    y: &View<f64, 1, LayoutRight, M>,
+    x: &View<f64, 1, LayoutRight, M>,
+    u: &View<f64, 2, LayoutRight, M>,
+    out: &View<f64, 2, LayoutRight, M>,
+    counts: &View<i64, 1, LayoutRight, M>,
+    offsets: &View<i64, 1, LayoutRight, M>,
+) -> hoplite_core::Result<(f64, f64, i64)>
+where
+    S: ParallelFor<RangePolicy<S>>
+        + ParallelReduce<RangePolicy<S>>
+        + ParallelScan<RangePolicy<S>>
+        + ParallelFor<MDRangePolicy<S, 2>>
+        + ParallelReduce<TeamPolicy<S>>
+        + SpaceAccessibility<M>,
+    M: MemorySpace,
+{
+    let n = y.extent(0);
+    let range = RangePolicy::new(space.clone(), 0..n);
+    parallel_for("axpy", (range.clone(), (y.write(), x.read())), axpy::with(0.5))?;
+    let d = parallel_reduce("dot", (range, (x.read(), y.read())), dot::with(), Sum::new())?;
+    let [rows, cols] = u.extents();
+    let interior = MDRangePolicy::new(space.clone(), [1, 1], [rows - 1, cols - 1]);
+    parallel_for("laplace", (interior, (out.write(), u.read())), laplace::with())?;
+    let teams = TeamPolicy::new(space.clone(), rows, TeamSize::Auto);
+    let t = parallel_reduce(
+        "rows",
+        (teams, (u.read(),)),
+        team_total::with::<S>(cols),
+        Sum::new(),
+    )?;
+    let m = counts.extent(0);
+    let total = parallel_scan(
+        "prefix",
+        (
+            RangePolicy::new(space.clone(), 0..m),
+            (offsets.write(), counts.read()),
+        ),
+        exclusive_prefix::with(),
+    )?;
+    Ok((d, t, total))
+}
+
+const N: usize = 1000;
+const GRID: [usize; 2] = [40, 30];
+
+fn x_values() -> Vec<f64> {
+    (0..N).map(|k| (k % 17) as f64).collect()
+}
+fn y_values() -> Vec<f64> {
+    (0..N).map(|k| k as f64 * 0.25).collect()
+}
+fn u_values() -> Vec<f64> {
+    (0..GRID[0] * GRID[1]).map(|k| ((k * 7) % 11) as f64).collect()
+}
+fn count_values() -> Vec<i64> {
+    (0..N as i64).map(|k| k % 5).collect()
+}
+
+fn on_serial() -> Results {
+    let host = |label: &str, v: &[f64]| View::<f64, 1>::from_slice(label, [v.len()], v).expect("host memory");
+    let (y, x) = (host("y", &y_values()), host("x", &x_values()));
+    let u = View::<f64, 2>::from_slice("u", GRID, &u_values()).expect("host memory");
+    let out = View::<f64, 2>::new("out", GRID).expect("host memory");
+    let counts = View::<i64, 1>::from_slice("counts", [N], &count_values()).expect("host memory");
+    let offsets = View::<i64, 1>::new("offsets", [N]).expect("host memory");
+    let (dot, team_total, scan_total) =
+        pipeline(&Serial::default(), &y, &x, &u, &out, &counts, &offsets).expect("runs on serial");
+    Results {
+        y: y.to_vec().expect("reads"),
+        dot,
+        laplace: out.to_vec().expect("reads"),
+        team_total,
+        prefix: offsets.to_vec().expect("reads"),
+        scan_total,
+    }
+}
+
+fn device<T: hoplite_cuda::DeviceScalar, const R: usize>(
+    cuda: &Cuda,
+    label: &str,
+    extents: [usize; R],
+    values: &[T],
+) -> View<T, R, LayoutRight, CudaSpace> {
+    let view =
+        View::<T, R, LayoutRight, CudaSpace>::without_initializing(label, extents).expect("device memory");
+    let host = View::<T, R>::from_slice(label, extents, values).expect("host memory");
+    cuda.deep_copy_to_device(&view, &host).expect("uploads");
+    view
+}
+
+fn read_back<T: hoplite_cuda::DeviceScalar, const R: usize>(
+    view: &View<T, R, LayoutRight, CudaSpace>,
+) -> Vec<T> {
+    create_mirror_view_and_copy(view)
+        .expect("downloads")
+        .to_vec()
+        .expect("reads")
+}
+
+#[test]
+fn the_same_generic_launches_run_on_serial_and_on_cuda() {
+    let expected = on_serial();
+    assert_eq!(expected.scan_total, count_values().iter().sum::<i64>());
+    let cuda = match Cuda::new() {
+        Ok(cuda) => cuda,
+        Err(why) => {
+            // Without a device the launch itself reports it, as a typed error.
+            let e = parallel_reduce(
+                "count",
+                RangePolicy::new(Cuda::default(), 0..100),
+                count::with(),
+                Sum::new(),
+            )
+            .expect_err("no device");
+            assert!(matches!(e, Error::Device { space: "Cuda", .. }), "{e}");
+            println!("skipped the device half: needs a CUDA device ({why})");
+            return;
+        }
+    };
+    let y = device(&cuda, "y", [N], &y_values());
+    let x = device(&cuda, "x", [N], &x_values());
+    let u = device(&cuda, "u", GRID, &u_values());
+    let out = device(&cuda, "out", GRID, &vec![0.0; GRID[0] * GRID[1]]);
+    let counts = device(&cuda, "counts", [N], &count_values());
+    let offsets = device(&cuda, "offsets", [N], &vec![0i64; N]);
+    let (dot, team_total, scan_total) =
+        pipeline(&cuda, &y, &x, &u, &out, &counts, &offsets).expect("runs on Cuda");
+    let got = Results {
+        y: read_back(&y),
+        dot,
+        laplace: read_back(&out),
+        team_total,
+        prefix: read_back(&offsets),
+        scan_total,
+    };
+    assert_eq!(got.y, expected.y);
+    assert_eq!(got.laplace, expected.laplace);
+    assert_eq!(got.prefix, expected.prefix);
+    assert_eq!(got.scan_total, expected.scan_total);
+    // Sums of small integers and quarters: exact in any order.
+    assert_eq!(got.dot, expected.dot);
+    assert_eq!(got.team_total, expected.team_total);
+}
+
+#[test]
+fn a_closure_on_cuda_is_refused_with_an_error_that_names_the_fix() {
+    let e = parallel_for("on the device", RangePolicy::new(Cuda::default(), 0..4), |_i| {})
+        .expect_err("a GPU runs no closures");
+    assert!(
+        matches!(&e, Error::NotADeviceKernel { label, space: "Cuda" } if label == "on the device"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("#[kernel]"), "{e}");
+    // A closure that wraps a `#[kernel]` is still a closure.
+    let k = count::with();
+    let e = parallel_reduce(
+        "wrapped",
+        RangePolicy::new(Cuda::default(), 0..4),
+        move |i, acc: &mut u64| k(i, acc),
+        Sum::new(),
+    )
+    .expect_err("a GPU runs no closures");
+    assert!(matches!(e, Error::NotADeviceKernel { .. }), "{e}");
+}
+
+#[test]
+fn host_views_in_a_cuda_launch_are_refused_before_the_device() {
+    let cuda = Cuda::default();
+    let y = View::<f64, 1>::new("host y", [8]).expect("host memory");
+    let x = View::<f64, 1>::new("host x", [8]).expect("host memory");
+    let e = parallel_for(
+        "axpy",
+        (RangePolicy::new(cuda.clone(), 0..8), (y.write(), x.read())),
+        axpy::with(1.0),
+    )
+    .expect_err("host memory");
+    assert!(e.to_string().contains("`host y`"), "{e}");
+}
+
+#[test]
+fn empty_launches_need_no_device() {
+    let y: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+    let x: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+    let cuda = Cuda::default();
+    let r = parallel_for(
+        "nothing",
+        (RangePolicy::new(cuda.clone(), 0..0), (y.write(), x.read())),
+        axpy::with(2.0),
+    );
+    match (r, Cuda::new()) {
+        (Ok(()), _) => {}
+        (Err(e), Err(_)) => assert!(
+            matches!(e, Error::Device { .. }),
+            "only the fence may need the driver: {e}"
+        ),
+        (Err(e), Ok(_)) => panic!("an empty launch on a device: {e}"),
+    }
+}
