@@ -277,3 +277,58 @@ fn empty_launches_need_no_device() {
         (Err(e), Ok(_)) => panic!("an empty launch on a device: {e}"),
     }
 }
+
+/// The implicit DAG's generic launches reach `Cuda` too: its vertices run the same
+/// `#[kernel]` launches on the context's CUDA streams.
+mod dag {
+    use super::*;
+    use hoplite_cuda::dag::CudaDevice;
+    use hoplite_dag::device::HostDevice;
+    use hoplite_dag::{Context, ContextOptions};
+
+    #[test]
+    fn vertices_launch_kernels_on_cuda_and_refuse_closures() {
+        let device = HostDevice::new("cuda", vec![Cuda::default()]).expect("one instance");
+        let ctx = Context::new(vec![device], ContextOptions::default()).expect("context");
+        let e = ctx
+            .reduce("closure", 0..4usize, |_i, acc: &mut u64| *acc += 1, Sum::new())
+            .expect("submitted")
+            .get()
+            .expect_err("a GPU runs no closures");
+        assert!(e.to_string().contains("#[kernel]"), "{e}");
+        let total = ctx
+            .reduce("count", 0..100usize, count::with(), Sum::new())
+            .expect("submitted")
+            .get();
+        match (total, Cuda::new()) {
+            (Ok(t), Ok(_)) => assert_eq!(t, 4950),
+            (Err(e), Err(_)) => assert!(e.to_string().contains("Cuda"), "the missing device: {e}"),
+            (r, d) => panic!("{r:?} with device {:?}", d.map(|_| ())),
+        }
+    }
+
+    #[test]
+    fn a_dag_on_cuda_streams_computes_what_serial_does() {
+        let device = match CudaDevice::new(0, 2) {
+            Ok(d) => d,
+            Err(e) => {
+                println!("skipped: needs a CUDA device ({e})");
+                return;
+            }
+        };
+        let cuda = Cuda::new().expect("the device above");
+        let ctx = Context::new(vec![device], ContextOptions::default()).expect("context");
+        let y = super::device(&cuda, "y", [N], &y_values());
+        let x = super::device(&cuda, "x", [N], &x_values());
+        ctx.launch("axpy", (N, (y.write(), x.read())), axpy::with(0.5))
+            .expect("submitted");
+        let d = ctx
+            .reduce("dot", (N, (x.read(), y.read())), dot::with(), Sum::new())
+            .expect("submitted");
+        let dot = d.get().expect("reduced");
+        ctx.synchronize().expect("the vertices ran");
+        let expected = on_serial();
+        assert_eq!(read_back(&y), expected.y);
+        assert_eq!(dot, expected.dot);
+    }
+}

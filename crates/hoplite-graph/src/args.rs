@@ -7,8 +7,8 @@ use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup, HeldBorrow};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
-    HostWrite, LaunchArgs, LaunchSpec, Lookup, MDRangePolicy, RangePolicy, Reader, TeamPolicy, TeamSlots,
-    View, ViewValue, Writer,
+    HostWrite, LaunchArgs, LaunchSpec, Lookup, MDRangePolicy, MemorySpace, RangePolicy, Reader, TeamPolicy,
+    TeamSlots, View, ViewValue, Writer,
 };
 
 /// One access a node makes: which allocation, which part of it, and how.
@@ -69,7 +69,7 @@ impl Access {
     }
 
     /// The access `kind` makes to `view`.
-    pub fn of_view<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace>(
+    pub fn of_view<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace>(
         view: &View<T, R, L, S>,
         kind: AccessKind,
     ) -> Self {
@@ -170,10 +170,8 @@ impl GraphArgs for () {
 }
 
 macro_rules! handle_args {
-    ($handle:ident, $bound:ident, $make:ident, $make_in:ident, $kind:expr) => {
-        impl<T: $bound, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> GraphArgs
-            for $handle<T, R, L, S>
-        {
+    ($handle:ident, $bound:ident, $space:ident, $make:ident, $make_in:ident, $kind:expr) => {
+        impl<T: $bound, const R: usize, L: ArrayLayout, S: $space> GraphArgs for $handle<T, R, L, S> {
             type Views = View<T, R, L, S>;
             fn detach(self) -> Self::Views {
                 self.view().clone()
@@ -208,11 +206,18 @@ macro_rules! handle_args {
     };
 }
 
-handle_args!(Reader, ViewValue, read, read_in, AccessKind::Read);
-handle_args!(Lookup, ViewValue, lookup, lookup_in, AccessKind::Read);
-handle_args!(Writer, ViewValue, write, write_in, AccessKind::Write);
+handle_args!(Reader, ViewValue, MemorySpace, read, read_in, AccessKind::Read);
+handle_args!(
+    Lookup,
+    ViewValue,
+    MemorySpace,
+    lookup,
+    lookup_in,
+    AccessKind::Read
+);
+handle_args!(Writer, ViewValue, MemorySpace, write, write_in, AccessKind::Write);
 
-impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> GraphArgs for TeamSlots<T, L, S> {
+impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> GraphArgs for TeamSlots<T, L, S> {
     type Views = View<T, 2, L, S>;
     fn detach(self) -> Self::Views {
         self.view().clone()
@@ -244,7 +249,14 @@ impl<T: ViewValue, L: ArrayLayout, S: HostAccessibleSpace> GraphArgs for TeamSlo
         out.push(Access::of_view(self.view(), AccessKind::Write));
     }
 }
-handle_args!(AtomicHandle, AtomicValue, atomic, atomic_in, AccessKind::Atomic);
+handle_args!(
+    AtomicHandle,
+    AtomicValue,
+    HostAccessibleSpace,
+    atomic,
+    atomic_in,
+    AccessKind::Atomic
+);
 
 macro_rules! tuple_args {
     ($($name:ident),+) => {
