@@ -1,7 +1,8 @@
 //! The conformance suite on `Cuda`. A GPU runs `#[kernel]` kernels, never host closures, so
 //! of the suite's checks `Cuda` runs those whose launches are `#[kernel]` kernels (the
-//! `kernels` module: the same kernels, the same data, compared with the serial backend's
-//! results); every other check launches closures and is reported skipped. Without a device
+//! `kernels` module: the same kernels through the same `parallel_for` / `parallel_reduce`,
+//! the same data, compared with the serial backend's results); every other check launches
+//! closures and is reported skipped. Without a device
 //! every check is reported skipped, with the reason and the count.
 
 use hoplite_conformance::kernels::{axpy, five_point, team_row_norms, weighted_count};
@@ -9,7 +10,7 @@ use hoplite_core::{
     LayoutRight, MDRangePolicy, ParallelFor, RangePolicy, Sum, TeamPolicy, TeamSize, View, parallel_for,
     parallel_reduce,
 };
-use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_device, copy_to_host};
+use hoplite_cuda::{Cuda, CudaError, CudaSpace, copy_to_device, copy_to_host};
 use hoplite_serial::Serial;
 
 type Check = fn(&Cuda) -> Result<(), String>;
@@ -60,12 +61,12 @@ fn range_for(cuda: &Cuda) -> Result<(), String> {
         )
         .map_err(err)?;
         let (x, y) = (device("x", [n], &xs)?, device("y", [n], &vec![1.0; n])?);
-        cuda.launch_range::<axpy>(
-            0..n,
-            &[DeviceArg::write(&y), DeviceArg::read(&x), DeviceArg::scalar(3.0)],
+        parallel_for(
+            "axpy on Cuda",
+            (RangePolicy::new(cuda.clone(), 0..n), (y.write(), x.read())),
+            axpy::with(3.0),
         )
         .map_err(err)?;
-        cuda.synchronize().map_err(err)?;
         if to_host(&y)? != want.to_vec().map_err(err)? {
             return Err(format!(
                 "axpy over {n} elements differs from the serial backend's"
@@ -89,13 +90,15 @@ fn mdrange_for(cuda: &Cuda) -> Result<(), String> {
     .map_err(err)?;
     let u = device("u", [rows, cols], &data)?;
     let out = device("out", [rows, cols], &vec![0.0; rows * cols])?;
-    cuda.launch_mdrange::<five_point, 2>(
-        [1, 1],
-        [rows - 1, cols - 1],
-        &[DeviceArg::write(&out), DeviceArg::read(&u)],
+    parallel_for(
+        "stencil on Cuda",
+        (
+            MDRangePolicy::new(cuda.clone(), [1, 1], [rows - 1, cols - 1]),
+            (out.write(), u.read()),
+        ),
+        five_point::with(),
     )
     .map_err(err)?;
-    cuda.synchronize().map_err(err)?;
     if to_host(&out)? != want.to_vec().map_err(err)? {
         return Err(format!(
             "a {rows}x{cols} stencil differs from the serial backend's"
@@ -116,13 +119,13 @@ fn reduce(cuda: &Cuda) -> Result<(), String> {
         )
         .map_err(err)?;
         let x = device("x", [n], &xs)?;
-        let got = cuda
-            .reduce_range::<weighted_count, _>(
-                0..n,
-                &[DeviceArg::read(&x), DeviceArg::scalar(50i64)],
-                &Sum::<i64>::new(),
-            )
-            .map_err(err)?;
+        let got = parallel_reduce(
+            "count on Cuda",
+            (RangePolicy::new(cuda.clone(), 0..n), (x.read(),)),
+            weighted_count::with(50),
+            Sum::<i64>::new(),
+        )
+        .map_err(err)?;
         if got != want {
             return Err(format!(
                 "the weighted count over {n} elements: {got}, serial {want}"
@@ -149,13 +152,16 @@ fn team_reduce(cuda: &Cuda) -> Result<(), String> {
     )
     .map_err(err)?;
     for team in [1, 2, 3, 4, 32, 128] {
-        let got = cuda
-            .reduce_team::<team_row_norms, _>(
-                &TeamPolicy::new(cuda.clone(), rows, TeamSize::Fixed(team)),
-                &[DeviceArg::read(&a), DeviceArg::scalar(cols)],
-                &Sum::<i64>::new(),
-            )
-            .map_err(err)?;
+        let got = parallel_reduce(
+            "team on Cuda",
+            (
+                TeamPolicy::new(cuda.clone(), rows, TeamSize::Fixed(team)),
+                (a.read(),),
+            ),
+            team_row_norms::with::<Cuda>(cols),
+            Sum::<i64>::new(),
+        )
+        .map_err(err)?;
         if got != want {
             return Err(format!("row norms by teams of {team}: {got}, serial {want}"));
         }
