@@ -552,7 +552,7 @@ fn sum_of_squares(i: Idx<'_>, x: hoplite::BoundReader<'_, f64, 1>, acc: &mut f64
 #[cfg(feature = "cuda")]
 fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
     use hoplite::cuda::nvrtc::{NVRTC_ENV, Nvrtc};
-    use hoplite::{Cuda, CudaSpace, DeviceArg, LayoutLeft};
+    use hoplite::{Cuda, CudaSpace, LayoutRight};
     section("CUDA: a reduction on the device, or what runs without one");
     let cuda = Cuda::default();
     let wheel = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -568,12 +568,15 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ),
         Err(e) => println!("PTX size not shown: {e}"),
     }
-    // The reducer must match the kernel's `&mut f64` accumulator: checked before the device.
-    let empty: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
-    if let Err(e) =
-        cuda.reduce_range::<sum_of_squares, _>(0..0, &[DeviceArg::read(&empty)], &Sum::<f32>::new())
-    {
-        println!("a Sum<f32> reducer is refused: {e}");
+    // The same launch as on every host backend; a GPU runs `#[kernel]`s, never closures.
+    let on_gpu = |n: usize| RangePolicy::new(cuda.clone(), 0..n);
+    if let Err(e) = parallel_reduce(
+        "closure",
+        on_gpu(4),
+        |i, acc: &mut f64| *acc += *i as f64,
+        Sum::new(),
+    ) {
+        println!("a closure is refused: {e}");
     }
     // A GrCUDA-style raw kernel: CUDA C plus a signature, parsed and checked without a device.
     let axpy_source = r#"extern "C" __global__ void axpy(double* y, const double* x, double a, long long n) {
@@ -593,9 +596,14 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
         println!("a pointer without its element type is refused: {e}");
     }
     if !cuda.is_available() {
-        let e = cuda
-            .reduce_range::<sum_of_squares, _>(0..0, &[DeviceArg::read(&empty)], &Sum::<f64>::new())
-            .err();
+        let empty: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+        let e = parallel_reduce(
+            "sum of squares",
+            (on_gpu(1), (empty.read(),)),
+            sum_of_squares::with(),
+            Sum::new(),
+        )
+        .err();
         println!(
             "no device: {}",
             e.map_or_else(|| "?".to_owned(), |e| e.to_string())
@@ -604,10 +612,15 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
     }
     let n = 1 << 20;
     let host: Vec<f64> = (0..n).map(|k| (k % 7) as f64).collect();
-    let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n])?;
+    let x = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing("x", [n])?;
     hoplite::cuda::copy_to_device(&x, &host)?;
     let (sum, t) = timed(3, || {
-        cuda.reduce_range::<sum_of_squares, _>(0..n, &[DeviceArg::read(&x)], &Sum::<f64>::new())
+        parallel_reduce(
+            "sum of squares",
+            (on_gpu(n), (x.read(),)),
+            sum_of_squares::with(),
+            Sum::<f64>::new(),
+        )
     });
     println!("sum of squares of {n} values on the GPU = {} in {}", sum?, ms(t));
     Ok(())
