@@ -4,7 +4,7 @@ use std::fmt::{self, Write as _};
 
 use hoplite_core::ExecutionSpace;
 use hoplite_core::view::AccessKind;
-use hoplite_core::view::graph_support::AllocationKey;
+use hoplite_core::view::held::AllocationKey;
 use rustc_hash::FxHashMap;
 
 use crate::Access;

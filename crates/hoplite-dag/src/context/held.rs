@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup, HeldBorrow};
+use hoplite_core::view::held::{AllocationKey, BorrowGroup, HeldBorrow};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_graph::HeldBorrows;
 use rustc_hash::FxHashMap as HashMap;
