@@ -108,11 +108,11 @@ mod context;
 mod mdrange;
 mod member;
 mod pool;
-mod prims;
 mod range;
 mod split;
 mod steal;
 mod sync;
+mod sync_prims;
 mod team;
 mod token;
 

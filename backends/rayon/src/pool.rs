@@ -39,9 +39,11 @@ use crossbeam_utils::CachePadded;
 use hoplite_core::error::drop_panic_payload;
 
 use crate::context::{self, InKernel};
-use crate::prims::thread::{self, JoinHandle, Thread};
-use crate::prims::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, fence};
 use crate::sync::{CpuHints, SpinWait, is_poison_echo, lock};
+use crate::sync_prims::thread::{self, JoinHandle, Thread};
+use crate::sync_prims::{
+    Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, fence,
+};
 use crate::{StartHook, WorkerThread, run_start_hook};
 
 /// A caught panic.

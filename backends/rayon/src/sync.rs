@@ -19,7 +19,7 @@ use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
 
-use crate::prims::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
+use crate::sync_prims::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
 
 use crossbeam_utils::CachePadded;
 
