@@ -6,7 +6,7 @@ use std::ops::Range;
 use crossbeam_utils::CachePadded;
 use hoplite_core::Reducer;
 
-use crate::sync::lock;
+use crate::barrier::lock;
 use crate::sync_prims::Mutex;
 
 /// Smallest block of a deterministic reduction without a chunk size.
