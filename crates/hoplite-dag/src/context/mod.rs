@@ -126,7 +126,7 @@ impl<D: Device> Context<D> {
                 poisoned: Vec::new(),
                 unreported: Vec::new(),
                 last_label: None,
-                spent_cells: VecDeque::new(),
+                spent_statuses: VecDeque::new(),
                 spent_jobs: VecDeque::new(),
             }),
             held: Arc::default(),
