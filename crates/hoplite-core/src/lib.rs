@@ -30,6 +30,7 @@
 
 pub mod device_kernel;
 pub mod dispatch;
+pub mod dot;
 pub mod error;
 pub mod index;
 pub mod parallel_copy;

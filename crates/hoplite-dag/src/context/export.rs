@@ -4,6 +4,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
+use hoplite_core::dot;
+
 use super::Context;
 use crate::device::Device;
 use crate::model::VertexId;
@@ -42,13 +44,18 @@ impl<D: Device> Context<D> {
             let _ = writeln!(
                 out,
                 "  v{id} [label=\"{}\\n{} stream {} | {}\"];",
-                escape(&r.label),
-                escape(&self.devices[r.device].name()),
+                dot::escape(&r.label),
+                dot::escape(&self.devices[r.device].name()),
                 r.stream,
                 r.progress(&state.live).0
             );
             for e in &r.edges {
-                let _ = writeln!(out, "  v{} -> v{id} [label=\"{}\"];", e.parent, escape(&e.view));
+                let _ = writeln!(
+                    out,
+                    "  v{} -> v{id} [label=\"{}\"];",
+                    e.parent,
+                    dot::escape(&e.view)
+                );
             }
         }
         out.push_str("}\n");
@@ -90,7 +97,7 @@ impl<D: Device> Context<D> {
             let _ = writeln!(
                 out,
                 "{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":{device},\"tid\":{stream},\"ts\":{:.3},\"dur\":{:.3}}}{sep}",
-                escape(label),
+                dot::escape(label),
                 start.as_secs_f64() * 1e6,
                 end.saturating_sub(*start).as_secs_f64() * 1e6,
             );
@@ -98,8 +105,4 @@ impl<D: Device> Context<D> {
         out.push_str("],\"displayTimeUnit\":\"ms\"}\n");
         std::fs::write(path, out).map_err(|e| DagError::Io(format!("cannot write {}: {e}", path.display())))
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
 }
