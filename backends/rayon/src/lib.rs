@@ -104,15 +104,15 @@
 //! microseconds; ranges shorter than a few blocks use fewer threads than the instance has
 //! (a block is never split), so small deterministic reductions are slower than ordinary ones.
 
+mod barrier;
 mod context;
 mod mdrange;
 mod member;
 mod pool;
-mod prims;
 mod range;
 mod split;
 mod steal;
-mod sync;
+mod sync_prims;
 mod team;
 mod token;
 

@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
 use hoplite_core::{Idx, NestedLevel, Reducer, SCRATCH_LEVELS, ScanValue, ScratchPad, TeamMember};
 
+use crate::barrier::{Barrier, raise_poisoned};
 use crate::split::share;
-use crate::sync::{Barrier, raise_poisoned};
 
 /// The collective operations that exchange values between the threads of a team.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! 2. increments `Shared::epoch` (release) and unparks workers that went to sleep,
 //! 3. runs rank 0 itself, inside `catch_unwind`,
 //! 4. waits until `pending` is 0 (acquire), spinning, then yielding, then parking (it parks
-//!    at once when a worker was last seen on its own CPU, see `sync::CpuHints`),
+//!    at once when a worker was last seen on its own CPU, see `barrier::CpuHints`),
 //! 5. re-raises the first panic of any participant with `resume_unwind`.
 //!
 //! A worker waits for the epoch to change (spinning, yielding, then parking; parking at once
@@ -38,10 +38,12 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 use hoplite_core::error::drop_panic_payload;
 
+use crate::barrier::{CpuHints, SpinWait, is_poison_echo, lock};
 use crate::context::{self, InKernel};
-use crate::prims::thread::{self, JoinHandle, Thread};
-use crate::prims::{Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, fence};
-use crate::sync::{CpuHints, SpinWait, is_poison_echo, lock};
+use crate::sync_prims::thread::{self, JoinHandle, Thread};
+use crate::sync_prims::{
+    Arc, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering, fence,
+};
 use crate::{StartHook, WorkerThread, run_start_hook};
 
 /// A caught panic.

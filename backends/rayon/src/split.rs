@@ -6,8 +6,8 @@ use std::ops::Range;
 use crossbeam_utils::CachePadded;
 use hoplite_core::Reducer;
 
-use crate::prims::Mutex;
-use crate::sync::lock;
+use crate::barrier::lock;
+use crate::sync_prims::Mutex;
 
 /// Smallest block of a deterministic reduction without a chunk size.
 pub const DETERMINISTIC_MIN_BLOCK: usize = 4096;

@@ -30,14 +30,15 @@
 
 pub mod device_kernel;
 pub mod dispatch;
+pub mod dot;
 pub mod error;
 pub mod index;
 pub mod parallel_copy;
 pub mod point_loop;
 pub mod policy;
-mod prims;
 pub mod reducer;
 pub mod space;
+mod sync_prims;
 pub mod team;
 pub mod unique_token;
 pub mod view;

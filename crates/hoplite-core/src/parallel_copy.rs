@@ -4,9 +4,10 @@
 //! when the call returns; an asynchronous instance returns once it has queued it.
 
 use crate::dispatch::{ParallelFor, parallel_for};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::policy::{IterationOrder, RangePolicy, for_each_point};
 use crate::space::{ArrayLayout, ExecutionSpace, HostAccessibleSpace, LayoutLeft};
+use crate::view::copy::check_same_extents;
 use crate::view::{View, ViewValue};
 
 /// Elements per iteration of a contiguous copy: large enough that a launch's overhead is
@@ -29,8 +30,9 @@ const CHUNK: usize = 1 << 14;
 ///
 /// # Errors
 ///
-/// [`Error::ExtentMismatch`] (and `dst` is untouched), a borrow conflict (a live writer of
-/// `src`, a live handle of `dst`, or `dst` and `src` overlapping), or what the launch reports.
+/// [`Error::ExtentMismatch`](crate::Error::ExtentMismatch) (and `dst` is untouched), a borrow
+/// conflict (a live writer of `src`, a live handle of `dst`, or `dst` and `src` overlapping),
+/// or what the launch reports.
 pub fn deep_copy_on<E, T, const R: usize, L1, L2, S1, S2>(
     exec: &E,
     dst: &View<T, R, L1, S1>,
@@ -44,15 +46,7 @@ where
     S1: HostAccessibleSpace,
     S2: HostAccessibleSpace,
 {
-    if dst.extents() != src.extents() {
-        return Err(Error::ExtentMismatch {
-            what: "deep_copy_on",
-            left_label: dst.label().to_owned(),
-            left: dst.extents().to_vec(),
-            right_label: src.label().to_owned(),
-            right: src.extents().to_vec(),
-        });
-    }
+    check_same_extents("deep_copy_on", dst, src)?;
     // The guards hold the borrows for the whole copy: nobody else writes `dst` or `src`, and
     // the borrow table refuses a `dst` that overlaps `src`.
     let from = src.host_read()?;

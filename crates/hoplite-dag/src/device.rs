@@ -138,11 +138,12 @@ pub trait Device: Send + Sync + 'static {
     }
 }
 
-/// How far a host stream's thread has got: the number of the last point (event) it passed.
+/// The progress of a host stream's thread: the number of the last point (event) it passed,
+/// and the hosts waiting for a later one.
 /// Events are numbers in this count rather than objects of their own, so recording one
 /// allocates nothing and completing one is a store to a line the thread writes anyway.
 #[derive(Debug, Default)]
-struct Marks {
+struct StreamProgress {
     /// The last point passed (points are numbered from 1 in queue order).
     passed: AtomicU64,
     /// Hosts blocked in [`Event::wait`]: the thread takes the lock and wakes them only then.
@@ -151,7 +152,7 @@ struct Marks {
     passed_changed: Condvar,
 }
 
-impl Marks {
+impl StreamProgress {
     /// Marks point `point` passed, and wakes whoever waits.
     fn pass(&self, point: u64) {
         // SeqCst with the waiter's count below: either the waiter sees the point passed, or
@@ -189,7 +190,7 @@ impl Marks {
 /// ```
 #[derive(Clone, Debug)]
 pub struct HostEvent {
-    marks: Arc<Marks>,
+    progress: Arc<StreamProgress>,
     point: u64,
 }
 
@@ -197,7 +198,7 @@ impl Default for HostEvent {
     /// An event no stream will ever pass.
     fn default() -> Self {
         HostEvent {
-            marks: Arc::default(),
+            progress: Arc::default(),
             point: u64::MAX,
         }
     }
@@ -205,10 +206,10 @@ impl Default for HostEvent {
 
 impl Event for HostEvent {
     fn is_complete(&self) -> bool {
-        self.marks.has_passed(self.point)
+        self.progress.has_passed(self.point)
     }
     fn wait(&self) {
-        self.marks.wait(self.point);
+        self.progress.wait(self.point);
     }
 }
 
@@ -228,7 +229,7 @@ struct Queue<S> {
     ready: Condvar,
     /// Items enqueued and not yet finished (the one running included).
     pending: AtomicUsize,
-    marks: Arc<Marks>,
+    progress: Arc<StreamProgress>,
 }
 
 /// A host stream: an in-order queue served by a thread of its own, running kernels on an
@@ -250,7 +251,7 @@ impl<S: ExecutionSpace> HostStream<S> {
             items: Mutex::new((VecDeque::new(), false, 0)),
             ready: Condvar::new(),
             pending: AtomicUsize::new(0),
-            marks: Arc::default(),
+            progress: Arc::default(),
         });
         let worker = {
             let queue = queue.clone();
@@ -284,7 +285,7 @@ impl<S: ExecutionSpace> HostStream<S> {
         self.queue.ready.notify_one();
         drop(items);
         HostEvent {
-            marks: self.queue.marks.clone(),
+            progress: self.queue.progress.clone(),
             point,
         }
     }
@@ -344,7 +345,7 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
             // nothing came after it.
             queue.pending.fetch_sub(1, Ordering::AcqRel);
             if let Some(point) = point {
-                queue.marks.pass(point);
+                queue.progress.pass(point);
             }
         }
     }
@@ -360,7 +361,7 @@ fn caught(work: impl FnOnce()) {
 
 /// Once work arrives at an idle stream, lets a launching host queue a few more items before
 /// the stream takes them, for at most a couple of microseconds. Taken one by one, each item
-/// moves the queue's lines, its vertex's work and its cell between the two threads while
+/// moves the queue's lines, its vertex's work and its status between the two threads while
 /// both are at them: with the stream's thread on a core of its own, that doubled the
 /// per-vertex cost of a loop of launches; in batches the host launches on while the stream
 /// catches up.

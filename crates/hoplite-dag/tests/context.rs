@@ -417,6 +417,34 @@ fn dot_and_trace_describe_the_dag() {
 }
 
 #[test]
+fn labels_with_control_characters_give_valid_dot_and_json() {
+    let ctx = context(1, ContextOptions::default());
+    let label = "tab\there \"quoted\"\nnext\u{1}\\";
+    let x = View::<i64, 1>::new(label, [4]).expect("view");
+    ctx.launch(label, (range(4), (x.write(),)), |(i, (x,))| x.set(i, 1))
+        .expect("fill");
+    ctx.launch("read", (range(4), (x.read(),)), |_| {}).expect("read");
+    ctx.synchronize().expect("done");
+    let dot = ctx.to_dot();
+    let escaped = hoplite_core::dot::escape(label);
+    assert!(dot.contains(&format!("v0 [label=\"{escaped}\\n")), "{dot}");
+    assert!(dot.contains(&format!("v0 -> v1 [label=\"{escaped}\"]")), "{dot}");
+    assert_eq!(dot.lines().count(), 6, "one line per statement: {dot}");
+    let path = std::env::temp_dir().join(format!("hoplite-dag-trace-ctl-{}.json", std::process::id()));
+    ctx.write_trace(&path).expect("trace");
+    let text = std::fs::read_to_string(&path).expect("read trace");
+    let _ = std::fs::remove_file(&path);
+    let trace: serde_json::Value = serde_json::from_str(&text).expect("the trace is JSON");
+    let names: Vec<&str> = trace["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["name"].as_str().expect("a name"))
+        .collect();
+    assert_eq!(names, [label, "read"]);
+}
+
+#[test]
 fn dropping_a_context_runs_what_it_queued() {
     let count = Arc::new(AtomicUsize::new(0));
     {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup, HeldBorrow};
+use hoplite_core::view::held::{AllocationKey, BorrowGroup, HeldBorrow};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
@@ -119,7 +119,7 @@ pub trait GraphArgs: LaunchArgs + Sized + 'static {
     fn record(views: &Self::Views, out: &mut Vec<Access>);
     /// Makes handles of the same kinds in borrow `group`: checked against every borrow
     /// outside the group, not against the group's other handles (see
-    /// [`BorrowGroup`](hoplite_core::view::graph_support::BorrowGroup)). A runtime that orders
+    /// [`BorrowGroup`](hoplite_core::view::held::BorrowGroup)). A runtime that orders
     /// launches itself holds them from the moment it accepts a launch until the launch ends.
     ///
     /// # Safety

@@ -3,8 +3,9 @@
 use std::fmt::{self, Write as _};
 
 use hoplite_core::ExecutionSpace;
+use hoplite_core::dot;
 use hoplite_core::view::AccessKind;
-use hoplite_core::view::graph_support::AllocationKey;
+use hoplite_core::view::held::AllocationKey;
 use rustc_hash::FxHashMap;
 
 use crate::Access;
@@ -320,13 +321,10 @@ impl<S: ExecutionSpace> Graph<S> {
     /// # Ok::<(), hoplite_graph::GraphError>(())
     /// ```
     pub fn to_dot(&self) -> String {
-        fn escape(s: &str) -> String {
-            s.replace('\\', "\\\\").replace('"', "\\\"")
-        }
         let mut out = String::from("digraph hoplite_graph {\n  node [shape=box];\n");
         for (i, node) in self.nodes.as_slice().iter().enumerate() {
             let kind = node.kind();
-            let mut label = escape(node.label());
+            let mut label = dot::escape(node.label());
             if !matches!(kind, NodeKind::Root | NodeKind::Aggregate) {
                 label.push_str("\\n");
                 label.push_str(kind.name());
@@ -340,7 +338,7 @@ impl<S: ExecutionSpace> Graph<S> {
                         AccessKind::Write => "W",
                         AccessKind::Atomic => "A",
                     };
-                    format!("{k} {}", escape(&a.view))
+                    format!("{k} {}", dot::escape(&a.view))
                 })
                 .collect();
             if !accesses.is_empty() {

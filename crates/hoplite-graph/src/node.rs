@@ -259,32 +259,33 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
     }
 }
 
-/// The `parallel_for` pattern.
-pub(crate) struct ForPattern;
+/// What sets one launch node apart from another: its pattern's kind and how the pattern
+/// dispatches the kernel (and stores a result). Everything else a [`NodeKernel`] does is the
+/// same for every pattern, in the one impl for [`LaunchNode`].
+pub(crate) trait LaunchPattern<L: LaunchSpec<Args: GraphArgs>, F>: Sized + Send + Sync {
+    /// The kind of the nodes of this pattern.
+    const KIND: NodeKind;
 
-impl<L, F> LaunchNode<L, F, ForPattern>
-where
-    L: LaunchSpec<Args: GraphArgs>,
-    <L::Policy as ExecutionPolicy>::Space: ParallelFor<L::Policy>,
-    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
-{
-    #[inline(always)]
-    fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
-        self.with_args(|args| parallel_for_validated::<L, _>(self.label.as_str(), policy, args, &self.kernel))
-    }
+    /// Runs `node`'s kernel once under `policy` (the node's own, or one moved to another
+    /// instance).
+    fn run_with(
+        node: &LaunchNode<L, F, Self>,
+        policy: &ValidatedPolicy<L::Policy>,
+    ) -> hoplite_core::Result<()>;
 }
 
-impl<S, L, F> NodeKernel<S> for LaunchNode<L, F, ForPattern>
+impl<S, L, F, P> NodeKernel<S> for LaunchNode<L, F, P>
 where
-    S: ExecutionSpace + ParallelFor<L::Policy>,
+    S: ExecutionSpace,
     L: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> + 'static,
-    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
+    F: Send + Sync,
+    P: LaunchPattern<L, F>,
 {
     fn label(&self) -> &str {
         self.label.as_str()
     }
     fn kind(&self) -> NodeKind {
-        NodeKind::For
+        P::KIND
     }
     fn accesses(&self) -> &[Access] {
         self.accesses.as_slice()
@@ -293,10 +294,30 @@ where
         LaunchNode::work(self)
     }
     fn run(&self) -> hoplite_core::Result<()> {
-        self.run_with(&self.policy)
+        P::run_with(self, &self.policy)
     }
     fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
-        self.run_with(&self.policy_on(space)?)
+        P::run_with(self, &self.policy_on(space)?)
+    }
+}
+
+/// The `parallel_for` pattern.
+pub(crate) struct ForPattern;
+
+impl<L, F> LaunchPattern<L, F> for ForPattern
+where
+    L: LaunchSpec<Args: GraphArgs>,
+    <L::Policy as ExecutionPolicy>::Space: ParallelFor<L::Policy>,
+    F: for<'it> Fn(L::Item<'it>) + Send + Sync,
+{
+    const KIND: NodeKind = NodeKind::For;
+
+    #[inline(always)]
+    fn run_with(
+        node: &LaunchNode<L, F, Self>,
+        policy: &ValidatedPolicy<L::Policy>,
+    ) -> hoplite_core::Result<()> {
+        node.with_args(|args| parallel_for_validated::<L, _>(node.label.as_str(), policy, args, &node.kernel))
     }
 }
 
@@ -411,7 +432,7 @@ pub(crate) struct ReducePattern<R, Tg> {
     pub(crate) target: Tg,
 }
 
-impl<L, F, R, Tg> LaunchNode<L, F, ReducePattern<R, Tg>>
+impl<L, F, R, Tg> LaunchPattern<L, F> for ReducePattern<R, Tg>
 where
     L: LaunchSpec<Args: GraphArgs>,
     <L::Policy as ExecutionPolicy>::Space: ParallelReduce<L::Policy>,
@@ -419,46 +440,23 @@ where
     Tg: ReduceTarget<R::Value>,
     F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
 {
+    const KIND: NodeKind = NodeKind::Reduce;
+
     #[inline(always)]
-    fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
-        let value = self.with_args(|args| {
+    fn run_with(
+        node: &LaunchNode<L, F, Self>,
+        policy: &ValidatedPolicy<L::Policy>,
+    ) -> hoplite_core::Result<()> {
+        let value = node.with_args(|args| {
             parallel_reduce_validated::<L, _, _>(
-                self.label.as_str(),
+                node.label.as_str(),
                 policy,
                 args,
-                &self.kernel,
-                &self.pattern.reducer,
+                &node.kernel,
+                &node.pattern.reducer,
             )
         })?;
-        self.pattern.target.store(self.label.as_str(), value)
-    }
-}
-
-impl<S, L, F, R, Tg> NodeKernel<S> for LaunchNode<L, F, ReducePattern<R, Tg>>
-where
-    S: ExecutionSpace + ParallelReduce<L::Policy>,
-    L: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> + 'static,
-    R: Reducer + Send + Sync,
-    Tg: ReduceTarget<R::Value>,
-    F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
-{
-    fn label(&self) -> &str {
-        self.label.as_str()
-    }
-    fn kind(&self) -> NodeKind {
-        NodeKind::Reduce
-    }
-    fn accesses(&self) -> &[Access] {
-        self.accesses.as_slice()
-    }
-    fn work(&self) -> Option<usize> {
-        LaunchNode::work(self)
-    }
-    fn run(&self) -> hoplite_core::Result<()> {
-        self.run_with(&self.policy)
-    }
-    fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
-        self.run_with(&self.policy_on(space)?)
+        node.pattern.target.store(node.label.as_str(), value)
     }
 }
 
@@ -468,7 +466,7 @@ pub(crate) struct ScanPattern<T, Tg> {
     pub(crate) _value: PhantomData<fn() -> T>,
 }
 
-impl<L, F, T, Tg> LaunchNode<L, F, ScanPattern<T, Tg>>
+impl<L, F, T, Tg> LaunchPattern<L, F> for ScanPattern<T, Tg>
 where
     L: LaunchSpec<Args: GraphArgs>,
     <L::Policy as ExecutionPolicy>::Space: ParallelScan<L::Policy>,
@@ -476,42 +474,19 @@ where
     Tg: ReduceTarget<T>,
     F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
 {
+    const KIND: NodeKind = NodeKind::Scan;
+
     #[inline(always)]
-    fn run_with(&self, policy: &ValidatedPolicy<L::Policy>) -> hoplite_core::Result<()> {
-        let total: T = self.with_args(|args| {
-            parallel_scan_validated::<L, _, _>(self.label.as_str(), policy, args, &self.kernel)
+    fn run_with(
+        node: &LaunchNode<L, F, Self>,
+        policy: &ValidatedPolicy<L::Policy>,
+    ) -> hoplite_core::Result<()> {
+        let total: T = node.with_args(|args| {
+            parallel_scan_validated::<L, _, _>(node.label.as_str(), policy, args, &node.kernel)
         })?;
-        match &self.pattern.target {
-            Some(t) => t.store(self.label.as_str(), total),
+        match &node.pattern.target {
+            Some(t) => t.store(node.label.as_str(), total),
             None => Ok(()),
         }
-    }
-}
-
-impl<S, L, F, T, Tg> NodeKernel<S> for LaunchNode<L, F, ScanPattern<T, Tg>>
-where
-    S: ExecutionSpace + ParallelScan<L::Policy>,
-    L: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> + 'static,
-    T: ScanValue,
-    Tg: ReduceTarget<T>,
-    F: for<'it> Fn(L::Item<'it>, &mut T, bool) + Send + Sync,
-{
-    fn label(&self) -> &str {
-        self.label.as_str()
-    }
-    fn kind(&self) -> NodeKind {
-        NodeKind::Scan
-    }
-    fn accesses(&self) -> &[Access] {
-        self.accesses.as_slice()
-    }
-    fn work(&self) -> Option<usize> {
-        LaunchNode::work(self)
-    }
-    fn run(&self) -> hoplite_core::Result<()> {
-        self.run_with(&self.policy)
-    }
-    fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
-        self.run_with(&self.policy_on(space)?)
     }
 }

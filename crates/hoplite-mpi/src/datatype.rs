@@ -202,11 +202,7 @@ where
 /// A fingerprint of `T` for checking that every rank passes the same element type.
 pub(crate) fn type_fingerprint<T>() -> i64 {
     // FNV-1a over the type's name: the same program gives every rank the same name.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in std::any::type_name::<T>().bytes() {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
+    let hash = hoplite_core::device_kernel::stable_hash(&[std::any::type_name::<T>().as_bytes()]);
     // Two bits off, so the value and its negation both fit an i64.
     (hash >> 2) as i64
 }
@@ -234,5 +230,7 @@ mod tests {
         assert_ne!(type_fingerprint::<f64>(), type_fingerprint::<i64>());
         assert_eq!(type_fingerprint::<f64>(), type_fingerprint::<f64>());
         assert!(type_fingerprint::<f64>() >= 0);
+        // The FNV-1a of "f64", two bits off: the fingerprint is core's stable hash of the name.
+        assert_eq!(type_fingerprint::<f64>(), 0x375d_1306_3fdf_a86a);
     }
 }

@@ -7,8 +7,8 @@ use std::ops::Deref;
 use hoplite_core::ExecutionSpace;
 
 use crate::error::SelectError;
+use crate::generic_policy::{Logic, Selection};
 use crate::info::{InfoSet, Report, StartSlot};
-use crate::policy::{Logic, Selection};
 
 /// Something that can block until its work is done: a resource whose submission group can be
 /// waited on, a value returned by a submitted function, a [`Submission`], a [`SubmissionGroup`].

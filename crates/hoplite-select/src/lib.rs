@@ -50,22 +50,22 @@
 //! `examples/numa_custom_backend.rs` for a backend in under 25 lines.
 
 mod backend;
+mod builtin_policies;
 mod error;
+mod generic_policy;
 mod info;
-mod policies;
-mod policy;
 
 pub use backend::{
     Adapted, Backend, BackendFor, DefaultBackend, FromResources, SpaceBackend, Submission, SubmissionGroup,
     Wait, WaitAll, wait_each,
 };
-pub use error::SelectError;
-pub use info::{InfoSet, Report, StartSlot, Started, TaskCompletion, TaskSubmission, TaskTime};
-pub use policies::{
+pub use builtin_policies::{
     AutoTune, DynamicLoad, ExplicitKey, FixedLogic, FixedResource, KeyArgs, KeyHistory, KeyedAutoTune,
     LoadLogic, NoKey, RoundRobin, RoundRobinLogic, TuneKey, TuneKeyOf, TuneLogic, TuneState,
 };
-pub use policy::{KeyFor, Logic, Policy, Selection};
+pub use error::SelectError;
+pub use generic_policy::{KeyFor, Logic, Policy, Selection};
+pub use info::{InfoSet, Report, StartSlot, Started, TaskCompletion, TaskSubmission, TaskTime};
 
 /// Chooses a resource for submitting `f` with `args` (the function and arguments are the key
 /// an auto-tune policy chooses by). Submit to it with [`Selection::submit`].

@@ -22,7 +22,7 @@ use std::sync::PoisonError;
 
 use smallvec::SmallVec;
 
-use crate::prims::{AtomicU64, Mutex, MutexGuard, Ordering};
+use crate::sync_prims::{AtomicU64, Mutex, MutexGuard, Ordering};
 
 use super::footprint::{AccessKind, Footprint};
 use crate::error::{Error, Result};

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::policy::{IterationOrder, for_each_point};
-use crate::space::{ArrayLayout, HostAccessibleSpace, HostSpace};
+use crate::space::{ArrayLayout, HostAccessibleSpace, HostSpace, MemorySpace};
 use crate::view::access::for_each_index;
 use crate::view::{View, ViewValue};
 
@@ -35,15 +35,7 @@ where
     S1: HostAccessibleSpace,
     S2: HostAccessibleSpace,
 {
-    if dst.extents() != src.extents() {
-        return Err(Error::ExtentMismatch {
-            what: "deep_copy",
-            left_label: dst.label().to_owned(),
-            left: dst.extents().to_vec(),
-            right_label: src.label().to_owned(),
-            right: src.extents().to_vec(),
-        });
-    }
+    check_same_extents("deep_copy", dst, src)?;
     let from = src.host_read()?;
     let mut to = dst.host_write()?;
     if let (Some(s), Some(d)) = (from.as_slice(), to.as_mut_slice())
@@ -80,6 +72,32 @@ where
         _ => for_each_index::<R, L1>(&extents, |idx| to.set(idx, from.get(idx))),
     }
     Ok(())
+}
+
+/// The check every copy makes before it borrows anything: `dst` and `src` have the same
+/// extents, or the copy named `what` fails with [`Error::ExtentMismatch`] naming both views.
+pub(crate) fn check_same_extents<T, const R: usize, L1, L2, S1, S2>(
+    what: &'static str,
+    dst: &View<T, R, L1, S1>,
+    src: &View<T, R, L2, S2>,
+) -> Result<()>
+where
+    T: ViewValue,
+    L1: ArrayLayout,
+    L2: ArrayLayout,
+    S1: MemorySpace,
+    S2: MemorySpace,
+{
+    if dst.extents() == src.extents() {
+        return Ok(());
+    }
+    Err(Error::ExtentMismatch {
+        what,
+        left_label: dst.label().to_owned(),
+        left: dst.extents().to_vec(),
+        right_label: src.label().to_owned(),
+        right: src.extents().to_vec(),
+    })
 }
 
 /// The dimension with the smallest stride among those of extent above 1 (the one a walk in

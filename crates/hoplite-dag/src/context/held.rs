@@ -1,15 +1,15 @@
 //! The borrows the context holds for its vertices' handles, one per allocation, elements and
-//! access kind, and the launch-time hook (`Taking`) through which handles take them.
+//! access kind, and the launch-time hook (`LaunchSlots`) through which handles take them.
 
 use std::sync::Arc;
 
-use hoplite_core::view::graph_support::{AllocationKey, BorrowGroup, HeldBorrow};
+use hoplite_core::view::held::{AllocationKey, BorrowGroup, HeldBorrow};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_graph::HeldBorrows;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
-use super::vertex::Cell;
+use super::vertex::VertexStatus;
 
 /// How many held borrows the context keeps before it ends those whose vertices have all
 /// ended at a launch.
@@ -47,7 +47,7 @@ pub(super) struct Slot {
     pub(super) held: Option<HeldBorrow>,
     /// The latest vertex to use it on each stream: a stream ends its vertices in order, so
     /// once these have ended every user has.
-    users: SmallVec<[(usize, Arc<Cell>); 1]>,
+    users: SmallVec<[(usize, Arc<VertexStatus>); 1]>,
 }
 
 impl Default for HeldSlots {
@@ -68,7 +68,7 @@ impl HeldSlots {
     /// work drops them before it ends, and `has_ended` acquires what the work did).
     fn unused(&self, k: u32) -> bool {
         let slot = &self.slots[k as usize];
-        slot.key.is_some() && slot.users.iter().all(|(_, cell)| cell.has_ended())
+        slot.key.is_some() && slot.users.iter().all(|(_, status)| status.has_ended())
     }
 
     /// Ends slot `k`'s borrow and frees the slot, if no unfinished vertex uses it.
@@ -121,12 +121,12 @@ impl HeldSlots {
         }
     }
 
-    /// Records the vertex of `cell`, on `stream`, as a user of slot `k`.
-    pub(super) fn use_slot(&mut self, k: u32, stream: usize, cell: &Arc<Cell>) {
+    /// Records the vertex of `status`, on `stream`, as a user of slot `k`.
+    pub(super) fn use_slot(&mut self, k: u32, stream: usize, status: &Arc<VertexStatus>) {
         let users = &mut self.slots[k as usize].users;
         match users.iter_mut().find(|(s, _)| *s == stream) {
-            Some(user) => user.1 = cell.clone(),
-            None => users.push((stream, cell.clone())),
+            Some(user) => user.1 = status.clone(),
+            None => users.push((stream, status.clone())),
         }
     }
 }
@@ -145,8 +145,9 @@ impl Drop for HeldSlots {
     }
 }
 
-/// The slots one launch's handles take (`GraphArgs::into_held`), and which.
-pub(super) struct Taking<'a> {
+/// The held-borrow slots of one launch: the context's slots, lent to the launch's handles
+/// while they take their borrows (`GraphArgs::into_held`), and which of them they took.
+pub(super) struct LaunchSlots<'a> {
     pub(super) slots: &'a mut HeldSlots,
     pub(super) group: &'a BorrowGroup,
     pub(super) used: SmallVec<[u32; 4]>,
@@ -154,7 +155,7 @@ pub(super) struct Taking<'a> {
     pub(super) asked: usize,
 }
 
-impl HeldBorrows for Taking<'_> {
+impl HeldBorrows for LaunchSlots<'_> {
     fn slot(
         &mut self,
         allocation: AllocationKey,

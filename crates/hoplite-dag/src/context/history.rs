@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::state::Live;
+use super::state::UnfinishedVertex;
 use crate::device::Stream;
 use crate::model::{Edges, VertexId};
 use crate::vertex_table::VertexTable;
@@ -21,10 +21,10 @@ pub(super) struct Record {
     pub(super) device: usize,
     pub(super) stream: usize,
     pub(super) edges: Edges,
-    /// How it ended, copied from its cell when it retires; `None` while it is live (its cell
-    /// is then in `State::live`). The history keeps no cell: dropping the oldest record at
-    /// each launch would otherwise free a cell made `HISTORY_LIMIT` launches ago, a cache miss
-    /// or two on every launch.
+    /// How it ended, copied from its status when it retires; `None` while it is live (its
+    /// status is then in `State::live`). The history keeps no status: dropping the oldest
+    /// record at each launch would otherwise free a status made `HISTORY_LIMIT` launches ago,
+    /// a cache miss or two on every launch.
     pub(super) ended: Option<Ended>,
 }
 
@@ -70,15 +70,15 @@ pub(super) struct Ended {
 }
 
 impl Record {
-    /// Its state's name and its start and end, from the copy or from the live cell.
+    /// Its state's name and its start and end, from the copy or from the live status.
     pub(super) fn progress<T: Stream>(
         &self,
-        live: &VertexTable<Live<T>>,
+        live: &VertexTable<UnfinishedVertex<T>>,
     ) -> (&'static str, Option<Instant>, Option<Instant>) {
         match (&self.ended, live.get(self.id)) {
             (Some(e), _) => (e.state, e.start, e.end),
             (None, Some(l)) => {
-                let p = l.cell.progress.lock();
+                let p = l.status.progress.lock();
                 (p.state.name(), p.start, p.end)
             }
             // Retired before its record was made: cannot happen (a vertex's record is made in

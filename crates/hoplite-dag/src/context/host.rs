@@ -11,7 +11,7 @@ use super::Context;
 use super::held::HeldSlots;
 use super::history::Ended;
 use super::state::{LOCATIONS_LIMIT, State};
-use super::vertex::{Cell, VertexState};
+use super::vertex::{VertexState, VertexStatus};
 use crate::Result;
 use crate::device::Device;
 use crate::model::VertexId;
@@ -24,7 +24,7 @@ impl<D: Device> Context<D> {
         for s in 0..state.in_stream_order.len() {
             while let Some(&id) = state.in_stream_order[s].front() {
                 // Retired already (by a host wait), or its work has ended.
-                let ended = state.live.get(id).is_none_or(|l| l.cell.has_ended());
+                let ended = state.live.get(id).is_none_or(|l| l.status.has_ended());
                 if !ended {
                     break;
                 }
@@ -40,23 +40,23 @@ impl<D: Device> Context<D> {
         }
     }
 
-    /// Retires one finished vertex (its cell holds its final state), unless that happened
+    /// Retires one finished vertex (its status holds its final state), unless that happened
     /// already.
     pub(super) fn retire_one(state: &mut State<D>, held: &mut HeldSlots, id: VertexId) {
         let Some(live) = state.live.remove(id) else {
             return;
         };
-        // The history keeps how it ended; the cell goes (see `Record::ended`).
+        // The history keeps how it ended; the status goes (see `Record::ended`).
         if let Some(record) = state.history.get_mut(id) {
-            let p = live.cell.progress.lock();
+            let p = live.status.progress.lock();
             record.ended = Some(Ended {
                 state: p.state.name(),
                 start: p.start,
                 end: p.end,
             });
         }
-        if live.cell.has_failed()
-            && let VertexState::Failed(e) = live.cell.state()
+        if live.status.has_failed()
+            && let VertexState::Failed(e) = live.status.state()
         {
             for a in state.model.accesses(id).unwrap_or_default() {
                 state.poisoned.push((a.clone(), e.clone()));
@@ -65,7 +65,7 @@ impl<D: Device> Context<D> {
         }
         state.model.finish(id);
         state.assigner.finish(id);
-        state.spent_cells.push_back(live.cell);
+        state.spent_statuses.push_back(live.status);
         state.spent_jobs.push_back(live.job);
         state.sweep_jobs();
         // After the job, whose handles hold views too, has most likely gone.
@@ -78,21 +78,21 @@ impl<D: Device> Context<D> {
     /// returns the failure of a failed vertex it conflicts with; a write takes the elements
     /// back for the host, clearing the failures it covers.
     fn wait_for(&self, access: &Access) -> Result<()> {
-        let waits: Vec<(VertexId, Arc<Cell>)> = {
+        let waits: Vec<(VertexId, Arc<VertexStatus>)> = {
             let mut state = self.state.lock();
             Self::retire(&mut state, &mut self.held.lock());
             let ids = state.model.conflicting(access);
             ids.iter()
-                .filter_map(|&id| state.live.get(id).map(|l| (id, l.cell.clone())))
+                .filter_map(|&id| state.live.get(id).map(|l| (id, l.status.clone())))
                 .collect()
         };
         // The latest first: a stream ends its vertices in order, so once the latest of each
         // stream has ended the earlier ones have too, and the host sleeps once per stream
         // instead of once per vertex.
-        for (_, cell) in waits.iter().rev() {
-            cell.wait();
+        for (_, status) in waits.iter().rev() {
+            status.wait();
         }
-        // The waited vertices are finished (their cells say so, with their outcome): retire
+        // The waited vertices are finished (their statuses say so, with their outcome): retire
         // them now, whether or not their streams have reported them yet, so that every
         // failure among them is recorded before the check below.
         let mut state = self.state.lock();
@@ -162,21 +162,21 @@ impl<D: Device> Context<D> {
     ///
     /// That failure.
     pub fn synchronize(&self) -> Result<()> {
-        let cells: Vec<(VertexId, Arc<Cell>)> = {
+        let statuses: Vec<(VertexId, Arc<VertexStatus>)> = {
             let state = self.state.lock();
-            let mut cells: Vec<(VertexId, Arc<Cell>)> =
-                state.live.iter().map(|(id, l)| (id, l.cell.clone())).collect();
-            cells.sort_unstable_by_key(|&(id, _)| id);
-            cells
+            let mut statuses: Vec<(VertexId, Arc<VertexStatus>)> =
+                state.live.iter().map(|(id, l)| (id, l.status.clone())).collect();
+            statuses.sort_unstable_by_key(|&(id, _)| id);
+            statuses
         };
         // The latest first, as in `wait_for`.
-        for (_, cell) in cells.iter().rev() {
-            cell.wait();
+        for (_, status) in statuses.iter().rev() {
+            status.wait();
         }
         let mut state = self.state.lock();
         let mut held = self.held.lock();
         Self::retire(&mut state, &mut held);
-        for &(id, _) in &cells {
+        for &(id, _) in &statuses {
             Self::retire_one(&mut state, &mut held, id);
         }
         held.sweep();

@@ -8,13 +8,13 @@ use hoplite_core::ValidatedPolicy;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use super::vertex::{Cell, VertexState};
+use super::vertex::{VertexState, VertexStatus};
 use crate::DagError;
 use crate::device::Job;
 
 /// A vertex's work. The stream's thread takes and consumes only `run` (the kernel launch);
 /// the rest it uses in place and leaves to the launching thread, which drops the job (see
-/// `State::spent_jobs`): the label's count, the cells', and the views' of handles that hold
+/// `State::spent_jobs`): the label's count, the statuses', and the views' of handles that hold
 /// no borrow then change on one thread only, where dropping them on the stream's thread
 /// moved their cache lines there and back at every vertex.
 pub(super) struct VertexJob<P, A, K> {
@@ -24,9 +24,9 @@ pub(super) struct VertexJob<P, A, K> {
     /// are then dropped on the stream's thread, right after the work.
     pub(super) release_handles: bool,
     pub(super) label: Arc<str>,
-    pub(super) cell: Arc<Cell>,
-    /// The cells of its parents (a failed one fails it), the first by stream order.
-    pub(super) parent_cells: SmallVec<[Arc<Cell>; 4]>,
+    pub(super) status: Arc<VertexStatus>,
+    /// The statuses of its parents (a failed one fails it), the first by stream order.
+    pub(super) parent_statuses: SmallVec<[Arc<VertexStatus>; 4]>,
     /// The failure it inherits at launch (see `plan_dependencies`).
     pub(super) poisoned: Option<Box<DagError>>,
 }
@@ -55,7 +55,7 @@ where
         };
         let label = &self.label;
         let failure = self.poisoned.as_deref().cloned().or_else(|| {
-            self.parent_cells.iter().find_map(|c| match c.state() {
+            self.parent_statuses.iter().find_map(|c| match c.state() {
                 VertexState::Failed(e) => Some(e),
                 _ => None,
             })
@@ -63,7 +63,7 @@ where
         let outcome = match failure {
             Some(cause) => VertexState::Failed(cause.inherited_by(label)),
             None => {
-                self.cell.start();
+                self.status.start();
                 let VertexWork { policy, handles, .. } = &*work;
                 let result = match handles {
                     Some(handles) => catch_unwind(AssertUnwindSafe(|| run(label, policy, handles))),
@@ -89,6 +89,6 @@ where
             work.handles = None;
         }
         drop(work);
-        self.cell.finish(outcome);
+        self.status.finish(outcome);
     }
 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hoplite_core::ParallelFor;
-use hoplite_core::view::graph_support::BorrowGroup;
+use hoplite_core::view::held::BorrowGroup;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap as HashMap;
 
@@ -126,7 +126,7 @@ impl<D: Device> Context<D> {
                 poisoned: Vec::new(),
                 unreported: Vec::new(),
                 last_label: None,
-                spent_cells: VecDeque::new(),
+                spent_statuses: VecDeque::new(),
                 spent_jobs: VecDeque::new(),
             }),
             held: Arc::default(),

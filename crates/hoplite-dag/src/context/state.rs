@@ -1,17 +1,17 @@
 //! The context's mutable state, behind its lock: the dependency model, streams, unfinished
-//! vertices, history, data locations, and the cells and jobs kept for reuse.
+//! vertices, history, data locations, and the statuses and jobs kept for reuse.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use hoplite_core::view::graph_support::AllocationKey;
+use hoplite_core::view::held::AllocationKey;
 use hoplite_graph::Access;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
 use super::SpaceOf;
 use super::history::History;
-use super::vertex::Cell;
+use super::vertex::VertexStatus;
 use crate::DagError;
 use crate::device::{Device, Job, Stream};
 use crate::model::{DependencyModel, VertexId};
@@ -23,16 +23,16 @@ use crate::vertex_table::VertexTable;
 /// vertex uses.
 pub(super) const LOCATIONS_LIMIT: usize = 1 << 14;
 
-/// An unfinished vertex: what host access and later launches need to wait for it (its
-/// accesses are the model's).
-pub(super) struct Live<T: Stream> {
+/// A vertex that has not been retired yet: what host access and later launches need to wait
+/// for it (its accesses are the model's).
+pub(super) struct UnfinishedVertex<T: Stream> {
     /// An event right after the vertex in its stream, for launches on other streams to wait
     /// for. (Recording it only when a first such launch comes would save a queue item per
     /// vertex, but the event then also covers whatever the stream took on since, and
     /// independent branches end up waiting for each other: 2x slower in the branch benchmark.)
     pub(super) event: T::Event,
     pub(super) stream: usize,
-    pub(super) cell: Arc<Cell>,
+    pub(super) status: Arc<VertexStatus>,
     /// The vertex's work, also held by its stream until it has run (see `State::spent_jobs`).
     pub(super) job: Arc<dyn Job<T::Space>>,
     /// The held borrows its handles rely on (`HeldSlots` indices).
@@ -44,7 +44,7 @@ pub(super) struct State<D: Device> {
     pub(super) assigner: StreamAssigner,
     pub(super) selector: DeviceSelector,
     pub(super) streams: Vec<D::Stream>,
-    pub(super) live: VertexTable<Live<D::Stream>>,
+    pub(super) live: VertexTable<UnfinishedVertex<D::Stream>>,
     pub(super) history: History,
     /// Where each allocation the context has seen is up to date (absent: only on the CPU).
     /// Bounded by `LOCATIONS_LIMIT`: past it, allocations no unfinished vertex uses are
@@ -53,7 +53,7 @@ pub(super) struct State<D: Device> {
     pub(super) prune_locations_at: usize,
     /// The unretired vertices of each stream, in stream order: `retire` takes them from the
     /// front while their work has ended. A stream runs its work in order, so looking at the
-    /// front of each stream finds every vertex that ended, reading only cells the retiring
+    /// front of each stream finds every vertex that ended, reading only statuses the retiring
     /// reads anyway (and the first unfinished one's) — where a list of finished vertices cost
     /// the stream's thread a lock and a push per vertex, and the launching thread a lock per
     /// launch on a line the other thread wrote last.
@@ -66,11 +66,11 @@ pub(super) struct State<D: Device> {
     /// The label of the last launch, shared with the next one if it has the same.
     pub(super) last_label: Option<Arc<str>>,
     /// Cells of retired vertices, oldest first, to be reused once nobody else holds them.
-    /// A vertex's cell is released last by whichever of the context, its stream's closure
+    /// A vertex's status is released last by whichever of the context, its stream's closure
     /// and the user's `Vertex` drops it last; freed on the stream's thread, memory the
     /// launching thread allocated goes back through the allocator's shared arena, under its
-    /// lock, on every launch. Reusing cells keeps them on the launching thread.
-    pub(super) spent_cells: VecDeque<Arc<Cell>>,
+    /// lock, on every launch. Reusing statuses keeps them on the launching thread.
+    pub(super) spent_statuses: VecDeque<Arc<VertexStatus>>,
     /// Work of retired vertices, oldest first, dropped once its stream has let it go: a
     /// vertex's work is allocated here and, dropped last by the stream's thread, would be freed
     /// there, into this thread's allocator arena under its lock (where the two threads then
@@ -79,9 +79,9 @@ pub(super) struct State<D: Device> {
     pub(super) spent_jobs: VecDeque<Arc<dyn Job<SpaceOf<D>>>>,
 }
 
-/// How many retired cells `State::spent_cells` keeps; past it, cells that are still held
-/// elsewhere (a `Vertex` the user keeps) are let go.
-const SPENT_CELLS_LIMIT: usize = 64;
+/// How many retired statuses `State::spent_statuses` keeps; past it, statuses that are still
+/// held elsewhere (a `Vertex` the user keeps) are let go.
+const SPENT_STATUSES_LIMIT: usize = 64;
 
 /// How many retired jobs `State::spent_jobs` keeps waiting for their stream to let them go.
 const SPENT_JOBS_LIMIT: usize = 64;
@@ -98,20 +98,20 @@ impl<D: Device> State<D> {
         }
     }
 
-    /// A cell for a new vertex: a retired one nobody holds any more, or a new one.
-    pub(super) fn fresh_cell(&mut self) -> Arc<Cell> {
-        while let Some(mut cell) = self.spent_cells.pop_front() {
-            if let Some(unique) = Arc::get_mut(&mut cell) {
+    /// A status for a new vertex: a retired one nobody holds any more, or a new one.
+    pub(super) fn fresh_status(&mut self) -> Arc<VertexStatus> {
+        while let Some(mut status) = self.spent_statuses.pop_front() {
+            if let Some(unique) = Arc::get_mut(&mut status) {
                 unique.reset();
-                return cell;
+                return status;
             }
-            if self.spent_cells.len() < SPENT_CELLS_LIMIT {
+            if self.spent_statuses.len() < SPENT_STATUSES_LIMIT {
                 // Its stream's closure has not let it go yet: look again next time.
-                self.spent_cells.push_front(cell);
+                self.spent_statuses.push_front(status);
                 break;
             }
             // Held past many launches: by the user, who frees it.
         }
-        Cell::new()
+        VertexStatus::new()
     }
 }

@@ -10,11 +10,11 @@ use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use super::held::{HeldSlots, Taking};
+use super::held::{HeldSlots, LaunchSlots};
 use super::history::Record;
 use super::job::{VertexJob, VertexWork};
-use super::state::{Live, State};
-use super::vertex::Cell;
+use super::state::{State, UnfinishedVertex};
+use super::vertex::VertexStatus;
 use super::{Context, Execution, SpaceOf, Vertex};
 use crate::device::{Device, Job, Stream};
 use crate::model::{Edges, Plan, VertexId};
@@ -68,7 +68,7 @@ impl<D: Device> Context<D> {
         Self::retire(&mut state, &mut held);
         held.bound();
         let taken = self.take_borrows(&mut state, &mut held, args)?;
-        let cell = state.fresh_cell();
+        let status = state.fresh_status();
         let label_owned = Self::shared_label(&mut state, label);
         let planned = Self::plan_dependencies(&state, &taken.accesses);
         let stream = match self.assign_stream(&mut state, pin, &planned.parents, &taken.accesses) {
@@ -92,7 +92,7 @@ impl<D: Device> Context<D> {
             poisoned,
         } = planned;
         let (id, edges) = Self::add_vertex(&mut state, accesses, plan, &parents, stream);
-        let slots = Self::use_slots(&mut held, &used, stream, &cell);
+        let slots = Self::use_slots(&mut held, &used, stream, &status);
         // Given back before anything below could wait on a stream (whose work may be a task
         // sweeping the slots).
         drop(held);
@@ -104,16 +104,16 @@ impl<D: Device> Context<D> {
             }),
             release_handles: !all_held,
             label: label_owned,
-            cell: cell.clone(),
+            status: status.clone(),
             // Filled by `enqueue`, with the parents it finds unfinished.
-            parent_cells: SmallVec::new(),
+            parent_statuses: SmallVec::new(),
             poisoned,
         };
         Self::enqueue(&mut state, id, stream, &parents, edges, slots, job);
         drop(state);
         let vertex = Vertex {
             id,
-            cell,
+            status,
             held: Arc::downgrade(&self.held),
         };
         if self.execution == Execution::Sync {
@@ -144,7 +144,7 @@ impl<D: Device> Context<D> {
             return Err(DagError::Core(conflict));
         }
         let (handles, used, asked) = {
-            let mut taking = Taking {
+            let mut launch_slots = LaunchSlots {
                 slots: held,
                 group: &self.group,
                 used: SmallVec::new(),
@@ -162,8 +162,8 @@ impl<D: Device> Context<D> {
             // are never used again); a refused launch drops its handles unused before its slots
             // are released. `held` stays locked until the vertex is a user of its slots, so no
             // host wait ends them in between.
-            let handles = unsafe { GraphArgs::into_held(args, &self.group, &mut taking) };
-            (handles, taking.used, taking.asked)
+            let handles = unsafe { GraphArgs::into_held(args, &self.group, &mut launch_slots) };
+            (handles, launch_slots.used, launch_slots.asked)
         };
         let taken = Taken {
             handles,
@@ -306,16 +306,21 @@ impl<D: Device> Context<D> {
         (id, edges)
     }
 
-    /// Makes the vertex of `cell`, on `stream`, a user of the slots its handles took; returns
+    /// Makes the vertex of `status`, on `stream`, a user of the slots its handles took; returns
     /// those slots.
     ///
     /// From then on each of them keeps its borrow until the vertex has ended; the slots taken
     /// by handles that keep their own borrows (and so hold none) are given back.
-    fn use_slots(held: &mut HeldSlots, used: &[u32], stream: usize, cell: &Arc<Cell>) -> SmallVec<[u32; 4]> {
+    fn use_slots(
+        held: &mut HeldSlots,
+        used: &[u32],
+        stream: usize,
+        status: &Arc<VertexStatus>,
+    ) -> SmallVec<[u32; 4]> {
         let mut slots = SmallVec::new();
         for &k in used {
             if held.slots[k as usize].held.is_some() {
-                held.use_slot(k, stream, cell);
+                held.use_slot(k, stream, status);
                 slots.push(k);
             } else {
                 // Handles that keep their own borrows (`into_held`'s default) took no slot.
@@ -328,9 +333,9 @@ impl<D: Device> Context<D> {
     /// Enqueues vertex `id`'s `job` on `stream`, after events of its parents on other streams,
     /// and records it as live, in its stream's order, and in the history.
     ///
-    /// The job gets the cells of the parents still unfinished (a failed one fails it); those on
-    /// this stream come before it by stream order, those on others through their events, so
-    /// its kernel starts after every parent's has returned.
+    /// The job gets the statuses of the parents still unfinished (a failed one fails it);
+    /// those on this stream come before it by stream order, those on others through their
+    /// events, so its kernel starts after every parent's has returned.
     fn enqueue<P, A, K>(
         state: &mut State<D>,
         id: VertexId,
@@ -346,22 +351,22 @@ impl<D: Device> Context<D> {
         // stream come first by stream order.
         for p in parents {
             if let Some(parent) = state.live.get(*p) {
-                job.parent_cells.push(parent.cell.clone());
+                job.parent_statuses.push(parent.status.clone());
                 if parent.stream != stream {
                     state.streams[stream].wait_event(&parent.event);
                 }
             }
         }
         let label = job.label.clone();
-        let cell = job.cell.clone();
+        let status = job.status.clone();
         let job: Arc<dyn Job<SpaceOf<D>>> = Arc::new(job);
         let event = state.streams[stream].enqueue_recorded_job(job.clone());
         state.live.insert(
             id,
-            Live {
+            UnfinishedVertex {
                 event,
                 stream,
-                cell,
+                status,
                 job,
                 slots,
             },

@@ -1,5 +1,5 @@
 //! Vertices as the caller sees them ([`Vertex`], [`Pending`], [`VertexState`]) and the shared
-//! cell through which a vertex's stream reports its progress.
+//! status through which a vertex's stream reports its progress.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Weak};
@@ -42,27 +42,30 @@ pub(super) struct Progress {
     pub(super) end: Option<Instant>,
 }
 
-/// The shared record of one vertex: its progress, which the stream updates.
+/// Where one vertex stands (queued, running, done or failed, with its times), shared by the
+/// context, the vertex's stream (which updates it) and the jobs of its children (which
+/// wait for it). Recycled for later vertices once nobody else holds it
+/// (`State::fresh_status`).
 #[derive(Debug)]
-pub(super) struct Cell {
+pub(super) struct VertexStatus {
     pub(super) progress: Mutex<Progress>,
     changed: Condvar,
     /// `ENDED` or `FAILED` once the outcome is final (set under the lock, after the state):
-    /// retiring looks at every pending vertex's cell at each launch, and reads this word
+    /// retiring looks at every pending vertex's status at each launch, and reads this word
     /// instead of taking the lock the stream's thread writes under.
     ended: AtomicU8,
 }
 
-/// `Cell::ended`: the work has not ended.
+/// `VertexStatus::ended`: the work has not ended.
 const RUNNING: u8 = 0;
-/// `Cell::ended`: the vertex is done.
+/// `VertexStatus::ended`: the vertex is done.
 const ENDED: u8 = 1;
-/// `Cell::ended`: the vertex failed.
+/// `VertexStatus::ended`: the vertex failed.
 const FAILED: u8 = 2;
 
-impl Cell {
+impl VertexStatus {
     pub(super) fn new() -> Arc<Self> {
-        Arc::new(Cell {
+        Arc::new(VertexStatus {
             progress: Mutex::new(Progress {
                 state: VertexState::Queued,
                 start: None,
@@ -88,7 +91,7 @@ impl Cell {
         self.ended.load(Ordering::Acquire) == FAILED
     }
 
-    /// Makes a cell nobody else holds new again, for the next vertex.
+    /// Makes a status nobody else holds new again, for the next vertex.
     pub(super) fn reset(&mut self) {
         let p = self.progress.get_mut();
         p.state = VertexState::Queued;
@@ -133,7 +136,7 @@ impl Cell {
 #[derive(Clone, Debug)]
 pub struct Vertex {
     pub(super) id: VertexId,
-    pub(super) cell: Arc<Cell>,
+    pub(super) status: Arc<VertexStatus>,
     /// The context's held borrows, to end those of finished vertices once the host sees one.
     pub(super) held: Weak<Mutex<HeldSlots>>,
 }
@@ -146,7 +149,7 @@ impl Vertex {
     /// What became of it so far. Once it is done or failed, its views are no longer borrowed
     /// for it.
     pub fn state(&self) -> VertexState {
-        let state = self.cell.state();
+        let state = self.status.state();
         if !matches!(state, VertexState::Queued | VertexState::Running) {
             self.end_borrows();
         }
@@ -158,7 +161,7 @@ impl Vertex {
     ///
     /// The vertex's failure.
     pub fn wait(&self) -> Result<()> {
-        let state = self.cell.wait();
+        let state = self.status.wait();
         self.end_borrows();
         match state {
             VertexState::Failed(e) => Err(e),

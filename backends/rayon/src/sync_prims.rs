@@ -1,5 +1,7 @@
+//! The loom switch.
+//!
 //! The synchronization primitives of this crate's hand-written protocols (the hot team's
-//! launch hand-off in `pool`, the team barrier in `sync`): std's, or loom's under `cfg(loom)`,
+//! launch hand-off in `pool`, the team barrier in `barrier`): std's, or loom's under `cfg(loom)`,
 //! so that the model checker explores every interleaving of the real code (`cargo xtask test`
 //! runs the models).
 //!

@@ -1,24 +1,26 @@
-//! Support for front ends that record launches instead of running them (explicit graphs, the
-//! implicit DAG runtime): a comparable identity of the allocation behind a view.
+//! Borrows held by a runtime that orders launches itself, and the allocation identity it
+//! compares accesses by: what the implicit DAG runtime (and, for the identity and held
+//! borrows, explicit graphs) needs from views beyond the handles of an eager launch.
 //!
-//! Such a front end keeps a node's views and access kinds ([`AccessKind`])
-//! rather than its handles, and makes fresh handles each time the node runs. To tell whether two
-//! recorded accesses touch the same memory it needs to compare allocations across views of any
-//! element type, rank and layout, which [`View::same_allocation`] cannot do once the views are
-//! type-erased. [`View::allocation_key`] gives a plain key for that; together with
-//! [`View::footprint`] it says exactly which elements two accesses share.
+//! **Allocation identity.** A front end that records launches instead of running them keeps a
+//! node's views and access kinds ([`AccessKind`]) rather than its handles, and makes fresh
+//! handles each time the node runs. To tell whether two recorded accesses touch the same
+//! memory it needs to compare allocations across views of any element type, rank and layout,
+//! which [`View::same_allocation`] cannot do once the views are type-erased.
+//! [`View::allocation_key`] gives a plain key for that; together with [`View::footprint`] it
+//! says exactly which elements two accesses share.
 //!
-//! A runtime that orders launches itself (the implicit DAG runtime) must also keep the views of
-//! launches it has accepted but not yet finished borrowed — so that the host cannot touch them
-//! behind its back — while the launches' own borrows overlap. A [`BorrowGroup`] does that: the
-//! handles made in one group ([`View::read_in`], [`View::write_in`], [`View::atomic_in`]) are
-//! checked against every borrow outside the group and against none inside it; the runtime
-//! promises, by calling those `unsafe fn`s, to order the group's conflicting handles itself.
+//! **Borrow groups.** The DAG runtime must also keep the views of launches it has accepted but
+//! not yet finished borrowed — so that the host cannot touch them behind its back — while the
+//! launches' own borrows overlap. A [`BorrowGroup`] does that: the handles made in one group
+//! ([`View::read_in`], [`View::write_in`], [`View::atomic_in`]) are checked against every
+//! borrow outside the group and against none inside it; the runtime promises, by calling
+//! those `unsafe fn`s, to order the group's conflicting handles itself.
 //!
-//! Such a runtime can also hold one borrow per view and access kind for all its pending
-//! launches ([`HeldBorrow`]) and give it to each launch's handles (`into_held`), which then
-//! hold none of their own: the view is borrowed once for as long as launches use it, and a
-//! launch's end touches no borrow table.
+//! **Held borrows.** Such a runtime can also hold one borrow per view and access kind for all
+//! its pending launches ([`HeldBorrow`]) and give it to each launch's handles (`into_held`),
+//! which then hold none of their own: the view is borrowed once for as long as launches use
+//! it, and a launch's end touches no borrow table.
 
 use std::fmt;
 use std::num::NonZeroU64;
@@ -43,7 +45,7 @@ use crate::view::{AccessKind, Footprint, View, ViewValue};
 ///
 /// ```
 /// use hoplite_core::View;
-/// use hoplite_core::view::graph_support::BorrowGroup;
+/// use hoplite_core::view::held::BorrowGroup;
 /// let x: View<f64, 1> = View::new("x", [4])?;
 /// let group = BorrowGroup::new();
 /// let mut held = None;
@@ -237,7 +239,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
 ///
 /// ```
 /// use hoplite_core::View;
-/// use hoplite_core::view::graph_support::BorrowGroup;
+/// use hoplite_core::view::held::BorrowGroup;
 /// let x: View<f64, 1> = View::new("x", [4])?;
 /// let group = BorrowGroup::new();
 /// // SAFETY: the two writers are never used (they are only held).

@@ -1,5 +1,6 @@
-//! Waiting primitives: a spin-then-yield budget, hints of where a team's threads run, and the
-//! team barrier.
+//! The team barrier ([`Barrier`]), with its poisoning, and the waiting it is built from, which
+//! the launch hand-off in `pool` shares: a spin-then-yield budget and hints of where a team's
+//! threads run.
 //!
 //! Every wait in this crate has three phases. It *spins* (busy-waits with `spin_loop` hints)
 //! for a few microseconds, because the event it waits for is usually just about to happen;
@@ -19,7 +20,7 @@ use std::time::Duration;
 #[cfg(not(loom))]
 use std::time::Instant;
 
-use crate::prims::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
+use crate::sync_prims::{AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
 
 use crossbeam_utils::CachePadded;
 
