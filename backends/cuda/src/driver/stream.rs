@@ -1,0 +1,338 @@
+//! Streams: a stream of a device, destroyed when dropped, with the scratch and staging memory
+//! it keeps for reductions and scans, and the copies queued on it.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+
+use super::{Device, check};
+use crate::CudaError;
+
+/// A stream of a device, destroyed when dropped.
+#[derive(Debug)]
+pub(crate) struct Stream {
+    pub(crate) device: Arc<Device>,
+    raw: sys::CUstream,
+    /// The device memory a [`StreamBuffer`] lends.
+    scratch: Mutex<Scratch>,
+    /// Where [`StreamBuffer::read_back`] copies results to.
+    staging: Mutex<Staging>,
+}
+
+/// Page-locked host memory that a stream copies small results back through (a reduction's
+/// partials, a scan's chunk sums): kept and grown rather than allocated per reduction, and
+/// copied into directly rather than through the driver's staging of pageable memory.
+#[derive(Debug)]
+struct Staging {
+    ptr: *mut u8,
+    bytes: usize,
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            // SAFETY: `ptr` came from `cuMemHostAlloc` in the stream's context, which the
+            // owner binds before dropping it, and every copy into it was waited for while the
+            // stream's lock was held.
+            let _ = unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
+        }
+    }
+}
+
+// SAFETY: a stream handle may be used from any thread; the driver serializes work on it.
+unsafe impl Send for Stream {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    /// A new stream on `device`.
+    pub(crate) fn new(device: Arc<Device>) -> Result<Stream, CudaError> {
+        device.bind()?;
+        let mut raw: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: the device's context is current; `raw` is a live out pointer; flags 0 is
+        // CU_STREAM_DEFAULT.
+        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut raw, 0) })?;
+        Ok(Stream {
+            device,
+            raw,
+            scratch: Mutex::new(Scratch { ptr: 0, bytes: 0 }),
+            staging: Mutex::new(Staging {
+                ptr: std::ptr::null_mut(),
+                bytes: 0,
+            }),
+        })
+    }
+
+    /// Waits for every launch on the stream; reports an asynchronous failure.
+    pub(crate) fn synchronize(&self) -> Result<(), CudaError> {
+        self.device.bind()?;
+        // SAFETY: `raw` is a live stream of the bound context.
+        check("cuStreamSynchronize", unsafe {
+            sys::cuStreamSynchronize(self.raw)
+        })
+    }
+
+    pub(crate) fn raw(&self) -> sys::CUstream {
+        self.raw
+    }
+
+    /// Whether all work queued on the stream has finished (`cuStreamQuery`). An error means
+    /// the work failed and nothing is left to wait for, so it counts as idle.
+    pub(crate) fn is_idle(&self) -> bool {
+        if self.device.bind().is_err() {
+            return true;
+        }
+        // SAFETY: the stream is live and its device's context current.
+        let status = unsafe { sys::cuStreamQuery(self.raw) };
+        status != sys::CUresult::CUDA_ERROR_NOT_READY
+    }
+}
+
+impl Stream {
+    /// Frees the scratch memory `old` (nothing when it is empty) after the work queued on
+    /// this stream.
+    ///
+    /// # Safety
+    ///
+    /// `old` was this stream's scratch, and only work on this stream used it.
+    unsafe fn free_scratch(&self, old: Scratch) {
+        if old.bytes == 0 {
+            return;
+        }
+        // SAFETY: `old.ptr` was allocated as the device's `memory_pools` says and is freed
+        // once. A pooled free is ordered after the stream's work; otherwise the stream is
+        // drained first, so no queued kernel or copy still uses the memory.
+        let _ = unsafe {
+            if self.device.memory_pools {
+                sys::cuMemFreeAsync(old.ptr, self.raw)
+            } else {
+                sys::cuStreamSynchronize(self.raw);
+                sys::cuMemFree_v2(old.ptr)
+            }
+        };
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.device.bind().is_ok() {
+            let scratch = std::mem::replace(self.scratch.get_mut(), Scratch { ptr: 0, bytes: 0 });
+            // SAFETY: the stream's own scratch, used only by work on it.
+            unsafe { self.free_scratch(scratch) };
+            // SAFETY: `raw` is a live stream created by `new` and not used after this; work
+            // still queued completes before the driver frees it.
+            let _ = unsafe { sys::cuStreamDestroy_v2(self.raw) };
+        } else {
+            // No context to free the staging memory in: leave it to the process's end.
+            std::mem::forget(std::mem::replace(
+                self.staging.get_mut(),
+                Staging {
+                    ptr: std::ptr::null_mut(),
+                    bytes: 0,
+                },
+            ));
+        }
+    }
+}
+
+/// Queues a copy of `bytes` bytes from host memory at `src` to the device address `dst` on
+/// `stream`, after the work queued on it.
+///
+/// # Safety
+///
+/// `dst` is a device (or managed) allocation of the stream's context with at least `bytes`
+/// bytes from `dst` on; `src` is readable for `bytes` bytes and is neither written nor freed
+/// until the copy completed (the stream was synchronized past it). For page-locked `src` the
+/// copy engine reads it after this returns; for pageable memory the driver stages it first.
+pub(crate) unsafe fn copy_to_device_async(
+    stream: &Stream,
+    dst: u64,
+    src: *const u8,
+    bytes: usize,
+) -> Result<(), CudaError> {
+    stream.device.bind()?;
+    // SAFETY: the caller's promise for both addresses and their lifetime; the stream is
+    // live and of the bound context.
+    check("cuMemcpyHtoDAsync_v2", unsafe {
+        sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.raw)
+    })
+}
+
+/// Queues a copy of `bytes` bytes from the device address `src` into host memory at `dst`
+/// on `stream`, after the work queued on it.
+///
+/// # Safety
+///
+/// `src` is a device (or managed) allocation of the stream's context with at least `bytes`
+/// bytes from `src` on; `dst` is writable for `bytes` bytes and is neither read, written nor
+/// freed by anything else until the copy completed (the stream was synchronized past it).
+pub(crate) unsafe fn copy_to_host_async(
+    stream: &Stream,
+    dst: *mut u8,
+    src: u64,
+    bytes: usize,
+) -> Result<(), CudaError> {
+    stream.device.bind()?;
+    // SAFETY: the caller's promise for both addresses and their lifetime; the stream is
+    // live and of the bound context.
+    check("cuMemcpyDtoHAsync_v2", unsafe {
+        sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.raw)
+    })
+}
+
+/// Queues a copy of `bytes` bytes from `src`, memory of device `src_device`, to `dst`,
+/// memory of device `dst_device`, on `stream`, after the work queued on it
+/// (`cuMemcpyPeerAsync`). It needs no peer access: without it the driver stages the copy.
+///
+/// # Safety
+///
+/// `dst` and `src` are device (or managed) allocations of their devices with at least
+/// `bytes` bytes from them on; neither is freed, and nothing else writes them (or reads
+/// `dst`), until the copy completed (the stream was synchronized past it).
+pub(crate) unsafe fn copy_peer_async(
+    stream: &Stream,
+    dst: u64,
+    dst_device: &Device,
+    src: u64,
+    src_device: &Device,
+    bytes: usize,
+) -> Result<(), CudaError> {
+    stream.device.bind()?;
+    // SAFETY: the caller's promise for both addresses and their lifetime; both contexts are
+    // retained primary contexts of the devices that own the memory; the stream is live and of
+    // the bound context.
+    check("cuMemcpyPeerAsync", unsafe {
+        sys::cuMemcpyPeerAsync(
+            dst,
+            dst_device.context(),
+            src,
+            src_device.context(),
+            bytes,
+            stream.raw,
+        )
+    })
+}
+
+/// Device memory of a stream for one operation at a time (a reduction's partials, a scan's
+/// chunk sums), kept and grown rather than allocated per operation (a memory pool gives its
+/// memory back at every synchronization, so each reduction mapped its partials anew).
+#[derive(Debug)]
+struct Scratch {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+/// The size a stream's kept buffer (scratch or staging) grows to for `bytes`: a power of two,
+/// at least 64 KiB, so that a few growths serve every later reduction.
+fn kept_size(bytes: usize) -> usize {
+    bytes.next_power_of_two().max(64 << 10)
+}
+
+/// The stream's scratch memory, held for one operation: from the launch that fills it to the
+/// read that empties it, so that two threads reducing on one instance do not interleave there.
+pub(crate) struct StreamBuffer<'s> {
+    stream: &'s Stream,
+    scratch: parking_lot::MutexGuard<'s, Scratch>,
+    bytes: usize,
+}
+
+impl<'s> StreamBuffer<'s> {
+    /// At least `bytes` bytes (at least one, so the address is a real allocation).
+    pub(crate) fn new(stream: &'s Stream, bytes: usize) -> Result<StreamBuffer<'s>, CudaError> {
+        let bytes = bytes.max(1);
+        stream.device.bind()?;
+        let mut scratch = stream.scratch.lock();
+        if scratch.bytes < bytes {
+            let grown = kept_size(bytes);
+            let mut ptr: sys::CUdeviceptr = 0;
+            if stream.device.memory_pools {
+                // SAFETY: the stream's device context is current; `ptr` is a live out
+                // pointer; the device reported memory pool support, so stream-ordered
+                // allocation is valid on its streams.
+                check("cuMemAllocAsync", unsafe {
+                    sys::cuMemAllocAsync(&mut ptr, grown, stream.raw)
+                })?;
+            } else {
+                // SAFETY: the device's context is current; live out pointer.
+                check("cuMemAlloc_v2", unsafe { sys::cuMemAlloc_v2(&mut ptr, grown) })?;
+            }
+            let old = std::mem::replace(&mut *scratch, Scratch { ptr, bytes: grown });
+            // SAFETY: `old` is this stream's scratch and was only used by work on this
+            // stream, which the free is ordered after (or which is drained first).
+            unsafe { stream.free_scratch(old) };
+        }
+        Ok(StreamBuffer {
+            stream,
+            scratch,
+            bytes,
+        })
+    }
+
+    /// The device address.
+    pub(crate) fn address(&self) -> u64 {
+        self.scratch.ptr
+    }
+
+    /// Queues a copy of `src` to the start of the buffer on the stream. The driver stages
+    /// pageable memory before it returns, so `src` may go away afterwards.
+    pub(crate) fn upload(&self, src: &[u8]) -> Result<(), CudaError> {
+        if src.len() > self.bytes {
+            return Err(CudaError::Transfer {
+                label: "partials".into(),
+                reason: format!("{} bytes do not fit a buffer of {}", src.len(), self.bytes),
+            });
+        }
+        self.stream.device.bind()?;
+        // SAFETY: the scratch is a live allocation of at least `bytes >= src.len()` bytes on
+        // this device; `src` is readable for its length and, being pageable, is copied to
+        // staging memory before the call returns.
+        check("cuMemcpyHtoDAsync_v2", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(self.scratch.ptr, src.as_ptr().cast(), src.len(), self.stream.raw)
+        })
+    }
+
+    /// Copies the first `len` bytes of the buffer, after the work queued on the stream, into
+    /// the stream's page-locked staging memory, waits for the copy and returns what `read`
+    /// makes of them.
+    pub(crate) fn read_back<T>(&self, len: usize, read: impl FnOnce(&[u8]) -> T) -> Result<T, CudaError> {
+        if len > self.bytes {
+            return Err(CudaError::Transfer {
+                label: "partials".into(),
+                reason: format!("{len} bytes asked of a buffer of {}", self.bytes),
+            });
+        }
+        let stream = self.stream;
+        stream.device.bind()?;
+        // Held until `read` is done: the staging memory has one user at a time.
+        let mut staging = stream.staging.lock();
+        if staging.bytes < len {
+            let bytes = kept_size(len);
+            let mut ptr: *mut c_void = std::ptr::null_mut();
+            // SAFETY: the stream's context is current; live out pointer; flags 0 makes
+            // page-locked memory of this context.
+            check("cuMemHostAlloc", unsafe {
+                sys::cuMemHostAlloc(&mut ptr, bytes, 0)
+            })?;
+            // The old memory is freed here (its drop): no copy into it is in flight, each
+            // was waited for under the lock.
+            *staging = Staging {
+                ptr: ptr.cast(),
+                bytes,
+            };
+        }
+        // SAFETY: the scratch is a live allocation of at least `len` bytes on this device; the
+        // staging memory holds at least `len` bytes, is page-locked in this context and is
+        // not touched by anyone else while the lock is held, and the synchronization below
+        // completes the copy before it is read.
+        check("cuMemcpyDtoHAsync_v2", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(staging.ptr.cast(), self.scratch.ptr, len, stream.raw)
+        })?;
+        stream.synchronize()?;
+        // SAFETY: the copy above completed and wrote `len` bytes at `staging.ptr`, which
+        // stays allocated and unwritten while the lock is held.
+        let bytes = unsafe { std::slice::from_raw_parts(staging.ptr, len) };
+        Ok(read(bytes))
+    }
+}
