@@ -21,7 +21,9 @@ use cudarc::driver::sys;
 use parking_lot::Mutex;
 
 pub(crate) use self::event::TimingEvent;
-pub(crate) use self::memory::{MemoryKind, allocate, copy_to_device, copy_to_host, free, zero};
+pub(crate) use self::memory::{
+    DeviceBuffer, MemoryKind, PinnedBuffer, allocate, copy_to_device, copy_to_host, free, zero,
+};
 pub(crate) use self::stream::{
     Stream, StreamBuffer, copy_peer_async, copy_to_device_async, copy_to_host_async,
 };

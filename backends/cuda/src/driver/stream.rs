@@ -1,13 +1,12 @@
 //! Streams: a stream of a device, destroyed when dropped, with the scratch and staging memory
 //! it keeps for reductions and scans, and the copies queued on it.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-use super::{Device, check};
+use super::{Device, DeviceBuffer, PinnedBuffer, check};
 use crate::CudaError;
 
 /// A stream of a device, destroyed when dropped.
@@ -15,30 +14,16 @@ use crate::CudaError;
 pub(crate) struct Stream {
     pub(crate) device: Arc<Device>,
     raw: sys::CUstream,
-    /// The device memory a [`StreamBuffer`] lends.
-    scratch: Mutex<Scratch>,
-    /// Where [`StreamBuffer::read_back`] copies results to.
-    staging: Mutex<Staging>,
-}
-
-/// Page-locked host memory that a stream copies small results back through (a reduction's
-/// partials, a scan's chunk sums): kept and grown rather than allocated per reduction, and
-/// copied into directly rather than through the driver's staging of pageable memory.
-#[derive(Debug)]
-struct Staging {
-    ptr: *mut u8,
-    bytes: usize,
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            // SAFETY: `ptr` came from `cuMemHostAlloc` in the stream's context, which the
-            // owner binds before dropping it, and every copy into it was waited for while the
-            // stream's lock was held.
-            let _ = unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
-        }
-    }
+    /// The device memory a [`StreamBuffer`] lends, for one operation at a time (a reduction's
+    /// partials, a scan's chunk sums), kept and grown rather than allocated per operation (a
+    /// memory pool gives its memory back at every synchronization, so each reduction mapped
+    /// its partials anew).
+    scratch: Mutex<Option<DeviceBuffer>>,
+    /// Where [`StreamBuffer::read_back`] copies results to: page-locked host memory that a
+    /// stream copies small results back through (a reduction's partials, a scan's chunk
+    /// sums), kept and grown rather than allocated per reduction, and copied into directly
+    /// rather than through the driver's staging of pageable memory.
+    staging: Mutex<Option<PinnedBuffer>>,
 }
 
 // SAFETY: a stream handle may be used from any thread; the driver serializes work on it.
@@ -57,11 +42,8 @@ impl Stream {
         Ok(Stream {
             device,
             raw,
-            scratch: Mutex::new(Scratch { ptr: 0, bytes: 0 }),
-            staging: Mutex::new(Staging {
-                ptr: std::ptr::null_mut(),
-                bytes: 0,
-            }),
+            scratch: Mutex::new(None),
+            staging: Mutex::new(None),
         })
     }
 
@@ -90,49 +72,18 @@ impl Stream {
     }
 }
 
-impl Stream {
-    /// Frees the scratch memory `old` (nothing when it is empty) after the work queued on
-    /// this stream.
-    ///
-    /// # Safety
-    ///
-    /// `old` was this stream's scratch, and only work on this stream used it.
-    unsafe fn free_scratch(&self, old: Scratch) {
-        if old.bytes == 0 {
-            return;
-        }
-        // SAFETY: `old.ptr` was allocated as the device's `memory_pools` says and is freed
-        // once. A pooled free is ordered after the stream's work; otherwise the stream is
-        // drained first, so no queued kernel or copy still uses the memory.
-        let _ = unsafe {
-            if self.device.memory_pools {
-                sys::cuMemFreeAsync(old.ptr, self.raw)
-            } else {
-                sys::cuStreamSynchronize(self.raw);
-                sys::cuMemFree_v2(old.ptr)
-            }
-        };
-    }
-}
-
 impl Drop for Stream {
     fn drop(&mut self) {
+        // Without a context nothing can be freed: the buffers' own drops find none either and
+        // leave their memory to the process's end.
         if self.device.bind().is_ok() {
-            let scratch = std::mem::replace(self.scratch.get_mut(), Scratch { ptr: 0, bytes: 0 });
-            // SAFETY: the stream's own scratch, used only by work on it.
-            unsafe { self.free_scratch(scratch) };
+            if let Some(scratch) = self.scratch.get_mut().take() {
+                // SAFETY: the stream's own scratch, used only by work on it.
+                unsafe { scratch.free_after(self) };
+            }
             // SAFETY: `raw` is a live stream created by `new` and not used after this; work
             // still queued completes before the driver frees it.
             let _ = unsafe { sys::cuStreamDestroy_v2(self.raw) };
-        } else {
-            // No context to free the staging memory in: leave it to the process's end.
-            std::mem::forget(std::mem::replace(
-                self.staging.get_mut(),
-                Staging {
-                    ptr: std::ptr::null_mut(),
-                    bytes: 0,
-                },
-            ));
         }
     }
 }
@@ -215,15 +166,6 @@ pub(crate) unsafe fn copy_peer_async(
     })
 }
 
-/// Device memory of a stream for one operation at a time (a reduction's partials, a scan's
-/// chunk sums), kept and grown rather than allocated per operation (a memory pool gives its
-/// memory back at every synchronization, so each reduction mapped its partials anew).
-#[derive(Debug)]
-struct Scratch {
-    ptr: sys::CUdeviceptr,
-    bytes: usize,
-}
-
 /// The size a stream's kept buffer (scratch or staging) grows to for `bytes`: a power of two,
 /// at least 64 KiB, so that a few growths serve every later reduction.
 fn kept_size(bytes: usize) -> usize {
@@ -234,7 +176,9 @@ fn kept_size(bytes: usize) -> usize {
 /// read that empties it, so that two threads reducing on one instance do not interleave there.
 pub(crate) struct StreamBuffer<'s> {
     stream: &'s Stream,
-    scratch: parking_lot::MutexGuard<'s, Scratch>,
+    /// Held while the buffer is lent: the scratch is this operation's.
+    _scratch: parking_lot::MutexGuard<'s, Option<DeviceBuffer>>,
+    address: u64,
     bytes: usize,
 }
 
@@ -244,35 +188,30 @@ impl<'s> StreamBuffer<'s> {
         let bytes = bytes.max(1);
         stream.device.bind()?;
         let mut scratch = stream.scratch.lock();
-        if scratch.bytes < bytes {
-            let grown = kept_size(bytes);
-            let mut ptr: sys::CUdeviceptr = 0;
-            if stream.device.memory_pools {
-                // SAFETY: the stream's device context is current; `ptr` is a live out
-                // pointer; the device reported memory pool support, so stream-ordered
-                // allocation is valid on its streams.
-                check("cuMemAllocAsync", unsafe {
-                    sys::cuMemAllocAsync(&mut ptr, grown, stream.raw)
-                })?;
-            } else {
-                // SAFETY: the device's context is current; live out pointer.
-                check("cuMemAlloc_v2", unsafe { sys::cuMemAlloc_v2(&mut ptr, grown) })?;
+        let address = match &mut *scratch {
+            Some(kept) if kept.len() >= bytes => kept.address(),
+            slot => {
+                let grown = DeviceBuffer::new_on(stream, kept_size(bytes))?;
+                let address = grown.address();
+                if let Some(old) = slot.replace(grown) {
+                    // SAFETY: `old` is this stream's scratch and was only used by work on this
+                    // stream, which the free is ordered after (or which is drained first).
+                    unsafe { old.free_after(stream) };
+                }
+                address
             }
-            let old = std::mem::replace(&mut *scratch, Scratch { ptr, bytes: grown });
-            // SAFETY: `old` is this stream's scratch and was only used by work on this
-            // stream, which the free is ordered after (or which is drained first).
-            unsafe { stream.free_scratch(old) };
-        }
+        };
         Ok(StreamBuffer {
             stream,
-            scratch,
+            _scratch: scratch,
+            address,
             bytes,
         })
     }
 
     /// The device address.
     pub(crate) fn address(&self) -> u64 {
-        self.scratch.ptr
+        self.address
     }
 
     /// Queues a copy of `src` to the start of the buffer on the stream. The driver stages
@@ -284,13 +223,10 @@ impl<'s> StreamBuffer<'s> {
                 reason: format!("{} bytes do not fit a buffer of {}", src.len(), self.bytes),
             });
         }
-        self.stream.device.bind()?;
         // SAFETY: the scratch is a live allocation of at least `bytes >= src.len()` bytes on
-        // this device; `src` is readable for its length and, being pageable, is copied to
-        // staging memory before the call returns.
-        check("cuMemcpyHtoDAsync_v2", unsafe {
-            sys::cuMemcpyHtoDAsync_v2(self.scratch.ptr, src.as_ptr().cast(), src.len(), self.stream.raw)
-        })
+        // this stream's device, held by this buffer; `src` is readable for its length and,
+        // being pageable, is copied to staging memory before the call returns.
+        unsafe { copy_to_device_async(self.stream, self.address, src.as_ptr(), src.len()) }
     }
 
     /// Copies the first `len` bytes of the buffer, after the work queued on the stream, into
@@ -307,32 +243,23 @@ impl<'s> StreamBuffer<'s> {
         stream.device.bind()?;
         // Held until `read` is done: the staging memory has one user at a time.
         let mut staging = stream.staging.lock();
-        if staging.bytes < len {
-            let bytes = kept_size(len);
-            let mut ptr: *mut c_void = std::ptr::null_mut();
-            // SAFETY: the stream's context is current; live out pointer; flags 0 makes
-            // page-locked memory of this context.
-            check("cuMemHostAlloc", unsafe {
-                sys::cuMemHostAlloc(&mut ptr, bytes, 0)
-            })?;
-            // The old memory is freed here (its drop): no copy into it is in flight, each
-            // was waited for under the lock.
-            *staging = Staging {
-                ptr: ptr.cast(),
-                bytes,
-            };
-        }
+        let host = match &mut *staging {
+            Some(kept) if kept.len() >= len => kept.as_ptr(),
+            // The old memory is freed here (its drop): no copy into it is in flight, each was
+            // waited for under the lock.
+            slot => slot
+                .insert(PinnedBuffer::new(stream.device.clone(), kept_size(len))?)
+                .as_ptr(),
+        };
         // SAFETY: the scratch is a live allocation of at least `len` bytes on this device; the
         // staging memory holds at least `len` bytes, is page-locked in this context and is
         // not touched by anyone else while the lock is held, and the synchronization below
         // completes the copy before it is read.
-        check("cuMemcpyDtoHAsync_v2", unsafe {
-            sys::cuMemcpyDtoHAsync_v2(staging.ptr.cast(), self.scratch.ptr, len, stream.raw)
-        })?;
+        unsafe { copy_to_host_async(stream, host, self.address, len) }?;
         stream.synchronize()?;
-        // SAFETY: the copy above completed and wrote `len` bytes at `staging.ptr`, which
-        // stays allocated and unwritten while the lock is held.
-        let bytes = unsafe { std::slice::from_raw_parts(staging.ptr, len) };
+        // SAFETY: the copy above completed and wrote `len` bytes at `host`, which stays
+        // allocated and unwritten while the lock is held.
+        let bytes = unsafe { std::slice::from_raw_parts(host, len) };
         Ok(read(bytes))
     }
 }

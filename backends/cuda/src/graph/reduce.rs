@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 
 use super::kernel::{KernelNode, kernel_node_params};
 use super::{CudaGraph, Geometry, Work};
-use crate::driver::{self, check};
+use crate::driver::{self, DeviceBuffer, PinnedBuffer, check};
 use crate::geometry::{LaunchGeometry, fits, mdrange_geometry_in, range_geometry};
 use crate::launch::{DeviceArg, TeamLaunch, check_args, checked_mdrange, checked_range, team_writer_ends};
 use crate::params::{IterationArgs, ParamBuffer, pack_reduce_args, pack_scan_args};
@@ -83,25 +83,11 @@ impl<V: std::fmt::Debug> std::fmt::Debug for GraphReduction<V> {
     }
 }
 
-/// Device partials and the page-locked host copy of them, alive as long as the graph.
+/// Device partials and the page-locked host copy of them, alive as long as the graph (no
+/// launch of the graph is in flight when it drops: every submit waits for its launch).
 struct PartialsBuffers {
-    device: Arc<driver::Device>,
-    partials: sys::CUdeviceptr,
-    host: *mut c_void,
-}
-
-impl Drop for PartialsBuffers {
-    fn drop(&mut self) {
-        if self.device.bind().is_err() {
-            return;
-        }
-        // SAFETY: both were allocated by `build` in this context and are freed once; no
-        // launch of the graph is in flight (every submit waits for its launch).
-        unsafe {
-            let _ = sys::cuMemFree_v2(self.partials);
-            let _ = sys::cuMemFreeHost(self.host);
-        }
-    }
+    partials: DeviceBuffer,
+    host: PinnedBuffer,
 }
 
 /// What the join's host node gets; boxed, so its address stays put.
@@ -469,28 +455,13 @@ pub(super) fn add_reduction(
                 reason: format!("{count} partials do not fit the address space"),
             })?
             .max(1);
-        device.bind()?;
-        let mut partials: sys::CUdeviceptr = 0;
-        // SAFETY: the device's context is current; live out pointer.
-        check("cuMemAlloc_v2", unsafe {
-            sys::cuMemAlloc_v2(&mut partials, bytes)
-        })?;
-        let mut host: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the context is current; live out pointer.
-        let pinned = check("cuMemAllocHost_v2", unsafe {
-            sys::cuMemAllocHost_v2(&mut host, bytes)
+        let buffers = r.buffers.insert(PartialsBuffers {
+            partials: DeviceBuffer::new(device.clone(), bytes)?,
+            host: PinnedBuffer::new(device.clone(), bytes)?,
         });
-        if let Err(e) = pinned {
-            // SAFETY: allocated just above, not used anywhere.
-            let _ = unsafe { sys::cuMemFree_v2(partials) };
-            return Err(e);
-        }
-        r.buffers = Some(PartialsBuffers {
-            device: device.clone(),
-            partials,
-            host,
-        });
-        host_ptr = host.cast();
+        let partials = buffers.partials.address();
+        let host: *mut c_void = buffers.host.as_ptr().cast();
+        host_ptr = buffers.host.as_ptr();
         // A reduction's last parameter is the partials pointer; a scan's are the values
         // pointer and the final-pass flag.
         let params_count = r.kernel.params.offsets().len();
