@@ -11,11 +11,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cudarc::driver::sys;
 use hoplite_dag::selection::Location;
 
 use crate::CudaError;
-use crate::driver::{self, Device, DeviceBuffer, PinnedBuffer, Stream, TimingEvent, check};
+use crate::driver::{self, Device, DeviceBuffer, PinnedBuffer, Stream, TimingEvent};
 
 /// One measured link.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -147,28 +146,21 @@ pub fn measure_bandwidth(bytes: usize, copies: u32) -> Result<Vec<BandwidthLink>
     let mut links = Vec::new();
     for (i, stream) in streams.iter().enumerate() {
         let (a, b) = &buffers[i];
-        let raw = stream.raw();
         // In the three closures `a` and `b` are live allocations of `bytes` bytes in this
         // stream's context and `host` is `bytes` bytes of portable page-locked memory; all
         // outlive the copies, which `time_copies` synchronizes before returning; the buffers
         // are disjoint.
         let h2d = time_copies(stream, copies, || {
             // SAFETY: as argued above the closures.
-            check("cuMemcpyHtoDAsync_v2", unsafe {
-                sys::cuMemcpyHtoDAsync_v2(a.address(), host.as_ptr().cast(), bytes, raw)
-            })
+            unsafe { driver::copy_to_device_async(stream, a.address(), host.as_ptr(), bytes) }
         })?;
         let d2h = time_copies(stream, copies, || {
             // SAFETY: as argued above the closures.
-            check("cuMemcpyDtoHAsync_v2", unsafe {
-                sys::cuMemcpyDtoHAsync_v2(host.as_ptr().cast(), a.address(), bytes, raw)
-            })
+            unsafe { driver::copy_to_host_async(stream, host.as_ptr(), a.address(), bytes) }
         })?;
         let d2d = time_copies(stream, copies, || {
             // SAFETY: as argued above the closures.
-            check("cuMemcpyDtoDAsync_v2", unsafe {
-                sys::cuMemcpyDtoDAsync_v2(b.address(), a.address(), bytes, raw)
-            })
+            unsafe { driver::copy_device_async(stream, b.address(), a.address(), bytes) }
         })?;
         let dev = Location::Device(i);
         links.push(BandwidthLink {
@@ -196,21 +188,10 @@ pub fn measure_bandwidth(bytes: usize, copies: u32) -> Result<Vec<BandwidthLink>
             enable_peer_access(to, from)?;
             let (src, dst) = (&buffers[i].0, &buffers[j].1);
             let stream = &streams[i];
-            let raw = stream.raw();
             let elapsed = time_copies(stream, copies, || {
-                // SAFETY: `src` and `dst` are live allocations of `bytes` bytes in the
-                // contexts passed with them; both outlive the copies, which `time_copies`
-                // synchronizes.
-                check("cuMemcpyPeerAsync", unsafe {
-                    sys::cuMemcpyPeerAsync(
-                        dst.address(),
-                        to.context(),
-                        src.address(),
-                        from.context(),
-                        bytes,
-                        raw,
-                    )
-                })
+                // SAFETY: `src` and `dst` are live allocations of `bytes` bytes of the devices
+                // passed with them; both outlive the copies, which `time_copies` synchronizes.
+                unsafe { driver::copy_peer_async(stream, dst.address(), to, src.address(), from, bytes) }
             })?;
             links.push(BandwidthLink {
                 from: Location::Device(i),

@@ -4,16 +4,15 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::ffi::{CString, c_int};
+use std::ffi::CString;
 use std::sync::Arc;
 
-use cudarc::driver::sys;
 use hoplite_core::device_kernel::{DeviceKernel, HandleAccess, ScalarType};
 use hoplite_core::{ArrayLayout, View, ViewValue};
 use hoplite_core::{Reducer, ScanValue, TeamPolicy, TeamSize};
 use parking_lot::Mutex;
 
-use crate::driver::{self, Device, Stream, StreamBuffer, check};
+use crate::driver::{self, Device, Stream, StreamBuffer};
 use crate::geometry::{
     DeviceLimits, IndexOrder, KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm,
     fits, mdrange_geometry_in, range_geometry, team_geometry,
@@ -208,15 +207,9 @@ scalar_from!(bool => Bool, i32 => I32, i64 => I64, u32 => U32, u64 => U64, usize
 
 /// A kernel loaded on a device: the function and what it uses.
 pub(crate) struct Loaded {
-    pub(crate) function: sys::CUfunction,
+    pub(crate) function: driver::Function,
     pub(crate) resources: KernelResources,
 }
-
-// SAFETY: a loaded function handle may be used from any thread (the module is never
-// unloaded, so the handle stays valid for the life of the process).
-unsafe impl Send for Loaded {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for Loaded {}
 
 /// `K` loaded on `device`: compiled (or taken from the cache) and loaded once per device.
 pub(crate) fn load<K: DeviceKernel>(device: &Device) -> Result<Arc<Loaded>, CudaError> {
@@ -243,30 +236,8 @@ pub(crate) fn load_source(
     let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
     let image = CString::new(ptx.as_bytes()).map_err(|_| invalid("the PTX holds a NUL byte".into()))?;
     let entry = CString::new(entry).map_err(|_| invalid("the entry name holds a NUL byte".into()))?;
-    device.bind()?;
-    let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: the device's context is current; `image` is NUL-terminated PTX that outlives
-    // the call; `module` is a live out pointer.
-    check("cuModuleLoadData", unsafe {
-        sys::cuModuleLoadData(&mut module, image.as_ptr().cast())
-    })?;
-    let mut function: sys::CUfunction = std::ptr::null_mut();
-    // SAFETY: `module` was just loaded; `entry` is NUL-terminated; live out pointer.
-    check("cuModuleGetFunction", unsafe {
-        sys::cuModuleGetFunction(&mut function, module, entry.as_ptr())
-    })?;
-    let attr = |a: sys::CUfunction_attribute| -> Result<usize, CudaError> {
-        let mut v: c_int = 0;
-        // SAFETY: `function` is a live function; a known attribute; live out pointer.
-        check("cuFuncGetAttribute", unsafe {
-            sys::cuFuncGetAttribute(&mut v, a, function)
-        })?;
-        Ok(v.max(0) as usize)
-    };
-    let resources = KernelResources {
-        registers_per_thread: attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)? as u32,
-        static_shared: attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-    };
+    let function = driver::load_function(device, &image, &entry)?;
+    let resources = function.resources()?;
     let loaded = Arc::new(Loaded { function, resources });
     LOADED
         .lock()
@@ -894,7 +865,7 @@ fn partials_bytes<K: DeviceKernel, V: DeviceReduceValue>(
 /// A launch ready for the device: the stream, the function and the checked geometry.
 pub(crate) struct Plan<'a> {
     pub(crate) stream: &'a Stream,
-    pub(crate) function: sys::CUfunction,
+    pub(crate) function: driver::Function,
     pub(crate) geometry: LaunchGeometry,
 }
 
@@ -911,28 +882,13 @@ impl Plan<'_> {
     pub(crate) unsafe fn launch(&self, params: &mut ParamBuffer) -> Result<(), CudaError> {
         let g = &self.geometry;
         let mut pointers = params.pointers();
-        self.stream.device.bind()?;
         // SAFETY: `function` is a loaded kernel of this stream's device whose entry takes
         // exactly the parameters packed in `params` (the caller's contract, and the
         // `DeviceKernel` contract that the entry matches `params()`); `pointers` holds one
         // pointer per parameter into `params`, which outlives the call (the driver copies the
-        // values before returning), and `extra` is null; the geometry was checked against the
-        // device by `plan`.
-        check("cuLaunchKernel", unsafe {
-            sys::cuLaunchKernel(
-                self.function,
-                g.grid[0],
-                g.grid[1],
-                g.grid[2],
-                g.block[0],
-                g.block[1],
-                g.block[2],
-                g.shared_bytes,
-                self.stream.raw(),
-                pointers.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        })
+        // values before returning); every address in them is live until the launch completes
+        // (the caller's contract); the geometry was checked against the device by `plan`.
+        unsafe { self.function.launch(self.stream, g, &mut pointers) }
     }
 }
 

@@ -1,4 +1,5 @@
-//! Events: timing events, two of which bound the device time of the work between them.
+//! Events: [`Event`], the cheapest event, which orders streams and tells the host when work
+//! is done, and [`TimingEvent`], two of which bound the device time of the work between them.
 
 use std::sync::Arc;
 
@@ -6,6 +7,79 @@ use cudarc::driver::sys;
 
 use super::{Device, Stream, check};
 use crate::CudaError;
+
+/// A CUDA event without timing (`CU_EVENT_DISABLE_TIMING`, the cheapest kind), destroyed when
+/// dropped: recorded on a stream, it completes when the work queued before it has; another
+/// stream can wait for it on the device ([`Stream::wait_event`]).
+pub(crate) struct Event {
+    raw: sys::CUevent,
+    device: Arc<Device>,
+}
+
+// SAFETY: an event handle may be used from any thread; every use binds its device's context.
+unsafe impl Send for Event {}
+// SAFETY: as for `Send`; the driver synchronizes concurrent calls on one event.
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// A new event of `device`, not yet recorded.
+    pub(crate) fn new(device: Arc<Device>) -> Result<Event, CudaError> {
+        device.bind()?;
+        let mut raw: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: the device's context is current; `raw` is a live out pointer; the flag is a
+        // valid `CUevent_flags` value (no timing: the cheapest event).
+        check("cuEventCreate", unsafe {
+            sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+        })?;
+        Ok(Event { raw, device })
+    }
+
+    /// Records the event on `stream` (of the event's device), after the work queued on it so
+    /// far (`cuEventRecord`).
+    pub(crate) fn record(&self, stream: &Stream) -> Result<(), CudaError> {
+        stream.device.bind()?;
+        // SAFETY: `raw` is a live event and `stream` a live stream; the caller records an
+        // event on a stream of its own device, whose context is now current.
+        check("cuEventRecord", unsafe {
+            sys::cuEventRecord(self.raw, stream.raw())
+        })
+    }
+
+    /// Whether work before the event is still pending (`cuEventQuery` answers `NOT_READY`).
+    /// Any other answer — done, an error, no context to ask in — means nothing will complete
+    /// later, so waiting would never end: it counts as not pending.
+    pub(crate) fn is_pending(&self) -> bool {
+        if self.device.bind().is_err() {
+            return false;
+        }
+        // SAFETY: `raw` is a live event of the bound context.
+        let status = unsafe { sys::cuEventQuery(self.raw) };
+        status == sys::CUresult::CUDA_ERROR_NOT_READY
+    }
+
+    /// Waits until the device reached the event (`cuEventSynchronize`); an event never
+    /// recorded is reached at once.
+    pub(crate) fn synchronize(&self) -> Result<(), CudaError> {
+        self.device.bind()?;
+        // SAFETY: `raw` is a live event of the bound context.
+        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(self.raw) })
+    }
+
+    /// The driver's handle, for a stream's wait.
+    pub(super) fn raw(&self) -> sys::CUevent {
+        self.raw
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if self.device.bind().is_ok() {
+            // SAFETY: `raw` is a live event, destroyed once; the driver defers the release of
+            // an event a stream still waits for.
+            let _ = unsafe { sys::cuEventDestroy_v2(self.raw) };
+        }
+    }
+}
 
 /// A CUDA event with timing enabled, recorded on a stream when made: two of them on one
 /// stream bound the device time of the work queued between them.

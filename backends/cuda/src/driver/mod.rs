@@ -8,10 +8,13 @@
 //! The module is layered as cudarc layers `sys` -> `result` -> `safe`: this file loads and
 //! initializes the driver and opens devices and peer access; `stream` owns streams and their
 //! kept buffers and queues copies on them; `event` owns events; `memory` allocates, frees and
-//! copies memory. Code outside the module calls these wrappers, not `sys`.
+//! copies memory; `module` loads kernels and launches them; `graph` owns CUDA graphs and their
+//! executables. Code outside the module calls these wrappers, not `sys`.
 
 mod event;
+mod graph;
 mod memory;
+mod module;
 mod stream;
 
 use std::ffi::{CStr, c_char, c_int};
@@ -20,12 +23,14 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-pub(crate) use self::event::TimingEvent;
+pub(crate) use self::event::{Event, TimingEvent};
+pub(crate) use self::graph::{CopyDirection, Graph, GraphExec, GraphNode};
 pub(crate) use self::memory::{
     DeviceBuffer, MemoryKind, PinnedBuffer, allocate, copy_to_device, copy_to_host, free, zero,
 };
+pub(crate) use self::module::{Function, load_function};
 pub(crate) use self::stream::{
-    Stream, StreamBuffer, copy_peer_async, copy_to_device_async, copy_to_host_async,
+    Stream, StreamBuffer, copy_device_async, copy_peer_async, copy_to_device_async, copy_to_host_async,
 };
 use crate::CudaError;
 use crate::geometry::DeviceLimits;

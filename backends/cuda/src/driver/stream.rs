@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-use super::{Device, DeviceBuffer, PinnedBuffer, check};
+use super::{Device, DeviceBuffer, Event, PinnedBuffer, check};
 use crate::CudaError;
 
 /// A stream of a device, destroyed when dropped.
@@ -58,6 +58,17 @@ impl Stream {
 
     pub(crate) fn raw(&self) -> sys::CUstream {
         self.raw
+    }
+
+    /// Makes the work queued on the stream after this wait for `event` on the device
+    /// (`cuStreamWaitEvent`); the host does not wait. An event never recorded orders nothing.
+    pub(crate) fn wait_event(&self, event: &Event) -> Result<(), CudaError> {
+        self.device.bind()?;
+        // SAFETY: both handles are live; a stream may wait for an event of any context; flags
+        // 0 is the default wait.
+        check("cuStreamWaitEvent", unsafe {
+            sys::cuStreamWaitEvent(self.raw, event.raw(), 0)
+        })
     }
 
     /// Whether all work queued on the stream has finished (`cuStreamQuery`). An error means
@@ -130,6 +141,28 @@ pub(crate) unsafe fn copy_to_host_async(
     // live and of the bound context.
     check("cuMemcpyDtoHAsync_v2", unsafe {
         sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.raw)
+    })
+}
+
+/// Queues a copy of `bytes` bytes from the device address `src` to the device address `dst`,
+/// both of the stream's device, on `stream`, after the work queued on it.
+///
+/// # Safety
+///
+/// `dst` and `src` are device (or managed) allocations of the stream's context with at least
+/// `bytes` bytes from them on; neither is freed, and nothing else writes them (or reads `dst`),
+/// until the copy completed (the stream was synchronized past it).
+pub(crate) unsafe fn copy_device_async(
+    stream: &Stream,
+    dst: u64,
+    src: u64,
+    bytes: usize,
+) -> Result<(), CudaError> {
+    stream.device.bind()?;
+    // SAFETY: the caller's promise for both addresses and their lifetime; the stream is live
+    // and of the bound context.
+    check("cuMemcpyDtoDAsync_v2", unsafe {
+        sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream.raw)
     })
 }
 

@@ -2,17 +2,15 @@
 //! and added as a CUDA kernel node when the graph is built.
 
 use std::any::Any;
-use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys;
 use hoplite_core::TeamPolicy;
 use hoplite_core::device_kernel::DeviceKernel;
 use hoplite_graph::NodeId;
 
 use super::{CudaGraph, Geometry, Work};
 use crate::driver;
-use crate::geometry::{LaunchGeometry, mdrange_geometry_in, range_geometry};
+use crate::geometry::{mdrange_geometry_in, range_geometry};
 use crate::launch::{
     DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange, checked_range, load,
     team_writer_ends,
@@ -165,29 +163,5 @@ impl CudaGraph {
             geometry,
             after,
         )
-    }
-}
-
-/// The parameters of a kernel node launching `function` with geometry `g` and the kernel
-/// parameters `pointers` points at (the driver copies them when the node is added).
-pub(super) fn kernel_node_params(
-    function: sys::CUfunction,
-    g: &LaunchGeometry,
-    pointers: &mut [*mut c_void],
-) -> sys::CUDA_KERNEL_NODE_PARAMS {
-    sys::CUDA_KERNEL_NODE_PARAMS {
-        func: function,
-        gridDimX: g.grid[0],
-        gridDimY: g.grid[1],
-        gridDimZ: g.grid[2],
-        blockDimX: g.block[0],
-        blockDimY: g.block[1],
-        blockDimZ: g.block[2],
-        sharedMemBytes: g.shared_bytes,
-        kernelParams: pointers.as_mut_ptr(),
-        extra: std::ptr::null_mut(),
-        // `func` names the function: no CUkernel, and the context that is current.
-        kern: std::ptr::null_mut(),
-        ctx: std::ptr::null_mut(),
     }
 }

@@ -25,15 +25,14 @@ mod reduce;
 
 use std::sync::Arc;
 
-use cudarc::driver::sys;
 use hoplite_graph::{Access, GraphBackend, GraphNodes, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
 
 use self::host::{HostPayload, SubmitList, run_host_node};
-use self::kernel::{KernelNode, kernel_node_params};
+use self::kernel::KernelNode;
 pub use self::reduce::GraphReduction;
 use self::reduce::{ReduceNode, add_reduction};
-use crate::driver::{self, check};
+use crate::driver::{self, GraphNode};
 use crate::geometry::{DeviceLimits, KernelResources, LaunchGeometry, fits};
 use crate::{Cuda, CudaError};
 
@@ -57,27 +56,13 @@ struct Node {
     preds: Vec<usize>,
 }
 
-/// The instantiated graph and its executable, destroyed together.
+/// The instantiated graph and its executable, destroyed together (the executable first, as
+/// the fields are dropped in order) once no launch is in flight: every submit waits for its
+/// launch.
 struct Instantiated {
-    graph: sys::CUgraph,
-    exec: sys::CUgraphExec,
+    exec: driver::GraphExec,
+    _graph: driver::Graph,
     device: Arc<driver::Device>,
-}
-
-impl Drop for Instantiated {
-    fn drop(&mut self) {
-        if self.device.bind().is_err() {
-            return;
-        }
-        // SAFETY: both handles were created by `instantiate`, are destroyed once, and no
-        // launch is in flight (every submit waits for its launch).
-        unsafe {
-            if !self.exec.is_null() {
-                let _ = sys::cuGraphExecDestroy(self.exec);
-            }
-            let _ = sys::cuGraphDestroy(self.graph);
-        }
-    }
 }
 
 /// A node of the front end that only stands for a join (its kind says so).
@@ -198,80 +183,54 @@ impl CudaGraph {
             });
         }
         let device = self.space.stream()?.device.clone();
-        device.bind()?;
-        let mut graph: sys::CUgraph = std::ptr::null_mut();
-        // SAFETY: the device's context is current; live out pointer; flags must be 0.
-        check("cuGraphCreate", unsafe { sys::cuGraphCreate(&mut graph, 0) })?;
         // Owns the graph from here, so an error below destroys it.
-        let mut instance = Instantiated {
-            graph,
-            exec: std::ptr::null_mut(),
-            device: device.clone(),
-        };
-        let mut handles: Vec<sys::CUgraphNode> = Vec::with_capacity(self.nodes.len());
+        let mut graph = driver::Graph::new(device.clone())?;
+        let mut handles: Vec<GraphNode> = Vec::with_capacity(self.nodes.len());
         for node in &mut self.nodes {
-            let deps: Vec<sys::CUgraphNode> = node.preds.iter().map(|&p| handles[p]).collect();
-            let mut handle: sys::CUgraphNode = std::ptr::null_mut();
-            let graph = instance.graph;
-            let add_empty = |handle: &mut sys::CUgraphNode| {
-                // SAFETY: the context is current; `deps` are nodes of this graph.
-                check("cuGraphAddEmptyNode", unsafe {
-                    sys::cuGraphAddEmptyNode(handle, graph, deps.as_ptr(), deps.len())
-                })
-            };
-            match &mut node.work {
+            let deps: Vec<GraphNode> = node.preds.iter().map(|&p| handles[p]).collect();
+            let handle = match &mut node.work {
                 Work::Kernel(k) => {
                     k.check_devices(device.ordinal)?;
                     let loaded = (k.load)(&device)?;
-                    let Some(g) = (k.geometry)(&device.limits, &loaded.resources)? else {
-                        add_empty(&mut handle)?; // an empty iteration space
-                        handles.push(handle);
-                        continue;
-                    };
-                    if !fits(&device.limits, &g) {
-                        return Err(CudaError::InvalidLaunch {
-                            kernel: k.name,
-                            reason: format!("the geometry {g:?} does not fit the device"),
-                        });
+                    match (k.geometry)(&device.limits, &loaded.resources)? {
+                        None => graph.add_empty(&deps)?, // an empty iteration space
+                        Some(g) => {
+                            if !fits(&device.limits, &g) {
+                                return Err(CudaError::InvalidLaunch {
+                                    kernel: k.name,
+                                    reason: format!("the geometry {g:?} does not fit the device"),
+                                });
+                            }
+                            let mut pointers = k.params.pointers();
+                            // SAFETY: the function is loaded on this device and its entry takes
+                            // exactly the parameters `pack_for` packed against `K::params()`
+                            // (checked when the node was added, with its writers containing the
+                            // iteration space); `pointers` point into `k.params`, which the
+                            // driver copies here; the views the addresses belong to are this
+                            // device's memory (checked above) and live as long as the graph;
+                            // the geometry fits the device.
+                            unsafe { graph.add_kernel(&deps, loaded.function, &g, &mut pointers) }?
+                        }
                     }
-                    let mut pointers = k.params.pointers();
-                    let params = kernel_node_params(loaded.function, &g, &mut pointers);
-                    // SAFETY: the context is current; `deps` are nodes of this graph; the
-                    // function is loaded on this device and its entry takes exactly the
-                    // parameters `pack_for` packed against `K::params()` (checked when the
-                    // node was added, with its writers containing the iteration space);
-                    // `pointers` point into `k.params`, which the driver copies here; the
-                    // views the addresses belong to are this device's memory (checked above)
-                    // and live as long as the graph; the geometry
-                    // fits the device.
-                    check("cuGraphAddKernelNode_v2", unsafe {
-                        sys::cuGraphAddKernelNode_v2(&mut handle, graph, deps.as_ptr(), deps.len(), &params)
-                    })?;
                 }
                 Work::Host(payload) => {
-                    let params = sys::CUDA_HOST_NODE_PARAMS {
-                        fn_: Some(run_host_node),
-                        userData: std::ptr::from_ref::<HostPayload>(payload).cast_mut().cast(),
-                    };
-                    // SAFETY: the context is current; `deps` are nodes of this graph; the
-                    // function is `run_host_node`, which makes no CUDA call and catches
-                    // panics, and its data is a boxed payload that outlives the executable.
-                    check("cuGraphAddHostNode", unsafe {
-                        sys::cuGraphAddHostNode(&mut handle, graph, deps.as_ptr(), deps.len(), &params)
-                    })?;
+                    let data = std::ptr::from_ref::<HostPayload>(payload).cast_mut().cast();
+                    // SAFETY: the function is `run_host_node`, which makes no CUDA call and
+                    // catches panics, and its data is a boxed payload that outlives the
+                    // executable.
+                    unsafe { graph.add_host(&deps, run_host_node, data) }?
                 }
-                Work::Empty => add_empty(&mut handle)?,
-                Work::Reduce(r) => {
-                    handle = add_reduction(r, &device, graph, &deps, &self.errors)?;
-                }
-            }
+                Work::Empty => graph.add_empty(&deps)?,
+                Work::Reduce(r) => add_reduction(r, &device, &mut graph, &deps, &self.errors)?,
+            };
             handles.push(handle);
         }
-        // SAFETY: `graph` is complete; live out pointer; flags 0 (launch as built).
-        check("cuGraphInstantiateWithFlags", unsafe {
-            sys::cuGraphInstantiateWithFlags(&mut instance.exec, instance.graph, 0)
-        })?;
-        self.instance = Some(instance);
+        let exec = graph.instantiate()?;
+        self.instance = Some(Instantiated {
+            exec,
+            _graph: graph,
+            device,
+        });
         Ok(())
     }
 
@@ -295,15 +254,12 @@ impl CudaGraph {
             .into());
         }
         *self.errors.lock() = None;
-        stream.device.bind()?;
         // The host nodes run from `nodes` until the launch returns.
         let _lease = self.list.lease(nodes);
         // SAFETY: `exec` is the instantiated graph of this device; the stream is live; the
         // graph's kernels use views kept alive by the graph and its host nodes payloads the
         // graph owns; the launch is waited for below before anything is released.
-        check("cuGraphLaunch", unsafe {
-            sys::cuGraphLaunch(instance.exec, stream.raw())
-        })?;
+        unsafe { instance.exec.launch(stream) }?;
         stream.synchronize()?;
         match self.errors.lock().take() {
             Some(e) => Err(e),

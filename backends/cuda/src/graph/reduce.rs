@@ -7,15 +7,14 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use cudarc::driver::sys;
 use hoplite_core::device_kernel::DeviceKernel;
 use hoplite_core::{Reducer, ScanValue, TeamPolicy};
 use hoplite_graph::NodeId;
 use parking_lot::Mutex;
 
-use super::kernel::{KernelNode, kernel_node_params};
+use super::kernel::KernelNode;
 use super::{CudaGraph, Geometry, Work};
-use crate::driver::{self, DeviceBuffer, PinnedBuffer, check};
+use crate::driver::{self, CopyDirection, DeviceBuffer, Graph, GraphNode, PinnedBuffer};
 use crate::geometry::{LaunchGeometry, fits, mdrange_geometry_in, range_geometry};
 use crate::launch::{DeviceArg, TeamLaunch, check_args, checked_mdrange, checked_range, team_writer_ends};
 use crate::params::{IterationArgs, ParamBuffer, pack_reduce_args, pack_scan_args};
@@ -428,16 +427,16 @@ impl CudaGraph {
 pub(super) fn add_reduction(
     r: &mut ReduceNode,
     device: &Arc<driver::Device>,
-    graph: sys::CUgraph,
-    deps: &[sys::CUgraphNode],
+    graph: &mut Graph,
+    deps: &[GraphNode],
     errors: &Arc<Mutex<Option<hoplite_core::Error>>>,
-) -> Result<sys::CUgraphNode, CudaError> {
+) -> Result<GraphNode, CudaError> {
     r.kernel.check_devices(device.ordinal)?;
     let loaded = (r.kernel.load)(device)?;
     let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
-    let mut last: Vec<sys::CUgraphNode> = deps.to_vec();
-    let mut host_ptr: *mut u8 = std::ptr::null_mut();
-    let mut scan_tail: Option<(sys::CUDA_MEMCPY3D, ParamBuffer, LaunchGeometry, sys::CUfunction)> = None;
+    let mut last: Vec<GraphNode> = deps.to_vec();
+    let mut host: *mut u8 = std::ptr::null_mut();
+    let mut scan_tail: Option<(u64, ParamBuffer, LaunchGeometry)> = None;
     let mut bytes = 0usize;
     if let Some(g) = geometry {
         if !fits(&device.limits, &g) {
@@ -460,8 +459,7 @@ pub(super) fn add_reduction(
             host: PinnedBuffer::new(device.clone(), bytes)?,
         });
         let partials = buffers.partials.address();
-        let host: *mut c_void = buffers.host.as_ptr().cast();
-        host_ptr = buffers.host.as_ptr();
+        host = buffers.host.as_ptr();
         // A reduction's last parameter is the partials pointer; a scan's are the values
         // pointer and the final-pass flag.
         let params_count = r.kernel.params.offsets().len();
@@ -472,121 +470,46 @@ pub(super) fn add_reduction(
         };
         r.kernel.params.set(partials_param, &partials.to_le_bytes());
         let mut pointers = r.kernel.params.pointers();
-        let params = kernel_node_params(loaded.function, &g, &mut pointers);
-        let mut kernel: sys::CUgraphNode = std::ptr::null_mut();
-        // SAFETY: the context is current; `deps` are nodes of this graph; the entry takes
-        // exactly the parameters `pack_reduce` packed against `K::params()` and the reducer's
-        // pattern, with the partials pointer now a live allocation of one partial per
-        // launched thread of `g`; `pointers` point into the params, which the driver copies;
-        // the views are this device's memory (checked above) and live as long as the graph;
-        // the geometry fits the device.
-        check("cuGraphAddKernelNode_v2", unsafe {
-            sys::cuGraphAddKernelNode_v2(&mut kernel, graph, deps.as_ptr(), deps.len(), &params)
-        })?;
-        let copy = partials_copy(partials, host, bytes, true);
-        let mut memcpy: sys::CUgraphNode = std::ptr::null_mut();
-        // SAFETY: the context is current and passed as the copy's context; the copy reads
-        // `bytes` bytes of the partials allocation and writes `bytes` bytes of the
-        // page-locked host buffer, both owned by the graph; it runs after the kernel node.
-        check("cuGraphAddMemcpyNode", unsafe {
-            sys::cuGraphAddMemcpyNode(&mut memcpy, graph, &kernel, 1, &copy, device.context())
-        })?;
+        // SAFETY: the entry takes exactly the parameters `pack_reduce` packed against
+        // `K::params()` and the reducer's pattern, with the partials pointer now a live
+        // allocation of one partial per launched thread of `g`, owned by the graph; `pointers`
+        // point into the params, which the driver copies; the views are this device's memory
+        // (checked above) and live as long as the graph; the geometry fits the device.
+        let kernel = unsafe { graph.add_kernel(deps, loaded.function, &g, &mut pointers) }?;
+        // SAFETY: the copy reads `bytes` bytes of the partials allocation of this device and
+        // writes `bytes` bytes of the page-locked host buffer, both owned by the graph; it runs
+        // after the kernel node, and the join host node after it.
+        let memcpy = unsafe { graph.add_copy(&[kernel], partials, host, bytes, CopyDirection::ToHost) }?;
         last = vec![memcpy];
         if r.scan {
             let mut final_params = r.kernel.params.clone();
             final_params.set(params_count - 1, &[1]);
-            scan_tail = Some((
-                partials_copy(partials, host, bytes, false),
-                final_params,
-                g,
-                loaded.function,
-            ));
+            scan_tail = Some((partials, final_params, g));
         }
     }
     let payload = r.payload.insert(Box::new(JoinPayload {
         join: r.join.clone(),
-        host: host_ptr,
+        host,
         bytes,
         label: r.kernel.name,
         errors: errors.clone(),
     }));
-    let params = sys::CUDA_HOST_NODE_PARAMS {
-        fn_: Some(run_join_node),
-        userData: std::ptr::from_ref::<JoinPayload>(payload).cast_mut().cast(),
-    };
-    let mut join: sys::CUgraphNode = std::ptr::null_mut();
-    // SAFETY: the context is current; `last` are nodes of this graph (the copy, or the
-    // reduction's own predecessors for an empty range); `run_join_node` makes no CUDA call and
-    // catches panics; its data is a boxed payload the graph owns, outliving the executable.
-    check("cuGraphAddHostNode", unsafe {
-        sys::cuGraphAddHostNode(&mut join, graph, last.as_ptr(), last.len(), &params)
-    })?;
-    let Some((copy, mut final_params, g, function)) = scan_tail else {
+    let data = std::ptr::from_ref::<JoinPayload>(payload).cast_mut().cast();
+    // SAFETY: `last` are nodes of this graph (the copy, or the reduction's own predecessors
+    // for an empty range); `run_join_node` makes no CUDA call and catches panics; its data is
+    // a boxed payload the graph owns, outliving the executable.
+    let join = unsafe { graph.add_host(&last, run_join_node, data) }?;
+    let Some((partials, mut final_params, g)) = scan_tail else {
         return Ok(join);
     };
-    let mut back: sys::CUgraphNode = std::ptr::null_mut();
-    // SAFETY: the context is current and passed as the copy's context; the copy reads the
-    // prefixes the host node wrote into the page-locked buffer and writes the values
-    // allocation, both `bytes` bytes owned by the graph; it runs after the host node.
-    check("cuGraphAddMemcpyNode", unsafe {
-        sys::cuGraphAddMemcpyNode(&mut back, graph, &join, 1, &copy, device.context())
-    })?;
+    // SAFETY: the copy reads the prefixes the host node wrote into the page-locked buffer and
+    // writes the values allocation, both `bytes` bytes owned by the graph; it runs after the
+    // host node, and the final pass after it.
+    let back = unsafe { graph.add_copy(&[join], partials, host, bytes, CopyDirection::ToDevice) }?;
     let mut pointers = final_params.pointers();
-    let params = kernel_node_params(function, &g, &mut pointers);
-    let mut final_pass: sys::CUgraphNode = std::ptr::null_mut();
     // SAFETY: as for the first pass (the same entry, geometry and arguments, packed by
     // `pack_scan`), with the final-pass flag set; it runs after the prefixes were copied back,
     // so each thread starts from its prefix; `pointers` point into `final_params`, which the
     // driver copies here.
-    check("cuGraphAddKernelNode_v2", unsafe {
-        sys::cuGraphAddKernelNode_v2(&mut final_pass, graph, &back, 1, &params)
-    })?;
-    Ok(final_pass)
-}
-
-/// A one-dimensional copy of `bytes` bytes between the device buffer `device` and the host
-/// buffer `host` (to the host when `to_host`), as a memcpy node takes it.
-fn partials_copy(
-    device: sys::CUdeviceptr,
-    host: *mut c_void,
-    bytes: usize,
-    to_host: bool,
-) -> sys::CUDA_MEMCPY3D {
-    use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
-    let (src_type, dst_type) = if to_host {
-        (CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST)
-    } else {
-        (CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_DEVICE)
-    };
-    sys::CUDA_MEMCPY3D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcZ: 0,
-        srcLOD: 0,
-        srcMemoryType: src_type,
-        srcHost: if to_host {
-            std::ptr::null()
-        } else {
-            host.cast_const()
-        },
-        srcDevice: if to_host { device } else { 0 },
-        srcArray: std::ptr::null_mut(),
-        reserved0: std::ptr::null_mut(),
-        srcPitch: bytes,
-        srcHeight: 1,
-        dstXInBytes: 0,
-        dstY: 0,
-        dstZ: 0,
-        dstLOD: 0,
-        dstMemoryType: dst_type,
-        dstHost: if to_host { host } else { std::ptr::null_mut() },
-        dstDevice: if to_host { 0 } else { device },
-        dstArray: std::ptr::null_mut(),
-        reserved1: std::ptr::null_mut(),
-        dstPitch: bytes,
-        dstHeight: 1,
-        WidthInBytes: bytes,
-        Height: 1,
-        Depth: 1,
-    }
+    unsafe { graph.add_kernel(&[back], loaded.function, &g, &mut pointers) }
 }
