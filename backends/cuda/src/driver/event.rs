@@ -11,16 +11,20 @@ use crate::CudaError;
 /// A CUDA event without timing (`CU_EVENT_DISABLE_TIMING`, the cheapest kind), destroyed when
 /// dropped: recorded on a stream, it completes when the work queued before it has; another
 /// stream can wait for it on the device ([`Stream::wait_event`]).
+#[cfg(feature = "dag")]
 pub(crate) struct Event {
     raw: sys::CUevent,
     device: Arc<Device>,
 }
 
+#[cfg(feature = "dag")]
 // SAFETY: an event handle may be used from any thread; every use binds its device's context.
 unsafe impl Send for Event {}
+#[cfg(feature = "dag")]
 // SAFETY: as for `Send`; the driver synchronizes concurrent calls on one event.
 unsafe impl Sync for Event {}
 
+#[cfg(feature = "dag")]
 impl Event {
     /// A new event of `device`, not yet recorded.
     pub(crate) fn new(device: Arc<Device>) -> Result<Event, CudaError> {
@@ -71,6 +75,7 @@ impl Event {
     }
 }
 
+#[cfg(feature = "dag")]
 impl Drop for Event {
     fn drop(&mut self) {
         if self.device.bind().is_ok() {

@@ -237,6 +237,7 @@ impl PinnedBuffer {
     }
 
     /// `bytes` bytes (non-zero) page-locked for every context (`CU_MEMHOSTALLOC_PORTABLE`).
+    #[cfg(feature = "dag")]
     pub(crate) fn portable(device: Arc<Device>, bytes: usize) -> Result<PinnedBuffer, CudaError> {
         PinnedBuffer::with_flags(device, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)
     }

@@ -11,7 +11,9 @@
 //! copies memory; `module` loads kernels and launches them; `graph` owns CUDA graphs and their
 //! executables. Code outside the module calls these wrappers, not `sys`.
 
+#[cfg(any(feature = "dag", feature = "select"))]
 mod event;
+#[cfg(feature = "graph")]
 mod graph;
 mod memory;
 mod module;
@@ -23,14 +25,20 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-pub(crate) use self::event::{Event, TimingEvent};
+#[cfg(feature = "dag")]
+pub(crate) use self::event::Event;
+#[cfg(any(feature = "dag", feature = "select"))]
+pub(crate) use self::event::TimingEvent;
+#[cfg(feature = "graph")]
 pub(crate) use self::graph::{CopyDirection, Graph, GraphExec, GraphNode};
 pub(crate) use self::memory::{
     DeviceBuffer, MemoryKind, PinnedBuffer, allocate, copy_to_device, copy_to_host, free, zero,
 };
 pub(crate) use self::module::{Function, load_function};
+#[cfg(feature = "dag")]
+pub(crate) use self::stream::copy_device_async;
 pub(crate) use self::stream::{
-    Stream, StreamBuffer, copy_device_async, copy_peer_async, copy_to_device_async, copy_to_host_async,
+    Stream, StreamBuffer, copy_peer_async, copy_to_device_async, copy_to_host_async,
 };
 use crate::CudaError;
 use crate::geometry::DeviceLimits;

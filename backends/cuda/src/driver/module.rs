@@ -109,6 +109,7 @@ impl Function {
     }
 
     /// The driver's handle, for a graph's kernel node.
+    #[cfg(feature = "graph")]
     pub(super) fn raw(&self) -> sys::CUfunction {
         self.0
     }

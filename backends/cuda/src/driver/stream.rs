@@ -6,7 +6,9 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-use super::{Device, DeviceBuffer, Event, PinnedBuffer, check};
+#[cfg(feature = "dag")]
+use super::Event;
+use super::{Device, DeviceBuffer, PinnedBuffer, check};
 use crate::CudaError;
 
 /// A stream of a device, destroyed when dropped.
@@ -62,6 +64,7 @@ impl Stream {
 
     /// Makes the work queued on the stream after this wait for `event` on the device
     /// (`cuStreamWaitEvent`); the host does not wait. An event never recorded orders nothing.
+    #[cfg(feature = "dag")]
     pub(crate) fn wait_event(&self, event: &Event) -> Result<(), CudaError> {
         self.device.bind()?;
         // SAFETY: both handles are live; a stream may wait for an event of any context; flags
@@ -73,6 +76,7 @@ impl Stream {
 
     /// Whether all work queued on the stream has finished (`cuStreamQuery`). An error means
     /// the work failed and nothing is left to wait for, so it counts as idle.
+    #[cfg(feature = "dag")]
     pub(crate) fn is_idle(&self) -> bool {
         if self.device.bind().is_err() {
             return true;
@@ -152,6 +156,7 @@ pub(crate) unsafe fn copy_to_host_async(
 /// `dst` and `src` are device (or managed) allocations of the stream's context with at least
 /// `bytes` bytes from them on; neither is freed, and nothing else writes them (or reads `dst`),
 /// until the copy completed (the stream was synchronized past it).
+#[cfg(feature = "dag")]
 pub(crate) unsafe fn copy_device_async(
     stream: &Stream,
     dst: u64,
