@@ -265,6 +265,16 @@ fn test(args: &[String]) -> Result<(), String> {
                 "warnings",
             ],
         ));
+        // hoplite-cuda's adapters to the front ends are cargo features, all on by default (and
+        // so in the workspace runs above and below): lint the backend without them and with
+        // each alone, so that every `cfg(feature = ..)` combination keeps compiling cleanly.
+        for (name, features) in CUDA_FEATURE_SETS {
+            let mut step = Step::cargo(name, &["clippy", "-p", "hoplite-cuda", "--no-default-features"]);
+            if !features.is_empty() {
+                step = step.arg("--features").arg(*features);
+            }
+            steps.push(step.arg("--all-targets").arg("--").arg("-D").arg("warnings"));
+        }
         // The NVRTC checks are compiled only with the kernel checks' `nvrtc` feature.
         steps.push(Step::cargo(
             "clippy (nvrtc feature)",
@@ -406,6 +416,15 @@ fn test(args: &[String]) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// hoplite-cuda's feature sets that `cargo xtask test` lints besides its defaults (which are
+/// all of its features): none, then each adapter alone.
+const CUDA_FEATURE_SETS: &[(&str, &str)] = &[
+    ("clippy (hoplite-cuda without its adapters)", ""),
+    ("clippy (hoplite-cuda, dag adapter only)", "dag"),
+    ("clippy (hoplite-cuda, graph adapter only)", "graph"),
+    ("clippy (hoplite-cuda, select adapter only)", "select"),
+];
 
 /// The Debian packages hoplite-numa builds against: hwloc's headers and library (2.9 in
 /// Debian 12), and udev's, which hwloc's static dependencies need at link time.

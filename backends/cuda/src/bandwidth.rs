@@ -8,15 +8,13 @@
 //! access enabled where the devices allow it. `cargo xtask cuda-bandwidth` runs it and writes
 //! the file; [`bandwidth_csv`] and [`gb_per_s`] are the pure parts.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cudarc::driver::sys;
 use hoplite_dag::selection::Location;
 
 use crate::CudaError;
-use crate::driver::{self, Device, Stream, TimingEvent, check};
+use crate::driver::{self, Device, DeviceBuffer, PinnedBuffer, Stream, TimingEvent};
 
 /// One measured link.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,62 +74,6 @@ pub fn bandwidth_csv(links: &[BandwidthLink]) -> String {
         ));
     }
     out
-}
-
-/// Device memory of one device, freed when dropped.
-struct DeviceBuffer {
-    device: Arc<Device>,
-    ptr: sys::CUdeviceptr,
-}
-
-impl DeviceBuffer {
-    fn new(device: Arc<Device>, bytes: usize) -> Result<DeviceBuffer, CudaError> {
-        device.bind()?;
-        let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: the device's context is current; `ptr` is a live out pointer.
-        check("cuMemAlloc_v2", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
-        Ok(DeviceBuffer { device, ptr })
-    }
-}
-
-impl Drop for DeviceBuffer {
-    fn drop(&mut self) {
-        if self.device.bind().is_ok() {
-            // SAFETY: `ptr` was allocated in this context and is freed once; `cuMemFree`
-            // waits for the copies using it (the measurement synchronized them anyway).
-            let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
-        }
-    }
-}
-
-/// Page-locked host memory, pinned for every context (`CU_MEMHOSTALLOC_PORTABLE`), freed when
-/// dropped.
-struct PinnedBuffer {
-    device: Arc<Device>,
-    ptr: *mut c_void,
-}
-
-impl PinnedBuffer {
-    fn new(device: Arc<Device>, bytes: usize) -> Result<PinnedBuffer, CudaError> {
-        device.bind()?;
-        let mut ptr: *mut c_void = std::ptr::null_mut();
-        // SAFETY: a context is current; `ptr` is a live out pointer; 1 is
-        // CU_MEMHOSTALLOC_PORTABLE, so every context sees the memory as page-locked.
-        check("cuMemHostAlloc", unsafe {
-            sys::cuMemHostAlloc(&mut ptr, bytes, 1)
-        })?;
-        Ok(PinnedBuffer { device, ptr })
-    }
-}
-
-impl Drop for PinnedBuffer {
-    fn drop(&mut self) {
-        if self.device.bind().is_ok() {
-            // SAFETY: `ptr` came from `cuMemHostAlloc` and is freed once, after every copy
-            // using it was synchronized by the measurement.
-            let _ = unsafe { sys::cuMemFreeHost(self.ptr) };
-        }
-    }
 }
 
 /// The device time of `copies` calls of `copy` queued on `stream`, after one warm-up call.
@@ -199,33 +141,26 @@ pub fn measure_bandwidth(bytes: usize, copies: u32) -> Result<Vec<BandwidthLink>
             ))
         })
         .collect::<Result<_, CudaError>>()?;
-    let host = PinnedBuffer::new(devices[0].clone(), bytes)?;
+    let host = PinnedBuffer::portable(devices[0].clone(), bytes)?;
     let total = bytes as u64;
     let mut links = Vec::new();
     for (i, stream) in streams.iter().enumerate() {
         let (a, b) = &buffers[i];
-        let raw = stream.raw();
         // In the three closures `a` and `b` are live allocations of `bytes` bytes in this
         // stream's context and `host` is `bytes` bytes of portable page-locked memory; all
         // outlive the copies, which `time_copies` synchronizes before returning; the buffers
         // are disjoint.
         let h2d = time_copies(stream, copies, || {
             // SAFETY: as argued above the closures.
-            check("cuMemcpyHtoDAsync_v2", unsafe {
-                sys::cuMemcpyHtoDAsync_v2(a.ptr, host.ptr, bytes, raw)
-            })
+            unsafe { driver::copy_to_device_async(stream, a.address(), host.as_ptr(), bytes) }
         })?;
         let d2h = time_copies(stream, copies, || {
             // SAFETY: as argued above the closures.
-            check("cuMemcpyDtoHAsync_v2", unsafe {
-                sys::cuMemcpyDtoHAsync_v2(host.ptr, a.ptr, bytes, raw)
-            })
+            unsafe { driver::copy_to_host_async(stream, host.as_ptr(), a.address(), bytes) }
         })?;
         let d2d = time_copies(stream, copies, || {
             // SAFETY: as argued above the closures.
-            check("cuMemcpyDtoDAsync_v2", unsafe {
-                sys::cuMemcpyDtoDAsync_v2(b.ptr, a.ptr, bytes, raw)
-            })
+            unsafe { driver::copy_device_async(stream, b.address(), a.address(), bytes) }
         })?;
         let dev = Location::Device(i);
         links.push(BandwidthLink {
@@ -253,14 +188,10 @@ pub fn measure_bandwidth(bytes: usize, copies: u32) -> Result<Vec<BandwidthLink>
             enable_peer_access(to, from)?;
             let (src, dst) = (&buffers[i].0, &buffers[j].1);
             let stream = &streams[i];
-            let raw = stream.raw();
             let elapsed = time_copies(stream, copies, || {
-                // SAFETY: `src` and `dst` are live allocations of `bytes` bytes in the
-                // contexts passed with them; both outlive the copies, which `time_copies`
-                // synchronizes.
-                check("cuMemcpyPeerAsync", unsafe {
-                    sys::cuMemcpyPeerAsync(dst.ptr, to.context(), src.ptr, from.context(), bytes, raw)
-                })
+                // SAFETY: `src` and `dst` are live allocations of `bytes` bytes of the devices
+                // passed with them; both outlive the copies, which `time_copies` synchronizes.
+                unsafe { driver::copy_peer_async(stream, dst.address(), to, src.address(), from, bytes) }
             })?;
             links.push(BandwidthLink {
                 from: Location::Device(i),

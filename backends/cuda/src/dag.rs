@@ -30,48 +30,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use cudarc::driver::sys;
 use hoplite_dag::DagError;
 use hoplite_dag::device::{Device, Event, HostEvent, HostStream, Stream, Work};
 
+use crate::Cuda;
 pub use crate::dag_views::{DetachedViews, DeviceViews, device_task};
-use crate::driver::{self, check};
-use crate::{Cuda, CudaError};
-
-/// A CUDA event, destroyed with its last clone.
-struct RawEvent {
-    raw: sys::CUevent,
-    device: Arc<driver::Device>,
-}
-
-// SAFETY: driver handles may be used from any thread; every use binds the event's device
-// context first.
-unsafe impl Send for RawEvent {}
-// SAFETY: as for `Send`; the driver synchronizes concurrent calls on one event.
-unsafe impl Sync for RawEvent {}
-
-impl RawEvent {
-    fn new(device: Arc<driver::Device>) -> Result<RawEvent, CudaError> {
-        device.bind()?;
-        let mut raw: sys::CUevent = std::ptr::null_mut();
-        // SAFETY: the device's context is current; `raw` is a live out pointer; the flag is a
-        // valid `CUevent_flags` value (no timing: the cheapest event, all a DAG needs).
-        check("cuEventCreate", unsafe {
-            sys::cuEventCreate(&mut raw, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
-        })?;
-        Ok(RawEvent { raw, device })
-    }
-}
-
-impl Drop for RawEvent {
-    fn drop(&mut self) {
-        if self.device.bind().is_ok() {
-            // SAFETY: `raw` is a live event, destroyed once; the driver defers the release
-            // of an event a stream still waits for.
-            let _ = unsafe { sys::cuEventDestroy_v2(self.raw) };
-        }
-    }
-}
+use crate::driver;
 
 /// A point in a [`CudaStream`]: complete once the closures before it have run on the host
 /// and the launches they issued have finished on the device.
@@ -80,7 +44,7 @@ pub struct CudaEvent {
     /// The stream's thread reached the record (and recorded, or synchronized the stream).
     reached: HostEvent,
     /// The CUDA event, if one could be made.
-    raw: Option<Arc<RawEvent>>,
+    raw: Option<Arc<driver::Event>>,
     /// Set when the record synchronized the stream instead of recording `raw`: reaching the
     /// point then means the device work is done.
     synchronized: Arc<AtomicBool>,
@@ -97,7 +61,7 @@ impl std::fmt::Debug for CudaEvent {
 
 impl CudaEvent {
     /// The recorded CUDA event, unless the record fell back to a synchronization.
-    fn device_event(&self) -> Option<&RawEvent> {
+    fn device_event(&self) -> Option<&driver::Event> {
         if self.synchronized.load(Ordering::Acquire) {
             None
         } else {
@@ -111,27 +75,17 @@ impl Event for CudaEvent {
         if !self.reached.is_complete() {
             return false;
         }
-        let Some(event) = self.device_event() else {
-            return true;
-        };
-        if event.device.bind().is_err() {
-            return true; // nothing can be waited for on a context that is gone
-        }
-        // SAFETY: `raw` is a live event of the bound context.
-        let status = unsafe { sys::cuEventQuery(event.raw) };
-        // NOT_READY is the only answer that means work is still pending; an error means the
-        // work failed and will not complete later, so waiting would never end.
-        status != sys::CUresult::CUDA_ERROR_NOT_READY
+        // Only NOT_READY means work is still pending; an error means the work failed and will
+        // not complete later (or the context is gone), so waiting would never end.
+        self.device_event().is_none_or(|event| !event.is_pending())
     }
 
     fn wait(&self) {
         self.reached.wait();
-        if let Some(event) = self.device_event()
-            && event.device.bind().is_ok()
-        {
-            // SAFETY: `raw` is a live event, recorded (the host point was reached).
-            // A failure is the failed work's error, reported by the launch or the fence.
-            let _ = unsafe { sys::cuEventSynchronize(event.raw) };
+        if let Some(event) = self.device_event() {
+            // The event is recorded (the host point was reached). A failure is the failed
+            // work's error, reported by the launch or the fence.
+            let _ = event.synchronize();
         }
     }
 }
@@ -159,7 +113,7 @@ impl Stream for CudaStream {
             .space()
             .stream()
             .ok()
-            .and_then(|s| RawEvent::new(s.device.clone()).ok())
+            .and_then(|s| driver::Event::new(s.device.clone()).ok())
             .map(Arc::new);
         let synchronized = Arc::new(AtomicBool::new(false));
         {
@@ -170,12 +124,8 @@ impl Stream for CudaStream {
                     synchronized.store(true, Ordering::Release);
                     return;
                 };
-                let recorded = raw.as_ref().is_some_and(|event| {
-                    stream.device.bind().is_ok()
-                        // SAFETY: `event.raw` is a live event of this stream's device; the
-                        // stream is live (the instance holds it).
-                        && unsafe { sys::cuEventRecord(event.raw, stream.raw()) } == sys::CUresult::CUDA_SUCCESS
-                });
+                // The event is of this stream's device; the stream is live (the instance holds it).
+                let recorded = raw.as_ref().is_some_and(|event| event.record(stream).is_ok());
                 if !recorded {
                     // Without an event, reaching this point must mean the work is done.
                     let _ = stream.synchronize();
@@ -200,12 +150,7 @@ impl Stream for CudaStream {
             let Some(raw) = event.device_event() else {
                 return; // reached after a synchronization: nothing is pending
             };
-            let ordered = cuda.stream().is_ok_and(|stream| {
-                stream.device.bind().is_ok()
-                    // SAFETY: both handles are live; a stream may wait for an event of any
-                    // context; flags 0 is the default wait.
-                    && unsafe { sys::cuStreamWaitEvent(stream.raw(), raw.raw, 0) } == sys::CUresult::CUDA_SUCCESS
-            });
+            let ordered = cuda.stream().is_ok_and(|stream| stream.wait_event(raw).is_ok());
             if !ordered {
                 event.wait(); // the thread waits instead: slower, still ordered
             }

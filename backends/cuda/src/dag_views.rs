@@ -3,7 +3,7 @@
 //! exactly as it orders a host launch with the same handles, and [`device_task`] launches it.
 
 use hoplite_core::index::IndexBounds;
-use hoplite_core::view::graph_support::BorrowGroup;
+use hoplite_core::view::held::BorrowGroup;
 use hoplite_core::view::{AccessKind, LaunchArgs};
 use hoplite_core::{ArrayLayout, AtomicHandle, AtomicValue, Reader, TeamSlots, View, Writer};
 use hoplite_dag::{Context, DagError, Vertex};

@@ -3,8 +3,9 @@
 //! geometry and occupancy ([`geometry`]), kernel parameter packing ([`params`]), the NVRTC
 //! module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use, device
 //! reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
-//! CUDA Graphs behind hoplite-graph ([`graph`]), DAG streams for hoplite-dag ([`dag`]),
-//! streams as hoplite-select resources timed with CUDA events ([`select`]), GrCUDA-style
+//! CUDA Graphs behind hoplite-graph (`graph`), DAG streams for hoplite-dag (`dag`),
+//! streams as hoplite-select resources timed with CUDA events (`select`) — those three behind
+//! the cargo features of the same names, below —, GrCUDA-style
 //! raw kernels from CUDA C and a signature ([`raw`]), unique tokens for device kernels
 //! ([`token`]) and peer access between GPUs ([`can_access_peer`], [`Cuda::enable_peer_access`]).
 //!
@@ -12,6 +13,21 @@
 //! NVRTC are loaded at run time, every driver call sits behind the check that the library is
 //! present, and without it the public API returns [`CudaError::NoDriver`] or
 //! [`CudaError::NoDevice`] instead of panicking. See `docs/cuda.md`.
+//!
+//! # Cargo features
+//!
+//! The adapters to hoplite's front ends are features, all on by default, so that this crate
+//! alone is the whole backend; with `default-features = false` it is the core backend
+//! (spaces, launches, reductions and scans, fills and copies, NVRTC, raw kernels, tokens, peer
+//! access) and does not depend on the front ends:
+//!
+//! | feature | what it adds | depends on |
+//! |---|---|---|
+//! | `dag` | `dag` (`CudaDevice`, `CudaStream`, `CudaEvent`, `DeviceViews`, `device_task`) and `bandwidth` | hoplite-dag, hoplite-graph |
+//! | `graph` | `graph` (`CudaGraph`, `GraphReduction`) | hoplite-graph |
+//! | `select` | `select` (`CudaBackend`) | hoplite-select |
+//!
+//! The `hoplite` facade's `cuda` feature turns all three on.
 //!
 //! ```
 //! use hoplite_core::ExecutionSpace;
@@ -23,13 +39,17 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+#[cfg(feature = "dag")]
 pub mod bandwidth;
+#[cfg(feature = "dag")]
 pub mod dag;
+#[cfg(feature = "dag")]
 mod dag_views;
 mod dispatch;
 mod driver;
 mod error;
 pub mod geometry;
+#[cfg(feature = "graph")]
 pub mod graph;
 mod launch;
 pub mod library;
@@ -40,6 +60,7 @@ pub mod params;
 mod peer;
 pub mod raw;
 pub mod reduce;
+#[cfg(feature = "select")]
 pub mod select;
 mod space;
 pub mod token;

@@ -28,11 +28,9 @@
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
-use cudarc::driver::sys;
 use hoplite_core::device_kernel::{HandleAccess, ScalarType, stable_hash};
 use parking_lot::Mutex;
 
-use crate::driver::check;
 use crate::geometry::{KernelResources, LaunchGeometry, blocks_per_sm, fits};
 use crate::launch::{Plan, check_arg_devices, load_source};
 use crate::nvrtc::ModuleCache;
@@ -743,16 +741,10 @@ impl Cuda {
         // Dynamic shared memory past the default per-block limit needs the function's opt-in
         // (`blocks_per_sm` above checked it against the opt-in limit).
         if resources.static_shared + geometry.shared_bytes as usize > device.limits.shared_per_block {
-            device.bind()?;
-            // SAFETY: the context is current; `function` is loaded in it; the attribute takes
-            // a byte count, within the opt-in limit as checked above.
-            check("cuFuncSetAttribute", unsafe {
-                sys::cuFuncSetAttribute(
-                    loaded.function,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    geometry.shared_bytes as std::ffi::c_int,
-                )
-            })?;
+            // Within the opt-in limit, as checked above.
+            loaded
+                .function
+                .allow_dynamic_shared(device, geometry.shared_bytes)?;
         }
         let plan = Plan {
             stream,

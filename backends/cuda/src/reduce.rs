@@ -2,7 +2,7 @@
 //! geometry that sizes the partials, the joins the device applies, the host join in a fixed
 //! order and the
 //! exclusive prefix of a scan's chunk sums. Everything here is pure and tested without a
-//! GPU; `Cuda::reduce_*` and `Cuda::scan_range` (in `launch.rs`) drive the device with it.
+//! GPU; `Cuda::reduce_*` and `Cuda::scan_range` (in `launch/`) drive the device with it.
 //!
 //! # The join order
 //!

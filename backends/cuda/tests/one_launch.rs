@@ -280,6 +280,7 @@ fn empty_launches_need_no_device() {
 
 /// The implicit DAG's generic launches reach `Cuda` too: its vertices run the same
 /// `#[kernel]` launches on the context's CUDA streams.
+#[cfg(feature = "dag")]
 mod dag {
     use super::*;
     use hoplite_cuda::dag::CudaDevice;

@@ -14,11 +14,6 @@ mod footprint;
 pub mod held;
 pub mod locked;
 
-/// The former path of [`held`]. `view/access/` and the CUDA backend still name it; it goes
-/// once they name `view::held`.
-#[doc(hidden)]
-pub use held as graph_support;
-
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Range;

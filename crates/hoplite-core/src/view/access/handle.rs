@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::index::IndexBounds;
 use crate::space::{ArrayLayout, HostAccessibleSpace, MemorySpace};
 use crate::view::borrow::{BorrowId, Refused};
-use crate::view::graph_support::{BorrowGroup, HeldBorrow};
+use crate::view::held::{BorrowGroup, HeldBorrow};
 use crate::view::{AccessKind, View, ViewValue};
 
 #[cold]
@@ -599,7 +599,7 @@ borrow_moves!(
     ///
     /// ```
     /// use hoplite_core::View;
-    /// use hoplite_core::view::graph_support::BorrowGroup;
+    /// use hoplite_core::view::held::BorrowGroup;
     /// let x: View<f64, 1> = View::new("x", [4])?;
     /// let group = BorrowGroup::new();
     /// // SAFETY: the handles are only held, never used.

@@ -2,223 +2,41 @@
 //! module from the cache, loaded once per device; the geometry from [`crate::geometry`]; the
 //! parameters packed by [`crate::params`]; then `cuLaunchKernel` on the instance's stream.
 
-use std::any::Any;
 use std::collections::HashMap;
-use std::ffi::{CString, c_int};
+use std::ffi::CString;
 use std::sync::Arc;
 
-use cudarc::driver::sys;
-use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo, HandleAccess, ScalarType};
-use hoplite_core::{ArrayLayout, View, ViewValue};
+use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo, HandleAccess};
 use hoplite_core::{Reducer, ScanValue, TeamPolicy, TeamSize};
 use parking_lot::Mutex;
 
-use crate::driver::{self, Device, Stream, StreamBuffer, check};
+use crate::driver::{self, Device, Stream, StreamBuffer};
 use crate::geometry::{
     DeviceLimits, IndexOrder, KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm,
     fits, mdrange_geometry_in, range_geometry, team_geometry,
 };
 use crate::nvrtc::ModuleCache;
 use crate::params::{
-    HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, TokenArg, pack_for_args_info,
-    pack_reduce_args_info, pack_scan_args_info,
+    IterationArgs, KernelArg, ParamBuffer, pack_for_args_info, pack_reduce_args_info, pack_scan_args_info,
 };
 use crate::reduce::{
     DeviceReduceValue, decode, device_join_for, encode, exclusive_prefix, join_partials, partials_count,
     partials_geometry, value_layout,
 };
-use crate::{Cuda, CudaError, DeviceAccessibleSpace};
+use crate::{Cuda, CudaError};
 
-/// An element type device kernels use, with its [`ScalarType`].
-///
-/// # Safety
-///
-/// Launches pass views of `Self` to entries declared over [`SCALAR`](Self::SCALAR). An
-/// implementation promises that `Self` has exactly that type's size and representation on
-/// the device.
-pub unsafe trait DeviceScalar: ViewValue {
-    /// The device type.
-    const SCALAR: ScalarType;
-}
+mod args;
 
-macro_rules! device_scalar {
-    ($($t:ty => $s:ident),*) => {$(
-        // SAFETY: the Rust type and the CUDA C type have the same size and representation
-        // (two's complement integers, IEEE floats, 64-bit `usize`/`isize` on 64-bit hosts
-        // and devices; `bool` is one byte of 0 or 1 in both).
-        unsafe impl DeviceScalar for $t {
-            const SCALAR: ScalarType = ScalarType::$s;
-        }
-    )*};
-}
-device_scalar!(bool => Bool, i32 => I32, i64 => I64, u32 => U32, u64 => U64, f32 => F32, f64 => F64);
-#[cfg(target_pointer_width = "64")]
-device_scalar!(usize => Usize, isize => Isize);
-
-/// One argument of a device launch, in the kernel's parameter order: a view handle (read or
-/// write) or a scalar. Built only from views of device memory, so a launch never hands the
-/// device an address it cannot use.
-///
-/// ```
-/// use hoplite_core::{LayoutLeft, View};
-/// use hoplite_cuda::{CudaSpace, DeviceArg};
-/// let a = DeviceArg::scalar(2.0f64);
-/// if let Ok(x) = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [10]) {
-///     let _args = [a, DeviceArg::write(&x)];
-/// }
-/// ```
-pub struct DeviceArg {
-    pub(crate) arg: KernelArg,
-    /// For a writer: its extents, which the launch's iteration space must stay inside.
-    pub(crate) writer_extents: Option<Vec<u64>>,
-    /// The bytes the handle covers, to refuse a writer that overlaps another handle.
-    pub(crate) bytes: Option<(u64, u64)>,
-    /// For a view: the GPU whose memory it is.
-    pub(crate) device: Option<usize>,
-    pub(crate) keep: Option<Arc<dyn Any + Send + Sync>>,
-}
-
-impl std::fmt::Debug for DeviceArg {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceArg").field("arg", &self.arg).finish()
-    }
-}
-
-impl DeviceArg {
-    fn handle<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
-        view: &View<T, R, L, S>,
-        access: HandleAccess,
-    ) -> DeviceArg {
-        DeviceArg::handle_as(view, access, T::SCALAR)
-    }
-
-    /// A handle of `view` that the kernel sees as elements of `element`, which must have
-    /// `T`'s size (the library's fill and copy kernels move bits through a carrier type).
-    pub(crate) fn handle_as<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
-        view: &View<T, R, L, S>,
-        access: HandleAccess,
-        element: ScalarType,
-    ) -> DeviceArg {
-        debug_assert_eq!(element.size(), T::SCALAR.size());
-        let writer = access == HandleAccess::Write;
-        let extents: Vec<u64> = view.extents().iter().map(|&e| e as u64).collect();
-        let ptr = view.data() as usize as u64;
-        let span = (view.span() * size_of::<T>()) as u64;
-        DeviceArg {
-            arg: KernelArg::Handle(HandleArg {
-                ptr,
-                access,
-                element,
-                extents: extents.clone(),
-                strides: view.strides().iter().map(|&s| s as u64).collect(),
-            }),
-            writer_extents: writer.then_some(extents),
-            bytes: Some((ptr, ptr + span)),
-            device: Some(view.space().device_ordinal()),
-            keep: Some(Arc::new(view.clone())),
-        }
-    }
-
-    /// A reader of `view` (a `Reader` parameter).
-    pub fn read<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
-        view: &View<T, R, L, S>,
-    ) -> DeviceArg {
-        DeviceArg::handle(view, HandleAccess::Read)
-    }
-
-    /// A writer of `view` (a `Writer` parameter): the launch checks that its iteration space
-    /// lies inside the view's extents and that no other handle overlaps the view.
-    pub fn write<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
-        view: &View<T, R, L, S>,
-    ) -> DeviceArg {
-        DeviceArg::handle(view, HandleAccess::Write)
-    }
-
-    /// An atomic handle of `view` (an `AtomicHandle` parameter): atomic updates anywhere in
-    /// the view, each checked against its extents by the kernel.
-    pub fn atomic<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
-        view: &View<T, R, L, S>,
-    ) -> DeviceArg {
-        DeviceArg::handle(view, HandleAccess::Atomic)
-    }
-
-    /// The GPU of the memory the argument updates atomically (an atomic handle's view, a
-    /// unique token's words), `None` for any other argument.
-    pub(crate) fn atomic_device(&self) -> Option<usize> {
-        match &self.arg {
-            KernelArg::Handle(h) if h.access == HandleAccess::Atomic => self.device,
-            KernelArg::TokenBits(_) => self.device,
-            _ => None,
-        }
-    }
-
-    /// What keeps the argument's view alive while the device may use it.
-    pub(crate) fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
-        self.keep.clone()
-    }
-
-    /// A team-slots handle of the rank-2 `view` (a `TeamSlots` parameter): each thread of a
-    /// team kernel at its own `[league rank, team rank]`, each access checked by the kernel.
-    pub fn team_slots<T: DeviceScalar, L: ArrayLayout, S: DeviceAccessibleSpace>(
-        view: &View<T, 2, L, S>,
-    ) -> DeviceArg {
-        DeviceArg::handle(view, HandleAccess::TeamSlots)
-    }
-
-    /// A unique token's lock words at the device address `words` of GPU `device`, holding
-    /// `size` ids, kept alive by `keep` ([`DeviceArg::token`] builds it).
-    pub(crate) fn token_parts(
-        words: u64,
-        size: u64,
-        device: usize,
-        keep: Option<Arc<dyn Any + Send + Sync>>,
-    ) -> DeviceArg {
-        DeviceArg {
-            arg: KernelArg::TokenBits(TokenArg { words, size }),
-            writer_extents: None,
-            // The lock words are no view a writer could overlap: a token is its own memory.
-            bytes: None,
-            device: Some(device),
-            keep,
-        }
-    }
-
-    /// A scalar capture.
-    pub fn scalar(value: impl Into<ScalarArg>) -> DeviceArg {
-        DeviceArg {
-            arg: KernelArg::Scalar(value.into()),
-            writer_extents: None,
-            bytes: None,
-            device: None,
-            keep: None,
-        }
-    }
-}
-
-macro_rules! scalar_from {
-    ($($t:ty => $v:ident),*) => {$(
-        impl From<$t> for ScalarArg {
-            fn from(v: $t) -> Self {
-                ScalarArg::$v(v)
-            }
-        }
-    )*};
-}
-scalar_from!(bool => Bool, i32 => I32, i64 => I64, u32 => U32, u64 => U64, usize => Usize, isize => Isize, f32 => F32, f64 => F64);
+pub use self::args::{DeviceArg, DeviceScalar};
 
 /// A kernel loaded on a device: the function and what it uses.
 pub(crate) struct Loaded {
-    pub(crate) function: sys::CUfunction,
+    pub(crate) function: driver::Function,
     pub(crate) resources: KernelResources,
 }
 
-// SAFETY: a loaded function handle may be used from any thread (the module is never
-// unloaded, so the handle stays valid for the life of the process).
-unsafe impl Send for Loaded {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for Loaded {}
-
 /// `K` loaded on `device`: compiled (or taken from the cache) and loaded once per device.
+#[cfg(feature = "graph")] // the graph's kernel nodes name their kernel by type
 pub(crate) fn load<K: DeviceKernel>(device: &Device) -> Result<Arc<Loaded>, CudaError> {
     load_info(&DeviceKernelInfo::of::<K>(), device)
 }
@@ -247,30 +65,8 @@ pub(crate) fn load_source(
     let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
     let image = CString::new(ptx.as_bytes()).map_err(|_| invalid("the PTX holds a NUL byte".into()))?;
     let entry = CString::new(entry).map_err(|_| invalid("the entry name holds a NUL byte".into()))?;
-    device.bind()?;
-    let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: the device's context is current; `image` is NUL-terminated PTX that outlives
-    // the call; `module` is a live out pointer.
-    check("cuModuleLoadData", unsafe {
-        sys::cuModuleLoadData(&mut module, image.as_ptr().cast())
-    })?;
-    let mut function: sys::CUfunction = std::ptr::null_mut();
-    // SAFETY: `module` was just loaded; `entry` is NUL-terminated; live out pointer.
-    check("cuModuleGetFunction", unsafe {
-        sys::cuModuleGetFunction(&mut function, module, entry.as_ptr())
-    })?;
-    let attr = |a: sys::CUfunction_attribute| -> Result<usize, CudaError> {
-        let mut v: c_int = 0;
-        // SAFETY: `function` is a live function; a known attribute; live out pointer.
-        check("cuFuncGetAttribute", unsafe {
-            sys::cuFuncGetAttribute(&mut v, a, function)
-        })?;
-        Ok(v.max(0) as usize)
-    };
-    let resources = KernelResources {
-        registers_per_thread: attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)? as u32,
-        static_shared: attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-    };
+    let function = driver::load_function(device, &image, &entry)?;
+    let resources = function.resources()?;
     let loaded = Arc::new(Loaded { function, resources });
     LOADED
         .lock()
@@ -835,13 +631,7 @@ impl Cuda {
     }
 }
 
-/// The argument as the packer sees it, without a copy.
-impl AsRef<KernelArg> for DeviceArg {
-    fn as_ref(&self) -> &KernelArg {
-        &self.arg
-    }
-}
-
+#[cfg(feature = "graph")] // the graph's kernel nodes name their kernel by type
 pub(crate) fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> Result<(u64, u64), CudaError> {
     checked_range_info(&DeviceKernelInfo::of::<K>(), range)
 }
@@ -880,6 +670,7 @@ pub(crate) type CheckedMdRange = (IterationArgs, Vec<u64>, (Vec<u64>, IndexOrder
 
 /// The iteration space (walked in the order `args` suggest, [`index_order`]), the ends and
 /// the geometry's lengths and order of an MDRange, or the dimension that starts after it ends.
+#[cfg(feature = "graph")] // the graph's kernel nodes name their kernel by type
 pub(crate) fn checked_mdrange<K: DeviceKernel, const R: usize>(
     begins: [usize; R],
     ends: [usize; R],
@@ -936,6 +727,7 @@ pub(crate) struct TeamLaunch {
 impl TeamLaunch {
     /// The launch `policy` describes for `K`. Team size and scratch are checked against the
     /// device when the geometry is computed, not against the policy's host limits.
+    #[cfg(feature = "graph")] // the graph's kernel nodes name their kernel by type
     pub(crate) fn of<K: DeviceKernel>(policy: &TeamPolicy<Cuda>) -> Result<TeamLaunch, CudaError> {
         TeamLaunch::of_info(&DeviceKernelInfo::of::<K>(), policy)
     }
@@ -1007,7 +799,7 @@ fn partials_bytes<V: DeviceReduceValue>(
 /// A launch ready for the device: the stream, the function and the checked geometry.
 pub(crate) struct Plan<'a> {
     pub(crate) stream: &'a Stream,
-    pub(crate) function: sys::CUfunction,
+    pub(crate) function: driver::Function,
     pub(crate) geometry: LaunchGeometry,
 }
 
@@ -1024,28 +816,13 @@ impl Plan<'_> {
     pub(crate) unsafe fn launch(&self, params: &mut ParamBuffer) -> Result<(), CudaError> {
         let g = &self.geometry;
         let mut pointers = params.pointers();
-        self.stream.device.bind()?;
         // SAFETY: `function` is a loaded kernel of this stream's device whose entry takes
         // exactly the parameters packed in `params` (the caller's contract, and the
         // `DeviceKernel` contract that the entry matches `params()`); `pointers` holds one
         // pointer per parameter into `params`, which outlives the call (the driver copies the
-        // values before returning), and `extra` is null; the geometry was checked against the
-        // device by `plan`.
-        check("cuLaunchKernel", unsafe {
-            sys::cuLaunchKernel(
-                self.function,
-                g.grid[0],
-                g.grid[1],
-                g.grid[2],
-                g.block[0],
-                g.block[1],
-                g.block[2],
-                g.shared_bytes,
-                self.stream.raw(),
-                pointers.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        })
+        // values before returning); every address in them is live until the launch completes
+        // (the caller's contract); the geometry was checked against the device by `plan`.
+        unsafe { self.function.launch(self.stream, g, &mut pointers) }
     }
 }
 

@@ -1,0 +1,100 @@
+//! Host nodes of a [`CudaGraph`](super::CudaGraph): the payload each host node's function
+//! gets, and the node list of the submit in progress that the function runs the front end's
+//! node from.
+
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use hoplite_graph::GraphNodes;
+use parking_lot::{Mutex, RwLock};
+
+use crate::{Cuda, CudaError};
+
+/// What a host node's function gets: where its node is and where its error goes. Boxed, so its
+/// address stays the same while the graph's executable may call it.
+///
+/// The node itself lives in the graph's node list ([`GraphNodes`]), which owns its nodes: the
+/// payload names it by id, and reaches it through the list of the submit in progress.
+pub(super) struct HostPayload {
+    pub(super) id: usize,
+    pub(super) list: Arc<SubmitList>,
+    pub(super) errors: Arc<Mutex<Option<hoplite_core::Error>>>,
+}
+
+/// The node list of the submit in progress, for the host nodes: set by `launch` from the list
+/// its submit borrows, and cleared before the launch returns.
+#[derive(Default)]
+pub(super) struct SubmitList(RwLock<Option<ListPtr>>);
+
+/// The address of a submit's node list.
+#[derive(Clone, Copy)]
+struct ListPtr(NonNull<GraphNodes<Cuda>>);
+
+// SAFETY: a `ListPtr` is only dereferenced as a shared reference, while the list is borrowed by
+// the submit that stored it (see `SubmitList::lease`), and `GraphNodes<Cuda>` is `Sync`: using
+// `&GraphNodes` from a driver thread is what `Sync` allows.
+unsafe impl Send for ListPtr {}
+// SAFETY: as for `Send`; the pointer itself is only copied.
+unsafe impl Sync for ListPtr {}
+
+/// Clears a [`SubmitList`] when the launch that set it returns, by any path.
+pub(super) struct ListLease<'a>(&'a SubmitList);
+
+impl Drop for ListLease<'_> {
+    fn drop(&mut self) {
+        // The write lock waits for every host node running now (each holds the read lock while
+        // it uses the list); one that starts later finds no list.
+        *self.0.0.write() = None;
+    }
+}
+
+impl SubmitList {
+    /// Lends `nodes` to the host nodes until the returned lease drops; the lease borrows
+    /// `nodes`, so the list outlives every use a host node makes of it.
+    pub(super) fn lease<'a>(&'a self, nodes: Option<&'a GraphNodes<Cuda>>) -> ListLease<'a> {
+        *self.0.write() = nodes.map(|n| ListPtr(NonNull::from(n)));
+        ListLease(self)
+    }
+
+    /// Runs node `id` of the lent list.
+    fn run(&self, id: usize) -> hoplite_core::Result<()> {
+        let lent = self.0.read();
+        let Some(list) = *lent else {
+            return Err(CudaError::InvalidGraph {
+                reason: "a host node ran without its graph's node list; submit the graph through `GraphBackend::submit` (or `Graph::submit`), which hands it over".into(),
+            }
+            .into());
+        };
+        // SAFETY: `list` was stored by `lease` from a `&GraphNodes` borrowed for as long as the
+        // lease lives, and the lease clears it under the write lock before it drops — which
+        // waits for this read guard. So while `lent` is held the list is alive and only
+        // shared.
+        let nodes = unsafe { list.0.as_ref() };
+        let Some(node) = nodes.as_slice().get(id) else {
+            return Err(CudaError::InvalidGraph {
+                reason: format!("host node {id} is not in the node list of the submit"),
+            }
+            .into());
+        };
+        catch_unwind(AssertUnwindSafe(|| node.run()))
+            .unwrap_or_else(|p| Err(hoplite_core::Error::from_panic(node.label(), p)))
+    }
+}
+
+/// The host function of every host node.
+pub(super) unsafe extern "C" fn run_host_node(user_data: *mut c_void) {
+    // SAFETY: `user_data` is the address of a `HostPayload` boxed in the graph's nodes, which
+    // outlive the executable graph (dropped after `cuGraphExecDestroy`, and every launch is
+    // waited for before a submit returns); the payload is only read.
+    let payload = unsafe { &*user_data.cast::<HostPayload>() };
+    // A panic must not unwind into the driver's thread (`SubmitList::run` catches the node's).
+    let result = payload.list.run(payload.id);
+    if let Err(e) = result {
+        let mut slot = payload.errors.lock();
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+    }
+}

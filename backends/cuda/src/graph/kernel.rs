@@ -1,0 +1,167 @@
+//! `#[kernel]` nodes of a [`CudaGraph`]: a launch checked and packed when it is added, loaded
+//! and added as a CUDA kernel node when the graph is built.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use hoplite_core::TeamPolicy;
+use hoplite_core::device_kernel::DeviceKernel;
+use hoplite_graph::NodeId;
+
+use super::{CudaGraph, Geometry, Work};
+use crate::driver;
+use crate::geometry::{mdrange_geometry_in, range_geometry};
+use crate::launch::{
+    DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange, checked_range, load,
+    team_writer_ends,
+};
+use crate::params::{IterationArgs, ParamBuffer, pack_for_args};
+use crate::{Cuda, CudaError};
+
+/// A `#[kernel]` launch checked and packed, waiting for `instantiate` to load it.
+pub(super) struct KernelNode {
+    pub(super) name: &'static str,
+    pub(super) load: fn(&driver::Device) -> Result<Arc<Loaded>, CudaError>,
+    pub(super) geometry: Geometry,
+    pub(super) params: ParamBuffer,
+    /// Each argument's device (`None` for a scalar), checked against the graph's device.
+    devices: Vec<Option<usize>>,
+    /// Each argument's device where it updates memory atomically (`None` otherwise).
+    atomic_devices: Vec<Option<usize>>,
+    /// The views the kernel reads and writes, alive as long as the graph.
+    _keep: Vec<Arc<dyn Any + Send + Sync>>,
+}
+
+impl KernelNode {
+    /// The node launching `K` with `params` packed from `args`, whose devices it records and
+    /// whose views it keeps alive.
+    pub(super) fn new<K: DeviceKernel>(
+        geometry: Geometry,
+        params: ParamBuffer,
+        args: &[DeviceArg],
+    ) -> KernelNode {
+        KernelNode {
+            name: K::NAME,
+            load: load::<K>,
+            geometry,
+            params,
+            devices: args.iter().map(|a| a.device).collect(),
+            atomic_devices: args.iter().map(DeviceArg::atomic_device).collect(),
+            _keep: args.iter().filter_map(DeviceArg::keep).collect(),
+        }
+    }
+
+    /// As a launch's `check_arg_devices`, from the devices recorded when the node was made.
+    pub(super) fn check_devices(&self, instance_device: usize) -> Result<(), CudaError> {
+        check_devices(
+            self.name,
+            instance_device,
+            self.devices.iter().copied(),
+            driver::peer_access_enabled,
+        )?;
+        check_devices(
+            self.name,
+            instance_device,
+            self.atomic_devices.iter().copied(),
+            driver::peer_atomics_enabled,
+        )
+    }
+}
+
+impl CudaGraph {
+    fn kernel_node<K: DeviceKernel>(
+        &mut self,
+        iteration: IterationArgs,
+        ends: &[u64],
+        args: &[DeviceArg],
+        geometry: Geometry,
+        after: &[NodeId],
+    ) -> Result<NodeId, CudaError> {
+        let params = pack_for_args::<K>(&iteration, args)?;
+        check_args(K::NAME, ends, args)?;
+        let node = KernelNode::new::<K>(geometry, params, args);
+        self.push(Work::Kernel(node), after)
+    }
+
+    /// Adds a kernel node launching `K` (a `#[kernel]` `parallel_for` over a range) over
+    /// `range`, after the nodes `after`. The arguments are checked as
+    /// [`Cuda::launch_range`] checks them, now, without a device; the views stay alive as long
+    /// as the graph.
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundWriter, kernel};
+    /// use hoplite_core::{LayoutLeft, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    /// use hoplite_cuda::graph::CudaGraph;
+    ///
+    /// #[kernel]
+    /// fn ones(i: Idx<'_>, y: BoundWriter<'_, f64, 1>) {
+    ///     y.set(i, 1.0);
+    /// }
+    ///
+    /// let y: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    /// let mut graph = CudaGraph::new(&Cuda::default());
+    /// // A writer of extent 0 cannot take 10 indices: refused at once.
+    /// assert!(graph.kernel_range::<ones>(0..10, &[DeviceArg::write(&y)], &[]).is_err());
+    /// let node = graph.kernel_range::<ones>(0..0, &[DeviceArg::write(&y)], &[])?;
+    /// assert_eq!(node.0, 0);
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cuda::launch_range`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
+    /// that is not an earlier node, or a graph already instantiated.
+    pub fn kernel_range<K: DeviceKernel>(
+        &mut self,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+        after: &[NodeId],
+    ) -> Result<NodeId, CudaError> {
+        let (begin, end) = checked_range::<K>(range)?;
+        let geometry: Geometry = Box::new(move |limits, _| Ok(range_geometry(limits, end - begin)));
+        self.kernel_node::<K>(IterationArgs::Range { begin, end }, &[end], args, geometry, after)
+    }
+
+    /// Adds a kernel node launching `K` over an MDRange of rank `R`, as
+    /// [`kernel_range`](Self::kernel_range) does.
+    ///
+    /// # Errors
+    ///
+    /// As for [`kernel_range`](Self::kernel_range) and [`Cuda::launch_mdrange`].
+    pub fn kernel_mdrange<K: DeviceKernel, const R: usize>(
+        &mut self,
+        begins: [usize; R],
+        ends: [usize; R],
+        args: &[DeviceArg],
+        after: &[NodeId],
+    ) -> Result<NodeId, CudaError> {
+        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, R>(begins, ends, args)?;
+        let geometry: Geometry = Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order)));
+        self.kernel_node::<K>(iteration, &ends, args, geometry, after)
+    }
+
+    /// Adds a kernel node launching `K` over the league of teams of `policy` (its scratch
+    /// included), as [`kernel_range`](Self::kernel_range) does.
+    ///
+    /// # Errors
+    ///
+    /// As for [`kernel_range`](Self::kernel_range) and [`Cuda::launch_team`].
+    pub fn kernel_team<K: DeviceKernel>(
+        &mut self,
+        policy: &TeamPolicy<Cuda>,
+        args: &[DeviceArg],
+        after: &[NodeId],
+    ) -> Result<NodeId, CudaError> {
+        let team = TeamLaunch::of::<K>(policy)?;
+        let geometry: Geometry = Box::new(move |limits, resources| team.plan(limits, resources));
+        self.kernel_node::<K>(
+            team.iteration(),
+            &team_writer_ends(args, team.league),
+            args,
+            geometry,
+            after,
+        )
+    }
+}

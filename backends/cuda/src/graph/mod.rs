@@ -1,0 +1,392 @@
+//! Explicit graphs as CUDA Graphs: [`CudaGraph`] implements hoplite-graph's [`GraphBackend`]
+//! for `Cuda` and adds device-kernel nodes of its own.
+//!
+//! Nodes map one to one onto explicit CUDA graph nodes: the root and `when_all` joins are
+//! empty nodes (`cuGraphAddEmptyNode`), host functions are host nodes (`cuGraphAddHostNode`;
+//! the driver runs them on a thread of its own and they make no CUDA call), and `#[kernel]`
+//! launches added with [`CudaGraph::kernel_range`], [`kernel_mdrange`](CudaGraph::kernel_mdrange)
+//! and [`kernel_team`](CudaGraph::kernel_team) are kernel nodes (`cuGraphAddKernelNode`), with
+//! their parameters packed and checked as an eager launch's. `instantiate` builds and
+//! instantiates the graph once; every submit is one `cuGraphLaunch` on a stream, then waits for
+//! it. A `Cuda` front-end graph has no closure launches (a GPU runs no closures), so no node
+//! needs stream capture; such a node is refused with a typed error.
+//!
+//! Everything up to `instantiate` is checked without a device: node ids, predecessors that
+//! come before their node, node kinds, and kernel arguments.
+//!
+//! The module is split by node kind: `kernel` holds the `#[kernel]` nodes, `reduce` the
+//! reductions and scans with their partials and host join, and `host` the host nodes with the
+//! node list they run from; this file holds the graph, its build and launch, and the
+//! `GraphBackend` implementation.
+
+mod host;
+mod kernel;
+mod reduce;
+
+use std::sync::Arc;
+
+use hoplite_graph::{Access, GraphBackend, GraphNodes, NodeId, NodeKernel, NodeKind};
+use parking_lot::Mutex;
+
+use self::host::{HostPayload, SubmitList, run_host_node};
+use self::kernel::KernelNode;
+pub use self::reduce::GraphReduction;
+use self::reduce::{ReduceNode, add_reduction};
+use crate::driver::{self, GraphNode};
+use crate::geometry::{DeviceLimits, KernelResources, LaunchGeometry, fits};
+use crate::{Cuda, CudaError};
+
+type Geometry =
+    Box<dyn Fn(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError> + Send + Sync>;
+
+enum Work {
+    /// The root, a join, or an empty launch.
+    Empty,
+    /// A host function of the front end.
+    Host(Box<HostPayload>),
+    /// A device kernel.
+    Kernel(KernelNode),
+    /// A device reduction (kernel, copy of the partials to the host, join on the host) or
+    /// scan (the same, the prefixes copied back and a final kernel pass).
+    Reduce(Box<ReduceNode>),
+}
+
+struct Node {
+    work: Work,
+    preds: Vec<usize>,
+}
+
+/// The instantiated graph and its executable, destroyed together (the executable first, as
+/// the fields are dropped in order) once no launch is in flight: every submit waits for its
+/// launch.
+struct Instantiated {
+    exec: driver::GraphExec,
+    _graph: driver::Graph,
+    device: Arc<driver::Device>,
+}
+
+/// A node of the front end that only stands for a join (its kind says so).
+struct Empty;
+
+/// An explicit graph on a `Cuda` instance, run as a CUDA Graph.
+///
+/// ```
+/// use hoplite_cuda::Cuda;
+/// use hoplite_cuda::graph::CudaGraph;
+/// use hoplite_graph::create_graph_with;
+///
+/// let cuda = Cuda::default();
+/// let built = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+///     let a = g.host("prepare", || {});
+///     a.then_host("report", || {});
+/// });
+/// let mut graph = built?;
+/// match graph.submit() {
+///     Ok(()) => println!("ran as a CUDA graph"),
+///     Err(e) => println!("{e}"), // no device here
+/// }
+/// # Ok::<(), hoplite_graph::GraphError>(())
+/// ```
+pub struct CudaGraph {
+    space: Cuda,
+    nodes: Vec<Node>,
+    /// The first structural problem, reported by `instantiate`.
+    invalid: Option<String>,
+    instance: Option<Instantiated>,
+    errors: Arc<Mutex<Option<hoplite_core::Error>>>,
+    /// The node list of the submit in progress, which the host nodes run from.
+    list: Arc<SubmitList>,
+    /// One submit at a time: host-node errors are collected per submit.
+    submitting: Mutex<()>,
+}
+
+// SAFETY: the raw graph handles are used only under `&mut self` (instantiate) or the submit
+// lock, and driver handles may be used from any thread; the host payloads are `Send + Sync`,
+// and the reductions' buffers and join payloads hold addresses that only the driver and the
+// join host node (during a launch, under the submit lock) use.
+unsafe impl Send for CudaGraph {}
+// SAFETY: as for `Send`: shared access only launches the executable, under the submit lock.
+unsafe impl Sync for CudaGraph {}
+
+impl std::fmt::Debug for CudaGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaGraph")
+            .field("nodes", &self.nodes.len())
+            .field("instantiated", &self.instance.is_some())
+            .finish()
+    }
+}
+
+impl CudaGraph {
+    /// An empty graph whose submits run on `space`'s stream.
+    pub fn new(space: &Cuda) -> CudaGraph {
+        CudaGraph {
+            space: space.clone(),
+            nodes: Vec::new(),
+            invalid: None,
+            instance: None,
+            errors: Arc::new(Mutex::new(None)),
+            list: Arc::default(),
+            submitting: Mutex::new(()),
+        }
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the graph has no node.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    fn invalid(&mut self, reason: String) {
+        if self.invalid.is_none() {
+            self.invalid = Some(reason);
+        }
+    }
+
+    /// Checks `after` and appends a node that waits for them.
+    fn push(&mut self, work: Work, after: &[NodeId]) -> Result<NodeId, CudaError> {
+        let id = self.nodes.len();
+        if self.instance.is_some() {
+            return Err(CudaError::InvalidGraph {
+                reason: "the graph is instantiated; add nodes before the first submit".into(),
+            });
+        }
+        if let Some(p) = after.iter().find(|p| p.0 >= id) {
+            return Err(CudaError::InvalidGraph {
+                reason: format!("node {id} cannot wait for node {}, which does not exist yet", p.0),
+            });
+        }
+        self.nodes.push(Node {
+            work,
+            preds: after.iter().map(|p| p.0).collect(),
+        });
+        Ok(NodeId(id))
+    }
+    /// Adds an empty node after `after` (a join).
+    ///
+    /// # Errors
+    ///
+    /// As for [`kernel_range`](Self::kernel_range)'s predecessors.
+    pub fn join(&mut self, after: &[NodeId]) -> Result<NodeId, CudaError> {
+        self.push(Work::Empty, after)
+    }
+
+    /// Builds the CUDA graph and instantiates it: the device part of `instantiate`.
+    fn build(&mut self) -> Result<(), CudaError> {
+        if let Some(reason) = &self.invalid {
+            return Err(CudaError::InvalidGraph {
+                reason: reason.clone(),
+            });
+        }
+        let device = self.space.stream()?.device.clone();
+        // Owns the graph from here, so an error below destroys it.
+        let mut graph = driver::Graph::new(device.clone())?;
+        let mut handles: Vec<GraphNode> = Vec::with_capacity(self.nodes.len());
+        for node in &mut self.nodes {
+            let deps: Vec<GraphNode> = node.preds.iter().map(|&p| handles[p]).collect();
+            let handle = match &mut node.work {
+                Work::Kernel(k) => {
+                    k.check_devices(device.ordinal)?;
+                    let loaded = (k.load)(&device)?;
+                    match (k.geometry)(&device.limits, &loaded.resources)? {
+                        None => graph.add_empty(&deps)?, // an empty iteration space
+                        Some(g) => {
+                            if !fits(&device.limits, &g) {
+                                return Err(CudaError::InvalidLaunch {
+                                    kernel: k.name,
+                                    reason: format!("the geometry {g:?} does not fit the device"),
+                                });
+                            }
+                            let mut pointers = k.params.pointers();
+                            // SAFETY: the function is loaded on this device and its entry takes
+                            // exactly the parameters `pack_for` packed against `K::params()`
+                            // (checked when the node was added, with its writers containing the
+                            // iteration space); `pointers` point into `k.params`, which the
+                            // driver copies here; the views the addresses belong to are this
+                            // device's memory (checked above) and live as long as the graph;
+                            // the geometry fits the device.
+                            unsafe { graph.add_kernel(&deps, loaded.function, &g, &mut pointers) }?
+                        }
+                    }
+                }
+                Work::Host(payload) => {
+                    let data = std::ptr::from_ref::<HostPayload>(payload).cast_mut().cast();
+                    // SAFETY: the function is `run_host_node`, which makes no CUDA call and
+                    // catches panics, and its data is a boxed payload that outlives the
+                    // executable.
+                    unsafe { graph.add_host(&deps, run_host_node, data) }?
+                }
+                Work::Empty => graph.add_empty(&deps)?,
+                Work::Reduce(r) => add_reduction(r, &device, &mut graph, &deps, &self.errors)?,
+            };
+            handles.push(handle);
+        }
+        let exec = graph.instantiate()?;
+        self.instance = Some(Instantiated {
+            exec,
+            _graph: graph,
+            device,
+        });
+        Ok(())
+    }
+
+    /// One launch of the executable on `on`'s stream, waited for; the first host node error.
+    fn launch(&self, on: &Cuda, nodes: Option<&GraphNodes<Cuda>>) -> Result<(), hoplite_core::Error> {
+        let _one = self.submitting.lock();
+        let Some(instance) = &self.instance else {
+            return Err(CudaError::InvalidGraph {
+                reason: "submit before instantiate".into(),
+            }
+            .into());
+        };
+        let stream = on.stream()?;
+        if stream.device.ordinal != instance.device.ordinal {
+            return Err(CudaError::InvalidGraph {
+                reason: format!(
+                    "the graph was built on device {}, the instance is a stream of device {}",
+                    instance.device.ordinal, stream.device.ordinal
+                ),
+            }
+            .into());
+        }
+        *self.errors.lock() = None;
+        // The host nodes run from `nodes` until the launch returns.
+        let _lease = self.list.lease(nodes);
+        // SAFETY: `exec` is the instantiated graph of this device; the stream is live; the
+        // graph's kernels use views kept alive by the graph and its host nodes payloads the
+        // graph owns; the launch is waited for below before anything is released.
+        unsafe { instance.exec.launch(stream) }?;
+        stream.synchronize()?;
+        match self.errors.lock().take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl NodeKernel<Cuda> for Empty {
+    fn label(&self) -> &str {
+        "join"
+    }
+    fn kind(&self) -> NodeKind {
+        NodeKind::Aggregate
+    }
+    fn accesses(&self) -> &[Access] {
+        &[]
+    }
+    fn work(&self) -> Option<usize> {
+        None
+    }
+    fn run(&self) -> hoplite_core::Result<()> {
+        Ok(())
+    }
+    fn run_on(&self, _space: &Cuda) -> hoplite_core::Result<()> {
+        Ok(())
+    }
+}
+
+impl GraphBackend<Cuda> for CudaGraph {
+    fn create_root_node(&mut self) -> Arc<dyn NodeKernel<Cuda>> {
+        Arc::new(Empty)
+    }
+
+    fn add_node(&mut self, nodes: &GraphNodes<Cuda>, id: NodeId) {
+        let Some(node) = nodes.as_slice().get(id.0) else {
+            self.invalid(format!("node {} is not in the graph's node list", id.0));
+            return;
+        };
+        if id.0 != self.nodes.len() {
+            let reason = format!(
+                "node {} added as node {}; nodes are added in id order",
+                self.nodes.len(),
+                id.0
+            );
+            self.invalid(reason);
+        }
+        let work = match node.kind() {
+            NodeKind::Root | NodeKind::Aggregate => Work::Empty,
+            NodeKind::Host => Work::Host(Box::new(HostPayload {
+                id: id.0,
+                list: self.list.clone(),
+                errors: self.errors.clone(),
+            })),
+            kind @ (NodeKind::For | NodeKind::Reduce | NodeKind::Scan) => {
+                let reason = format!(
+                    "node `{}` is a {} of a closure, which a GPU cannot run; add #[kernel] launches with CudaGraph::kernel_range and its siblings",
+                    node.label(),
+                    kind.name()
+                );
+                self.invalid(reason);
+                Work::Empty
+            }
+        };
+        self.nodes.push(Node {
+            work,
+            preds: Vec::new(),
+        });
+        for &predecessor in nodes.preds(id) {
+            if predecessor.0 >= id.0 {
+                let reason = format!(
+                    "node {} cannot wait for node {}: a predecessor is an earlier node",
+                    id.0, predecessor.0
+                );
+                self.invalid(reason);
+                continue;
+            }
+            if let Some(node) = self.nodes.get_mut(id.0) {
+                node.preds.push(predecessor.0);
+            }
+        }
+    }
+
+    fn create_aggregate(&mut self, _predecessors: &[NodeId]) -> Arc<dyn NodeKernel<Cuda>> {
+        Arc::new(Empty)
+    }
+
+    fn instantiate(&mut self, _nodes: &GraphNodes<Cuda>) -> hoplite_core::Result<()> {
+        self.build().map_err(Into::into)
+    }
+
+    fn submit(&self, nodes: &GraphNodes<Cuda>, on: Option<&Cuda>) -> hoplite_core::Result<()> {
+        self.launch(on.unwrap_or(&self.space), Some(nodes))
+    }
+
+    fn execution_space(&self) -> &Cuda {
+        &self.space
+    }
+}
+
+impl CudaGraph {
+    /// Instantiates the graph built with the `kernel_*` and [`join`](Self::join) methods
+    /// (graphs made by hoplite-graph's front end instantiate through it).
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::InvalidGraph`] for a structural problem; why the instance has no device;
+    /// NVRTC's and the driver's errors.
+    pub fn instantiate_now(&mut self) -> Result<(), CudaError> {
+        if self.instance.is_some() {
+            return Ok(());
+        }
+        self.build()
+    }
+
+    /// Runs the instantiated graph once on its instance's stream and waits for it. Host nodes
+    /// of a front-end node list run from the list a submit hands over, so a graph that has
+    /// them is submitted through [`GraphBackend::submit`]: here they report
+    /// [`CudaError::InvalidGraph`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`instantiate_now`](Self::instantiate_now) when it was not instantiated; the
+    /// first failing host node; the driver's error.
+    pub fn run(&mut self) -> hoplite_core::Result<()> {
+        self.instantiate_now()?;
+        let space = self.space.clone();
+        self.launch(&space, None)
+    }
+}

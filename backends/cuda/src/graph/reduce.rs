@@ -1,0 +1,515 @@
+//! Reduction and scan nodes of a [`CudaGraph`]: the kernel writing its partials, the copy of
+//! the partials into page-locked host memory, the host node that joins them (or, for a scan,
+//! replaces them with their prefixes, copied back for a final pass), and the buffers the graph
+//! keeps for them.
+
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use hoplite_core::device_kernel::DeviceKernel;
+use hoplite_core::{Reducer, ScanValue, TeamPolicy};
+use hoplite_graph::NodeId;
+use parking_lot::Mutex;
+
+use super::kernel::KernelNode;
+use super::{CudaGraph, Geometry, Work};
+use crate::driver::{self, CopyDirection, DeviceBuffer, Graph, GraphNode, PinnedBuffer};
+use crate::geometry::{LaunchGeometry, fits, mdrange_geometry_in, range_geometry};
+use crate::launch::{DeviceArg, TeamLaunch, check_args, checked_mdrange, checked_range, team_writer_ends};
+use crate::params::{IterationArgs, ParamBuffer, pack_reduce_args, pack_scan_args};
+use crate::reduce::{
+    DeviceReduceValue, decode, device_join_for, encode, exclusive_prefix, join_partials, partials_count,
+    partials_geometry, value_layout,
+};
+use crate::{Cuda, CudaError};
+
+/// Joins a reduction's partials (their device bytes, in thread order) and keeps the value;
+/// a scan replaces them with their exclusive prefixes.
+trait PartialsJoin: Send + Sync {
+    fn join(&self, partials: &mut [u8]);
+}
+
+/// The join of a reducer `R`, storing into the slot a [`GraphReduction`] reads.
+struct Joiner<R: Reducer> {
+    reducer: R,
+    result: Arc<Mutex<Option<R::Value>>>,
+}
+
+impl<R> PartialsJoin for Joiner<R>
+where
+    R: Reducer + Send + Sync,
+    R::Value: DeviceReduceValue,
+{
+    fn join(&self, partials: &mut [u8]) {
+        let value = join_partials(&self.reducer, decode::<R::Value>(partials));
+        *self.result.lock() = Some(value);
+    }
+}
+
+/// The host step of a scan: each thread's chunk sum becomes its exclusive prefix, and the
+/// total is kept.
+struct Prefixer<T> {
+    total: Arc<Mutex<Option<T>>>,
+}
+
+impl<T: DeviceReduceValue + ScanValue + Sync> PartialsJoin for Prefixer<T> {
+    fn join(&self, partials: &mut [u8]) {
+        let mut sums: Vec<T> = decode::<T>(partials).collect();
+        let total = exclusive_prefix(&mut sums);
+        partials.copy_from_slice(&encode(&sums));
+        *self.total.lock() = Some(total);
+    }
+}
+
+/// The value of a reduction node after the graph ran ([`CudaGraph::reduce_range`]).
+pub struct GraphReduction<V> {
+    result: Arc<Mutex<Option<V>>>,
+}
+
+impl<V: Clone> GraphReduction<V> {
+    /// The value the last run computed; `None` before the first run.
+    pub fn value(&self) -> Option<V> {
+        self.result.lock().clone()
+    }
+}
+
+impl<V: std::fmt::Debug> std::fmt::Debug for GraphReduction<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphReduction")
+            .field("value", &*self.result.lock())
+            .finish()
+    }
+}
+
+/// Device partials and the page-locked host copy of them, alive as long as the graph (no
+/// launch of the graph is in flight when it drops: every submit waits for its launch).
+struct PartialsBuffers {
+    partials: DeviceBuffer,
+    host: PinnedBuffer,
+}
+
+/// What the join's host node gets; boxed, so its address stays put.
+struct JoinPayload {
+    join: Arc<dyn PartialsJoin>,
+    /// The page-locked copy of the partials (null with no partials).
+    host: *mut u8,
+    bytes: usize,
+    label: &'static str,
+    errors: Arc<Mutex<Option<hoplite_core::Error>>>,
+}
+
+/// The host function of a reduction's join node.
+unsafe extern "C" fn run_join_node(user_data: *mut c_void) {
+    // SAFETY: `user_data` is the address of a boxed `JoinPayload` owned by the graph's
+    // nodes, which outlive the executable; it is only read.
+    let payload = unsafe { &*user_data.cast::<JoinPayload>() };
+    let partials: &mut [u8] = if payload.host.is_null() {
+        &mut []
+    } else {
+        // SAFETY: `host` is page-locked memory of `bytes` bytes owned by the graph and used by
+        // this node alone while it runs: the memcpy node before it finished writing it, the
+        // scan's copy back runs after it, and the next launch cannot start before this one
+        // was waited for (one submit at a time).
+        unsafe { std::slice::from_raw_parts_mut(payload.host, payload.bytes) }
+    };
+    if let Err(p) = catch_unwind(AssertUnwindSafe(|| payload.join.join(partials))) {
+        let mut slot = payload.errors.lock();
+        if slot.is_none() {
+            *slot = Some(hoplite_core::Error::from_panic(payload.label, p));
+        }
+    }
+}
+
+/// A reduction node before and after `build`.
+pub(super) struct ReduceNode {
+    kernel: KernelNode,
+    /// Bytes of one partial.
+    value_size: usize,
+    join: Arc<dyn PartialsJoin>,
+    /// A scan: the host step writes prefixes, which are copied back for a final pass.
+    scan: bool,
+    /// The device joins each block's values: one partial per block, not per thread.
+    joined_on_device: bool,
+    buffers: Option<PartialsBuffers>,
+    payload: Option<Box<JoinPayload>>,
+}
+
+impl CudaGraph {
+    /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over a range) over `range` with
+    /// `reducer`, after the nodes `after`. In the CUDA graph it is three nodes: the kernel
+    /// writing one partial per launched thread, a copy of the partials into page-locked host
+    /// memory, and a host node joining them in the fixed order (as [`Cuda::reduce_range`]
+    /// does). The returned [`GraphReduction`] holds the value of the last run; the returned
+    /// node is the join, so nodes after it see the value.
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, kernel};
+    /// use hoplite_core::{LayoutLeft, Sum, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    /// use hoplite_cuda::graph::CudaGraph;
+    ///
+    /// #[kernel]
+    /// fn total(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    ///     *acc += x.get(i);
+    /// }
+    ///
+    /// let x: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
+    /// let mut graph = CudaGraph::new(&Cuda::default());
+    /// // The reducer must be the kernel's accumulator: refused at once.
+    /// assert!(graph.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f32>::new(), &[]).is_err());
+    /// let (_node, sum) = graph.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f64>::new(), &[])?;
+    /// match graph.run() {
+    ///     Ok(()) => assert_eq!(sum.value(), Some(0.0)),
+    ///     Err(e) => println!("{e}"), // no device here
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cuda::reduce_range`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
+    /// that is not an earlier node, or a graph already instantiated.
+    pub fn reduce_range<K: DeviceKernel, R>(
+        &mut self,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+        reducer: R,
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
+    where
+        R: Reducer + Send + Sync + 'static,
+        R::Value: DeviceReduceValue,
+    {
+        let (begin, end) = checked_range::<K>(range)?;
+        self.reduce_node::<K, R>(
+            IterationArgs::Range { begin, end },
+            &[end],
+            args,
+            reducer,
+            Box::new(move |limits, _| Ok(range_geometry(limits, end - begin))),
+            after,
+        )
+    }
+
+    /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over an MDRange of rank `N`)
+    /// over `begins..ends` with `reducer`, after the nodes `after`, as
+    /// [`reduce_range`](Self::reduce_range) adds one: the kernel node with the eager
+    /// [`Cuda::reduce_mdrange`]'s geometry cut to the resident threads, the copy of the
+    /// partials and the host join in the fixed order.
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, kernel};
+    /// use hoplite_core::{LayoutLeft, Sum, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    /// use hoplite_cuda::graph::CudaGraph;
+    ///
+    /// #[kernel]
+    /// fn total2(i: MdIdx<'_, 2>, x: BoundReader<'_, f64, 2>, acc: &mut f64) {
+    ///     *acc += x.get(i);
+    /// }
+    ///
+    /// let x: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
+    /// let mut graph = CudaGraph::new(&Cuda::default());
+    /// // A range kernel's MDRange is refused at once, as the eager reduction refuses it.
+    /// assert!(graph.reduce_mdrange::<total2, _, 1>([0], [0], &[DeviceArg::read(&x)], Sum::<f64>::new(), &[]).is_err());
+    /// let (_node, sum) =
+    ///     graph.reduce_mdrange::<total2, _, 2>([0, 0], [0, 0], &[DeviceArg::read(&x)], Sum::<f64>::new(), &[])?;
+    /// match graph.run() {
+    ///     Ok(()) => assert_eq!(sum.value(), Some(0.0)),
+    ///     Err(e) => println!("{e}"), // no device here
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cuda::reduce_mdrange`]'s checks; [`CudaError::InvalidGraph`] for a
+    /// predecessor that is not an earlier node, or a graph already instantiated.
+    pub fn reduce_mdrange<K: DeviceKernel, R, const N: usize>(
+        &mut self,
+        begins: [usize; N],
+        ends: [usize; N],
+        args: &[DeviceArg],
+        reducer: R,
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
+    where
+        R: Reducer + Send + Sync + 'static,
+        R::Value: DeviceReduceValue,
+    {
+        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, N>(begins, ends, args)?;
+        self.reduce_node::<K, R>(
+            iteration,
+            &ends,
+            args,
+            reducer,
+            Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order))),
+            after,
+        )
+    }
+
+    /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`) over the
+    /// league of `policy` (its team size and scratch included) with `reducer`, after the nodes
+    /// `after`, as [`reduce_range`](Self::reduce_range) adds one; every thread of every team
+    /// contributes its partial, as in [`Cuda::reduce_team`]. Writers as in
+    /// [`Cuda::launch_team`].
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, kernel};
+    /// use hoplite_core::{LayoutLeft, Sum, TeamPolicy, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    /// use hoplite_cuda::graph::CudaGraph;
+    ///
+    /// #[kernel]
+    /// fn row_sums(m: &impl TeamMember, x: BoundReader<'_, f64, 2>, cols: usize, acc: &mut f64) {
+    ///     let row = m.league_rank();
+    ///     let mut k = m.team_rank();
+    ///     while k < cols {
+    ///         *acc += x.get([row, k]);
+    ///         k += m.team_size();
+    ///     }
+    /// }
+    ///
+    /// let cuda = Cuda::default();
+    /// let x: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
+    /// let mut graph = CudaGraph::new(&cuda);
+    /// let policy = TeamPolicy::new(cuda.clone(), 0, 32);
+    /// // The reducer must be the kernel's accumulator: refused at once.
+    /// assert!(graph.reduce_team::<row_sums, _>(&policy, &[DeviceArg::read(&x), DeviceArg::scalar(0usize)], Sum::<f32>::new(), &[]).is_err());
+    /// let (_node, sum) =
+    ///     graph.reduce_team::<row_sums, _>(&policy, &[DeviceArg::read(&x), DeviceArg::scalar(0usize)], Sum::<f64>::new(), &[])?;
+    /// if graph.run().is_ok() {
+    ///     assert_eq!(sum.value(), Some(0.0));
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cuda::reduce_team`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
+    /// that is not an earlier node, or a graph already instantiated.
+    pub fn reduce_team<K: DeviceKernel, R>(
+        &mut self,
+        policy: &TeamPolicy<Cuda>,
+        args: &[DeviceArg],
+        reducer: R,
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
+    where
+        R: Reducer + Send + Sync + 'static,
+        R::Value: DeviceReduceValue,
+    {
+        let team = TeamLaunch::of::<K>(policy)?;
+        self.reduce_node::<K, R>(
+            team.iteration(),
+            &team_writer_ends(args, team.league),
+            args,
+            reducer,
+            Box::new(move |limits, resources| team.plan(limits, resources)),
+            after,
+        )
+    }
+
+    /// A reduction node of any iteration: packs and checks as the eager reduction does, cuts
+    /// `geometry` to the resident threads (a partial each, or one per block where the device
+    /// joins), and adds the node.
+    fn reduce_node<K: DeviceKernel, R>(
+        &mut self,
+        iteration: IterationArgs,
+        ends: &[u64],
+        args: &[DeviceArg],
+        reducer: R,
+        geometry: Geometry,
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
+    where
+        R: Reducer + Send + Sync + 'static,
+        R::Value: DeviceReduceValue,
+    {
+        let join = device_join_for(K::PATTERN, reducer.device_join());
+        let params = pack_reduce_args::<K, R::Value>(&iteration, args, &reducer.init(), join)?;
+        check_args(K::NAME, ends, args)?;
+        let geometry: Geometry = Box::new(move |limits, resources| {
+            Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
+        });
+        let result = Arc::new(Mutex::new(None));
+        let node = ReduceNode {
+            kernel: KernelNode::new::<K>(geometry, params, args),
+            value_size: value_layout(<R::Value as DeviceReduceValue>::PATTERN).map_or(0, |l| l.size),
+            join: Arc::new(Joiner {
+                reducer,
+                result: result.clone(),
+            }),
+            scan: false,
+            joined_on_device: join.is_some(),
+            buffers: None,
+            payload: None,
+        };
+        let id = self.push(Work::Reduce(Box::new(node)), after)?;
+        Ok((id, GraphReduction { result }))
+    }
+
+    /// Adds a scan: `K` (a `#[kernel]` `parallel_scan` over a range of `T`) over `range`,
+    /// after the nodes `after`, as [`Cuda::scan_range`] runs it: a first kernel pass storing
+    /// each thread's chunk sum, a copy of the sums into page-locked host memory, a host node
+    /// replacing them with their exclusive prefix in thread order, a copy back, and the final
+    /// pass. The returned node is the final pass; the [`GraphReduction`] holds the last run's
+    /// total.
+    ///
+    /// ```
+    /// use hoplite::prelude::*;
+    /// use hoplite::{BoundReader, BoundWriter, kernel};
+    /// use hoplite_core::{LayoutLeft, View};
+    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
+    /// use hoplite_cuda::graph::CudaGraph;
+    ///
+    /// #[kernel]
+    /// fn prefix(i: Idx<'_>, y: BoundWriter<'_, i64, 1>, x: BoundReader<'_, i64, 1>, acc: &mut i64, is_final: bool) {
+    ///     *acc += x.get(i);
+    ///     if is_final {
+    ///         y.set(i, *acc);
+    ///     }
+    /// }
+    ///
+    /// let (x, y): (View<i64, 1, LayoutLeft, CudaSpace>, View<i64, 1, LayoutLeft, CudaSpace>) =
+    ///     (View::default(), View::default());
+    /// let mut graph = CudaGraph::new(&Cuda::default());
+    /// assert!(graph.scan_range::<prefix, i32>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[]).is_err());
+    /// let (_, total) = graph.scan_range::<prefix, i64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])?;
+    /// if graph.run().is_ok() {
+    ///     assert_eq!(total.value(), Some(0));
+    /// }
+    /// # Ok::<(), hoplite_cuda::CudaError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As for [`Cuda::scan_range`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
+    /// that is not an earlier node, or a graph already instantiated.
+    pub fn scan_range<K: DeviceKernel, T>(
+        &mut self,
+        range: std::ops::Range<usize>,
+        args: &[DeviceArg],
+        after: &[NodeId],
+    ) -> Result<(NodeId, GraphReduction<T>), CudaError>
+    where
+        T: DeviceReduceValue + ScanValue + Sync,
+    {
+        let (begin, end) = checked_range::<K>(range)?;
+        let params = pack_scan_args::<K, T>(&IterationArgs::Range { begin, end }, args)?;
+        check_args(K::NAME, &[end], args)?;
+        let geometry: Geometry = Box::new(move |limits, _| {
+            Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
+        });
+        let result = Arc::new(Mutex::new(None));
+        let node = ReduceNode {
+            kernel: KernelNode::new::<K>(geometry, params, args),
+            value_size: value_layout(T::PATTERN).map_or(0, |l| l.size),
+            join: Arc::new(Prefixer {
+                total: result.clone(),
+            }),
+            scan: true,
+            joined_on_device: false,
+            buffers: None,
+            payload: None,
+        };
+        let id = self.push(Work::Reduce(Box::new(node)), after)?;
+        Ok((id, GraphReduction { result }))
+    }
+}
+
+/// Adds a reduction's nodes (kernel, copy of the partials to the host, join) after `deps`;
+/// returns the join node. Allocates the partials for the device's geometry.
+pub(super) fn add_reduction(
+    r: &mut ReduceNode,
+    device: &Arc<driver::Device>,
+    graph: &mut Graph,
+    deps: &[GraphNode],
+    errors: &Arc<Mutex<Option<hoplite_core::Error>>>,
+) -> Result<GraphNode, CudaError> {
+    r.kernel.check_devices(device.ordinal)?;
+    let loaded = (r.kernel.load)(device)?;
+    let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
+    let mut last: Vec<GraphNode> = deps.to_vec();
+    let mut host: *mut u8 = std::ptr::null_mut();
+    let mut scan_tail: Option<(u64, ParamBuffer, LaunchGeometry)> = None;
+    let mut bytes = 0usize;
+    if let Some(g) = geometry {
+        if !fits(&device.limits, &g) {
+            return Err(CudaError::InvalidLaunch {
+                kernel: r.kernel.name,
+                reason: format!("the geometry {g:?} does not fit the device"),
+            });
+        }
+        let count = partials_count(&g, r.joined_on_device);
+        bytes = usize::try_from(count)
+            .ok()
+            .and_then(|n| n.checked_mul(r.value_size))
+            .ok_or_else(|| CudaError::InvalidLaunch {
+                kernel: r.kernel.name,
+                reason: format!("{count} partials do not fit the address space"),
+            })?
+            .max(1);
+        let buffers = r.buffers.insert(PartialsBuffers {
+            partials: DeviceBuffer::new(device.clone(), bytes)?,
+            host: PinnedBuffer::new(device.clone(), bytes)?,
+        });
+        let partials = buffers.partials.address();
+        host = buffers.host.as_ptr();
+        // A reduction's last parameter is the partials pointer; a scan's are the values
+        // pointer and the final-pass flag.
+        let params_count = r.kernel.params.offsets().len();
+        let partials_param = if r.scan {
+            params_count - 2
+        } else {
+            params_count - 1
+        };
+        r.kernel.params.set(partials_param, &partials.to_le_bytes());
+        let mut pointers = r.kernel.params.pointers();
+        // SAFETY: the entry takes exactly the parameters `pack_reduce` packed against
+        // `K::params()` and the reducer's pattern, with the partials pointer now a live
+        // allocation of one partial per launched thread of `g`, owned by the graph; `pointers`
+        // point into the params, which the driver copies; the views are this device's memory
+        // (checked above) and live as long as the graph; the geometry fits the device.
+        let kernel = unsafe { graph.add_kernel(deps, loaded.function, &g, &mut pointers) }?;
+        // SAFETY: the copy reads `bytes` bytes of the partials allocation of this device and
+        // writes `bytes` bytes of the page-locked host buffer, both owned by the graph; it runs
+        // after the kernel node, and the join host node after it.
+        let memcpy = unsafe { graph.add_copy(&[kernel], partials, host, bytes, CopyDirection::ToHost) }?;
+        last = vec![memcpy];
+        if r.scan {
+            let mut final_params = r.kernel.params.clone();
+            final_params.set(params_count - 1, &[1]);
+            scan_tail = Some((partials, final_params, g));
+        }
+    }
+    let payload = r.payload.insert(Box::new(JoinPayload {
+        join: r.join.clone(),
+        host,
+        bytes,
+        label: r.kernel.name,
+        errors: errors.clone(),
+    }));
+    let data = std::ptr::from_ref::<JoinPayload>(payload).cast_mut().cast();
+    // SAFETY: `last` are nodes of this graph (the copy, or the reduction's own predecessors
+    // for an empty range); `run_join_node` makes no CUDA call and catches panics; its data is
+    // a boxed payload the graph owns, outliving the executable.
+    let join = unsafe { graph.add_host(&last, run_join_node, data) }?;
+    let Some((partials, mut final_params, g)) = scan_tail else {
+        return Ok(join);
+    };
+    // SAFETY: the copy reads the prefixes the host node wrote into the page-locked buffer and
+    // writes the values allocation, both `bytes` bytes owned by the graph; it runs after the
+    // host node, and the final pass after it.
+    let back = unsafe { graph.add_copy(&[join], partials, host, bytes, CopyDirection::ToDevice) }?;
+    let mut pointers = final_params.pointers();
+    // SAFETY: as for the first pass (the same entry, geometry and arguments, packed by
+    // `pack_scan`), with the final-pass flag set; it runs after the prefixes were copied back,
+    // so each thread starts from its prefix; `pointers` point into `final_params`, which the
+    // driver copies here.
+    unsafe { graph.add_kernel(&[back], loaded.function, &g, &mut pointers) }
+}
