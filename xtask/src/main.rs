@@ -318,6 +318,11 @@ fn test(args: &[String]) -> Result<(), String> {
         "tests (numa feature of the facade)",
         &["test", "-p", "hoplite", "--features", "numa"],
     ));
+    // The CUDA guide (docs/cuda.md) is a doctest of the facade with its `cuda` feature.
+    steps.push(Step::cargo(
+        "doc tests (cuda feature of the facade: the CUDA guide)",
+        &["test", "-p", "hoplite", "--features", "cuda", "--doc"],
+    ));
     steps.push(Step::cargo(
         "tests (tracing feature)",
         &[

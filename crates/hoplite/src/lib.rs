@@ -36,6 +36,12 @@ pub struct KernelsGuideDoctest;
 #[doc = include_str!("../../../docs/dag.md")]
 pub struct DagGuideDoctest;
 
+/// The CUDA guide's examples, run as doctests (with the `cuda` feature; without a GPU they
+/// take the paths that report its absence).
+#[cfg(all(doctest, feature = "cuda"))]
+#[doc = include_str!("../../../docs/cuda.md")]
+pub struct CudaGuideDoctest;
+
 /// The NUMA guide's examples, run as doctests (with the `numa` feature).
 #[cfg(all(doctest, feature = "numa"))]
 #[doc = include_str!("../../../docs/numa.md")]
