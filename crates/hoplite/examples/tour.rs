@@ -596,14 +596,7 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
         println!("a pointer without its element type is refused: {e}");
     }
     if !cuda.is_available() {
-        let empty: View<f64, 1, LayoutRight, CudaSpace> = View::default();
-        let e = parallel_reduce(
-            "sum of squares",
-            (on_gpu(1), (empty.read(),)),
-            sum_of_squares::with(),
-            Sum::new(),
-        )
-        .err();
+        let e = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing("x", [1 << 20]).err();
         println!(
             "no device: {}",
             e.map_or_else(|| "?".to_owned(), |e| e.to_string())
