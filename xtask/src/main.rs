@@ -10,11 +10,14 @@
 //! * `cuda-bandwidth` — the copy bandwidth of every host/device and device/device link on this
 //!   machine's GPUs, written as GrCUDA's bandwidth file for hoplite-dag's transfer-aware
 //!   policies (skipped, with the reason, without a GPU).
+//! * `gpu-bundle` — builds, without a GPU, the release binaries a GPU run needs and a script
+//!   that runs them on a GPU machine and writes one report (see `gpu_bundle`).
 //! * `miri` — the core's and backends' unit tests, the rayon team machinery and part of the
 //!   conformance suite under Miri (needs a nightly toolchain with miri).
 
 mod bench;
 mod cuda_tools;
+mod gpu_bundle;
 
 use std::env;
 use std::process::{Command, ExitCode};
@@ -42,6 +45,11 @@ commands:
         pair on this machine's GPUs and write GrCUDA's CSV (From,To,Bandwidth in GB/s, the
         CPU as -1; default target/cuda-bandwidth.csv), which hoplite-dag's
         BandwidthMatrix::load reads; without a GPU it prints that it is skipped and why
+  gpu-bundle [--out DIR]
+        build, without a GPU, everything a GPU run needs (release test binaries of
+        hoplite-cuda, the CUDA benchmark, the tour with --features cuda) into DIR (default
+        target/gpu-bundle) with run.sh, which runs it all on a GPU machine in under 8 minutes
+        and writes report.md (tests, benchmark medians, GPU, driver, commit)
   miri  run the core's and the backends' unit tests, the rayon team machinery and the
         conformance checks of teams, panics, bad input, tokens and views on every backend
         under Miri (installs the nightly miri component with rustup when it is missing)
@@ -58,6 +66,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(rest),
         Some("conformance") => conformance(rest),
         Some("cuda-bandwidth") => cuda_bandwidth(rest),
+        Some("gpu-bundle") => gpu_bundle::run(rest),
         Some("miri") => miri(rest),
         Some("mpi") => mpi(rest),
         Some("help" | "--help" | "-h") | None => {

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Runs hoplite's GPU bundle (built by `cargo xtask gpu-bundle`) and writes report.md here:
+# the GPU and driver, the commit, each test's result, each benchmark's median and the tour's
+# CUDA section. Whole run: under 8 minutes (the tests 270 s in all, HOPLITE_BUNDLE_TEST_SECONDS
+# per test binary, default 90; the benchmark 120 s; the tour 60 s).
+set -uo pipefail
+cd "$(dirname "$0")"
+mkdir -p logs
+REPORT=report.md
+PER_TEST=${HOPLITE_BUNDLE_TEST_SECONDS:-90}
+DEADLINE=$(( $(date +%s) + ${HOPLITE_BUNDLE_TEST_TOTAL_SECONDS:-270} ))
+
+# NVRTC: HOPLITE_NVRTC_LIB if set, else the newest CUDA toolkit's.
+if [ -z "${HOPLITE_NVRTC_LIB:-}" ]; then
+    for lib in $(ls -d /usr/local/cuda*/lib64/libnvrtc.so* /usr/lib/x86_64-linux-gnu/libnvrtc.so* 2>/dev/null | sort -V -r); do
+        if [ -f "$lib" ]; then export HOPLITE_NVRTC_LIB="$lib"; break; fi
+    done
+fi
+
+{
+    echo "# hoplite GPU run"
+    echo
+    echo '```'
+    cat COMMIT
+    echo "ran $(date -Iseconds) on $(hostname)"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv 2>&1 || echo "nvidia-smi: not found"
+    echo "NVRTC: ${HOPLITE_NVRTC_LIB:-not found}"
+    echo '```'
+    echo
+    echo "## Tests"
+    echo
+    echo "| binary | passed | failed | ignored | exit |"
+    echo "|---|---:|---:|---:|---|"
+} > "$REPORT"
+
+total_failed=0
+failures=""
+for bin in tests/*; do
+    name=$(basename "$bin")
+    left=$(( DEADLINE - $(date +%s) ))
+    limit=$(( left < PER_TEST ? left : PER_TEST ))
+    if [ "$limit" -le 0 ]; then
+        echo "| $name | - | - | - | not run: out of time |" >> "$REPORT"
+        continue
+    fi
+    # One test thread (device tests share the GPU); --nocapture keeps each skip's reason.
+    timeout "$limit" "$bin" --test-threads=1 --nocapture > "logs/$name.log" 2>&1
+    rc=$?
+    summary=$(grep '^test result:' "logs/$name.log" | tail -1)
+    passed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) passed.*/\1/p')
+    failed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    ignored=$(echo "$summary" | sed -n 's/.* \([0-9]*\) ignored.*/\1/p')
+    case $rc in 0) exit_note=ok ;; 124) exit_note="timed out after ${limit}s" ;; *) exit_note="exit $rc" ;; esac
+    echo "| $name | ${passed:--} | ${failed:--} | ${ignored:--} | $exit_note |" >> "$REPORT"
+    if [ "$rc" -ne 0 ]; then
+        total_failed=$(( total_failed + 1 ))
+        # libtest lists the failed tests, indented, under its last `failures:` header.
+        names=$(awk '/^failures:$/ { n++; list = ""; next } n >= 2 && /^    / { list = list " " $1 } END { print list }' "logs/$name.log")
+        failures="$failures [$name:${names:- $exit_note}]"
+    fi
+done
+{
+    echo
+    echo "Skipped checks (each prints why):"
+    echo
+    echo '```'
+    grep -h -i 'skipped' logs/*.log | cut -c1-200 | sort | uniq -c | head -30
+    echo '```'
+    if [ -n "$failures" ]; then
+        echo
+        echo "Failed: $failures"
+    fi
+} >> "$REPORT"
+
+echo >> "$REPORT"
+echo "## Benchmarks (median of a short run)" >> "$REPORT"
+echo >> "$REPORT"
+echo "| benchmark | median |" >> "$REPORT"
+echo "|---|---:|" >> "$REPORT"
+timeout 120 benches/cuda --bench --warm-up-time 1 --measurement-time 2 --noplot > logs/bench.log 2>&1
+grep -i 'skipped' logs/bench.log | sed 's/^/| (skipped) /; s/$/ | - |/' >> "$REPORT"
+# criterion prints the name, then `time: [low median high]` on the same or the next line.
+awk '
+    /time:/ {
+        line = $0; sub(/.*time: *\[/, "", line); split(line, f, " ");
+        name = (index($0, "time:") > 1 && $1 != "time:") ? $1 : last;
+        printf "| %s | %s %s |\n", name, f[3], f[4];
+        next
+    }
+    NF > 0 && $1 !~ /^(Benchmarking|Found|Warning|change:|[0-9]+)/ { last = $1 }
+' logs/bench.log >> "$REPORT"
+
+timeout 60 examples/tour > logs/tour.log 2>&1
+tour_rc=$?
+{
+    echo
+    echo "## Tour (exit $tour_rc)"
+    echo
+    echo '```'
+    sed -n '/-- CUDA/,/^$/p' logs/tour.log
+    echo '```'
+} >> "$REPORT"
+
+echo "wrote $(pwd)/$REPORT"
+cat "$REPORT"
+[ "$total_failed" -eq 0 ] && [ "$tour_rc" -eq 0 ]
