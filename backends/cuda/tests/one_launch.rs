@@ -8,8 +8,7 @@
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::{
-    Error, LayoutRight, MDRangePolicy, MemorySpace, ParallelFor, ParallelReduce, ParallelScan,
-    SpaceAccessibility, TeamPolicy, TeamSize,
+    Error, LaunchSpace, LayoutRight, MDRangePolicy, MemorySpace, SpaceAccessibility, TeamPolicy, TeamSize,
 };
 use hoplite_cuda::{Cuda, CudaSpace, create_mirror_view_and_copy};
 use hoplite_serial::Serial;
@@ -87,12 +86,7 @@ fn pipeline<S, M>(
     offsets: &View<i64, 1, LayoutRight, M>,
 ) -> hoplite_core::Result<(f64, f64, i64)>
 where
-    S: ParallelFor<RangePolicy<S>>
-        + ParallelReduce<RangePolicy<S>>
-        + ParallelScan<RangePolicy<S>>
-        + ParallelFor<MDRangePolicy<S, 2>>
-        + ParallelReduce<TeamPolicy<S>>
-        + SpaceAccessibility<M>,
+    S: LaunchSpace + SpaceAccessibility<M>,
     M: MemorySpace,
 {
     let n = y.extent(0);
@@ -137,7 +131,13 @@ fn count_values() -> Vec<i64> {
     (0..N as i64).map(|k| k % 5).collect()
 }
 
-fn on_serial() -> Results {
+/// Cuda is a launch space: the generic function above takes it.
+const _: fn() = || {
+    fn launch_space<S: LaunchSpace>() {}
+    launch_space::<Cuda>();
+};
+
+fn on_host<S: LaunchSpace + Default>() -> Results {
     let host = |label: &str, v: &[f64]| View::<f64, 1>::from_slice(label, [v.len()], v).expect("host memory");
     let (y, x) = (host("y", &y_values()), host("x", &x_values()));
     let u = View::<f64, 2>::from_slice("u", GRID, &u_values()).expect("host memory");
@@ -145,7 +145,7 @@ fn on_serial() -> Results {
     let counts = View::<i64, 1>::from_slice("counts", [N], &count_values()).expect("host memory");
     let offsets = View::<i64, 1>::new("offsets", [N]).expect("host memory");
     let (dot, team_total, scan_total) =
-        pipeline(&Serial::default(), &y, &x, &u, &out, &counts, &offsets).expect("runs on serial");
+        pipeline(&S::default(), &y, &x, &u, &out, &counts, &offsets).expect("runs on the host");
     Results {
         y: y.to_vec().expect("reads"),
         dot,
@@ -179,9 +179,14 @@ fn read_back<T: hoplite_cuda::DeviceScalar, const R: usize>(
 }
 
 #[test]
-fn the_same_generic_launches_run_on_serial_and_on_cuda() {
-    let expected = on_serial();
+fn the_same_generic_launches_run_on_serial_rayon_and_cuda() {
+    let expected = on_host::<Serial>();
     assert_eq!(expected.scan_total, count_values().iter().sum::<i64>());
+    assert_eq!(
+        on_host::<hoplite::RayonSpace>(),
+        expected,
+        "rayon computes what serial does"
+    );
     let cuda = match Cuda::new() {
         Ok(cuda) => cuda,
         Err(why) => {
@@ -328,7 +333,7 @@ mod dag {
             .expect("submitted");
         let dot = d.get().expect("reduced");
         ctx.synchronize().expect("the vertices ran");
-        let expected = on_serial();
+        let expected = on_host::<Serial>();
         assert_eq!(read_back(&y), expected.y);
         assert_eq!(dot, expected.dot);
     }

@@ -45,9 +45,9 @@ pub mod view;
 
 pub use device_kernel::DeviceKernel;
 pub use dispatch::{
-    ForKernel, FullSpace, IntoLaunch, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, ReduceInto,
-    ReduceKernel, ScanKernel, ValidatedPolicy, parallel_for, parallel_for_validated, parallel_reduce,
-    parallel_reduce_into, parallel_reduce_validated, parallel_scan, parallel_scan_validated,
+    ForKernel, FullSpace, IntoLaunch, LaunchSpace, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan,
+    ReduceInto, ReduceKernel, ScanKernel, ValidatedPolicy, parallel_for, parallel_for_validated,
+    parallel_reduce, parallel_reduce_into, parallel_reduce_validated, parallel_scan, parallel_scan_validated,
 };
 pub use error::{Error, Result};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};

@@ -25,4 +25,4 @@ pub use launch::{
     parallel_reduce_validated, parallel_scan, parallel_scan_validated,
 };
 pub use launch_spec::{IntoLaunch, LaunchSpec};
-pub use pattern::{FullSpace, ParallelFor, ParallelReduce, ParallelScan};
+pub use pattern::{FullSpace, LaunchSpace, ParallelFor, ParallelReduce, ParallelScan};

@@ -1,5 +1,6 @@
 //! The traits a space implements per policy and pattern ([`ParallelFor`], [`ParallelReduce`],
-//! [`ParallelScan`]), and [`FullSpace`], a space that implements all of them.
+//! [`ParallelScan`]), [`LaunchSpace`], a space that implements all of them, and [`FullSpace`], one
+//! that also has unique tokens.
 
 use super::kernel::{ForKernel, ReduceKernel, ScanKernel};
 use crate::error::Result;
@@ -109,37 +110,35 @@ pub unsafe trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
     ) -> Result<T>;
 }
 
-/// Every launch a conforming backend supports, in one bound: backend-generic application code
-/// writes `S: FullSpace` instead of a bound per policy kind and MDRange rank.
+/// Every launch of the concepts, in one bound: backend-generic code writes `S: LaunchSpace`
+/// instead of a bound per policy kind and MDRange rank, and runs on every backend, a GPU
+/// included (with `#[kernel]` kernels there, and views of memory `S` reaches:
+/// [`SpaceAccessibility`](crate::SpaceAccessibility)).
 ///
-/// A full space is an execution space with unique tokens that runs `parallel_for` and
-/// `parallel_reduce` over range policies, MDRange policies of every rank (1 to
-/// [`MAX_MDRANGE_RANK`](crate::MAX_MDRANGE_RANK)) and team policies, and `parallel_scan` over
-/// range policies. The blanket implementation makes every such space a `FullSpace`; the
-/// conformance suite tests exactly these.
+/// A launch space runs `parallel_for` and `parallel_reduce` over range policies, MDRange
+/// policies of every rank (1 to [`MAX_MDRANGE_RANK`](crate::MAX_MDRANGE_RANK)) and team
+/// policies, and `parallel_scan` over range policies. The blanket implementation makes every
+/// such space a `LaunchSpace`; [`FullSpace`] adds host unique tokens.
 ///
 /// ```
-/// use hoplite_core::{FullSpace, MDRangePolicy, RangePolicy, Sum, View, parallel_for, parallel_reduce};
+/// use hoplite_core::{HostSpace, LaunchSpace, MemorySpace, RangePolicy, SpaceAccessibility, Sum, View, parallel_reduce};
 ///
-/// /// Fills a grid and sums it, on any backend.
-/// fn fill_and_sum<S: FullSpace>(space: &S, n: usize) -> hoplite_core::Result<f64> {
-///     let grid: View<f64, 2> = View::new("grid", [n, n])?;
-///     let whole = MDRangePolicy::new(space.clone(), [0, 0], [n, n]);
-///     parallel_for("fill", (whole.clone(), (grid.write(),)), |(ij, (g,))| g.set(ij, 0.5))?;
-///     parallel_reduce("sum", (whole, (grid.read(),)), |(ij, (g,)), acc| *acc += g.get(ij), Sum::new())
+/// /// The sum of `x`, on any space that reaches `x`'s memory.
+/// fn total<S: LaunchSpace + SpaceAccessibility<M>, M: MemorySpace>(space: &S, x: &View<f64, 1, hoplite_core::LayoutRight, M>) -> hoplite_core::Result<f64> {
+///     let all = RangePolicy::new(space.clone(), 0..x.extent(0));
+///     parallel_reduce("total", (all, (x.read(),)), |(i, (x,)), acc: &mut f64| *acc += x.get(i), Sum::new())
 /// }
-/// assert_eq!(fill_and_sum(&hoplite_serial::Serial::default(), 4)?, 8.0);
-/// # let _ = RangePolicy::new(hoplite_serial::Serial::default(), 0..1);
+/// let x: View<f64, 1> = View::from_slice("x", [3], &[1.0, 2.0, 3.0])?;
+/// assert_eq!(total::<_, HostSpace>(&hoplite_serial::Serial::default(), &x)?, 6.0);
 /// # Ok::<(), hoplite_core::Error>(())
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not run every launch of the concepts",
-    label = "not a full execution space",
-    note = "a full space runs range, MDRange (ranks 1-6) and team policies; a backend that passes the conformance suite is one"
+    label = "not a launch space",
+    note = "a launch space runs range, MDRange (ranks 1-6) and team policies; a backend that passes the conformance suite is one"
 )]
-pub trait FullSpace:
+pub trait LaunchSpace:
     ExecutionSpace
-    + UniqueTokenSpace
     + ParallelFor<RangePolicy<Self>>
     + ParallelReduce<RangePolicy<Self>>
     + ParallelScan<RangePolicy<Self>>
@@ -160,9 +159,8 @@ pub trait FullSpace:
 {
 }
 
-impl<S> FullSpace for S where
+impl<S> LaunchSpace for S where
     S: ExecutionSpace
-        + UniqueTokenSpace
         + ParallelFor<RangePolicy<S>>
         + ParallelReduce<RangePolicy<S>>
         + ParallelScan<RangePolicy<S>>
@@ -182,3 +180,29 @@ impl<S> FullSpace for S where
         + ParallelReduce<TeamPolicy<S>>
 {
 }
+
+/// Every launch a conforming host backend supports, and its unique tokens, in one bound:
+/// [`LaunchSpace`] and [`UniqueTokenSpace`]. The conformance suite tests exactly these.
+///
+/// ```
+/// use hoplite_core::{FullSpace, MDRangePolicy, RangePolicy, Sum, View, parallel_for, parallel_reduce};
+///
+/// /// Fills a grid and sums it, on any backend.
+/// fn fill_and_sum<S: FullSpace>(space: &S, n: usize) -> hoplite_core::Result<f64> {
+///     let grid: View<f64, 2> = View::new("grid", [n, n])?;
+///     let whole = MDRangePolicy::new(space.clone(), [0, 0], [n, n]);
+///     parallel_for("fill", (whole.clone(), (grid.write(),)), |(ij, (g,))| g.set(ij, 0.5))?;
+///     parallel_reduce("sum", (whole, (grid.read(),)), |(ij, (g,)), acc| *acc += g.get(ij), Sum::new())
+/// }
+/// assert_eq!(fill_and_sum(&hoplite_serial::Serial::default(), 4)?, 8.0);
+/// # let _ = RangePolicy::new(hoplite_serial::Serial::default(), 0..1);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not run every launch of the concepts with host unique tokens",
+    label = "not a full execution space",
+    note = "a full space is a `LaunchSpace` (range, MDRange ranks 1-6 and team policies) with `UniqueTokenSpace`; a backend that passes the conformance suite is one"
+)]
+pub trait FullSpace: LaunchSpace + UniqueTokenSpace {}
+
+impl<S: LaunchSpace + UniqueTokenSpace> FullSpace for S {}
