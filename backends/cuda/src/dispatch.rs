@@ -33,7 +33,7 @@ use hoplite_core::{
 
 use crate::launch::DeviceArg;
 use crate::params::{HandleArg, KernelArg, ScalarArg};
-use crate::{Cuda, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, DeviceScalar};
+use crate::{Cuda, CudaError, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, DeviceScalar};
 
 // SAFETY: `Cuda` kernels run on GPUs, never on host threads; `CudaSpace` and `CudaUVMSpace`
 // allocations are device-addressable memory of the GPU their `device_ordinal` names
@@ -53,10 +53,10 @@ fn device_launch<'k>(label: &str, launch: Option<DeviceLaunch<'k>>) -> Result<De
 
 /// The launch's arguments in the kernel's parameter order, checked for kind and count (the
 /// explicit launches' packer checks the rest).
-fn device_args(launch: &DeviceLaunch<'_>) -> Result<Vec<DeviceArg>> {
+pub(crate) fn device_args(launch: &DeviceLaunch<'_>) -> std::result::Result<Vec<DeviceArg>, CudaError> {
     use hoplite_core::device_kernel::DeviceParam;
     let kernel = launch.kernel.name;
-    let invalid = |reason: String| -> Error { crate::CudaError::InvalidLaunch { kernel, reason }.into() };
+    let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
     let mut handles = launch.handles.iter();
     let mut scalars = launch.scalars.iter();
     let mut args = Vec::with_capacity(launch.kernel.params.len());
@@ -137,8 +137,8 @@ fn space_device(space: &dyn Any) -> Option<usize> {
         .map(DeviceAccessibleSpace::device_ordinal)
 }
 
-fn handle_arg(kernel: &'static str, handle: &DeviceHandle<'_>) -> Result<DeviceArg> {
-    let invalid = |reason: String| -> Error { crate::CudaError::InvalidLaunch { kernel, reason }.into() };
+fn handle_arg(kernel: &'static str, handle: &DeviceHandle<'_>) -> std::result::Result<DeviceArg, CudaError> {
+    let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
     let element = element_scalar(handle.element).ok_or_else(|| {
         invalid(format!(
             "view `{}` holds `{}`, which no device kernel takes; use a view of a scalar type",

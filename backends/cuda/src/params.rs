@@ -291,6 +291,7 @@ pub(crate) fn pack_for_args<K: DeviceKernel>(
     pack_for_args_info(&DeviceKernelInfo::of::<K>(), iteration, args)
 }
 
+/// [`pack_for_args`] for the kernel `k`, which a launch found at run time.
 pub(crate) fn pack_for_args_info(
     k: &DeviceKernelInfo,
     iteration: &IterationArgs,
@@ -362,6 +363,7 @@ pub(crate) fn pack_reduce_args<K: DeviceKernel, V: DeviceReduceValue>(
     pack_reduce_args_info::<V>(&DeviceKernelInfo::of::<K>(), iteration, args, identity, join)
 }
 
+/// [`pack_reduce_args`] for the kernel `k`, which a launch found at run time.
 pub(crate) fn pack_reduce_args_info<V: DeviceReduceValue>(
     k: &DeviceKernelInfo,
     iteration: &IterationArgs,
@@ -399,6 +401,7 @@ pub(crate) fn pack_scan_args<K: DeviceKernel, T: DeviceReduceValue + hoplite_cor
     pack_scan_args_info::<T>(&DeviceKernelInfo::of::<K>(), iteration, args)
 }
 
+/// [`pack_scan_args`] for the kernel `k`, which a launch found at run time.
 pub(crate) fn pack_scan_args_info<T: DeviceReduceValue + hoplite_core::ScanValue>(
     k: &DeviceKernelInfo,
     iteration: &IterationArgs,

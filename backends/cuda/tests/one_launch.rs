@@ -338,3 +338,87 @@ mod dag {
         assert_eq!(dot, expected.dot);
     }
 }
+
+/// The generic graph builder reaches `Cuda` too: the same `then_parallel_for` of a
+/// `#[kernel]` becomes a CUDA Graph kernel node (`create_graph_with` and `CudaGraph`), or runs
+/// node by node through the one launch (`create_graph`).
+#[cfg(feature = "graph")]
+mod graph {
+    use super::*;
+    use hoplite_cuda::graph::CudaGraph;
+    use hoplite_graph::{create_graph, create_graph_with};
+
+    fn is_absence(e: &str) -> bool {
+        e.contains("driver") || e.contains("device")
+    }
+
+    #[test]
+    fn kernel_nodes_of_the_generic_builder_become_cuda_graph_kernel_nodes() {
+        let cuda = Cuda::default();
+        let y: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+        let x: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+        let mut graph = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+            g.root().then_parallel_for(
+                "axpy",
+                (RangePolicy::new(cuda.clone(), 0..0), (y.write(), x.read())),
+                axpy::with(2.0),
+            );
+        })
+        .expect("construction needs no device");
+        match graph.submit() {
+            Ok(()) => assert!(Cuda::new().is_ok(), "ran without a device"),
+            Err(e) => assert!(is_absence(&e.to_string()), "only the device may be missing: {e}"),
+        }
+
+        // A closure node is refused, with the fix, before any device is needed.
+        let mut closures = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+            g.root()
+                .then_parallel_for("closure", RangePolicy::new(cuda.clone(), 0..4), |_i| {});
+        })
+        .expect("construction");
+        let e = closures.submit().expect_err("a GPU runs no closures");
+        assert!(e.to_string().contains("#[kernel]"), "{e}");
+
+        // So is a kernel whose writer cannot hold the range: checked when the node is added.
+        let mut short = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+            g.root().then_parallel_for(
+                "axpy",
+                (RangePolicy::new(cuda.clone(), 0..8), (y.write(), x.read())),
+                axpy::with(2.0),
+            );
+        })
+        .expect("construction");
+        assert!(short.submit().is_err());
+    }
+
+    #[test]
+    fn graphs_of_kernels_on_a_device_compute_what_serial_does() {
+        let cuda = match Cuda::new() {
+            Ok(c) => c,
+            Err(e) => {
+                println!("skipped: needs a CUDA device ({e})");
+                return;
+            }
+        };
+        let expected = on_host::<Serial>();
+        for as_cuda_graph in [true, false] {
+            let y = super::device(&cuda, "y", [N], &y_values());
+            let x = super::device(&cuda, "x", [N], &x_values());
+            let build = |g: &hoplite_graph::GraphBuilder<'_, Cuda>| {
+                g.root().then_parallel_for(
+                    "axpy",
+                    (RangePolicy::new(cuda.clone(), 0..N), (y.write(), x.read())),
+                    axpy::with(0.5),
+                );
+            };
+            let mut graph = if as_cuda_graph {
+                create_graph_with(&cuda, CudaGraph::new(&cuda), build)
+            } else {
+                create_graph(&cuda, build)
+            }
+            .expect("builds");
+            graph.submit().expect("runs");
+            assert_eq!(read_back(&y), expected.y, "as a CUDA graph: {as_cuda_graph}");
+        }
+    }
+}

@@ -329,11 +329,34 @@ tuple_args!(A, B, C, D, E, F, G, H);
 pub trait GraphPolicy<S: ExecutionSpace>: ExecutionPolicy<Space = S> + 'static {
     /// The same policy on `space`.
     fn on_instance(&self, space: &S) -> Self;
+
+    /// The policy as a device backend lays out a launch over it.
+    fn device_policy(&self) -> DevicePolicy<'_, S>;
+}
+
+/// A node's policy as a device backend that builds its own launches from the nodes (a CUDA
+/// Graph) needs it: the iteration space, whatever the policy's rank.
+#[derive(Debug)]
+pub enum DevicePolicy<'p, S: ExecutionSpace> {
+    /// A range policy.
+    Range(&'p RangePolicy<S>),
+    /// An MDRange policy: its begin and end per dimension.
+    MdRange {
+        /// The first index per dimension.
+        begin: Vec<usize>,
+        /// One past the last index per dimension.
+        end: Vec<usize>,
+    },
+    /// A team policy.
+    Team(&'p TeamPolicy<S>),
 }
 
 impl<S: ExecutionSpace> GraphPolicy<S> for RangePolicy<S> {
     fn on_instance(&self, space: &S) -> Self {
         self.clone().with_space(space.clone())
+    }
+    fn device_policy(&self) -> DevicePolicy<'_, S> {
+        DevicePolicy::Range(self)
     }
 }
 
@@ -341,11 +364,20 @@ impl<S: ExecutionSpace, const R: usize> GraphPolicy<S> for MDRangePolicy<S, R> {
     fn on_instance(&self, space: &S) -> Self {
         self.clone().with_space(space.clone())
     }
+    fn device_policy(&self) -> DevicePolicy<'_, S> {
+        DevicePolicy::MdRange {
+            begin: self.begin().to_vec(),
+            end: self.end().to_vec(),
+        }
+    }
 }
 
 impl<S: ExecutionSpace> GraphPolicy<S> for TeamPolicy<S> {
     fn on_instance(&self, space: &S) -> Self {
         self.clone().with_space(space.clone())
+    }
+    fn device_policy(&self) -> DevicePolicy<'_, S> {
+        DevicePolicy::Team(self)
     }
 }
 

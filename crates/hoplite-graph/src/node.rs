@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use hoplite_core::device_kernel::{DeviceLaunch, with_closure_scalars};
 use hoplite_core::index::IndexBounds;
 use hoplite_core::{
     ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, LaunchSpec, ParallelFor, ParallelReduce,
@@ -14,7 +15,7 @@ use hoplite_core::{
 };
 use parking_lot::Mutex;
 
-use crate::args::{Access, GraphArgs, GraphPolicy, HostArgs};
+use crate::args::{Access, DevicePolicy, GraphArgs, GraphPolicy, HostArgs};
 use crate::backend::{ArenaSlice, ArenaStr, NodeEntry};
 
 /// What a node does.
@@ -85,6 +86,24 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     ///
     /// As for [`run`](Self::run), plus a policy that is invalid on `space`.
     fn run_on(&self, space: &S) -> hoplite_core::Result<()>;
+    /// For a device backend that builds its own launches from the nodes (a CUDA Graph): calls
+    /// `f` with the node's launch as the device runs it and the node's policy, if the node's
+    /// kernel is a `#[kernel]`'s `with` (see [`hoplite_core::device_kernel`]); returns whether
+    /// it did. Closures, host functions and trivial nodes describe nothing.
+    fn describe_device_launch(&self, f: &mut dyn FnMut(DeviceLaunch<'_>, DevicePolicy<'_, S>)) -> bool {
+        let _ = f;
+        false
+    }
+    /// The node's handles, borrowed as a run borrows them, until the returned value drops:
+    /// what a backend that runs the node's launch itself (a device graph) holds while the
+    /// launch may run. `None` for a node without handles.
+    ///
+    /// # Errors
+    ///
+    /// A borrow conflict with a handle held elsewhere.
+    fn hold_handles(&self) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
+        Ok(None)
+    }
     /// Runs this node and then each node of `rest`, in order, on the graph's instance,
     /// stopping at the first error; a panic in a node is caught and returned as
     /// [`hoplite_core::Error::KernelPanicked`] with that node's label. The error is boxed so
@@ -298,6 +317,31 @@ where
     }
     fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
         P::run_with(self, &self.policy_on(space)?)
+    }
+    fn describe_device_launch(&self, f: &mut dyn FnMut(DeviceLaunch<'_>, DevicePolicy<'_, S>)) -> bool {
+        let Some((kernel, scalars)) = with_closure_scalars(&self.kernel) else {
+            return false;
+        };
+        // Fresh handles, only to describe their views; they are released on return.
+        let args = <L::Args as GraphArgs>::attach(&self.views);
+        let mut handles = Vec::new();
+        hoplite_core::LaunchArgs::device_handles(&args, &mut handles);
+        f(
+            DeviceLaunch {
+                kernel,
+                scalars,
+                handles,
+            },
+            self.policy.policy().device_policy(),
+        );
+        true
+    }
+    fn hold_handles(&self) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
+        let args = <L::Args as GraphArgs>::attach(&self.views);
+        match args.conflict() {
+            Some(e) => Err(e.clone()),
+            None => Ok(Some(Box::new(args))),
+        }
     }
 }
 

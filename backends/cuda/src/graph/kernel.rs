@@ -5,23 +5,26 @@ use std::any::Any;
 use std::sync::Arc;
 
 use hoplite_core::TeamPolicy;
-use hoplite_core::device_kernel::DeviceKernel;
-use hoplite_graph::NodeId;
+use hoplite_core::device_kernel::DeviceLaunch;
+use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo};
+use hoplite_graph::{DevicePolicy, NodeId, NodeKernel};
 
 use super::{CudaGraph, Geometry, Work};
+use crate::dispatch::device_args;
 use crate::driver;
 use crate::geometry::{mdrange_geometry_in, range_geometry};
 use crate::launch::{
-    DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange, checked_range, load,
-    team_writer_ends,
+    DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange, checked_mdrange_info,
+    checked_range, checked_range_info, load_info, team_writer_ends,
 };
-use crate::params::{IterationArgs, ParamBuffer, pack_for_args};
+use crate::params::{IterationArgs, ParamBuffer, pack_for_args, pack_for_args_info};
 use crate::{Cuda, CudaError};
 
 /// A `#[kernel]` launch checked and packed, waiting for `instantiate` to load it.
 pub(super) struct KernelNode {
     pub(super) name: &'static str,
-    pub(super) load: fn(&driver::Device) -> Result<Arc<Loaded>, CudaError>,
+    /// The kernel, loaded on the graph's device when the graph is built.
+    pub(super) kernel: DeviceKernelInfo,
     pub(super) geometry: Geometry,
     pub(super) params: ParamBuffer,
     /// Each argument's device (`None` for a scalar), checked against the graph's device.
@@ -33,22 +36,28 @@ pub(super) struct KernelNode {
 }
 
 impl KernelNode {
-    /// The node launching `K` with `params` packed from `args`, whose devices it records and
-    /// whose views it keeps alive.
-    pub(super) fn new<K: DeviceKernel>(
+    /// The node launching `kernel` with `params` packed from `args`, whose devices it records
+    /// and whose views it keeps alive.
+    pub(super) fn new(
+        kernel: DeviceKernelInfo,
         geometry: Geometry,
         params: ParamBuffer,
         args: &[DeviceArg],
     ) -> KernelNode {
         KernelNode {
-            name: K::NAME,
-            load: load::<K>,
+            name: kernel.name,
+            kernel,
             geometry,
             params,
             devices: args.iter().map(|a| a.device).collect(),
             atomic_devices: args.iter().map(DeviceArg::atomic_device).collect(),
             _keep: args.iter().filter_map(DeviceArg::keep).collect(),
         }
+    }
+
+    /// The kernel loaded on `device` (compiled at first use, then from the module cache).
+    pub(super) fn load(&self, device: &driver::Device) -> Result<Arc<Loaded>, CudaError> {
+        load_info(&self.kernel, device)
     }
 
     /// As a launch's `check_arg_devices`, from the devices recorded when the node was made.
@@ -79,8 +88,8 @@ impl CudaGraph {
     ) -> Result<NodeId, CudaError> {
         let params = pack_for_args::<K>(&iteration, args)?;
         check_args(K::NAME, ends, args)?;
-        let node = KernelNode::new::<K>(geometry, params, args);
-        self.push(Work::Kernel(node), after)
+        let node = KernelNode::new(DeviceKernelInfo::of::<K>(), geometry, params, args);
+        self.push(Work::Kernel(Box::new(node)), after)
     }
 
     /// Adds a kernel node launching `K` (a `#[kernel]` `parallel_for` over a range) over
@@ -163,5 +172,77 @@ impl CudaGraph {
             geometry,
             after,
         )
+    }
+}
+
+/// The kernel node of a front-end graph node whose kernel is a `#[kernel]`'s `with` (a
+/// `then_parallel_for` of the generic builder), checked and packed as the explicit
+/// `kernel_*` nodes are; `None` for a closure.
+pub(super) fn front_end_kernel_node(node: &dyn NodeKernel<Cuda>) -> Result<Option<KernelNode>, CudaError> {
+    let mut made = None;
+    node.describe_device_launch(&mut |launch, policy| made = Some(kernel_node_of(&launch, &policy)));
+    made.transpose()
+}
+
+fn kernel_node_of(
+    launch: &DeviceLaunch<'_>,
+    policy: &DevicePolicy<'_, Cuda>,
+) -> Result<KernelNode, CudaError> {
+    let k = &launch.kernel;
+    let args = device_args(launch)?;
+    let (iteration, ends, geometry): (IterationArgs, Vec<u64>, Geometry) = match policy {
+        DevicePolicy::Range(range) => {
+            let (begin, end) = checked_range_info(k, range.begin()..range.end())?;
+            let geometry: Geometry = Box::new(move |limits, _| Ok(range_geometry(limits, end - begin)));
+            (IterationArgs::Range { begin, end }, vec![end], geometry)
+        }
+        DevicePolicy::MdRange { begin, end } => mdrange_node(k, begin, end, &args)?,
+        DevicePolicy::Team(team_policy) => {
+            let team = TeamLaunch::of_info(k, team_policy)?;
+            let ends = team_writer_ends(&args, team.league);
+            let iteration = team.iteration();
+            let geometry: Geometry = Box::new(move |limits, resources| team.plan(limits, resources));
+            (iteration, ends, geometry)
+        }
+    };
+    let params = pack_for_args_info(k, &iteration, &args)?;
+    check_args(k.name, &ends, &args)?;
+    Ok(KernelNode::new(*k, geometry, params, &args))
+}
+
+/// The iteration, ends and geometry of an MDRange node of any rank.
+fn mdrange_node(
+    k: &DeviceKernelInfo,
+    begin: &[usize],
+    end: &[usize],
+    args: &[DeviceArg],
+) -> Result<(IterationArgs, Vec<u64>, Geometry), CudaError> {
+    fn of_rank<const R: usize>(
+        k: &DeviceKernelInfo,
+        begin: &[usize],
+        end: &[usize],
+        args: &[DeviceArg],
+    ) -> Result<(IterationArgs, Vec<u64>, Geometry), CudaError> {
+        let rank_error = || CudaError::InvalidLaunch {
+            kernel: k.name,
+            reason: format!("an MDRange of rank {} with {} ends", begin.len(), end.len()),
+        };
+        let begins: [usize; R] = begin.try_into().map_err(|_| rank_error())?;
+        let ends: [usize; R] = end.try_into().map_err(|_| rank_error())?;
+        let (iteration, ends, (lengths, order)) = checked_mdrange_info::<R>(k, begins, ends, args)?;
+        let geometry: Geometry = Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order)));
+        Ok((iteration, ends, geometry))
+    }
+    match begin.len() {
+        1 => of_rank::<1>(k, begin, end, args),
+        2 => of_rank::<2>(k, begin, end, args),
+        3 => of_rank::<3>(k, begin, end, args),
+        4 => of_rank::<4>(k, begin, end, args),
+        5 => of_rank::<5>(k, begin, end, args),
+        6 => of_rank::<6>(k, begin, end, args),
+        rank => Err(CudaError::InvalidLaunch {
+            kernel: k.name,
+            reason: format!("an MDRange of rank {rank}; ranks 1 to 6 are supported"),
+        }),
     }
 }

@@ -45,7 +45,7 @@ enum Work {
     /// A host function of the front end.
     Host(Box<HostPayload>),
     /// A device kernel.
-    Kernel(KernelNode),
+    Kernel(Box<KernelNode>),
     /// A device reduction (kernel, copy of the partials to the host, join on the host) or
     /// scan (the same, the prefixes copied back and a final kernel pass).
     Reduce(Box<ReduceNode>),
@@ -98,6 +98,8 @@ pub struct CudaGraph {
     list: Arc<SubmitList>,
     /// One submit at a time: host-node errors are collected per submit.
     submitting: Mutex<()>,
+    /// Whether some node is a front-end launch whose handles a submit borrows.
+    holds_handles: bool,
 }
 
 // SAFETY: the raw graph handles are used only under `&mut self` (instantiate) or the submit
@@ -128,6 +130,7 @@ impl CudaGraph {
             errors: Arc::new(Mutex::new(None)),
             list: Arc::default(),
             submitting: Mutex::new(()),
+            holds_handles: false,
         }
     }
 
@@ -191,7 +194,7 @@ impl CudaGraph {
             let handle = match &mut node.work {
                 Work::Kernel(k) => {
                     k.check_devices(device.ordinal)?;
-                    let loaded = (k.load)(&device)?;
+                    let loaded = k.load(&device)?;
                     match (k.geometry)(&device.limits, &loaded.resources)? {
                         None => graph.add_empty(&deps)?, // an empty iteration space
                         Some(g) => {
@@ -314,9 +317,27 @@ impl GraphBackend<Cuda> for CudaGraph {
                 list: self.list.clone(),
                 errors: self.errors.clone(),
             })),
-            kind @ (NodeKind::For | NodeKind::Reduce | NodeKind::Scan) => {
+            NodeKind::For => match kernel::front_end_kernel_node(&**node) {
+                Ok(Some(kernel)) => {
+                    self.holds_handles = true;
+                    Work::Kernel(Box::new(kernel))
+                }
+                Ok(None) => {
+                    let reason = format!(
+                        "node `{}` is a parallel_for of a closure, which a GPU cannot run; write the kernel as a #[kernel] fn and pass `name::with(..)`",
+                        node.label()
+                    );
+                    self.invalid(reason);
+                    Work::Empty
+                }
+                Err(e) => {
+                    self.invalid(format!("node `{}`: {e}", node.label()));
+                    Work::Empty
+                }
+            },
+            kind @ (NodeKind::Reduce | NodeKind::Scan) => {
                 let reason = format!(
-                    "node `{}` is a {} of a closure, which a GPU cannot run; add #[kernel] launches with CudaGraph::kernel_range and its siblings",
+                    "node `{}` is a {} of the generic builder, which a CUDA Graph does not take yet; add #[kernel] reductions and scans with CudaGraph::reduce_range, scan_range and their siblings",
                     node.label(),
                     kind.name()
                 );
@@ -352,7 +373,21 @@ impl GraphBackend<Cuda> for CudaGraph {
     }
 
     fn submit(&self, nodes: &GraphNodes<Cuda>, on: Option<&Cuda>) -> hoplite_core::Result<()> {
-        self.launch(on.unwrap_or(&self.space), Some(nodes))
+        // The front end's kernel nodes run here, not through their `run`: hold their handles'
+        // borrows, as a run would, until the graph has run (a launch waits for it).
+        let mut held = Vec::new();
+        if self.holds_handles {
+            for entry in nodes.as_slice() {
+                if entry.kind() == NodeKind::For
+                    && let Some(handles) = entry.hold_handles()?
+                {
+                    held.push(handles);
+                }
+            }
+        }
+        let result = self.launch(on.unwrap_or(&self.space), Some(nodes));
+        drop(held);
+        result
     }
 
     fn execution_space(&self) -> &Cuda {

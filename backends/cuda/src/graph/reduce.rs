@@ -7,7 +7,7 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use hoplite_core::device_kernel::DeviceKernel;
+use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo};
 use hoplite_core::{Reducer, ScanValue, TeamPolicy};
 use hoplite_graph::NodeId;
 use parking_lot::Mutex;
@@ -338,7 +338,7 @@ impl CudaGraph {
         });
         let result = Arc::new(Mutex::new(None));
         let node = ReduceNode {
-            kernel: KernelNode::new::<K>(geometry, params, args),
+            kernel: KernelNode::new(DeviceKernelInfo::of::<K>(), geometry, params, args),
             value_size: value_layout(<R::Value as DeviceReduceValue>::PATTERN).map_or(0, |l| l.size),
             join: Arc::new(Joiner {
                 reducer,
@@ -407,7 +407,7 @@ impl CudaGraph {
         });
         let result = Arc::new(Mutex::new(None));
         let node = ReduceNode {
-            kernel: KernelNode::new::<K>(geometry, params, args),
+            kernel: KernelNode::new(DeviceKernelInfo::of::<K>(), geometry, params, args),
             value_size: value_layout(T::PATTERN).map_or(0, |l| l.size),
             join: Arc::new(Prefixer {
                 total: result.clone(),
@@ -432,7 +432,7 @@ pub(super) fn add_reduction(
     errors: &Arc<Mutex<Option<hoplite_core::Error>>>,
 ) -> Result<GraphNode, CudaError> {
     r.kernel.check_devices(device.ordinal)?;
-    let loaded = (r.kernel.load)(device)?;
+    let loaded = r.kernel.load(device)?;
     let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
     let mut last: Vec<GraphNode> = deps.to_vec();
     let mut host: *mut u8 = std::ptr::null_mut();

@@ -35,12 +35,7 @@ pub(crate) struct Loaded {
     pub(crate) resources: KernelResources,
 }
 
-/// `K` loaded on `device`: compiled (or taken from the cache) and loaded once per device.
-#[cfg(feature = "graph")] // the graph's kernel nodes name their kernel by type
-pub(crate) fn load<K: DeviceKernel>(device: &Device) -> Result<Arc<Loaded>, CudaError> {
-    load_info(&DeviceKernelInfo::of::<K>(), device)
-}
-
+/// The kernel `k` loaded on `device`: compiled (or taken from the cache) and loaded once per device.
 pub(crate) fn load_info(k: &DeviceKernelInfo, device: &Device) -> Result<Arc<Loaded>, CudaError> {
     load_source(device, k.source_hash, k.name, k.entry, k.cuda_source)
 }
@@ -194,6 +189,7 @@ impl Cuda {
         self.launch_range_info(&DeviceKernelInfo::of::<K>(), range, args)
     }
 
+    /// [`launch_range`](Self::launch_range) of the kernel `k`, which a launch found at run time.
     pub(crate) fn launch_range_info(
         &self,
         k: &DeviceKernelInfo,
@@ -223,6 +219,7 @@ impl Cuda {
         self.launch_mdrange_info::<R>(&DeviceKernelInfo::of::<K>(), begins, ends, args)
     }
 
+    /// [`launch_mdrange`](Self::launch_mdrange) of the kernel `k`, which a launch found at run time.
     pub(crate) fn launch_mdrange_info<const R: usize>(
         &self,
         k: &DeviceKernelInfo,
@@ -271,6 +268,7 @@ impl Cuda {
         self.launch_team_info(&DeviceKernelInfo::of::<K>(), policy, args)
     }
 
+    /// [`launch_team`](Self::launch_team) of the kernel `k`, which a launch found at run time.
     pub(crate) fn launch_team_info(
         &self,
         k: &DeviceKernelInfo,
@@ -284,6 +282,7 @@ impl Cuda {
         })
     }
 
+    /// The `launch` step of the explicit launches, for the kernel `k`.
     fn launch_info(
         &self,
         k: &DeviceKernelInfo,
@@ -311,6 +310,7 @@ impl Cuda {
 
     /// The device side of a launch after the pure checks: the stream, the loaded kernel and
     /// the geometry, checked against the device. `None` for an empty iteration space.
+    /// The `plan` step of the explicit launches, for the kernel `k`.
     fn plan_info(
         &self,
         k: &DeviceKernelInfo,
@@ -363,6 +363,7 @@ impl Cuda {
 
     /// A reduction: validates, allocates the partials on the device, launches, copies them
     /// back and joins them in a fixed order (see [`crate::reduce`]).
+    /// The `reduce` step of the explicit launches, for the kernel `k`.
     fn reduce_info<R>(
         &self,
         k: &DeviceKernelInfo,
@@ -443,6 +444,7 @@ impl Cuda {
         self.reduce_range_info::<R>(&DeviceKernelInfo::of::<K>(), range, args, reducer)
     }
 
+    /// [`reduce_range`](Self::reduce_range) of the kernel `k`, which a launch found at run time.
     pub(crate) fn reduce_range_info<R>(
         &self,
         k: &DeviceKernelInfo,
@@ -486,6 +488,7 @@ impl Cuda {
         self.reduce_mdrange_info::<R, N>(&DeviceKernelInfo::of::<K>(), begins, ends, args, reducer)
     }
 
+    /// [`reduce_mdrange`](Self::reduce_mdrange) of the kernel `k`, which a launch found at run time.
     pub(crate) fn reduce_mdrange_info<R, const N: usize>(
         &self,
         k: &DeviceKernelInfo,
@@ -525,6 +528,7 @@ impl Cuda {
         self.reduce_team_info::<R>(&DeviceKernelInfo::of::<K>(), policy, args, reducer)
     }
 
+    /// [`reduce_team`](Self::reduce_team) of the kernel `k`, which a launch found at run time.
     pub(crate) fn reduce_team_info<R>(
         &self,
         k: &DeviceKernelInfo,
@@ -590,6 +594,7 @@ impl Cuda {
         self.scan_range_info::<T>(&DeviceKernelInfo::of::<K>(), range, args)
     }
 
+    /// [`scan_range`](Self::scan_range) of the kernel `k`, which a launch found at run time.
     pub(crate) fn scan_range_info<T>(
         &self,
         k: &DeviceKernelInfo,
@@ -636,6 +641,7 @@ pub(crate) fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> R
     checked_range_info(&DeviceKernelInfo::of::<K>(), range)
 }
 
+/// [`checked_range`] for the kernel `k`.
 pub(crate) fn checked_range_info(
     k: &DeviceKernelInfo,
     range: std::ops::Range<usize>,
@@ -679,6 +685,7 @@ pub(crate) fn checked_mdrange<K: DeviceKernel, const R: usize>(
     checked_mdrange_info::<R>(&DeviceKernelInfo::of::<K>(), begins, ends, args)
 }
 
+/// [`checked_mdrange`] for the kernel `k`.
 pub(crate) fn checked_mdrange_info<const R: usize>(
     k: &DeviceKernelInfo,
     begins: [usize; R],
@@ -732,6 +739,7 @@ impl TeamLaunch {
         TeamLaunch::of_info(&DeviceKernelInfo::of::<K>(), policy)
     }
 
+    /// [`of`](Self::of) for the kernel `k`.
     pub(crate) fn of_info(k: &DeviceKernelInfo, policy: &TeamPolicy<Cuda>) -> Result<TeamLaunch, CudaError> {
         if let Some(level) = policy.invalid_scratch_level() {
             return Err(CudaError::InvalidLaunch {
