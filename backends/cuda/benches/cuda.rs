@@ -4,12 +4,15 @@
 //!   CUDA graph (`cuda-hoplite`: `CudaGraph::run`, one `cuGraphLaunch` and a wait) and as N
 //!   eager launches then a fence (`cuda-eager`), beside N bare `cuLaunchKernel`s then a
 //!   wait (`cuda-raw-cudarc`, below); throughput is nodes, so the per-node time is the median
-//!   over N.
+//!   over N. The same chain through the one launch API: N `parallel_for`s on a `Cuda` policy,
+//!   each waiting for its kernel (`cuda-one-api-eager`), and the generic graph builder's
+//!   `then_parallel_for` chain as a CUDA Graph (`cuda-one-api-graph`).
 //! * `cuda-triad` and `cuda-dot` at 2^24 `f64`: `Cuda::launch_range` / `Cuda::reduce_range`
 //!   (`cuda-hoplite`) beside a bare `cuLaunchKernel` of the same NVRTC'd entry through
 //!   cudarc's raw driver bindings with the same packed parameters and geometry
 //!   (`cuda-raw-cudarc`), which skips hoplite's checks and keep-alive, and reads the dot's
-//!   block partials into a reused pageable vector and sums them in one left fold.
+//!   block partials into a reused pageable vector and sums them in one left fold; and the
+//!   core's `parallel_for` / `parallel_reduce` on a `Cuda` policy (`cuda-one-api`).
 //!
 //! * `cuda-pipeline`: GrCUDA's image pipeline (three blurs, two sobels, two contrast stretches, an
 //!   unsharp mask and two blends of a 4096² `f32` image) as implicit-DAG vertices on CUDA
@@ -84,6 +87,14 @@ fn filled(label: &str, n: usize, value: f64) -> DeviceView {
     v
 }
 
+/// As [`filled`], row-major: the layout the `#[kernel]`s here name, which the core's launches
+/// (`parallel_for` on a `Cuda` policy) match against the handles' types.
+fn filled_right(label: &str, n: usize, value: f64) -> View<f64, 1, LayoutRight, CudaSpace> {
+    let v = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing(label, [n]).expect("device memory");
+    copy_to_device(&v, &vec![value; n]).expect("upload");
+    v
+}
+
 fn chain(c: &mut Criterion) {
     let Some(cuda) = device("cuda-chain") else { return };
     let mut group = c.benchmark_group("cuda-chain");
@@ -111,6 +122,44 @@ fn chain(c: &mut Criterion) {
                 }
                 cuda.fence().expect("fence")
             })
+        });
+        // The same chain through the one launch API: each `parallel_for` waits for its kernel
+        // (its handles' borrows end when it returns), and as a graph of the generic builder.
+        let yr = filled_right("y", n, 0.0);
+        group.bench_with_input(
+            BenchmarkId::new("cuda-one-api-eager", nodes),
+            &nodes,
+            |b, &nodes| {
+                b.iter(|| {
+                    for k in 0..nodes {
+                        parallel_for(
+                            "set",
+                            (RangePolicy::new(cuda.clone(), 0..n), (yr.write(),)),
+                            set_to::with(k as f64),
+                        )
+                        .expect("launch");
+                    }
+                })
+            },
+        );
+        let mut generic = hoplite_graph::create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+            let mut last = g.root().then_parallel_for(
+                "set",
+                (RangePolicy::new(cuda.clone(), 0..n), (yr.write(),)),
+                set_to::with(0.0),
+            );
+            for k in 1..nodes {
+                last = last.then_parallel_for(
+                    "set",
+                    (RangePolicy::new(cuda.clone(), 0..n), (yr.write(),)),
+                    set_to::with(k as f64),
+                );
+            }
+        })
+        .expect("a graph of kernel nodes");
+        generic.submit().expect("instantiates and runs");
+        group.bench_with_input(BenchmarkId::new("cuda-one-api-graph", nodes), &nodes, |b, _| {
+            b.iter(|| generic.submit().expect("runs"))
         });
         let raw = RawLaunch::new::<set_to>(&cuda);
         let limits = cuda.limits().expect("a device");
@@ -274,6 +323,24 @@ fn stream_triad(c: &mut Criterion) {
             cuda.fence().expect("fence")
         })
     });
+    let (ar, br, cr) = (
+        filled_right("a", n, 0.0),
+        filled_right("b", n, 1.0),
+        filled_right("c", n, 2.0),
+    );
+    group.bench_with_input(BenchmarkId::new("cuda-one-api", n), &n, |bench, &n| {
+        bench.iter(|| {
+            parallel_for(
+                "triad",
+                (
+                    RangePolicy::new(cuda.clone(), 0..n),
+                    (ar.write(), br.read(), cr.read()),
+                ),
+                triad::with(s),
+            )
+            .expect("launch")
+        })
+    });
     let raw = RawLaunch::new::<triad>(&cuda);
     let params: ParamBuffer = pack_for::<triad>(
         &IterationArgs::Range {
@@ -310,6 +377,20 @@ fn stream_dot(c: &mut Criterion) {
                     0..n,
                     &[DeviceArg::read(&x), DeviceArg::read(&y)],
                     &Sum::<f64>::new(),
+                )
+                .expect("reduces"),
+            )
+        })
+    });
+    let (xr, yr) = (filled_right("x", n, 1.0), filled_right("y", n, 2.0));
+    group.bench_with_input(BenchmarkId::new("cuda-one-api", n), &n, |bench, &n| {
+        bench.iter(|| {
+            black_box(
+                parallel_reduce(
+                    "dot",
+                    (RangePolicy::new(cuda.clone(), 0..n), (xr.read(), yr.read())),
+                    dot::with(),
+                    Sum::<f64>::new(),
                 )
                 .expect("reduces"),
             )
