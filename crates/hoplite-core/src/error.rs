@@ -195,6 +195,22 @@ pub enum Error {
         /// The origin of that dimension (saturated to the `i64` range).
         origin: i64,
     },
+    /// An MDRange bound or origin that no `i128` holds (a `u128` past `i128::MAX`): the index
+    /// space it names cannot be represented, so the launch is refused rather than run over a
+    /// saturated box.
+    #[error(
+        "`{label}`: MDRange {what} {value} in dimension {dim} is past i128::MAX, so its index space cannot be represented; give bounds and origins within the i128 range"
+    )]
+    BoundNotRepresentable {
+        /// Label of the launch.
+        label: String,
+        /// The dimension.
+        dim: usize,
+        /// `"begin"`, `"end"` or `"origin"`.
+        what: &'static str,
+        /// The value as given.
+        value: String,
+    },
     /// The writer of a rank-0 view was handed to a launch of more than one iteration: every
     /// iteration's token would store the one element, a data race.
     #[error(

@@ -19,9 +19,13 @@ pub const DEFAULT_LINE_TILE: usize = 4096;
 /// An integer type MDRange bounds can be given in: every primitive integer. Bounds are
 /// converted to the policy's `usize` storage coordinates (see
 /// [`MDRangePolicy::with_origin`]); one that does not fit is a typed error at launch.
-pub trait MdBound: Copy + sealed_bound::Sealed {
-    /// The bound as an `i128` (`u128` values past `i128::MAX` saturate, and are reported).
+pub trait MdBound: Copy + sealed_bound::Sealed + std::fmt::Display {
+    /// The bound as an `i128` (`u128` values past `i128::MAX` saturate; a policy reports such
+    /// a bound or origin when it is launched).
     fn to_i128(self) -> i128;
+
+    /// The bound as an `i128`, if it is one exactly.
+    fn exact_i128(self) -> Option<i128>;
 }
 
 mod sealed_bound {
@@ -36,11 +40,18 @@ macro_rules! md_bounds {
             fn to_i128(self) -> i128 {
                 i128::try_from(self).unwrap_or(i128::MAX)
             }
+            #[inline]
+            fn exact_i128(self) -> Option<i128> {
+                i128::try_from(self).ok()
+            }
         }
     )*};
 }
 
 md_bounds!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
+
+/// A bound or origin no `i128` holds: its dimension, which it is, and its value as given.
+type Unrepresentable = (usize, &'static str, String);
 
 /// A rank-`R` box `begin..end` cut into tiles (Kokkos `MDRangePolicy<Rank<R>>`), `R` in 1..=6.
 /// Kernels receive an [`MdIdx`].
@@ -70,6 +81,10 @@ pub struct MDRangePolicy<S: ExecutionSpace, const R: usize> {
     origin: [i128; R],
     /// A bound that is below the origin or past `usize::MAX` (reported by `validate`).
     bad_bound: Option<(usize, i128)>,
+    /// A bound, then an origin, that no `i128` holds (a `u128` past `i128::MAX`): the
+    /// dimension, what it is and its value, reported by `validate`. Boxed: it is rare, and
+    /// launches copy policies, so it costs them one word.
+    unrepresentable: Option<Box<[Option<Unrepresentable>; 2]>>,
     pub(super) tiles: Option<[usize; R]>,
     outer: IterationOrder,
     inner: IterationOrder,
@@ -92,6 +107,12 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
     pub fn new<B: MdBound>(space: S, begin: [B; R], end: [B; R]) -> Self {
         let () = Self::RANK_OK;
         let logical = [begin.map(MdBound::to_i128), end.map(MdBound::to_i128)];
+        let unrepresentable_bound = (0..R).find_map(|d| {
+            [("begin", begin[d]), ("end", end[d])]
+                .into_iter()
+                .find(|(_, b)| b.exact_i128().is_none())
+                .map(|(what, b)| (d, what, b.to_string()))
+        });
         let mut policy = MDRangePolicy {
             space,
             begin: [0; R],
@@ -99,6 +120,7 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
             logical,
             origin: [0; R],
             bad_bound: None,
+            unrepresentable: unrepresentable_bound.map(|b| Box::new([Some(b), None])),
             tiles: None,
             outer: IterationOrder::Right,
             inner: IterationOrder::Right,
@@ -129,6 +151,13 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
     /// ```
     pub fn with_origin<B: MdBound>(mut self, origin: [B; R]) -> Self {
         self.origin = origin.map(MdBound::to_i128);
+        let unrepresentable_origin = (0..R)
+            .find(|&d| origin[d].exact_i128().is_none())
+            .map(|d| (d, "origin", origin[d].to_string()));
+        let bound = self.unrepresentable.take().and_then(|u| u[0].clone());
+        if bound.is_some() || unrepresentable_origin.is_some() {
+            self.unrepresentable = Some(Box::new([bound, unrepresentable_origin]));
+        }
         self.place();
         self
     }
@@ -243,6 +272,7 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
             logical: self.logical,
             origin: self.origin,
             bad_bound: self.bad_bound,
+            unrepresentable: self.unrepresentable,
             tiles: self.tiles,
             outer: self.outer,
             inner: self.inner,
@@ -511,6 +541,19 @@ unsafe impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy
     }
 
     fn validate(&self, label: &str) -> Result<()> {
+        if let Some((dim, what, value)) = self
+            .unrepresentable
+            .iter()
+            .flat_map(|u| u.iter().flatten())
+            .next()
+        {
+            return Err(Error::BoundNotRepresentable {
+                label: label.to_owned(),
+                dim: *dim,
+                what,
+                value: value.clone(),
+            });
+        }
         if let Some((dim, bound)) = self.bad_bound {
             let narrow = |v: i128| i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX });
             return Err(Error::BoundOutsideIndexSpace {
