@@ -71,6 +71,19 @@ pub enum DagError {
     /// policy, a borrow conflict with a handle held outside the context.
     #[error(transparent)]
     Core(#[from] hoplite_core::Error),
+    /// A wait on a context (`synchronize`, a host read or write, a vertex's `wait`, a
+    /// `Pending::get`) from inside one of its own vertices, or a kernel running on its
+    /// spaces while a vertex runs: the wait would wait for the vertex it runs in, or for one
+    /// queued behind it, and never return.
+    #[error(
+        "`{wait}` on a DAG context from inside {inside}, which that wait would wait for: a vertex cannot wait for its own context; return the data from the vertex (a reduction's `Pending`, a view a later vertex or the host reads) and wait outside it"
+    )]
+    WaitInsideVertex {
+        /// The wait that was refused.
+        wait: &'static str,
+        /// Where it was called: the vertex, or a kernel on the context's spaces.
+        inside: String,
+    },
     /// A vertex's kernel failed (panicked, or its launch returned an error).
     #[error("vertex `{vertex}` failed: {cause}")]
     VertexFailed {

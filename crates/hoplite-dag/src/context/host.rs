@@ -77,6 +77,35 @@ impl<D: Device> Context<D> {
     /// Waits for the unfinished vertices whose accesses conflict with `access`. A read then
     /// returns the failure of a failed vertex it conflicts with; a write takes the elements
     /// back for the host, clearing the failures it covers.
+    /// Refuses a wait from inside one of this context's vertices (this thread runs it), or from
+    /// a kernel on one of its streams' spaces while a vertex runs (see
+    /// [`DagError::WaitInsideVertex`]).
+    pub(super) fn refuse_wait_inside(&self, wait: &'static str) -> Result<()> {
+        if let Some(label) = super::job::running_vertex(super::job::context_key(Arc::as_ptr(&self.held))) {
+            return Err(crate::DagError::WaitInsideVertex {
+                wait,
+                inside: format!("its vertex `{label}`"),
+            });
+        }
+        let state = self.state.lock();
+        let running = state
+            .live
+            .iter()
+            .any(|(_, l)| matches!(l.status.state(), super::vertex::VertexState::Running));
+        if running
+            && state
+                .streams
+                .iter()
+                .any(|s| hoplite_core::ExecutionSpace::in_parallel(crate::device::Stream::space(s)))
+        {
+            return Err(crate::DagError::WaitInsideVertex {
+                wait,
+                inside: "a kernel running on one of its spaces".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
     fn wait_for(&self, access: &Access) -> Result<()> {
         let waits: Vec<(VertexId, Arc<VertexStatus>)> = {
             let mut state = self.state.lock();
@@ -138,6 +167,7 @@ impl<D: Device> Context<D> {
         &self,
         view: &'v View<T, R, L, S>,
     ) -> Result<HostRead<'v, T, R, L, S>> {
+        self.refuse_wait_inside("Context::read")?;
         self.wait_for(&Access::of_view(view, AccessKind::Read))?;
         Ok(view.host_read()?)
     }
@@ -152,6 +182,7 @@ impl<D: Device> Context<D> {
         &self,
         view: &'v View<T, R, L, S>,
     ) -> Result<HostWrite<'v, T, R, L, S>> {
+        self.refuse_wait_inside("Context::write")?;
         self.wait_for(&Access::of_view(view, AccessKind::Write))?;
         Ok(view.host_write()?)
     }
@@ -162,6 +193,7 @@ impl<D: Device> Context<D> {
     ///
     /// That failure.
     pub fn synchronize(&self) -> Result<()> {
+        self.refuse_wait_inside("Context::synchronize")?;
         let statuses: Vec<(VertexId, Arc<VertexStatus>)> = {
             let state = self.state.lock();
             let mut statuses: Vec<(VertexId, Arc<VertexStatus>)> =

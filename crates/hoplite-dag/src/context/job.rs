@@ -29,6 +29,48 @@ pub(super) struct VertexJob<P, A, K> {
     pub(super) parent_statuses: SmallVec<[Arc<VertexStatus>; 4]>,
     /// The failure it inherits at launch (see `plan_dependencies`).
     pub(super) poisoned: Option<Box<DagError>>,
+    /// The context it belongs to ([`context_key`]), recorded on the running thread so that a
+    /// wait on that context from inside the work is refused instead of waiting for itself.
+    pub(super) context: usize,
+}
+
+std::thread_local! {
+    /// The vertices this thread is running, innermost last: their context's key and label.
+    static RUNNING: std::cell::RefCell<Vec<(usize, Arc<str>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The key of the context whose borrow slots are `held`: the slots' address, which lives as
+/// long as the context and its vertices' handles.
+pub(super) fn context_key<T>(held: *const T) -> usize {
+    held as usize
+}
+
+/// The label of the vertex of context `key` this thread is running, if it is running one.
+pub(super) fn running_vertex(key: usize) -> Option<Arc<str>> {
+    RUNNING.with(|running| {
+        running
+            .borrow()
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, label)| label.clone())
+    })
+}
+
+/// Marks this thread as running a vertex until dropped (also when the work panics).
+struct Running;
+
+impl Running {
+    fn enter(context: usize, label: &Arc<str>) -> Running {
+        RUNNING.with(|running| running.borrow_mut().push((context, label.clone())));
+        Running
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.with(|running| running.borrow_mut().pop());
+    }
 }
 
 /// What the stream's thread takes or uses of a vertex's job, under one lock.
@@ -66,7 +108,10 @@ where
                 self.status.start();
                 let VertexWork { policy, handles, .. } = &*work;
                 let result = match handles {
-                    Some(handles) => catch_unwind(AssertUnwindSafe(|| run(label, policy, handles))),
+                    Some(handles) => {
+                        let _running = Running::enter(self.context, label);
+                        catch_unwind(AssertUnwindSafe(|| run(label, policy, handles)))
+                    }
                     None => Ok(Ok(())),
                 };
                 match result {

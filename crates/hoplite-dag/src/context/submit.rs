@@ -108,6 +108,7 @@ impl<D: Device> Context<D> {
             // Filled by `enqueue`, with the parents it finds unfinished.
             parent_statuses: SmallVec::new(),
             poisoned,
+            context: super::job::context_key(Arc::as_ptr(&self.held)),
         };
         Self::enqueue(&mut state, id, stream, &parents, edges, slots, job);
         drop(state);

@@ -161,11 +161,24 @@ impl Vertex {
     ///
     /// The vertex's failure.
     pub fn wait(&self) -> Result<()> {
+        self.refuse_wait_inside("Vertex::wait")?;
         let state = self.status.wait();
         self.end_borrows();
         match state {
             VertexState::Failed(e) => Err(e),
             _ => Ok(()),
+        }
+    }
+
+    /// Refuses a wait from inside a vertex of this vertex's context (see
+    /// [`DagError::WaitInsideVertex`]).
+    fn refuse_wait_inside(&self, wait: &'static str) -> Result<()> {
+        match super::job::running_vertex(super::job::context_key(self.held.as_ptr())) {
+            Some(label) => Err(DagError::WaitInsideVertex {
+                wait,
+                inside: format!("its vertex `{label}`"),
+            }),
+            None => Ok(()),
         }
     }
 
