@@ -45,8 +45,10 @@
 //! does not depend on timing. Host reads of what they touched return the failure; a host write
 //! through [`Context::write`] takes the elements back and clears it. Unrelated vertices keep
 //! running and the context stays usable. Every
-//! wait has a path to completion: streams run every queued item, skipped or not, and a stream
-//! waits only for events of earlier vertices.
+//! wait has a path to completion: streams run every queued item, skipped or not, a stream
+//! waits only for events of earlier vertices, and a wait on the context from inside one of its
+//! own vertices (a task or kernel that captured the context) is refused with
+//! [`DagError::WaitInsideVertex`] instead of waiting for itself.
 
 pub mod conformance;
 mod context;
