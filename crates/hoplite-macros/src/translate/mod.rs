@@ -70,6 +70,9 @@ struct Translator<'a> {
     scopes: Vec<HashMap<String, Var>>,
     /// The resolved type of every slot, kept across both walks.
     slots: Vec<Option<Scalar>>,
+    /// Each slot's link to a slot it was unified with (itself for a root): the slots of two
+    /// literals that meet in one expression share one type, whichever later use decides it.
+    slot_links: Vec<usize>,
     next_slot: usize,
     next_name: usize,
     loop_depth: usize,
@@ -102,6 +105,7 @@ pub fn translate(sig: &KernelSignature, function: &ItemFn) -> syn::Result<Transl
         fn_name: fn_name.clone(),
         scopes: Vec::new(),
         slots: Vec::new(),
+        slot_links: Vec::new(),
         next_slot: 0,
         next_name: 0,
         loop_depth: 0,

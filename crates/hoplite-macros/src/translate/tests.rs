@@ -655,3 +655,31 @@ fn misused_reductions_scans_and_tokens() {
     );
     assert_eq!(at, "TeamThreadRange::new(m, n).parallel_for(|j| {})");
 }
+
+/// Two unsuffixed literals that meet in one expression have one type, decided by any later
+/// use: `big` once stayed `int` (and overflowed) when only `small`'s type was decided.
+#[test]
+fn literals_unified_in_an_expression_share_the_type_a_later_use_decides() {
+    let c = emitted(syn::parse_quote! {
+        fn widen(i: Idx<'_>, y: BoundWriter<'_, i64, 1>) {
+            let small = 1;
+            let big = 3000000000;
+            let sum = small + big;
+            y.set(i, sum);
+        }
+    });
+    let declaration = |name: &str| {
+        c.lines()
+            .find(|l| l.contains(&format!(" l_{name}_")))
+            .unwrap_or_else(|| panic!("no declaration of `{name}` in:\n{c}"))
+            .trim()
+            .to_owned()
+    };
+    for name in ["small", "big", "sum"] {
+        let line = declaration(name);
+        assert!(
+            line.starts_with("long long "),
+            "`{name}` is not an i64: {line}\n{c}"
+        );
+    }
+}

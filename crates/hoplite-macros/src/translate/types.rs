@@ -52,17 +52,42 @@ impl Translator<'_> {
         self.next_slot += 1;
         if self.slots.len() <= slot {
             self.slots.push(None);
+            self.slot_links.push(slot);
         }
         slot
+    }
+
+    /// The slot that stands for `slot` and every slot unified with it.
+    fn root(&self, mut slot: usize) -> usize {
+        while let Some(&next) = self.slot_links.get(slot) {
+            if next == slot {
+                break;
+            }
+            slot = next;
+        }
+        slot
+    }
+
+    /// Makes slots `a` and `b` one (both unresolved): returns the root that stands for both.
+    fn link(&mut self, a: usize, b: usize) -> usize {
+        let (ra, rb) = (self.root(a), self.root(b));
+        if ra != rb
+            && let Some(link) = self.slot_links.get_mut(rb)
+        {
+            *link = ra;
+        }
+        ra
     }
 
     /// A type with its slot resolved when it is known.
     pub(super) fn norm(&self, ty: Ty) -> Ty {
         match ty {
-            Ty::Int(Some(slot)) | Ty::Float(Some(slot)) => match self.slots.get(slot).copied().flatten() {
-                Some(s) => Ty::Known(s),
-                None => ty,
-            },
+            Ty::Int(Some(slot)) | Ty::Float(Some(slot)) => {
+                match self.slots.get(self.root(slot)).copied().flatten() {
+                    Some(s) => Ty::Known(s),
+                    None => ty,
+                }
+            }
             other => other,
         }
     }
@@ -79,7 +104,8 @@ impl Translator<'_> {
 
     pub(super) fn set_slot(&mut self, ty: Ty, to: Scalar) {
         if let Ty::Int(Some(slot)) | Ty::Float(Some(slot)) = ty
-            && let Some(entry) = self.slots.get_mut(slot)
+            && let root = self.root(slot)
+            && let Some(entry) = self.slots.get_mut(root)
         {
             *entry = Some(to);
         }
@@ -105,6 +131,10 @@ impl Translator<'_> {
                 self.set_slot(other, x);
                 Ok(Ty::Known(x))
             }
+            // Both unresolved (`norm` resolved known slots): one type for both from now on, as
+            // Rust infers one type for the operands of `a + b`.
+            (Ty::Int(Some(s)), Ty::Int(Some(t))) => Ok(Ty::Int(Some(self.link(s, t)))),
+            (Ty::Float(Some(s)), Ty::Float(Some(t))) => Ok(Ty::Float(Some(self.link(s, t)))),
             (Ty::Int(s), Ty::Int(t)) => Ok(Ty::Int(s.or(t))),
             (Ty::Float(s), Ty::Float(t)) => Ok(Ty::Float(s.or(t))),
             _ => Err(mismatch()),
