@@ -34,17 +34,18 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 const NO_CPU: u32 = u32::MAX;
 
 /// The CPU the calling thread runs on right now, or [`NO_CPU`]. A hint: the thread may move
-/// right after.
+/// right after. Under loom and Miri no CPU is known (Miri does not run `sched_getcpu`), so
+/// every wait takes the spinning path.
 #[inline]
 fn current_cpu() -> u32 {
-    #[cfg(all(target_os = "linux", not(loom)))]
+    #[cfg(all(target_os = "linux", not(loom), not(miri)))]
     {
         // SAFETY: `sched_getcpu` has no preconditions: it reads the calling thread's CPU
         // number (from the kernel's per-thread area or the vDSO) or returns -1.
         let cpu = unsafe { libc::sched_getcpu() };
         u32::try_from(cpu).unwrap_or(NO_CPU)
     }
-    #[cfg(not(all(target_os = "linux", not(loom))))]
+    #[cfg(not(all(target_os = "linux", not(loom), not(miri))))]
     {
         NO_CPU
     }
