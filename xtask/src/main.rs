@@ -642,6 +642,11 @@ const MIRIFLAGS: &str = "-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri
 const MIRI_RUNS: &[(&str, &[&str])] = &[
     ("miri: core", &["-p", "hoplite-core", "--lib"]),
     ("miri: serial", &["-p", "hoplite-serial", "--lib"]),
+    // A device backend reads a `#[kernel]`'s scalar captures out of its `with` closure.
+    (
+        "miri: #[kernel] captures as a device backend reads them",
+        &["-p", "hoplite", "--test", "kernel_native", "a_with_closure"],
+    ),
     ("miri: rayon", &["-p", "hoplite-rayon", "--lib"]),
     (
         "miri: rayon teams",
