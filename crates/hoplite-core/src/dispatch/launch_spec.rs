@@ -446,6 +446,12 @@ where
 
 /// Turns something into a launch on space `S`: a policy or `usize` / `Range<usize>` (see
 /// [`IntoPolicy`]), optionally paired with view handles: `(n, (y.write(), x.read()))`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a launch on `{S}`",
+    label = "expected `n`, `begin..end`, a policy, or `(n, (handles..))`",
+    note = "e.g. `ctx.launch(\"axpy\", (n, (y.write(), x.read())), kernel)`; one handle is still a tuple: `(n, (y.write(),))`",
+    note = "the handles must be of views the space reaches (`SpaceAccessibility`)"
+)]
 pub trait IntoLaunch<S: ExecutionSpace> {
     /// The launch it becomes.
     type Launch: crate::dispatch::LaunchSpec;

@@ -63,6 +63,11 @@ commutative_reducer! {
 /// r.join(&mut a, [10.0, 20.0, 30.0]);
 /// assert_eq!(a, [11.0, 22.0, 33.0]);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be summed by `Sum`",
+    label = "the accumulator's type",
+    note = "`Sum` adds numbers, complex numbers and arrays of them; if the type is `!` or unknown, annotate the accumulator: `|i, acc: &mut f64|` or `Sum::<f64>::new()`"
+)]
 pub trait SumValue: Copy + Send {
     /// The identity: zero.
     fn zero() -> Self;
@@ -72,6 +77,11 @@ pub trait SumValue: Copy + Send {
 
 /// What [`Prod`] reduces: a one and a multiplication (primitive numbers, complex numbers and
 /// arrays of them, element by element).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be multiplied by `Prod`",
+    label = "the accumulator's type",
+    note = "`Prod` multiplies numbers, complex numbers and arrays of them; if the type is `!` or unknown, annotate the accumulator: `|i, acc: &mut f64|` or `Prod::<f64>::new()`"
+)]
 pub trait ProdValue: Copy + Send {
     /// The identity: one.
     fn one() -> Self;
@@ -81,6 +91,11 @@ pub trait ProdValue: Copy + Send {
 
 /// What [`Min`](super::Min) and [`Max`](super::Max) reduce: the identities and a comparison that ignores NaN
 /// (primitive numbers, and arrays of them element by element).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be compared by `Min` or `Max`",
+    label = "the accumulator's type",
+    note = "`Min` and `Max` compare numbers and arrays of them; if the type is `!` or unknown, annotate the accumulator: `|i, acc: &mut f64|` or `Max::<f64>::new()`"
+)]
 pub trait MinMaxValue: Copy + Send {
     /// The identity of a minimum: the largest value (`+inf`, `T::MAX`).
     fn min_identity() -> Self;
@@ -196,6 +211,11 @@ impl<T: MinMaxValue, const N: usize> MinMaxValue for [T; N] {
 }
 
 /// A value a scan can accumulate: summed, starting from zero.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be accumulated by a scan",
+    label = "the scan's partial sum",
+    note = "a scan sums numbers from zero; if the type is `!` or unknown, annotate it: `|i, partial: &mut i64, is_final|` or `let total: i64 = parallel_scan(..)`"
+)]
 pub trait ScanValue: Copy + Send + Sync + Add<Output = Self> + 'static {
     /// The identity of the sum.
     fn zero() -> Self;

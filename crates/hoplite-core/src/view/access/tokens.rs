@@ -68,6 +68,12 @@ impl<const R: usize> ViewIndex<R> for MdIdx<'_, R> {
 /// at. [`Idx`] (rank 1) and [`MdIdx`] are tokens of ranges the launch checked against every
 /// handle; [`LeagueIdx`] (rank 1) is the league rank of a team launch, which no launch-wide
 /// range covers, so accesses at it are checked. The trait is sealed.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an iteration token of this launch",
+    label = "writers store only at the launch's own tokens",
+    note = "pass the kernel's token (`i` of `|(i, (y,))|`, or the `MdIdx` of an MDRange launch) to `set`; to store at an index the kernel computes, take an atomic handle (`view.atomic()`) or a `team_slots` handle",
+    note = "to read at a computed index, use `neighbor(token, offset)` or a `lookup()` handle"
+)]
 pub trait Token<'it, const R: usize>: Copy + sealed::Sealed {
     /// Whether an access at this token must be checked against the extents.
     const CHECKED: bool;
