@@ -50,8 +50,10 @@
 //! Every check returns [`Outcome`]; its error is a [`Failure`] naming the check's axiom.
 //! `docs/writing-a-backend.md` explains the traits to implement.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Mutex, PoisonError};
 
 use hoplite_core::Error;
 
@@ -102,11 +104,31 @@ impl Failure {
         Failure::new("", message)
     }
 
-    /// Names the axiom, keeping the message; `path` is a module path of this crate.
+    /// Names the axiom, keeping the message; `path` is a module path of this crate. A check
+    /// of a concept split into family modules (`reducer::location::min_loc_..`) keeps the name
+    /// of the path it is re-exported at (`reducer::min_loc_..`), the one the registry uses.
     pub(crate) fn in_axiom(mut self, path: &'static str) -> Self {
-        self.axiom = path.strip_prefix("hoplite_conformance::").unwrap_or(path);
+        let path = path.strip_prefix("hoplite_conformance::").unwrap_or(path);
+        self.axiom = match (path.split_once("::"), path.rsplit_once("::")) {
+            (Some((concept, _)), Some((module, axiom))) if module != concept => concept_axiom(concept, axiom),
+            _ => path,
+        };
         self
     }
+}
+
+/// `concept::axiom` as a `&'static str`, built once per name: only a failure of a check in a
+/// family module needs it, so the few names leaked are bounded by the number of checks.
+fn concept_axiom(concept: &str, axiom: &str) -> &'static str {
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let name = format!("{concept}::{axiom}");
+    let mut names = NAMES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(known) = names.get(name.as_str()) {
+        return known;
+    }
+    let name: &'static str = Box::leak(name.into_boxed_str());
+    names.insert(name);
+    name
 }
 
 impl fmt::Display for Failure {
@@ -507,6 +529,18 @@ mod tests {
         let failure = probe::<u8>().expect_err("the probe fails");
         assert_eq!((failure.axiom, failure.message.as_str()), ("tests::probe", "u8"));
         assert_eq!(failure.to_string(), "axiom `tests::probe` does not hold: u8");
+    }
+
+    #[test]
+    fn checks_in_family_modules_keep_the_concept_name() {
+        let path = "hoplite_conformance::reducer::location::min_loc_ties_go_to_lowest_index";
+        let failure = Failure::msg("m").in_axiom(path);
+        assert_eq!(failure.axiom, "reducer::min_loc_ties_go_to_lowest_index");
+        // Interned: the same name twice is one allocation.
+        assert!(std::ptr::eq(
+            failure.axiom,
+            Failure::msg("m").in_axiom(path).axiom
+        ));
     }
 
     #[test]

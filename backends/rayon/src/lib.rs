@@ -1,3 +1,4 @@
+// Over 800 lines: the crate's guide, `RayonSpace` and its concept impls; the machinery is in the modules.
 //! # hoplite-rayon
 //!
 //! The multi-threaded host backend of hoplite. A [`RayonSpace`] is an *instance*: a hot team of

@@ -1,3 +1,4 @@
+// Over 800 lines: one test per view operation, beside the strides and offsets it computes itself.
 //! Views: layouts, strides, subviews, deep_copy, mirrors, resize, rank-0 views and allocation
 //! records. Expected strides and offsets are computed here independently of the library.
 

@@ -1,3 +1,4 @@
+// Over 800 lines: the access model's launch tests share the serial helpers and one set of views.
 //! The access model through launches on the serial backend: borrow conflicts (made directly
 //! and handed to launches), disjoint subviews, released borrows, launch extents, and kernels
 //! that read, write and update views through handles.

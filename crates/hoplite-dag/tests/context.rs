@@ -1,3 +1,4 @@
+// Over 800 lines: one test per `Context` behaviour on host devices, sharing one set of helpers.
 //! Layer 3: launches through a context on host devices.
 
 use std::sync::Arc;

@@ -1,3 +1,4 @@
+// Over 800 lines: `HostModule` is one pipeline, from the generated C++ to the run on the CPU.
 //! Checks of `#[kernel]` translations that need no GPU.
 //!
 //! [`HostModule`] compiles a kernel's generated CUDA C with the host C++ compiler under a

@@ -104,76 +104,65 @@ zeroable_locations!(
     usize, [usize; 1], [usize; 2], [usize; 3], [usize; 4], [usize; 5], [usize; 6], [usize; 7], [usize; 8]
 );
 
-/// Minimum value and its index (Kokkos `MinLoc`); value [`ValLoc<T>`],
-/// kernels call [`ValLoc::update_min`].
-///
-/// The identity is `{ val: <T as ReductionIdentity>::min(), loc: None }`.
-/// `join` keeps the smaller value; on equal values the lower index wins, and
-/// a side with `loc == None` always loses. Ties therefore go to the lowest
-/// index regardless of how the range was split.
-///
-/// ```
-/// use hoplite_core::reducer::{MinLoc, Reducer, ValLoc};
-///
-/// let r = MinLoc::<i32>::new();
-/// let mut a = ValLoc { val: 1, loc: Some(4) };
-/// r.join(&mut a, ValLoc { val: 1, loc: Some(2) });
-/// assert_eq!(a, ValLoc { val: 1, loc: Some(2) });
-/// ```
-pub struct MinLoc<T, I = usize>(PhantomData<fn() -> (T, I)>);
-phantom_loc_reducer!(MinLoc);
+/// A value-and-location reducer over [`ValLoc`]: `init` is `$identity` with no location,
+/// `join` keeps the pair that [`replaces`] the other in direction `$dir`, ties to the lowest
+/// index. [`MinLoc`] and [`MaxLoc`] differ only in those two.
+macro_rules! val_loc_reducer {
+    ($($(#[$doc:meta])* $name:ident, identity $identity:ident, dir $dir:ident;)*) => {$(
+        $(#[$doc])*
+        pub struct $name<T, I = usize>(PhantomData<fn() -> (T, I)>);
+        phantom_loc_reducer!($name);
 
-impl<T, I: Location> Reducer for MinLoc<T, I>
-where
-    T: ReductionIdentity + Copy + Send + PartialOrd,
-{
-    type Value = ValLoc<T, I>;
+        impl<T, I: Location> Reducer for $name<T, I>
+        where
+            T: ReductionIdentity + Copy + Send + PartialOrd,
+        {
+            type Value = ValLoc<T, I>;
 
-    #[inline]
-    fn init(&self) -> ValLoc<T, I> {
-        ValLoc {
-            val: <T as ReductionIdentity>::min(),
-            loc: None,
+            #[inline]
+            fn init(&self) -> ValLoc<T, I> {
+                ValLoc {
+                    val: <T as ReductionIdentity>::$identity(),
+                    loc: None,
+                }
+            }
+
+            #[inline]
+            fn join(&self, dst: &mut ValLoc<T, I>, src: ValLoc<T, I>) {
+                if replaces(Dir::$dir, Tie::Lowest, &dst.val, dst.loc, &src.val, src.loc) {
+                    *dst = src;
+                }
+            }
         }
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut ValLoc<T, I>, src: ValLoc<T, I>) {
-        if replaces(Dir::Min, Tie::Lowest, &dst.val, dst.loc, &src.val, src.loc) {
-            *dst = src;
-        }
-    }
+    )*};
 }
 
-/// Maximum value and its index (Kokkos `MaxLoc`); value [`ValLoc<T>`],
-/// kernels call [`ValLoc::update_max`].
-///
-/// The identity is `{ val: <T as ReductionIdentity>::max(), loc: None }`.
-/// `join` keeps the larger value; on equal values the lower index wins, and a
-/// side with `loc == None` always loses.
-pub struct MaxLoc<T, I = usize>(PhantomData<fn() -> (T, I)>);
-phantom_loc_reducer!(MaxLoc);
+val_loc_reducer! {
+    /// Minimum value and its index (Kokkos `MinLoc`); value [`ValLoc<T>`],
+    /// kernels call [`ValLoc::update_min`].
+    ///
+    /// The identity is `{ val: <T as ReductionIdentity>::min(), loc: None }`.
+    /// `join` keeps the smaller value; on equal values the lower index wins, and
+    /// a side with `loc == None` always loses. Ties therefore go to the lowest
+    /// index regardless of how the range was split.
+    ///
+    /// ```
+    /// use hoplite_core::reducer::{MinLoc, Reducer, ValLoc};
+    ///
+    /// let r = MinLoc::<i32>::new();
+    /// let mut a = ValLoc { val: 1, loc: Some(4) };
+    /// r.join(&mut a, ValLoc { val: 1, loc: Some(2) });
+    /// assert_eq!(a, ValLoc { val: 1, loc: Some(2) });
+    /// ```
+    MinLoc, identity min, dir Min;
 
-impl<T, I: Location> Reducer for MaxLoc<T, I>
-where
-    T: ReductionIdentity + Copy + Send + PartialOrd,
-{
-    type Value = ValLoc<T, I>;
-
-    #[inline]
-    fn init(&self) -> ValLoc<T, I> {
-        ValLoc {
-            val: <T as ReductionIdentity>::max(),
-            loc: None,
-        }
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut ValLoc<T, I>, src: ValLoc<T, I>) {
-        if replaces(Dir::Max, Tie::Lowest, &dst.val, dst.loc, &src.val, src.loc) {
-            *dst = src;
-        }
-    }
+    /// Maximum value and its index (Kokkos `MaxLoc`); value [`ValLoc<T>`],
+    /// kernels call [`ValLoc::update_max`].
+    ///
+    /// The identity is `{ val: <T as ReductionIdentity>::max(), loc: None }`.
+    /// `join` keeps the larger value; on equal values the lower index wins, and a
+    /// side with `loc == None` always loses.
+    MaxLoc, identity max, dir Max;
 }
 
 /// Kokkos `MinFirstLoc`. Every hoplite `*Loc` reducer breaks ties toward the
@@ -282,150 +271,125 @@ pub(super) fn min_max_loc_identity<T: ReductionIdentity, I>() -> MinMaxLocScalar
     }
 }
 
-/// Minimum and maximum with their indices (Kokkos `MinMaxLoc`); value
-/// [`MinMaxLocScalar<T>`], kernels call [`MinMaxLocScalar::update`].
-///
-/// Ties go to the lowest index on both sides; a side with a `None` location
-/// always loses in `join`.
-pub struct MinMaxLoc<T, I = usize>(PhantomData<fn() -> (T, I)>);
-phantom_loc_reducer!(MinMaxLoc);
+/// A min-and-max-with-location reducer over [`MinMaxLocScalar`]: both sides start empty,
+/// `join` merges the min side with ties to the lowest index and the max side with ties to
+/// `$max_tie`. [`MinMaxLoc`] and [`MinMaxFirstLastLoc`] differ only in that tie.
+macro_rules! min_max_loc_reducer {
+    ($($(#[$doc:meta])* $name:ident, max tie $max_tie:ident;)*) => {$(
+        $(#[$doc])*
+        pub struct $name<T, I = usize>(PhantomData<fn() -> (T, I)>);
+        phantom_loc_reducer!($name);
 
-impl<T, I: Location> Reducer for MinMaxLoc<T, I>
-where
-    T: ReductionIdentity + Copy + Send + PartialOrd,
-{
-    type Value = MinMaxLocScalar<T, I>;
+        impl<T, I: Location> Reducer for $name<T, I>
+        where
+            T: ReductionIdentity + Copy + Send + PartialOrd,
+        {
+            type Value = MinMaxLocScalar<T, I>;
 
-    #[inline]
-    fn init(&self) -> MinMaxLocScalar<T, I> {
-        min_max_loc_identity()
-    }
+            #[inline]
+            fn init(&self) -> MinMaxLocScalar<T, I> {
+                min_max_loc_identity()
+            }
 
-    #[inline]
-    fn join(&self, dst: &mut MinMaxLocScalar<T, I>, src: MinMaxLocScalar<T, I>) {
-        dst.merge(src.min_val, src.min_loc, src.max_val, src.max_loc, Tie::Lowest);
-    }
+            #[inline]
+            fn join(&self, dst: &mut MinMaxLocScalar<T, I>, src: MinMaxLocScalar<T, I>) {
+                dst.merge(src.min_val, src.min_loc, src.max_val, src.max_loc, Tie::$max_tie);
+            }
+        }
+    )*};
 }
 
-/// Minimum with its first index and maximum with its **last** index (Kokkos
-/// `MinMaxFirstLastLoc`, the semantics of C++ `std::minmax_element`).
-///
-/// Shares the value type [`MinMaxLocScalar<T>`] with [`MinMaxLoc`]; kernels
-/// must call [`MinMaxLocScalar::update_first_last`] (calling
-/// [`update`](MinMaxLocScalar::update) would break max-side ties the wrong
-/// way within a chunk). Ties go to the lowest index on the min side and to
-/// the highest index on the max side; a side with a `None` location always
-/// loses in `join`.
-pub struct MinMaxFirstLastLoc<T, I = usize>(PhantomData<fn() -> (T, I)>);
-phantom_loc_reducer!(MinMaxFirstLastLoc);
+min_max_loc_reducer! {
+    /// Minimum and maximum with their indices (Kokkos `MinMaxLoc`); value
+    /// [`MinMaxLocScalar<T>`], kernels call [`MinMaxLocScalar::update`].
+    ///
+    /// Ties go to the lowest index on both sides; a side with a `None` location
+    /// always loses in `join`.
+    MinMaxLoc, max tie Lowest;
 
-impl<T, I: Location> Reducer for MinMaxFirstLastLoc<T, I>
-where
-    T: ReductionIdentity + Copy + Send + PartialOrd,
-{
-    type Value = MinMaxLocScalar<T, I>;
-
-    #[inline]
-    fn init(&self) -> MinMaxLocScalar<T, I> {
-        min_max_loc_identity()
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut MinMaxLocScalar<T, I>, src: MinMaxLocScalar<T, I>) {
-        dst.merge(src.min_val, src.min_loc, src.max_val, src.max_loc, Tie::Highest);
-    }
+    /// Minimum with its first index and maximum with its **last** index (Kokkos
+    /// `MinMaxFirstLastLoc`, the semantics of C++ `std::minmax_element`).
+    ///
+    /// Shares the value type [`MinMaxLocScalar<T>`] with [`MinMaxLoc`]; kernels
+    /// must call [`MinMaxLocScalar::update_first_last`] (calling
+    /// [`update`](MinMaxLocScalar::update) would break max-side ties the wrong
+    /// way within a chunk). Ties go to the lowest index on the min side and to
+    /// the highest index on the max side; a side with a `None` location always
+    /// loses in `join`.
+    MinMaxFirstLastLoc, max tie Highest;
 }
 
 // ---------------------------------------------------------------------------
 // FirstLoc / LastLoc
 // ---------------------------------------------------------------------------
 
-/// The lowest index at which the kernel reported a match (Kokkos
-/// `FirstLoc`); value `Option<usize>`, identity `None`.
-///
-/// Kernels call [`FirstLoc::update`] on a match; `join` keeps the smaller of
-/// the present indices.
-///
-/// ```
-/// use hoplite_core::reducer::{FirstLoc, Reducer};
-///
-/// let x = [1, 4, 6, 3, 8];
-/// let r = FirstLoc::new();
-/// let mut acc = r.init();
-/// for i in (0..x.len()).rev() {
-///     if x[i] % 2 == 0 {
-///         FirstLoc::update(&mut acc, i);
-///     }
-/// }
-/// assert_eq!(acc, Some(1));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct FirstLoc;
+/// An index-only location reducer over `Option<usize>`: identity `None`, `update` and `join`
+/// keep the `$keep` (`min` or `max`) of the present indices. [`FirstLoc`] and [`LastLoc`]
+/// differ only in that.
+macro_rules! index_loc_reducer {
+    ($($(#[$doc:meta])* $name:ident, keep $keep:ident, $which:literal;)*) => {$(
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct $name;
 
-impl FirstLoc {
-    /// Creates the reducer.
-    #[inline]
-    pub const fn new() -> Self {
-        Self
-    }
+        impl $name {
+            /// Creates the reducer.
+            #[inline]
+            pub const fn new() -> Self {
+                Self
+            }
 
-    /// Records a match at `loc`, keeping the lowest index seen.
-    #[inline]
-    pub fn update(acc: &mut Option<usize>, loc: usize) {
-        *acc = Some(acc.map_or(loc, |cur| cur.min(loc)));
-    }
-}
-
-impl Reducer for FirstLoc {
-    type Value = Option<usize>;
-
-    #[inline]
-    fn init(&self) -> Option<usize> {
-        None
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut Option<usize>, src: Option<usize>) {
-        if let Some(loc) = src {
-            Self::update(dst, loc);
+            #[doc = concat!("Records a match at `loc`, keeping the ", $which, " index seen.")]
+            #[inline]
+            pub fn update(acc: &mut Option<usize>, loc: usize) {
+                *acc = Some(acc.map_or(loc, |cur| cur.$keep(loc)));
+            }
         }
-    }
-}
 
-/// The highest index at which the kernel reported a match (Kokkos
-/// `LastLoc`); value `Option<usize>`, identity `None`.
-///
-/// Kernels call [`LastLoc::update`] on a match; `join` keeps the larger of
-/// the present indices.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct LastLoc;
+        impl Reducer for $name {
+            type Value = Option<usize>;
 
-impl LastLoc {
-    /// Creates the reducer.
-    #[inline]
-    pub const fn new() -> Self {
-        Self
-    }
+            #[inline]
+            fn init(&self) -> Option<usize> {
+                None
+            }
 
-    /// Records a match at `loc`, keeping the highest index seen.
-    #[inline]
-    pub fn update(acc: &mut Option<usize>, loc: usize) {
-        *acc = Some(acc.map_or(loc, |cur| cur.max(loc)));
-    }
-}
-
-impl Reducer for LastLoc {
-    type Value = Option<usize>;
-
-    #[inline]
-    fn init(&self) -> Option<usize> {
-        None
-    }
-
-    #[inline]
-    fn join(&self, dst: &mut Option<usize>, src: Option<usize>) {
-        if let Some(loc) = src {
-            Self::update(dst, loc);
+            #[inline]
+            fn join(&self, dst: &mut Option<usize>, src: Option<usize>) {
+                if let Some(loc) = src {
+                    Self::update(dst, loc);
+                }
+            }
         }
-    }
+    )*};
+}
+
+index_loc_reducer! {
+    /// The lowest index at which the kernel reported a match (Kokkos
+    /// `FirstLoc`); value `Option<usize>`, identity `None`.
+    ///
+    /// Kernels call [`FirstLoc::update`] on a match; `join` keeps the smaller of
+    /// the present indices.
+    ///
+    /// ```
+    /// use hoplite_core::reducer::{FirstLoc, Reducer};
+    ///
+    /// let x = [1, 4, 6, 3, 8];
+    /// let r = FirstLoc::new();
+    /// let mut acc = r.init();
+    /// for i in (0..x.len()).rev() {
+    ///     if x[i] % 2 == 0 {
+    ///         FirstLoc::update(&mut acc, i);
+    ///     }
+    /// }
+    /// assert_eq!(acc, Some(1));
+    /// ```
+    FirstLoc, keep min, "lowest";
+
+    /// The highest index at which the kernel reported a match (Kokkos
+    /// `LastLoc`); value `Option<usize>`, identity `None`.
+    ///
+    /// Kernels call [`LastLoc::update`] on a match; `join` keeps the larger of
+    /// the present indices.
+    LastLoc, keep max, "highest";
 }

@@ -404,8 +404,6 @@ mod identity;
 mod location;
 mod logical;
 mod minmax;
-#[cfg(test)]
-mod tests;
 
 pub use arith::{MinMaxValue, Prod, ProdValue, ScanValue, Sum, SumValue};
 pub use custom::Custom;

@@ -1,3 +1,4 @@
+// Over 800 lines: the one catalogue of `#[kernel]`s that every kernel-check test binary uses.
 //! The kernels the checks run through both paths: native Rust and the generated CUDA C.
 
 #![allow(dead_code, reason = "each test binary uses some of the kernels")]

@@ -326,23 +326,6 @@ fn logical_and_bitwise_reducers() {
 }
 
 #[test]
-fn custom_reducer_keeps_index_order() {
-    let r = Custom::new(Vec::new, |dst: &mut Vec<usize>, src: Vec<usize>| dst.extend(src));
-    let odd = parallel_reduce(
-        "concat",
-        range(0..IDATA.len()),
-        |i, acc: &mut Vec<usize>| {
-            if IDATA[*i] % 2 != 0 {
-                acc.push(*i);
-            }
-        },
-        r,
-    )
-    .expect("custom launches");
-    assert_eq!(odd, [0, 2, 4, 5, 6]);
-}
-
-#[test]
 fn custom_finalize_runs_exactly_once() {
     let calls = AtomicUsize::new(0);
     let seen = Mutex::new(Vec::new());

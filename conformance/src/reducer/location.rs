@@ -1,0 +1,252 @@
+//! The location reducers: tie rules of `MinLoc`, `MaxLoc`, `MinMaxLoc` and `MinMaxFirstLastLoc`,
+//! identity-valued data, `FirstLoc`/`LastLoc`, and multi-index locations over an MDRange.
+
+use hoplite_core::{
+    FirstLoc, LastLoc, MaxLoc, MinLoc, MinMaxFirstLastLoc, MinMaxLoc, MinMaxLocScalar, ValLoc,
+    parallel_reduce,
+};
+
+use super::{N, reduce_all, tie_data};
+use crate::{FullSpace, Outcome, check};
+
+/// `MinLoc` finds the minimum at its lowest index, however the range is split.
+pub fn min_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        for (range, loc) in [(0..N, 333), (50..N, 333), (334..N, 600), (601..N, 999)] {
+            let want = ValLoc {
+                val: -3,
+                loc: Some(loc),
+            };
+            reduce_all(
+                space,
+                range.clone(),
+                &MinLoc::new(),
+                |i, acc: &mut ValLoc<i64>| acc.update_min(x[*i], *i),
+                &want,
+                "MinLoc<i64>",
+            )?;
+            let want = ValLoc {
+                val: -1.5,
+                loc: Some(loc),
+            };
+            reduce_all(
+                space,
+                range,
+                &MinLoc::new(),
+                |i, acc: &mut ValLoc<f64>| acc.update_min(x[*i] as f64 * 0.5, *i),
+                &want,
+                "MinLoc<f64>",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// `MaxLoc` finds the maximum at its lowest index, however the range is split.
+pub fn max_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        for (range, loc) in [(0..N, 100), (101..N, 700), (701..N, 800)] {
+            let want = ValLoc {
+                val: 40,
+                loc: Some(loc),
+            };
+            reduce_all(
+                space,
+                range,
+                &MaxLoc::new(),
+                |i, acc: &mut ValLoc<i64>| acc.update_max(x[*i], *i),
+                &want,
+                "MaxLoc<i64>",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// `MinMaxLoc` keeps the lowest index on both sides.
+pub fn minmax_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        let want = MinMaxLocScalar {
+            min_val: -3,
+            max_val: 40,
+            min_loc: Some(333),
+            max_loc: Some(100),
+        };
+        reduce_all(
+            space,
+            0..N,
+            &MinMaxLoc::new(),
+            |i, acc: &mut MinMaxLocScalar<i64>| acc.update(x[*i], *i),
+            &want,
+            "MinMaxLoc<i64>",
+        )
+    })
+}
+
+/// `MinMaxFirstLastLoc` keeps the lowest index on the min side and the highest on the max
+/// side.
+pub fn minmax_first_last_loc_max_ties_go_to_highest_index<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        let want = MinMaxLocScalar {
+            min_val: -3,
+            max_val: 40,
+            min_loc: Some(333),
+            max_loc: Some(800),
+        };
+        reduce_all(
+            space,
+            0..N,
+            &MinMaxFirstLastLoc::new(),
+            |i, acc: &mut MinMaxLocScalar<i64>| acc.update_first_last(x[*i], *i),
+            &want,
+            "MinMaxFirstLastLoc<i64>",
+        )
+    })
+}
+
+/// A range whose values all equal the identity still reports an index (the lowest): a
+/// location of `None` always loses.
+pub fn loc_reducers_report_an_index_for_identity_values<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let range = 17..N;
+        let want = ValLoc {
+            val: i64::MAX,
+            loc: Some(17),
+        };
+        reduce_all(
+            space,
+            range.clone(),
+            &MinLoc::new(),
+            |i, acc: &mut ValLoc<i64>| acc.update_min(i64::MAX, *i),
+            &want,
+            "MinLoc of +inf values",
+        )?;
+        let want = ValLoc {
+            val: f64::NEG_INFINITY,
+            loc: Some(17),
+        };
+        reduce_all(
+            space,
+            range.clone(),
+            &MaxLoc::new(),
+            |i, acc: &mut ValLoc<f64>| acc.update_max(f64::NEG_INFINITY, *i),
+            &want,
+            "MaxLoc of -inf values",
+        )?;
+        for v in [i64::MAX, i64::MIN] {
+            let want = MinMaxLocScalar {
+                min_val: v,
+                max_val: v,
+                min_loc: Some(17),
+                max_loc: Some(17),
+            };
+            reduce_all(
+                space,
+                range.clone(),
+                &MinMaxLoc::new(),
+                |i, acc: &mut MinMaxLocScalar<i64>| acc.update(v, *i),
+                &want,
+                "MinMaxLoc of identity values",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+/// `FirstLoc` and `LastLoc` report the smallest and largest index where a predicate holds,
+/// and `None` where it never does.
+pub fn first_loc_and_last_loc_find_the_extremes<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let x = tie_data();
+        let hit = |i: usize| x[i] == -3;
+        reduce_all(
+            space,
+            0..N,
+            &FirstLoc,
+            |i, acc: &mut Option<usize>| {
+                if hit(*i) {
+                    FirstLoc::update(acc, *i)
+                }
+            },
+            &Some(333),
+            "FirstLoc",
+        )?;
+        reduce_all(
+            space,
+            0..N,
+            &LastLoc,
+            |i, acc: &mut Option<usize>| {
+                if hit(*i) {
+                    LastLoc::update(acc, *i)
+                }
+            },
+            &Some(999),
+            "LastLoc",
+        )?;
+        reduce_all(
+            space,
+            0..333,
+            &FirstLoc,
+            |i, acc: &mut Option<usize>| {
+                if hit(*i) {
+                    FirstLoc::update(acc, *i)
+                }
+            },
+            &None,
+            "FirstLoc without a hit",
+        )
+    })
+}
+
+/// Location reducers over an MDRange report a multi-index (`ValLoc<T, [usize; 2]>`), ties
+/// going to the first in row-major order whatever the tiling.
+pub fn mdrange_loc_reducers_report_multi_indices<S: FullSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        use hoplite_core::{MDRangePolicy, MinMaxLocScalar};
+        // Minimum 0 at (3, 5) and (7, 1); maximum 9 at (2, 8) and (6, 0).
+        let f = |i: usize, j: usize| match (i, j) {
+            (3, 5) | (7, 1) => 0,
+            (2, 8) | (6, 0) => 9,
+            _ => 1 + ((i * 3 + j) % 7) as i32,
+        };
+        for tile in [[1, 1], [2, 3], [16, 16]] {
+            let policy = MDRangePolicy::new(space.clone(), [0, 0], [10, 12]).with_tiles(tile);
+            let min = parallel_reduce(
+                "md min loc",
+                policy.clone(),
+                |ij, acc: &mut ValLoc<i32, [usize; 2]>| {
+                    let [i, j] = *ij;
+                    acc.update_min(f(i, j), [i, j]);
+                },
+                MinLoc::<i32, [usize; 2]>::new(),
+            )?;
+            ensure_eq!(
+                min,
+                ValLoc {
+                    val: 0,
+                    loc: Some([3, 5])
+                },
+                "MinLoc over tiles {tile:?}"
+            );
+            let both = parallel_reduce(
+                "md minmax loc",
+                policy,
+                |ij, acc: &mut MinMaxLocScalar<i32, [usize; 2]>| {
+                    let [i, j] = *ij;
+                    acc.update(f(i, j), [i, j]);
+                },
+                MinMaxLoc::<i32, [usize; 2]>::new(),
+            )?;
+            ensure_eq!(
+                (both.min_loc, both.max_val, both.max_loc),
+                (Some([3, 5]), 9, Some([2, 8])),
+                "MinMaxLoc over tiles {tile:?}"
+            );
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,89 @@
+//! The `Reducer` axioms through `parallel_reduce` on the space: every built-in reducer against
+//! a sequential fold, tie rules of the location reducers, identities of empty ranges, index
+//! order of joins and `finalize` once.
+//!
+//! Each reduction runs with the default policy, small static chunks and dynamic chunks, so
+//! a backend that splits the range has to join many partial results.
+//!
+//! One module per reducer family; every check is re-exported here, so its path (and the
+//! name its failures carry) stays `reducer::<check>`.
+
+use std::fmt::Debug;
+use std::ops::Range;
+
+use hoplite_core::{Idx, RangePolicy, Reducer, Schedule, parallel_reduce};
+
+use crate::{FullSpace, Outcome};
+
+mod arith;
+mod custom;
+mod identity;
+mod into_views;
+mod location;
+mod logical;
+mod values;
+
+pub use arith::*;
+pub use custom::*;
+pub use identity::*;
+pub use into_views::*;
+pub use location::*;
+pub use logical::*;
+pub use values::*;
+
+const N: usize = 1000;
+
+/// The policies every reduction runs with.
+fn policies<S: FullSpace>(space: &S, range: Range<usize>) -> [(RangePolicy<S>, &'static str); 4] {
+    let p = || RangePolicy::new(space.clone(), range.clone());
+    [
+        (p(), "default policy"),
+        (p().with_chunk_size(7), "static chunks of 7"),
+        (p().with_chunk_size(1), "static chunks of 1"),
+        (
+            p().with_schedule(Schedule::Dynamic).with_chunk_size(64),
+            "dynamic chunks of 64",
+        ),
+    ]
+}
+
+/// Reduces `range` with `reducer` and `kernel` under every policy and compares with `want`.
+fn reduce_all<S, R, F>(
+    space: &S,
+    range: Range<usize>,
+    reducer: &R,
+    kernel: F,
+    want: &R::Value,
+    what: &str,
+) -> Outcome
+where
+    S: FullSpace,
+    R: Reducer,
+    R::Value: PartialEq + Debug,
+    F: for<'it> Fn(Idx<'it>, &mut R::Value) + Send + Sync,
+{
+    for (policy, how) in policies(space, range.clone()) {
+        let got = parallel_reduce("reduce", policy, &kernel, reducer)?;
+        ensure_eq!(got, *want, "{what} over {range:?} with the {how}");
+    }
+    Ok(())
+}
+
+/// Values with repeated minima (-3 at 333, 600, 999) and maxima (40 at 100, 700, 800).
+fn tie_data() -> Vec<i64> {
+    let mut v: Vec<i64> = (0..N).map(|i| 5 + (i * 3 % 7) as i64).collect();
+    for i in [333, 600, 999] {
+        v[i] = -3;
+    }
+    for i in [100, 700, 800] {
+        v[i] = 40;
+    }
+    v
+}
+
+/// Powers of two and their signs, so that every product is exact.
+fn prod_data() -> Vec<f64> {
+    (0..N)
+        .map(|i| [1.0, 2.0, 0.5, -1.0, 1.0, 0.5, 2.0][i % 7])
+        .collect()
+}
