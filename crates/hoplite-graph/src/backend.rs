@@ -1,3 +1,4 @@
+// Over 800 lines: the graph backend trait, the node arena every backend shares, and the host implementation that runs it; splitting them would split one protocol.
 //! The backend customization points (the seed's `GraphImpl`) and [`HostGraph`], the generic
 //! host implementation that serial, rayon and any other host space use.
 

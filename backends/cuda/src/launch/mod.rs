@@ -1,3 +1,4 @@
+// Over 800 lines: the explicit launches (range, MDRange, team; for, reduce, scan) share one check, plan and pack path, with its unit tests beside it.
 //! Launching a [`DeviceKernel`] over a range or an MDRange on a [`Cuda`] instance: the
 //! module from the cache, loaded once per device; the geometry from [`crate::geometry`]; the
 //! parameters packed by [`crate::params`]; then `cuLaunchKernel` on the instance's stream.
