@@ -28,7 +28,7 @@ use super::{DeviceKernelInfo, HandleAccess, ScalarValue};
 
 /// One handle of a launch as a device backend sees it: what it covers and how the kernel uses
 /// it. Made by the launch from the handle; a backend checks it against the kernel's
-/// [`DeviceParam::Handle`] and the device before it passes `data` on.
+/// [`DeviceParam::Handle`](super::DeviceParam::Handle) and the device before it passes `data` on.
 #[derive(Debug)]
 pub struct DeviceHandle<'a> {
     /// How the kernel uses the handle.
