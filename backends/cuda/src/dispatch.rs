@@ -24,7 +24,7 @@
 
 use std::any::{Any, TypeId};
 
-use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch, ScalarType, ScalarValue};
+use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch, ScalarType};
 use hoplite_core::{
     Error, ExecutionPolicy, ExecutionSpace, ForKernel, MDRangePolicy, MinMaxLocScalar, MinMaxScalar,
     ParallelFor, ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel,
@@ -32,7 +32,7 @@ use hoplite_core::{
 };
 
 use crate::launch::DeviceArg;
-use crate::params::{HandleArg, KernelArg, ScalarArg};
+use crate::params::{HandleArg, KernelArg};
 use crate::{Cuda, CudaError, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, DeviceScalar};
 
 // SAFETY: `Cuda` kernels run on GPUs, never on host threads; `CudaSpace` and `CudaUVMSpace`
@@ -74,7 +74,7 @@ pub(crate) fn device_args(launch: &DeviceLaunch<'_>) -> std::result::Result<Vec<
                 let value = scalars
                     .next()
                     .ok_or_else(|| invalid(format!("no value for the scalar `{name}`")))?;
-                args.push(DeviceArg::scalar(scalar_arg(*value)));
+                args.push(DeviceArg::scalar(*value));
             }
             DeviceParam::TokenBits { name } => {
                 return Err(invalid(format!(
@@ -96,20 +96,6 @@ pub(crate) fn device_args(launch: &DeviceLaunch<'_>) -> std::result::Result<Vec<
         )));
     }
     Ok(args)
-}
-
-fn scalar_arg(value: ScalarValue) -> ScalarArg {
-    match value {
-        ScalarValue::Bool(v) => ScalarArg::Bool(v),
-        ScalarValue::I32(v) => ScalarArg::I32(v),
-        ScalarValue::I64(v) => ScalarArg::I64(v),
-        ScalarValue::U32(v) => ScalarArg::U32(v),
-        ScalarValue::U64(v) => ScalarArg::U64(v),
-        ScalarValue::Usize(v) => ScalarArg::Usize(v),
-        ScalarValue::Isize(v) => ScalarArg::Isize(v),
-        ScalarValue::F32(v) => ScalarArg::F32(v),
-        ScalarValue::F64(v) => ScalarArg::F64(v),
-    }
 }
 
 /// The device type of a view's elements, if they are device scalars.

@@ -186,43 +186,9 @@ pub fn mdrange_geometry(limits: &DeviceLimits, lengths: &[u64]) -> Option<Launch
     mdrange_geometry_in(limits, lengths, IndexOrder::LastFastest)
 }
 
-/// Which index of an MDRange the threads' x walks, so that neighbouring threads touch
-/// neighbouring elements: the last for row-major (`LayoutRight`) views, the first for
-/// column-major (`LayoutLeft`) ones. An MDRange entry takes it as a parameter.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum IndexOrder {
-    /// The last index on x, then y, then z (row-major views).
-    #[default]
-    LastFastest,
-    /// The first index on x, then y, then z (column-major views).
-    FirstFastest,
-}
-
-impl IndexOrder {
-    /// The order of a view with these strides (in elements): first-fastest when its first
-    /// dimension is the contiguous one and the last is not, else last-fastest.
-    ///
-    /// ```
-    /// use hoplite_cuda::geometry::IndexOrder;
-    /// assert_eq!(IndexOrder::of_strides(&[1, 100]), IndexOrder::FirstFastest);
-    /// assert_eq!(IndexOrder::of_strides(&[100, 1]), IndexOrder::LastFastest);
-    /// assert_eq!(IndexOrder::of_strides(&[1]), IndexOrder::LastFastest);
-    /// ```
-    pub fn of_strides(strides: &[u64]) -> IndexOrder {
-        match strides {
-            [1, .., last] if *last != 1 => IndexOrder::FirstFastest,
-            _ => IndexOrder::LastFastest,
-        }
-    }
-
-    /// The entry's `hl_order` parameter.
-    pub const fn code(self) -> i32 {
-        match self {
-            IndexOrder::LastFastest => 0,
-            IndexOrder::FirstFastest => 1,
-        }
-    }
-}
+/// Which index of an MDRange the threads' x walks: the device ABI's (an MDRange entry takes
+/// it as a parameter).
+pub use hoplite_abi::IndexOrder;
 
 /// [`mdrange_geometry`] for an entry walking `lengths` in `order`: with
 /// [`IndexOrder::FirstFastest`] the first length is on x.
@@ -327,40 +293,9 @@ pub fn blocks_per_sm(
         .min(by_shared)
 }
 
-/// Scratch memory a team asks for, in bytes: the per-team and per-thread parts of levels 0
-/// and 1. Both levels live in the block's dynamic shared memory (the layout is in
-/// `hoplite_core::device_kernel`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct TeamScratch {
-    /// Bytes per team at level 0.
-    pub per_team: usize,
-    /// Bytes per thread at level 0.
-    pub per_thread: usize,
-    /// Bytes per team at level 1.
-    pub level1_per_team: usize,
-    /// Bytes per thread at level 1.
-    pub level1_per_thread: usize,
-}
-
-impl TeamScratch {
-    /// The dynamic shared memory of a block of `threads` threads: the team's level 0 and
-    /// level 1, then every thread's level 0 and level 1 parts. Each part is rounded up to 8
-    /// bytes, as the host backends round a scratch request, so an allocation that fits on the
-    /// host fits on the device.
-    ///
-    /// ```
-    /// use hoplite_cuda::geometry::TeamScratch;
-    /// let s = TeamScratch { per_team: 12, per_thread: 4, level1_per_team: 8, level1_per_thread: 8 };
-    /// assert_eq!(s.bytes(2), 16 + 8 + 2 * (8 + 8));
-    /// ```
-    pub fn bytes(&self, threads: u32) -> usize {
-        let round = |b: usize| b.checked_next_multiple_of(8).unwrap_or(usize::MAX);
-        let per_thread = round(self.per_thread).saturating_add(round(self.level1_per_thread));
-        round(self.per_team)
-            .saturating_add(round(self.level1_per_team))
-            .saturating_add(per_thread.saturating_mul(threads as usize))
-    }
-}
+/// Scratch memory a team asks for, in bytes: the device ABI's (a team entry takes the four
+/// requests as parameters and lays its dynamic shared memory out from them).
+pub use hoplite_abi::TeamScratch;
 
 /// The team size for `TeamSize::Auto`: the warp multiple up to `max_team` (and the device's
 /// block limit) that keeps the most threads resident per multiprocessor with `scratch` in

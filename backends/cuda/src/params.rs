@@ -1,253 +1,40 @@
-//! The parameter buffer of a kernel launch, laid out exactly as
-//! `hoplite_core::device_kernel` documents the entry's parameters: pure code, tested without
-//! a GPU.
+//! The parameter buffer of a kernel launch: the device ABI's packer ([`hoplite_abi`]), with
+//! its errors as [`CudaError::InvalidLaunch`] and the reduction's identity from the launch's
+//! reducer value.
 //!
-//! Each parameter sits at an offset aligned to its size, as the CUDA ABI places kernel
-//! parameters, so the buffer is both the storage `cuLaunchKernel`'s `kernelParams` pointers
-//! point into and a valid packed argument block.
+//! The packing itself (the order and layout `hoplite_abi` documents, each parameter at an
+//! offset aligned to its size as the CUDA ABI places kernel parameters) lives in `hoplite_abi`,
+//! which `hoplite-kernel-check` also packs its host launches of the generated C with: those
+//! runs prove the very parameter block a GPU launch gets. The types are re-exported here under
+//! their established names.
 
-use hoplite_core::device_kernel::{
-    DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,
-    ScalarType,
-};
+use hoplite_core::device_kernel::{DeviceJoin, DeviceKernel, DeviceKernelInfo, DevicePattern, ScalarType};
+
+/// A scalar argument with its type: the device ABI's [`ScalarValue`](hoplite_abi::ScalarValue)
+/// (the same type as `hoplite_core::device_kernel::ScalarValue`).
+///
+/// ```
+/// use hoplite_cuda::params::ScalarArg;
+/// use hoplite_core::device_kernel::ScalarType;
+/// assert_eq!(ScalarArg::F64(2.0).scalar_type(), ScalarType::F64);
+/// ```
+pub use hoplite_abi::ScalarValue as ScalarArg;
+pub use hoplite_abi::{HandleArg, IterationArgs, KernelArg, MAX_PARAM_BYTES, ParamBuffer, TokenArg};
 
 use crate::CudaError;
-use crate::geometry::{IndexOrder, TeamScratch};
-use crate::reduce::{DeviceReduceValue, ValueLayout, device_join_for, value_layout};
+use crate::reduce::{DeviceReduceValue, ValueLayout, value_layout};
 
-/// The most bytes of parameters a kernel may take (the limit every CUDA driver accepts).
-pub const MAX_PARAM_BYTES: usize = 4096;
-
-/// A scalar argument with its type.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ScalarArg {
-    /// `bool`
-    Bool(bool),
-    /// `i32`
-    I32(i32),
-    /// `i64`
-    I64(i64),
-    /// `u32`
-    U32(u32),
-    /// `u64`
-    U64(u64),
-    /// `usize` (64 bits on the device)
-    Usize(usize),
-    /// `isize` (64 bits on the device)
-    Isize(isize),
-    /// `f32`
-    F32(f32),
-    /// `f64`
-    F64(f64),
-}
-
-impl ScalarArg {
-    /// The argument's type.
-    ///
-    /// ```
-    /// use hoplite_cuda::params::ScalarArg;
-    /// use hoplite_core::device_kernel::ScalarType;
-    /// assert_eq!(ScalarArg::F64(2.0).ty(), ScalarType::F64);
-    /// ```
-    pub fn ty(&self) -> ScalarType {
-        match self {
-            ScalarArg::Bool(_) => ScalarType::Bool,
-            ScalarArg::I32(_) => ScalarType::I32,
-            ScalarArg::I64(_) => ScalarType::I64,
-            ScalarArg::U32(_) => ScalarType::U32,
-            ScalarArg::U64(_) => ScalarType::U64,
-            ScalarArg::Usize(_) => ScalarType::Usize,
-            ScalarArg::Isize(_) => ScalarType::Isize,
-            ScalarArg::F32(_) => ScalarType::F32,
-            ScalarArg::F64(_) => ScalarType::F64,
-        }
-    }
-
-    /// The bytes the device reads (little-endian, its size).
-    pub(crate) fn bytes(&self) -> Vec<u8> {
-        match *self {
-            ScalarArg::Bool(v) => vec![u8::from(v)],
-            ScalarArg::I32(v) => v.to_le_bytes().to_vec(),
-            ScalarArg::I64(v) => v.to_le_bytes().to_vec(),
-            ScalarArg::U32(v) => v.to_le_bytes().to_vec(),
-            ScalarArg::U64(v) => v.to_le_bytes().to_vec(),
-            ScalarArg::Usize(v) => (v as u64).to_le_bytes().to_vec(),
-            ScalarArg::Isize(v) => (v as i64).to_le_bytes().to_vec(),
-            ScalarArg::F32(v) => v.to_le_bytes().to_vec(),
-            ScalarArg::F64(v) => v.to_le_bytes().to_vec(),
-        }
-    }
-}
-
-/// A view handle argument as the device sees it: the element pointer (a device address), the
-/// extents and the strides in elements.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HandleArg {
-    /// The device address of element 0.
-    pub ptr: u64,
-    /// Reader, writer or atomic handle: must be the parameter's.
-    pub access: HandleAccess,
-    /// The element type.
-    pub element: ScalarType,
-    /// The extent of each dimension.
-    pub extents: Vec<u64>,
-    /// The stride of each dimension, in elements.
-    pub strides: Vec<u64>,
-}
-
-/// A unique token argument as the device sees it: the device address of its lock words and
-/// its number of ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TokenArg {
-    /// The device address of the first `u32` lock word.
-    pub words: u64,
-    /// The number of ids (the words hold at least this many bits).
-    pub size: u64,
-}
-
-/// One argument of a kernel, in the kernel's parameter order.
-#[derive(Clone, Debug, PartialEq)]
-pub enum KernelArg {
-    /// A view handle.
-    Handle(HandleArg),
-    /// A scalar capture.
-    Scalar(ScalarArg),
-    /// A unique token.
-    TokenBits(TokenArg),
-}
-
-/// A launch's arguments are [`KernelArg`]s or hold them (`DeviceArg`), so the crate's packers
-/// take either without copying.
-impl AsRef<KernelArg> for KernelArg {
-    fn as_ref(&self) -> &KernelArg {
-        self
-    }
-}
-
-/// The iteration space of a launch, as the entry's first parameters.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum IterationArgs {
-    /// A range `begin..end`.
-    Range {
-        /// The first index.
-        begin: u64,
-        /// One past the last index.
-        end: u64,
-    },
-    /// An MDRange: per dimension, first index first.
-    MdRange {
-        /// The first index of each dimension.
-        begins: Vec<u64>,
-        /// One past the last index of each dimension.
-        ends: Vec<u64>,
-        /// Which index the threads' x walks (the launch's geometry must match).
-        order: IndexOrder,
-    },
-    /// A league of this many teams.
-    Team {
-        /// The number of teams.
-        league_size: u64,
-        /// The scratch each team and thread asks for.
-        scratch: TeamScratch,
-    },
-}
-
-/// A packed parameter buffer: the bytes, and where each parameter starts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamBuffer {
-    /// The storage, in 8-byte words so every offset below is aligned in memory too.
-    words: Vec<u64>,
-    /// The byte length used.
-    len: usize,
-    /// The byte offset of each parameter, in order.
-    offsets: Vec<usize>,
-}
-
-impl ParamBuffer {
-    pub(crate) fn new() -> Self {
-        // Room for a typical entry's parameters, so packing does not grow the lists on every
-        // launch (a rank-2 handle alone is five words).
-        ParamBuffer {
-            words: Vec::with_capacity(32),
-            len: 0,
-            offsets: Vec::with_capacity(24),
-        }
-    }
-
-    pub(crate) fn push(&mut self, bytes: &[u8]) {
-        self.push_aligned(bytes, bytes.len().max(1));
-    }
-
-    /// Appends a parameter at the next multiple of `align` (a struct's alignment, which may
-    /// be less than its size).
-    fn push_aligned(&mut self, bytes: &[u8], align: usize) {
-        let offset = self.len.next_multiple_of(align);
-        let end = offset + bytes.len();
-        self.words.resize(end.div_ceil(8), 0);
-        for (k, &b) in bytes.iter().enumerate() {
-            let at = offset + k;
-            let word = &mut self.words[at / 8];
-            let shift = (at % 8) * 8;
-            *word = (*word & !(0xffu64 << shift)) | (u64::from(b) << shift);
-        }
-        self.offsets.push(offset);
-        self.len = end;
-    }
-
-    pub(crate) fn push_u64(&mut self, v: u64) {
-        self.push(&v.to_le_bytes());
-    }
-
-    /// Overwrites parameter `index` with `bytes` (its size): the partials pointer once it is
-    /// allocated, the scan's final-pass flag between its two launches.
-    pub(crate) fn set(&mut self, index: usize, bytes: &[u8]) {
-        let offset = self.offsets[index];
-        for (k, &b) in bytes.iter().enumerate() {
-            let at = offset + k;
-            let word = &mut self.words[at / 8];
-            let shift = (at % 8) * 8;
-            *word = (*word & !(0xffu64 << shift)) | (u64::from(b) << shift);
-        }
-    }
-
-    /// The packed bytes, `len()` of them.
-    pub fn bytes(&self) -> Vec<u8> {
-        self.words
-            .iter()
-            .flat_map(|w| w.to_le_bytes())
-            .take(self.len)
-            .collect()
-    }
-
-    /// The byte length of the packed parameters.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether there are no parameters.
-    pub fn is_empty(&self) -> bool {
-        self.offsets.is_empty()
-    }
-
-    /// The byte offset of each parameter, in the entry's order.
-    pub fn offsets(&self) -> &[usize] {
-        &self.offsets
-    }
-
-    /// One pointer per parameter into the buffer: `cuLaunchKernel`'s `kernelParams`. They
-    /// stay valid while `self` is neither moved nor changed.
-    pub(crate) fn pointers(&mut self) -> Vec<*mut std::ffi::c_void> {
-        let base = self.words.as_mut_ptr().cast::<u8>();
-        self.offsets
-            .iter()
-            // `wrapping_add` keeps this safe code; every offset is inside `words`.
-            .map(|&off| base.wrapping_add(off).cast())
-            .collect()
+/// The abi packer's error as the launch error it is.
+fn invalid(e: hoplite_abi::PackError) -> CudaError {
+    CudaError::InvalidLaunch {
+        kernel: e.kernel,
+        reason: e.reason,
     }
 }
 
 /// Packs the parameters of `K`'s entry for a `parallel_for` launch: the iteration space,
-/// then each handle (pointer, extents, strides) and scalar in `K::params()` order.
+/// then each handle (pointer, extents, strides) and scalar in `K::params()` order
+/// ([`hoplite_abi::pack_for`]).
 ///
 /// ```
 /// use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DevicePattern, DeviceParam, ScalarType};
@@ -297,24 +84,14 @@ pub(crate) fn pack_for_args_info(
     iteration: &IterationArgs,
     args: &[impl AsRef<KernelArg>],
 ) -> Result<ParamBuffer, CudaError> {
-    if k.pattern != DevicePattern::For {
-        return Err(CudaError::InvalidLaunch {
-            kernel: k.name,
-            reason: format!(
-                "the kernel computes {:?}; launch it with the reduce or scan launch of its pattern",
-                k.pattern
-            ),
-        });
-    }
-    let buf = pack_common(k, iteration, args)?;
-    check_size(k, buf)
+    hoplite_abi::pack_for(k, iteration, args).map_err(invalid)
 }
 
 /// Packs the parameters of `K`'s entry for a reduction: the `parallel_for` parameters, then
 /// the code of the join the device applies to each block's values (`join` where
-/// [`device_join_for`] keeps it, else -1: a partial per thread), the reducer's identity in the
-/// device layout of `V` and the partials pointer (0 here; the launch sets it once the
-/// partials are allocated).
+/// [`device_join_for`](crate::reduce::device_join_for) keeps it, else -1: a partial per
+/// thread), the reducer's identity in the device layout of `V` and the partials pointer (0
+/// here; the launch sets it once the partials are allocated) ([`hoplite_abi::pack_reduce`]).
 ///
 /// ```
 /// use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DevicePattern, DeviceParam, ScalarType};
@@ -372,16 +149,12 @@ pub(crate) fn pack_reduce_args_info<V: DeviceReduceValue>(
     join: Option<DeviceJoin>,
 ) -> Result<ParamBuffer, CudaError> {
     check_reduce_pattern::<V>(k)?;
-    let mut buf = pack_common(k, iteration, args)?;
-    let code = device_join_for(k.pattern, join).map_or(-1, DeviceJoin::code);
-    buf.push(&code.to_le_bytes());
-    push_value(&mut buf, identity);
-    buf.push_u64(0);
-    check_size(k, buf)
+    hoplite_abi::pack_reduce(k, iteration, args, &device_bytes(identity), join).map_err(invalid)
 }
 
 /// Packs the parameters of `K`'s scan entry: the `parallel_for` parameters, the identity
-/// (zero), the per-thread values pointer (0 here) and the final-pass flag (`false`).
+/// (zero), the per-thread values pointer (0 here) and the final-pass flag (`false`)
+/// ([`hoplite_abi::pack_scan`]).
 ///
 /// # Errors
 ///
@@ -417,11 +190,7 @@ pub(crate) fn pack_scan_args_info<T: DeviceReduceValue + hoplite_core::ScanValue
             ),
         });
     }
-    let mut buf = pack_common(k, iteration, args)?;
-    push_value(&mut buf, &T::zero());
-    buf.push_u64(0);
-    buf.push(&[0]);
-    check_size(k, buf)
+    hoplite_abi::pack_scan(k, iteration, args, &device_bytes(&T::zero())).map_err(invalid)
 }
 
 /// The scalar type of a plain value (`Reduce(s)`), which is what a scan sums.
@@ -432,11 +201,12 @@ fn plain_scalar(pattern: DevicePattern) -> Option<ScalarType> {
     }
 }
 
-fn push_value<V: DeviceReduceValue>(buf: &mut ParamBuffer, value: &V) {
+/// `value`'s bytes in the device layout of its pattern.
+fn device_bytes<V: DeviceReduceValue>(value: &V) -> Vec<u8> {
     let layout = value_layout(V::PATTERN).unwrap_or(ValueLayout { size: 0, align: 1 });
     let mut bytes = vec![0u8; layout.size];
     value.write_device(&mut bytes);
-    buf.push_aligned(&bytes, layout.align);
+    bytes
 }
 
 /// Refuses a kernel whose pattern is not the reduction `expected`.
@@ -457,142 +227,11 @@ fn check_reduce_pattern<V: DeviceReduceValue>(k: &DeviceKernelInfo) -> Result<()
     })
 }
 
-fn check_size(k: &DeviceKernelInfo, buf: ParamBuffer) -> Result<ParamBuffer, CudaError> {
-    if buf.len() > MAX_PARAM_BYTES {
-        return Err(CudaError::InvalidLaunch {
-            kernel: k.name,
-            reason: format!(
-                "{} bytes of parameters exceed the {MAX_PARAM_BYTES} bytes a kernel may take; pass fewer views or scalars",
-                buf.len()
-            ),
-        });
-    }
-    Ok(buf)
-}
-
-/// The iteration space, handles and scalars, checked against `K::params()`.
-fn pack_common(
-    k: &DeviceKernelInfo,
-    iteration: &IterationArgs,
-    args: &[impl AsRef<KernelArg>],
-) -> Result<ParamBuffer, CudaError> {
-    let invalid = |reason: String| CudaError::InvalidLaunch {
-        kernel: k.name,
-        reason,
-    };
-    let mut buf = ParamBuffer::new();
-    match (k.iteration, iteration) {
-        (DeviceIteration::Range, IterationArgs::Range { begin, end }) => {
-            buf.push_u64(*begin);
-            buf.push_u64(*end);
-        }
-        (DeviceIteration::MdRange(rank), IterationArgs::MdRange { begins, ends, order })
-            if begins.len() == rank && ends.len() == rank =>
-        {
-            for &b in begins {
-                buf.push_u64(b);
-            }
-            for &e in ends {
-                buf.push_u64(e);
-            }
-            buf.push(&order.code().to_le_bytes());
-        }
-        (DeviceIteration::Team, IterationArgs::Team { league_size, scratch }) => {
-            buf.push_u64(*league_size);
-            // The scratch requests in the entry's order: per team at levels 0 and 1, then per
-            // thread at levels 0 and 1 (the kernel lays its dynamic shared memory out from them).
-            for request in [
-                scratch.per_team,
-                scratch.level1_per_team,
-                scratch.per_thread,
-                scratch.level1_per_thread,
-            ] {
-                buf.push_u64(request as u64);
-            }
-        }
-        (expected, found) => {
-            return Err(invalid(format!(
-                "the kernel iterates as {expected:?} but the launch gives {found:?}; use the policy the kernel was written for"
-            )));
-        }
-    }
-    let params = k.params;
-    if params.len() != args.len() {
-        return Err(invalid(format!(
-            "{} arguments for {} parameters; pass one per kernel parameter, in order",
-            args.len(),
-            params.len()
-        )));
-    }
-    for (param, arg) in params.iter().zip(args.iter().map(AsRef::as_ref)) {
-        match (param, arg) {
-            (
-                DeviceParam::Handle {
-                    name,
-                    access,
-                    element,
-                    rank,
-                },
-                KernelArg::Handle(h),
-            ) => {
-                if h.access != *access {
-                    return Err(invalid(format!(
-                        "parameter `{name}` is a {access:?} handle, but the argument is a {:?} handle; pass the same kind",
-                        h.access
-                    )));
-                }
-                if h.element != *element || h.extents.len() != *rank || h.strides.len() != *rank {
-                    return Err(invalid(format!(
-                        "parameter `{name}` is a rank-{rank} view of {element}, but the argument is a rank-{} view of {}",
-                        h.extents.len(),
-                        h.element
-                    )));
-                }
-                buf.push_u64(h.ptr);
-                for &e in &h.extents {
-                    buf.push_u64(e);
-                }
-                for &s in &h.strides {
-                    buf.push_u64(s);
-                }
-            }
-            (DeviceParam::Scalar { name, ty }, KernelArg::Scalar(s)) => {
-                if s.ty() != *ty {
-                    return Err(invalid(format!(
-                        "parameter `{name}` is {ty}, but the argument is {}",
-                        s.ty()
-                    )));
-                }
-                buf.push(&s.bytes());
-            }
-            (DeviceParam::TokenBits { name }, KernelArg::TokenBits(t)) => {
-                if t.size == 0 {
-                    return Err(invalid(format!(
-                        "parameter `{name}` is a unique token of no ids; make it with `Cuda::unique_token`"
-                    )));
-                }
-                buf.push_u64(t.words);
-                buf.push_u64(t.size);
-            }
-            (param, _) => {
-                return Err(invalid(format!(
-                    "parameter `{}` is a {}; pass that kind of argument in its place",
-                    param.name(),
-                    match param {
-                        DeviceParam::Handle { .. } => "view handle",
-                        DeviceParam::Scalar { .. } => "scalar",
-                        DeviceParam::TokenBits { .. } => "unique token (`DeviceArg::token`)",
-                    }
-                )));
-            }
-        }
-    }
-    Ok(buf)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::geometry::{IndexOrder, TeamScratch};
+    use hoplite_core::device_kernel::{DeviceIteration, DeviceParam, HandleAccess};
 
     struct Md;
     // SAFETY: test-only; never launched.

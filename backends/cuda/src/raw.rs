@@ -509,10 +509,10 @@ impl RawKernel {
                     if !scalar_fits(*ty, s) {
                         return Err(invalid(format!(
                             "argument {k} (`{pname}`): a {:?} for a parameter of {ty:?}",
-                            s.ty()
+                            s.scalar_type()
                         )));
                     }
-                    buf.push(&s.bytes());
+                    buf.push(&s.to_device_bytes()[..s.scalar_type().size()]);
                 }
                 (RawParam::Pointer { .. }, KernelArg::Scalar(_)) => {
                     return Err(invalid(format!(
@@ -562,7 +562,7 @@ impl RawKernel {
 /// Whether scalar `s` may be passed for a parameter of `ty`: the same type, or `usize` and
 /// `isize` for `uint64` and `sint64` (the same bytes on a 64-bit device).
 fn scalar_fits(ty: ScalarType, s: &ScalarArg) -> bool {
-    let given = s.ty();
+    let given = s.scalar_type();
     given == ty
         || matches!(
             (ty, given),

@@ -25,50 +25,14 @@
 //! (sums, products, min, max, logical and bitwise and/or, `MinLoc`/`MaxLoc`, `MinMax`,
 //! `MinMaxLoc`/`MinMaxFirstLastLoc`) is.
 
-use hoplite_core::device_kernel::{DeviceJoin, DevicePattern, ScalarType};
+use hoplite_core::device_kernel::{DevicePattern, ScalarType};
 use hoplite_core::{MinMaxLocScalar, MinMaxScalar, Reducer, ScanValue, ValLoc};
 
 use crate::DeviceScalar;
 use crate::geometry::{DeviceLimits, LaunchGeometry};
 
-/// The size and alignment of a reduced value on the device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ValueLayout {
-    /// Bytes per value (the stride of the partials).
-    pub size: usize,
-    /// The alignment of the value as a kernel parameter.
-    pub align: usize,
-}
-
-/// The device layout of the value a pattern accumulates; `None` for `parallel_for`.
-///
-/// This is the one place a new reduce pattern needs an arm: the launch sizes the partials,
-/// packs the identity and decodes the partials from it.
-///
-/// ```
-/// use hoplite_core::device_kernel::{DevicePattern, ScalarType};
-/// use hoplite_cuda::reduce::{value_layout, ValueLayout};
-/// assert_eq!(value_layout(DevicePattern::ReduceValLoc(ScalarType::F32)), Some(ValueLayout { size: 16, align: 8 }));
-/// assert_eq!(value_layout(DevicePattern::For), None);
-/// ```
-pub const fn value_layout(pattern: DevicePattern) -> Option<ValueLayout> {
-    match pattern {
-        DevicePattern::For => None,
-        DevicePattern::Reduce(s) | DevicePattern::Scan(s) => Some(ValueLayout {
-            size: s.size(),
-            align: s.size(),
-        }),
-        // `struct { T val; unsigned long long loc; }`: 16 bytes, 8-aligned.
-        DevicePattern::ReduceValLoc(_) => Some(ValueLayout { size: 16, align: 8 }),
-        // `struct alignas(8) { T min; alignas(8) T max; }`: 16 bytes, 8-aligned.
-        DevicePattern::ReduceMinMax(_) => Some(ValueLayout { size: 16, align: 8 }),
-        // Two `ValLoc` structs, the minimum's then the maximum's: 32 bytes, 8-aligned, whichever
-        // way the maximum breaks ties.
-        DevicePattern::ReduceMinMaxLoc(_) | DevicePattern::ReduceMinMaxFirstLastLoc(_) => {
-            Some(ValueLayout { size: 32, align: 8 })
-        }
-    }
-}
+/// The device layouts of reduced values and the joins the device applies: the device ABI's.
+pub use hoplite_abi::{ValueLayout, device_join_for, value_layout};
 
 /// A reducer's value that a device reduction produces: which reduce pattern accumulates it,
 /// and its bytes in that pattern's device layout ([`value_layout`]).
@@ -254,25 +218,6 @@ pub fn partials_geometry(limits: &DeviceLimits, g: LaunchGeometry) -> LaunchGeom
         budget = (budget / kept).max(1);
     }
     LaunchGeometry { grid, ..g }
-}
-
-/// The join a reduce launch applies on the device: `join` where the kernel's `pattern`
-/// accumulates a plain scalar that the join applies to, else `None` (one partial per thread,
-/// joined on the host).
-///
-/// ```
-/// use hoplite_core::device_kernel::{DeviceJoin, DevicePattern, ScalarType};
-/// use hoplite_cuda::reduce::device_join_for;
-/// let sum = Some(DeviceJoin::Sum);
-/// assert_eq!(device_join_for(DevicePattern::Reduce(ScalarType::F64), sum), sum);
-/// assert_eq!(device_join_for(DevicePattern::ReduceValLoc(ScalarType::F64), sum), None);
-/// assert_eq!(device_join_for(DevicePattern::Reduce(ScalarType::F64), Some(DeviceJoin::BitOr)), None);
-/// ```
-pub fn device_join_for(pattern: DevicePattern, join: Option<DeviceJoin>) -> Option<DeviceJoin> {
-    match (pattern, join) {
-        (DevicePattern::Reduce(s), Some(j)) if j.applies_to(s) => Some(j),
-        _ => None,
-    }
 }
 
 /// The number of partials a launch of `g` writes: one per block where the device joins each

@@ -6,14 +6,17 @@
 //! indices, `__trap` as an exception the launcher catches, `__syncthreads` as a barrier
 //! between a block's threads, which run at once in team launches, a fresh buffer per block as
 //! the dynamic shared memory of team scratch, atomics as `std::atomic_ref`), loads it, and
-//! launches its entry with parameters packed the way a CUDA launch packs them (`void**`, one
-//! pointer per parameter, in the order
-//! [`DeviceKernel::params`] describes). Tests run the same inputs through the native kernel
-//! and compare: that proves the translation and the parameter layout, not a GPU.
+//! launches its entry with its parameters packed by the device ABI's packer
+//! ([`hoplite_abi::pack_for`], [`pack_reduce`](hoplite_abi::pack_reduce),
+//! [`pack_scan`](hoplite_abi::pack_scan)): the very parameter block a CUDA launch of
+//! hoplite-cuda passes, reached through `void**`, one pointer per parameter. Tests run the
+//! same inputs through the native kernel and compare: that proves the translation and the
+//! parameter layout and packing a GPU launch gets, not a GPU. The device ABI is
+//! little-endian, so the host checks run on little-endian hosts (x86-64, AArch64).
 //!
 //! ```no_run
 //! use hoplite_kernel_check::{HostModule, host_compiler};
-//! # fn demo<K: hoplite_core::DeviceKernel>() -> Result<(), hoplite_kernel_check::CheckError> {
+//! # fn demo<K: hoplite_abi::DeviceKernel>() -> Result<(), hoplite_kernel_check::CheckError> {
 //! if let Some(cxx) = host_compiler() {
 //!     let module = HostModule::compile::<K>(&cxx, std::path::Path::new("target/tmp"))?;
 //!     # let _ = module;
@@ -31,9 +34,10 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use hoplite_core::DeviceKernel;
-use hoplite_core::device_kernel::{
-    DeviceIteration, DeviceJoin, DeviceParam, DevicePattern, HandleAccess, ScalarType,
+use hoplite_abi::{
+    DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,
+    HandleArg, IndexOrder, IterationArgs, KernelArg, PackError, ParamBuffer, ScalarType, TeamScratch,
+    TokenArg,
 };
 
 /// The header that defines the CUDA built-ins for the CPU.
@@ -95,62 +99,9 @@ pub fn host_compiler() -> Option<String> {
     })
 }
 
-/// A scalar argument of a kernel.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Value {
-    /// `bool`
-    Bool(bool),
-    /// `i32`
-    I32(i32),
-    /// `i64`
-    I64(i64),
-    /// `u32`
-    U32(u32),
-    /// `u64`
-    U64(u64),
-    /// `usize`
-    Usize(usize),
-    /// `isize`
-    Isize(isize),
-    /// `f32`
-    F32(f32),
-    /// `f64`
-    F64(f64),
-}
-
-impl Value {
-    fn ty(self) -> ScalarType {
-        match self {
-            Value::Bool(_) => ScalarType::Bool,
-            Value::I32(_) => ScalarType::I32,
-            Value::I64(_) => ScalarType::I64,
-            Value::U32(_) => ScalarType::U32,
-            Value::U64(_) => ScalarType::U64,
-            Value::Usize(_) => ScalarType::Usize,
-            Value::Isize(_) => ScalarType::Isize,
-            Value::F32(_) => ScalarType::F32,
-            Value::F64(_) => ScalarType::F64,
-        }
-    }
-
-    /// The value's bytes as the device sees them (8 bytes, the value in the low ones).
-    fn slot(self) -> [u8; 8] {
-        let mut out = [0u8; 8];
-        let bytes: Vec<u8> = match self {
-            Value::Bool(b) => vec![u8::from(b)],
-            Value::I32(v) => v.to_ne_bytes().to_vec(),
-            Value::I64(v) => v.to_ne_bytes().to_vec(),
-            Value::U32(v) => v.to_ne_bytes().to_vec(),
-            Value::U64(v) => v.to_ne_bytes().to_vec(),
-            Value::Usize(v) => (v as u64).to_ne_bytes().to_vec(),
-            Value::Isize(v) => (v as i64).to_ne_bytes().to_vec(),
-            Value::F32(v) => v.to_ne_bytes().to_vec(),
-            Value::F64(v) => v.to_ne_bytes().to_vec(),
-        };
-        out[..bytes.len()].copy_from_slice(&bytes);
-        out
-    }
-}
+/// A scalar argument of a kernel: the device ABI's [`ScalarValue`](hoplite_abi::ScalarValue),
+/// which a CUDA launch passes too.
+pub use hoplite_abi::ScalarValue as Value;
 
 /// An element type a host array can hold.
 pub trait Element: Copy + 'static {
@@ -304,9 +255,19 @@ impl Scratch {
     /// assert_eq!(s.bytes(2), 16 + 2 * (8 + 8));
     /// ```
     pub fn bytes(&self, threads: usize) -> usize {
-        let round = |b: usize| b.next_multiple_of(8);
-        let team = round(self.per_team[0]) + round(self.per_team[1]);
-        team + threads * (round(self.per_thread[0]) + round(self.per_thread[1]))
+        TeamScratch::from(*self).bytes(u32::try_from(threads).unwrap_or(u32::MAX))
+    }
+}
+
+/// The same requests in the device ABI's shape, as a team launch passes them.
+impl From<Scratch> for TeamScratch {
+    fn from(s: Scratch) -> TeamScratch {
+        TeamScratch {
+            per_team: s.per_team[0],
+            level1_per_team: s.per_team[1],
+            per_thread: s.per_thread[0],
+            level1_per_thread: s.per_thread[1],
+        }
     }
 }
 
@@ -323,10 +284,7 @@ type Launcher = unsafe extern "C" fn(u32, u32, u32, u32, u32, u32, u64, *mut *mu
 
 /// A kernel's generated CUDA C compiled for the host and loaded.
 pub struct HostModule {
-    name: &'static str,
-    params: &'static [DeviceParam],
-    iteration: DeviceIteration,
-    pattern: DevicePattern,
+    kernel: DeviceKernelInfo,
     launcher: Launcher,
     // Keeps the code `launcher` points into loaded.
     _library: libloading::Library,
@@ -356,7 +314,7 @@ impl HostModule {
         );
         // Named by a hash of everything compiled (and the compiler), so an unchanged kernel is
         // not compiled again on the next run.
-        let hash = hoplite_core::device_kernel::stable_hash(&[text.as_bytes(), compiler.as_bytes()]);
+        let hash = hoplite_abi::stable_hash(&[text.as_bytes(), compiler.as_bytes()]);
         let stem = format!("{}_{hash:016x}", K::NAME);
         let source: PathBuf = dir.join(format!("{stem}.cpp"));
         let library: PathBuf = dir.join(format!("lib{stem}.so"));
@@ -411,10 +369,7 @@ impl HostModule {
                 source,
             })?;
         Ok(HostModule {
-            name: K::NAME,
-            params: K::params(),
-            iteration: K::ITERATION,
-            pattern: K::PATTERN,
+            kernel: DeviceKernelInfo::of::<K>(),
             launcher,
             _library: lib,
         })
@@ -433,10 +388,10 @@ impl HostModule {
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
     ) -> Result<Outcome, CheckError> {
-        if self.pattern != DevicePattern::For {
+        if self.kernel.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a parallel_for kernel".to_owned()));
         }
-        self.launch(grid, Scratch::default(), begin, end, arrays, scalars, None)
+        self.launch(grid, Scratch::default(), begin, end, arrays, scalars, Tail::For)
     }
 
     /// Launches a `parallel_reduce` entry: every thread starts from `init`, and the partials
@@ -480,9 +435,10 @@ impl HostModule {
 
     /// The entry's `hl_order` for `arrays`: 1 (the first index on x) when the first writer of
     /// rank 2 or more (else the first such array) is column-major, as a device backend picks.
-    fn index_order(&self, arrays: &[HostArray<'_>]) -> i32 {
+    fn index_order(&self, arrays: &[HostArray<'_>]) -> IndexOrder {
         // Handles and tokens take the arrays in parameter order.
         let handles: Vec<(bool, &HostArray<'_>)> = self
+            .kernel
             .params
             .iter()
             .filter_map(|p| match p {
@@ -497,9 +453,12 @@ impl HostModule {
             handles
                 .iter()
                 .find(|(write, a)| a.extents.len() >= 2 && (!writers || *write))
-                .map(|(_, a)| i32::from(a.column_major))
+                .map(|(_, a)| a.column_major)
         };
-        pick(true).or_else(|| pick(false)).unwrap_or(0)
+        match pick(true).or_else(|| pick(false)) {
+            Some(true) => IndexOrder::FirstFastest,
+            _ => IndexOrder::LastFastest,
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -513,11 +472,11 @@ impl HostModule {
         init: Value,
         join: Option<DeviceJoin>,
     ) -> Result<(Outcome, Vec<Value>), CheckError> {
-        let DevicePattern::Reduce(ty) = self.pattern else {
+        let DevicePattern::Reduce(ty) = self.kernel.pattern else {
             return Err(self.arg_error("is not a parallel_reduce kernel".to_owned()));
         };
-        if init.ty() != ty {
-            return Err(self.arg_error(format!("accumulates {ty}, not {}", init.ty())));
+        if init.scalar_type() != ty {
+            return Err(self.arg_error(format!("accumulates {ty}, not {}", init.scalar_type())));
         }
         if join.is_some_and(|j| !j.applies_to(ty)) {
             return Err(self.arg_error(format!("cannot join {ty} with {join:?} on the device")));
@@ -529,7 +488,7 @@ impl HostModule {
             None => grid.thread_count(),
         };
         let mut partials = vec![0u64; count];
-        let code = join.map_or(-1, DeviceJoin::code);
+        let identity = init.to_device_bytes();
         let outcome = self.launch(
             grid,
             Scratch::default(),
@@ -537,20 +496,20 @@ impl HostModule {
             end,
             arrays,
             scalars,
-            Some((init.wide(), partials.as_mut_ptr().cast(), None, code)),
+            Tail::Reduce {
+                identity: &identity[..ty.size()],
+                join,
+                partials: partials.as_mut_ptr().cast(),
+            },
         )?;
         // The entry's partials are a `T*`: `size_of::<T>()` bytes apart, as on a device.
-        let bytes: Vec<u8> = partials.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let bytes: Vec<u8> = partials.iter().flat_map(|w| w.to_le_bytes()).collect();
         Ok((
             outcome,
             bytes
                 .chunks_exact(ty.size())
                 .take(count)
-                .map(|value| {
-                    let mut slot = [0u8; 8];
-                    slot[..value.len()].copy_from_slice(value);
-                    Value::from_slot(ty, &slot)
-                })
+                .map(|value| Value::from_device_bytes(ty, value))
                 .collect(),
         ))
     }
@@ -568,7 +527,7 @@ impl HostModule {
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
     ) -> Result<Outcome, CheckError> {
-        if self.iteration != DeviceIteration::Team || self.pattern != DevicePattern::For {
+        if self.kernel.iteration != DeviceIteration::Team || self.kernel.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a team parallel_for kernel".to_owned()));
         }
         self.launch_team_for_scratch(grid, league_size, Scratch::default(), arrays, scalars)
@@ -589,10 +548,10 @@ impl HostModule {
         arrays: &mut [HostArray<'_>],
         scalars: &[Value],
     ) -> Result<Outcome, CheckError> {
-        if self.iteration != DeviceIteration::Team || self.pattern != DevicePattern::For {
+        if self.kernel.iteration != DeviceIteration::Team || self.kernel.pattern != DevicePattern::For {
             return Err(self.arg_error("is not a team parallel_for kernel".to_owned()));
         }
-        self.launch(grid, scratch, &[0], &[league_size], arrays, scalars, None)
+        self.launch(grid, scratch, &[0], &[league_size], arrays, scalars, Tail::For)
     }
 
     /// Launches a team `parallel_reduce` entry over a league of `league_size` teams; the
@@ -609,7 +568,7 @@ impl HostModule {
         scalars: &[Value],
         init: Value,
     ) -> Result<(Outcome, Vec<Value>), CheckError> {
-        if self.iteration != DeviceIteration::Team {
+        if self.kernel.iteration != DeviceIteration::Team {
             return Err(self.arg_error("is not a team kernel".to_owned()));
         }
         self.launch_reduce(grid, &[0], &[league_size], arrays, scalars, init)
@@ -630,17 +589,25 @@ impl HostModule {
         scalars: &[Value],
         init: Value,
     ) -> Result<(Outcome, Vec<LocPartial>), CheckError> {
-        let DevicePattern::ReduceValLoc(ty) = self.pattern else {
+        let DevicePattern::ReduceValLoc(ty) = self.kernel.pattern else {
             return Err(self.arg_error("is not a parallel_reduce kernel over ValLoc".to_owned()));
         };
-        if init.ty() != ty {
-            return Err(self.arg_error(format!("accumulates ValLoc<{ty}>, not ValLoc<{}>", init.ty())));
+        if init.scalar_type() != ty {
+            return Err(self.arg_error(format!(
+                "accumulates ValLoc<{ty}>, not ValLoc<{}>",
+                init.scalar_type()
+            )));
         }
-        let (outcome, partials) =
-            self.launch_words(grid, range, arrays, scalars, &[init.slot(), NO_LOCATION])?;
+        let (outcome, partials) = self.launch_words(
+            grid,
+            range,
+            arrays,
+            scalars,
+            &[init.to_device_bytes(), NO_LOCATION],
+        )?;
         let values = partials
             .iter()
-            .map(|p| (Value::from_slot(ty, &p[0]), location(p[1])))
+            .map(|p| (Value::from_device_bytes(ty, &p[0]), location(p[1])))
             .collect();
         Ok((outcome, values))
     }
@@ -661,21 +628,31 @@ impl HostModule {
         scalars: &[Value],
         init: (Value, Value),
     ) -> Result<(Outcome, Vec<(Value, Value)>), CheckError> {
-        let DevicePattern::ReduceMinMax(ty) = self.pattern else {
+        let DevicePattern::ReduceMinMax(ty) = self.kernel.pattern else {
             return Err(self.arg_error("is not a parallel_reduce kernel over MinMaxScalar".to_owned()));
         };
-        if init.0.ty() != ty || init.1.ty() != ty {
+        if init.0.scalar_type() != ty || init.1.scalar_type() != ty {
             return Err(self.arg_error(format!(
                 "accumulates MinMaxScalar<{ty}>, not ({}, {})",
-                init.0.ty(),
-                init.1.ty()
+                init.0.scalar_type(),
+                init.1.scalar_type()
             )));
         }
-        let (outcome, partials) =
-            self.launch_words(grid, range, arrays, scalars, &[init.0.slot(), init.1.slot()])?;
+        let (outcome, partials) = self.launch_words(
+            grid,
+            range,
+            arrays,
+            scalars,
+            &[init.0.to_device_bytes(), init.1.to_device_bytes()],
+        )?;
         let values = partials
             .iter()
-            .map(|p| (Value::from_slot(ty, &p[0]), Value::from_slot(ty, &p[1])))
+            .map(|p| {
+                (
+                    Value::from_device_bytes(ty, &p[0]),
+                    Value::from_device_bytes(ty, &p[1]),
+                )
+            })
             .collect();
         Ok((outcome, values))
     }
@@ -696,25 +673,31 @@ impl HostModule {
         scalars: &[Value],
         init: (Value, Value),
     ) -> Result<(Outcome, Vec<(LocPartial, LocPartial)>), CheckError> {
-        let (DevicePattern::ReduceMinMaxLoc(ty) | DevicePattern::ReduceMinMaxFirstLastLoc(ty)) = self.pattern
+        let (DevicePattern::ReduceMinMaxLoc(ty) | DevicePattern::ReduceMinMaxFirstLastLoc(ty)) =
+            self.kernel.pattern
         else {
             return Err(self.arg_error("is not a parallel_reduce kernel over MinMaxLocScalar".to_owned()));
         };
-        if init.0.ty() != ty || init.1.ty() != ty {
+        if init.0.scalar_type() != ty || init.1.scalar_type() != ty {
             return Err(self.arg_error(format!(
                 "accumulates MinMaxLocScalar<{ty}>, not ({}, {})",
-                init.0.ty(),
-                init.1.ty()
+                init.0.scalar_type(),
+                init.1.scalar_type()
             )));
         }
-        let start = [init.0.slot(), NO_LOCATION, init.1.slot(), NO_LOCATION];
+        let start = [
+            init.0.to_device_bytes(),
+            NO_LOCATION,
+            init.1.to_device_bytes(),
+            NO_LOCATION,
+        ];
         let (outcome, partials) = self.launch_words(grid, range, arrays, scalars, &start)?;
         let values = partials
             .iter()
             .map(|p| {
                 (
-                    (Value::from_slot(ty, &p[0]), location(p[1])),
-                    (Value::from_slot(ty, &p[2]), location(p[3])),
+                    (Value::from_device_bytes(ty, &p[0]), location(p[1])),
+                    (Value::from_device_bytes(ty, &p[2]), location(p[3])),
                 )
             })
             .collect();
@@ -733,10 +716,8 @@ impl HostModule {
         init: &[[u8; 8]],
     ) -> Result<(Outcome, Vec<Words>), CheckError> {
         let words = init.len();
-        let mut start = [0u8; SLOT_BYTES];
-        for (k, word) in init.iter().enumerate() {
-            start[8 * k..8 * k + 8].copy_from_slice(word);
-        }
+        // The identity in the device layout: the struct's words, in order.
+        let start: Vec<u8> = init.concat();
         // The device stores each thread's value at its own `words * 8` bytes.
         let mut partials = vec![0u64; grid.thread_count() * words];
         let outcome = self.launch(
@@ -746,11 +727,15 @@ impl HostModule {
             &[range.end],
             arrays,
             scalars,
-            Some((start, partials.as_mut_ptr().cast(), None, -1)),
+            Tail::Reduce {
+                identity: &start,
+                join: None,
+                partials: partials.as_mut_ptr().cast(),
+            },
         )?;
         let values = partials
             .chunks(words)
-            .map(|p| p.iter().map(|w| w.to_ne_bytes()).collect())
+            .map(|p| p.iter().map(|w| w.to_le_bytes()).collect())
             .collect();
         Ok((outcome, values))
     }
@@ -770,13 +755,14 @@ impl HostModule {
         scalars: &[Value],
         zero: Value,
     ) -> Result<(Outcome, Value), CheckError> {
-        let DevicePattern::Scan(ty) = self.pattern else {
+        let DevicePattern::Scan(ty) = self.kernel.pattern else {
             return Err(self.arg_error("is not a parallel_scan kernel".to_owned()));
         };
-        if zero.ty() != ty {
-            return Err(self.arg_error(format!("sums {ty}, not {}", zero.ty())));
+        if zero.scalar_type() != ty {
+            return Err(self.arg_error(format!("sums {ty}, not {}", zero.scalar_type())));
         }
         let (begin, end) = ([range.start], [range.end]);
+        let zero_bytes = zero.to_device_bytes();
         // 8-aligned, as the device's values are.
         let mut partials = vec![0u64; grid.thread_count()];
         let first = self.launch(
@@ -786,16 +772,20 @@ impl HostModule {
             &end,
             arrays,
             scalars,
-            Some((zero.wide(), partials.as_mut_ptr().cast(), Some(false), -1)),
+            Tail::Scan {
+                zero: &zero_bytes[..ty.size()],
+                values: partials.as_mut_ptr().cast(),
+                final_pass: false,
+            },
         )?;
         if first == Outcome::Trapped {
             return Ok((first, zero));
         }
         let mut running = zero;
         for slot in &mut partials {
-            let sum = Value::from_slot(ty, &slot.to_ne_bytes());
-            *slot = u64::from_ne_bytes(running.slot());
-            running = running.plus(sum);
+            let sum = Value::from_device_bytes(ty, &slot.to_le_bytes());
+            *slot = u64::from_le_bytes(running.to_device_bytes());
+            running = plus(running, sum);
         }
         let outcome = self.launch(
             grid,
@@ -804,7 +794,11 @@ impl HostModule {
             &end,
             arrays,
             scalars,
-            Some((zero.wide(), partials.as_mut_ptr().cast(), Some(true), -1)),
+            Tail::Scan {
+                zero: &zero_bytes[..ty.size()],
+                values: partials.as_mut_ptr().cast(),
+                final_pass: true,
+            },
         )?;
         Ok((outcome, running))
     }
@@ -813,120 +807,72 @@ impl HostModule {
 /// One thread's partial of a reduction over a struct value: its 8-byte words.
 type Words = Vec<[u8; 8]>;
 
-/// The bytes of the largest parameter: a `MinMaxLocScalar` initial value.
-const SLOT_BYTES: usize = 32;
-
 /// A location word that is `None` (`~0` on the device).
-const NO_LOCATION: [u8; 8] = u64::MAX.to_ne_bytes();
+const NO_LOCATION: [u8; 8] = u64::MAX.to_le_bytes();
 
 /// The location a device stored in `word`.
 fn location(word: [u8; 8]) -> Option<usize> {
-    let loc = u64::from_ne_bytes(word);
+    let loc = u64::from_le_bytes(word);
     (loc != u64::MAX).then_some(loc as usize)
 }
 
-/// One parameter as a launch passes it: 32 bytes, 8-aligned, the value in the low bytes.
-#[repr(C, align(8))]
-#[derive(Clone, Copy)]
-struct Slot([u8; SLOT_BYTES]);
-
-impl Slot {
-    fn of(bytes: &[u8]) -> Slot {
-        let mut slot = Slot([0; SLOT_BYTES]);
-        slot.0[..bytes.len()].copy_from_slice(bytes);
-        slot
+/// `a + b` as a scan adds (integers wrap, as in release Rust); values of two types give `a`
+/// back unchanged.
+fn plus(a: Value, b: Value) -> Value {
+    match (a, b) {
+        (Value::I32(a), Value::I32(b)) => Value::I32(a.wrapping_add(b)),
+        (Value::I64(a), Value::I64(b)) => Value::I64(a.wrapping_add(b)),
+        (Value::U32(a), Value::U32(b)) => Value::U32(a.wrapping_add(b)),
+        (Value::U64(a), Value::U64(b)) => Value::U64(a.wrapping_add(b)),
+        (Value::Usize(a), Value::Usize(b)) => Value::Usize(a.wrapping_add(b)),
+        (Value::Isize(a), Value::Isize(b)) => Value::Isize(a.wrapping_add(b)),
+        (Value::F32(a), Value::F32(b)) => Value::F32(a + b),
+        (Value::F64(a), Value::F64(b)) => Value::F64(a + b),
+        (a, _) => a,
     }
 }
 
-impl Value {
-    /// The value in a parameter's bytes, low bytes first.
-    fn wide(self) -> [u8; SLOT_BYTES] {
-        let mut out = [0u8; SLOT_BYTES];
-        out[..8].copy_from_slice(&self.slot());
-        out
-    }
-
-    /// A value of type `ty` read back from its slot.
-    fn from_slot(ty: ScalarType, slot: &[u8; 8]) -> Value {
-        let size = ty.size();
-        let mut b = [0u8; 8];
-        b[..size].copy_from_slice(&slot[..size]);
-        match ty {
-            ScalarType::Bool => Value::Bool(b[0] != 0),
-            ScalarType::I32 => Value::I32(i32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-            ScalarType::U32 => Value::U32(u32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-            ScalarType::F32 => Value::F32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-            ScalarType::I64 => Value::I64(i64::from_ne_bytes(b)),
-            ScalarType::U64 => Value::U64(u64::from_ne_bytes(b)),
-            ScalarType::Usize => Value::Usize(u64::from_ne_bytes(b) as usize),
-            ScalarType::Isize => Value::Isize(i64::from_ne_bytes(b) as isize),
-            ScalarType::F64 => Value::F64(f64::from_ne_bytes(b)),
-        }
-    }
-
-    /// `self + other` as a scan adds (integers wrap, as in release Rust); values of two types
-    /// give `self` back unchanged.
-    fn plus(self, other: Value) -> Value {
-        match (self, other) {
-            (Value::I32(a), Value::I32(b)) => Value::I32(a.wrapping_add(b)),
-            (Value::I64(a), Value::I64(b)) => Value::I64(a.wrapping_add(b)),
-            (Value::U32(a), Value::U32(b)) => Value::U32(a.wrapping_add(b)),
-            (Value::U64(a), Value::U64(b)) => Value::U64(a.wrapping_add(b)),
-            (Value::Usize(a), Value::Usize(b)) => Value::Usize(a.wrapping_add(b)),
-            (Value::Isize(a), Value::Isize(b)) => Value::Isize(a.wrapping_add(b)),
-            (Value::F32(a), Value::F32(b)) => Value::F32(a + b),
-            (Value::F64(a), Value::F64(b)) => Value::F64(a + b),
-            (a, _) => a,
-        }
-    }
+/// What a launch passes after the kernel's own parameters.
+enum Tail<'a> {
+    /// Nothing: a `parallel_for`.
+    For,
+    /// A reduction's join, identity (in the device layout of the kernel's value) and
+    /// partials.
+    Reduce {
+        identity: &'a [u8],
+        join: Option<DeviceJoin>,
+        partials: *mut c_void,
+    },
+    /// A scan pass's zero, per-thread values and final-pass flag.
+    Scan {
+        zero: &'a [u8],
+        values: *mut c_void,
+        final_pass: bool,
+    },
 }
 
 impl HostModule {
     fn arg_error(&self, message: String) -> CheckError {
         CheckError::Arguments {
-            kernel: self.name,
+            kernel: self.kernel.name,
             message,
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn launch(
-        &self,
-        grid: Grid,
-        scratch: Scratch,
-        begin: &[usize],
-        end: &[usize],
-        arrays: &mut [HostArray<'_>],
-        scalars: &[Value],
-        reduce: Option<([u8; SLOT_BYTES], *mut c_void, Option<bool>, i32)>,
-    ) -> Result<Outcome, CheckError> {
-        let rank = self.iteration.rank();
-        if begin.len() != rank || end.len() != rank {
-            return Err(self.arg_error(format!("iterates over {rank} dimension(s)")));
-        }
-        // Every parameter lives in a 32-byte slot, the value in its low bytes (where a
-        // little-endian load of a smaller scalar finds it).
-        let mut slots: Vec<Slot> = Vec::new();
-        if self.iteration == DeviceIteration::Team {
-            // A league of teams: its size (`begin` is 0), then the scratch requests.
-            slots.push(Slot::of(&(end[0] as u64).to_ne_bytes()));
-            for bytes in scratch.per_team.into_iter().chain(scratch.per_thread) {
-                slots.push(Slot::of(&(bytes as u64).to_ne_bytes()));
-            }
-        } else {
-            for &b in begin.iter().chain(end) {
-                slots.push(Slot::of(&(b as u64).to_ne_bytes()));
-            }
-            if matches!(self.iteration, DeviceIteration::MdRange(_)) {
-                slots.push(Slot::of(&self.index_order(arrays).to_ne_bytes()));
-            }
-        }
+    /// The abi packer's error as this crate's.
+    fn pack_error(&self, e: PackError) -> CheckError {
+        self.arg_error(e.reason)
+    }
+
+    /// The kernel's arguments in parameter order, as a device backend hands them to the
+    /// packer: the arrays go to the handle and token parameters in order, the scalars to the
+    /// scalar parameters.
+    fn kernel_args(&self, arrays: &[HostArray<'_>], scalars: &[Value]) -> Result<Vec<KernelArg>, CheckError> {
         let (mut next_array, mut next_scalar) = (0, 0);
-        for param in self.params {
-            match *param {
-                DeviceParam::Handle {
-                    name, element, rank, ..
-                } => {
+        let mut args = Vec::with_capacity(self.kernel.params.len());
+        for param in self.kernel.params {
+            let arg = match *param {
+                DeviceParam::Handle { name, access, .. } => {
                     let array = arrays
                         .get(next_array)
                         .ok_or_else(|| self.arg_error(format!("no array for handle `{name}`")))?;
@@ -934,33 +880,22 @@ impl HostModule {
                     if array.token_size.is_some() {
                         return Err(self.arg_error(format!("handle `{name}` got a unique token's words")));
                     }
-                    if array.element != element || array.extents.len() != rank {
-                        return Err(self.arg_error(format!(
-                            "handle `{name}` holds {element} of rank {rank}, the array {} of rank {}",
-                            array.element,
-                            array.extents.len()
-                        )));
-                    }
-                    slots.push(Slot::of(&(array.ptr as usize as u64).to_ne_bytes()));
-                    for &e in &array.extents {
-                        slots.push(Slot::of(&(e as u64).to_ne_bytes()));
-                    }
-                    for s in array.strides() {
-                        slots.push(Slot::of(&s.to_ne_bytes()));
-                    }
-                    let _ = array.len;
+                    debug_assert_eq!(array.len, array.extents.iter().product::<usize>());
+                    KernelArg::Handle(HandleArg {
+                        ptr: array.ptr as usize as u64,
+                        // A host array is whatever handle the kernel takes.
+                        access,
+                        element: array.element,
+                        extents: array.extents.iter().map(|&e| e as u64).collect(),
+                        strides: array.strides(),
+                    })
                 }
-                DeviceParam::Scalar { name, ty } => {
+                DeviceParam::Scalar { name, .. } => {
                     let value = scalars
                         .get(next_scalar)
                         .ok_or_else(|| self.arg_error(format!("no value for scalar `{name}`")))?;
                     next_scalar += 1;
-                    if value.ty() != ty {
-                        return Err(
-                            self.arg_error(format!("scalar `{name}` is {ty}, the value {}", value.ty()))
-                        );
-                    }
-                    slots.push(Slot::of(&value.slot()));
+                    KernelArg::Scalar(*value)
                 }
                 DeviceParam::TokenBits { name } => {
                     let array = arrays
@@ -972,54 +907,119 @@ impl HostModule {
                             "unique token `{name}` got a view's array; pass `HostArray::token`"
                         )));
                     };
-                    slots.push(Slot::of(&(array.ptr as usize as u64).to_ne_bytes()));
-                    slots.push(Slot::of(&(size as u64).to_ne_bytes()));
+                    KernelArg::TokenBits(TokenArg {
+                        words: array.ptr as usize as u64,
+                        size: size as u64,
+                    })
                 }
-            }
+            };
+            args.push(arg);
         }
         if next_array != arrays.len() || next_scalar != scalars.len() {
             return Err(self.arg_error("more arguments than parameters".to_owned()));
         }
-        if let Some((init, partials, final_pass, join)) = reduce {
-            if final_pass.is_none() {
-                // A reduce entry's device join (`DeviceJoin::code`, -1 for none).
-                slots.push(Slot::of(&join.to_ne_bytes()));
-            }
-            slots.push(Slot::of(&init));
-            slots.push(Slot::of(&(partials as usize as u64).to_ne_bytes()));
-            if let Some(final_pass) = final_pass {
-                slots.push(Slot::of(&Value::Bool(final_pass).slot()));
-            }
+        Ok(args)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        grid: Grid,
+        scratch: Scratch,
+        begin: &[usize],
+        end: &[usize],
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        tail: Tail<'_>,
+    ) -> Result<Outcome, CheckError> {
+        let rank = self.kernel.iteration.rank();
+        if begin.len() != rank || end.len() != rank {
+            return Err(self.arg_error(format!("iterates over {rank} dimension(s)")));
         }
-        let mut pointers: Vec<*mut c_void> = slots.iter_mut().map(|s| s.0.as_mut_ptr().cast()).collect();
+        let iteration = match self.kernel.iteration {
+            // A league of teams: its size (`begin` is 0) and the scratch requests.
+            DeviceIteration::Team => IterationArgs::Team {
+                league_size: end[0] as u64,
+                scratch: scratch.into(),
+            },
+            DeviceIteration::MdRange(_) => IterationArgs::MdRange {
+                begins: begin.iter().map(|&b| b as u64).collect(),
+                ends: end.iter().map(|&e| e as u64).collect(),
+                order: self.index_order(arrays),
+            },
+            DeviceIteration::Range => IterationArgs::Range {
+                begin: begin[0] as u64,
+                end: end[0] as u64,
+            },
+        };
+        let args = self.kernel_args(arrays, scalars)?;
+        // The packer a CUDA launch uses: the same checks, the same bytes at the same offsets.
+        let mut params = match tail {
+            Tail::For => hoplite_abi::pack_for(&self.kernel, &iteration, &args),
+            Tail::Reduce {
+                identity,
+                join,
+                partials,
+            } => hoplite_abi::pack_reduce(&self.kernel, &iteration, &args, identity, join).map(|mut p| {
+                // The partials pointer is the last parameter.
+                p.set(p.offsets().len() - 1, &(partials as usize as u64).to_le_bytes());
+                p
+            }),
+            Tail::Scan {
+                zero,
+                values,
+                final_pass,
+            } => hoplite_abi::pack_scan(&self.kernel, &iteration, &args, zero).map(|mut p| {
+                // The values pointer, then the final-pass flag, are the last parameters.
+                let n = p.offsets().len();
+                p.set(n - 2, &(values as usize as u64).to_le_bytes());
+                p.set(n - 1, &[u8::from(final_pass)]);
+                p
+            }),
+        }
+        .map_err(|e| self.pack_error(e))?;
+        let shared = scratch.bytes(grid.threads.iter().map(|&t| t as usize).product());
+        // SAFETY: `params` was packed by the abi packer against this module's kernel; the
+        // arrays' pointers and extents describe live, exclusively borrowed memory (a token's
+        // words hold at least `size` bits, which `HostArray::token` checked); the partials
+        // hold one value per launched thread (or block, with a device join); and `shared` is
+        // the dynamic shared memory the scratch requests packed into `params` need.
+        Ok(unsafe { self.launch_packed(grid, shared, &mut params) })
+    }
+
+    /// Launches the entry on `grid` with `params` as they are, `shared_bytes` of dynamic
+    /// shared memory per block: what a device backend does with the [`ParamBuffer`] it
+    /// packed with [`hoplite_abi::pack_for`] (or `pack_reduce`, `pack_scan`, with the
+    /// partials pointers set), for tests that pack a launch exactly as the GPU path does.
+    ///
+    /// # Safety
+    ///
+    /// `params` was packed for this module's kernel by the device ABI's packer (so it holds
+    /// exactly the entry's parameters), and every address in it is host memory the kernel's
+    /// [`DeviceKernel`] contract lets the entry touch: each handle's pointer covers its
+    /// extents and strides, each token's words hold `size` bits, all zero, a reduction's or
+    /// scan's partials hold one value per launched thread (or per block with a device
+    /// join); `shared_bytes` is at least the team scratch the packed requests need.
+    pub unsafe fn launch_packed(&self, grid: Grid, shared_bytes: usize, params: &mut ParamBuffer) -> Outcome {
+        let mut pointers = params.pointers();
         // The launcher keeps the grid and the block's barrier in the library's globals, and two
         // modules of one kernel load the same library: one launch at a time in the process.
         static LAUNCHES: Mutex<()> = Mutex::new(());
         let _one_at_a_time = LAUNCHES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let [gx, gy, gz] = grid.blocks;
         let [bx, by, bz] = grid.threads;
-        // SAFETY: the launcher reads one slot per parameter of the entry, in the order and
-        // with the types `launcher_source` generated from the same parameter list the slots
-        // were packed from; the arrays' pointers and extents describe live, exclusively
-        // borrowed memory (a token's words hold at least `size` bits, which `HostArray::token`
-        // checked), and the partials hold one slot per launched thread.
-        let status = unsafe {
-            (self.launcher)(
-                gx,
-                gy,
-                gz,
-                bx,
-                by,
-                bz,
-                scratch.bytes(grid.threads.iter().map(|&t| t as usize).product()) as u64,
-                pointers.as_mut_ptr(),
-            )
-        };
-        Ok(if status == 0 {
+        // SAFETY: the launcher reads one parameter per pointer, in the order and with the
+        // types `launcher_source` generated from the kernel's parameter list, which the
+        // packer laid `params` out for (each parameter aligned to its size inside the
+        // 8-aligned buffer, which stays unchanged until the call returns); the memory the
+        // parameters address is the caller's contract.
+        let status =
+            unsafe { (self.launcher)(gx, gy, gz, bx, by, bz, shared_bytes as u64, pointers.as_mut_ptr()) };
+        if status == 0 {
             Outcome::Completed
         } else {
             Outcome::Trapped
-        })
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 mod signature;
 mod translate;
 
+use hoplite_abi::stable_hash;
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{format_ident, quote};
@@ -353,23 +354,6 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
     })
 }
 
-/// `hoplite_core::device_kernel::stable_hash` (FNV-1a with a separator between parts), which
-/// this crate cannot depend on; a test in hoplite compares the two for every kernel kind.
-fn stable_hash(parts: &[&[u8]]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut hash = OFFSET;
-    for (k, part) in parts.iter().enumerate() {
-        if k > 0 {
-            hash = (hash ^ 0xff).wrapping_mul(PRIME);
-        }
-        for &byte in *part {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(PRIME);
-        }
-    }
-    hash
-}
-
 /// The function as written, with `#[inline(always)]` and its token and handles sharing the
 /// brand `'it`.
 fn native_function(krate: &Path, signature: &KernelSignature, mut function: ItemFn) -> ItemFn {
@@ -473,6 +457,7 @@ fn bound_type(krate: &Path, handle: &Handle) -> TokenStream2 {
 }
 
 fn scalar_type_tokens(krate: &Path, scalar: signature::Scalar) -> TokenStream2 {
-    let variant = format_ident!("{}", scalar.variant());
+    // The variant's name is its `Debug` form (`F64`).
+    let variant = format_ident!("{scalar:?}");
     quote!(#krate::device_kernel::ScalarType::#variant)
 }

@@ -4,107 +4,39 @@
 use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Ident, Pat, PathArguments, Signature, Type};
 
-/// A scalar type of the subset (mirrors `hoplite_core::device_kernel::ScalarType`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scalar {
-    Bool,
-    I32,
-    I64,
-    U32,
-    U64,
-    Usize,
-    Isize,
-    F32,
-    F64,
-}
+/// A scalar type of the subset: the device ABI's [`ScalarType`](hoplite_abi::ScalarType),
+/// which is what the generated `DeviceParam`s name.
+pub use hoplite_abi::ScalarType as Scalar;
 
 pub const SUPPORTED_SCALARS: &str = "bool, i32, i64, u32, u64, usize, isize, f32, f64";
 
-impl Scalar {
-    pub fn from_name(name: &str) -> Option<Scalar> {
-        Some(match name {
-            "bool" => Scalar::Bool,
-            "i32" => Scalar::I32,
-            "i64" => Scalar::I64,
-            "u32" => Scalar::U32,
-            "u64" => Scalar::U64,
-            "usize" => Scalar::Usize,
-            "isize" => Scalar::Isize,
-            "f32" => Scalar::F32,
-            "f64" => Scalar::F64,
-            _ => return None,
-        })
-    }
+/// What the translator needs of a scalar type beyond the ABI: reading it from Rust syntax and
+/// its bounds as CUDA C.
+pub trait ScalarSyntax: Sized {
+    /// The scalar type `ty` names (`f64`, `(usize)`), if it is one.
+    fn from_type(ty: &Type) -> Option<Self>;
 
-    pub fn from_type(ty: &Type) -> Option<Scalar> {
+    /// The CUDA C expressions of the type's smallest and largest values (empty for `bool`
+    /// and the floats).
+    fn cuda_bounds(self) -> (&'static str, &'static str);
+}
+
+impl ScalarSyntax for Scalar {
+    fn from_type(ty: &Type) -> Option<Scalar> {
         match ty {
             Type::Path(p) if p.qself.is_none() && p.path.segments.len() == 1 => {
                 let seg = &p.path.segments[0];
                 if !matches!(seg.arguments, PathArguments::None) {
                     return None;
                 }
-                Scalar::from_name(&seg.ident.to_string())
+                Scalar::from_rust_name(&seg.ident.to_string())
             }
             Type::Paren(p) => Scalar::from_type(&p.elem),
             _ => None,
         }
     }
 
-    /// The `ScalarType` variant name.
-    pub fn variant(self) -> &'static str {
-        match self {
-            Scalar::Bool => "Bool",
-            Scalar::I32 => "I32",
-            Scalar::I64 => "I64",
-            Scalar::U32 => "U32",
-            Scalar::U64 => "U64",
-            Scalar::Usize => "Usize",
-            Scalar::Isize => "Isize",
-            Scalar::F32 => "F32",
-            Scalar::F64 => "F64",
-        }
-    }
-
-    pub fn rust_name(self) -> &'static str {
-        match self {
-            Scalar::Bool => "bool",
-            Scalar::I32 => "i32",
-            Scalar::I64 => "i64",
-            Scalar::U32 => "u32",
-            Scalar::U64 => "u64",
-            Scalar::Usize => "usize",
-            Scalar::Isize => "isize",
-            Scalar::F32 => "f32",
-            Scalar::F64 => "f64",
-        }
-    }
-
-    pub fn cuda_name(self) -> &'static str {
-        match self {
-            Scalar::Bool => "bool",
-            Scalar::I32 => "int",
-            Scalar::I64 | Scalar::Isize => "long long",
-            Scalar::U32 => "unsigned int",
-            Scalar::U64 | Scalar::Usize => "unsigned long long",
-            Scalar::F32 => "float",
-            Scalar::F64 => "double",
-        }
-    }
-
-    pub fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F64)
-    }
-
-    pub fn is_int(self) -> bool {
-        !self.is_float() && self != Scalar::Bool
-    }
-
-    pub fn is_signed(self) -> bool {
-        matches!(self, Scalar::I32 | Scalar::I64 | Scalar::Isize)
-    }
-
-    /// The CUDA C expressions of the type's smallest and largest values.
-    pub fn cuda_bounds(self) -> (&'static str, &'static str) {
+    fn cuda_bounds(self) -> (&'static str, &'static str) {
         match self {
             Scalar::I32 => ("(int)0x80000000u", "0x7fffffff"),
             Scalar::I64 | Scalar::Isize => ("(long long)0x8000000000000000ull", "0x7fffffffffffffffll"),

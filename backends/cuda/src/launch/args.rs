@@ -177,17 +177,6 @@ impl DeviceArg {
     }
 }
 
-macro_rules! scalar_from {
-    ($($t:ty => $v:ident),*) => {$(
-        impl From<$t> for ScalarArg {
-            fn from(v: $t) -> Self {
-                ScalarArg::$v(v)
-            }
-        }
-    )*};
-}
-scalar_from!(bool => Bool, i32 => I32, i64 => I64, u32 => U32, u64 => U64, usize => Usize, isize => Isize, f32 => F32, f64 => F64);
-
 /// The argument as the packer sees it, without a copy.
 impl AsRef<KernelArg> for DeviceArg {
     fn as_ref(&self) -> &KernelArg {

@@ -24,123 +24,16 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
 
-use super::{DeviceIteration, DeviceKernel, DeviceParam, DevicePattern, HandleAccess, ScalarType};
-
-/// What a device backend needs to know about a `#[kernel]`: [`DeviceKernel`] as a value.
-///
-/// ```
-/// use hoplite_core::device_kernel::{DeviceKernelInfo, DevicePattern};
-/// # use hoplite_core::device_kernel::*;
-/// # struct Fill;
-/// # unsafe impl DeviceKernel for Fill {
-/// #     const NAME: &'static str = "fill";
-/// #     const ENTRY: &'static str = "fill_entry";
-/// #     const ITERATION: DeviceIteration = DeviceIteration::Range;
-/// #     const PATTERN: DevicePattern = DevicePattern::For;
-/// #     fn params() -> &'static [DeviceParam] { &[] }
-/// #     fn cuda_source() -> &'static str { "" }
-/// # }
-/// let info = DeviceKernelInfo::of::<Fill>();
-/// assert_eq!((info.name, info.pattern), ("fill", DevicePattern::For));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceKernelInfo {
-    /// [`DeviceKernel::NAME`].
-    pub name: &'static str,
-    /// [`DeviceKernel::ENTRY`].
-    pub entry: &'static str,
-    /// [`DeviceKernel::ITERATION`].
-    pub iteration: DeviceIteration,
-    /// [`DeviceKernel::PATTERN`].
-    pub pattern: DevicePattern,
-    /// [`DeviceKernel::params`].
-    pub params: &'static [DeviceParam],
-    /// [`DeviceKernel::cuda_source`].
-    pub cuda_source: &'static str,
-    /// [`DeviceKernel::source_hash`].
-    pub source_hash: u64,
-}
-
-impl DeviceKernelInfo {
-    /// The description of `K`.
-    pub fn of<K: DeviceKernel>() -> DeviceKernelInfo {
-        DeviceKernelInfo {
-            name: K::NAME,
-            entry: K::ENTRY,
-            iteration: K::ITERATION,
-            pattern: K::PATTERN,
-            params: K::params(),
-            cuda_source: K::cuda_source(),
-            source_hash: K::source_hash(),
-        }
-    }
-}
-
-/// The value of one scalar capture of a device launch.
-///
-/// ```
-/// use hoplite_core::device_kernel::{ScalarType, ScalarValue};
-/// assert_eq!(ScalarValue::from(2.5f64).scalar_type(), ScalarType::F64);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ScalarValue {
-    /// A `bool`.
-    Bool(bool),
-    /// An `i32`.
-    I32(i32),
-    /// An `i64`.
-    I64(i64),
-    /// A `u32`.
-    U32(u32),
-    /// A `u64`.
-    U64(u64),
-    /// A `usize`.
-    Usize(usize),
-    /// An `isize`.
-    Isize(isize),
-    /// An `f32`.
-    F32(f32),
-    /// An `f64`.
-    F64(f64),
-}
-
-impl ScalarValue {
-    /// The value's device type.
-    pub const fn scalar_type(self) -> ScalarType {
-        match self {
-            ScalarValue::Bool(_) => ScalarType::Bool,
-            ScalarValue::I32(_) => ScalarType::I32,
-            ScalarValue::I64(_) => ScalarType::I64,
-            ScalarValue::U32(_) => ScalarType::U32,
-            ScalarValue::U64(_) => ScalarType::U64,
-            ScalarValue::Usize(_) => ScalarType::Usize,
-            ScalarValue::Isize(_) => ScalarType::Isize,
-            ScalarValue::F32(_) => ScalarType::F32,
-            ScalarValue::F64(_) => ScalarType::F64,
-        }
-    }
-}
-
-macro_rules! scalar_value_from {
-    ($($t:ty => $v:ident),*) => {$(
-        impl From<$t> for ScalarValue {
-            fn from(value: $t) -> Self {
-                ScalarValue::$v(value)
-            }
-        }
-    )*};
-}
-scalar_value_from!(bool => Bool, i32 => I32, i64 => I64, u32 => U32, u64 => U64, usize => Usize,
-    isize => Isize, f32 => F32, f64 => F64);
+use super::{DeviceKernelInfo, HandleAccess, ScalarValue};
 
 /// One handle of a launch as a device backend sees it: what it covers and how the kernel uses
 /// it. Made by the launch from the handle; a backend checks it against the kernel's
-/// [`DeviceParam::Handle`] and the device before it passes `data` on.
+/// [`DeviceParam::Handle`](super::DeviceParam::Handle) and the device before it passes `data` on.
 #[derive(Debug)]
 pub struct DeviceHandle<'a> {
     /// How the kernel uses the handle.
     pub access: HandleAccess,
-    /// The element type, to match against the kernel parameter's [`ScalarType`].
+    /// The element type, to match against the kernel parameter's [`ScalarType`](super::ScalarType).
     pub element: TypeId,
     /// The element type's name, for messages.
     pub element_name: &'static str,
@@ -256,7 +149,7 @@ pub(crate) fn device_launch_of<'a, F>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::device_kernel::{DeviceIteration, DevicePattern};
+    use crate::device_kernel::{DeviceIteration, DeviceKernel, DeviceParam, DevicePattern, ScalarType};
 
     struct Scale;
     // SAFETY: a test kernel description no backend launches.

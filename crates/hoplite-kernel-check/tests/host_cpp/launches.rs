@@ -106,6 +106,68 @@ fn triad_range_for() -> Result<()> {
     Ok(())
 }
 
+/// The parameters a CUDA launch of `triad` and `dot` packs (`hoplite_cuda::params`, the
+/// functions the GPU path calls, over `hoplite_abi`'s packer), with host addresses in place of
+/// device ones, run the generated C on the host: what the host check proves is the parameter
+/// block a GPU gets, not a packer of its own.
+#[test]
+fn the_parameters_a_cuda_launch_packs_run_the_generated_c() -> Result<()> {
+    use hoplite_cuda::params::{HandleArg, IterationArgs, KernelArg, ScalarArg, pack_for, pack_reduce};
+    use hoplite_kernel_check::Element;
+
+    fn handle<T: Element>(data: &mut [T], access: hoplite::device_kernel::HandleAccess) -> KernelArg {
+        KernelArg::Handle(HandleArg {
+            ptr: data.as_mut_ptr() as usize as u64,
+            access,
+            element: T::TYPE,
+            extents: vec![data.len() as u64],
+            strides: vec![1],
+        })
+    }
+    use hoplite::device_kernel::HandleAccess::{Read, Write};
+
+    let n = 37;
+    let range = IterationArgs::Range {
+        begin: 0,
+        end: n as u64,
+    };
+    if let Some(m) = module::<triad>() {
+        let (mut b, mut c) = (f64s(n, |k| k as f64 * 0.25), f64s(n, |k| (k % 7) as f64 - 2.5));
+        let mut a = vec![f64::NAN; n];
+        let args = [
+            handle(&mut a, Write),
+            handle(&mut b, Read),
+            handle(&mut c, Read),
+            KernelArg::Scalar(ScalarArg::F64(0.75)),
+        ];
+        let mut params = pack_for::<triad>(&range, &args).expect("the arguments fit");
+        // SAFETY: packed for `triad` by the GPU path's packer; the three handles cover the
+        // live vectors above, which nothing else touches during the launch.
+        let outcome = unsafe { m.launch_packed(GRID_1D, 0, &mut params) };
+        assert_eq!(outcome, Outcome::Completed);
+        let expected: Vec<f64> = (0..n).map(|k| b[k] + 0.75 * c[k]).collect();
+        assert_eq!(bits(&a), bits(&expected));
+    }
+    if let Some(m) = module::<dot>() {
+        // Small integers: every order of the sum gives the same bits.
+        let (mut x, mut y) = (f64s(n, |k| k as f64), f64s(n, |k| (k % 3) as f64));
+        let args = [handle(&mut x, Read), handle(&mut y, Read)];
+        let mut params =
+            pack_reduce::<dot, f64>(&range, &args, &0.0, Some(DeviceJoin::Sum)).expect("the arguments fit");
+        // With the device join, one partial per block; the pointer is the last parameter.
+        let mut partials = vec![f64::NAN; 3];
+        let last = params.offsets().len() - 1;
+        params.set(last, &(partials.as_mut_ptr() as usize as u64).to_le_bytes());
+        // SAFETY: packed for `dot` by the GPU path's packer; the handles cover the live
+        // vectors above, and the partials hold one value per block of `GRID_1D`.
+        let outcome = unsafe { m.launch_packed(GRID_1D, 0, &mut params) };
+        assert_eq!(outcome, Outcome::Completed);
+        let expected: f64 = (0..n).map(|k| x[k] * y[k]).sum();
+        assert_eq!(partials.iter().sum::<f64>(), expected);
+    }
+    Ok(())
+}
+
 #[test]
 fn dot_reduce_and_empty_range() -> Result<()> {
     let Some(m) = module::<dot>() else { return Ok(()) };

@@ -8,7 +8,7 @@ use syn::{BinOp, Expr, Lit, UnOp};
 use super::reducers::reducer_kind;
 use super::types::{Ty, type_const};
 use super::{Translator, int_lit, path_name, single_name, unknown_name, unsupported, value_branches};
-use crate::signature::{HandleKind, Scalar};
+use crate::signature::{HandleKind, Scalar, ScalarSyntax};
 
 impl Translator<'_> {
     /// The code of a unit-typed expression (a `set`).
@@ -512,11 +512,11 @@ fn lit_code(lit: &Lit, s: Scalar) -> syn::Result<String> {
 pub(super) fn arith(op: &BinOp, s: Scalar, l: &str, r: &str, span: Span) -> syn::Result<String> {
     let c = s.cuda_name();
     Ok(match op {
-        BinOp::Add(_) if s.is_int() => format!("hl_add<{c}>({l}, {r})"),
-        BinOp::Sub(_) if s.is_int() => format!("hl_sub<{c}>({l}, {r})"),
-        BinOp::Mul(_) if s.is_int() => format!("hl_mul<{c}>({l}, {r})"),
-        BinOp::Div(_) if s.is_int() => format!("hl_div<{c}>({l}, {r})"),
-        BinOp::Rem(_) if s.is_int() => format!("hl_rem<{c}>({l}, {r})"),
+        BinOp::Add(_) if s.is_integer() => format!("hl_add<{c}>({l}, {r})"),
+        BinOp::Sub(_) if s.is_integer() => format!("hl_sub<{c}>({l}, {r})"),
+        BinOp::Mul(_) if s.is_integer() => format!("hl_mul<{c}>({l}, {r})"),
+        BinOp::Div(_) if s.is_integer() => format!("hl_div<{c}>({l}, {r})"),
+        BinOp::Rem(_) if s.is_integer() => format!("hl_rem<{c}>({l}, {r})"),
         BinOp::Add(_) => format!("({l} + {r})"),
         BinOp::Sub(_) => format!("({l} - {r})"),
         BinOp::Mul(_) => format!("({l} * {r})"),
@@ -544,7 +544,7 @@ fn cast(from: Scalar, to: Scalar, inner: &str, span: Span) -> syn::Result<String
             "`as bool` is not Rust; compare with 0 instead",
         ));
     }
-    if from.is_float() && to.is_int() {
+    if from.is_float() && to.is_integer() {
         let (lo, hi) = to.cuda_bounds();
         return Ok(format!("hl_f2i<{c}, {}>({inner}, {lo}, {hi})", from.cuda_name()));
     }

@@ -15,7 +15,7 @@ use super::types::{Ty, describe, lit_type, type_const};
 use super::{
     Translator, int_lit, path_name, recursion, single_name, unknown_name, unsupported, value_branches,
 };
-use crate::signature::{HandleKind, SUPPORTED_SCALARS, Scalar};
+use crate::signature::{HandleKind, SUPPORTED_SCALARS, Scalar, ScalarSyntax};
 
 impl Translator<'_> {
     pub(super) fn infer(&mut self, expr: &Expr) -> syn::Result<Ty> {
@@ -69,13 +69,13 @@ impl Translator<'_> {
                     BinOp::Shl(_) | BinOp::Shr(_) => {
                         let r = self.infer(&b.right)?;
                         if !matches!(self.norm(r), Ty::Int(_))
-                            && !self.finalize(r).is_some_and(Scalar::is_int)
+                            && !self.finalize(r).is_some_and(Scalar::is_integer)
                         {
                             return Err(syn::Error::new(b.right.span(), "a shift amount is an integer"));
                         }
                         match self.norm(l) {
                             Ty::Int(_) => Ok(l),
-                            Ty::Known(s) if s.is_int() => Ok(l),
+                            Ty::Known(s) if s.is_integer() => Ok(l),
                             _ => Err(syn::Error::new(b.left.span(), "shifts apply to integers")),
                         }
                     }
@@ -224,7 +224,7 @@ impl Translator<'_> {
             return Err(recursion(c.span()));
         }
         if segs.len() == 2
-            && let Some(s) = Scalar::from_name(&segs[0])
+            && let Some(s) = Scalar::from_rust_name(&segs[0])
         {
             return Ok((s, segs[1].clone()));
         }
@@ -450,7 +450,7 @@ impl Translator<'_> {
             }
             return Ok(Ty::Known(s));
         }
-        if s.is_int() {
+        if s.is_integer() {
             let arity = match method {
                 "min" | "max" | "wrapping_add" | "wrapping_sub" | "wrapping_mul" => 1,
                 "abs" if s.is_signed() => 0,

@@ -7,7 +7,7 @@ use syn::{Expr, Pat};
 use super::Translator;
 use super::reducers::{ReducerKind, reducer_kind};
 use super::types::Ty;
-use crate::signature::Scalar;
+use crate::signature::{Scalar, ScalarSyntax};
 
 /// The nested ranges a #[kernel] translates.
 #[derive(Clone, Copy, PartialEq, Eq)]

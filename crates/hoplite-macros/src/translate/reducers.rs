@@ -9,7 +9,7 @@ use super::emission::arith;
 use super::inference::arity;
 use super::types::Ty;
 use super::{Translator, Var, single_name};
-use crate::signature::Scalar;
+use crate::signature::{Scalar, ScalarSyntax};
 
 /// The reducers of `team_reduce`, nested reductions and `join` statements in a #[kernel].
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use syn::{Expr, Lit};
 use super::inference::arity;
 use super::types::Ty;
 use super::{Translator, int_lit};
-use crate::signature::{HandleKind, Scalar};
+use crate::signature::{HandleKind, Scalar, ScalarSyntax};
 
 pub(super) const SCRATCH_USAGE: &str = "scratch in a #[kernel] is allocated once per `let`: \
      `let s = m.team_scratch(level).alloc::<T>(len).unwrap();` (or `m.thread_scratch(level)`, or \

@@ -9,7 +9,7 @@ use super::nested::{NESTED_USAGE, nested_call};
 use super::tokens::token_call;
 use super::types::Ty;
 use super::{Translator, Var, path_name, single_name, unknown_name, unsupported};
-use crate::signature::{SUPPORTED_SCALARS, Scalar};
+use crate::signature::{SUPPORTED_SCALARS, Scalar, ScalarSyntax};
 
 impl Translator<'_> {
     pub(super) fn stmts(&mut self, stmts: &[Stmt]) -> syn::Result<()> {
@@ -433,7 +433,7 @@ impl Translator<'_> {
         let t = self.unify(ts, te, range.span())?;
         let t = match self.norm(t) {
             Ty::Int(None) => Ty::Int(Some(self.new_slot())),
-            Ty::Known(s) if s.is_int() => Ty::Known(s),
+            Ty::Known(s) if s.is_integer() => Ty::Known(s),
             Ty::Int(slot) => Ty::Int(slot),
             _ => return Err(syn::Error::new(range.span(), "`for` ranges are over integers")),
         };

@@ -6,7 +6,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, Lit};
 
 use super::{Translator, unsupported};
-use crate::signature::{SUPPORTED_SCALARS, Scalar};
+use crate::signature::{SUPPORTED_SCALARS, Scalar, ScalarSyntax};
 
 /// The type of a value in the body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,7 +123,7 @@ impl Translator<'_> {
                     Err(mismatch())
                 }
             }
-            (Ty::Known(x), other @ Ty::Int(_)) | (other @ Ty::Int(_), Ty::Known(x)) if x.is_int() => {
+            (Ty::Known(x), other @ Ty::Int(_)) | (other @ Ty::Int(_), Ty::Known(x)) if x.is_integer() => {
                 self.set_slot(other, x);
                 Ok(Ty::Known(x))
             }
@@ -177,7 +177,7 @@ pub(super) fn type_const(path: &syn::Path) -> Option<(Scalar, String)> {
     if path.segments.len() != 2 {
         return None;
     }
-    let s = Scalar::from_name(&path.segments[0].ident.to_string())?;
+    let s = Scalar::from_rust_name(&path.segments[0].ident.to_string())?;
     let name = path.segments[1].ident.to_string();
     let c = s.cuda_name();
     let code = match (s, name.as_str()) {
@@ -190,8 +190,8 @@ pub(super) fn type_const(path: &syn::Path) -> Option<(Scalar, String)> {
         (Scalar::F64 | Scalar::F32, "INFINITY") => format!("(({c})(1.0 / 0.0))"),
         (Scalar::F64 | Scalar::F32, "NEG_INFINITY") => format!("(({c})(-1.0 / 0.0))"),
         (Scalar::F64 | Scalar::F32, "NAN") => format!("(({c})(0.0 / 0.0))"),
-        (s, "MIN") if s.is_int() => format!("(({c}){})", s.cuda_bounds().0),
-        (s, "MAX") if s.is_int() => format!("(({c}){})", s.cuda_bounds().1),
+        (s, "MIN") if s.is_integer() => format!("(({c}){})", s.cuda_bounds().0),
+        (s, "MAX") if s.is_integer() => format!("(({c}){})", s.cuda_bounds().1),
         _ => return None,
     };
     Some((s, code))
@@ -201,7 +201,7 @@ pub(super) fn lit_type(lit: &Lit) -> syn::Result<Ty> {
     match lit {
         Lit::Int(i) => match i.suffix() {
             "" => Ok(Ty::Int(None)),
-            suffix => Scalar::from_name(suffix).map(Ty::Known).ok_or_else(|| {
+            suffix => Scalar::from_rust_name(suffix).map(Ty::Known).ok_or_else(|| {
                 syn::Error::new(i.span(), format!("integer suffix `{suffix}` is not supported"))
             }),
         },
