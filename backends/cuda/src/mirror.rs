@@ -221,7 +221,7 @@ impl Cuda {
     /// contiguous) on this instance's stream, after the work queued on it. From
     /// [`CudaHostPinnedSpace`] the copy is asynchronous and `src` stays borrowed for reading
     /// until the next fence; from [`HostSpace`] it waits for the stream before returning (see
-    /// the [module](self) documentation).
+    /// "Mirrors and stream-ordered copies" in docs/cuda.md).
     ///
     /// ```
     /// use hoplite_core::{LayoutLeft, View};
