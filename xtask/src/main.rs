@@ -229,6 +229,14 @@ fn test(args: &[String]) -> Result<(), String> {
                 "warnings",
             ],
         ));
+        // The documentation builds without a warning (broken or private links fail it).
+        steps.push(
+            Step::cargo(
+                "rustdoc (warnings denied)",
+                &["doc", "--workspace", "--no-deps", "--exclude", "hoplite-mpi"],
+            )
+            .env("RUSTDOCFLAGS", "-D warnings"),
+        );
         // The profiling hooks are compiled only with the core's `tracing` feature.
         steps.push(Step::cargo(
             "clippy (tracing feature)",

@@ -4,8 +4,9 @@
 use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Ident, Pat, PathArguments, Signature, Type};
 
-/// A scalar type of the subset: the device ABI's [`ScalarType`](hoplite_abi::ScalarType),
-/// which is what the generated `DeviceParam`s name.
+// A scalar type of the subset: the device ABI's `ScalarType`, which is what the generated
+// `DeviceParam`s name. (A doc comment with a link here makes rustdoc 1.95 crash on a
+// proc-macro crate: "no resolutions for a doc link".)
 pub use hoplite_abi::ScalarType as Scalar;
 
 pub const SUPPORTED_SCALARS: &str = "bool, i32, i64, u32, u64, usize, isize, f32, f64";
