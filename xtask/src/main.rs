@@ -2,7 +2,8 @@
 //!
 //! * `test` — installs the system packages hoplite-numa links (hwloc, udev) when missing, then
 //!   the formatter check, clippy with warnings denied, and every test of the workspace (unit,
-//!   integration, doc), then the loom models of the lock-free parts, then hoplite-mpi's steps
+//!   integration, doc), then the loom models of the lock-free parts, a bounded Miri subset
+//!   (installing nightly with Miri when missing), then hoplite-mpi's steps
 //!   (which install Open MPI first: `mpi_steps`). This is the one command CI runs (`.ci/run`).
 //! * `bench` — the criterion benchmarks, then `target/hoplite-bench/summary.json` pairing every
 //!   hoplite measurement with the baselines measured in the same run.
@@ -30,7 +31,8 @@ commands:
   test [--no-lint] [-- <cargo test args>]
         install the system packages hoplite-numa links (libhwloc-dev, libudev-dev; with
         apt-get, once), check formatting, run clippy (-D warnings), every test of the
-        workspace and the loom models of the borrow table, the barrier and the pool, then
+        workspace and the loom models of the borrow table, the barrier and the pool, a
+        bounded Miri subset (installs nightly with miri when missing), then
         hoplite-mpi's steps (installs Debian's Open MPI and libclang with apt-get when
         missing, clippy and its mpirun-driven tests); --no-lint skips the formatting and
         clippy steps
@@ -431,6 +433,11 @@ fn test(args: &[String]) -> Result<(), String> {
     for step in &steps {
         step.run()?;
     }
+    // A bounded Miri subset (about 4 minutes on 2 cores; the whole set is `cargo xtask miri`):
+    // the core's and the host backends' unit tests, the DAG's waits and launches, and the
+    // read of a `#[kernel]`'s captures a device backend makes.
+    install_miri()?;
+    run_miri(MIRI_SUBSET)?;
     mpi_steps(lint)?;
     println!(
         "xtask: all steps passed in {:.1} s",
@@ -601,6 +608,12 @@ fn miri(args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err(format!("`miri` takes no options\n\n{USAGE}"));
     }
+    install_miri()?;
+    run_miri(MIRI_RUNS)
+}
+
+/// Installs the nightly toolchain with Miri unless it is there.
+fn install_miri() -> Result<(), String> {
     // Through rustup: the `cargo` that runs xtask (`$CARGO`) is the stable toolchain's own
     // binary, which does not understand `+nightly`.
     let has_miri = Command::new("rustup")
@@ -623,7 +636,12 @@ fn miri(args: &[String]) -> Result<(), String> {
         )
         .run()?;
     }
-    for (name, args) in MIRI_RUNS {
+    Ok(())
+}
+
+/// Runs each of `runs` under Miri.
+fn run_miri(runs: &[(&'static str, &[&str])]) -> Result<(), String> {
+    for (name, args) in runs {
         // A target folder of its own: Miri's artifacts cannot share the stable toolchain's.
         let mut step = Step::program(name, "rustup", &["run", "nightly", "cargo", "miri", "test"])
             .arg("--target-dir")
@@ -636,6 +654,33 @@ fn miri(args: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// What `cargo xtask test` runs under Miri, bounded in time (see `test`).
+const MIRI_SUBSET: &[(&str, &[&str])] = &[
+    ("miri subset: core", &["-p", "hoplite-core", "--lib"]),
+    ("miri subset: serial", &["-p", "hoplite-serial", "--lib"]),
+    ("miri subset: rayon", &["-p", "hoplite-rayon", "--lib"]),
+    (
+        "miri subset: DAG waits and launches",
+        &["-p", "hoplite-dag", "--test", "waits_inside"],
+    ),
+    (
+        "miri subset: DAG context",
+        &[
+            "-p",
+            "hoplite-dag",
+            "--test",
+            "context",
+            "--",
+            "launches_compute_what_eager_launches_do",
+            "tasks_are_ordered_by_their_handles_and_fail_like_kernels",
+        ],
+    ),
+    (
+        "miri subset: #[kernel] captures as a device backend reads them",
+        &["-p", "hoplite", "--test", "kernel_native", "a_with_closure"],
+    ),
+];
 
 /// Miri's flags: Tree Borrows (crossbeam-epoch, under rayon's pools, trips Stacked Borrows'
 /// stricter rules), permissive provenance (crossbeam's tagged pointers are integer casts), and
