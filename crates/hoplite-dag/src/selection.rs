@@ -167,6 +167,17 @@ pub struct BandwidthMatrix {
     values: Vec<f64>,
 }
 
+/// Refuses a matrix for more devices than a context tracks (the matrix would also be
+/// `(devices + 1)²` values: an absurd count must not become an allocation).
+fn check_device_count(devices: usize) -> Result<(), DagError> {
+    if devices > MAX_DEVICES {
+        return Err(DagError::InvalidBandwidth(format!(
+            "a bandwidth matrix for {devices} devices; a context tracks at most {MAX_DEVICES}"
+        )));
+    }
+    Ok(())
+}
+
 impl BandwidthMatrix {
     /// A matrix from rows: `rows[from][to]` for `devices` devices and then the CPU, so
     /// `devices + 1` rows of `devices + 1` values.
@@ -190,6 +201,7 @@ impl BandwidthMatrix {
                 rows.iter().map(Vec::len).collect::<Vec<_>>()
             )));
         }
+        check_device_count(n - 1)?;
         let values: Vec<f64> = rows.iter().flatten().copied().collect();
         if let Some(v) = values.iter().find(|v| !v.is_finite() || **v < 0.0) {
             return Err(DagError::InvalidBandwidth(format!(
@@ -216,8 +228,10 @@ impl BandwidthMatrix {
     /// # Errors
     ///
     /// [`DagError::InvalidBandwidth`] naming the line that is not `from,to,bandwidth` with
-    /// devices below `devices` (or -1) and a finite bandwidth >= 0.
+    /// devices below `devices` (or -1) and a finite bandwidth >= 0, or for more than
+    /// [`MAX_DEVICES`] devices.
     pub fn from_csv(text: &str, devices: usize) -> Result<Self, DagError> {
+        check_device_count(devices)?;
         let side = devices + 1;
         let mut values = vec![0.0; side * side];
         let index = |field: &str, line: usize| -> Result<usize, DagError> {

@@ -683,3 +683,71 @@ fn literals_unified_in_an_expression_share_the_type_a_later_use_decides() {
         );
     }
 }
+
+mod fuzz {
+    //! Any body the parser accepts ends in a translation or a compile error, never a panic in
+    //! the macro (which the user would see as "proc macro panicked"). Bounded by proptest's
+    //! default case count; `PROPTEST_CASES=100000 cargo test -p hoplite-macros fuzz` runs longer.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Pieces of kernel bodies: statements, expressions and junk, valid and not.
+    fn piece() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "let a = 1;",
+            "let b = 2.5;",
+            "let mut c = 0u64;",
+            "c += 1;",
+            "y.set(i, x.get(i));",
+            "y.set(i, 1.0);",
+            "let v = x.get(i) * s;",
+            "let w = x.neighbor(i, -1);",
+            "if *i > 2 { y.set(i, 0.0); }",
+            "if s > 0.0 { return; } else { }",
+            "for k in 0..4 { c += k; }",
+            "while c < 10 { c += 1; }",
+            "loop { break; }",
+            "continue;",
+            "match a { 1 => {}, _ => {} }",
+            "let t = (a, b);",
+            "let q = [1, 2, 3];",
+            "let r = q[5];",
+            "let z = a as f64 + b;",
+            "let u = x.get(i).sqrt().max(0.0);",
+            "let big = 3000000000;",
+            "let m = -a % 0;",
+            "unsafe { }",
+            "let f = |k: i32| k + 1;",
+            "y.set(i, s as f64);",
+            "x.set(i, 2.0);",
+            "let p = &a;",
+            "let n = i;",
+            "let g = *i + 1;",
+            "{ let h = 1; }",
+            "let l = y.extent(0);",
+            "panic!(\"no\");",
+            "let o = a.pow(2);",
+            "let e = 1e400;",
+            "let c2 = 'x';",
+            "let st = \"text\";",
+        ])
+    }
+
+    proptest! {
+        #[test]
+        fn any_parsed_body_translates_or_is_a_compile_error(pieces in prop::collection::vec(piece(), 0..8)) {
+            let body = pieces.concat();
+            let source = format!(
+                "fn fuzzed(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, s: f64) {{ {body} }}"
+            );
+            let Ok(function) = syn::parse_str::<ItemFn>(&source) else {
+                return Ok(());
+            };
+            let sig = KernelSignature::parse(&function.sig).expect("the signature is fixed and valid");
+            let outcome = std::panic::catch_unwind(|| translate(&sig, &function).map(|_| ()).map_err(|e| e.to_string()));
+            prop_assert!(outcome.is_ok(), "the translator panicked on: {body}");
+        }
+    }
+}
