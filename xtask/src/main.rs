@@ -1,10 +1,11 @@
 //! `cargo xtask <command>`: the project's automation, in Rust so it runs wherever cargo does.
 //!
-//! * `test` — installs the system packages hoplite-numa links (hwloc, udev) when missing, then
-//!   the formatter check, clippy with warnings denied, and every test of the workspace (unit,
-//!   integration, doc), then the loom models of the lock-free parts, a bounded Miri subset
-//!   (installing nightly with Miri when missing), then hoplite-mpi's steps
-//!   (which install Open MPI first: `mpi_steps`). This is the one command CI runs (`.ci/run`).
+//! * `test` — installs the system packages hoplite-numa links (hwloc, udev) and Graphviz (the
+//!   DOT exports' check) when missing, then the formatter check, clippy with warnings denied,
+//!   and every test of the workspace (unit, integration, doc), then the loom models of the
+//!   lock-free parts, a bounded Miri subset (installing nightly with Miri when missing), then
+//!   hoplite-mpi's steps (which install Open MPI first: `mpi_steps`). This is the one command
+//!   CI runs (`.ci/run`).
 //! * `bench` — the criterion benchmarks, then `target/hoplite-bench/summary.json` pairing every
 //!   hoplite measurement with the baselines measured in the same run.
 //! * `conformance` — the conformance suite, for every backend or one.
@@ -215,6 +216,9 @@ fn test(args: &[String]) -> Result<(), String> {
     // hoplite-numa links the system's hwloc: install it first, so that clippy of the whole
     // workspace and the NUMA tests below can build.
     install_system_packages("hoplite-numa", NUMA_SYSTEM_PACKAGES)?;
+    // Graphviz's `dot` checks that the DAG's and graphs' DOT exports parse
+    // (crates/hoplite-dag/tests/dot_graphviz.rs).
+    install_system_packages("the DOT exports' check", &["graphviz"])?;
     let mut steps = Vec::new();
     if lint {
         steps.push(Step::cargo("format", &["fmt", "--all", "--", "--check"]));
