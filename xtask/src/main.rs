@@ -411,6 +411,14 @@ fn test(args: &[String]) -> Result<(), String> {
     }
     steps.push(nvrtc);
     steps.push(cuda_nvrtc);
+    // The focused examples run (each checks its own results), the CUDA one without a GPU too.
+    for (name, example, features) in EXAMPLES {
+        let mut step = Step::cargo(name, &["run", "-p", "hoplite", "--example", example]);
+        if !features.is_empty() {
+            step = step.arg("--features").arg(*features);
+        }
+        steps.push(step);
+    }
     // The lock-free parts (the borrow table, the barrier, the pool's hand-offs) under loom's
     // model checker: every interleaving within a few preemptions. A target folder of its own,
     // because `--cfg loom` changes every crate's build.
@@ -449,6 +457,13 @@ fn test(args: &[String]) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// The facade's focused examples `cargo xtask test` runs: step name, example, features.
+const EXAMPLES: &[(&str, &str, &str)] = &[
+    ("example: heat", "heat", ""),
+    ("example: histogram", "histogram", ""),
+    ("example: cuda_axpy", "cuda_axpy", "cuda"),
+];
 
 /// hoplite-cuda's feature sets that `cargo xtask test` lints besides its defaults (which are
 /// all of its features): none, then each adapter alone.
