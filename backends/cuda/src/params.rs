@@ -67,18 +67,11 @@ pub fn pack_for<K: DeviceKernel>(
     iteration: &IterationArgs,
     args: &[KernelArg],
 ) -> Result<ParamBuffer, CudaError> {
-    pack_for_args::<K>(iteration, args)
-}
-
-/// [`pack_for`] of a launch's own arguments, which hold their [`KernelArg`]s.
-pub(crate) fn pack_for_args<K: DeviceKernel>(
-    iteration: &IterationArgs,
-    args: &[impl AsRef<KernelArg>],
-) -> Result<ParamBuffer, CudaError> {
     pack_for_args_info(&DeviceKernelInfo::of::<K>(), iteration, args)
 }
 
-/// [`pack_for_args`] for the kernel `k`, which a launch found at run time.
+/// [`pack_for`] for the kernel `k` (found at run time by a launch), of a launch's own
+/// arguments, which hold their [`KernelArg`]s.
 pub(crate) fn pack_for_args_info(
     k: &DeviceKernelInfo,
     iteration: &IterationArgs,

@@ -14,10 +14,10 @@ use crate::dispatch::device_args;
 use crate::driver;
 use crate::geometry::{mdrange_geometry_in, range_geometry};
 use crate::launch::{
-    DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange, checked_mdrange_info,
-    checked_range, checked_range_info, load_info, team_writer_ends,
+    DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange_info, checked_range_info,
+    load_info, team_writer_ends,
 };
-use crate::params::{IterationArgs, ParamBuffer, pack_for_args, pack_for_args_info};
+use crate::params::{IterationArgs, ParamBuffer, pack_for_args_info};
 use crate::{Cuda, CudaError};
 
 /// A `#[kernel]` launch checked and packed, waiting for `instantiate` to load it.
@@ -77,18 +77,59 @@ impl KernelNode {
     }
 }
 
+/// What a kernel node iterates over: the entry's iteration arguments, the ends the writers
+/// must contain, and the geometry, computed on the device when the graph is built.
+type NodePlan = (IterationArgs, Vec<u64>, Geometry);
+
+/// The plan of a node over `range`.
+fn range_plan(k: &DeviceKernelInfo, range: std::ops::Range<usize>) -> Result<NodePlan, CudaError> {
+    let (begin, end) = checked_range_info(k, range)?;
+    let geometry: Geometry = Box::new(move |limits, _| Ok(range_geometry(limits, end - begin)));
+    Ok((IterationArgs::Range { begin, end }, vec![end], geometry))
+}
+
+/// The plan of a node over the box `begins..ends` of rank `R`.
+fn mdrange_plan<const R: usize>(
+    k: &DeviceKernelInfo,
+    begins: [usize; R],
+    ends: [usize; R],
+    args: &[DeviceArg],
+) -> Result<NodePlan, CudaError> {
+    let (iteration, ends, (lengths, order)) = checked_mdrange_info::<R>(k, begins, ends, args)?;
+    let geometry: Geometry = Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order)));
+    Ok((iteration, ends, geometry))
+}
+
+/// The plan of a node over the league of `policy`.
+fn team_plan(
+    k: &DeviceKernelInfo,
+    policy: &TeamPolicy<Cuda>,
+    args: &[DeviceArg],
+) -> Result<NodePlan, CudaError> {
+    let team = TeamLaunch::of_info(k, policy)?;
+    let ends = team_writer_ends(args, team.league);
+    let iteration = team.iteration();
+    let geometry: Geometry = Box::new(move |limits, resources| team.plan(limits, resources));
+    Ok((iteration, ends, geometry))
+}
+
+/// The node launching `k` over `plan` with `args`, checked and packed as a launch is.
+fn packed_node(k: DeviceKernelInfo, plan: NodePlan, args: &[DeviceArg]) -> Result<KernelNode, CudaError> {
+    let (iteration, ends, geometry) = plan;
+    let params = pack_for_args_info(&k, &iteration, args)?;
+    check_args(k.name, &ends, args)?;
+    Ok(KernelNode::new(k, geometry, params, args))
+}
+
 impl CudaGraph {
-    fn kernel_node<K: DeviceKernel>(
+    fn kernel_node(
         &mut self,
-        iteration: IterationArgs,
-        ends: &[u64],
+        k: DeviceKernelInfo,
+        plan: NodePlan,
         args: &[DeviceArg],
-        geometry: Geometry,
         after: &[NodeId],
     ) -> Result<NodeId, CudaError> {
-        let params = pack_for_args::<K>(&iteration, args)?;
-        check_args(K::NAME, ends, args)?;
-        let node = KernelNode::new(DeviceKernelInfo::of::<K>(), geometry, params, args);
+        let node = packed_node(k, plan, args)?;
         self.push(Work::Kernel(Box::new(node)), after)
     }
 
@@ -128,9 +169,9 @@ impl CudaGraph {
         args: &[DeviceArg],
         after: &[NodeId],
     ) -> Result<NodeId, CudaError> {
-        let (begin, end) = checked_range::<K>(range)?;
-        let geometry: Geometry = Box::new(move |limits, _| Ok(range_geometry(limits, end - begin)));
-        self.kernel_node::<K>(IterationArgs::Range { begin, end }, &[end], args, geometry, after)
+        let k = DeviceKernelInfo::of::<K>();
+        let plan = range_plan(&k, range)?;
+        self.kernel_node(k, plan, args, after)
     }
 
     /// Adds a kernel node launching `K` over an MDRange of rank `R`, as
@@ -146,9 +187,9 @@ impl CudaGraph {
         args: &[DeviceArg],
         after: &[NodeId],
     ) -> Result<NodeId, CudaError> {
-        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, R>(begins, ends, args)?;
-        let geometry: Geometry = Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order)));
-        self.kernel_node::<K>(iteration, &ends, args, geometry, after)
+        let k = DeviceKernelInfo::of::<K>();
+        let plan = mdrange_plan::<R>(&k, begins, ends, args)?;
+        self.kernel_node(k, plan, args, after)
     }
 
     /// Adds a kernel node launching `K` over the league of teams of `policy` (its scratch
@@ -163,15 +204,9 @@ impl CudaGraph {
         args: &[DeviceArg],
         after: &[NodeId],
     ) -> Result<NodeId, CudaError> {
-        let team = TeamLaunch::of::<K>(policy)?;
-        let geometry: Geometry = Box::new(move |limits, resources| team.plan(limits, resources));
-        self.kernel_node::<K>(
-            team.iteration(),
-            &team_writer_ends(args, team.league),
-            args,
-            geometry,
-            after,
-        )
+        let k = DeviceKernelInfo::of::<K>();
+        let plan = team_plan(&k, policy, args)?;
+        self.kernel_node(k, plan, args, after)
     }
 }
 
@@ -190,48 +225,34 @@ fn kernel_node_of(
 ) -> Result<KernelNode, CudaError> {
     let k = &launch.kernel;
     let args = device_args(launch)?;
-    let (iteration, ends, geometry): (IterationArgs, Vec<u64>, Geometry) = match policy {
-        DevicePolicy::Range(range) => {
-            let (begin, end) = checked_range_info(k, range.begin()..range.end())?;
-            let geometry: Geometry = Box::new(move |limits, _| Ok(range_geometry(limits, end - begin)));
-            (IterationArgs::Range { begin, end }, vec![end], geometry)
-        }
-        DevicePolicy::MdRange { begin, end } => mdrange_node(k, begin, end, &args)?,
-        DevicePolicy::Team(team_policy) => {
-            let team = TeamLaunch::of_info(k, team_policy)?;
-            let ends = team_writer_ends(&args, team.league);
-            let iteration = team.iteration();
-            let geometry: Geometry = Box::new(move |limits, resources| team.plan(limits, resources));
-            (iteration, ends, geometry)
-        }
+    let plan = match policy {
+        DevicePolicy::Range(range) => range_plan(k, range.begin()..range.end())?,
+        DevicePolicy::MdRange { begin, end } => mdrange_plan_of_any_rank(k, begin, end, &args)?,
+        DevicePolicy::Team(team_policy) => team_plan(k, team_policy, &args)?,
     };
-    let params = pack_for_args_info(k, &iteration, &args)?;
-    check_args(k.name, &ends, &args)?;
-    Ok(KernelNode::new(*k, geometry, params, &args))
+    packed_node(*k, plan, &args)
 }
 
-/// The iteration, ends and geometry of an MDRange node of any rank.
-fn mdrange_node(
+/// [`mdrange_plan`] for a box whose rank is known only at run time.
+fn mdrange_plan_of_any_rank(
     k: &DeviceKernelInfo,
     begin: &[usize],
     end: &[usize],
     args: &[DeviceArg],
-) -> Result<(IterationArgs, Vec<u64>, Geometry), CudaError> {
+) -> Result<NodePlan, CudaError> {
     fn of_rank<const R: usize>(
         k: &DeviceKernelInfo,
         begin: &[usize],
         end: &[usize],
         args: &[DeviceArg],
-    ) -> Result<(IterationArgs, Vec<u64>, Geometry), CudaError> {
+    ) -> Result<NodePlan, CudaError> {
         let rank_error = || CudaError::InvalidLaunch {
             kernel: k.name,
             reason: format!("an MDRange of rank {} with {} ends", begin.len(), end.len()),
         };
         let begins: [usize; R] = begin.try_into().map_err(|_| rank_error())?;
         let ends: [usize; R] = end.try_into().map_err(|_| rank_error())?;
-        let (iteration, ends, (lengths, order)) = checked_mdrange_info::<R>(k, begins, ends, args)?;
-        let geometry: Geometry = Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order)));
-        Ok((iteration, ends, geometry))
+        mdrange_plan::<R>(k, begins, ends, args)
     }
     match begin.len() {
         1 => of_rank::<1>(k, begin, end, args),
