@@ -81,12 +81,7 @@ impl<D: Device> Context<D> {
     /// a kernel on one of its streams' spaces while a vertex runs (see
     /// [`DagError::WaitInsideVertex`]).
     pub(super) fn refuse_wait_inside(&self, wait: &'static str) -> Result<()> {
-        if let Some(label) = super::job::running_vertex(super::job::context_key(Arc::as_ptr(&self.held))) {
-            return Err(crate::DagError::WaitInsideVertex {
-                wait,
-                inside: format!("its vertex `{label}`"),
-            });
-        }
+        super::job::refuse_wait_in_vertex(super::job::context_key(Arc::as_ptr(&self.held)), wait)?;
         let state = self.state.lock();
         let running = state
             .live

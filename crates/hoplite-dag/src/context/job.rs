@@ -45,16 +45,18 @@ pub(super) fn context_key<T>(held: *const T) -> usize {
     held as usize
 }
 
-/// The label of the vertex of context `key` this thread is running, if it is running one.
-pub(super) fn running_vertex(key: usize) -> Option<Arc<str>> {
-    RUNNING.with(|running| {
-        running
-            .borrow()
-            .iter()
-            .rev()
-            .find(|(k, _)| *k == key)
-            .map(|(_, label)| label.clone())
-    })
+/// Refuses `wait` when this thread is running a vertex of context `key` (see
+/// [`DagError::WaitInsideVertex`]): the wait would wait for that vertex or one behind it.
+pub(super) fn refuse_wait_in_vertex(key: usize, wait: &'static str) -> Result<(), DagError> {
+    RUNNING.with(
+        |running| match running.borrow().iter().rev().find(|(k, _)| *k == key) {
+            Some((_, label)) => Err(DagError::WaitInsideVertex {
+                wait,
+                inside: format!("its vertex `{label}`"),
+            }),
+            None => Ok(()),
+        },
+    )
 }
 
 /// Marks this thread as running a vertex until dropped (also when the work panics).

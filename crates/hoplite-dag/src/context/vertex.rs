@@ -173,13 +173,7 @@ impl Vertex {
     /// Refuses a wait from inside a vertex of this vertex's context (see
     /// [`DagError::WaitInsideVertex`]).
     fn refuse_wait_inside(&self, wait: &'static str) -> Result<()> {
-        match super::job::running_vertex(super::job::context_key(self.held.as_ptr())) {
-            Some(label) => Err(DagError::WaitInsideVertex {
-                wait,
-                inside: format!("its vertex `{label}`"),
-            }),
-            None => Ok(()),
-        }
+        super::job::refuse_wait_in_vertex(super::job::context_key(self.held.as_ptr()), wait)
     }
 
     /// Ends the context's borrows that only finished vertices used, this one among them.
