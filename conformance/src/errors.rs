@@ -11,6 +11,9 @@ use hoplite_core::{
 use crate::util::mentions;
 use crate::{Failure, FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// Launches `policy` as a `parallel_for` that counts its iterations; returns the error and
 /// fails if the launch succeeded or any iteration ran.
 fn refused<P>(label: &str, policy: P) -> Result<Error, Failure>

@@ -12,6 +12,9 @@ use crate::util::{Problems, same};
 
 use crate::{FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// Axiom 1: a clone is the same instance (`a == a.clone()`, also for a clone of a clone).
 pub fn clones_are_the_same_instance<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {

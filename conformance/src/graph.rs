@@ -18,6 +18,9 @@ use proptest::test_runner::TestCaseError;
 use crate::properties::{launch_failed, property};
 use crate::{Failure, FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// Inside a check, `?` turns a graph error into a failure of the check.
 impl From<GraphError> for Failure {
     fn from(e: GraphError) -> Self {

@@ -78,7 +78,12 @@ pub mod views;
 
 /// Everything the suite launches on a space, in one bound: the core's [`FullSpace`], which
 /// every conforming backend is and backend-generic application code uses too.
-pub use hoplite_core::FullSpace;
+pub use hoplite_core::{FullSpace, LaunchSpace};
+
+/// A view in the memory of the space `S` (`S::MemorySpace`): where the portable checks keep
+/// their data, made with `from_slice` or `new` and read back with `to_vec` on every backend.
+pub type SpaceView<S, T, const R: usize> =
+    hoplite_core::View<T, R, hoplite_core::LayoutRight, <S as hoplite_core::ExecutionSpace>::MemorySpace>;
 
 /// A broken axiom: which one, and what the backend did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,9 +186,57 @@ pub fn checks<S: FullSpace>() -> Vec<Check<S>> {
     crate::__for_each_check!(__registry! { S })
 }
 
+/// The checks that run on every [`LaunchSpace`], a GPU's included: their kernels are
+/// `#[kernel]`s and their data lives in the space's own memory (`S::MemorySpace`, made with
+/// `View::from_slice` and read back with `to_vec`). The others test host-only features
+/// (closures, host unique tokens, panics, nested launches) and need a [`FullSpace`].
+///
+/// ```
+/// use hoplite_conformance::{ALL_CHECKS, portable_checks, run_check};
+/// let space = hoplite_serial::Serial::default();
+/// let portable = portable_checks::<hoplite_serial::Serial>();
+/// assert!(portable.len() <= ALL_CHECKS.len());
+/// assert!(portable.iter().all(|c| run_check(c, &space).is_ok()));
+/// ```
+pub fn portable_checks<S: LaunchSpace>() -> Vec<Check<S>> {
+    crate::__for_each_check!(__portable_registry! { S })
+}
+
+/// The `#[kernel]`s the portable checks launch: what a device backend compiles to run them
+/// (the NVRTC test compiles each for the GPU without one).
+///
+/// ```
+/// let kernels = hoplite_conformance::device_kernels();
+/// assert!(kernels.iter().any(|k| k.name == "axpy"));
+/// ```
+pub fn device_kernels() -> Vec<hoplite_core::device_kernel::DeviceKernelInfo> {
+    [
+        execution_space::DEVICE_KERNELS,
+        memory_space::DEVICE_KERNELS,
+        range_policy::DEVICE_KERNELS,
+        mdrange_policy::DEVICE_KERNELS,
+        team::DEVICE_KERNELS,
+        reducer::DEVICE_KERNELS,
+        graph::DEVICE_KERNELS,
+        scan::DEVICE_KERNELS,
+        unique_token::DEVICE_KERNELS,
+        kernels::DEVICE_KERNELS,
+        views::DEVICE_KERNELS,
+        errors::DEVICE_KERNELS,
+        panics::DEVICE_KERNELS,
+        properties::DEVICE_KERNELS,
+    ]
+    .iter()
+    .flat_map(|list| list.iter().map(|info| info()))
+    .collect()
+}
+
+/// The names (`concept::axiom`) of every check of the suite, in the order of [`checks`].
+pub const ALL_CHECKS: &[&str] = crate::__for_each_check!(__names! {});
+
 /// Runs one check and turns a panic of the check itself (not of a kernel: those are errors
 /// already) into a [`Failure`] of its axiom.
-pub fn run_check<S: FullSpace>(check: &Check<S>, space: &S) -> Outcome {
+pub fn run_check<S>(check: &Check<S>, space: &S) -> Outcome {
     match catch_unwind(AssertUnwindSafe(|| (check.run)(space))) {
         // The registry's name is the authoritative one.
         Ok(outcome) => outcome.map_err(|f| Failure::new(check.axiom, f.message)),
@@ -333,152 +386,208 @@ macro_rules! __for_each_check {
         $crate::$callback! {
             { $($extra)* }
             execution_space {
-                clones_are_the_same_instance,
-                default_instances_are_equal,
-                fence_waits_for_prior_launches,
-                launches_run_in_submission_order,
-                in_parallel_is_true_exactly_inside_kernels,
-                concurrency_is_at_least_one,
-                concurrency_bounds_simultaneous_iterations,
-                print_configuration_is_not_empty,
-                nested_launches_complete,
-                partitions_are_instances_that_run_launches,
+                portable {
+                }
+                host {
+                    clones_are_the_same_instance,
+                    default_instances_are_equal,
+                    fence_waits_for_prior_launches,
+                    launches_run_in_submission_order,
+                    in_parallel_is_true_exactly_inside_kernels,
+                    concurrency_is_at_least_one,
+                    concurrency_bounds_simultaneous_iterations,
+                    print_configuration_is_not_empty,
+                    nested_launches_complete,
+                    partitions_are_instances_that_run_launches,
+                }
             }
             memory_space {
-                allocation_is_aligned,
-                zero_byte_allocation_succeeds,
-                allocation_failure_is_typed,
-                view_allocations_are_recorded,
-                host_space_access_flags_are_ordered,
-                deep_copy_between_host_views_copies_every_element,
+                portable {
+                }
+                host {
+                    allocation_is_aligned,
+                    zero_byte_allocation_succeeds,
+                    allocation_failure_is_typed,
+                    view_allocations_are_recorded,
+                    host_space_access_flags_are_ordered,
+                    deep_copy_between_host_views_copies_every_element,
+                }
             }
             range_policy {
-                visits_every_index_exactly_once,
-                chunked_schedules_visit_every_index_exactly_once,
-                schedule_does_not_change_results,
-                conversions_visit_the_same_points,
+                portable {
+                }
+                host {
+                    visits_every_index_exactly_once,
+                    chunked_schedules_visit_every_index_exactly_once,
+                    schedule_does_not_change_results,
+                    conversions_visit_the_same_points,
+                }
             }
             mdrange_policy {
-                rank_1_visits_every_point_exactly_once,
-                rank_2_visits_every_point_exactly_once,
-                rank_3_visits_every_point_exactly_once,
-                empty_box_runs_no_iteration,
-                reduce_covers_every_point_once,
-                signed_bounds_with_an_origin,
+                portable {
+                }
+                host {
+                    rank_1_visits_every_point_exactly_once,
+                    rank_2_visits_every_point_exactly_once,
+                    rank_3_visits_every_point_exactly_once,
+                    empty_box_runs_no_iteration,
+                    reduce_covers_every_point_once,
+                    signed_bounds_with_an_origin,
+                }
             }
             team {
-                each_league_team_rank_pair_seen_once,
-                auto_team_size_is_the_maximum,
-                team_size_above_the_maximum_is_rejected,
-                barrier_orders_scratch_writes,
-                broadcast_returns_the_source_value,
-                team_single_broadcast_functor_and_team_tokens,
-                team_slots_store_once_per_thread,
-                team_reduce_joins_in_rank_order,
-                team_scan_returns_exclusive_prefix_and_total,
-                team_thread_range_visits_every_index_once,
-                thread_vector_range_visits_every_index_once_per_thread,
-                team_vector_range_visits_every_index_once,
-                team_rows_and_league_tokens_store_once,
-                team_planes_store_every_element_once,
-                nested_reduce_returns_the_result_on_every_thread,
-                nested_scan_matches_sequential_prefix,
-                nested_scan_stores_into_the_team_row,
-                team_scratch_has_the_requested_size,
-                thread_scratch_is_private,
-                team_policy_reduce_sums_over_teams,
+                portable {
+                }
+                host {
+                    each_league_team_rank_pair_seen_once,
+                    auto_team_size_is_the_maximum,
+                    team_size_above_the_maximum_is_rejected,
+                    barrier_orders_scratch_writes,
+                    broadcast_returns_the_source_value,
+                    team_single_broadcast_functor_and_team_tokens,
+                    team_slots_store_once_per_thread,
+                    team_reduce_joins_in_rank_order,
+                    team_scan_returns_exclusive_prefix_and_total,
+                    team_thread_range_visits_every_index_once,
+                    thread_vector_range_visits_every_index_once_per_thread,
+                    team_vector_range_visits_every_index_once,
+                    team_rows_and_league_tokens_store_once,
+                    team_planes_store_every_element_once,
+                    nested_reduce_returns_the_result_on_every_thread,
+                    nested_scan_matches_sequential_prefix,
+                    nested_scan_stores_into_the_team_row,
+                    team_scratch_has_the_requested_size,
+                    thread_scratch_is_private,
+                    team_policy_reduce_sums_over_teams,
+                }
             }
             reducer {
-                sum_matches_sequential_fold,
-                prod_matches_sequential_fold,
-                min_and_max_match_sequential_fold,
-                min_and_max_ignore_nan,
-                minmax_matches_sequential_fold,
-                min_loc_ties_go_to_lowest_index,
-                max_loc_ties_go_to_lowest_index,
-                minmax_loc_ties_go_to_lowest_index,
-                minmax_first_last_loc_max_ties_go_to_highest_index,
-                loc_reducers_report_an_index_for_identity_values,
-                first_loc_and_last_loc_find_the_extremes,
-                logical_and_or_match_sequential_fold,
-                bitwise_and_or_match_sequential_fold,
-                empty_range_gives_the_identity,
-                custom_join_keeps_index_order,
-                finalize_runs_once_on_the_total,
-                tuple_of_reducers_matches_separate_reductions,
-                reduce_into_views_and_variables,
-                complex_array_reductions_and_locked_atomics,
-                mdrange_loc_reducers_report_multi_indices,
-                reducer_values_reduce_into_views,
+                portable {
+                }
+                host {
+                    sum_matches_sequential_fold,
+                    prod_matches_sequential_fold,
+                    min_and_max_match_sequential_fold,
+                    min_and_max_ignore_nan,
+                    minmax_matches_sequential_fold,
+                    min_loc_ties_go_to_lowest_index,
+                    max_loc_ties_go_to_lowest_index,
+                    minmax_loc_ties_go_to_lowest_index,
+                    minmax_first_last_loc_max_ties_go_to_highest_index,
+                    loc_reducers_report_an_index_for_identity_values,
+                    first_loc_and_last_loc_find_the_extremes,
+                    logical_and_or_match_sequential_fold,
+                    bitwise_and_or_match_sequential_fold,
+                    empty_range_gives_the_identity,
+                    custom_join_keeps_index_order,
+                    finalize_runs_once_on_the_total,
+                    tuple_of_reducers_matches_separate_reductions,
+                    reduce_into_views_and_variables,
+                    complex_array_reductions_and_locked_atomics,
+                    mdrange_loc_reducers_report_multi_indices,
+                    reducer_values_reduce_into_views,
+                }
             }
             graph {
-                random_dags_run_every_node_once_after_its_predecessors,
-                reduce_and_scan_nodes_match_eager_launches,
-                a_panicking_node_fails_its_submit_and_the_graph_runs_again,
-                unordered_conflicting_nodes_are_refused_at_instantiation,
-                a_borrow_held_by_the_host_fails_the_submit_then_it_runs,
+                portable {
+                }
+                host {
+                    random_dags_run_every_node_once_after_its_predecessors,
+                    reduce_and_scan_nodes_match_eager_launches,
+                    a_panicking_node_fails_its_submit_and_the_graph_runs_again,
+                    unordered_conflicting_nodes_are_refused_at_instantiation,
+                    a_borrow_held_by_the_host_fails_the_submit_then_it_runs,
+                }
             }
             scan {
-                exclusive_scan_matches_sequential_prefix,
-                inclusive_scan_matches_sequential_prefix,
-                scan_over_an_offset_range_matches_sequential_prefix,
-                final_pass_runs_once_per_index,
+                portable {
+                }
+                host {
+                    exclusive_scan_matches_sequential_prefix,
+                    inclusive_scan_matches_sequential_prefix,
+                    scan_over_an_offset_range_matches_sequential_prefix,
+                    final_pass_runs_once_per_index,
+                }
             }
             unique_token {
-                ids_are_in_range,
-                live_ids_are_distinct,
-                try_acquire_fails_only_when_every_id_is_live,
-                clones_share_ids,
-                guard_releases_on_drop,
-                instance_token_is_sized_to_the_concurrency,
-                zero_size_is_rejected,
-                huge_size_is_an_error_not_an_abort,
-                global_live_ids_are_distinct,
+                portable {
+                }
+                host {
+                    ids_are_in_range,
+                    live_ids_are_distinct,
+                    try_acquire_fails_only_when_every_id_is_live,
+                    clones_share_ids,
+                    guard_releases_on_drop,
+                    instance_token_is_sized_to_the_concurrency,
+                    zero_size_is_rejected,
+                    huge_size_is_an_error_not_an_abort,
+                    global_live_ids_are_distinct,
+                }
             }
             kernels {
-                kernel_range_for_matches_closure,
-                kernel_mdrange_for_matches_closure,
-                kernel_reduce_matches_closure,
-                kernel_team_reduce_matches_closure,
+                portable {
+                    kernel_range_for_matches_host_loop,
+                    kernel_mdrange_for_matches_host_loop,
+                    kernel_reduce_matches_host_loop,
+                    kernel_team_reduce_matches_host_loop,
+                }
+                host {
+                }
             }
             views {
-                writer_stores_at_every_token,
-                md_writer_stores_at_every_token,
-                reader_neighbor_reads_stencil_points,
-                atomic_handle_scatter_adds_exactly,
-                writer_conflicts_with_reader_of_clone,
-                two_writers_of_one_view_conflict,
-                atomic_handle_conflicts_with_writer,
-                disjoint_subview_writers_do_not_conflict,
-                launch_past_the_extent_is_rejected,
-                handles_are_released_after_the_launch,
-                instance_copies_lookups_and_scalar_writes,
+                portable {
+                }
+                host {
+                    writer_stores_at_every_token,
+                    md_writer_stores_at_every_token,
+                    reader_neighbor_reads_stencil_points,
+                    atomic_handle_scatter_adds_exactly,
+                    writer_conflicts_with_reader_of_clone,
+                    two_writers_of_one_view_conflict,
+                    atomic_handle_conflicts_with_writer,
+                    disjoint_subview_writers_do_not_conflict,
+                    launch_past_the_extent_is_rejected,
+                    handles_are_released_after_the_launch,
+                    instance_copies_lookups_and_scalar_writes,
+                }
             }
             errors {
-                reversed_range_is_rejected,
-                zero_chunk_is_rejected,
-                zero_tile_is_rejected,
-                overflowing_mdrange_is_rejected,
-                zero_team_size_is_rejected,
-                bad_vector_length_is_rejected,
-                scratch_above_the_maximum_is_rejected,
-                range_not_starting_at_zero_does_not_convert_to_teams,
+                portable {
+                }
+                host {
+                    reversed_range_is_rejected,
+                    zero_chunk_is_rejected,
+                    zero_tile_is_rejected,
+                    overflowing_mdrange_is_rejected,
+                    zero_team_size_is_rejected,
+                    bad_vector_length_is_rejected,
+                    scratch_above_the_maximum_is_rejected,
+                    range_not_starting_at_zero_does_not_convert_to_teams,
+                }
             }
             panics {
-                panic_in_parallel_for_becomes_kernel_panicked,
-                panic_in_parallel_reduce_becomes_kernel_panicked,
-                panic_in_parallel_scan_becomes_kernel_panicked,
-                panic_in_mdrange_and_team_kernels_becomes_kernel_panicked,
-                panic_in_nested_range_becomes_kernel_panicked,
-                non_string_payload_is_reported,
-                payload_that_panics_when_dropped_is_contained,
-                space_stays_usable_after_a_panic,
+                portable {
+                }
+                host {
+                    panic_in_parallel_for_becomes_kernel_panicked,
+                    panic_in_parallel_reduce_becomes_kernel_panicked,
+                    panic_in_parallel_scan_becomes_kernel_panicked,
+                    panic_in_mdrange_and_team_kernels_becomes_kernel_panicked,
+                    panic_in_nested_range_becomes_kernel_panicked,
+                    non_string_payload_is_reported,
+                    payload_that_panics_when_dropped_is_contained,
+                    space_stays_usable_after_a_panic,
+                }
             }
             properties {
-                sum_i64_matches_serial,
-                min_max_loc_match_serial,
-                scan_matches_serial,
-                mdrange_matches_serial,
+                portable {
+                }
+                host {
+                    sum_i64_matches_serial,
+                    min_max_loc_match_serial,
+                    scan_matches_serial,
+                    mdrange_matches_serial,
+                }
             }
         }
     };
@@ -488,13 +597,52 @@ macro_rules! __for_each_check {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __registry {
-    ({ $space:ident } $($module:ident { $($check:ident),* $(,)? })*) => {
+    ({ $space:ident } $($module:ident {
+        portable { $($portable:ident),* $(,)? }
+        host { $($host:ident),* $(,)? }
+    })*) => {
+        vec![$(
+            $($crate::Check::<$space> {
+                axiom: concat!(stringify!($module), "::", stringify!($portable)),
+                run: $crate::$module::$portable::<$space>,
+            },)*
+            $($crate::Check::<$space> {
+                axiom: concat!(stringify!($module), "::", stringify!($host)),
+                run: $crate::$module::$host::<$space>,
+            },)*
+        )*]
+    };
+}
+
+/// Builds the `Vec<Check<S>>` of [`portable_checks`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __portable_registry {
+    ({ $space:ident } $($module:ident {
+        portable { $($portable:ident),* $(,)? }
+        host { $($host:ident),* $(,)? }
+    })*) => {
         vec![$($(
             $crate::Check::<$space> {
-                axiom: concat!(stringify!($module), "::", stringify!($check)),
-                run: $crate::$module::$check::<$space>,
+                axiom: concat!(stringify!($module), "::", stringify!($portable)),
+                run: $crate::$module::$portable::<$space>,
             },
         )*)*]
+    };
+}
+
+/// The names of every check, portable first within each module, as [`checks`] orders them.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __names {
+    ({} $($module:ident {
+        portable { $($portable:ident),* $(,)? }
+        host { $($host:ident),* $(,)? }
+    })*) => {
+        &[$(
+            $(concat!(stringify!($module), "::", stringify!($portable)),)*
+            $(concat!(stringify!($module), "::", stringify!($host)),)*
+        )*]
     };
 }
 
@@ -502,14 +650,24 @@ macro_rules! __registry {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __suite_tests {
-    ({ $make:expr } $($module:ident { $($check:ident),* $(,)? })*) => {$(
+    ({ $make:expr } $($module:ident {
+        portable { $($portable:ident),* $(,)? }
+        host { $($host:ident),* $(,)? }
+    })*) => {$(
         mod $module {
             use super::*;
             $(
                 #[test]
-                fn $check() {
+                fn $portable() {
                     let space = ($make)();
-                    $crate::assert_passes($crate::$module::$check(&space));
+                    $crate::assert_passes($crate::$module::$portable(&space));
+                }
+            )*
+            $(
+                #[test]
+                fn $host() {
+                    let space = ($make)();
+                    $crate::assert_passes($crate::$module::$host(&space));
                 }
             )*
         }

@@ -11,6 +11,9 @@ use crate::{FullSpace, Outcome, check};
 
 use IterationOrder::{Left, Right};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// Every combination of outer (tile) and inner (point) order.
 pub(crate) const ORDERS: [(IterationOrder, IterationOrder); 4] =
     [(Right, Right), (Right, Left), (Left, Right), (Left, Left)];

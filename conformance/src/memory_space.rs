@@ -14,6 +14,9 @@ use hoplite_core::{
 use crate::util::same;
 use crate::{Failure, FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// Allocates and frees `bytes` in `mem`, checking the alignment of plain and zeroed memory.
 fn aligned_round_trip<M: MemorySpace>(mem: &M, bytes: usize) -> Outcome {
     for zeroed in [false, true] {

@@ -12,6 +12,9 @@ use hoplite_core::{
 
 use crate::{Failure, FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// Fails unless `result` is `KernelPanicked` with exactly this label and message.
 fn panicked<T: std::fmt::Debug>(result: hoplite_core::Result<T>, label: &str, message: &str) -> Outcome {
     match result {

@@ -17,6 +17,9 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
 use crate::{Failure, FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// How many random cases each property runs.
 pub const CASES: u32 = 32;
 

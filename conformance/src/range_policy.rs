@@ -11,6 +11,9 @@ use hoplite_core::{
 use crate::util::{SCHEDULES, int_data, same};
 use crate::{FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// Counts the visits of every index below `range.end + 2` for `policy`'s launch, and checks
 /// each index of `range` was visited once and no other index at all.
 fn visits_once<S: FullSpace>(policy: RangePolicy<S>, range: Range<usize>, what: &str) -> Outcome {

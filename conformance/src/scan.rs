@@ -10,6 +10,9 @@ use hoplite_core::{RangePolicy, ScanValue, Schedule, View, ViewValue, parallel_s
 use crate::util::{exact_f64_data, exclusive_prefix, int_data, same};
 use crate::{FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 const SIZES: [usize; 5] = [0, 1, 2, 1000, 100_003];
 
 /// Scans `x[range]` (an exclusive or inclusive scan) into a view through a writer and compares

@@ -18,6 +18,9 @@ use hoplite_core::index::team_owner;
 use crate::util::{Problems, same, team_sizes};
 use crate::{FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 const LEAGUES: [usize; 3] = [1, 4, 9];
 
 /// Runs a nested `parallel_for` of `level` over `3..n` in every team and checks how often

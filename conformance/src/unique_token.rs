@@ -7,6 +7,9 @@ use hoplite_core::{Error, RangePolicy, UniqueToken, View, parallel_for};
 use crate::util::Problems;
 use crate::{Failure, FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// In a launch of many short iterations, each holds an id of `token` while it runs and checks
 /// that nobody else holds it.
 fn distinct_under_load<S: FullSpace, T: UniqueToken>(space: &S, token: &T, what: &str) -> Outcome {

@@ -13,6 +13,9 @@ use hoplite_core::{
 use crate::util::{expect_error, mentions, same};
 use crate::{FullSpace, Outcome, check};
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 /// Launches `policy` over `0..n` handing it `args`, with a kernel that only counts its calls;
 /// the launch must fail with `BorrowConflict` before any iteration runs.
 fn expect_conflict<S: FullSpace, A: hoplite_core::AccessibleArgs<S>>(

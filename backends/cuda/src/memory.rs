@@ -82,9 +82,11 @@ macro_rules! cuda_space {
         // `Cuda` stream of that device, all blocking streams, is ordered after, and launches
         // and stream copies take a view only on its own device's streams); the allocation,
         // the memset and the free run in the space's device's context; the records are one
-        // static.
+        // static; only pinned memory is `HOST_ACCESSIBLE`, and the host copies of the others
+        // are the driver's synchronous copies of exactly the bytes asked for.
         unsafe impl MemorySpace for $name {
             const ALIGNMENT: usize = ALIGN;
+            const HOST_ACCESSIBLE: bool = matches!($kind, MemoryKind::HostPinned);
 
             fn name(&self) -> &'static str {
                 $label
@@ -101,6 +103,43 @@ macro_rules! cuda_space {
             fn records(&self) -> &'static AllocationRecords {
                 static RECORDS: AllocationRecords = AllocationRecords::new();
                 &RECORDS
+            }
+
+            unsafe fn copy_from_host(&self, dst: NonNull<u8>, src: *const u8, bytes: usize) -> Result<()> {
+                if bytes == 0 {
+                    return Ok(());
+                }
+                if Self::HOST_ACCESSIBLE {
+                    // SAFETY: pinned memory is host memory; the caller promises both ranges.
+                    unsafe { std::ptr::copy_nonoverlapping(src, dst.as_ptr(), bytes) };
+                    return Ok(());
+                }
+                // SAFETY: the caller promises `src` for `bytes` reads and `dst` inside an
+                // allocation of this space (so of this device), unused during the call.
+                unsafe { driver::copy_to_device(self.ordinal(), dst.as_ptr(), src, bytes) }.map_err(|e| {
+                    Error::Device {
+                        space: $label,
+                        reason: e.to_string(),
+                    }
+                })
+            }
+
+            unsafe fn copy_to_host(&self, dst: *mut u8, src: NonNull<u8>, bytes: usize) -> Result<()> {
+                if bytes == 0 {
+                    return Ok(());
+                }
+                if Self::HOST_ACCESSIBLE {
+                    // SAFETY: as in `copy_from_host`.
+                    unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, bytes) };
+                    return Ok(());
+                }
+                // SAFETY: as in `copy_from_host`, the other way.
+                unsafe { driver::copy_to_host(self.ordinal(), dst, src.as_ptr(), bytes) }.map_err(|e| {
+                    Error::Device {
+                        space: $label,
+                        reason: e.to_string(),
+                    }
+                })
             }
 
             unsafe fn deallocate(&self, ptr: NonNull<u8>, bytes: usize) {
@@ -367,7 +406,14 @@ pub fn copy_to_device<T: crate::DeviceScalar, const R: usize, L: ArrayLayout, S:
     // data pointer, in the context of the device its space names (`DeviceAccessibleSpace`),
     // alive while `dst` is borrowed; host code never touches it, and the
     // synchronous copy waits for queued kernels.
-    unsafe { driver::copy_to_device(dst.space().device_ordinal(), dst.data().cast_mut().cast(), src) }
+    unsafe {
+        driver::copy_to_device(
+            dst.space().device_ordinal(),
+            dst.data().cast_mut().cast(),
+            src.as_ptr(),
+            bytes,
+        )
+    }
 }
 
 /// Copies the device view `src` into `dst` (host data, in `src`'s memory order).
@@ -416,5 +462,12 @@ pub fn copy_to_host<T: crate::DeviceScalar, const R: usize, L: ArrayLayout, S: D
     let dst = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr().cast::<u8>(), bytes) };
     // SAFETY: `src` is a contiguous view of `bytes` bytes of device memory from its data
     // pointer, in the context of the device its space names, alive while borrowed; the synchronous copy waits for queued kernels.
-    unsafe { driver::copy_to_host(src.space().device_ordinal(), dst, src.data().cast()) }
+    unsafe {
+        driver::copy_to_host(
+            src.space().device_ordinal(),
+            dst.as_mut_ptr(),
+            src.data().cast(),
+            bytes,
+        )
+    }
 }

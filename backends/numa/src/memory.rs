@@ -245,6 +245,7 @@ fn layout_for(bytes: usize) -> std::result::Result<Layout, std::alloc::LayoutErr
 // or validity. `allocate_zeroed` uses `alloc_zeroed`.
 unsafe impl MemorySpace for NumaMemory {
     const ALIGNMENT: usize = 64;
+    const HOST_ACCESSIBLE: bool = true;
 
     fn name(&self) -> &'static str {
         crate::MEMORY_NAME

@@ -31,6 +31,9 @@ pub use location::*;
 pub use logical::*;
 pub use values::*;
 
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
+pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+
 const N: usize = 1000;
 
 /// The policies every reduction runs with.

@@ -9,6 +9,7 @@ mod kernels;
 use std::path::PathBuf;
 
 use hoplite::DeviceKernel;
+use hoplite::device_kernel::DeviceKernelInfo;
 use hoplite_kernel_check::nvrtc::{NVRTC_ENV, Nvrtc, PTXAS_ENV, PtxasReport, ptxas};
 use kernels::*;
 
@@ -20,19 +21,23 @@ struct Toolchain {
 
 impl Toolchain {
     fn check<K: DeviceKernel>(&self, rows: &mut Vec<String>) {
-        let ptx = match self.nvrtc.compile(K::NAME, K::cuda_source()) {
+        self.check_info(&DeviceKernelInfo::of::<K>(), rows);
+    }
+
+    fn check_info(&self, kernel: &DeviceKernelInfo, rows: &mut Vec<String>) {
+        let ptx = match self.nvrtc.compile(kernel.name, kernel.cuda_source) {
             Ok(ptx) => ptx,
-            Err(e) => panic!("{e}\n--- generated source ---\n{}", K::cuda_source()),
+            Err(e) => panic!("{e}\n--- generated source ---\n{}", kernel.cuda_source),
         };
         assert!(
-            ptx.contains(&format!(".entry {}(", K::ENTRY)),
+            ptx.contains(&format!(".entry {}(", kernel.entry)),
             "PTX of {} lacks its entry",
-            K::NAME
+            kernel.name
         );
         let report = self
             .ptxas
             .as_ref()
-            .map(|program| match ptxas(program, K::NAME, &ptx, &self.dir) {
+            .map(|program| match ptxas(program, kernel.name, &ptx, &self.dir) {
                 Ok(report) => report,
                 Err(e) => panic!("{e}"),
             });
@@ -44,11 +49,16 @@ impl Toolchain {
                 stack_frame,
             }) => format!(
                 "| `{}` | `{}` | {} | {registers} | {spill_stores} / {spill_loads} | {stack_frame} |",
-                K::NAME,
-                K::ENTRY,
+                kernel.name,
+                kernel.entry,
                 ptx.len()
             ),
-            None => format!("| `{}` | `{}` | {} | - | - | - |", K::NAME, K::ENTRY, ptx.len()),
+            None => format!(
+                "| `{}` | `{}` | {} | - | - | - |",
+                kernel.name,
+                kernel.entry,
+                ptx.len()
+            ),
         };
         rows.push(row);
     }
@@ -78,10 +88,9 @@ fn every_kernel_compiles_for_compute_90_and_assembles_for_sm_90() {
     tools.check::<triad>(&mut rows);
     tools.check::<poly_lookup>(&mut rows);
     // The conformance suite's kernels too.
-    tools.check::<hoplite_conformance::kernels::axpy>(&mut rows);
-    tools.check::<hoplite_conformance::kernels::five_point>(&mut rows);
-    tools.check::<hoplite_conformance::kernels::weighted_count>(&mut rows);
-    tools.check::<hoplite_conformance::kernels::team_row_norms>(&mut rows);
+    for kernel in hoplite_conformance::device_kernels() {
+        tools.check_info(&kernel, &mut rows);
+    }
     tools.check::<gather_lookup>(&mut rows);
     tools.check::<dot>(&mut rows);
     tools.check::<laplace>(&mut rows);

@@ -80,33 +80,44 @@ pub(crate) unsafe fn free(kind: MemoryKind, ordinal: usize, ptr: *mut u8) {
     };
 }
 
-/// Copies `src` (host memory) to the device address `dst`.
+/// Copies `bytes` bytes of host memory at `src` to the device address `dst`.
 ///
 /// # Safety
 ///
-/// `dst` is a device (or managed) allocation with at least `src.len()` bytes from `dst` on,
-/// of device `ordinal`, and no kernel uses those bytes during the copy.
-pub(crate) unsafe fn copy_to_device(ordinal: usize, dst: *mut u8, src: &[u8]) -> Result<(), CudaError> {
+/// `src` is valid for reads of `bytes` bytes (they may include padding: the driver copies raw
+/// memory); `dst` is a device (or managed) allocation with at least `bytes` bytes from `dst`
+/// on, of device `ordinal`, and no kernel uses those bytes during the copy.
+pub(crate) unsafe fn copy_to_device(
+    ordinal: usize,
+    dst: *mut u8,
+    src: *const u8,
+    bytes: usize,
+) -> Result<(), CudaError> {
     Device::get(ordinal)?.bind()?;
-    // SAFETY: `src` is valid for its length; `dst` by the caller's promise. The copy is
-    // synchronous, so `src` outlives it.
+    // SAFETY: `src` and `dst` by the caller's promise. The copy is synchronous, so `src`
+    // outlives it.
     check("cuMemcpyHtoD_v2", unsafe {
-        sys::cuMemcpyHtoD_v2(dst as usize as u64, src.as_ptr().cast(), src.len())
+        sys::cuMemcpyHtoD_v2(dst as usize as u64, src.cast(), bytes)
     })
 }
 
-/// Copies from the device address `src` into `dst` (host memory).
+/// Copies `bytes` bytes from the device address `src` into host memory at `dst`.
 ///
 /// # Safety
 ///
-/// `src` is a device (or managed) allocation with at least `dst.len()` bytes from `src` on,
-/// of device `ordinal`, and no kernel writes those bytes during the copy.
-pub(crate) unsafe fn copy_to_host(ordinal: usize, dst: &mut [u8], src: *const u8) -> Result<(), CudaError> {
+/// `dst` is valid for writes of `bytes` bytes; `src` is a device (or managed) allocation with
+/// at least `bytes` bytes from `src` on, of device `ordinal`, and no kernel writes those bytes
+/// during the copy.
+pub(crate) unsafe fn copy_to_host(
+    ordinal: usize,
+    dst: *mut u8,
+    src: *const u8,
+    bytes: usize,
+) -> Result<(), CudaError> {
     Device::get(ordinal)?.bind()?;
-    // SAFETY: `dst` is valid for writes of its length; `src` by the caller's promise. The
-    // copy is synchronous.
+    // SAFETY: `dst` and `src` by the caller's promise. The copy is synchronous.
     check("cuMemcpyDtoH_v2", unsafe {
-        sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), src as usize as u64, dst.len())
+        sys::cuMemcpyDtoH_v2(dst.cast(), src as usize as u64, bytes)
     })
 }
 

@@ -6,7 +6,7 @@ use super::kernel::{ForKernel, ReduceKernel, ScanKernel};
 use crate::error::Result;
 use crate::policy::{ExecutionPolicy, MDRangePolicy, RangePolicy, TeamPolicy};
 use crate::reducer::{Reducer, ScanValue};
-use crate::space::ExecutionSpace;
+use crate::space::{ExecutionSpace, SpaceAccessibility};
 use crate::unique_token::UniqueTokenSpace;
 
 /// A space that can run `parallel_for` over policy `P` (the seed's `ExecutionSpaceOf`).
@@ -117,8 +117,30 @@ pub unsafe trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
 ///
 /// A launch space runs `parallel_for` and `parallel_reduce` over range policies, MDRange
 /// policies of every rank (1 to [`MAX_MDRANGE_RANK`](crate::MAX_MDRANGE_RANK)) and team
-/// policies, and `parallel_scan` over range policies. The blanket implementation makes every
-/// such space a `LaunchSpace`; [`FullSpace`] adds host unique tokens.
+/// policies, and `parallel_scan` over range policies, and its launches take handles of views
+/// in its own memory space, `S::MemorySpace` (Kokkos:
+/// `SpaceAccessibility<ExecSpace, ExecSpace::memory_space>` always holds). The blanket
+/// implementation makes every such space a `LaunchSpace`; [`FullSpace`] adds host unique
+/// tokens.
+///
+/// Code written once for every backend, a GPU's included, keeps its data in the space's own
+/// memory: `View::<T, R, LayoutRight, S::MemorySpace>` is made with `from_slice` and read back
+/// with `to_vec` on every backend.
+///
+/// ```
+/// use hoplite_core::{ExecutionSpace, LaunchSpace, LayoutRight, RangePolicy, Sum, View, parallel_reduce};
+///
+/// /// The sum of `data`, computed in `S`'s memory.
+/// fn total<S: LaunchSpace>(space: &S, data: &[i64]) -> hoplite_core::Result<i64> {
+///     let x = View::<i64, 1, LayoutRight, S::MemorySpace>::from_slice("x", [data.len()], data)?;
+///     let all = RangePolicy::new(space.clone(), 0..data.len());
+///     parallel_reduce("total", (all, (x.read(),)), |(i, (x,)), acc: &mut i64| *acc += x.get(i), Sum::new())
+/// }
+/// assert_eq!(total(&hoplite_serial::Serial::default(), &[1, 2, 3])?, 6);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+///
+/// Views of other memory reach a launch where the space allows it:
 ///
 /// ```
 /// use hoplite_core::{HostSpace, LaunchSpace, MemorySpace, RangePolicy, SpaceAccessibility, Sum, View, parallel_reduce};
@@ -139,6 +161,7 @@ pub unsafe trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
 )]
 pub trait LaunchSpace:
     ExecutionSpace
+    + SpaceAccessibility<<Self as ExecutionSpace>::MemorySpace>
     + ParallelFor<RangePolicy<Self>>
     + ParallelReduce<RangePolicy<Self>>
     + ParallelScan<RangePolicy<Self>>
@@ -161,6 +184,7 @@ pub trait LaunchSpace:
 
 impl<S> LaunchSpace for S where
     S: ExecutionSpace
+        + SpaceAccessibility<<S as ExecutionSpace>::MemorySpace>
         + ParallelFor<RangePolicy<S>>
         + ParallelReduce<RangePolicy<S>>
         + ParallelScan<RangePolicy<S>>

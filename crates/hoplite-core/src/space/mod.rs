@@ -208,7 +208,11 @@ pub fn check_partition_count(space: &'static str, parts: usize) -> Result<()> {
 /// [`ALIGNMENT`](Self::ALIGNMENT) (a power of two, at least 8), not used by anything else
 /// until it is passed to `deallocate`, and that `allocate_zeroed` memory reads as zeros (a
 /// device space overrides it: the provided one clears the memory from the host);
-/// `records` always returns the same records.
+/// `records` always returns the same records; [`HOST_ACCESSIBLE`](Self::HOST_ACCESSIBLE) is
+/// `true` only if host threads may read and write every allocation in place; and
+/// [`copy_from_host`](Self::copy_from_host) and [`copy_to_host`](Self::copy_to_host), when
+/// they succeed, have copied exactly the bytes asked for (a space that is not host accessible
+/// overrides them, or keeps the provided ones, which refuse).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a memory space",
     label = "this type does not implement the MemorySpace concept",
@@ -217,6 +221,14 @@ pub fn check_partition_count(space: &'static str, parts: usize) -> Result<()> {
 pub unsafe trait MemorySpace: Clone + Default + Send + Sync + Debug + 'static {
     /// The alignment of every allocation, in bytes (a power of two).
     const ALIGNMENT: usize;
+
+    /// Whether host threads may dereference this space's memory: `true` exactly for the
+    /// spaces that are [`HostAccessibleSpace`]. Generic view operations that work in every
+    /// space ([`View::new`](crate::View::new), [`from_slice`](crate::View::from_slice),
+    /// [`to_vec`](crate::View::to_vec)) read and write the memory in place when it is `true`
+    /// and go through [`copy_from_host`](Self::copy_from_host) and
+    /// [`copy_to_host`](Self::copy_to_host) when it is not.
+    const HOST_ACCESSIBLE: bool;
 
     /// The space's name, such as `"HostSpace"`.
     fn name(&self) -> &'static str;
@@ -249,6 +261,43 @@ pub unsafe trait MemorySpace: Clone + Default + Send + Sync + Debug + 'static {
     /// The most bytes of tracked allocations ever live at once in this space.
     fn high_water_bytes(&self) -> usize {
         self.records().high_water_bytes()
+    }
+
+    /// Copies `bytes` bytes from host memory at `src` into this space's memory at `dst` (Kokkos'
+    /// `deep_copy` from a host mirror), waiting until the copy is done. The default copies
+    /// with the host when [`HOST_ACCESSIBLE`](Self::HOST_ACCESSIBLE) and otherwise refuses
+    /// with [`Error::Device`]: a space the host cannot dereference overrides it with its
+    /// device's copy.
+    ///
+    /// # Safety
+    ///
+    /// `src` is valid for reads of `bytes` bytes; `dst` points into an allocation of an equal
+    /// space, valid for `bytes` bytes, that nothing else uses during the call.
+    unsafe fn copy_from_host(&self, dst: NonNull<u8>, src: *const u8, bytes: usize) -> Result<()> {
+        if !Self::HOST_ACCESSIBLE {
+            return Err(no_host_copy(self.name()));
+        }
+        // SAFETY: the caller promises both ranges are valid and unshared; host-accessible
+        // memory is host memory of this process.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst.as_ptr(), bytes) };
+        Ok(())
+    }
+
+    /// Copies `bytes` bytes of this space's memory at `src` into host memory at `dst`, waiting
+    /// until the copy is done; the counterpart of [`copy_from_host`](Self::copy_from_host),
+    /// with the same default.
+    ///
+    /// # Safety
+    ///
+    /// `dst` is valid for writes of `bytes` bytes; `src` points into an allocation of an equal
+    /// space, valid for `bytes` bytes, that nothing writes during the call.
+    unsafe fn copy_to_host(&self, dst: *mut u8, src: NonNull<u8>, bytes: usize) -> Result<()> {
+        if !Self::HOST_ACCESSIBLE {
+            return Err(no_host_copy(self.name()));
+        }
+        // SAFETY: as in `copy_from_host`.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst, bytes) };
+        Ok(())
     }
 
     /// Frees memory from [`allocate`](Self::allocate) or [`allocate_zeroed`](Self::allocate_zeroed).
@@ -302,6 +351,7 @@ pub struct HostSpace;
 // `alloc_zeroed`; the records are one static.
 unsafe impl MemorySpace for HostSpace {
     const ALIGNMENT: usize = 64;
+    const HOST_ACCESSIBLE: bool = true;
 
     fn name(&self) -> &'static str {
         "HostSpace"
@@ -332,6 +382,15 @@ unsafe impl MemorySpace for HostSpace {
             // used exactly this layout.
             unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) };
         }
+    }
+}
+
+/// The error of a host copy that a space the host cannot dereference did not provide.
+#[cold]
+fn no_host_copy(space: &'static str) -> Error {
+    Error::Device {
+        space,
+        reason: "this memory space does not copy to or from the host; its backend must implement `MemorySpace::copy_from_host` and `copy_to_host`".to_owned(),
     }
 }
 
@@ -519,7 +578,8 @@ unsafe impl ArrayLayout for LayoutStride {
 /// Host guards, `deep_copy`, mirrors and host kernels dereference the memory of views in such
 /// spaces on host threads. An implementation promises that every allocation of the space is
 /// ordinary memory of this process that host threads may read and write (not device memory,
-/// not a mapping that can go away while the allocation lives).
+/// not a mapping that can go away while the allocation lives), and that
+/// [`MemorySpace::HOST_ACCESSIBLE`] is `true` (host guards check it at compile time).
 pub unsafe trait HostAccessibleSpace: MemorySpace + MemorySpaceAccess<HostSpace> {}
 
 // SAFETY: `HostSpace` allocates from the global allocator: host memory of this process.

@@ -13,6 +13,7 @@ pub mod copy;
 mod footprint;
 pub mod held;
 pub mod locked;
+mod transfer;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -155,34 +156,6 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> fmt::Debug fo
 }
 
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> View<T, R, L, S> {
-    /// A view of `extents` in the default instance of `S`, every element `T::default()`.
-    pub fn new(label: &str, extents: [usize; R]) -> Result<Self> {
-        Self::new_in(S::default(), label, extents)
-    }
-
-    /// A view of `extents` in `space`, every element `T::default()`.
-    pub fn new_in(space: S, label: &str, extents: [usize; R]) -> Result<Self> {
-        let view = Self::without_initializing_in(space, label, extents)?;
-        view.fill_host(T::default())?;
-        Ok(view)
-    }
-
-    /// A new view holding a copy of `data` (row-major for `LayoutRight`, column-major for
-    /// `LayoutLeft`: the view's own element order). Fails if `data.len()` is not the number
-    /// of elements.
-    ///
-    /// ```
-    /// use hoplite_core::View;
-    /// let v: View<i32, 2> = View::from_slice("v", [2, 3], &[1, 2, 3, 4, 5, 6])?;
-    /// assert_eq!(v.to_vec()?, [1, 2, 3, 4, 5, 6]);
-    /// # Ok::<(), hoplite_core::Error>(())
-    /// ```
-    pub fn from_slice(label: &str, extents: [usize; R], data: &[T]) -> Result<Self> {
-        let view = Self::without_initializing(label, extents)?;
-        view.host_write()?.copy_from_slice(label, data)?;
-        Ok(view)
-    }
-
     /// Borrows the view for reading on the host; the guard reads any element and, for a
     /// contiguous view, gives the elements as a slice.
     ///
@@ -196,15 +169,6 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> View<
     /// Borrows the view exclusively for writing on the host.
     pub fn host_write(&self) -> Result<HostWrite<'_, T, R, L, S>> {
         HostWrite::new(self)
-    }
-
-    /// The elements in the view's own order (row-major for `LayoutRight`, column-major for
-    /// `LayoutLeft`, row-major by index otherwise).
-    pub fn to_vec(&self) -> Result<Vec<T>> {
-        let guard = self.host_read()?;
-        let mut out = Vec::with_capacity(self.len());
-        guard.for_each_in_order(|v| out.push(v));
-        Ok(out)
     }
 
     /// Sets every element to `value` on the host.

@@ -3,7 +3,7 @@
 use super::handle::{in_bounds, out_of_bounds};
 use super::tokens::ViewIndex;
 use crate::error::{Error, Result};
-use crate::space::{ArrayLayout, HostAccessibleSpace, MemorySpace};
+use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::borrow::BorrowId;
 use crate::view::{AccessKind, View, ViewValue};
 
@@ -31,8 +31,12 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Drop for Host
     }
 }
 
-impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> HostRead<'v, T, R, L, S> {
+// The guards' methods are for every space, but a guard exists only over host-accessible
+// memory: `View::host_read`/`host_write` ask for `HostAccessibleSpace` at compile time, and
+// the constructors, which generic view code also calls, check `MemorySpace::HOST_ACCESSIBLE`.
+impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> HostRead<'v, T, R, L, S> {
     pub(crate) fn new(view: &'v View<T, R, L, S>) -> Result<Self> {
+        host_memory(view)?;
         Ok(HostRead {
             borrow: view.borrow(AccessKind::Read)?,
             view,
@@ -69,8 +73,9 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> H
     }
 }
 
-impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> HostWrite<'v, T, R, L, S> {
+impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> HostWrite<'v, T, R, L, S> {
     pub(crate) fn new(view: &'v View<T, R, L, S>) -> Result<Self> {
+        host_memory(view)?;
         Ok(HostWrite {
             borrow: view.borrow(AccessKind::Write)?,
             view,
@@ -133,6 +138,23 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> H
         });
         Ok(())
     }
+}
+
+/// Refuses a host guard over memory the host cannot dereference (the guards' soundness rests
+/// on this check).
+fn host_memory<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace>(
+    view: &View<T, R, L, S>,
+) -> Result<()> {
+    if S::HOST_ACCESSIBLE {
+        return Ok(());
+    }
+    Err(Error::Device {
+        space: view.space().name(),
+        reason: format!(
+            "view `{}`: the host cannot read or write this memory in place; copy it with `to_vec` or a mirror",
+            view.label()
+        ),
+    })
 }
 
 /// The address of the element at `index`, after checking it against the extents (panics with
