@@ -1,22 +1,75 @@
 //! The `ExecutionSpace` axioms: instances are values, in-order launches, fence, concurrency,
 //! `in_parallel`, configuration.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use hoplite_core::device_kernel::DeviceKernelInfo;
+use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
-    LAnd, MDRangePolicy, RangePolicy, Sum, TeamPolicy, TeamSize, View, parallel_for, parallel_reduce,
-    parallel_scan,
+    BoundReader, BoundWriter, Idx, LAnd, MDRangePolicy, RangePolicy, Sum, TeamPolicy, TeamSize, View,
+    parallel_for, parallel_reduce, parallel_scan,
 };
+use hoplite_macros::kernel;
 
 use crate::util::{Problems, same};
 
-use crate::{FullSpace, Outcome, check};
+use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
-pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
+    DeviceKernelInfo::of::<store_scaled_index>,
+    DeviceKernelInfo::of::<store_doubled>,
+    DeviceKernelInfo::of::<store_less_one>,
+    DeviceKernelInfo::of::<sum_of>,
+    DeviceKernelInfo::of::<count_overlap>,
+];
+
+/// `y[i] = scale * i`.
+#[kernel(crate = hoplite_core)]
+pub fn store_scaled_index(i: Idx<'_>, y: BoundWriter<'_, i64, 1>, scale: i64) {
+    y.set(i, scale * (*i as i64));
+}
+
+/// `b[i] = 2 a[i]`.
+#[kernel(crate = hoplite_core)]
+pub fn store_doubled(i: Idx<'_>, b: BoundWriter<'_, i64, 1>, a: BoundReader<'_, i64, 1>) {
+    b.set(i, 2 * a.get(i));
+}
+
+/// `a[i] = b[i] - 1`.
+#[kernel(crate = hoplite_core)]
+pub fn store_less_one(i: Idx<'_>, a: BoundWriter<'_, i64, 1>, b: BoundReader<'_, i64, 1>) {
+    a.set(i, b.get(i) - 1);
+}
+
+/// The sum of `a`.
+#[kernel(crate = hoplite_core)]
+pub fn sum_of(i: Idx<'_>, a: BoundReader<'_, i64, 1>, acc: &mut i64) {
+    *acc += a.get(i);
+}
+
+/// Counts the iterations running at once: `active[0]` goes up on entry and down on exit, and
+/// `most[0]` keeps the highest count seen; `delay` atomic no-ops on `active[1]` in between
+/// keep each iteration running a while (atomics are never optimized away).
+#[kernel(crate = hoplite_core)]
+pub fn count_overlap(
+    _i: Idx<'_>,
+    active: BoundAtomic<'_, i64, 1>,
+    most: BoundAtomic<'_, i64, 1>,
+    delay: i64,
+) {
+    let now = active.fetch_add(0, 1) + 1;
+    most.fetch_max(0, now);
+    let mut k = 0;
+    while k < delay {
+        active.fetch_add(1, 0);
+        k += 1;
+    }
+    active.fetch_add(0, -1);
+}
 
 /// Axiom 1: a clone is the same instance (`a == a.clone()`, also for a clone of a clone).
-pub fn clones_are_the_same_instance<S: FullSpace>(space: &S) -> Outcome {
+pub fn clones_are_the_same_instance<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let a = space.clone();
         ensure!(
@@ -38,7 +91,7 @@ pub fn clones_are_the_same_instance<S: FullSpace>(space: &S) -> Outcome {
 }
 
 /// Axiom 1: `S::default() == S::default()`: there is one default instance.
-pub fn default_instances_are_equal<S: FullSpace>(space: &S) -> Outcome {
+pub fn default_instances_are_equal<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         let (a, b) = (S::default(), S::default());
@@ -53,15 +106,17 @@ pub fn default_instances_are_equal<S: FullSpace>(space: &S) -> Outcome {
 
 /// Axiom 3: once `fence` returns `Ok`, every launch submitted before it has completed and
 /// its stores are visible to the host.
-pub fn fence_waits_for_prior_launches<S: FullSpace>(space: &S) -> Outcome {
+pub fn fence_waits_for_prior_launches<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 4096;
-        let y: View<i64, 1> = View::new("fenced", [n])?;
+        let y = SpaceView::<S, i64, 1>::new("fenced", [n])?;
         for round in 1..=3i64 {
             let policy = RangePolicy::new(space.clone(), 0..n);
-            parallel_for("fence-write", (policy, (y.write(),)), |(i, (y,))| {
-                y.set(i, round * *i as i64)
-            })?;
+            parallel_for(
+                "fence-write",
+                (policy, (y.write(),)),
+                store_scaled_index::with(round),
+            )?;
             space.fence()?;
             let want: Vec<i64> = (0..n as i64).map(|i| round * i).collect();
             same(&y.to_vec()?, &want, || format!("after fence, round {round}"))?;
@@ -75,29 +130,18 @@ pub fn fence_waits_for_prior_launches<S: FullSpace>(space: &S) -> Outcome {
 /// Axiom 2: a launch observes every effect of the launches submitted before it to the
 /// same instance (each launch here reads what the previous one wrote, with no fence in
 /// between).
-pub fn launches_run_in_submission_order<S: FullSpace>(space: &S) -> Outcome {
+pub fn launches_run_in_submission_order<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 3001;
-        let a: View<i64, 1> = View::new("a", [n])?;
-        let b: View<i64, 1> = View::new("b", [n])?;
+        let a = SpaceView::<S, i64, 1>::new("a", [n])?;
+        let b = SpaceView::<S, i64, 1>::new("b", [n])?;
         let range = || RangePolicy::new(space.clone(), 0..n);
-        parallel_for("first", (range(), (a.write(),)), |(i, (a,))| {
-            a.set(i, *i as i64 + 1)
-        })?;
-        parallel_for("second", (range(), (b.write(), a.read())), |(i, (b, a))| {
-            b.set(i, 2 * a.get(i))
-        })?;
-        parallel_for("third", (range(), (a.write(), b.read())), |(i, (a, b))| {
-            a.set(i, b.get(i) - 1)
-        })?;
-        let total = parallel_reduce(
-            "fourth",
-            (range(), (a.read(),)),
-            |(i, (a,)), acc: &mut i64| *acc += a.get(i),
-            Sum::new(),
-        )?;
+        parallel_for("first", (range(), (a.write(),)), store_scaled_index::with(1))?;
+        parallel_for("second", (range(), (b.write(), a.read())), store_doubled::with())?;
+        parallel_for("third", (range(), (a.write(), b.read())), store_less_one::with())?;
+        let total = parallel_reduce("fourth", (range(), (a.read(),)), sum_of::with(), Sum::new())?;
         space.fence()?;
-        let want: Vec<i64> = (0..n as i64).map(|i| 2 * (i + 1) - 1).collect();
+        let want: Vec<i64> = (0..n as i64).map(|i| 2 * i - 1).collect();
         same(&a.to_vec()?, &want, || "the third launch's result".to_owned())?;
         ensure_eq!(
             total,
@@ -168,7 +212,7 @@ pub fn in_parallel_is_true_exactly_inside_kernels<S: FullSpace>(space: &S) -> Ou
 }
 
 /// Axiom 4, first half: `concurrency` is at least 1.
-pub fn concurrency_is_at_least_one<S: FullSpace>(space: &S) -> Outcome {
+pub fn concurrency_is_at_least_one<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         ensure!(space.concurrency() >= 1, "concurrency is {}", space.concurrency());
         ensure!(
@@ -181,39 +225,43 @@ pub fn concurrency_is_at_least_one<S: FullSpace>(space: &S) -> Outcome {
 
 /// Axiom 4, second half: no more iterations of one launch run at the same time than
 /// `concurrency` says.
-pub fn concurrency_bounds_simultaneous_iterations<S: FullSpace>(space: &S) -> Outcome {
+pub fn concurrency_bounds_simultaneous_iterations<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let limit = space.concurrency();
         let n = (limit * 16).clamp(64, 512);
-        let active = AtomicUsize::new(0);
-        let most = AtomicUsize::new(0);
-        for policy in [
+        for (k, policy) in [
             RangePolicy::new(space.clone(), 0..n),
             RangePolicy::new(space.clone(), 0..n)
                 .with_schedule(hoplite_core::Schedule::Dynamic)
                 .with_chunk_size(1),
-        ] {
-            parallel_for("concurrency", policy, |_| {
-                let now = active.fetch_add(1, Ordering::SeqCst) + 1;
-                most.fetch_max(now, Ordering::SeqCst);
-                for _ in 0..200 {
-                    std::hint::spin_loop();
-                }
-                std::thread::yield_now();
-                active.fetch_sub(1, Ordering::SeqCst);
-            })?;
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let active = SpaceView::<S, i64, 1>::new("active", [2])?;
+            let most = SpaceView::<S, i64, 1>::new("most", [1])?;
+            parallel_for(
+                "concurrency",
+                (policy, (active.atomic(), most.atomic())),
+                count_overlap::with(200),
+            )?;
+            let most = most.to_vec()?[0];
+            ensure!(
+                most >= 1 && most as usize <= limit,
+                "{most} iterations ran at once (policy {k}), but concurrency is {limit}"
+            );
+            ensure_eq!(
+                active.to_vec()?[0],
+                0,
+                "iterations still counted active after the launch"
+            );
         }
-        let most = most.into_inner();
-        ensure!(
-            most >= 1 && most <= limit,
-            "{most} iterations ran at once, but concurrency is {limit}"
-        );
         Ok(())
     })
 }
 
 /// `name` and `print_configuration` (short and detailed) say something, in UTF-8.
-pub fn print_configuration_is_not_empty<S: FullSpace>(space: &S) -> Outcome {
+pub fn print_configuration_is_not_empty<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         ensure!(!space.name().is_empty(), "the space's name is empty");
         for detail in [false, true] {

@@ -8,9 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use hoplite_core::{
-    AtomicHandle, Error, HostSpace, Idx, LayoutRight, RangePolicy, Sum, View, parallel_reduce, parallel_scan,
-};
+use hoplite_core::{Error, Idx, RangePolicy, Sum, View, parallel_reduce, parallel_scan};
 use hoplite_graph::{GraphError, NodeRef, ReduceResult, create_graph};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -75,24 +73,27 @@ fn run_dag<S: FullSpace>(space: &S, nodes: &[DagNode]) -> Result<(), TestCaseErr
                 many => g.when_all(many.iter().map(|&p| made[p])).erase(),
             };
             let clock = clock.clone();
-            // Per node: its first and last tick, and its iteration count.
-            let stamp = move |st: &AtomicHandle<u64, 2, LayoutRight, HostSpace>,
-                              ct: &AtomicHandle<u64, 1, LayoutRight, HostSpace>| {
-                let tick = clock.fetch_add(1, Ordering::SeqCst);
-                st.fetch_min([i, 0], tick);
-                st.fetch_max([i, 1], tick);
-                ct.fetch_add(i, 1);
-            };
+            // Per node: its first and last tick, and its iteration count (through the host
+            // node's atomic handles or the kernel node's bound ones, which have the same
+            // operations).
+            macro_rules! stamp {
+                ($st:expr, $ct:expr) => {{
+                    let tick = clock.fetch_add(1, Ordering::SeqCst);
+                    $st.fetch_min([i, 0], tick);
+                    $st.fetch_max([i, 1], tick);
+                    $ct.fetch_add(i, 1);
+                }};
+            }
             let handles = || (stamps.atomic(), counts.atomic());
             let made_node = if node.host {
                 after
-                    .then_host_with("host node", handles(), move |(st, ct)| stamp(&st, &ct))
+                    .then_host_with("host node", handles(), move |(st, ct)| stamp!(st, ct))
                     .erase()
             } else {
                 let policy = RangePolicy::new(space.clone(), 0..node.len);
                 after
                     .then_parallel_for("kernel node", (policy, handles()), move |(_j, (st, ct))| {
-                        stamp(&st, &ct)
+                        stamp!(st, ct)
                     })
                     .erase()
             };

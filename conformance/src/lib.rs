@@ -387,16 +387,16 @@ macro_rules! __for_each_check {
             { $($extra)* }
             execution_space {
                 portable {
-                }
-                host {
                     clones_are_the_same_instance,
                     default_instances_are_equal,
                     fence_waits_for_prior_launches,
                     launches_run_in_submission_order,
-                    in_parallel_is_true_exactly_inside_kernels,
                     concurrency_is_at_least_one,
                     concurrency_bounds_simultaneous_iterations,
                     print_configuration_is_not_empty,
+                }
+                host {
+                    in_parallel_is_true_exactly_inside_kernels,
                     nested_launches_complete,
                     partitions_are_instances_that_run_launches,
                 }

@@ -10,7 +10,7 @@ use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::{
     Error, LaunchSpace, LayoutRight, MDRangePolicy, MemorySpace, SpaceAccessibility, TeamPolicy, TeamSize,
 };
-use hoplite_cuda::{Cuda, CudaSpace, create_mirror_view_and_copy};
+use hoplite_cuda::{Cuda, CudaSpace};
 use hoplite_serial::Serial;
 
 #[kernel]
@@ -137,53 +137,34 @@ const _: fn() = || {
     launch_space::<Cuda>();
 };
 
-fn on_host<S: LaunchSpace + Default>() -> Results {
-    let host = |label: &str, v: &[f64]| View::<f64, 1>::from_slice(label, [v.len()], v).expect("host memory");
-    let (y, x) = (host("y", &y_values()), host("x", &x_values()));
-    let u = View::<f64, 2>::from_slice("u", GRID, &u_values()).expect("host memory");
-    let out = View::<f64, 2>::new("out", GRID).expect("host memory");
-    let counts = View::<i64, 1>::from_slice("counts", [N], &count_values()).expect("host memory");
-    let offsets = View::<i64, 1>::new("offsets", [N]).expect("host memory");
-    let (dot, team_total, scan_total) =
-        pipeline(&S::default(), &y, &x, &u, &out, &counts, &offsets).expect("runs on the host");
-    Results {
-        y: y.to_vec().expect("reads"),
+/// Fills views in `S`'s own memory, runs the pipeline and reads the results back: the same
+/// code for host and device memory (`from_slice` and `to_vec` copy through the memory
+/// space).
+fn run<S: LaunchSpace>(space: &S) -> hoplite_core::Result<Results> {
+    type Mem<S, T, const R: usize> = View<T, R, LayoutRight, <S as ExecutionSpace>::MemorySpace>;
+    let y = Mem::<S, f64, 1>::from_slice("y", [N], &y_values())?;
+    let x = Mem::<S, f64, 1>::from_slice("x", [N], &x_values())?;
+    let u = Mem::<S, f64, 2>::from_slice("u", GRID, &u_values())?;
+    let out = Mem::<S, f64, 2>::new("out", GRID)?;
+    let counts = Mem::<S, i64, 1>::from_slice("counts", [N], &count_values())?;
+    let offsets = Mem::<S, i64, 1>::new("offsets", [N])?;
+    let (dot, team_total, scan_total) = pipeline(space, &y, &x, &u, &out, &counts, &offsets)?;
+    Ok(Results {
+        y: y.to_vec()?,
         dot,
-        laplace: out.to_vec().expect("reads"),
+        laplace: out.to_vec()?,
         team_total,
-        prefix: offsets.to_vec().expect("reads"),
+        prefix: offsets.to_vec()?,
         scan_total,
-    }
-}
-
-fn device<T: hoplite_cuda::DeviceScalar, const R: usize>(
-    cuda: &Cuda,
-    label: &str,
-    extents: [usize; R],
-    values: &[T],
-) -> View<T, R, LayoutRight, CudaSpace> {
-    let view =
-        View::<T, R, LayoutRight, CudaSpace>::without_initializing(label, extents).expect("device memory");
-    let host = View::<T, R>::from_slice(label, extents, values).expect("host memory");
-    cuda.deep_copy_to_device(&view, &host).expect("uploads");
-    view
-}
-
-fn read_back<T: hoplite_cuda::DeviceScalar, const R: usize>(
-    view: &View<T, R, LayoutRight, CudaSpace>,
-) -> Vec<T> {
-    create_mirror_view_and_copy(view)
-        .expect("downloads")
-        .to_vec()
-        .expect("reads")
+    })
 }
 
 #[test]
 fn the_same_generic_launches_run_on_serial_rayon_and_cuda() {
-    let expected = on_host::<Serial>();
+    let expected = run(&Serial::default()).expect("runs on serial");
     assert_eq!(expected.scan_total, count_values().iter().sum::<i64>());
     assert_eq!(
-        on_host::<hoplite::RayonSpace>(),
+        run(&hoplite::RayonSpace::default()).expect("runs on rayon"),
         expected,
         "rayon computes what serial does"
     );
@@ -203,22 +184,7 @@ fn the_same_generic_launches_run_on_serial_rayon_and_cuda() {
             return;
         }
     };
-    let y = device(&cuda, "y", [N], &y_values());
-    let x = device(&cuda, "x", [N], &x_values());
-    let u = device(&cuda, "u", GRID, &u_values());
-    let out = device(&cuda, "out", GRID, &vec![0.0; GRID[0] * GRID[1]]);
-    let counts = device(&cuda, "counts", [N], &count_values());
-    let offsets = device(&cuda, "offsets", [N], &vec![0i64; N]);
-    let (dot, team_total, scan_total) =
-        pipeline(&cuda, &y, &x, &u, &out, &counts, &offsets).expect("runs on Cuda");
-    let got = Results {
-        y: read_back(&y),
-        dot,
-        laplace: read_back(&out),
-        team_total,
-        prefix: read_back(&offsets),
-        scan_total,
-    };
+    let got = run(&cuda).expect("runs on Cuda");
     assert_eq!(got.y, expected.y);
     assert_eq!(got.laplace, expected.laplace);
     assert_eq!(got.prefix, expected.prefix);
@@ -322,10 +288,9 @@ mod dag {
                 return;
             }
         };
-        let cuda = Cuda::new().expect("the device above");
         let ctx = Context::new(vec![device], ContextOptions::default()).expect("context");
-        let y = super::device(&cuda, "y", [N], &y_values());
-        let x = super::device(&cuda, "x", [N], &x_values());
+        let y = View::<f64, 1, LayoutRight, CudaSpace>::from_slice("y", [N], &y_values()).expect("uploads");
+        let x = View::<f64, 1, LayoutRight, CudaSpace>::from_slice("x", [N], &x_values()).expect("uploads");
         ctx.launch("axpy", (N, (y.write(), x.read())), axpy::with(0.5))
             .expect("submitted");
         let d = ctx
@@ -333,8 +298,8 @@ mod dag {
             .expect("submitted");
         let dot = d.get().expect("reduced");
         ctx.synchronize().expect("the vertices ran");
-        let expected = on_host::<Serial>();
-        assert_eq!(read_back(&y), expected.y);
+        let expected = run(&Serial::default()).expect("runs on serial");
+        assert_eq!(y.to_vec().expect("downloads"), expected.y);
         assert_eq!(dot, expected.dot);
     }
 }
@@ -400,10 +365,12 @@ mod graph {
                 return;
             }
         };
-        let expected = on_host::<Serial>();
+        let expected = run(&Serial::default()).expect("runs on serial");
         for as_cuda_graph in [true, false] {
-            let y = super::device(&cuda, "y", [N], &y_values());
-            let x = super::device(&cuda, "x", [N], &x_values());
+            let y =
+                View::<f64, 1, LayoutRight, CudaSpace>::from_slice("y", [N], &y_values()).expect("uploads");
+            let x =
+                View::<f64, 1, LayoutRight, CudaSpace>::from_slice("x", [N], &x_values()).expect("uploads");
             let build = |g: &hoplite_graph::GraphBuilder<'_, Cuda>| {
                 g.root().then_parallel_for(
                     "axpy",
@@ -418,7 +385,11 @@ mod graph {
             }
             .expect("builds");
             graph.submit().expect("runs");
-            assert_eq!(read_back(&y), expected.y, "as a CUDA graph: {as_cuda_graph}");
+            assert_eq!(
+                y.to_vec().expect("downloads"),
+                expected.y,
+                "as a CUDA graph: {as_cuda_graph}"
+            );
         }
     }
 }

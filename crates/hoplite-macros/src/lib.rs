@@ -384,9 +384,6 @@ fn native_function(krate: &Path, signature: &KernelSignature, mut function: Item
                     if handle.layout.is_none() {
                         missing.push(quote!(#krate::LayoutRight));
                     }
-                    if handle.kind == HandleKind::Atomic && handle.space.is_none() {
-                        missing.push(quote!(#krate::HostSpace));
-                    }
                 }
                 brand_type(&mut typed.ty, &missing);
             }
@@ -396,7 +393,8 @@ fn native_function(krate: &Path, signature: &KernelSignature, mut function: Item
 }
 
 /// Gives the token or handle type written in the signature the brand `'it`, and a handle
-/// the defaults it leaves out (`LayoutRight`, and `HostSpace` for atomics), keeping the path the user wrote (and so their imports).
+/// the default it leaves out (`LayoutRight`), keeping the path the user wrote (and so their
+/// imports).
 fn brand_type(ty: &mut syn::Type, missing: &[TokenStream2]) {
     let syn::Type::Path(path) = ty else {
         return;
@@ -446,13 +444,7 @@ fn bound_type(krate: &Path, handle: &Handle) -> TokenStream2 {
         HandleKind::Lookup => quote!(#krate::BoundLookup<'it, #element, #rank, #layout>),
         HandleKind::Writer => quote!(#krate::BoundWriter<'it, #element, #rank, #layout>),
         HandleKind::TeamSlots => quote!(#krate::BoundTeamSlots<'it, #element, #layout>),
-        HandleKind::Atomic => {
-            let space = match &handle.space {
-                Some(space) => quote!(#space),
-                None => quote!(#krate::HostSpace),
-            };
-            quote!(#krate::view::access::BoundAtomic<'it, #element, #rank, #layout, #space>)
-        }
+        HandleKind::Atomic => quote!(#krate::view::access::BoundAtomic<'it, #element, #rank, #layout>),
     }
 }
 

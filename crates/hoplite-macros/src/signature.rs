@@ -83,7 +83,6 @@ pub struct Handle {
     pub element: Scalar,
     pub rank: usize,
     pub layout: Option<Type>,
-    pub space: Option<Type>,
 }
 
 pub struct ScalarParam {
@@ -487,6 +486,12 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
     if rank == 0 {
         return Err(syn::Error::new_spanned(ty, "a handle has rank 1 or more"));
     }
+    if types.len() > 2 {
+        return Err(syn::Error::new_spanned(
+            ty,
+            "a kernel's handle names no memory space: write `Bound*<'_, T, R>`, optionally `, Layout`; the same kernel takes handles of host and device views",
+        ));
+    }
     if kind == HandleKind::Atomic && element == Scalar::Bool {
         return Err(syn::Error::new_spanned(
             ty,
@@ -499,6 +504,5 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
         element,
         rank,
         layout: types.get(1).cloned(),
-        space: types.get(2).cloned(),
     }))
 }

@@ -5,13 +5,13 @@
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use super::atomic::AtomicValue;
+use super::atomic::{AtomLayout, AtomicValue};
 use super::handle::{
     AtomicHandle, Handle, checked_element, in_bounds, neighbor_out_of_bounds, out_of_bounds,
 };
 use super::tokens::{ReadIndex, Token, ViewIndex};
 use crate::index::Brand;
-use crate::space::{ArrayLayout, HostAccessibleSpace, MemorySpace};
+use crate::space::{ArrayLayout, MemorySpace};
 use crate::view::ViewValue;
 
 /// A writer bound to one launch: loads and stores only at that launch's tokens, without a
@@ -337,21 +337,84 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout> BoundLookup<'_, T, R, L> {
     }
 }
 
-/// An atomic handle handed to a launch; derefs to the [`AtomicHandle`].
-pub struct BoundAtomic<'it, T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> {
-    pub(super) handle: *const AtomicHandle<T, R, L, S>,
+/// An atomic handle handed to a launch: atomic read-modify-writes at any index, from any
+/// iteration. It names no memory space, so one `#[kernel]` takes the atomic handles of host
+/// and device views alike.
+pub struct BoundAtomic<'it, T: AtomicValue, const R: usize, L: ArrayLayout> {
+    pub(super) prepared: PreparedAtomic<T, R>,
     pub(super) brand: Brand<'it>,
+    pub(super) _layout: PhantomData<L>,
 }
 
-impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> std::ops::Deref
-    for BoundAtomic<'_, T, R, L, S>
-{
-    type Target = AtomicHandle<T, R, L, S>;
+impl<T: AtomicValue, const R: usize, L: ArrayLayout> BoundAtomic<'_, T, R, L> {
+    /// The atom at `index` (panics with the view's label if `index` is out of bounds).
     #[inline(always)]
-    fn deref(&self) -> &AtomicHandle<T, R, L, S> {
-        // SAFETY: the launch keeps the handle alive while bound handles exist (the `bind`
-        // contract), and a bound handle cannot leave its iteration (brand `'it`).
-        unsafe { &*self.handle }
+    fn atom(&self, index: impl ViewIndex<R>) -> &T::Atom {
+        let p = &self.prepared;
+        let ptr = checked_element::<T, R, L>(p.ptr, &p.strides, &p.extents, p.label, index.index());
+        // SAFETY: `ptr` points at a live element inside the extents (checked above; the launch
+        // keeps the view alive while bound handles exist). `T::Atom` has the size and alignment
+        // of `T` (checked at compile time) and every bit pattern of `T` is one of it. While the
+        // launch runs only atomic handles touch these elements (its borrow excludes readers
+        // and writers), so all concurrent accesses are atomic.
+        unsafe {
+            let () = AtomLayout::<T>::SAME;
+            &*ptr.cast::<T::Atom>()
+        }
+    }
+
+    /// The extents.
+    pub fn extents(&self) -> [usize; R] {
+        self.prepared.extents
+    }
+
+    /// Atomically adds `v` at `index`; returns the old value.
+    #[inline(always)]
+    pub fn fetch_add(&self, index: impl ViewIndex<R>, v: T) -> T
+    where
+        T: std::ops::Add<Output = T>,
+    {
+        T::fetch_add(self.atom(index), v)
+    }
+
+    /// Atomically keeps the smaller of the element and `v`; returns the old value.
+    #[inline(always)]
+    pub fn fetch_min(&self, index: impl ViewIndex<R>, v: T) -> T
+    where
+        T: PartialOrd,
+    {
+        T::fetch_min(self.atom(index), v)
+    }
+
+    /// Atomically keeps the larger of the element and `v`; returns the old value.
+    #[inline(always)]
+    pub fn fetch_max(&self, index: impl ViewIndex<R>, v: T) -> T
+    where
+        T: PartialOrd,
+    {
+        T::fetch_max(self.atom(index), v)
+    }
+
+    /// Atomically replaces `current` with `new` at `index`: `Ok(old)` on success, `Err(actual)`
+    /// otherwise.
+    #[inline(always)]
+    pub fn compare_exchange(&self, index: impl ViewIndex<R>, current: T, new: T) -> std::result::Result<T, T>
+    where
+        T: PartialEq,
+    {
+        T::compare_exchange(self.atom(index), current, new)
+    }
+
+    /// Atomic load.
+    #[inline(always)]
+    pub fn load(&self, index: impl ViewIndex<R>) -> T {
+        T::load(self.atom(index))
+    }
+
+    /// Atomic store.
+    #[inline(always)]
+    pub fn store(&self, index: impl ViewIndex<R>, v: T) {
+        T::store(self.atom(index), v)
     }
 }
 
@@ -383,21 +446,34 @@ unsafe impl<T: Send, const R: usize> Send for PreparedWriter<T, R> {}
 // SAFETY: as above: concurrent bound writers never touch the same element.
 unsafe impl<T: Send, const R: usize> Sync for PreparedWriter<T, R> {}
 
-/// What a launch keeps for an atomic handle: the handle itself.
-pub struct PreparedAtomic<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> {
-    pub(super) handle: *const AtomicHandle<T, R, L, S>,
+/// What a launch computes once for an atomic handle: where its elements are.
+#[derive(Clone, Copy)]
+pub struct PreparedAtomic<T, const R: usize> {
+    pub(super) ptr: NonNull<T>,
+    pub(super) strides: [usize; R],
+    pub(super) extents: [usize; R],
+    pub(super) label: *const str,
 }
 
-// SAFETY: atomic handles are `Sync`; the pointer refers to the handle the launch owns.
-unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Send
-    for PreparedAtomic<T, R, L, S>
-{
+impl<T: AtomicValue, const R: usize> PreparedAtomic<T, R> {
+    /// What a launch keeps of an atomic handle.
+    pub(super) fn of<L: ArrayLayout, S: MemorySpace>(handle: &AtomicHandle<T, R, L, S>) -> Self {
+        let handle = &handle.handle;
+        PreparedAtomic {
+            ptr: handle.view.ptr,
+            strides: handle.view.strides,
+            extents: handle.extents,
+            label: handle.view.label() as *const str,
+        }
+    }
 }
-// SAFETY: as above.
-unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Sync
-    for PreparedAtomic<T, R, L, S>
-{
-}
+
+// SAFETY: the atomic handle the launch owns holds the atomic borrow; the pointer is only used
+// for atomic accesses by bound atomic handles; the label pointer refers to the view's label,
+// which the launch keeps alive.
+unsafe impl<T: Send, const R: usize> Send for PreparedAtomic<T, R> {}
+// SAFETY: as above: every access through it is atomic.
+unsafe impl<T: Send, const R: usize> Sync for PreparedAtomic<T, R> {}
 
 /// One row of a rank-2 handle bound to a launch, as [`TeamRow`] and [`RowReader`] share it:
 /// the row is checked once when it is made, each column when it is used.

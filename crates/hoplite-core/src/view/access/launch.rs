@@ -12,7 +12,7 @@ use super::team::BoundTeamSlots;
 use crate::device_kernel::{DeviceHandle, HandleAccess};
 use crate::error::{Error, Result};
 use crate::index::IndexBounds;
-use crate::space::{ArrayLayout, ExecutionSpace, HostAccessibleSpace, MemorySpace, SpaceAccessibility};
+use crate::space::{ArrayLayout, ExecutionSpace, MemorySpace, SpaceAccessibility};
 use crate::view::ViewValue;
 
 /// The handles a launch takes (a handle, or a tuple of up to eight): checked once against the
@@ -111,7 +111,7 @@ unsafe impl<T: ViewValue, L: ArrayLayout, S: MemorySpace, E: SpaceAccessibility<
 {
 }
 // SAFETY: as above.
-unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace, E: SpaceAccessibility<S>>
+unsafe impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace, E: SpaceAccessibility<S>>
     AccessibleArgs<E> for AtomicHandle<T, R, L, S>
 {
 }
@@ -245,25 +245,22 @@ impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> LaunchArgs for TeamSlots<T, L
     }
 }
 
-impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> LaunchArgs
-    for AtomicHandle<T, R, L, S>
-{
-    type Prepared = PreparedAtomic<T, R, L, S>;
-    type Bound<'it> = BoundAtomic<'it, T, R, L, S>;
+impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> LaunchArgs for AtomicHandle<T, R, L, S> {
+    type Prepared = PreparedAtomic<T, R>;
+    type Bound<'it> = BoundAtomic<'it, T, R, L>;
 
     fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
         // Atomic accesses are checked per element; only the borrow matters here.
         self.handle.borrowed()?;
-        Ok(PreparedAtomic {
-            handle: self as *const Self,
-        })
+        Ok(PreparedAtomic::of(self))
     }
 
     #[inline(always)]
-    unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundAtomic<'it, T, R, L, S> {
+    unsafe fn bind<'it>(prepared: &Self::Prepared) -> BoundAtomic<'it, T, R, L> {
         BoundAtomic {
-            handle: prepared.handle,
+            prepared: *prepared,
             brand: PhantomData,
+            _layout: PhantomData,
         }
     }
 
