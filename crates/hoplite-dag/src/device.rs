@@ -9,13 +9,11 @@
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 
 use hoplite_core::ExecutionSpace;
-use parking_lot::{Condvar, Mutex};
 
 use crate::DagError;
+use crate::sync_prims::{self, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, thread};
 
 /// Work a stream runs, on the stream's execution-space instance.
 pub type Work<S> = Box<dyn FnOnce(&S) + Send + 'static>;
@@ -190,7 +188,7 @@ impl StreamProgress {
 /// ```
 #[derive(Clone, Debug)]
 pub struct HostEvent {
-    progress: Arc<StreamProgress>,
+    progress: sync_prims::Arc<StreamProgress>,
     point: u64,
 }
 
@@ -198,7 +196,7 @@ impl Default for HostEvent {
     /// An event no stream will ever pass.
     fn default() -> Self {
         HostEvent {
-            progress: Arc::default(),
+            progress: sync_prims::Arc::default(),
             point: u64::MAX,
         }
     }
@@ -229,15 +227,15 @@ struct Queue<S> {
     ready: Condvar,
     /// Items enqueued and not yet finished (the one running included).
     pending: AtomicUsize,
-    progress: Arc<StreamProgress>,
+    progress: sync_prims::Arc<StreamProgress>,
 }
 
 /// A host stream: an in-order queue served by a thread of its own, running kernels on an
 /// instance of `S`. Dropping it runs what is queued, then ends the thread.
 pub struct HostStream<S: ExecutionSpace> {
     space: S,
-    queue: Arc<Queue<S>>,
-    worker: Option<JoinHandle<()>>,
+    queue: sync_prims::Arc<Queue<S>>,
+    worker: Option<thread::JoinHandle<()>>,
 }
 
 impl<S: ExecutionSpace> HostStream<S> {
@@ -247,16 +245,16 @@ impl<S: ExecutionSpace> HostStream<S> {
     ///
     /// [`DagError::StreamUnavailable`] when the operating system refuses the thread.
     pub fn new(space: S, name: &str) -> Result<Self, DagError> {
-        let queue = Arc::new(Queue {
+        let queue = sync_prims::Arc::new(Queue {
             items: Mutex::new((VecDeque::new(), false, 0)),
             ready: Condvar::new(),
             pending: AtomicUsize::new(0),
-            progress: Arc::default(),
+            progress: sync_prims::Arc::default(),
         });
         let worker = {
             let queue = queue.clone();
             let space = space.clone();
-            std::thread::Builder::new()
+            thread::Builder::new()
                 .name(name.to_owned())
                 .spawn(move || serve(&queue, &space))
                 .map_err(|e| DagError::StreamUnavailable(format!("cannot start the thread of {name}: {e}")))?
@@ -365,6 +363,7 @@ fn caught(work: impl FnOnce()) {
 /// both are at them: with the stream's thread on a core of its own, that doubled the
 /// per-vertex cost of a loop of launches; in batches the host launches on while the stream
 /// catches up.
+#[cfg(not(loom))]
 fn gather<S>(queue: &Queue<S>) {
     const BATCH: usize = 8;
     let start = std::time::Instant::now();
@@ -378,6 +377,7 @@ fn gather<S>(queue: &Queue<S>) {
 }
 
 /// Spins, then yields, for a short while (tens of microseconds) waiting for work.
+#[cfg(not(loom))]
 fn work_arrives_soon<S>(queue: &Queue<S>) -> bool {
     const SPINS: usize = 32;
     const YIELDS: usize = 64;
@@ -392,6 +392,22 @@ fn work_arrives_soon<S>(queue: &Queue<S>) -> bool {
         }
     }
     false
+}
+
+/// Under loom time does not pass, and how many items a take finds is explored anyway: no
+/// gathering.
+#[cfg(loom)]
+fn gather<S>(_queue: &Queue<S>) {}
+
+/// Under loom: one look, then a yield if work is arriving (so that the model runs the
+/// enqueuing thread on), else parking, which is the path where lost wake-ups hide.
+#[cfg(loom)]
+fn work_arrives_soon<S>(queue: &Queue<S>) -> bool {
+    let arriving = queue.pending.load(Ordering::Acquire) > 0;
+    if arriving {
+        thread::yield_now();
+    }
+    arriving
 }
 
 impl<S: ExecutionSpace> Stream for HostStream<S> {
