@@ -13,7 +13,7 @@ use std::sync::Arc;
 use hoplite_core::ExecutionSpace;
 
 use crate::DagError;
-use crate::sync_prims::{self, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, thread};
+use crate::sync_prims::{self, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, fence, thread};
 
 /// Work a stream runs, on the stream's execution-space instance.
 pub type Work<S> = Box<dyn FnOnce(&S) + Send + 'static>;
@@ -153,10 +153,14 @@ struct StreamProgress {
 impl StreamProgress {
     /// Marks point `point` passed, and wakes whoever waits.
     fn pass(&self, point: u64) {
-        // SeqCst with the waiter's count below: either the waiter sees the point passed, or
-        // this sees the waiter (and its lock keeps the wake-up from coming before its wait).
-        self.passed.store(point, Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) > 0 {
+        self.passed.store(point, Ordering::Release);
+        // Store, fence, load here; count, fence, load in `wait`: of the two SeqCst fences one
+        // comes first, so either the waiter sees the point passed, or this sees the waiter
+        // (and its lock keeps the wake-up from coming before its wait). Fences rather than
+        // SeqCst accesses, because loom checks fences (it treats a SeqCst load or store as
+        // acquire or release only, and finds a lost wake-up with those).
+        fence(Ordering::SeqCst);
+        if self.waiters.load(Ordering::Relaxed) > 0 {
             let _guard = self.lock.lock();
             self.passed_changed.notify_all();
         }
@@ -171,11 +175,13 @@ impl StreamProgress {
             return;
         }
         let mut guard = self.lock.lock();
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        while self.passed.load(Ordering::SeqCst) < point {
+        self.waiters.fetch_add(1, Ordering::Relaxed);
+        // See `pass`.
+        fence(Ordering::SeqCst);
+        while self.passed.load(Ordering::Acquire) < point {
             self.passed_changed.wait(&mut guard);
         }
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        self.waiters.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
