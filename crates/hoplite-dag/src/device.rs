@@ -540,3 +540,91 @@ impl<S: ExecutionSpace> Device for HostDevice<S> {
         HostStream::new(space, &format!("{} stream {k}", self.name))
     }
 }
+
+/// Loom models of the host stream (`RUSTFLAGS="--cfg loom" cargo test --release -p
+/// hoplite-dag --lib loom`): the marks its thread passes and the hosts and streams that wait
+/// for them, and a stream dropped with work still queued. Data one thread writes and another
+/// reads after a wait sits in a loom `UnsafeCell`, so loom reports a wait that returns before
+/// the write happened-before it; a lost wake-up is a loom deadlock; a loom `Arc` left
+/// unfreed at the end of an execution is a leak loom reports.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::sync_prims::model_support::{Cell, Deliberate, check, quiet_deliberate_panics};
+    use hoplite_serial::Serial;
+
+    fn stream(name: &str) -> HostStream<Serial> {
+        HostStream::new(Serial::default(), name).expect("a loom thread")
+    }
+
+    /// Two hosts wait for the mark after a job while the stream runs the job and passes the
+    /// mark: both return (no lost wake-up: the waiter count and the mark), both see what the
+    /// job wrote, the stream is idle, and the stream let the job go before the mark passed.
+    #[test]
+    fn loom_hosts_wait_for_a_mark_the_stream_passes() {
+        check("loom_hosts_wait_for_a_mark_the_stream_passes", Some(3), || {
+            let stream = stream("s");
+            let cell = Cell::new();
+            let written = cell.clone();
+            let job: Arc<dyn Job<Serial>> = Arc::new(OnceJob::new(move |_: &Serial| written.set(1)));
+            let event = stream.enqueue_recorded_job(job.clone());
+            let waiter = {
+                let (event, cell) = (event.clone(), cell.clone());
+                thread::spawn(move || {
+                    event.wait();
+                    cell.get()
+                })
+            };
+            event.wait();
+            assert!(event.is_complete());
+            assert_eq!(cell.get(), 1);
+            assert!(stream.is_idle(), "counted out before the mark passed");
+            assert_eq!(
+                Arc::strong_count(&job),
+                1,
+                "the stream let the job go before the mark"
+            );
+            assert_eq!(waiter.join().expect("the waiter"), 1);
+        });
+    }
+
+    /// Stream `b` waits in its queue for a mark of stream `a` while `a`'s thread runs the work
+    /// before it and passes it: `b`'s next work sees what `a`'s wrote, and the host's wait on
+    /// `b` returns.
+    #[test]
+    fn loom_a_stream_waits_for_another_streams_mark() {
+        check("loom_a_stream_waits_for_another_streams_mark", Some(3), || {
+            let (a, b) = (stream("a"), stream("b"));
+            let cell = Cell::new();
+            let written = cell.clone();
+            let event = a.enqueue_recorded(Box::new(move |_: &Serial| written.set(7)));
+            b.wait_event(&event);
+            let seen = Cell::new();
+            let (read, out) = (cell.clone(), seen.clone());
+            b.enqueue_recorded(Box::new(move |_: &Serial| out.set(read.get())))
+                .wait();
+            assert_eq!(seen.get(), 7);
+            drop(b);
+            drop(a);
+        });
+    }
+
+    /// A stream dropped with work still queued (some of which panics) runs all of it before
+    /// its thread ends: the mark after it completes, the work after the panic ran, and
+    /// everything the work held is freed. Two threads: every interleaving, without a bound.
+    #[test]
+    fn loom_dropping_a_stream_runs_what_is_queued() {
+        quiet_deliberate_panics();
+        check("loom_dropping_a_stream_runs_what_is_queued", None, || {
+            let stream = stream("s");
+            let cell = Cell::new();
+            let written = cell.clone();
+            stream.enqueue(Box::new(|_: &Serial| std::panic::panic_any(Deliberate)));
+            stream.enqueue(Box::new(move |_: &Serial| written.set(3)));
+            let event = stream.record_event();
+            drop(stream);
+            assert!(event.is_complete());
+            assert_eq!(cell.get(), 3);
+        });
+    }
+}

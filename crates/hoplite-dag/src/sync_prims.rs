@@ -5,7 +5,7 @@
 //! the context's state and held-borrow locks, a job's work (`context::job`) and a reduction's
 //! result. They are parking_lot's locks and std's atomics, `Arc`, threads and thread-locals,
 //! or loom's under `cfg(loom)`, so that the model checker explores every interleaving of the
-//! real code.
+//! real code (the models of the host stream are in `device.rs`).
 //!
 //! The locks keep parking_lot's interface either way (`lock` returns the guard, a condition
 //! variable waits on `&mut` guard); under loom a thin wrapper gives loom's locks that
@@ -108,5 +108,71 @@ mod loom_locks {
         pub(crate) fn notify_all(&self) {
             self.0.notify_all();
         }
+    }
+}
+
+/// What the loom models share: the model runner, a checked cell and quiet deliberate panics.
+#[cfg(all(test, loom))]
+pub(crate) mod model_support {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use loom::cell::UnsafeCell;
+
+    /// Runs `model` in every interleaving loom finds within `preemption_bound` preemptions
+    /// (`None`: no bound), and prints how many executions that took (`--nocapture`).
+    pub(crate) fn check(
+        name: &str,
+        preemption_bound: Option<usize>,
+        model: impl Fn() + Sync + Send + 'static,
+    ) {
+        let executions = std::sync::Arc::new(AtomicUsize::new(0));
+        let counted = executions.clone();
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = preemption_bound;
+        let start = std::time::Instant::now();
+        builder.check(move || {
+            counted.fetch_add(1, Ordering::Relaxed);
+            model();
+        });
+        println!(
+            "loom model `{name}`: {} executions in {:.1} s",
+            executions.load(Ordering::Relaxed),
+            start.elapsed().as_secs_f64()
+        );
+    }
+
+    /// A value written on one thread and read on another: loom reports the pair of accesses
+    /// unless the write happens before the read.
+    pub(crate) struct Cell(UnsafeCell<u64>);
+
+    // SAFETY: loom checks every access: the models read a cell only after a wait that orders
+    // the write before the read, and loom reports the access pair otherwise.
+    unsafe impl Sync for Cell {}
+
+    impl Cell {
+        pub(crate) fn new() -> loom::sync::Arc<Cell> {
+            loom::sync::Arc::new(Cell(UnsafeCell::new(0)))
+        }
+        pub(crate) fn set(&self, value: u64) {
+            // SAFETY: see the `Sync` impl.
+            self.0.with_mut(|p| unsafe { *p = value });
+        }
+        pub(crate) fn get(&self) -> u64 {
+            // SAFETY: see the `Sync` impl.
+            self.0.with(|p| unsafe { *p })
+        }
+    }
+
+    /// The panic payload of the models' deliberate panics.
+    pub(crate) struct Deliberate;
+
+    /// Keeps deliberate panics out of the output (loom runs a model thousands of times).
+    pub(crate) fn quiet_deliberate_panics() {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !info.payload().is::<Deliberate>() {
+                previous(info);
+            }
+        }));
     }
 }
