@@ -5,7 +5,8 @@
 //! the context's state and held-borrow locks, a job's work (`context::job`) and a reduction's
 //! result. They are parking_lot's locks and std's atomics, `Arc`, threads and thread-locals,
 //! or loom's under `cfg(loom)`, so that the model checker explores every interleaving of the
-//! real code (the models of the host stream are in `device.rs`).
+//! real code (the models are in `context/loom_models.rs` and `device.rs`; `cargo xtask test`
+//! runs them).
 //!
 //! The locks keep parking_lot's interface either way (`lock` returns the guard, a condition
 //! variable waits on `&mut` guard); under loom a thin wrapper gives loom's locks that

@@ -14,6 +14,8 @@ mod history;
 mod host;
 mod job;
 mod launch;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod options;
 mod state;
 mod submit;
