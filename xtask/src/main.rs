@@ -32,11 +32,11 @@ commands:
   test [--no-lint] [-- <cargo test args>]
         install the system packages hoplite-numa links (libhwloc-dev, libudev-dev; with
         apt-get, once), check formatting, run clippy (-D warnings), every test of the
-        workspace and the loom models of the borrow table, the barrier and the pool, a
-        bounded Miri subset (installs nightly with miri when missing), then
-        hoplite-mpi's steps (installs Debian's Open MPI and libclang with apt-get when
-        missing, clippy and its mpirun-driven tests); --no-lint skips the formatting and
-        clippy steps
+        workspace and the loom models of the borrow table, the barrier, the pool and the
+        DAG's streams and context, a bounded Miri subset (installs nightly with miri when
+        missing), then hoplite-mpi's steps (installs Debian's Open MPI and libclang with
+        apt-get when missing, clippy and its mpirun-driven tests); --no-lint skips the
+        formatting and clippy steps
   bench [--quick] [-- <criterion filter>]
         run the criterion benchmarks and write target/hoplite-bench/summary.json;
         --quick uses short warm-up and measurement times (a few minutes on 2 cores)
@@ -419,9 +419,10 @@ fn test(args: &[String]) -> Result<(), String> {
         }
         steps.push(step);
     }
-    // The lock-free parts (the borrow table, the barrier, the pool's hand-offs) under loom's
-    // model checker: every interleaving within a few preemptions. A target folder of its own,
-    // because `--cfg loom` changes every crate's build.
+    // The hand-written protocols (the borrow table, the barrier, the pool's hand-offs, the
+    // DAG's streams, statuses and context) under loom's model checker: every interleaving
+    // within a few preemptions. A target folder of its own, because `--cfg loom` changes
+    // every crate's build.
     steps.push(
         Step::cargo(
             "loom models",
@@ -434,6 +435,8 @@ fn test(args: &[String]) -> Result<(), String> {
                 "hoplite-core",
                 "-p",
                 "hoplite-rayon",
+                "-p",
+                "hoplite-dag",
                 "--lib",
                 "loom",
             ],

@@ -9,13 +9,11 @@
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::thread::JoinHandle;
 
 use hoplite_core::ExecutionSpace;
-use parking_lot::{Condvar, Mutex};
 
 use crate::DagError;
+use crate::sync_prims::{self, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering, fence, thread};
 
 /// Work a stream runs, on the stream's execution-space instance.
 pub type Work<S> = Box<dyn FnOnce(&S) + Send + 'static>;
@@ -155,10 +153,14 @@ struct StreamProgress {
 impl StreamProgress {
     /// Marks point `point` passed, and wakes whoever waits.
     fn pass(&self, point: u64) {
-        // SeqCst with the waiter's count below: either the waiter sees the point passed, or
-        // this sees the waiter (and its lock keeps the wake-up from coming before its wait).
-        self.passed.store(point, Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) > 0 {
+        self.passed.store(point, Ordering::Release);
+        // Store, fence, load here; count, fence, load in `wait`: of the two SeqCst fences one
+        // comes first, so either the waiter sees the point passed, or this sees the waiter
+        // (and its lock keeps the wake-up from coming before its wait). Fences rather than
+        // SeqCst accesses, because loom checks fences (it treats a SeqCst load or store as
+        // acquire or release only, and finds a lost wake-up with those).
+        fence(Ordering::SeqCst);
+        if self.waiters.load(Ordering::Relaxed) > 0 {
             let _guard = self.lock.lock();
             self.passed_changed.notify_all();
         }
@@ -173,11 +175,13 @@ impl StreamProgress {
             return;
         }
         let mut guard = self.lock.lock();
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        while self.passed.load(Ordering::SeqCst) < point {
+        self.waiters.fetch_add(1, Ordering::Relaxed);
+        // See `pass`.
+        fence(Ordering::SeqCst);
+        while self.passed.load(Ordering::Acquire) < point {
             self.passed_changed.wait(&mut guard);
         }
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        self.waiters.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -190,7 +194,7 @@ impl StreamProgress {
 /// ```
 #[derive(Clone, Debug)]
 pub struct HostEvent {
-    progress: Arc<StreamProgress>,
+    progress: sync_prims::Arc<StreamProgress>,
     point: u64,
 }
 
@@ -198,7 +202,7 @@ impl Default for HostEvent {
     /// An event no stream will ever pass.
     fn default() -> Self {
         HostEvent {
-            progress: Arc::default(),
+            progress: sync_prims::Arc::default(),
             point: u64::MAX,
         }
     }
@@ -229,15 +233,15 @@ struct Queue<S> {
     ready: Condvar,
     /// Items enqueued and not yet finished (the one running included).
     pending: AtomicUsize,
-    progress: Arc<StreamProgress>,
+    progress: sync_prims::Arc<StreamProgress>,
 }
 
 /// A host stream: an in-order queue served by a thread of its own, running kernels on an
 /// instance of `S`. Dropping it runs what is queued, then ends the thread.
 pub struct HostStream<S: ExecutionSpace> {
     space: S,
-    queue: Arc<Queue<S>>,
-    worker: Option<JoinHandle<()>>,
+    queue: sync_prims::Arc<Queue<S>>,
+    worker: Option<thread::JoinHandle<()>>,
 }
 
 impl<S: ExecutionSpace> HostStream<S> {
@@ -247,16 +251,16 @@ impl<S: ExecutionSpace> HostStream<S> {
     ///
     /// [`DagError::StreamUnavailable`] when the operating system refuses the thread.
     pub fn new(space: S, name: &str) -> Result<Self, DagError> {
-        let queue = Arc::new(Queue {
+        let queue = sync_prims::Arc::new(Queue {
             items: Mutex::new((VecDeque::new(), false, 0)),
             ready: Condvar::new(),
             pending: AtomicUsize::new(0),
-            progress: Arc::default(),
+            progress: sync_prims::Arc::default(),
         });
         let worker = {
             let queue = queue.clone();
             let space = space.clone();
-            std::thread::Builder::new()
+            thread::Builder::new()
                 .name(name.to_owned())
                 .spawn(move || serve(&queue, &space))
                 .map_err(|e| DagError::StreamUnavailable(format!("cannot start the thread of {name}: {e}")))?
@@ -365,6 +369,7 @@ fn caught(work: impl FnOnce()) {
 /// both are at them: with the stream's thread on a core of its own, that doubled the
 /// per-vertex cost of a loop of launches; in batches the host launches on while the stream
 /// catches up.
+#[cfg(not(loom))]
 fn gather<S>(queue: &Queue<S>) {
     const BATCH: usize = 8;
     let start = std::time::Instant::now();
@@ -378,6 +383,7 @@ fn gather<S>(queue: &Queue<S>) {
 }
 
 /// Spins, then yields, for a short while (tens of microseconds) waiting for work.
+#[cfg(not(loom))]
 fn work_arrives_soon<S>(queue: &Queue<S>) -> bool {
     const SPINS: usize = 32;
     const YIELDS: usize = 64;
@@ -392,6 +398,22 @@ fn work_arrives_soon<S>(queue: &Queue<S>) -> bool {
         }
     }
     false
+}
+
+/// Under loom time does not pass, and how many items a take finds is explored anyway: no
+/// gathering.
+#[cfg(loom)]
+fn gather<S>(_queue: &Queue<S>) {}
+
+/// Under loom: one look, then a yield if work is arriving (so that the model runs the
+/// enqueuing thread on), else parking, which is the path where lost wake-ups hide.
+#[cfg(loom)]
+fn work_arrives_soon<S>(queue: &Queue<S>) -> bool {
+    let arriving = queue.pending.load(Ordering::Acquire) > 0;
+    if arriving {
+        thread::yield_now();
+    }
+    arriving
 }
 
 impl<S: ExecutionSpace> Stream for HostStream<S> {
@@ -516,5 +538,93 @@ impl<S: ExecutionSpace> Device for HostDevice<S> {
         let k = self.made.fetch_add(1, Ordering::Relaxed);
         let space = self.instances[k % self.instances.len()].clone();
         HostStream::new(space, &format!("{} stream {k}", self.name))
+    }
+}
+
+/// Loom models of the host stream (`RUSTFLAGS="--cfg loom" cargo test --release -p
+/// hoplite-dag --lib loom`): the marks its thread passes and the hosts and streams that wait
+/// for them, and a stream dropped with work still queued. Data one thread writes and another
+/// reads after a wait sits in a loom `UnsafeCell`, so loom reports a wait that returns before
+/// the write happened-before it; a lost wake-up is a loom deadlock; a loom `Arc` left
+/// unfreed at the end of an execution is a leak loom reports.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::sync_prims::model_support::{Cell, Deliberate, check, quiet_deliberate_panics};
+    use hoplite_serial::Serial;
+
+    fn stream(name: &str) -> HostStream<Serial> {
+        HostStream::new(Serial::default(), name).expect("a loom thread")
+    }
+
+    /// Two hosts wait for the mark after a job while the stream runs the job and passes the
+    /// mark: both return (no lost wake-up: the waiter count and the mark), both see what the
+    /// job wrote, the stream is idle, and the stream let the job go before the mark passed.
+    #[test]
+    fn loom_hosts_wait_for_a_mark_the_stream_passes() {
+        check("loom_hosts_wait_for_a_mark_the_stream_passes", Some(3), || {
+            let stream = stream("s");
+            let cell = Cell::new();
+            let written = cell.clone();
+            let job: Arc<dyn Job<Serial>> = Arc::new(OnceJob::new(move |_: &Serial| written.set(1)));
+            let event = stream.enqueue_recorded_job(job.clone());
+            let waiter = {
+                let (event, cell) = (event.clone(), cell.clone());
+                thread::spawn(move || {
+                    event.wait();
+                    cell.get()
+                })
+            };
+            event.wait();
+            assert!(event.is_complete());
+            assert_eq!(cell.get(), 1);
+            assert!(stream.is_idle(), "counted out before the mark passed");
+            assert_eq!(
+                Arc::strong_count(&job),
+                1,
+                "the stream let the job go before the mark"
+            );
+            assert_eq!(waiter.join().expect("the waiter"), 1);
+        });
+    }
+
+    /// Stream `b` waits in its queue for a mark of stream `a` while `a`'s thread runs the work
+    /// before it and passes it: `b`'s next work sees what `a`'s wrote, and the host's wait on
+    /// `b` returns.
+    #[test]
+    fn loom_a_stream_waits_for_another_streams_mark() {
+        check("loom_a_stream_waits_for_another_streams_mark", Some(3), || {
+            let (a, b) = (stream("a"), stream("b"));
+            let cell = Cell::new();
+            let written = cell.clone();
+            let event = a.enqueue_recorded(Box::new(move |_: &Serial| written.set(7)));
+            b.wait_event(&event);
+            let seen = Cell::new();
+            let (read, out) = (cell.clone(), seen.clone());
+            b.enqueue_recorded(Box::new(move |_: &Serial| out.set(read.get())))
+                .wait();
+            assert_eq!(seen.get(), 7);
+            drop(b);
+            drop(a);
+        });
+    }
+
+    /// A stream dropped with work still queued (some of which panics) runs all of it before
+    /// its thread ends: the mark after it completes, the work after the panic ran, and
+    /// everything the work held is freed. Two threads: every interleaving, without a bound.
+    #[test]
+    fn loom_dropping_a_stream_runs_what_is_queued() {
+        quiet_deliberate_panics();
+        check("loom_dropping_a_stream_runs_what_is_queued", None, || {
+            let stream = stream("s");
+            let cell = Cell::new();
+            let written = cell.clone();
+            stream.enqueue(Box::new(|_: &Serial| std::panic::panic_any(Deliberate)));
+            stream.enqueue(Box::new(move |_: &Serial| written.set(3)));
+            let event = stream.record_event();
+            drop(stream);
+            assert!(event.is_complete());
+            assert_eq!(cell.get(), 3);
+        });
     }
 }

@@ -57,6 +57,7 @@ pub mod model;
 mod record;
 pub mod selection;
 pub mod streams;
+mod sync_prims;
 mod vertex_table;
 
 pub use context::{Context, ContextOptions, Execution, HISTORY_LIMIT, Pending, Vertex, VertexState};

@@ -1,8 +1,6 @@
 //! The borrows the context holds for its vertices' handles, one per allocation, elements and
 //! access kind, and the launch-time hook (`LaunchSlots`) through which handles take them.
 
-use std::sync::Arc;
-
 use hoplite_core::view::held::{AllocationKey, BorrowGroup, HeldBorrow};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_graph::HeldBorrows;
@@ -10,6 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
 use super::vertex::VertexStatus;
+use crate::sync_prims::Arc;
 
 /// How many held borrows the context keeps before it ends those whose vertices have all
 /// ended at a launch.

@@ -16,6 +16,7 @@ use crate::Result;
 use crate::device::Device;
 use crate::model::VertexId;
 use crate::selection::{Location, LocationSet};
+use crate::sync_prims;
 
 impl<D: Device> Context<D> {
     /// Retires the vertices whose kernels ended: they leave the frontier and free their
@@ -102,7 +103,7 @@ impl<D: Device> Context<D> {
     }
 
     fn wait_for(&self, access: &Access) -> Result<()> {
-        let waits: Vec<(VertexId, Arc<VertexStatus>)> = {
+        let waits: Vec<(VertexId, sync_prims::Arc<VertexStatus>)> = {
             let mut state = self.state.lock();
             Self::retire(&mut state, &mut self.held.lock());
             let ids = state.model.conflicting(access);
@@ -189,9 +190,9 @@ impl<D: Device> Context<D> {
     /// That failure.
     pub fn synchronize(&self) -> Result<()> {
         self.refuse_wait_inside("Context::synchronize")?;
-        let statuses: Vec<(VertexId, Arc<VertexStatus>)> = {
+        let statuses: Vec<(VertexId, sync_prims::Arc<VertexStatus>)> = {
             let state = self.state.lock();
-            let mut statuses: Vec<(VertexId, Arc<VertexStatus>)> =
+            let mut statuses: Vec<(VertexId, sync_prims::Arc<VertexStatus>)> =
                 state.live.iter().map(|(id, l)| (id, l.status.clone())).collect();
             statuses.sort_unstable_by_key(|&(id, _)| id);
             statuses

@@ -5,12 +5,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use hoplite_core::ValidatedPolicy;
-use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::vertex::{VertexState, VertexStatus};
 use crate::DagError;
 use crate::device::Job;
+use crate::sync_prims::{self, Mutex, const_thread_local};
 
 /// A vertex's work. The stream's thread takes and consumes only `run` (the kernel launch);
 /// the rest it uses in place and leaves to the launching thread, which drops the job (see
@@ -24,9 +24,9 @@ pub(super) struct VertexJob<P, A, K> {
     /// are then dropped on the stream's thread, right after the work.
     pub(super) release_handles: bool,
     pub(super) label: Arc<str>,
-    pub(super) status: Arc<VertexStatus>,
+    pub(super) status: sync_prims::Arc<VertexStatus>,
     /// The statuses of its parents (a failed one fails it), the first by stream order.
-    pub(super) parent_statuses: SmallVec<[Arc<VertexStatus>; 4]>,
+    pub(super) parent_statuses: SmallVec<[sync_prims::Arc<VertexStatus>; 4]>,
     /// The failure it inherits at launch (see `plan_dependencies`).
     pub(super) poisoned: Option<Box<DagError>>,
     /// The context it belongs to ([`context_key`]), recorded on the running thread so that a
@@ -34,9 +34,9 @@ pub(super) struct VertexJob<P, A, K> {
     pub(super) context: usize,
 }
 
-std::thread_local! {
+const_thread_local! {
     /// The vertices this thread is running, innermost last: their context's key and label.
-    static RUNNING: std::cell::RefCell<Vec<(usize, Arc<str>)>> = const { std::cell::RefCell::new(Vec::new()) };
+    static RUNNING: std::cell::RefCell<Vec<(usize, Arc<str>)>> = std::cell::RefCell::new(Vec::new());
 }
 
 /// The key of the context whose borrow slots are `held`: the slots' address, which lives as

@@ -8,12 +8,12 @@ use hoplite_core::{
     ScanValue, parallel_for_validated, parallel_reduce_validated, parallel_scan_validated,
 };
 use hoplite_graph::{GraphArgs, GraphLaunch};
-use parking_lot::Mutex;
 
 use super::vertex::end_finished_borrows;
 use super::{Context, Pending, SpaceOf, Vertex};
 use crate::Result;
 use crate::device::Device;
+use crate::sync_prims::{self, Mutex};
 
 impl<D: Device> Context<D> {
     /// Launches a `parallel_for` as a vertex: `(policy, (y.write(), x.read()))` and the other
@@ -58,7 +58,7 @@ impl<D: Device> Context<D> {
         R::Value: Send + 'static,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static,
     {
-        let value = Arc::new(Mutex::new(None));
+        let value = sync_prims::Arc::new(Mutex::new(None));
         let out = value.clone();
         let (policy, args) = launch_spec.into_launch().into_parts();
         let vertex = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
@@ -83,7 +83,7 @@ impl<D: Device> Context<D> {
         T: ScanValue + Send + 'static,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut T, bool) + Send + Sync + 'static,
     {
-        let value = Arc::new(Mutex::new(None));
+        let value = sync_prims::Arc::new(Mutex::new(None));
         let out = value.clone();
         let (policy, args) = launch_spec.into_launch().into_parts();
         let vertex = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {

@@ -14,6 +14,8 @@ mod history;
 mod host;
 mod job;
 mod launch;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod options;
 mod state;
 mod submit;
@@ -25,7 +27,6 @@ use std::time::Instant;
 
 use hoplite_core::ParallelFor;
 use hoplite_core::view::held::BorrowGroup;
-use parking_lot::Mutex;
 use rustc_hash::FxHashMap as HashMap;
 
 pub use history::HISTORY_LIMIT;
@@ -40,6 +41,7 @@ use crate::device::{Device, Stream};
 use crate::model::{DependencyModel, DependencyPolicy};
 use crate::selection::DeviceSelector;
 use crate::streams::StreamAssigner;
+use crate::sync_prims::Mutex;
 use crate::vertex_table::VertexTable;
 
 type SpaceOf<D> = <<D as Device>::Stream as Stream>::Space;
@@ -89,7 +91,7 @@ pub struct Context<D: Device> {
     epoch: Instant,
     state: Mutex<State<D>>,
     /// After `state`: dropped once the streams have run their work (see `HeldSlots`' drop).
-    /// Lock order: `state`, then `held`.
+    /// Lock order: `state`, then `held`. A std `Arc` under loom too: vertices hold it weakly.
     held: Arc<Mutex<HeldSlots>>,
 }
 

@@ -17,6 +17,7 @@ use crate::device::{Device, Job, Stream};
 use crate::model::{DependencyModel, VertexId};
 use crate::selection::{DeviceSelector, LocationSet};
 use crate::streams::StreamAssigner;
+use crate::sync_prims;
 use crate::vertex_table::VertexTable;
 
 /// How many allocations' locations the context tracks before it forgets those no unfinished
@@ -32,7 +33,7 @@ pub(super) struct UnfinishedVertex<T: Stream> {
     /// independent branches end up waiting for each other: 2x slower in the branch benchmark.)
     pub(super) event: T::Event,
     pub(super) stream: usize,
-    pub(super) status: Arc<VertexStatus>,
+    pub(super) status: sync_prims::Arc<VertexStatus>,
     /// The vertex's work, also held by its stream until it has run (see `State::spent_jobs`).
     pub(super) job: Arc<dyn Job<T::Space>>,
     /// The held borrows its handles rely on (`HeldSlots` indices).
@@ -70,7 +71,7 @@ pub(super) struct State<D: Device> {
     /// and the user's `Vertex` drops it last; freed on the stream's thread, memory the
     /// launching thread allocated goes back through the allocator's shared arena, under its
     /// lock, on every launch. Reusing statuses keeps them on the launching thread.
-    pub(super) spent_statuses: VecDeque<Arc<VertexStatus>>,
+    pub(super) spent_statuses: VecDeque<sync_prims::Arc<VertexStatus>>,
     /// Work of retired vertices, oldest first, dropped once its stream has let it go: a
     /// vertex's work is allocated here and, dropped last by the stream's thread, would be freed
     /// there, into this thread's allocator arena under its lock (where the two threads then
@@ -99,9 +100,9 @@ impl<D: Device> State<D> {
     }
 
     /// A status for a new vertex: a retired one nobody holds any more, or a new one.
-    pub(super) fn fresh_status(&mut self) -> Arc<VertexStatus> {
+    pub(super) fn fresh_status(&mut self) -> sync_prims::Arc<VertexStatus> {
         while let Some(mut status) = self.spent_statuses.pop_front() {
-            if let Some(unique) = Arc::get_mut(&mut status) {
+            if let Some(unique) = sync_prims::Arc::get_mut(&mut status) {
                 unique.reset();
                 return status;
             }

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use hoplite_core::view::AccessKind;
 use hoplite_core::{ExecutionPolicy, ValidatedPolicy};
 use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
-use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::held::{HeldSlots, LaunchSlots};
@@ -20,6 +19,7 @@ use crate::device::{Device, Job, Stream};
 use crate::model::{Edges, Plan, VertexId};
 use crate::selection::{ArgumentData, DeviceSelectionPolicy, Location, LocationSet};
 use crate::streams::Assignment;
+use crate::sync_prims::{self, Mutex};
 use crate::{DagError, Result};
 
 impl<D: Device> Context<D> {
@@ -316,7 +316,7 @@ impl<D: Device> Context<D> {
         held: &mut HeldSlots,
         used: &[u32],
         stream: usize,
-        status: &Arc<VertexStatus>,
+        status: &sync_prims::Arc<VertexStatus>,
     ) -> SmallVec<[u32; 4]> {
         let mut slots = SmallVec::new();
         for &k in used {
