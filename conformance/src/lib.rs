@@ -553,16 +553,16 @@ macro_rules! __for_each_check {
             }
             errors {
                 portable {
-                }
-                host {
                     reversed_range_is_rejected,
                     zero_chunk_is_rejected,
                     zero_tile_is_rejected,
-                    overflowing_mdrange_is_rejected,
                     zero_team_size_is_rejected,
                     bad_vector_length_is_rejected,
                     scratch_above_the_maximum_is_rejected,
                     range_not_starting_at_zero_does_not_convert_to_teams,
+                }
+                host {
+                    overflowing_mdrange_is_rejected,
                 }
             }
             panics {
