@@ -501,11 +501,11 @@ macro_rules! __for_each_check {
             }
             scan {
                 portable {
-                }
-                host {
                     exclusive_scan_matches_sequential_prefix,
                     inclusive_scan_matches_sequential_prefix,
                     scan_over_an_offset_range_matches_sequential_prefix,
+                }
+                host {
                     final_pass_runs_once_per_index,
                 }
             }
