@@ -425,14 +425,14 @@ macro_rules! __for_each_check {
             }
             mdrange_policy {
                 portable {
+                    empty_box_runs_no_iteration,
+                    reduce_covers_every_point_once,
+                    signed_bounds_with_an_origin,
                 }
                 host {
                     rank_1_visits_every_point_exactly_once,
                     rank_2_visits_every_point_exactly_once,
                     rank_3_visits_every_point_exactly_once,
-                    empty_box_runs_no_iteration,
-                    reduce_covers_every_point_once,
-                    signed_bounds_with_an_origin,
                 }
             }
             team {
