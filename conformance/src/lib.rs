@@ -581,11 +581,11 @@ macro_rules! __for_each_check {
             }
             properties {
                 portable {
-                }
-                host {
                     sum_i64_matches_serial,
                     min_max_loc_match_serial,
                     scan_matches_serial,
+                }
+                host {
                     mdrange_matches_serial,
                 }
             }
