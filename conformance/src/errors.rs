@@ -97,7 +97,7 @@ fn refused(label: &str, result: hoplite_core::Result<()>, marks: Vec<u32>) -> Re
     }
 }
 
-/// Launches `policy` with [`mark_index`] over marks of `extent` elements: see [`refused`].
+/// Launches `policy` with [`mark_index()`] over marks of `extent` elements: see [`refused`].
 fn refused_range<S: LaunchSpace>(
     label: &str,
     policy: RangePolicy<S>,
@@ -108,7 +108,7 @@ fn refused_range<S: LaunchSpace>(
     refused(label, result, marks.to_vec()?)
 }
 
-/// Launches `policy` with [`mark_member`] over a slot per member of `league` teams of `team`
+/// Launches `policy` with [`mark_member()`] over a slot per member of `league` teams of `team`
 /// threads: see [`refused`].
 fn refused_team<S: LaunchSpace>(
     label: &str,

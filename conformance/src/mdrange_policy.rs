@@ -39,7 +39,7 @@ pub fn point_weight_1(p: MdIdx<'_, 1>, acc: &mut i64) {
     *acc += w % 1_000_000;
 }
 
-/// [`point_weight_1`] for rank 2.
+/// [`point_weight_1()`] for rank 2.
 #[kernel(crate = hoplite_core)]
 pub fn point_weight_2(p: MdIdx<'_, 2>, acc: &mut i64) {
     let mut w = 17i64;
@@ -48,7 +48,7 @@ pub fn point_weight_2(p: MdIdx<'_, 2>, acc: &mut i64) {
     *acc += w % 1_000_000;
 }
 
-/// [`point_weight_1`] for rank 3.
+/// [`point_weight_1()`] for rank 3.
 #[kernel(crate = hoplite_core)]
 pub fn point_weight_3(p: MdIdx<'_, 3>, acc: &mut i64) {
     let mut w = 17i64;

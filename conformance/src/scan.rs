@@ -47,7 +47,7 @@ pub fn prefix_sum_i64(
     }
 }
 
-/// [`prefix_sum_i64`] for `f64`.
+/// [`prefix_sum_i64()`] for `f64`.
 #[kernel(crate = hoplite_core)]
 pub fn prefix_sum_f64(
     i: Idx<'_>,
