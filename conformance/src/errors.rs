@@ -1,22 +1,129 @@
 //! Bad input (ExecutionPolicy axiom 2, validation): each launch is refused with a typed error
 //! that names the launch, the offending value and the limit, and the kernel never runs.
+//!
+//! A refused `#[kernel]` marks, through a writer or team slots, every point where it runs, so
+//! the same checks see on every space that nothing ran. An empty box of `2^32 x 2^32 x 0`
+//! points needs a counter that does not depend on the launch's extents (no view can hold
+//! marks for it): that check counts with a host closure and runs on host spaces.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::{
-    Error, ExecutionPolicy, MDRangePolicy, ParallelFor, PerTeam, PerThread, RangePolicy, Sum, TeamPolicy,
-    parallel_for, parallel_reduce, parallel_scan,
+    BoundTeamSlots, BoundWriter, Error, ExecutionPolicy, Idx, MDRangePolicy, MdIdx, ParallelFor, PerTeam,
+    PerThread, RangePolicy, Sum, TeamMember, TeamPolicy, parallel_for, parallel_reduce, parallel_scan,
 };
+use hoplite_macros::kernel;
 
 use crate::util::mentions;
-use crate::{Failure, FullSpace, Outcome, check};
+use crate::{Failure, FullSpace, LaunchSpace, Outcome, SpaceView, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
-pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
+    DeviceKernelInfo::of::<mark_index>,
+    DeviceKernelInfo::of::<mark_point_1>,
+    DeviceKernelInfo::of::<mark_point_2>,
+    DeviceKernelInfo::of::<mark_point_3>,
+    DeviceKernelInfo::of::<mark_member>,
+    DeviceKernelInfo::of::<count_f64>,
+    DeviceKernelInfo::of::<count_scan_i64>,
+    DeviceKernelInfo::of::<count_members>,
+];
 
-/// Launches `policy` as a `parallel_for` that counts its iterations; returns the error and
+/// Marks each index it runs at: a refused launch must leave every mark 0.
+#[kernel(crate = hoplite_core)]
+pub fn mark_index(i: Idx<'_>, ran: BoundWriter<'_, u32, 1>) {
+    ran.set(i, 1);
+}
+
+/// Marks each point of a rank-1 MDRange it runs at.
+#[kernel(crate = hoplite_core)]
+pub fn mark_point_1(p: MdIdx<'_, 1>, ran: BoundWriter<'_, u32, 1>) {
+    ran.set(p, 1);
+}
+
+/// Marks each point of a rank-2 MDRange it runs at.
+#[kernel(crate = hoplite_core)]
+pub fn mark_point_2(p: MdIdx<'_, 2>, ran: BoundWriter<'_, u32, 2>) {
+    ran.set(p, 1);
+}
+
+/// Marks each point of a rank-3 MDRange it runs at.
+#[kernel(crate = hoplite_core)]
+pub fn mark_point_3(p: MdIdx<'_, 3>, ran: BoundWriter<'_, u32, 3>) {
+    ran.set(p, 1);
+}
+
+/// Marks the slot `[league rank, team rank]` of each team member it runs as.
+#[kernel(crate = hoplite_core)]
+pub fn mark_member(m: &impl TeamMember, ran: BoundTeamSlots<'_, u32>) {
+    ran.set(m.team_slot(), 1);
+}
+
+/// Counts its iterations as an `f64` sum.
+#[kernel(crate = hoplite_core)]
+pub fn count_f64(_i: Idx<'_>, acc: &mut f64) {
+    *acc += 1.0;
+}
+
+/// Counts its iterations as an `i64` scan.
+#[kernel(crate = hoplite_core)]
+pub fn count_scan_i64(_i: Idx<'_>, partial: &mut i64, _is_final: bool) {
+    *partial += 1;
+}
+
+/// Counts the members of a team launch.
+#[kernel(crate = hoplite_core)]
+#[expect(
+    clippy::needless_lifetimes,
+    reason = "the macro names the member's lifetime, which a kernel without handles uses once"
+)]
+pub fn count_members(_m: &impl TeamMember, acc: &mut usize) {
+    *acc += 1;
+}
+
+/// The error of a launch whose kernel marked `marks` (read back) where it ran; fails if the
+/// launch succeeded or any point was marked.
+fn refused(label: &str, result: hoplite_core::Result<()>, marks: Vec<u32>) -> Result<Error, Failure> {
+    let ran = marks.iter().filter(|&&m| m != 0).count();
+    match result {
+        Err(e) if ran == 0 => Ok(e),
+        Err(e) => Err(Failure::msg(format!(
+            "`{label}` was refused ({e}) after iterations ran at {ran} points"
+        ))),
+        Ok(()) => Err(Failure::msg(format!(
+            "`{label}` was launched (iterations ran at {ran} points) but must be refused"
+        ))),
+    }
+}
+
+/// Launches `policy` with [`mark_index()`] over marks of `extent` elements: see [`refused`].
+fn refused_range<S: LaunchSpace>(
+    label: &str,
+    policy: RangePolicy<S>,
+    extent: usize,
+) -> Result<Error, Failure> {
+    let marks = SpaceView::<S, u32, 1>::new("ran", [extent])?;
+    let result = parallel_for(label, (policy, (marks.write(),)), mark_index::with());
+    refused(label, result, marks.to_vec()?)
+}
+
+/// Launches `policy` with [`mark_member()`] over a slot per member of `league` teams of `team`
+/// threads: see [`refused`].
+fn refused_team<S: LaunchSpace>(
+    label: &str,
+    policy: TeamPolicy<S>,
+    league: usize,
+    team: usize,
+) -> Result<Error, Failure> {
+    let marks = SpaceView::<S, u32, 2>::new("ran", [league, team])?;
+    let result = parallel_for(label, (policy, (marks.team_slots(),)), mark_member::with::<S>());
+    refused(label, result, marks.to_vec()?)
+}
+
+/// Launches `policy` as a host closure that counts its iterations; returns the error and
 /// fails if the launch succeeded or any iteration ran.
-fn refused<P>(label: &str, policy: P) -> Result<Error, Failure>
+fn refused_closure<P>(label: &str, policy: P) -> Result<Error, Failure>
 where
     P: ExecutionPolicy,
     P::Space: ParallelFor<P>,
@@ -45,14 +152,14 @@ fn is(what: &str, ok: bool, err: &Error) -> Outcome {
 
 /// A range (or one MDRange dimension) with begin after end is `Error::InvalidRange`, for
 /// `parallel_for`, `parallel_reduce` and `parallel_scan`.
-pub fn reversed_range_is_rejected<S: FullSpace>(space: &S) -> Outcome {
+pub fn reversed_range_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         #[expect(
             clippy::reversed_empty_ranges,
             reason = "a reversed range is the bad input under test"
         )]
         let (r1, r2, r3) = (5..3, 9..2, 4..1);
-        let err = refused("reversed", RangePolicy::new(space.clone(), r1))?;
+        let err = refused_range("reversed", RangePolicy::new(space.clone(), r1), 10)?;
         is(
             "reversed range",
             matches!(&err, Error::InvalidRange { label, dim: None, begin: 5, end: 3 } if label == "reversed"),
@@ -62,7 +169,7 @@ pub fn reversed_range_is_rejected<S: FullSpace>(space: &S) -> Outcome {
         let err = parallel_reduce(
             "reversed-reduce",
             RangePolicy::new(space.clone(), r2),
-            |_, a: &mut f64| *a += 1.0,
+            count_f64::with(),
             Sum::new(),
         );
         ensure!(
@@ -72,16 +179,22 @@ pub fn reversed_range_is_rejected<S: FullSpace>(space: &S) -> Outcome {
         let err = parallel_scan(
             "reversed-scan",
             RangePolicy::new(space.clone(), r3),
-            |_, p: &mut i64, _| *p += 1,
+            count_scan_i64::with(),
         );
         ensure!(
             matches!(err, Err(Error::InvalidRange { begin: 4, end: 1, .. })),
             "a reversed scan gave {err:?}"
         );
-        let err = refused(
+        let marks = SpaceView::<S, u32, 3>::new("ran", [4, 8, 5])?;
+        let result = parallel_for(
             "reversed-md",
-            MDRangePolicy::new(space.clone(), [0, 8, 1], [4, 6, 5]),
-        )?;
+            (
+                MDRangePolicy::new(space.clone(), [0, 8, 1], [4, 6, 5]),
+                (marks.write(),),
+            ),
+            mark_point_3::with(),
+        );
+        let err = refused("reversed-md", result, marks.to_vec()?)?;
         is(
             "reversed MDRange dimension",
             matches!(
@@ -100,20 +213,23 @@ pub fn reversed_range_is_rejected<S: FullSpace>(space: &S) -> Outcome {
 }
 
 /// A chunk size of 0 is `Error::ZeroChunk`, for range and team policies.
-pub fn zero_chunk_is_rejected<S: FullSpace>(space: &S) -> Outcome {
+pub fn zero_chunk_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
-        let err = refused(
+        let err = refused_range(
             "chunk0",
             RangePolicy::new(space.clone(), 0..10).with_chunk_size(0),
+            10,
         )?;
         is(
             "range chunk 0",
             matches!(&err, Error::ZeroChunk { label } if label == "chunk0"),
             &err,
         )?;
-        let err = refused(
+        let err = refused_team(
             "team-chunk0",
             TeamPolicy::new(space.clone(), 3, 1).with_chunk_size(0),
+            3,
+            1,
         )?;
         is(
             "team chunk 0",
@@ -124,19 +240,27 @@ pub fn zero_chunk_is_rejected<S: FullSpace>(space: &S) -> Outcome {
 }
 
 /// A tile extent of 0 is `Error::ZeroTile` naming the dimension.
-pub fn zero_tile_is_rejected<S: FullSpace>(space: &S) -> Outcome {
+pub fn zero_tile_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
-        let err = refused(
+        let marks = SpaceView::<S, u32, 3>::new("ran", [4, 4, 4])?;
+        let result = parallel_for(
             "tile0",
-            MDRangePolicy::new(space.clone(), [0, 0, 0], [4, 4, 4]).with_tiles([2, 2, 0]),
-        )?;
+            (
+                MDRangePolicy::new(space.clone(), [0, 0, 0], [4, 4, 4]).with_tiles([2, 2, 0]),
+                (marks.write(),),
+            ),
+            mark_point_3::with(),
+        );
+        let err = refused("tile0", result, marks.to_vec()?)?;
         is(
             "tile 0",
             matches!(&err, Error::ZeroTile { label, dim: 2 } if label == "tile0"),
             &err,
         )?;
         let md = MDRangePolicy::<S, 1>::from(RangePolicy::new(space.clone(), 0..4).with_chunk_size(0));
-        let err = refused("converted-chunk0", md)?;
+        let marks = SpaceView::<S, u32, 1>::new("ran", [4])?;
+        let result = parallel_for("converted-chunk0", (md, (marks.write(),)), mark_point_1::with());
+        let err = refused("converted-chunk0", result, marks.to_vec()?)?;
         is(
             "a chunk of 0 converted to a tile",
             matches!(&err, Error::ZeroTile { dim: 0, .. }),
@@ -166,7 +290,7 @@ pub fn overflowing_mdrange_is_rejected<S: FullSpace>(space: &S) -> Outcome {
             ),
         ];
         for (label, policy) in cases {
-            let err = refused(label, policy)?;
+            let err = refused_closure(label, policy)?;
             is(
                 label,
                 matches!(&err, Error::IndexSpaceTooLarge { label: l, .. } if l == label),
@@ -200,9 +324,9 @@ pub fn overflowing_mdrange_is_rejected<S: FullSpace>(space: &S) -> Outcome {
 }
 
 /// A team size of 0 is `Error::ZeroTeamSize`.
-pub fn zero_team_size_is_rejected<S: FullSpace>(space: &S) -> Outcome {
+pub fn zero_team_size_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
-        let err = refused("team0", TeamPolicy::new(space.clone(), 4, 0))?;
+        let err = refused_team("team0", TeamPolicy::new(space.clone(), 4, 0), 4, 1)?;
         is(
             "team size 0",
             matches!(&err, Error::ZeroTeamSize { label } if label == "team0"),
@@ -213,7 +337,7 @@ pub fn zero_team_size_is_rejected<S: FullSpace>(space: &S) -> Outcome {
 
 /// A vector length of 0, not a power of two, or above `max_vector_length` is
 /// `Error::InvalidVectorLength` naming the space; the maximum itself launches.
-pub fn bad_vector_length_is_rejected<S: FullSpace>(space: &S) -> Outcome {
+pub fn bad_vector_length_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let max = space.max_vector_length();
         ensure!(
@@ -221,9 +345,11 @@ pub fn bad_vector_length_is_rejected<S: FullSpace>(space: &S) -> Outcome {
             "max_vector_length {max} is not a power of two"
         );
         for bad in [0, 3, max * 2] {
-            let err = refused(
+            let err = refused_team(
                 "vector",
                 TeamPolicy::new(space.clone(), 2, 1).with_vector_length(bad),
+                2,
+                1,
             )?;
             let ok = matches!(&err, Error::InvalidVectorLength { requested, max: m, space: name, .. }
                 if *requested == bad && *m == max && *name == space.name());
@@ -232,7 +358,7 @@ pub fn bad_vector_length_is_rejected<S: FullSpace>(space: &S) -> Outcome {
         let members = parallel_reduce(
             "vector-max",
             TeamPolicy::new(space.clone(), 2, 1).with_vector_length(max),
-            |_, a: &mut usize| *a += 1,
+            count_members::with::<S>(),
             Sum::new(),
         )?;
         ensure_eq!(members, 2, "members of teams with the maximum vector length");
@@ -242,7 +368,7 @@ pub fn bad_vector_length_is_rejected<S: FullSpace>(space: &S) -> Outcome {
 
 /// Scratch above `max_scratch_size(level)` is `Error::ScratchTooLarge`, a level other than
 /// 0 or 1 is `Error::InvalidScratchLevel`.
-pub fn scratch_above_the_maximum_is_rejected<S: FullSpace>(space: &S) -> Outcome {
+pub fn scratch_above_the_maximum_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for level in [0, 1] {
             let max = space.max_scratch_size(level);
@@ -250,13 +376,13 @@ pub fn scratch_above_the_maximum_is_rejected<S: FullSpace>(space: &S) -> Outcome
                 continue;
             }
             let p = TeamPolicy::new(space.clone(), 2, 1).with_scratch_size(level, PerTeam(max), PerThread(1));
-            let err = refused("scratch", p)?;
+            let err = refused_team("scratch", p, 2, 1)?;
             let ok = matches!(&err, Error::ScratchTooLarge { level: l, requested, max: m, .. }
                 if *l == level && *requested == max + 1 && *m == max);
             is(&format!("level-{level} scratch of {max} + 1 bytes"), ok, &err)?;
         }
         let p = TeamPolicy::new(space.clone(), 2, 1).with_scratch_size(2, PerTeam(8), PerThread(0));
-        let err = refused("level2", p)?;
+        let err = refused_team("level2", p, 2, 1)?;
         is(
             "scratch level 2",
             matches!(&err, Error::InvalidScratchLevel { level: 2, .. }),
@@ -266,7 +392,7 @@ pub fn scratch_above_the_maximum_is_rejected<S: FullSpace>(space: &S) -> Outcome
 }
 
 /// A range not starting at 0 does not convert to a team policy: `Error::PolicyConversion`.
-pub fn range_not_starting_at_zero_does_not_convert_to_teams<S: FullSpace>(space: &S) -> Outcome {
+pub fn range_not_starting_at_zero_does_not_convert_to_teams<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         match TeamPolicy::try_from(RangePolicy::new(space.clone(), 3..10)) {
             Err(err @ Error::PolicyConversion { .. }) => {

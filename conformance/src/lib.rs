@@ -425,14 +425,14 @@ macro_rules! __for_each_check {
             }
             mdrange_policy {
                 portable {
+                    empty_box_runs_no_iteration,
+                    reduce_covers_every_point_once,
+                    signed_bounds_with_an_origin,
                 }
                 host {
                     rank_1_visits_every_point_exactly_once,
                     rank_2_visits_every_point_exactly_once,
                     rank_3_visits_every_point_exactly_once,
-                    empty_box_runs_no_iteration,
-                    reduce_covers_every_point_once,
-                    signed_bounds_with_an_origin,
                 }
             }
             team {
@@ -501,11 +501,11 @@ macro_rules! __for_each_check {
             }
             scan {
                 portable {
-                }
-                host {
                     exclusive_scan_matches_sequential_prefix,
                     inclusive_scan_matches_sequential_prefix,
                     scan_over_an_offset_range_matches_sequential_prefix,
+                }
+                host {
                     final_pass_runs_once_per_index,
                 }
             }
@@ -553,16 +553,16 @@ macro_rules! __for_each_check {
             }
             errors {
                 portable {
-                }
-                host {
                     reversed_range_is_rejected,
                     zero_chunk_is_rejected,
                     zero_tile_is_rejected,
-                    overflowing_mdrange_is_rejected,
                     zero_team_size_is_rejected,
                     bad_vector_length_is_rejected,
                     scratch_above_the_maximum_is_rejected,
                     range_not_starting_at_zero_does_not_convert_to_teams,
+                }
+                host {
+                    overflowing_mdrange_is_rejected,
                 }
             }
             panics {
@@ -581,11 +581,11 @@ macro_rules! __for_each_check {
             }
             properties {
                 portable {
-                }
-                host {
                     sum_i64_matches_serial,
                     min_max_loc_match_serial,
                     scan_matches_serial,
+                }
+                host {
                     mdrange_matches_serial,
                 }
             }

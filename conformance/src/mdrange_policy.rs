@@ -1,18 +1,82 @@
 //! The `ExecutionPolicy` axioms for `MDRangePolicy` of ranks 1 to 3: every point exactly
 //! once for odd tiles, edge tiles and all four combinations of iteration orders.
+//!
+//! Reductions, empty boxes and origins are checked on every space. The visit counts of the
+//! rank checks use atomic handles, which a launch takes only of host memory, so those checks
+//! run on host spaces.
 
+use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::{
-    ExecutionSpace, IterationOrder, MDRangePolicy, ParallelFor, ParallelReduce, Sum, View, parallel_for,
-    parallel_reduce,
+    BoundReader, BoundWriter, ExecutionSpace, IterationOrder, MDRangePolicy, MdIdx, ParallelFor, Sum, View,
+    parallel_for, parallel_reduce,
 };
+use hoplite_macros::kernel;
 
+use crate::errors::{mark_point_2, mark_point_3};
 use crate::util::same;
-use crate::{FullSpace, Outcome, check};
+use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
 
 use IterationOrder::{Left, Right};
 
-/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
-pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each; the
+/// markers `mark_point_2` and `mark_point_3` are listed with `errors`).
+pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
+    DeviceKernelInfo::of::<point_weight_1>,
+    DeviceKernelInfo::of::<point_weight_2>,
+    DeviceKernelInfo::of::<point_weight_3>,
+    DeviceKernelInfo::of::<count_points_2>,
+    DeviceKernelInfo::of::<cells_from_origin>,
+    DeviceKernelInfo::of::<sum_cells>,
+];
+
+/// Adds the weight of each point of a rank-1 MDRange: from 17, per index `x`,
+/// `w * 1_000_003 + 7 * x + 1` (wrapping), then `w % 1_000_000`; a wrong, missing or
+/// repeated point changes the sum.
+#[kernel(crate = hoplite_core)]
+pub fn point_weight_1(p: MdIdx<'_, 1>, acc: &mut i64) {
+    let mut w = 17i64;
+    w = w.wrapping_mul(1_000_003).wrapping_add(p[0] as i64 * 7 + 1);
+    *acc += w % 1_000_000;
+}
+
+/// [`point_weight_1()`] for rank 2.
+#[kernel(crate = hoplite_core)]
+pub fn point_weight_2(p: MdIdx<'_, 2>, acc: &mut i64) {
+    let mut w = 17i64;
+    w = w.wrapping_mul(1_000_003).wrapping_add(p[0] as i64 * 7 + 1);
+    w = w.wrapping_mul(1_000_003).wrapping_add(p[1] as i64 * 7 + 1);
+    *acc += w % 1_000_000;
+}
+
+/// [`point_weight_1()`] for rank 3.
+#[kernel(crate = hoplite_core)]
+pub fn point_weight_3(p: MdIdx<'_, 3>, acc: &mut i64) {
+    let mut w = 17i64;
+    w = w.wrapping_mul(1_000_003).wrapping_add(p[0] as i64 * 7 + 1);
+    w = w.wrapping_mul(1_000_003).wrapping_add(p[1] as i64 * 7 + 1);
+    w = w.wrapping_mul(1_000_003).wrapping_add(p[2] as i64 * 7 + 1);
+    *acc += w % 1_000_000;
+}
+
+/// Counts the points of a rank-2 MDRange.
+#[kernel(crate = hoplite_core)]
+pub fn count_points_2(_p: MdIdx<'_, 2>, acc: &mut i64) {
+    *acc += 1;
+}
+
+/// Stores `100 * i + j` at the cell of logical index `(i, j)` = token + `origin`.
+#[kernel(crate = hoplite_core)]
+pub fn cells_from_origin(ij: MdIdx<'_, 2>, u: BoundWriter<'_, i64, 2>, origin: i64) {
+    let i = ij[0] as i64 + origin;
+    let j = ij[1] as i64 + origin;
+    u.set(ij, 100 * i + j);
+}
+
+/// Sums the cells of its box.
+#[kernel(crate = hoplite_core)]
+pub fn sum_cells(ij: MdIdx<'_, 2>, u: BoundReader<'_, i64, 2>, acc: &mut i64) {
+    *acc += u.get(ij);
+}
 
 /// Every combination of outer (tile) and inner (point) order.
 pub(crate) const ORDERS: [(IterationOrder, IterationOrder); 4] =
@@ -70,9 +134,40 @@ fn weight<const R: usize>(p: [usize; R]) -> i64 {
     }) % 1_000_000
 }
 
-fn md_reduce<S, const R: usize>(space: &S, begin: [usize; R], end: [usize; R], tiles: [usize; R]) -> Outcome
+/// The sum of [`weight`] over an MDRange of rank 1 to 3, by that rank's kernel.
+trait Weighed<const R: usize> {
+    fn weighed<S: LaunchSpace>(policy: MDRangePolicy<S, R>) -> hoplite_core::Result<i64>;
+}
+
+/// Picks the kernel of the rank.
+struct Weights;
+
+impl Weighed<1> for Weights {
+    fn weighed<S: LaunchSpace>(policy: MDRangePolicy<S, 1>) -> hoplite_core::Result<i64> {
+        parallel_reduce("md-sum", policy, point_weight_1::with(), Sum::new())
+    }
+}
+
+impl Weighed<2> for Weights {
+    fn weighed<S: LaunchSpace>(policy: MDRangePolicy<S, 2>) -> hoplite_core::Result<i64> {
+        parallel_reduce("md-sum", policy, point_weight_2::with(), Sum::new())
+    }
+}
+
+impl Weighed<3> for Weights {
+    fn weighed<S: LaunchSpace>(policy: MDRangePolicy<S, 3>) -> hoplite_core::Result<i64> {
+        parallel_reduce("md-sum", policy, point_weight_3::with(), Sum::new())
+    }
+}
+
+fn md_reduce<S: LaunchSpace, const R: usize>(
+    space: &S,
+    begin: [usize; R],
+    end: [usize; R],
+    tiles: [usize; R],
+) -> Outcome
 where
-    S: ExecutionSpace + ParallelReduce<MDRangePolicy<S, R>>,
+    Weights: Weighed<R>,
 {
     let mut want = 0i64;
     hoplite_core::policy::for_each_point(begin, end, Right, |p| want += weight(p));
@@ -82,12 +177,7 @@ where
             if let Some(t) = tiles {
                 policy = policy.with_tiles(t);
             }
-            let got = parallel_reduce(
-                "md-sum",
-                policy,
-                |p, acc: &mut i64| *acc += weight(*p),
-                Sum::new(),
-            )?;
+            let got = Weights::weighed(policy)?;
             ensure_eq!(
                 got,
                 want,
@@ -143,16 +233,30 @@ pub fn rank_3_visits_every_point_exactly_once<S: FullSpace>(space: &S) -> Outcom
 }
 
 /// A box that is empty in one dimension runs no iteration, and reduces to the identity.
-pub fn empty_box_runs_no_iteration<S: FullSpace>(space: &S) -> Outcome {
+pub fn empty_box_runs_no_iteration<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for order in ORDERS {
-            md_visits_once(space, [2, 3], [2, 9], Some([2, 2]), order)?;
-            md_visits_once(space, [0, 4, 0], [3, 4, 5], None, order)?;
+            // Marks at every point of [0, end + 2): an iteration anywhere near the box shows.
+            let policy = MDRangePolicy::new(space.clone(), [2, 3], [2, 9])
+                .with_tiles([2, 2])
+                .with_iteration(order.0, order.1);
+            let marks = SpaceView::<S, u32, 2>::new("md-visits", [4, 11])?;
+            parallel_for("md-empty", (policy, (marks.write(),)), mark_point_2::with())?;
+            same(&marks.to_vec()?, &[0; 4 * 11], || {
+                format!("points visited in the empty box [2, 3]..[2, 9], orders {order:?}")
+            })?;
+            let policy =
+                MDRangePolicy::new(space.clone(), [0, 4, 0], [3, 4, 5]).with_iteration(order.0, order.1);
+            let marks = SpaceView::<S, u32, 3>::new("md-visits", [5, 6, 7])?;
+            parallel_for("md-empty", (policy, (marks.write(),)), mark_point_3::with())?;
+            same(&marks.to_vec()?, &[0; 5 * 6 * 7], || {
+                format!("points visited in the empty box [0, 4, 0]..[3, 4, 5], orders {order:?}")
+            })?;
         }
         let sum = parallel_reduce(
             "md-empty",
             MDRangePolicy::new(space.clone(), [0, 5], [4, 5]).with_tiles([3, 3]),
-            |_, acc: &mut i64| *acc += 1,
+            count_points_2::with(),
             Sum::new(),
         )?;
         ensure_eq!(sum, 0, "a reduction over an empty box");
@@ -162,7 +266,7 @@ pub fn empty_box_runs_no_iteration<S: FullSpace>(space: &S) -> Outcome {
 
 /// `parallel_reduce` over an MDRange adds every point's contribution once, for any tiles
 /// and orders, ranks 1 to 3.
-pub fn reduce_covers_every_point_once<S: FullSpace>(space: &S) -> Outcome {
+pub fn reduce_covers_every_point_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         md_reduce(space, [5], [301], [13])?;
         md_reduce(space, [1, 0], [23, 17], [4, 5])?;
@@ -174,35 +278,35 @@ pub fn reduce_covers_every_point_once<S: FullSpace>(space: &S) -> Outcome {
 /// Bounds of any integer type, and negative lower bounds with an origin (ghost cells): tokens
 /// are `logical - origin` and cover exactly the shifted box; a bound below the origin is a
 /// typed error naming the fix, before any iteration runs.
-pub fn signed_bounds_with_an_origin<S: FullSpace>(space: &S) -> Outcome {
+pub fn signed_bounds_with_an_origin<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         // u(-1:6, -1:4): 8 x 6 elements with one ghost layer.
-        let u: hoplite_core::View<i64, 2> = hoplite_core::View::new("u", [8, 6])?;
+        let u = SpaceView::<S, i64, 2>::new("u", [8, 6])?;
         let whole = MDRangePolicy::new(space.clone(), [-1i64, -1], [7, 5]).with_origin([-1, -1]);
-        hoplite_core::parallel_for("ghosts", (whole, (u.write(),)), |(ij, (u,))| {
-            let [i, j] = ij.get().map(|k| k as i64 - 1);
-            u.set(ij, 100 * i + j);
-        })?;
+        parallel_for("ghosts", (whole, (u.write(),)), cells_from_origin::with(-1))?;
         let got = u.to_vec()?;
         let want: Vec<i64> = (-1..7).flat_map(|i| (-1..5).map(move |j| 100 * i + j)).collect();
-        crate::util::same(&got, &want, || "every cell of u(-1:6, -1:4)".into())?;
+        same(&got, &want, || "every cell of u(-1:6, -1:4)".into())?;
         // The interior, given as u32 bounds, with the same origin.
         let interior = MDRangePolicy::new(space.clone(), [0u32, 0], [6, 4]).with_origin([-1, -1]);
-        let cells = hoplite_core::parallel_reduce(
+        let cells = parallel_reduce(
             "interior",
             (interior, (u.read(),)),
-            |(ij, (u,)), acc: &mut i64| *acc += u.get(ij),
-            hoplite_core::Sum::<i64>::new(),
+            sum_cells::with(),
+            Sum::<i64>::new(),
         )?;
         let want: i64 = (0..6).flat_map(|i| (0..4).map(move |j| 100 * i + j)).sum();
         ensure_eq!(cells, want, "interior sum through an origin");
-        let runs = std::sync::atomic::AtomicUsize::new(0);
-        let below = hoplite_core::parallel_for(
+        // Marks at every point the bounds could reach if the -1 were taken as 0 or wrapped
+        // into the box.
+        let marks = SpaceView::<S, u32, 2>::new("ran", [5, 5])?;
+        let below = parallel_for(
             "below",
-            MDRangePolicy::new(space.clone(), [-1i32, 0], [4, 4]),
-            |_| {
-                runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            },
+            (
+                MDRangePolicy::new(space.clone(), [-1i32, 0], [4, 4]),
+                (marks.write(),),
+            ),
+            mark_point_2::with(),
         );
         ensure!(
             matches!(
@@ -216,7 +320,8 @@ pub fn signed_bounds_with_an_origin<S: FullSpace>(space: &S) -> Outcome {
             below.expect_err("checked").to_string().contains("with_origin"),
             "the message names the fix"
         );
-        ensure_eq!(runs.into_inner(), 0, "iterations of a refused launch");
+        let ran = marks.to_vec()?.iter().filter(|&&m| m != 0).count();
+        ensure_eq!(ran, 0, "points where a refused launch ran");
         Ok(())
     })
 }

@@ -1,24 +1,74 @@
 //! Property tests: on random sizes, offsets, chunk sizes, schedules, tiles, orders and data,
-//! the space under test computes what the serial backend (the reference semantics) computes.
+//! the space under test computes what plain host loops compute (range reductions and scans,
+//! launched as `#[kernel]`s on the space's own memory) or what the serial backend, the
+//! reference semantics, computes (MDRange launches, whose visit counts use atomic handles,
+//! which a launch takes only of host memory: that property runs on host spaces).
 //!
 //! Each property runs 32 cases with proptest's `TestRunner`, so a property is an ordinary
 //! check returning a [`Failure`] with the minimal failing input.
 
 use std::fmt::Debug;
 
+use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::{
-    ExecutionSpace, IterationOrder, MDRangePolicy, MaxLoc, MinLoc, MinMaxLoc, MinMaxLocScalar, ParallelFor,
-    ParallelReduce, ParallelScan, RangePolicy, Schedule, Sum, ValLoc, View, parallel_for, parallel_reduce,
-    parallel_scan,
+    BoundReader, BoundWriter, ExecutionSpace, Idx, IterationOrder, MDRangePolicy, MaxLoc, MinLoc, MinMaxLoc,
+    MinMaxLocScalar, ParallelFor, ParallelReduce, RangePolicy, Reducer, Schedule, Sum, ValLoc, View,
+    parallel_for, parallel_reduce, parallel_scan,
 };
+use hoplite_macros::kernel;
 use hoplite_serial::Serial;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 
-use crate::{Failure, FullSpace, Outcome, check};
+use crate::{Failure, FullSpace, LaunchSpace, Outcome, SpaceView, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
-pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
+    DeviceKernelInfo::of::<sum_i64>,
+    DeviceKernelInfo::of::<min_loc_i64>,
+    DeviceKernelInfo::of::<max_loc_i64>,
+    DeviceKernelInfo::of::<min_max_loc_i64>,
+    DeviceKernelInfo::of::<exclusive_scan_i64>,
+];
+
+/// Sums `x` over the launch's range.
+#[kernel(crate = hoplite_core)]
+pub fn sum_i64(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut i64) {
+    *acc += x.get(i);
+}
+
+/// The smallest element of `x` over the launch's range, at its lowest index.
+#[kernel(crate = hoplite_core)]
+pub fn min_loc_i64(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut ValLoc<i64>) {
+    acc.update_min(x.get(i), *i);
+}
+
+/// The largest element of `x` over the launch's range, at its lowest index.
+#[kernel(crate = hoplite_core)]
+pub fn max_loc_i64(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut ValLoc<i64>) {
+    acc.update_max(x.get(i), *i);
+}
+
+/// Both extremes of `x` over the launch's range, each at its lowest index.
+#[kernel(crate = hoplite_core)]
+pub fn min_max_loc_i64(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut MinMaxLocScalar<i64>) {
+    acc.update(x.get(i), *i);
+}
+
+/// Stores the exclusive prefix sums of `x` in `out`.
+#[kernel(crate = hoplite_core)]
+pub fn exclusive_scan_i64(
+    i: Idx<'_>,
+    out: BoundWriter<'_, i64, 1>,
+    x: BoundReader<'_, i64, 1>,
+    partial: &mut i64,
+    is_final: bool,
+) {
+    if is_final {
+        out.set(i, *partial);
+    }
+    *partial += x.get(i);
+}
 
 /// How many random cases each property runs.
 pub const CASES: u32 = 32;
@@ -82,77 +132,114 @@ fn range_case() -> impl Strategy<Value = RangeCase> {
     })
 }
 
-fn sum_on<X>(space: X, case: &RangeCase, data: &[i64]) -> Result<i64, TestCaseError>
-where
-    X: ExecutionSpace + ParallelReduce<RangePolicy<X>>,
-{
-    let policy = case.policy(space, data.len());
-    parallel_reduce(
-        "prop-sum",
-        policy,
-        |i, acc: &mut i64| *acc += data[*i - case.begin],
-        Sum::new(),
-    )
-    .map_err(launch_failed)
+/// `data` after `begin` zeros, in the space's memory: a launch over `begin..begin + len`
+/// reads element `k` of `data` at index `begin + k`.
+fn padded<S: LaunchSpace>(case: &RangeCase, data: &[i64]) -> hoplite_core::Result<SpaceView<S, i64, 1>> {
+    let padded: Vec<i64> = std::iter::repeat_n(0, case.begin)
+        .chain(data.iter().copied())
+        .collect();
+    SpaceView::<S, i64, 1>::from_slice("prop-in", [padded.len()], &padded)
+}
+
+fn sum_on<S: LaunchSpace>(space: &S, case: &RangeCase, data: &[i64]) -> Result<i64, TestCaseError> {
+    let run = || -> hoplite_core::Result<i64> {
+        let x = padded::<S>(case, data)?;
+        let policy = case.policy(space.clone(), data.len());
+        parallel_reduce("prop-sum", (policy, (x.read(),)), sum_i64::with(), Sum::new())
+    };
+    run().map_err(launch_failed)
 }
 
 type Locs = (ValLoc<i64>, ValLoc<i64>, MinMaxLocScalar<i64>);
 
-fn locs_on<X>(space: X, case: &RangeCase, data: &[i64]) -> Result<Locs, TestCaseError>
-where
-    X: ExecutionSpace + ParallelReduce<RangePolicy<X>>,
-{
-    let b = case.begin;
-    let policy = case.policy(space, data.len());
-    let min = parallel_reduce(
-        "prop-minloc",
-        policy.clone(),
-        |i, acc: &mut ValLoc<i64>| acc.update_min(data[*i - b], *i),
-        MinLoc::new(),
-    );
-    let max = parallel_reduce(
-        "prop-maxloc",
-        policy.clone(),
-        |i, acc: &mut ValLoc<i64>| acc.update_max(data[*i - b], *i),
-        MaxLoc::new(),
-    );
-    let both = parallel_reduce(
-        "prop-minmaxloc",
-        policy,
-        |i, acc: &mut MinMaxLocScalar<i64>| acc.update(data[*i - b], *i),
-        MinMaxLoc::new(),
-    );
-    Ok((
-        min.map_err(launch_failed)?,
-        max.map_err(launch_failed)?,
-        both.map_err(launch_failed)?,
-    ))
+fn locs_on<S: LaunchSpace>(space: &S, case: &RangeCase, data: &[i64]) -> Result<Locs, TestCaseError> {
+    let run = || -> hoplite_core::Result<Locs> {
+        let x = padded::<S>(case, data)?;
+        let policy = case.policy(space.clone(), data.len());
+        let min = parallel_reduce(
+            "prop-minloc",
+            (policy.clone(), (x.read(),)),
+            min_loc_i64::with(),
+            MinLoc::new(),
+        )?;
+        let max = parallel_reduce(
+            "prop-maxloc",
+            (policy.clone(), (x.read(),)),
+            max_loc_i64::with(),
+            MaxLoc::new(),
+        )?;
+        let both = parallel_reduce(
+            "prop-minmaxloc",
+            (policy, (x.read(),)),
+            min_max_loc_i64::with(),
+            MinMaxLoc::new(),
+        )?;
+        Ok((min, max, both))
+    };
+    run().map_err(launch_failed)
 }
 
-fn scan_on<X>(space: X, case: &RangeCase, data: &[i64]) -> Result<(i64, Vec<i64>), TestCaseError>
-where
-    X: ExecutionSpace + ParallelScan<RangePolicy<X>>,
-{
-    let b = case.begin;
-    let n = b + data.len();
-    let padded: Vec<i64> = std::iter::repeat_n(0, b).chain(data.iter().copied()).collect();
+/// What a sequential loop finds: each extreme at the lowest index holding it, indices
+/// counted from `begin`; the reducers' identities for no data.
+fn locs_by_loop(begin: usize, data: &[i64]) -> Locs {
+    let mut min = MinLoc::<i64>::new().init();
+    let mut max = MaxLoc::<i64>::new().init();
+    for (k, &v) in data.iter().enumerate() {
+        if min.loc.is_none() || v < min.val {
+            min = ValLoc {
+                val: v,
+                loc: Some(begin + k),
+            };
+        }
+        if max.loc.is_none() || v > max.val {
+            max = ValLoc {
+                val: v,
+                loc: Some(begin + k),
+            };
+        }
+    }
+    let both = if data.is_empty() {
+        MinMaxLoc::<i64>::new().init()
+    } else {
+        MinMaxLocScalar {
+            min_val: min.val,
+            min_loc: min.loc,
+            max_val: max.val,
+            max_loc: max.loc,
+        }
+    };
+    (min, max, both)
+}
+
+fn scan_on<S: LaunchSpace>(
+    space: &S,
+    case: &RangeCase,
+    data: &[i64],
+) -> Result<(i64, Vec<i64>), TestCaseError> {
     let run = || -> hoplite_core::Result<(i64, Vec<i64>)> {
-        let x: View<i64, 1> = View::from_slice("prop-scan-in", [n], &padded)?;
-        let out: View<i64, 1> = View::new("prop-scan-out", [n])?;
-        let policy = case.policy(space, data.len());
+        let x = padded::<S>(case, data)?;
+        let out = SpaceView::<S, i64, 1>::new("prop-scan-out", [case.begin + data.len()])?;
+        let policy = case.policy(space.clone(), data.len());
         let total = parallel_scan(
             "prop-scan",
             (policy, (out.write(), x.read())),
-            |(i, (out, x)), partial: &mut i64, is_final| {
-                if is_final {
-                    out.set(i, *partial);
-                }
-                *partial += x.get(i);
-            },
+            exclusive_scan_i64::with(),
         )?;
         Ok((total, out.to_vec()?))
     };
     run().map_err(launch_failed)
+}
+
+/// The exclusive prefix sums of `data` after `begin` zeros (the scan stores nothing there),
+/// and the total.
+fn scan_by_loop(begin: usize, data: &[i64]) -> (i64, Vec<i64>) {
+    let mut out = vec![0; begin];
+    let mut total = 0;
+    for &v in data {
+        out.push(total);
+        total += v;
+    }
+    (total, out)
 }
 
 /// An MDRange case of rank `R`.
@@ -243,40 +330,50 @@ where
     })
 }
 
-/// `Sum<i64>` over random data, offsets, chunk sizes and schedules equals serial's.
-pub fn sum_i64_matches_serial<S: FullSpace>(space: &S) -> Outcome {
+/// `Sum<i64>` over random data, offsets, chunk sizes and schedules equals the sequential sum.
+pub fn sum_i64_matches_serial<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let data = prop::collection::vec(-1_000_000i64..1_000_000, 0..3000);
         property((range_case(), data), |(case, data)| {
-            let got = sum_on(space.clone(), &case, &data)?;
-            let want = sum_on(Serial::default(), &case, &data)?;
-            prop_assert_eq!(got, want, "Sum<i64> differs from serial");
+            let got = sum_on(space, &case, &data)?;
+            let want: i64 = data.iter().sum();
+            prop_assert_eq!(got, want, "Sum<i64> differs from the sequential sum");
             Ok(())
         })
     })
 }
 
-/// `MinLoc`, `MaxLoc` and `MinMaxLoc` over random data with many ties equal serial's.
-pub fn min_max_loc_match_serial<S: FullSpace>(space: &S) -> Outcome {
+/// `MinLoc`, `MaxLoc` and `MinMaxLoc` over random data with many ties equal what a sequential
+/// loop finds (ties to the lowest index).
+pub fn min_max_loc_match_serial<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let data = prop::collection::vec(0i64..12, 0..2000);
         property((range_case(), data), |(case, data)| {
-            let got = locs_on(space.clone(), &case, &data)?;
-            let want = locs_on(Serial::default(), &case, &data)?;
-            prop_assert_eq!(got, want, "(MinLoc, MaxLoc, MinMaxLoc) differ from serial");
+            let got = locs_on(space, &case, &data)?;
+            let want = locs_by_loop(case.begin, &data);
+            prop_assert_eq!(
+                got,
+                want,
+                "(MinLoc, MaxLoc, MinMaxLoc) differ from the sequential loop"
+            );
             Ok(())
         })
     })
 }
 
-/// An exclusive scan through a writer (every element and the total) equals serial's.
-pub fn scan_matches_serial<S: FullSpace>(space: &S) -> Outcome {
+/// An exclusive scan through a writer (every element and the total) equals the sequential
+/// prefix sums.
+pub fn scan_matches_serial<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let data = prop::collection::vec(-1000i64..1000, 0..3000);
         property((range_case(), data), |(case, data)| {
-            let got = scan_on(space.clone(), &case, &data)?;
-            let want = scan_on(Serial::default(), &case, &data)?;
-            prop_assert_eq!(got, want, "scan (total, output) differs from serial");
+            let got = scan_on(space, &case, &data)?;
+            let want = scan_by_loop(case.begin, &data);
+            prop_assert_eq!(
+                got,
+                want,
+                "scan (total, output) differs from the sequential prefix"
+            );
             Ok(())
         })
     })

@@ -1,5 +1,10 @@
 //! The `ExecutionPolicy` axioms for `RangePolicy`: exactly once, scheduling does not change
 //! results, and the conversions to `MDRangePolicy<_, 1>` and `TeamPolicy`.
+//!
+//! These checks run on host spaces only: exactly once is counted with an atomic handle, which
+//! a launch takes only of host memory (a writer's read-modify-write would lose a visit that
+//! two threads make at once), and the order of joins is seen through a `Custom` reducer of a
+//! `Vec`, which has no device layout.
 
 use std::ops::Range;
 
