@@ -463,8 +463,6 @@ macro_rules! __for_each_check {
             }
             reducer {
                 portable {
-                }
-                host {
                     sum_matches_sequential_fold,
                     prod_matches_sequential_fold,
                     min_and_max_match_sequential_fold,
@@ -475,12 +473,14 @@ macro_rules! __for_each_check {
                     minmax_loc_ties_go_to_lowest_index,
                     minmax_first_last_loc_max_ties_go_to_highest_index,
                     loc_reducers_report_an_index_for_identity_values,
-                    first_loc_and_last_loc_find_the_extremes,
                     logical_and_or_match_sequential_fold,
                     bitwise_and_or_match_sequential_fold,
+                    finalize_runs_once_on_the_total,
+                }
+                host {
+                    first_loc_and_last_loc_find_the_extremes,
                     empty_range_gives_the_identity,
                     custom_join_keeps_index_order,
-                    finalize_runs_once_on_the_total,
                     tuple_of_reducers_matches_separate_reductions,
                     reduce_into_views_and_variables,
                     complex_array_reductions_and_locked_atomics,

@@ -5,14 +5,14 @@ use hoplite_core::{
     MinMaxScalar, Prod, Sum, ValLoc,
 };
 
-use super::reduce_all;
+use super::reduce_closure_all;
 use crate::{FullSpace, Outcome, check};
 
 /// An empty range reduces to each reducer's identity.
 pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let e = 5..5;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &Sum::new(),
@@ -20,7 +20,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &0.0,
             "Sum",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &Prod::new(),
@@ -28,7 +28,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &1,
             "Prod",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &Min::new(),
@@ -36,7 +36,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &i32::MAX,
             "Min",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &Max::new(),
@@ -44,7 +44,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &f32::NEG_INFINITY,
             "Max",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &MinMax::new(),
@@ -52,7 +52,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &MinMaxScalar { min: u8::MAX, max: 0 },
             "MinMax",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &MinLoc::new(),
@@ -63,7 +63,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             },
             "MinLoc",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &MaxLoc::new(),
@@ -80,7 +80,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             min_loc: None,
             max_loc: None,
         };
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &MinMaxLoc::new(),
@@ -88,7 +88,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &none,
             "MinMaxLoc",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &FirstLoc,
@@ -96,7 +96,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &None,
             "FirstLoc",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &LastLoc,
@@ -104,7 +104,7 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &None,
             "LastLoc",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             e.clone(),
             &LAnd,
@@ -112,8 +112,8 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &true,
             "LAnd",
         )?;
-        reduce_all(space, e.clone(), &LOr, |_, a: &mut bool| *a = true, &false, "LOr")?;
-        reduce_all(
+        reduce_closure_all(space, e.clone(), &LOr, |_, a: &mut bool| *a = true, &false, "LOr")?;
+        reduce_closure_all(
             space,
             e.clone(),
             &BAnd::new(),
@@ -121,6 +121,6 @@ pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
             &u16::MAX,
             "BAnd",
         )?;
-        reduce_all(space, e, &BOr::new(), |_, a: &mut u16| *a = 1, &0, "BOr")
+        reduce_closure_all(space, e, &BOr::new(), |_, a: &mut u16| *a = 1, &0, "BOr")
     })
 }

@@ -2,17 +2,68 @@
 //! identity-valued data, `FirstLoc`/`LastLoc`, and multi-index locations over an MDRange.
 
 use hoplite_core::{
-    FirstLoc, LastLoc, MaxLoc, MinLoc, MinMaxFirstLastLoc, MinMaxLoc, MinMaxLocScalar, ValLoc,
-    parallel_reduce,
+    BoundReader, FirstLoc, Idx, LastLoc, MaxLoc, MinLoc, MinMaxFirstLastLoc, MinMaxLoc, MinMaxLocScalar,
+    ValLoc, parallel_reduce,
 };
+use hoplite_macros::kernel;
 
-use super::{N, reduce_all, tie_data};
-use crate::{FullSpace, Outcome, check};
+use super::{N, reduce_all, reduce_closure_all, tie_data};
+use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
+
+/// A kernel of these checks: the minimum of `x` and its lowest index.
+#[kernel(crate = hoplite_core)]
+pub fn min_loc_x_i64(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut ValLoc<i64>) {
+    acc.update_min(x.get(i), *i);
+}
+
+/// A kernel of these checks: the minimum of `x / 2` as `f64` and its lowest index.
+#[kernel(crate = hoplite_core)]
+pub fn min_loc_half_x_f64(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut ValLoc<f64>) {
+    acc.update_min(x.get(i) as f64 * 0.5, *i);
+}
+
+/// A kernel of these checks: the maximum of `x` and its lowest index.
+#[kernel(crate = hoplite_core)]
+pub fn max_loc_x_i64(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut ValLoc<i64>) {
+    acc.update_max(x.get(i), *i);
+}
+
+/// A kernel of these checks: the minimum and maximum of `x`, each at its lowest index.
+#[kernel(crate = hoplite_core)]
+pub fn minmax_loc_x_i64(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut MinMaxLocScalar<i64>) {
+    acc.update(x.get(i), *i);
+}
+
+/// A kernel of these checks: the minimum of `x` at its lowest index and the maximum at its
+/// highest.
+#[kernel(crate = hoplite_core)]
+pub fn minmax_first_last_loc_x_i64(i: Idx<'_>, x: BoundReader<'_, i64, 1>, acc: &mut MinMaxLocScalar<i64>) {
+    acc.update_first_last(x.get(i), *i);
+}
+
+/// A kernel of these checks: `MinLoc` of `i64::MAX` (the identity's value) at every index.
+#[kernel(crate = hoplite_core)]
+pub fn min_loc_of_i64_max(i: Idx<'_>, acc: &mut ValLoc<i64>) {
+    acc.update_min(i64::MAX, *i);
+}
+
+/// A kernel of these checks: `MaxLoc` of `-inf` (the identity's value) at every index.
+#[kernel(crate = hoplite_core)]
+pub fn max_loc_of_f64_neg_infinity(i: Idx<'_>, acc: &mut ValLoc<f64>) {
+    acc.update_max(f64::NEG_INFINITY, *i);
+}
+
+/// A kernel of these checks: `MinMaxLoc` of the constant `v` at every index.
+#[kernel(crate = hoplite_core)]
+pub fn minmax_loc_of_constant_i64(i: Idx<'_>, v: i64, acc: &mut MinMaxLocScalar<i64>) {
+    acc.update(v, *i);
+}
 
 /// `MinLoc` finds the minimum at its lowest index, however the range is split.
-pub fn min_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
+pub fn min_loc_ties_go_to_lowest_index<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
+        let xv = SpaceView::<S, i64, 1>::from_slice("x", [N], &x)?;
         for (range, loc) in [(0..N, 333), (50..N, 333), (334..N, 600), (601..N, 999)] {
             let want = ValLoc {
                 val: -3,
@@ -21,8 +72,7 @@ pub fn min_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
             reduce_all(
                 space,
                 range.clone(),
-                &MinLoc::new(),
-                |i, acc: &mut ValLoc<i64>| acc.update_min(x[*i], *i),
+                |p| parallel_reduce("reduce", (p, (xv.read(),)), min_loc_x_i64::with(), MinLoc::new()),
                 &want,
                 "MinLoc<i64>",
             )?;
@@ -33,8 +83,14 @@ pub fn min_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
             reduce_all(
                 space,
                 range,
-                &MinLoc::new(),
-                |i, acc: &mut ValLoc<f64>| acc.update_min(x[*i] as f64 * 0.5, *i),
+                |p| {
+                    parallel_reduce(
+                        "reduce",
+                        (p, (xv.read(),)),
+                        min_loc_half_x_f64::with(),
+                        MinLoc::new(),
+                    )
+                },
                 &want,
                 "MinLoc<f64>",
             )?;
@@ -44,9 +100,10 @@ pub fn min_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
 }
 
 /// `MaxLoc` finds the maximum at its lowest index, however the range is split.
-pub fn max_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
+pub fn max_loc_ties_go_to_lowest_index<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
+        let xv = SpaceView::<S, i64, 1>::from_slice("x", [N], &x)?;
         for (range, loc) in [(0..N, 100), (101..N, 700), (701..N, 800)] {
             let want = ValLoc {
                 val: 40,
@@ -55,8 +112,7 @@ pub fn max_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
             reduce_all(
                 space,
                 range,
-                &MaxLoc::new(),
-                |i, acc: &mut ValLoc<i64>| acc.update_max(x[*i], *i),
+                |p| parallel_reduce("reduce", (p, (xv.read(),)), max_loc_x_i64::with(), MaxLoc::new()),
                 &want,
                 "MaxLoc<i64>",
             )?;
@@ -66,9 +122,10 @@ pub fn max_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
 }
 
 /// `MinMaxLoc` keeps the lowest index on both sides.
-pub fn minmax_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
+pub fn minmax_loc_ties_go_to_lowest_index<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
+        let xv = SpaceView::<S, i64, 1>::from_slice("x", [N], &x)?;
         let want = MinMaxLocScalar {
             min_val: -3,
             max_val: 40,
@@ -78,8 +135,14 @@ pub fn minmax_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
         reduce_all(
             space,
             0..N,
-            &MinMaxLoc::new(),
-            |i, acc: &mut MinMaxLocScalar<i64>| acc.update(x[*i], *i),
+            |p| {
+                parallel_reduce(
+                    "reduce",
+                    (p, (xv.read(),)),
+                    minmax_loc_x_i64::with(),
+                    MinMaxLoc::new(),
+                )
+            },
             &want,
             "MinMaxLoc<i64>",
         )
@@ -88,9 +151,10 @@ pub fn minmax_loc_ties_go_to_lowest_index<S: FullSpace>(space: &S) -> Outcome {
 
 /// `MinMaxFirstLastLoc` keeps the lowest index on the min side and the highest on the max
 /// side.
-pub fn minmax_first_last_loc_max_ties_go_to_highest_index<S: FullSpace>(space: &S) -> Outcome {
+pub fn minmax_first_last_loc_max_ties_go_to_highest_index<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
+        let xv = SpaceView::<S, i64, 1>::from_slice("x", [N], &x)?;
         let want = MinMaxLocScalar {
             min_val: -3,
             max_val: 40,
@@ -100,8 +164,14 @@ pub fn minmax_first_last_loc_max_ties_go_to_highest_index<S: FullSpace>(space: &
         reduce_all(
             space,
             0..N,
-            &MinMaxFirstLastLoc::new(),
-            |i, acc: &mut MinMaxLocScalar<i64>| acc.update_first_last(x[*i], *i),
+            |p| {
+                parallel_reduce(
+                    "reduce",
+                    (p, (xv.read(),)),
+                    minmax_first_last_loc_x_i64::with(),
+                    MinMaxFirstLastLoc::new(),
+                )
+            },
             &want,
             "MinMaxFirstLastLoc<i64>",
         )
@@ -110,7 +180,7 @@ pub fn minmax_first_last_loc_max_ties_go_to_highest_index<S: FullSpace>(space: &
 
 /// A range whose values all equal the identity still reports an index (the lowest): a
 /// location of `None` always loses.
-pub fn loc_reducers_report_an_index_for_identity_values<S: FullSpace>(space: &S) -> Outcome {
+pub fn loc_reducers_report_an_index_for_identity_values<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let range = 17..N;
         let want = ValLoc {
@@ -120,8 +190,7 @@ pub fn loc_reducers_report_an_index_for_identity_values<S: FullSpace>(space: &S)
         reduce_all(
             space,
             range.clone(),
-            &MinLoc::new(),
-            |i, acc: &mut ValLoc<i64>| acc.update_min(i64::MAX, *i),
+            |p| parallel_reduce("reduce", p, min_loc_of_i64_max::with(), MinLoc::new()),
             &want,
             "MinLoc of +inf values",
         )?;
@@ -132,8 +201,7 @@ pub fn loc_reducers_report_an_index_for_identity_values<S: FullSpace>(space: &S)
         reduce_all(
             space,
             range.clone(),
-            &MaxLoc::new(),
-            |i, acc: &mut ValLoc<f64>| acc.update_max(f64::NEG_INFINITY, *i),
+            |p| parallel_reduce("reduce", p, max_loc_of_f64_neg_infinity::with(), MaxLoc::new()),
             &want,
             "MaxLoc of -inf values",
         )?;
@@ -147,8 +215,7 @@ pub fn loc_reducers_report_an_index_for_identity_values<S: FullSpace>(space: &S)
             reduce_all(
                 space,
                 range.clone(),
-                &MinMaxLoc::new(),
-                |i, acc: &mut MinMaxLocScalar<i64>| acc.update(v, *i),
+                |p| parallel_reduce("reduce", p, minmax_loc_of_constant_i64::with(v), MinMaxLoc::new()),
                 &want,
                 "MinMaxLoc of identity values",
             )?;
@@ -163,7 +230,7 @@ pub fn first_loc_and_last_loc_find_the_extremes<S: FullSpace>(space: &S) -> Outc
     check(axiom!(), || {
         let x = tie_data();
         let hit = |i: usize| x[i] == -3;
-        reduce_all(
+        reduce_closure_all(
             space,
             0..N,
             &FirstLoc,
@@ -175,7 +242,7 @@ pub fn first_loc_and_last_loc_find_the_extremes<S: FullSpace>(space: &S) -> Outc
             &Some(333),
             "FirstLoc",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             0..N,
             &LastLoc,
@@ -187,7 +254,7 @@ pub fn first_loc_and_last_loc_find_the_extremes<S: FullSpace>(space: &S) -> Outc
             &Some(999),
             "LastLoc",
         )?;
-        reduce_all(
+        reduce_closure_all(
             space,
             0..333,
             &FirstLoc,

@@ -5,15 +5,21 @@
 //! Each reduction runs with the default policy, small static chunks and dynamic chunks, so
 //! a backend that splits the range has to join many partial results.
 //!
+//! The portable checks launch `#[kernel]`s over data in the space's own memory and compare
+//! with sequential folds on the host; the others use reducer values no device reduction
+//! produces (vectors, tuples, arrays, complex numbers, `Option` locations, multi-indices) or
+//! host-only targets and element types.
+//!
 //! One module per reducer family; every check is re-exported here, so its path (and the
 //! name its failures carry) stays `reducer::<check>`.
 
 use std::fmt::Debug;
 use std::ops::Range;
 
+use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::{Idx, RangePolicy, Reducer, Schedule, parallel_reduce};
 
-use crate::{FullSpace, Outcome};
+use crate::{FullSpace, LaunchSpace, Outcome};
 
 mod arith;
 mod custom;
@@ -32,12 +38,39 @@ pub use logical::*;
 pub use values::*;
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
-pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
+    DeviceKernelInfo::of::<sum_x_i64>,
+    DeviceKernelInfo::of::<sum_x_f64>,
+    DeviceKernelInfo::of::<sum_index_u32>,
+    DeviceKernelInfo::of::<prod_x_f64>,
+    DeviceKernelInfo::of::<prod_small_i64>,
+    DeviceKernelInfo::of::<min_x_i64>,
+    DeviceKernelInfo::of::<max_x_i64>,
+    DeviceKernelInfo::of::<min_quarter_x_f64>,
+    DeviceKernelInfo::of::<max_quarter_x_f64>,
+    DeviceKernelInfo::of::<min_below_nan_thirds>,
+    DeviceKernelInfo::of::<max_above_nan_thirds>,
+    DeviceKernelInfo::of::<min_of_only_nan>,
+    DeviceKernelInfo::of::<minmax_x_i64>,
+    DeviceKernelInfo::of::<min_loc_x_i64>,
+    DeviceKernelInfo::of::<min_loc_half_x_f64>,
+    DeviceKernelInfo::of::<max_loc_x_i64>,
+    DeviceKernelInfo::of::<minmax_loc_x_i64>,
+    DeviceKernelInfo::of::<minmax_first_last_loc_x_i64>,
+    DeviceKernelInfo::of::<min_loc_of_i64_max>,
+    DeviceKernelInfo::of::<max_loc_of_f64_neg_infinity>,
+    DeviceKernelInfo::of::<minmax_loc_of_constant_i64>,
+    DeviceKernelInfo::of::<all_x_above>,
+    DeviceKernelInfo::of::<any_x_above>,
+    DeviceKernelInfo::of::<or_index_bits>,
+    DeviceKernelInfo::of::<and_cleared_index_bits>,
+    DeviceKernelInfo::of::<count_and_sum_indices>,
+];
 
 const N: usize = 1000;
 
 /// The policies every reduction runs with.
-fn policies<S: FullSpace>(space: &S, range: Range<usize>) -> [(RangePolicy<S>, &'static str); 4] {
+fn policies<S: LaunchSpace>(space: &S, range: Range<usize>) -> [(RangePolicy<S>, &'static str); 4] {
     let p = || RangePolicy::new(space.clone(), range.clone());
     [
         (p(), "default policy"),
@@ -50,8 +83,28 @@ fn policies<S: FullSpace>(space: &S, range: Range<usize>) -> [(RangePolicy<S>, &
     ]
 }
 
-/// Reduces `range` with `reducer` and `kernel` under every policy and compares with `want`.
-fn reduce_all<S, R, F>(
+/// Runs `launch` (one reduction over the policy it is given) under every policy of `range`
+/// and compares each result with `want`.
+fn reduce_all<S, V>(
+    space: &S,
+    range: Range<usize>,
+    launch: impl Fn(RangePolicy<S>) -> hoplite_core::Result<V>,
+    want: &V,
+    what: &str,
+) -> Outcome
+where
+    S: LaunchSpace,
+    V: PartialEq + Debug,
+{
+    for (policy, how) in policies(space, range.clone()) {
+        let got = launch(policy)?;
+        ensure_eq!(got, *want, "{what} over {range:?} with the {how}");
+    }
+    Ok(())
+}
+
+/// [`reduce_all`] of a host closure `kernel` with `reducer` (for the host-only checks).
+fn reduce_closure_all<S, R, F>(
     space: &S,
     range: Range<usize>,
     reducer: &R,
@@ -65,11 +118,13 @@ where
     R::Value: PartialEq + Debug,
     F: for<'it> Fn(Idx<'it>, &mut R::Value) + Send + Sync,
 {
-    for (policy, how) in policies(space, range.clone()) {
-        let got = parallel_reduce("reduce", policy, &kernel, reducer)?;
-        ensure_eq!(got, *want, "{what} over {range:?} with the {how}");
-    }
-    Ok(())
+    reduce_all(
+        space,
+        range,
+        |policy| parallel_reduce("reduce", policy, &kernel, reducer),
+        want,
+        what,
+    )
 }
 
 /// Values with repeated minima (-3 at 333, 600, 999) and maxima (40 at 100, 700, 800).
