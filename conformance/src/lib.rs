@@ -536,17 +536,18 @@ macro_rules! __for_each_check {
             }
             views {
                 portable {
-                }
-                host {
                     writer_stores_at_every_token,
                     md_writer_stores_at_every_token,
                     reader_neighbor_reads_stencil_points,
-                    atomic_handle_scatter_adds_exactly,
                     writer_conflicts_with_reader_of_clone,
                     two_writers_of_one_view_conflict,
-                    atomic_handle_conflicts_with_writer,
                     disjoint_subview_writers_do_not_conflict,
                     launch_past_the_extent_is_rejected,
+                    lookup_reads_in_a_wider_launch,
+                }
+                host {
+                    atomic_handle_scatter_adds_exactly,
+                    atomic_handle_conflicts_with_writer,
                     handles_are_released_after_the_launch,
                     instance_copies_lookups_and_scalar_writes,
                 }

@@ -2,23 +2,124 @@
 //! their iteration's token, readers and atomic handles work from any iteration, conflicting
 //! handles are refused with `Error::BorrowConflict`, launches past a view's extent are refused
 //! with `Error::OutOfExtent`, and every borrow ends with its launch.
+//!
+//! The portable checks launch `#[kernel]`s on views in the space's own memory. A launch that
+//! must be refused hands its kernel a writer `ran` of a view that is not part of the refusal:
+//! the kernel marks it at every token it runs, so a mark left behind is an iteration that ran.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::{
-    Error, IterationOrder, LayoutLeft, MDRangePolicy, RangePolicy, Slice, Sum, View, parallel_for,
-    parallel_reduce,
+    BoundLookup, BoundReader, BoundWriter, Error, Idx, IterationOrder, LayoutLeft, LayoutRight,
+    MDRangePolicy, MdIdx, MemorySpace, RangePolicy, Slice, Sum, View, parallel_for, parallel_reduce,
 };
+use hoplite_macros::kernel;
 
+use crate::kernels::{axpy, five_point};
 use crate::util::{expect_error, mentions, same};
-use crate::{FullSpace, Outcome, check};
+use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
 
-/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
-pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+/// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each). The
+/// checks also launch [`axpy`] and [`five_point`], which `kernels` lists.
+pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
+    DeviceKernelInfo::of::<add_in_place>,
+    DeviceKernelInfo::of::<fill>,
+    DeviceKernelInfo::of::<store_index_both_layouts>,
+    DeviceKernelInfo::of::<mark_and_fill>,
+    DeviceKernelInfo::of::<mark_and_read>,
+    DeviceKernelInfo::of::<mark_and_fill_pair_i32>,
+    DeviceKernelInfo::of::<mark_and_fill_halves>,
+    DeviceKernelInfo::of::<mark_and_sum_md>,
+    DeviceKernelInfo::of::<cycle_lookup>,
+];
 
-/// Launches `policy` over `0..n` handing it `args`, with a kernel that only counts its calls;
-/// the launch must fail with `BorrowConflict` before any iteration runs.
-fn expect_conflict<S: FullSpace, A: hoplite_core::AccessibleArgs<S>>(
+/// `y += delta` at every token: a writer reads its own old value.
+#[kernel(crate = hoplite_core)]
+pub fn add_in_place(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, delta: f64) {
+    y.set(i, y.get(i) + delta);
+}
+
+/// `y = value` at every token.
+#[kernel(crate = hoplite_core)]
+pub fn fill(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, value: f64) {
+    y.set(i, value);
+}
+
+/// Stores `100 i + j` into a `LayoutRight` view and its negation into a `LayoutLeft` one.
+#[kernel(crate = hoplite_core)]
+pub fn store_index_both_layouts(
+    ij: MdIdx<'_, 2>,
+    right: BoundWriter<'_, i64, 2>,
+    left: BoundWriter<'_, i64, 2, LayoutLeft>,
+) {
+    let code = (ij[0] * 100 + ij[1]) as i64;
+    right.set(ij, code);
+    left.set(ij, -code);
+}
+
+/// Marks `ran` and stores `value` into `y` at every token.
+#[kernel(crate = hoplite_core)]
+pub fn mark_and_fill(i: Idx<'_>, ran: BoundWriter<'_, u32, 1>, y: BoundWriter<'_, f64, 1>, value: f64) {
+    ran.set(i, 1);
+    y.set(i, value);
+}
+
+/// Marks `ran` (with 1 plus what `x` holds) at every token.
+#[kernel(crate = hoplite_core)]
+pub fn mark_and_read(i: Idx<'_>, ran: BoundWriter<'_, u32, 1>, x: BoundReader<'_, f64, 1>) {
+    ran.set(i, 1 + x.get(i) as u32);
+}
+
+/// Marks `ran` and stores into both `a` and `b` at every token.
+#[kernel(crate = hoplite_core)]
+pub fn mark_and_fill_pair_i32(
+    i: Idx<'_>,
+    ran: BoundWriter<'_, u32, 1>,
+    a: BoundWriter<'_, i32, 1>,
+    b: BoundWriter<'_, i32, 1>,
+) {
+    ran.set(i, 1);
+    a.set(i, 1);
+    b.set(i, 2);
+}
+
+/// Marks `ran`, stores the index into `lo` and its negation into `hi` at every token.
+#[kernel(crate = hoplite_core)]
+pub fn mark_and_fill_halves(
+    i: Idx<'_>,
+    ran: BoundWriter<'_, u32, 1>,
+    lo: BoundWriter<'_, i64, 1>,
+    hi: BoundWriter<'_, i64, 1>,
+) {
+    ran.set(i, 1);
+    lo.set(i, *i as i64);
+    hi.set(i, -(*i as i64));
+}
+
+/// Marks `ran` and sums `m` over an MDRange.
+#[kernel(crate = hoplite_core)]
+pub fn mark_and_sum_md(
+    ij: MdIdx<'_, 2>,
+    ran: BoundWriter<'_, u32, 2>,
+    m: BoundReader<'_, f64, 2>,
+    acc: &mut f64,
+) {
+    ran.set(ij, 1);
+    *acc += m.get(ij);
+}
+
+/// `y[i] = table[i % len]`: a lookup read at an index the kernel computes.
+#[kernel(crate = hoplite_core)]
+pub fn cycle_lookup(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, table: BoundLookup<'_, f64, 1>, len: usize) {
+    y.set(i, table.get(*i % len));
+}
+
+/// Launches `policy` over `0..n` handing it `args`, with a closure that only counts its calls;
+/// the launch must fail with `BorrowConflict` before any iteration runs. For the host-only
+/// check whose conflicting handle is an atomic handle in the launch (see
+/// [`atomic_handle_conflicts_with_writer`]).
+fn expect_closure_conflict<S: FullSpace, A: hoplite_core::AccessibleArgs<S>>(
     space: &S,
     n: usize,
     args: A,
@@ -44,23 +145,41 @@ fn expect_conflict<S: FullSpace, A: hoplite_core::AccessibleArgs<S>>(
     Ok(())
 }
 
+/// Fails unless `result` is `BorrowConflict` with a message that mentions every part, and the
+/// launch's kernel marked no token of `ran`: the launch was refused before any iteration ran.
+fn expect_conflict<M: MemorySpace, const R: usize>(
+    result: hoplite_core::Result<()>,
+    ran: &View<u32, R, LayoutRight, M>,
+    parts: &[&str],
+) -> Outcome {
+    let err = expect_error(result, "a launch with conflicting handles", |e| {
+        matches!(e, Error::BorrowConflict { .. })
+    })?;
+    mentions(&err.to_string(), parts)?;
+    ensure_eq!(
+        ran.to_vec()?.iter().filter(|&&mark| mark != 0).count(),
+        0,
+        "iterations of a launch refused for a conflict"
+    );
+    Ok(())
+}
+
 /// A writer handed to a range launch stores at every token (axpy: `y = 2 x + y`), reading
 /// its own old value and a reader's at the same token.
-pub fn writer_stores_at_every_token<S: FullSpace>(space: &S) -> Outcome {
+pub fn writer_stores_at_every_token<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for n in [0, 1, 1000, 10_007] {
-            let x: View<f64, 1> = View::from_slice("x", [n], &(0..n).map(|i| i as f64).collect::<Vec<_>>())?;
-            let y: View<f64, 1> = View::from_slice("y", [n], &vec![1.0; n])?;
+            let x =
+                SpaceView::<S, f64, 1>::from_slice("x", [n], &(0..n).map(|i| i as f64).collect::<Vec<_>>())?;
+            let y = SpaceView::<S, f64, 1>::from_slice("y", [n], &vec![1.0; n])?;
             let policy = RangePolicy::new(space.clone(), 0..n).with_chunk_size(64);
-            parallel_for("axpy", (policy, (y.write(), x.read())), |(i, (y, x))| {
-                y.set(i, 2.0 * x.get(i) + y.get(i))
-            })?;
+            parallel_for("axpy", (policy, (y.write(), x.read())), axpy::with(2.0))?;
             let want: Vec<f64> = (0..n).map(|i| 2.0 * i as f64 + 1.0).collect();
             same(&y.to_vec()?, &want, || format!("axpy over {n} elements"))?;
             parallel_for(
                 "bump",
                 (RangePolicy::new(space.clone(), 0..n), (y.write(),)),
-                |(i, (y,))| y.update(i, |v| v + 0.5),
+                add_in_place::with(0.5),
             )?;
             let want: Vec<f64> = want.iter().map(|v| v + 0.5).collect();
             same(&y.to_vec()?, &want, || format!("update over {n} elements"))?;
@@ -71,23 +190,19 @@ pub fn writer_stores_at_every_token<S: FullSpace>(space: &S) -> Outcome {
 
 /// Writers handed to an MDRange launch store at every multi-index token, for LayoutRight
 /// and LayoutLeft views, odd tiles and both orders.
-pub fn md_writer_stores_at_every_token<S: FullSpace>(space: &S) -> Outcome {
+pub fn md_writer_stores_at_every_token<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let (rows, cols) = (13, 11);
         for order in [IterationOrder::Right, IterationOrder::Left] {
-            let right: View<i64, 2> = View::new("md-right", [rows, cols])?;
-            let left: View<i64, 2, LayoutLeft> = View::new("md-left", [rows, cols])?;
+            let right = SpaceView::<S, i64, 2>::new("md-right", [rows, cols])?;
+            let left = View::<i64, 2, LayoutLeft, S::MemorySpace>::new("md-left", [rows, cols])?;
             let policy = MDRangePolicy::new(space.clone(), [0, 0], [rows, cols])
                 .with_tiles([4, 3])
                 .with_iteration(order, order);
             parallel_for(
                 "md-write",
                 (policy, (right.write(), left.write())),
-                |(ij, (r, l))| {
-                    let [i, j] = *ij;
-                    r.set(ij, (i * 100 + j) as i64);
-                    l.set(ij, -((i * 100 + j) as i64));
-                },
+                store_index_both_layouts::with(),
             )?;
             let want_right: Vec<i64> = (0..rows)
                 .flat_map(|i| (0..cols).map(move |j| (i * 100 + j) as i64))
@@ -108,44 +223,33 @@ pub fn md_writer_stores_at_every_token<S: FullSpace>(space: &S) -> Outcome {
 
 /// A bound reader's `neighbor` reads the stencil points around each token of an interior
 /// launch.
-pub fn reader_neighbor_reads_stencil_points<S: FullSpace>(space: &S) -> Outcome {
+pub fn reader_neighbor_reads_stencil_points<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 17;
-        let u: View<f64, 2> = View::from_slice(
-            "u",
-            [n, n],
-            &(0..n * n).map(|k| ((k * 37) % 101) as f64).collect::<Vec<_>>(),
-        )?;
-        let out: View<f64, 2> = View::new("laplace", [n, n])?;
+        let data: Vec<f64> = (0..n * n).map(|k| ((k * 37) % 101) as f64).collect();
+        let u = SpaceView::<S, f64, 2>::from_slice("u", [n, n], &data)?;
+        let out = SpaceView::<S, f64, 2>::new("laplace", [n, n])?;
         let interior = MDRangePolicy::new(space.clone(), [1, 1], [n - 1, n - 1]).with_tiles([5, 3]);
-        parallel_for(
-            "laplace",
-            (interior, (out.write(), u.read())),
-            |(ij, (out, u))| {
-                let around = u.neighbor(ij, [-1, 0])
-                    + u.neighbor(ij, [1, 0])
-                    + u.neighbor(ij, [0, -1])
-                    + u.neighbor(ij, [0, 1]);
-                out.set(ij, around - 4.0 * u.get(ij));
-            },
-        )?;
-        let uh = u.host_read()?;
-        let oh = out.host_read()?;
+        parallel_for("laplace", (interior, (out.write(), u.read())), five_point::with())?;
+        let at = |i: usize, j: usize| data[i * n + j];
+        let got = out.to_vec()?;
         for i in 0..n {
             for j in 0..n {
                 let want = if i == 0 || j == 0 || i == n - 1 || j == n - 1 {
                     0.0
                 } else {
-                    uh.get([i - 1, j]) + uh.get([i + 1, j]) + uh.get([i, j - 1]) + uh.get([i, j + 1])
-                        - 4.0 * uh.get([i, j])
+                    at(i - 1, j) + at(i + 1, j) + at(i, j - 1) + at(i, j + 1) - 4.0 * at(i, j)
                 };
-                ensure_eq!(oh.get([i, j]), want, "the stencil at [{i}, {j}]");
+                ensure_eq!(got[i * n + j], want, "the stencil at [{i}, {j}]");
             }
         }
         Ok(())
     })
 }
 
+// Host-only: the atomic handles are captured by a closure, and an atomic handle of a view in
+// the space's memory cannot be handed to a launch (`AtomicHandle` launch arguments and
+// `BoundAtomic` need host-accessible memory; a `#[kernel]` atomic parameter names its space).
 /// An atomic handle (captured by the kernel) scatter-adds from every iteration without
 /// losing an update.
 pub fn atomic_handle_scatter_adds_exactly<S: FullSpace>(space: &S) -> Outcome {
@@ -175,21 +279,29 @@ pub fn atomic_handle_scatter_adds_exactly<S: FullSpace>(space: &S) -> Outcome {
 
 /// A writer conflicts with a live reader of a clone of the same view (clones are the same
 /// data), in either order of making them; the launch fails before running.
-pub fn writer_conflicts_with_reader_of_clone<S: FullSpace>(space: &S) -> Outcome {
+pub fn writer_conflicts_with_reader_of_clone<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
-        let v: View<f64, 1> = View::new("shared", [64])?;
+        let v = SpaceView::<S, f64, 1>::new("shared", [64])?;
+        let ran = SpaceView::<S, u32, 1>::new("ran", [64])?;
+        let all = RangePolicy::new(space.clone(), 0..64);
         let alias = v.clone();
         let reader = alias.read();
-        expect_conflict(space, 64, (v.write(),), &["writer", "reader", "shared"])?;
+        let result = parallel_for(
+            "conflicted",
+            (all.clone(), (ran.write(), v.write())),
+            mark_and_fill::with(2.0),
+        );
+        expect_conflict(result, &ran, &["writer", "reader", "shared"])?;
         drop(reader);
         let writer = v.write();
-        expect_conflict(space, 64, (alias.read(),), &["reader", "writer", "shared"])?;
+        let result = parallel_for(
+            "conflicted",
+            (all.clone(), (ran.write(), alias.read())),
+            mark_and_read::with(),
+        );
+        expect_conflict(result, &ran, &["reader", "writer", "shared"])?;
         drop(writer);
-        parallel_for(
-            "after-conflict",
-            (RangePolicy::new(space.clone(), 0..64), (v.write(),)),
-            |(i, (v,))| v.set(i, 1.0),
-        )?;
+        parallel_for("after-conflict", (all, (v.write(),)), fill::with(1.0))?;
         ensure_eq!(
             alias.to_vec()?.iter().sum::<f64>(),
             64.0,
@@ -200,98 +312,117 @@ pub fn writer_conflicts_with_reader_of_clone<S: FullSpace>(space: &S) -> Outcome
 }
 
 /// Two writers of one view conflict, also inside one launch's tuple.
-pub fn two_writers_of_one_view_conflict<S: FullSpace>(space: &S) -> Outcome {
+pub fn two_writers_of_one_view_conflict<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
-        let v: View<i32, 1> = View::new("twice", [32])?;
-        expect_conflict(space, 32, (v.write(), v.write()), &["writer", "twice"])
+        let v = SpaceView::<S, i32, 1>::new("twice", [32])?;
+        let ran = SpaceView::<S, u32, 1>::new("ran", [32])?;
+        let result = parallel_for(
+            "conflicted",
+            (
+                RangePolicy::new(space.clone(), 0..32),
+                (ran.write(), v.write(), v.write()),
+            ),
+            mark_and_fill_pair_i32::with(),
+        );
+        expect_conflict(result, &ran, &["writer", "twice"])
     })
 }
 
+// Host-only: its last launch hands over an atomic handle, which a launch takes only for a
+// view in host-accessible memory (see `atomic_handle_scatter_adds_exactly`).
 /// An atomic handle conflicts with a writer, and readers with an atomic handle.
 pub fn atomic_handle_conflicts_with_writer<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let v: View<u32, 1> = View::new("mixed", [16])?;
         let atomic = v.atomic();
-        expect_conflict(space, 16, (v.write(),), &["writer", "atomic handle", "mixed"])?;
-        expect_conflict(space, 16, (v.read(),), &["reader", "atomic handle", "mixed"])?;
+        expect_closure_conflict(space, 16, (v.write(),), &["writer", "atomic handle", "mixed"])?;
+        expect_closure_conflict(space, 16, (v.read(),), &["reader", "atomic handle", "mixed"])?;
         drop(atomic);
         let writer = v.write();
-        expect_conflict(space, 16, (v.atomic(),), &["atomic handle", "writer", "mixed"])?;
+        expect_closure_conflict(space, 16, (v.atomic(),), &["atomic handle", "writer", "mixed"])?;
         drop(writer);
         Ok(())
     })
 }
 
 /// Writers of disjoint subviews of one view do not conflict: one launch writes both halves.
-pub fn disjoint_subview_writers_do_not_conflict<S: FullSpace>(space: &S) -> Outcome {
+pub fn disjoint_subview_writers_do_not_conflict<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 1000;
-        let v: View<i64, 1> = View::new("halves", [2 * n])?;
-        let low: View<i64, 1> = v.subview([Slice::Range(0..n)])?;
-        let high: View<i64, 1> = v.subview([Slice::Range(n..2 * n)])?;
+        let v = SpaceView::<S, i64, 1>::new("halves", [2 * n])?;
+        let low: SpaceView<S, i64, 1> = v.subview([Slice::Range(0..n)])?;
+        let high: SpaceView<S, i64, 1> = v.subview([Slice::Range(n..2 * n)])?;
+        let ran = SpaceView::<S, u32, 1>::new("ran", [n])?;
         parallel_for(
             "halves",
-            (RangePolicy::new(space.clone(), 0..n), (low.write(), high.write())),
-            |(i, (lo, hi))| {
-                lo.set(i, *i as i64);
-                hi.set(i, -(*i as i64));
-            },
+            (
+                RangePolicy::new(space.clone(), 0..n),
+                (ran.write(), low.write(), high.write()),
+            ),
+            mark_and_fill_halves::with(),
         )?;
         let want: Vec<i64> = (0..n as i64).chain((0..n as i64).map(|i| -i)).collect();
         same(&v.to_vec()?, &want, || {
             "two halves written through disjoint subviews".to_owned()
         })?;
-        let overlapping: View<i64, 1> = v.subview([Slice::Range(n - 1..2 * n - 1)])?;
-        expect_conflict(
-            space,
-            n,
-            (low.write(), overlapping.write()),
-            &["writer", "halves"],
-        )
+        same(&ran.to_vec()?, &vec![1; n], || {
+            "the tokens of the launch over both halves".to_owned()
+        })?;
+        let ran = SpaceView::<S, u32, 1>::new("ran", [n])?;
+        let overlapping: SpaceView<S, i64, 1> = v.subview([Slice::Range(n - 1..2 * n - 1)])?;
+        let result = parallel_for(
+            "conflicted",
+            (
+                RangePolicy::new(space.clone(), 0..n),
+                (ran.write(), low.write(), overlapping.write()),
+            ),
+            mark_and_fill_halves::with(),
+        );
+        expect_conflict(result, &ran, &["writer", "halves"])
     })
 }
 
 /// A launch whose tokens go past a handle's extent is `Error::OutOfExtent` naming the view,
 /// and runs no iteration.
-pub fn launch_past_the_extent_is_rejected<S: FullSpace>(space: &S) -> Outcome {
+pub fn launch_past_the_extent_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
-        let y: View<f64, 1> = View::new("short", [10])?;
-        let runs = AtomicUsize::new(0);
+        let y = SpaceView::<S, f64, 1>::new("short", [10])?;
+        let ran = SpaceView::<S, u32, 1>::new("ran", [11])?;
         let result = parallel_for(
             "too-far",
-            (RangePolicy::new(space.clone(), 0..11), (y.write(),)),
-            |(i, (y,))| {
-                runs.fetch_add(1, Ordering::Relaxed);
-                y.set(i, 1.0);
-            },
+            (RangePolicy::new(space.clone(), 0..11), (ran.write(), y.write())),
+            mark_and_fill::with(1.0),
         );
         let err = expect_error(result, "a launch over 0..11 with a view of 10", |e| {
             matches!(e, Error::OutOfExtent { .. })
         })?;
         mentions(&err.to_string(), &["too-far", "short", "11", "10"])?;
-        let m: View<f64, 2> = View::new("narrow", [4, 3])?;
+        let m = SpaceView::<S, f64, 2>::new("narrow", [4, 3])?;
+        let ran_md = SpaceView::<S, u32, 2>::new("ran", [4, 4])?;
         let result = parallel_reduce(
             "md-too-far",
-            (MDRangePolicy::new(space.clone(), [0, 0], [4, 4]), (m.read(),)),
-            |(ij, (m,)), acc: &mut f64| {
-                runs.fetch_add(1, Ordering::Relaxed);
-                *acc += m.get(ij);
-            },
-            Sum::new(),
+            (
+                MDRangePolicy::new(space.clone(), [0, 0], [4, 4]),
+                (ran_md.write(), m.read()),
+            ),
+            mark_and_sum_md::with(),
+            Sum::<f64>::new(),
         );
         let err = expect_error(result, "an MDRange launch over [4, 4] with a [4, 3] view", |e| {
             matches!(e, Error::OutOfExtent { dim: 1, .. })
         })?;
         mentions(&err.to_string(), &["md-too-far", "narrow"])?;
-        ensure_eq!(
-            runs.into_inner(),
-            0,
-            "iterations of launches refused for their extents"
-        );
+        let runs = ran
+            .to_vec()?
+            .iter()
+            .chain(&ran_md.to_vec()?)
+            .filter(|&&mark| mark != 0)
+            .count();
+        ensure_eq!(runs, 0, "iterations of launches refused for their extents");
         parallel_for(
             "in-range",
             (RangePolicy::new(space.clone(), 0..10), (y.write(),)),
-            |(i, (y,))| y.set(i, 2.0),
+            fill::with(2.0),
         )?;
         ensure_eq!(
             y.to_vec()?,
@@ -302,6 +433,9 @@ pub fn launch_past_the_extent_is_rejected<S: FullSpace>(space: &S) -> Outcome {
     })
 }
 
+// Host-only: one of its launches panics (kernel panics are a host feature, and no other check
+// sees a borrow released after one), and it borrows the view exclusively on the host with
+// `host_write`, which needs host-accessible memory.
 /// Handles handed to a launch are released when it returns, whether it succeeded, failed
 /// validation or panicked: the host can borrow the view exclusively afterwards.
 pub fn handles_are_released_after_the_launch<S: FullSpace>(space: &S) -> Outcome {
@@ -363,6 +497,9 @@ pub fn handles_are_released_after_the_launch<S: FullSpace>(space: &S) -> Outcome
     })
 }
 
+// Host-only: `deep_copy_on` copies host-accessible views with a closure launch, and a
+// `#[kernel]` takes no rank-0 handle. Its lookup part also runs on every space as
+// `lookup_reads_in_a_wider_launch`.
 /// `deep_copy_on(space, dst, src)` copies as a launch of the space: contiguous views in
 /// chunks (several, with a remainder), other layouts and strided subviews by slabs; a lookup
 /// table reads in a launch wider than itself; a rank-0 view is stored by a one-iteration
@@ -424,5 +561,24 @@ pub fn instance_copies_lookups_and_scalar_writes<S: FullSpace>(space: &S) -> Out
             "a rank-0 writer in a 2-iteration launch gave {wide:?}"
         );
         Ok(())
+    })
+}
+
+/// A lookup handle reads at indices the kernel computes, in a launch wider than its view:
+/// a lookup's extent is never checked against the launch, every read is.
+pub fn lookup_reads_in_a_wider_launch<S: LaunchSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let coef = SpaceView::<S, f64, 1>::from_slice("coef", [3], &[1.0, 2.0, 3.0])?;
+        let y = SpaceView::<S, f64, 1>::new("y", [1000])?;
+        parallel_for(
+            "table",
+            (
+                RangePolicy::new(space.clone(), 0..1000),
+                (y.write(), coef.lookup()),
+            ),
+            cycle_lookup::with(3),
+        )?;
+        let want: Vec<f64> = (0..1000).map(|i| (i % 3 + 1) as f64).collect();
+        same(&y.to_vec()?, &want, || "a lookup table in a wider launch".into())
     })
 }
