@@ -6,11 +6,13 @@
 //! concept requires.
 //!
 //! Most checks are portable: their kernels are `#[kernel]`s, which record what every thread
-//! observed in views of the space's memory (atomic handles, team slots, team rows), and the
-//! host compares that with what plain loops compute. The others test what only host kernels
-//! have: `team_single`, `team_broadcast_with` and the broadcast of values that are not device
+//! observed in views of the space's memory (its team slots, its team's row, the league rank
+//! of a writer; atomic handles of device views do not go through a launch yet), and the host
+//! compares that with what plain loops compute. The others test what only host kernels have:
+//! `team_single`, `team_broadcast_with` and the broadcast of values that are not device
 //! scalars, team-level unique tokens, the member's vector length, `Custom` reducers in
-//! `team_reduce` and team planes.
+//! `team_reduce` and team planes; and `TeamSize::Auto`, which `Cuda` resolves per kernel by
+//! occupancy rather than to `max_team_size`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -38,8 +40,8 @@ pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
     DeviceKernelInfo::of::<thread_vector_visits>,
     DeviceKernelInfo::of::<team_vector_visits>,
     DeviceKernelInfo::of::<team_rows_and_sums>,
-    DeviceKernelInfo::of::<nested_reductions>,
-    DeviceKernelInfo::of::<nested_scans>,
+    DeviceKernelInfo::of::<nested_reductions_per_thread>,
+    DeviceKernelInfo::of::<nested_scan_totals>,
     DeviceKernelInfo::of::<scan_into_team_row>,
     DeviceKernelInfo::of::<requested_scratch>,
     DeviceKernelInfo::of::<private_thread_scratch>,
@@ -305,7 +307,7 @@ pub fn team_rows_and_sums(
 /// `2..n` at the three levels, a nested `Max` over `0..n` and an empty nested `Sum`, each
 /// stored by every thread in its slot.
 #[kernel(crate = hoplite_core)]
-pub fn nested_reductions(
+pub fn nested_reductions_per_thread(
     m: &impl TeamMember,
     team_thread: BoundTeamSlots<'_, u64>,
     thread_vector: BoundTeamSlots<'_, u64>,
@@ -339,7 +341,7 @@ pub fn nested_reductions(
 /// every thread stores the totals of that scan, of a `ThreadVectorRange` scan over `4..n`
 /// and of a `TeamVectorRange` scan over `0..n` in its slots.
 #[kernel(crate = hoplite_core)]
-pub fn nested_scans(
+pub fn nested_scan_totals(
     m: &impl TeamMember,
     out: BoundWriter<'_, i64, 2>,
     finals: BoundWriter<'_, u32, 2>,
@@ -514,7 +516,7 @@ fn nested_for_counts<S: LaunchSpace>(space: &S, level: NestedLevel) -> Outcome {
                 for tr in 0..ts {
                     let mask = got[lr * ts + tr];
                     for j in 0..64 {
-                        let ran = mask >> j & 1 == 1;
+                        let ran = (mask >> j) & 1 == 1;
                         let want = (3..n).contains(&j)
                             && (level == NestedLevel::ThreadVector || team_owner(j, ts, block) == tr);
                         ensure!(
@@ -1084,7 +1086,7 @@ pub fn nested_reduce_returns_the_result_on_every_thread<S: LaunchSpace>(space: &
                             empties.team_slots(),
                         ),
                     ),
-                    nested_reductions::with::<S>(n),
+                    nested_reductions_per_thread::with::<S>(n),
                 )?;
                 let want: Vec<u64> = (0..league as u64)
                     .flat_map(|lr| {
@@ -1141,7 +1143,7 @@ pub fn nested_scan_matches_sequential_prefix<S: LaunchSpace>(space: &S) -> Outco
                             team_vector.team_slots(),
                         ),
                     ),
-                    nested_scans::with::<S>(n),
+                    nested_scan_totals::with::<S>(n),
                 )?;
                 let total =
                     |lr: usize, range: std::ops::Range<usize>| range.map(|j| value(lr, j)).sum::<i64>();
