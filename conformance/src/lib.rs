@@ -437,28 +437,28 @@ macro_rules! __for_each_check {
             }
             team {
                 portable {
-                }
-                host {
                     each_league_team_rank_pair_seen_once,
-                    auto_team_size_is_the_maximum,
                     team_size_above_the_maximum_is_rejected,
                     barrier_orders_scratch_writes,
                     broadcast_returns_the_source_value,
-                    team_single_broadcast_functor_and_team_tokens,
                     team_slots_store_once_per_thread,
-                    team_reduce_joins_in_rank_order,
                     team_scan_returns_exclusive_prefix_and_total,
                     team_thread_range_visits_every_index_once,
                     thread_vector_range_visits_every_index_once_per_thread,
                     team_vector_range_visits_every_index_once,
                     team_rows_and_league_tokens_store_once,
-                    team_planes_store_every_element_once,
                     nested_reduce_returns_the_result_on_every_thread,
                     nested_scan_matches_sequential_prefix,
                     nested_scan_stores_into_the_team_row,
                     team_scratch_has_the_requested_size,
                     thread_scratch_is_private,
                     team_policy_reduce_sums_over_teams,
+                }
+                host {
+                    auto_team_size_is_the_maximum,
+                    team_single_broadcast_functor_and_team_tokens,
+                    team_reduce_joins_in_rank_order,
+                    team_planes_store_every_element_once,
                 }
             }
             reducer {

@@ -4,82 +4,527 @@
 //! Every check runs with team size 1 and, when the space's `max_team_size` is above 1, with
 //! team size 2. Collectives are called by every thread of a team in the same order, as the
 //! concept requires.
+//!
+//! Most checks are portable: their kernels are `#[kernel]`s, which record what every thread
+//! observed in views of the space's memory (its team slots, its team's row, the league rank
+//! of a writer; atomic handles of device views do not go through a launch yet), and the host
+//! compares that with what plain loops compute. The others test what only host kernels have:
+//! `team_single`, `team_broadcast_with` and the broadcast of values that are not device
+//! scalars, team-level unique tokens, the member's vector length, `Custom` reducers in
+//! `team_reduce` and team planes; and `TeamSize::Auto`, which `Cuda` resolves per kernel by
+//! occupancy rather than to `max_team_size`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use hoplite_core::{
-    Custom, Error, Max, NestedLevel, PerTeam, PerThread, Schedule, Sum, TeamMember, TeamPolicy, TeamSize,
-    TeamThreadRange, TeamVectorRange, ThreadVectorRange, UniqueToken, VectorLength, View, parallel_for,
-    parallel_reduce,
-};
-
+use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::index::team_owner;
+use hoplite_core::{
+    BoundTeamSlots, BoundWriter, Custom, Error, ExecutionSpace, Max, NestedLevel, PerTeam, PerThread,
+    Schedule, Sum, TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange, ThreadVectorRange,
+    UniqueToken, VectorLength, View, parallel_for, parallel_reduce,
+};
+use hoplite_macros::kernel;
 
-use crate::util::{Problems, same, team_sizes};
-use crate::{FullSpace, Outcome, check};
+use crate::util::{Problems, exclusive_prefix, mismatch, same, team_sizes};
+use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
-pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
+    DeviceKernelInfo::of::<team_rank_visits>,
+    DeviceKernelInfo::of::<barrier_rounds>,
+    DeviceKernelInfo::of::<broadcast_from_every_rank>,
+    DeviceKernelInfo::of::<slot_tags>,
+    DeviceKernelInfo::of::<slots_beside_rows>,
+    DeviceKernelInfo::of::<team_scans>,
+    DeviceKernelInfo::of::<team_thread_visits>,
+    DeviceKernelInfo::of::<thread_vector_visits>,
+    DeviceKernelInfo::of::<team_vector_visits>,
+    DeviceKernelInfo::of::<team_rows_and_sums>,
+    DeviceKernelInfo::of::<nested_reductions_per_thread>,
+    DeviceKernelInfo::of::<nested_scan_totals>,
+    DeviceKernelInfo::of::<scan_into_team_row>,
+    DeviceKernelInfo::of::<requested_scratch>,
+    DeviceKernelInfo::of::<private_thread_scratch>,
+    DeviceKernelInfo::of::<league_rank_sum>,
+];
 
 const LEAGUES: [usize; 3] = [1, 4, 9];
 
-/// Runs a nested `parallel_for` of `level` over `3..n` in every team and checks how often
-/// each (team, thread, index) was visited: once per team for the levels that split over the
-/// team, once per thread for `ThreadVector`.
-/// The ownership block of a member type (what `team_owner` splits by).
-fn team_block<M: TeamMember>(_member: &M) -> usize {
-    M::TEAM_BLOCK
+/// The ownership block of the space's team loops (what `team_owner` splits by): a team-level
+/// loop gives index `j` to team rank `(j / block) % team_size`.
+fn team_block<S: ExecutionSpace>() -> usize {
+    <S::TeamMember<'static> as TeamMember>::TEAM_BLOCK
 }
 
-fn nested_for_counts<S: FullSpace>(space: &S, level: NestedLevel) -> Outcome {
-    let n = 29;
+/// Fails unless the row-major arrays of extents `dims` are equal, naming the first differing
+/// element by its multi-index.
+fn same_at<T: PartialEq + std::fmt::Debug>(
+    got: &[T],
+    want: &[T],
+    dims: &[usize],
+    context: impl Fn() -> String,
+) -> Outcome {
+    if got.len() != want.len() {
+        return same(got, want, context);
+    }
+    let Some(flat) = got.iter().zip(want).position(|(g, w)| g != w) else {
+        return Ok(());
+    };
+    let mut index = vec![0; dims.len()];
+    let mut rest = flat;
+    for (k, d) in dims.iter().enumerate().rev() {
+        index[k] = rest % d.max(&1);
+        rest /= d.max(&1);
+    }
+    Err(crate::Failure::msg(format!(
+        "{}: at {index:?}: got {:?}, expected {:?}",
+        context(),
+        got[flat],
+        want[flat]
+    )))
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): every member counts
+/// itself at its own slot `[league rank, team rank]` (a rank outside the views fails the
+/// access) and records the league and team sizes it reports.
+#[kernel(crate = hoplite_core)]
+pub fn team_rank_visits(
+    m: &impl TeamMember,
+    hits: BoundTeamSlots<'_, u32>,
+    leagues: BoundTeamSlots<'_, usize>,
+    teams: BoundTeamSlots<'_, usize>,
+) {
+    hits.set(m.team_slot(), hits.get(m.team_slot()) + 1);
+    leagues.set(m.team_slot(), m.league_size());
+    teams.set(m.team_slot(), m.team_size());
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): `rounds` rounds of
+/// each thread writing its team-scratch slot, a barrier, every thread reading every slot, and
+/// a barrier. Each thread records how many slots it read, how many held another value than
+/// the one their writer stored that round, and the first such value (-1 if none).
+#[kernel(crate = hoplite_core)]
+pub fn barrier_rounds(
+    m: &impl TeamMember,
+    reads: BoundTeamSlots<'_, u32>,
+    stale: BoundTeamSlots<'_, u32>,
+    first_stale: BoundTeamSlots<'_, i64>,
+    rounds: usize,
+) {
+    let ts = m.team_size();
+    let lr = m.league_rank() as i64;
+    let tr = m.team_rank();
+    let slots = m
+        .team_scratch(0)
+        .alloc::<i64>(ts)
+        .expect("the policy asks for one i64 per thread");
+    let mut read = 0u32;
+    let mut bad = 0u32;
+    let mut first = -1i64;
+    for round in 0..rounds {
+        slots.set(tr, lr * 1000 + round as i64 * 10 + tr as i64);
+        m.team_barrier();
+        for r in 0..ts {
+            let got = slots.get(r);
+            read += 1;
+            if got != lr * 1000 + round as i64 * 10 + r as i64 {
+                if bad == 0 {
+                    first = got;
+                }
+                bad += 1;
+            }
+        }
+        m.team_barrier();
+    }
+    reads.set(m.team_slot(), read);
+    stale.set(m.team_slot(), bad);
+    first_stale.set(m.team_slot(), first);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): every thread
+/// broadcasts `100 * league rank + team rank` from every source rank in turn; it records how
+/// many broadcasts it made, how many gave another value than the source's, and the first such
+/// value (`usize::MAX` if none).
+#[kernel(crate = hoplite_core)]
+pub fn broadcast_from_every_rank(
+    m: &impl TeamMember,
+    calls: BoundTeamSlots<'_, u32>,
+    wrong: BoundTeamSlots<'_, u32>,
+    first_wrong: BoundTeamSlots<'_, usize>,
+) {
+    let lr = m.league_rank();
+    let tr = m.team_rank();
+    let mut made = 0u32;
+    let mut bad = 0u32;
+    let mut first = usize::MAX;
+    for source in 0..m.team_size() {
+        let got = m.team_broadcast(lr * 100 + tr, source);
+        made += 1;
+        if got != lr * 100 + source {
+            if bad == 0 {
+                first = got;
+            }
+            bad += 1;
+        }
+    }
+    calls.set(m.team_slot(), made);
+    wrong.set(m.team_slot(), bad);
+    first_wrong.set(m.team_slot(), first);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): every thread adds a
+/// tag to what its own team slot holds.
+#[kernel(crate = hoplite_core)]
+pub fn slot_tags(m: &impl TeamMember, p: BoundTeamSlots<'_, usize>) {
+    p.set(
+        m.team_slot(),
+        p.get(m.team_slot()) + 1000 * m.league_rank() + m.team_rank() + 1,
+    );
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): stores through team
+/// slots and the team's row of a writer (launched only with both on one view, which is
+/// refused).
+#[kernel(crate = hoplite_core)]
+pub fn slots_beside_rows(m: &impl TeamMember, p: BoundTeamSlots<'_, f64>, w: BoundWriter<'_, f64, 2>) {
+    p.set(m.team_slot(), 1.0);
+    let row = w.team_row(m.league_token());
+    TeamThreadRange::new(m, row.len()).parallel_for(|j| {
+        row.set(j, 2.0);
+    });
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): `team_scan` of an
+/// integer and of a float per thread; each thread stores the four results in its slots.
+#[kernel(crate = hoplite_core)]
+pub fn team_scans(
+    m: &impl TeamMember,
+    prefixes: BoundTeamSlots<'_, i64>,
+    totals: BoundTeamSlots<'_, i64>,
+    fprefixes: BoundTeamSlots<'_, f64>,
+    ftotals: BoundTeamSlots<'_, f64>,
+) {
+    let lr = m.league_rank() as i64;
+    let tr = m.team_rank() as i64;
+    let (prefix, total) = m.team_scan((tr + 1) * (lr + 1));
+    prefixes.set(m.team_slot(), prefix);
+    totals.set(m.team_slot(), total);
+    let (fprefix, ftotal) = m.team_scan(0.5 * (tr + 1) as f64);
+    fprefixes.set(m.team_slot(), fprefix);
+    ftotals.set(m.team_slot(), ftotal);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): a `TeamThreadRange`
+/// over `3..n` (`n` at most 64); every thread records the indices it ran as the bits of a
+/// mask, and how many it ran again.
+#[kernel(crate = hoplite_core)]
+pub fn team_thread_visits(
+    m: &impl TeamMember,
+    masks: BoundTeamSlots<'_, u64>,
+    again: BoundTeamSlots<'_, u32>,
+    n: usize,
+) {
+    let mut mask = 0u64;
+    let mut twice = 0u32;
+    TeamThreadRange::new(m, 3..n).parallel_for(|j| {
+        if mask & (1u64 << *j) != 0 {
+            twice += 1;
+        }
+        mask |= 1u64 << *j;
+    });
+    masks.set(m.team_slot(), mask);
+    again.set(m.team_slot(), twice);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): `team_thread_visits`
+/// with a `ThreadVectorRange`.
+#[kernel(crate = hoplite_core)]
+pub fn thread_vector_visits(
+    m: &impl TeamMember,
+    masks: BoundTeamSlots<'_, u64>,
+    again: BoundTeamSlots<'_, u32>,
+    n: usize,
+) {
+    let mut mask = 0u64;
+    let mut twice = 0u32;
+    ThreadVectorRange::new(m, 3..n).parallel_for(|j| {
+        if mask & (1u64 << *j) != 0 {
+            twice += 1;
+        }
+        mask |= 1u64 << *j;
+    });
+    masks.set(m.team_slot(), mask);
+    again.set(m.team_slot(), twice);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): `team_thread_visits`
+/// with a `TeamVectorRange`.
+#[kernel(crate = hoplite_core)]
+pub fn team_vector_visits(
+    m: &impl TeamMember,
+    masks: BoundTeamSlots<'_, u64>,
+    again: BoundTeamSlots<'_, u32>,
+    n: usize,
+) {
+    let mut mask = 0u64;
+    let mut twice = 0u32;
+    TeamVectorRange::new(m, 3..n).parallel_for(|j| {
+        if mask & (1u64 << *j) != 0 {
+            twice += 1;
+        }
+        mask |= 1u64 << *j;
+    });
+    masks.set(m.team_slot(), mask);
+    again.set(m.team_slot(), twice);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): a team stores its
+/// row through two team loops of overlapping ranges (the second adds 1 to what the first
+/// stored), then team rank 0 stores the row's sum at the league rank.
+#[kernel(crate = hoplite_core)]
+pub fn team_rows_and_sums(
+    m: &impl TeamMember,
+    a: BoundWriter<'_, u64, 2>,
+    sums: BoundWriter<'_, u64, 1>,
+    cols: usize,
+) {
+    let row = a.team_row(m.league_token());
+    let base = 1000 * m.league_rank() as u64;
+    TeamThreadRange::new(m, 0..cols).parallel_for(|j| {
+        row.set(j, base + *j as u64);
+    });
+    TeamVectorRange::new(m, 5..cols - 3).parallel_for(|j| {
+        row.set(j, row.get(j) + 1);
+    });
+    let mine = TeamThreadRange::new(m, cols)
+        .parallel_reduce(|j, acc: &mut u64| *acc += base + *j as u64, Sum::new());
+    if let Some(l) = m.league_token().single() {
+        sums.set(l, mine);
+    }
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): nested sums over
+/// `2..n` at the three levels, a nested `Max` over `0..n` and an empty nested `Sum`, each
+/// stored by every thread in its slot.
+#[kernel(crate = hoplite_core)]
+pub fn nested_reductions_per_thread(
+    m: &impl TeamMember,
+    team_thread: BoundTeamSlots<'_, u64>,
+    thread_vector: BoundTeamSlots<'_, u64>,
+    team_vector: BoundTeamSlots<'_, u64>,
+    maxes: BoundTeamSlots<'_, i64>,
+    empties: BoundTeamSlots<'_, f64>,
+    n: usize,
+) {
+    let base = m.league_rank() as u64 * 100;
+    let a =
+        TeamThreadRange::new(m, 2..n).parallel_reduce(|j, s: &mut u64| *s += base + *j as u64, Sum::new());
+    let b =
+        ThreadVectorRange::new(m, 2..n).parallel_reduce(|j, s: &mut u64| *s += base + *j as u64, Sum::new());
+    let c =
+        TeamVectorRange::new(m, 2..n).parallel_reduce(|j, s: &mut u64| *s += base + *j as u64, Sum::new());
+    team_thread.set(m.team_slot(), a);
+    thread_vector.set(m.team_slot(), b);
+    team_vector.set(m.team_slot(), c);
+    let mx = TeamThreadRange::new(m, n).parallel_reduce(
+        |j, s: &mut i64| *s = (*s).max(-((*j as i64 - 7).abs())),
+        Max::new(),
+    );
+    maxes.set(m.team_slot(), mx);
+    let empty = TeamVectorRange::new(m, 5..5).parallel_reduce(|_j, s: &mut f64| *s += 1.0, Sum::new());
+    empties.set(m.team_slot(), empty);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): a `TeamThreadRange`
+/// scan of `10 * league rank + j - 20` over `0..n` stores its final pass's prefixes into the
+/// team's row of `out` and counts the final-pass calls per index in its row of `finals`;
+/// every thread stores the totals of that scan, of a `ThreadVectorRange` scan over `4..n`
+/// and of a `TeamVectorRange` scan over `0..n` in its slots.
+#[kernel(crate = hoplite_core)]
+pub fn nested_scan_totals(
+    m: &impl TeamMember,
+    out: BoundWriter<'_, i64, 2>,
+    finals: BoundWriter<'_, u32, 2>,
+    team_thread: BoundTeamSlots<'_, i64>,
+    thread_vector: BoundTeamSlots<'_, i64>,
+    team_vector: BoundTeamSlots<'_, i64>,
+    n: usize,
+) {
+    let lr = m.league_rank();
+    let row = out.team_row(m.league_token());
+    let calls = finals.team_row(m.league_token());
+    let total = TeamThreadRange::new(m, n).parallel_scan(|j, partial: &mut i64, is_final| {
+        if is_final {
+            row.set(j, *partial);
+            calls.set(j, calls.get(j) + 1);
+        }
+        *partial += (lr * 10 + *j) as i64 - 20;
+    });
+    let tail = ThreadVectorRange::new(m, 4..n).parallel_scan(|j, partial: &mut i64, _is_final| {
+        *partial += (lr * 10 + *j) as i64 - 20;
+    });
+    let tv = TeamVectorRange::new(m, n).parallel_scan(|j, partial: &mut i64, _is_final| {
+        *partial += (lr * 10 + *j) as i64 - 20;
+    });
+    team_thread.set(m.team_slot(), total);
+    thread_vector.set(m.team_slot(), tail);
+    team_vector.set(m.team_slot(), tv);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): a `TeamVectorRange`
+/// scan stores its exclusive prefixes into the team's row; every thread stores the total in
+/// its team slot.
+#[kernel(crate = hoplite_core)]
+pub fn scan_into_team_row(
+    m: &impl TeamMember,
+    out: BoundWriter<'_, i64, 2>,
+    totals: BoundTeamSlots<'_, i64>,
+    n: usize,
+) {
+    let lr = m.league_rank();
+    let row = out.team_row(m.league_token());
+    let total = TeamVectorRange::new(m, n).parallel_scan(|j, partial: &mut i64, is_final| {
+        if is_final {
+            row.set(j, *partial);
+        }
+        *partial += ((lr * 7 + *j * 3) % 11) as i64 - 5;
+    });
+    totals.set(m.team_slot(), total);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): allocates the
+/// requested bytes (as `u64`s) of team and thread scratch at levels 0 and 1, and stores the
+/// four lengths in its slots.
+#[kernel(crate = hoplite_core)]
+pub fn requested_scratch(
+    m: &impl TeamMember,
+    team0_len: BoundTeamSlots<'_, usize>,
+    thread0_len: BoundTeamSlots<'_, usize>,
+    team1_len: BoundTeamSlots<'_, usize>,
+    thread1_len: BoundTeamSlots<'_, usize>,
+    team0: usize,
+    thread0: usize,
+    team1: usize,
+    thread1: usize,
+) {
+    let a = m
+        .team_scratch(0)
+        .alloc::<u64>(team0 / 8)
+        .expect("the policy asks for this much level-0 team scratch");
+    let b = m
+        .thread_scratch(0)
+        .alloc::<u64>(thread0 / 8)
+        .expect("the policy asks for this much level-0 thread scratch");
+    let c = m
+        .team_scratch(1)
+        .alloc::<u64>(team1 / 8)
+        .expect("the policy asks for this much level-1 team scratch");
+    let d = m
+        .thread_scratch(1)
+        .alloc::<u64>(thread1 / 8)
+        .expect("the policy asks for this much level-1 thread scratch");
+    team0_len.set(m.team_slot(), a.len());
+    thread0_len.set(m.team_slot(), b.len());
+    team1_len.set(m.team_slot(), c.len());
+    thread1_len.set(m.team_slot(), d.len());
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): every thread fills
+/// its 8 `i64`s of level-0 thread scratch, and after a barrier reads them back; it records
+/// how many it read, how many held another value than it stored, and the first such value
+/// (-1 if none).
+#[kernel(crate = hoplite_core)]
+pub fn private_thread_scratch(
+    m: &impl TeamMember,
+    reads: BoundTeamSlots<'_, u32>,
+    changed: BoundTeamSlots<'_, u32>,
+    first_changed: BoundTeamSlots<'_, i64>,
+) {
+    let lr = m.league_rank() as i64;
+    let tr = m.team_rank() as i64;
+    let mine = m
+        .thread_scratch(0)
+        .alloc::<i64>(8)
+        .expect("the policy asks for 8 i64 per thread");
+    for k in 0..8 {
+        mine.set(k, lr * 1000 + tr * 10 + k as i64);
+    }
+    m.team_barrier();
+    let mut read = 0u32;
+    let mut bad = 0u32;
+    let mut first = -1i64;
+    for k in 0..8 {
+        let got = mine.get(k);
+        read += 1;
+        if got != lr * 1000 + tr * 10 + k as i64 {
+            if bad == 0 {
+                first = got;
+            }
+            bad += 1;
+        }
+    }
+    reads.set(m.team_slot(), read);
+    changed.set(m.team_slot(), bad);
+    first_changed.set(m.team_slot(), first);
+}
+
+/// A kernel of these checks (public so the NVRTC check compiles it too): team rank 0 adds
+/// `league rank + 1`.
+#[kernel(crate = hoplite_core)]
+#[expect(
+    clippy::needless_lifetimes,
+    reason = "`#[kernel]` names the brand lifetime of a kernel without handles, which clippy finds needless"
+)]
+pub fn league_rank_sum(m: &impl TeamMember, acc: &mut usize) {
+    if m.team_rank() == 0 {
+        *acc += m.league_rank() + 1;
+    }
+}
+
+/// Runs a nested `parallel_for` of `level` over `3..n` in every team and checks which
+/// indices each (team, thread) ran, and how often: once per team for the levels that split
+/// over the team, each on the thread that owns it, and once per thread for `ThreadVector`.
+fn nested_for_counts<S: LaunchSpace>(space: &S, level: NestedLevel) -> Outcome {
+    let n = 29; // at most 64: the kernels record the indices a thread ran as bits of a u64
+    let block = team_block::<S>();
     for ts in team_sizes(space) {
         for league in LEAGUES {
-            let counts: View<u32, 3> = View::new("nested-visits", [league, ts, n])?;
-            let hits = counts.atomic();
-            let misplaced = AtomicUsize::new(0);
-            parallel_for("nested-for", TeamPolicy::new(space.clone(), league, ts), |m| {
-                let (lr, tr) = (m.league_rank(), m.team_rank());
-                let body = |j: usize| {
-                    hits.fetch_add([lr, tr, j], 1);
-                    // Team-level loops give each index to its owner, whatever the range.
-                    if level != NestedLevel::ThreadVector && team_owner(j, ts, team_block(m)) != tr {
-                        misplaced.fetch_add(1, Ordering::Relaxed);
-                    }
-                };
-                match level {
-                    NestedLevel::TeamThread => TeamThreadRange::new(m, 3..n).parallel_for(|j| body(*j)),
-                    NestedLevel::ThreadVector => ThreadVectorRange::new(m, 3..n).parallel_for(|j| body(*j)),
-                    NestedLevel::TeamVector => TeamVectorRange::new(m, 3..n).parallel_for(|j| body(*j)),
+            let masks = SpaceView::<S, u64, 2>::new("nested-visits", [league, ts])?;
+            let again = SpaceView::<S, u32, 2>::new("nested-revisits", [league, ts])?;
+            let policy = TeamPolicy::new(space.clone(), league, ts);
+            let handles = (masks.team_slots(), again.team_slots());
+            match level {
+                NestedLevel::TeamThread => {
+                    parallel_for("nested-for", (policy, handles), team_thread_visits::with::<S>(n))?;
                 }
+                NestedLevel::ThreadVector => {
+                    parallel_for(
+                        "nested-for",
+                        (policy, handles),
+                        thread_vector_visits::with::<S>(n),
+                    )?;
+                }
+                NestedLevel::TeamVector => {
+                    parallel_for("nested-for", (policy, handles), team_vector_visits::with::<S>(n))?;
+                }
+            }
+            same_at(&again.to_vec()?, &vec![0; league * ts], &[league, ts], || {
+                format!("{level:?} indices a thread ran more than once (team, thread), team size {ts}")
             })?;
-            drop(hits);
-            ensure_eq!(
-                misplaced.load(Ordering::Relaxed),
-                0,
-                "{level:?} indices run on a thread other than their owner (team size {ts})"
-            );
-            let got = counts.to_vec()?;
+            let got = masks.to_vec()?;
             for lr in 0..league {
-                for j in 0..n {
-                    let per_thread: Vec<u32> = (0..ts).map(|tr| got[(lr * ts + tr) * n + j]).collect();
-                    let total: u32 = per_thread.iter().sum();
-                    let want_total = if j < 3 {
-                        0
-                    } else if level == NestedLevel::ThreadVector {
-                        ts as u32
-                    } else {
-                        1
-                    };
-                    ensure_eq!(
-                        total,
-                        want_total,
-                        "{level:?} visits of index {j} in team {lr} (team size {ts})"
-                    );
-                    if level == NestedLevel::ThreadVector && j >= 3 {
-                        same(&per_thread, &vec![1; ts], || {
-                            format!("ThreadVectorRange visits of index {j} per thread of team {lr}")
-                        })?;
+                for tr in 0..ts {
+                    let mask = got[lr * ts + tr];
+                    for j in 0..64 {
+                        let ran = (mask >> j) & 1 == 1;
+                        let want = (3..n).contains(&j)
+                            && (level == NestedLevel::ThreadVector || team_owner(j, ts, block) == tr);
+                        ensure!(
+                            ran == want,
+                            "{level:?} over 3..{n}: thread {tr} of team {lr} {} index {j} (team size {ts}; a team-level loop runs it on thread {})",
+                            if ran { "ran" } else { "did not run" },
+                            team_owner(j, ts, block)
+                        );
                     }
                 }
             }
@@ -88,34 +533,36 @@ fn nested_for_counts<S: FullSpace>(space: &S, level: NestedLevel) -> Outcome {
     Ok(())
 }
 
-/// Axiom 1: ranks are below sizes, sizes are the policy's, and each (league rank, team
-/// rank) pair is handed to exactly one member, for leagues of 0, 1, 7 and 33 teams.
-pub fn each_league_team_rank_pair_seen_once<S: FullSpace>(space: &S) -> Outcome {
+/// Axiom 1: ranks are below sizes, league and team sizes are the policy's, and each (league
+/// rank, team rank) pair is handed to exactly one member, for leagues of 0, 1, 7 and 33
+/// teams. (That members report the policy's vector length, which a device kernel does not
+/// read, is checked by `team_single_broadcast_functor_and_team_tokens`.)
+pub fn each_league_team_rank_pair_seen_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for league in [0, 1, 7, 33] {
-                let counts: View<u32, 2> = View::new("team-ranks", [league, ts])?;
-                let hits = counts.atomic();
-                let problems = Problems::new();
-                parallel_for("team-ranks", TeamPolicy::new(space.clone(), league, ts), |m| {
-                    let (lr, tr) = (m.league_rank(), m.team_rank());
-                    let sizes = (m.league_size(), m.team_size(), m.vector_length());
-                    problems.check(sizes == (league, ts, 1), || {
-                        format!(
-                            "member sizes (league, team, vector) {sizes:?}, expected {:?}",
-                            (league, ts, 1)
-                        )
-                    });
-                    problems.check(lr < league && tr < ts, || {
-                        format!("ranks ({lr}, {tr}) out of range")
-                    });
-                    if lr < league && tr < ts {
-                        hits.fetch_add([lr, tr], 1);
-                    }
+                let counts = SpaceView::<S, u32, 2>::new("team-ranks", [league, ts])?;
+                let leagues = SpaceView::<S, usize, 2>::new("league-sizes", [league, ts])?;
+                let teams = SpaceView::<S, usize, 2>::new("team-sizes", [league, ts])?;
+                // A member with a rank outside the policy's fails its slot access.
+                parallel_for(
+                    "team-ranks",
+                    (
+                        TeamPolicy::new(space.clone(), league, ts),
+                        (counts.team_slots(), leagues.team_slots(), teams.team_slots()),
+                    ),
+                    team_rank_visits::with::<S>(),
+                )?;
+                same_at(
+                    &leagues.to_vec()?,
+                    &vec![league; league * ts],
+                    &[league, ts],
+                    || format!("the league size members report, league {league}, team size {ts}"),
+                )?;
+                same_at(&teams.to_vec()?, &vec![ts; league * ts], &[league, ts], || {
+                    format!("the team size members report, league {league}, team size {ts}")
                 })?;
-                problems.into_outcome(&format!("league {league}, team size {ts}"))?;
-                drop(hits);
-                same(&counts.to_vec()?, &vec![1; league * ts], || {
+                same_at(&counts.to_vec()?, &vec![1; league * ts], &[league, ts], || {
                     format!("visits of each (league rank, team rank), league {league}, team size {ts}")
                 })?;
             }
@@ -125,48 +572,68 @@ pub fn each_league_team_rank_pair_seen_once<S: FullSpace>(space: &S) -> Outcome 
 }
 
 /// `TeamSize::Auto` is the space's `max_team_size`, and members report it.
-pub fn auto_team_size_is_the_maximum<S: FullSpace>(space: &S) -> Outcome {
+pub fn auto_team_size_is_the_maximum<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let max = space.max_team_size();
         ensure!(max >= 1, "max_team_size is 0");
-        let policy = TeamPolicy::new(space.clone(), 3, TeamSize::Auto);
+        let league = 3;
+        let policy = TeamPolicy::new(space.clone(), league, TeamSize::Auto);
         ensure_eq!(
             (policy.team_size(), policy.team_size_max()),
             (max, max),
             "the team size of an Auto policy"
         );
-        let members = AtomicUsize::new(0);
-        let problems = Problems::new();
-        parallel_for("auto-team", policy, |m| {
-            members.fetch_add(1, Ordering::Relaxed);
-            problems.check(m.team_size() == max, || {
-                format!("a member of an Auto team reports team size {}", m.team_size())
-            });
-        })?;
-        problems.into_outcome("Auto team size")?;
-        ensure_eq!(members.into_inner(), 3 * max, "members of 3 Auto teams");
-        Ok(())
+        // Slots for teams of the maximum: a member of a larger team fails its slot access.
+        let counts = SpaceView::<S, u32, 2>::new("auto-team", [league, max])?;
+        let leagues = SpaceView::<S, usize, 2>::new("auto-league-sizes", [league, max])?;
+        let teams = SpaceView::<S, usize, 2>::new("auto-team-sizes", [league, max])?;
+        parallel_for(
+            "auto-team",
+            (
+                policy,
+                (counts.team_slots(), leagues.team_slots(), teams.team_slots()),
+            ),
+            team_rank_visits::with::<S>(),
+        )?;
+        let got = teams.to_vec()?;
+        let want: Vec<usize> = vec![max; league * max];
+        if let Some(m) = mismatch(&got, &want) {
+            let ran = got.iter().filter(|&&t| t != 0).count();
+            return Err(crate::Failure::msg(format!(
+                "the team size members of an Auto team report ({ran} members ran): {m}"
+            )));
+        }
+        same_at(&counts.to_vec()?, &vec![1; league * max], &[league, max], || {
+            "members of 3 Auto teams, per (league rank, team rank)".to_owned()
+        })
     })
 }
 
 /// ExecutionSpace axiom 6: a team size up to `max_team_size` launches; one above it is
 /// `Error::TeamSizeTooLarge` naming the space, and the kernel does not run.
-pub fn team_size_above_the_maximum_is_rejected<S: FullSpace>(space: &S) -> Outcome {
+pub fn team_size_above_the_maximum_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let max = space.max_team_size();
-        let runs = AtomicUsize::new(0);
-        parallel_for("max-team", TeamPolicy::new(space.clone(), 2, max), |_| {
-            runs.fetch_add(1, Ordering::Relaxed);
+        let league = 2;
+        let counts = SpaceView::<S, u32, 2>::new("max-team", [league, max])?;
+        let leagues = SpaceView::<S, usize, 2>::new("max-team-leagues", [league, max])?;
+        let teams = SpaceView::<S, usize, 2>::new("max-team-sizes", [league, max])?;
+        let launch = |team_size: usize, label: &str| {
+            parallel_for(
+                label,
+                (
+                    TeamPolicy::new(space.clone(), league, team_size),
+                    (counts.team_slots(), leagues.team_slots(), teams.team_slots()),
+                ),
+                team_rank_visits::with::<S>(),
+            )
+        };
+        launch(max, "max-team")?;
+        let full = vec![1; league * max];
+        same_at(&counts.to_vec()?, &full, &[league, max], || {
+            "members of 2 teams of the maximum size, per (league rank, team rank)".to_owned()
         })?;
-        ensure_eq!(
-            runs.swap(0, Ordering::Relaxed),
-            2 * max,
-            "members of 2 teams of the maximum size"
-        );
-        let result = parallel_for("too-big", TeamPolicy::new(space.clone(), 2, max + 1), |_| {
-            runs.fetch_add(1, Ordering::Relaxed);
-        });
-        match result {
+        match launch(max + 1, "too-big") {
             Err(Error::TeamSizeTooLarge {
                 label,
                 requested,
@@ -186,69 +653,90 @@ pub fn team_size_above_the_maximum_is_rejected<S: FullSpace>(space: &S) -> Outco
                 )));
             }
         }
-        ensure_eq!(runs.into_inner(), 0, "iterations of a rejected launch");
-        Ok(())
+        same_at(&counts.to_vec()?, &full, &[league, max], || {
+            "members per (league rank, team rank) after a rejected launch, which must not run".to_owned()
+        })
     })
 }
 
 /// Axiom 2: scratch writes a thread makes before `team_barrier` are visible to every
 /// thread of its team after it (rounds of write, barrier, read, barrier). Only meaningful
 /// with more than one thread per team, and must hold for one.
-pub fn barrier_orders_scratch_writes<S: FullSpace>(space: &S) -> Outcome {
+pub fn barrier_orders_scratch_writes<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
+        let (league, rounds) = (6, 4);
         for ts in team_sizes(space) {
-            let policy =
-                TeamPolicy::new(space.clone(), 6, ts).with_scratch_size(0, PerTeam(8 * ts), PerThread(0));
-            let problems = Problems::new();
-            parallel_for("barrier", policy, |m| {
-                let (lr, tr) = (m.league_rank() as i64, m.team_rank());
-                let slots = match m.team_scratch(0).alloc::<i64>(ts) {
-                    Ok(s) => s,
-                    Err(e) => return problems.report(format!("team scratch of {ts} i64: {e}")),
-                };
-                for round in 0..4i64 {
-                    slots.set(tr, lr * 1000 + round * 10 + tr as i64);
-                    m.team_barrier();
-                    for r in 0..ts {
-                        let want = lr * 1000 + round * 10 + r as i64;
-                        let got = slots.get(r);
-                        problems.check(got == want, || {
-                            format!(
-                                "team {lr}, thread {tr}, round {round}: slot {r} holds {got}, expected {want}"
-                            )
-                        });
-                    }
-                    m.team_barrier();
-                }
-            })?;
-            problems.into_outcome(&format!("team size {ts}"))?;
+            let policy = TeamPolicy::new(space.clone(), league, ts).with_scratch_size(
+                0,
+                PerTeam(8 * ts),
+                PerThread(0),
+            );
+            let reads = SpaceView::<S, u32, 2>::new("barrier-reads", [league, ts])?;
+            let stale = SpaceView::<S, u32, 2>::new("barrier-stale", [league, ts])?;
+            let first = SpaceView::<S, i64, 2>::new("barrier-first-stale", [league, ts])?;
+            parallel_for(
+                "barrier",
+                (
+                    policy,
+                    (reads.team_slots(), stale.team_slots(), first.team_slots()),
+                ),
+                barrier_rounds::with::<S>(rounds),
+            )?;
+            same_at(
+                &reads.to_vec()?,
+                &vec![(rounds * ts) as u32; league * ts],
+                &[league, ts],
+                || format!("slots read per (team, thread) in {rounds} rounds, team size {ts}"),
+            )?;
+            let (stale, first) = (stale.to_vec()?, first.to_vec()?);
+            if let Some(k) = stale.iter().position(|&s| s != 0) {
+                return Err(crate::Failure::msg(format!(
+                    "team size {ts}: thread {} of team {} read {} slot(s) holding another value than their writer stored before the barrier, the first {}",
+                    k % ts,
+                    k / ts,
+                    stale[k],
+                    first[k]
+                )));
+            }
         }
         Ok(())
     })
 }
 
 /// Axiom 3: `team_broadcast(v, r)` returns on every thread the value of team rank `r`.
-pub fn broadcast_returns_the_source_value<S: FullSpace>(space: &S) -> Outcome {
+/// (The broadcast of a `String`, which a device kernel cannot hold, is checked by
+/// `team_single_broadcast_functor_and_team_tokens`.)
+pub fn broadcast_returns_the_source_value<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for league in LEAGUES {
-                let problems = Problems::new();
-                parallel_for("broadcast", TeamPolicy::new(space.clone(), league, ts), |m| {
-                    let (lr, tr) = (m.league_rank(), m.team_rank());
-                    for source in 0..ts {
-                        let got = m.team_broadcast(lr * 100 + tr, source);
-                        problems.check(got == lr * 100 + source, || {
-                            format!("team {lr}, thread {tr}: broadcast from {source} gave {got}")
-                        });
-                        let text = m.team_broadcast(format!("{lr}/{tr}"), source);
-                        problems.check(text == format!("{lr}/{source}"), || {
-                            format!(
-                                "team {lr}, thread {tr}: broadcast of a String from {source} gave {text:?}"
-                            )
-                        });
-                    }
-                })?;
-                problems.into_outcome(&format!("league {league}, team size {ts}"))?;
+                let calls = SpaceView::<S, u32, 2>::new("broadcasts", [league, ts])?;
+                let wrong = SpaceView::<S, u32, 2>::new("wrong-broadcasts", [league, ts])?;
+                let first = SpaceView::<S, usize, 2>::new("first-wrong-broadcast", [league, ts])?;
+                parallel_for(
+                    "broadcast",
+                    (
+                        TeamPolicy::new(space.clone(), league, ts),
+                        (calls.team_slots(), wrong.team_slots(), first.team_slots()),
+                    ),
+                    broadcast_from_every_rank::with::<S>(),
+                )?;
+                same_at(
+                    &calls.to_vec()?,
+                    &vec![ts as u32; league * ts],
+                    &[league, ts],
+                    || format!("broadcasts per (team, thread), league {league}, team size {ts}"),
+                )?;
+                let (wrong, first) = (wrong.to_vec()?, first.to_vec()?);
+                if let Some(k) = wrong.iter().position(|&w| w != 0) {
+                    return Err(crate::Failure::msg(format!(
+                        "league {league}, team size {ts}: thread {} of team {} got {} broadcast(s) other than the source's value, the first {}",
+                        k % ts,
+                        k / ts,
+                        wrong[k],
+                        first[k]
+                    )));
+                }
             }
         }
         Ok(())
@@ -256,9 +744,13 @@ pub fn broadcast_returns_the_source_value<S: FullSpace>(space: &S) -> Outcome {
 }
 
 /// `team_single` runs its closure once per team and hands the result to every thread;
-/// `team_broadcast_with` applies its functor on the source only; a team-level unique token
-/// gives one id to the whole team, no two live teams share it, and every id is back in the
-/// pool after the launch; `VectorLength::Auto` resolves to the space's maximum.
+/// `team_broadcast_with` applies its functor on the source only, and `team_broadcast` hands
+/// every thread the source's value of a type that is not a device scalar (a `String`); a
+/// team-level unique token gives one id to the whole team, no two live teams share it, and
+/// every id is back in the pool after the launch; members report the policy's vector length
+/// (1 by default), and `VectorLength::Auto` resolves to the space's maximum. All of these are
+/// host-only: the `#[kernel]` subset has none of them (and a `Cuda` launch passes no unique
+/// token), so the portable checks of axioms 1 and 3 leave them to this check.
 pub fn team_single_broadcast_functor_and_team_tokens<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
@@ -278,6 +770,21 @@ pub fn team_single_broadcast_functor_and_team_tokens<S: FullSpace>(space: &S) ->
                     problems.check(once == lr * 7, || {
                         format!("team {lr}, thread {tr}: single gave {once}")
                     });
+                    problems.check(m.vector_length() == space.max_vector_length(), || {
+                        format!(
+                            "team {lr}, thread {tr}: vector length {} under VectorLength::Auto, expected {}",
+                            m.vector_length(),
+                            space.max_vector_length()
+                        )
+                    });
+                    for source in 0..ts {
+                        let text = m.team_broadcast(format!("{lr}/{tr}"), source);
+                        problems.check(text == format!("{lr}/{source}"), || {
+                            format!(
+                                "team {lr}, thread {tr}: broadcast of a String from {source} gave {text:?}"
+                            )
+                        });
+                    }
                     let doubled = m.team_broadcast_with(|v: &mut usize| *v *= 2, tr + 1, ts - 1);
                     problems.check(doubled == 2 * ts, || {
                         format!("team {lr}, thread {tr}: functor broadcast gave {doubled}")
@@ -308,6 +815,17 @@ pub fn team_single_broadcast_functor_and_team_tokens<S: FullSpace>(space: &S) ->
                     ids.iter().all(Option::is_some),
                     "team ids left held after the launch: {ids:?}"
                 );
+                let problems = Problems::new();
+                parallel_for("vector-length", TeamPolicy::new(space.clone(), league, ts), |m| {
+                    let sizes = (m.league_size(), m.team_size(), m.vector_length());
+                    problems.check(sizes == (league, ts, 1), || {
+                        format!(
+                            "member sizes (league, team, vector) {sizes:?}, expected {:?}",
+                            (league, ts, 1)
+                        )
+                    });
+                })?;
+                problems.into_outcome(&format!("default vector length, league {league}, team size {ts}"))?;
             }
         }
         ensure_eq!(
@@ -323,32 +841,29 @@ pub fn team_single_broadcast_functor_and_team_tokens<S: FullSpace>(space: &S) ->
 
 /// Team slots: every thread stores at its own `[league rank, team rank]` of a rank-2 view,
 /// each element exactly once; a slots handle conflicts with a writer of the same view.
-pub fn team_slots_store_once_per_thread<S: FullSpace>(space: &S) -> Outcome {
+pub fn team_slots_store_once_per_thread<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for league in LEAGUES {
-                let slots: View<usize, 2> = View::new("slots", [league, ts])?;
+                let slots = SpaceView::<S, usize, 2>::new("slots", [league, ts])?;
                 parallel_for(
                     "slots",
                     (TeamPolicy::new(space.clone(), league, ts), (slots.team_slots(),)),
-                    |(m, (p,))| {
-                        let slot = m.team_slot();
-                        p.set(slot, p.get(slot) + 1000 * m.league_rank() + m.team_rank() + 1);
-                    },
+                    slot_tags::with::<S>(),
                 )?;
                 let want: Vec<usize> = (0..league)
                     .flat_map(|l| (0..ts).map(move |r| 1000 * l + r + 1))
                     .collect();
-                same(&slots.to_vec()?, &want, || {
+                same_at(&slots.to_vec()?, &want, &[league, ts], || {
                     format!("league {league}, team size {ts}")
                 })?;
             }
         }
-        let v: View<f64, 2> = View::new("slot conflict", [2, 2])?;
+        let v = SpaceView::<S, f64, 2>::new("slot conflict", [2, 2])?;
         let result = parallel_for(
             "conflict",
             (TeamPolicy::new(space.clone(), 2, 1), (v.team_slots(), v.write())),
-            |_| {},
+            slots_beside_rows::with::<S>(),
         );
         ensure!(
             matches!(result, Err(Error::BorrowConflict { .. })),
@@ -393,26 +908,50 @@ pub fn team_reduce_joins_in_rank_order<S: FullSpace>(space: &S) -> Outcome {
 
 /// Axiom 5: `team_scan(v)` returns (the sum of the values of lower team ranks, the team's
 /// total), for integers and floats.
-pub fn team_scan_returns_exclusive_prefix_and_total<S: FullSpace>(space: &S) -> Outcome {
+pub fn team_scan_returns_exclusive_prefix_and_total<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for league in LEAGUES {
-                let problems = Problems::new();
-                parallel_for("team-scan", TeamPolicy::new(space.clone(), league, ts), |m| {
-                    let (lr, tr) = (m.league_rank() as i64, m.team_rank() as i64);
-                    let n = ts as i64;
-                    let got = m.team_scan((tr + 1) * (lr + 1));
-                    let want = (tr * (tr + 1) / 2 * (lr + 1), n * (n + 1) / 2 * (lr + 1));
-                    problems.check(got == want, || {
-                        format!("team {lr}, thread {tr}: team_scan gave {got:?}, expected {want:?}")
-                    });
-                    let got = m.team_scan(0.5 * (tr + 1) as f64);
-                    let want = (0.25 * (tr * (tr + 1)) as f64, 0.25 * (n * (n + 1)) as f64);
-                    problems.check(got == want, || {
-                        format!("team {lr}, thread {tr}: f64 team_scan gave {got:?}, expected {want:?}")
-                    });
+                let prefixes = SpaceView::<S, i64, 2>::new("team-scan-prefixes", [league, ts])?;
+                let totals = SpaceView::<S, i64, 2>::new("team-scan-totals", [league, ts])?;
+                let fprefixes = SpaceView::<S, f64, 2>::new("team-scan-f64-prefixes", [league, ts])?;
+                let ftotals = SpaceView::<S, f64, 2>::new("team-scan-f64-totals", [league, ts])?;
+                parallel_for(
+                    "team-scan",
+                    (
+                        TeamPolicy::new(space.clone(), league, ts),
+                        (
+                            prefixes.team_slots(),
+                            totals.team_slots(),
+                            fprefixes.team_slots(),
+                            ftotals.team_slots(),
+                        ),
+                    ),
+                    team_scans::with::<S>(),
+                )?;
+                let n = ts as i64;
+                let mut want = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                for lr in 0..league as i64 {
+                    for tr in 0..n {
+                        want.0.push(tr * (tr + 1) / 2 * (lr + 1));
+                        want.1.push(n * (n + 1) / 2 * (lr + 1));
+                        want.2.push(0.25 * (tr * (tr + 1)) as f64);
+                        want.3.push(0.25 * (n * (n + 1)) as f64);
+                    }
+                }
+                let context = |what: &str| format!("{what} (team, thread), league {league}, team size {ts}");
+                same_at(&prefixes.to_vec()?, &want.0, &[league, ts], || {
+                    context("i64 team_scan prefixes")
                 })?;
-                problems.into_outcome(&format!("league {league}, team size {ts}"))?;
+                same_at(&totals.to_vec()?, &want.1, &[league, ts], || {
+                    context("i64 team_scan totals")
+                })?;
+                same_at(&fprefixes.to_vec()?, &want.2, &[league, ts], || {
+                    context("f64 team_scan prefixes")
+                })?;
+                same_at(&ftotals.to_vec()?, &want.3, &[league, ts], || {
+                    context("f64 team_scan totals")
+                })?;
             }
         }
         Ok(())
@@ -420,49 +959,36 @@ pub fn team_scan_returns_exclusive_prefix_and_total<S: FullSpace>(space: &S) -> 
 }
 
 /// Axiom 6: a `TeamThreadRange` visits every index of its range once across the team.
-pub fn team_thread_range_visits_every_index_once<S: FullSpace>(space: &S) -> Outcome {
+pub fn team_thread_range_visits_every_index_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || nested_for_counts(space, NestedLevel::TeamThread))
 }
 
 /// Axiom 6: a `ThreadVectorRange` visits every index of its range once on every thread
 /// (its range is split over the lanes of the calling thread).
-pub fn thread_vector_range_visits_every_index_once_per_thread<S: FullSpace>(space: &S) -> Outcome {
+pub fn thread_vector_range_visits_every_index_once_per_thread<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || nested_for_counts(space, NestedLevel::ThreadVector))
 }
 
 /// Axiom 6: a `TeamVectorRange` visits every index of its range once across the team.
-pub fn team_vector_range_visits_every_index_once<S: FullSpace>(space: &S) -> Outcome {
+pub fn team_vector_range_visits_every_index_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || nested_for_counts(space, NestedLevel::TeamVector))
 }
 
 /// Team tokens: a team stores into its row of a rank-2 writer through team loops of
 /// different ranges (each element stored once, by its owner, with no barrier between the
 /// loops), and one thread of the team stores the row sum at its league token.
-pub fn team_rows_and_league_tokens_store_once<S: FullSpace>(space: &S) -> Outcome {
+pub fn team_rows_and_league_tokens_store_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let cols = 41;
         for ts in team_sizes(space) {
             for league in LEAGUES {
-                let a: View<u64, 2> = View::new("team-rows", [league, cols])?;
-                let sums: View<u64, 1> = View::new("row-sums", [league])?;
+                let a = SpaceView::<S, u64, 2>::new("team-rows", [league, cols])?;
+                let sums = SpaceView::<S, u64, 1>::new("row-sums", [league])?;
                 let policy = TeamPolicy::new(space.clone(), league, ts);
                 parallel_for(
                     "team-rows",
                     (policy, (a.write(), sums.write())),
-                    |(m, (a, sums))| {
-                        let league_token = m.league_token();
-                        let row = a.team_row(league_token);
-                        let base = 1000 * m.league_rank() as u64;
-                        // Two loops over overlapping ranges: ownership is by column, so the second
-                        // loop updates what the same thread stored in the first.
-                        TeamThreadRange::new(m, 0..cols).parallel_for(|j| row.set(j, base + *j as u64));
-                        TeamVectorRange::new(m, 5..cols - 3).parallel_for(|j| row.update(j, |v| v + 1));
-                        let mine = TeamThreadRange::new(m, cols)
-                            .parallel_reduce(|j, acc: &mut u64| *acc += base + *j as u64, Sum::new());
-                        if let Some(i) = league_token.single() {
-                            sums.set(i, mine);
-                        }
-                    },
+                    team_rows_and_sums::with::<S>(cols),
                 )?;
                 let got = a.to_vec()?;
                 let want: Vec<u64> = (0..league)
@@ -471,7 +997,7 @@ pub fn team_rows_and_league_tokens_store_once<S: FullSpace>(space: &S) -> Outcom
                             .map(move |j| 1000 * i as u64 + j as u64 + u64::from((5..cols - 3).contains(&j)))
                     })
                     .collect();
-                same(&got, &want, || {
+                same_at(&got, &want, &[league, cols], || {
                     format!("row elements, league {league}, team size {ts}")
                 })?;
                 let want_sums: Vec<u64> = (0..league)
@@ -535,39 +1061,54 @@ pub fn team_planes_store_every_element_once<S: FullSpace>(space: &S) -> Outcome 
 
 /// Axiom 6: a nested reduce returns the full result on every participating thread, and
 /// the identity for an empty range.
-pub fn nested_reduce_returns_the_result_on_every_thread<S: FullSpace>(space: &S) -> Outcome {
+pub fn nested_reduce_returns_the_result_on_every_thread<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 23;
         for ts in team_sizes(space) {
             for league in LEAGUES {
-                let problems = Problems::new();
-                parallel_for("nested-reduce", TeamPolicy::new(space.clone(), league, ts), |m| {
-                    let (lr, tr) = (m.league_rank() as u64, m.team_rank());
-                    let want: u64 = (2..n as u64).map(|j| lr * 100 + j).sum();
-                    let body = |j: hoplite_core::Idx<'_>, s: &mut u64| *s += lr * 100 + *j as u64;
-                    let a = TeamThreadRange::new(m, 2..n).parallel_reduce(body, Sum::new());
-                    let b = ThreadVectorRange::new(m, 2..n).parallel_reduce(body, Sum::new());
-                    let c = TeamVectorRange::new(m, 2..n).parallel_reduce(body, Sum::new());
-                    problems.check((a, b, c) == (want, want, want), || {
-                        format!(
-                            "team {lr}, thread {tr}: nested sums {:?}, expected {want}",
-                            (a, b, c)
-                        )
-                    });
-                    let mx = TeamThreadRange::new(m, n).parallel_reduce(
-                        |j, s: &mut i64| *s = (*s).max(-((*j as i64 - 7).abs())),
-                        Max::new(),
-                    );
-                    problems.check(mx == 0, || {
-                        format!("team {lr}, thread {tr}: nested Max gave {mx}")
-                    });
-                    let empty =
-                        TeamVectorRange::new(m, 5..5).parallel_reduce(|_, s: &mut f64| *s += 1.0, Sum::new());
-                    problems.check(empty == 0.0, || {
-                        format!("team {lr}, thread {tr}: an empty nested Sum gave {empty}")
-                    });
+                let slots = |label| SpaceView::<S, u64, 2>::new(label, [league, ts]);
+                let (team_thread, thread_vector, team_vector) = (
+                    slots("nested-team-thread")?,
+                    slots("nested-thread-vector")?,
+                    slots("nested-team-vector")?,
+                );
+                let maxes = SpaceView::<S, i64, 2>::new("nested-max", [league, ts])?;
+                let empties = SpaceView::<S, f64, 2>::new("nested-empty", [league, ts])?;
+                parallel_for(
+                    "nested-reduce",
+                    (
+                        TeamPolicy::new(space.clone(), league, ts),
+                        (
+                            team_thread.team_slots(),
+                            thread_vector.team_slots(),
+                            team_vector.team_slots(),
+                            maxes.team_slots(),
+                            empties.team_slots(),
+                        ),
+                    ),
+                    nested_reductions_per_thread::with::<S>(n),
+                )?;
+                let want: Vec<u64> = (0..league as u64)
+                    .flat_map(|lr| {
+                        let sum: u64 = (2..n as u64).map(|j| lr * 100 + j).sum();
+                        std::iter::repeat_n(sum, ts)
+                    })
+                    .collect();
+                for (got, level) in [
+                    (team_thread, "TeamThreadRange"),
+                    (thread_vector, "ThreadVectorRange"),
+                    (team_vector, "TeamVectorRange"),
+                ] {
+                    same_at(&got.to_vec()?, &want, &[league, ts], || {
+                        format!("{level} sums over 2..{n} (team, thread), league {league}, team size {ts}")
+                    })?;
+                }
+                same_at(&maxes.to_vec()?, &vec![0; league * ts], &[league, ts], || {
+                    format!("nested Max (team, thread), league {league}, team size {ts}")
                 })?;
-                problems.into_outcome(&format!("league {league}, team size {ts}"))?;
+                same_at(&empties.to_vec()?, &vec![0.0; league * ts], &[league, ts], || {
+                    format!("an empty nested Sum (team, thread), league {league}, team size {ts}")
+                })?;
             }
         }
         Ok(())
@@ -576,60 +1117,57 @@ pub fn nested_reduce_returns_the_result_on_every_thread<S: FullSpace>(space: &S)
 
 /// Axiom 6: a nested scan calls the final pass once per index with the exclusive prefix
 /// of the team's range, and returns the total on every participating thread.
-pub fn nested_scan_matches_sequential_prefix<S: FullSpace>(space: &S) -> Outcome {
+pub fn nested_scan_matches_sequential_prefix<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 19;
         let value = |lr: usize, j: usize| (lr * 10 + j) as i64 - 20;
         for ts in team_sizes(space) {
             for league in LEAGUES {
-                let out: View<i64, 2> = View::new("nested-scan", [league, n])?;
-                let finals: View<u32, 2> = View::new("nested-scan-finals", [league, n])?;
-                let stores = out.atomic();
-                let calls = finals.atomic();
-                let problems = Problems::new();
-                parallel_for("nested-scan", TeamPolicy::new(space.clone(), league, ts), |m| {
-                    let (lr, tr) = (m.league_rank(), m.team_rank());
-                    let want_total: i64 = (0..n).map(|j| value(lr, j)).sum();
-                    let total: i64 =
-                        TeamThreadRange::new(m, n).parallel_scan(|j, partial: &mut i64, is_final| {
-                            if is_final {
-                                stores.store([lr, *j], *partial);
-                                calls.fetch_add([lr, *j], 1);
-                            }
-                            *partial += value(lr, *j);
-                        });
-                    problems.check(total == want_total, || {
+                let out = SpaceView::<S, i64, 2>::new("nested-scan", [league, n])?;
+                let finals = SpaceView::<S, u32, 2>::new("nested-scan-finals", [league, n])?;
+                let slots = |label| SpaceView::<S, i64, 2>::new(label, [league, ts]);
+                let (team_thread, thread_vector, team_vector) = (
+                    slots("scan-team-thread")?,
+                    slots("scan-thread-vector")?,
+                    slots("scan-team-vector")?,
+                );
+                parallel_for(
+                    "nested-scan",
+                    (
+                        TeamPolicy::new(space.clone(), league, ts),
+                        (
+                            out.write(),
+                            finals.write(),
+                            team_thread.team_slots(),
+                            thread_vector.team_slots(),
+                            team_vector.team_slots(),
+                        ),
+                    ),
+                    nested_scan_totals::with::<S>(n),
+                )?;
+                let total =
+                    |lr: usize, range: std::ops::Range<usize>| range.map(|j| value(lr, j)).sum::<i64>();
+                for (got, level, lo) in [
+                    (team_thread, "TeamThreadRange", 0),
+                    (thread_vector, "ThreadVectorRange", 4),
+                    (team_vector, "TeamVectorRange", 0),
+                ] {
+                    let want: Vec<i64> = (0..league)
+                        .flat_map(|lr| std::iter::repeat_n(total(lr, lo..n), ts))
+                        .collect();
+                    same_at(&got.to_vec()?, &want, &[league, ts], || {
                         format!(
-                            "team {lr}, thread {tr}: TeamThreadRange total {total}, expected {want_total}"
+                            "{level} scan totals over {lo}..{n} (team, thread), league {league}, team size {ts}"
                         )
-                    });
-                    let inclusive_last = ThreadVectorRange::new(m, 4..n)
-                        .parallel_scan(|j, partial: &mut i64, _| *partial += value(lr, *j));
-                    let want_tail: i64 = (4..n).map(|j| value(lr, j)).sum();
-                    problems.check(inclusive_last == want_tail, || {
-                        format!(
-                            "team {lr}, thread {tr}: ThreadVectorRange total {inclusive_last} != {want_tail}"
-                        )
-                    });
-                    let tv: i64 = TeamVectorRange::new(m, n)
-                        .parallel_scan(|j, partial: &mut i64, _| *partial += value(lr, *j));
-                    problems.check(tv == want_total, || {
-                        format!(
-                            "team {lr}, thread {tr}: TeamVectorRange scan total {tv}, expected {want_total}"
-                        )
-                    });
-                })?;
-                problems.into_outcome(&format!("league {league}, team size {ts}"))?;
-                drop((stores, calls));
+                    })?;
+                }
                 let want: Vec<i64> = (0..league)
-                    .flat_map(|lr| {
-                        crate::util::exclusive_prefix(&(0..n).map(|j| value(lr, j)).collect::<Vec<_>>(), 0).0
-                    })
+                    .flat_map(|lr| exclusive_prefix(&(0..n).map(|j| value(lr, j)).collect::<Vec<_>>(), 0).0)
                     .collect();
-                same(&out.to_vec()?, &want, || {
+                same_at(&out.to_vec()?, &want, &[league, n], || {
                     format!("exclusive nested scan, league {league}, team size {ts}")
                 })?;
-                same(&finals.to_vec()?, &vec![1; league * n], || {
+                same_at(&finals.to_vec()?, &vec![1; league * n], &[league, n], || {
                     format!("final-pass calls per index, league {league}, team size {ts}")
                 })?;
             }
@@ -641,39 +1179,32 @@ pub fn nested_scan_matches_sequential_prefix<S: FullSpace>(space: &S) -> Outcome
 /// A team-level scan hands each index to the thread that owns it, so its tokens store the
 /// scan's output into the team's row of a writer: an exclusive prefix over several blocks
 /// per thread, equal to the sequential one.
-pub fn nested_scan_stores_into_the_team_row<S: FullSpace>(space: &S) -> Outcome {
+pub fn nested_scan_stores_into_the_team_row<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let value = |lr: usize, j: usize| ((lr * 7 + j * 3) % 11) as i64 - 5;
         for n in [0, 1, 16, 17, 100] {
             for ts in team_sizes(space) {
                 let league = 3;
-                let out: View<i64, 2> = View::new("scan-row", [league, n])?;
+                let out = SpaceView::<S, i64, 2>::new("scan-row", [league, n])?;
+                let totals = SpaceView::<S, i64, 2>::new("scan-row-totals", [league, ts])?;
                 parallel_for(
                     "scan-row",
-                    (TeamPolicy::new(space.clone(), league, ts), (out.write(),)),
-                    |(m, (o,))| {
-                        let lr = m.league_rank();
-                        let row = o.team_row(m.league_token());
-                        let total =
-                            TeamVectorRange::new(m, n).parallel_scan(|j, partial: &mut i64, is_final| {
-                                if is_final {
-                                    row.set(j, *partial);
-                                }
-                                *partial += value(lr, *j);
-                            });
-                        assert_eq!(
-                            total,
-                            (0..n).map(|j| value(lr, j)).sum::<i64>(),
-                            "team {lr} total"
-                        );
-                    },
+                    (
+                        TeamPolicy::new(space.clone(), league, ts),
+                        (out.write(), totals.team_slots()),
+                    ),
+                    scan_into_team_row::with::<S>(n),
                 )?;
-                let want: Vec<i64> = (0..league)
-                    .flat_map(|lr| {
-                        crate::util::exclusive_prefix(&(0..n).map(|j| value(lr, j)).collect::<Vec<_>>(), 0).0
-                    })
+                let want_totals: Vec<i64> = (0..league)
+                    .flat_map(|lr| std::iter::repeat_n((0..n).map(|j| value(lr, j)).sum::<i64>(), ts))
                     .collect();
-                same(&out.to_vec()?, &want, || {
+                same_at(&totals.to_vec()?, &want_totals, &[league, ts], || {
+                    format!("scan totals (team, thread), n {n}, team size {ts}")
+                })?;
+                let want: Vec<i64> = (0..league)
+                    .flat_map(|lr| exclusive_prefix(&(0..n).map(|j| value(lr, j)).collect::<Vec<_>>(), 0).0)
+                    .collect();
+                same_at(&out.to_vec()?, &want, &[league, n], || {
                     format!("scan into rows, n {n}, team size {ts}")
                 })?;
             }
@@ -683,34 +1214,52 @@ pub fn nested_scan_stores_into_the_team_row<S: FullSpace>(space: &S) -> Outcome 
 }
 
 /// Axiom 7: team and thread scratch hold at least what the policy requested, at both
-/// levels, and that much can be allocated.
-pub fn team_scratch_has_the_requested_size<S: FullSpace>(space: &S) -> Outcome {
+/// levels, and that much can be allocated. (An allocation of the whole request succeeds only
+/// if the pad's capacity holds it, so the kernel allocates it: a device kernel has no
+/// `capacity`.)
+pub fn team_scratch_has_the_requested_size<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
+        let league = 5;
+        let [(team0, thread0), (team1, thread1)] = [(200, 48), (4096, 16)];
         for ts in team_sizes(space) {
-            let policy = TeamPolicy::new(space.clone(), 5, ts)
-                .with_scratch_size(0, PerTeam(200), PerThread(48))
-                .with_scratch_size(1, PerTeam(4096), PerThread(16));
-            let problems = Problems::new();
-            parallel_for("scratch-size", policy, |m| {
-                let lr = m.league_rank();
-                for (level, team, thread) in [(0, 200, 48), (1, 4096, 16)] {
-                    let (tc, hc) = (
-                        m.team_scratch(level).capacity(),
-                        m.thread_scratch(level).capacity(),
-                    );
-                    problems.check(tc >= team && hc >= thread, || {
-                        format!("team {lr}: level-{level} capacities ({tc}, {hc}) below ({team}, {thread})")
-                    });
-                    let a = m.team_scratch(level).alloc::<u64>(team / 8).map(|s| s.len());
-                    let b = m.thread_scratch(level).alloc::<u64>(thread / 8).map(|s| s.len());
-                    problems.check(a == Ok(team / 8) && b == Ok(thread / 8), || {
-                        format!(
-                            "team {lr}: level-{level} allocations of the requested sizes gave {a:?} and {b:?}"
-                        )
-                    });
-                }
+            let policy = TeamPolicy::new(space.clone(), league, ts)
+                .with_scratch_size(0, PerTeam(team0), PerThread(thread0))
+                .with_scratch_size(1, PerTeam(team1), PerThread(thread1));
+            let lens: Vec<SpaceView<S, usize, 2>> = ["team-0", "thread-0", "team-1", "thread-1"]
+                .into_iter()
+                .map(|label| SpaceView::<S, usize, 2>::new(label, [league, ts]))
+                .collect::<Result<_, _>>()?;
+            parallel_for(
+                "scratch-size",
+                (
+                    policy,
+                    (
+                        lens[0].team_slots(),
+                        lens[1].team_slots(),
+                        lens[2].team_slots(),
+                        lens[3].team_slots(),
+                    ),
+                ),
+                requested_scratch::with::<S>(team0, thread0, team1, thread1),
+            )
+            .map_err(|e| {
+                crate::Failure::msg(format!(
+                    "allocating the requested scratch (level 0: {team0} bytes per team, {thread0} per thread; level 1: {team1}, {thread1}), team size {ts}: {e}"
+                ))
             })?;
-            problems.into_outcome(&format!("team size {ts}"))?;
+            let pads = ["level-0 team", "level-0 thread", "level-1 team", "level-1 thread"];
+            for ((got, pad), bytes) in lens.iter().zip(pads).zip([team0, thread0, team1, thread1]) {
+                same_at(
+                    &got.to_vec()?,
+                    &vec![bytes / 8; league * ts],
+                    &[league, ts],
+                    || {
+                        format!(
+                            "lengths of the {pad} allocations of {bytes} bytes as u64 (team, thread), team size {ts}"
+                        )
+                    },
+                )?;
+            }
         }
         Ok(())
     })
@@ -718,30 +1267,36 @@ pub fn team_scratch_has_the_requested_size<S: FullSpace>(space: &S) -> Outcome {
 
 /// Axiom 7: thread scratch is private: what a thread stores there is what it reads back
 /// after a team barrier, whatever the other threads stored in theirs.
-pub fn thread_scratch_is_private<S: FullSpace>(space: &S) -> Outcome {
+pub fn thread_scratch_is_private<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
+        let league = 7;
         for ts in team_sizes(space) {
             let policy =
-                TeamPolicy::new(space.clone(), 7, ts).with_scratch_size(0, PerTeam(0), PerThread(64));
-            let problems = Problems::new();
-            parallel_for("thread-scratch", policy, |m| {
-                let (lr, tr) = (m.league_rank() as i64, m.team_rank() as i64);
-                let mine = match m.thread_scratch(0).alloc::<i64>(8) {
-                    Ok(s) => s,
-                    Err(e) => return problems.report(format!("thread scratch of 8 i64: {e}")),
-                };
-                for k in 0..8 {
-                    mine.set(k, lr * 1000 + tr * 10 + k as i64);
-                }
-                m.team_barrier();
-                for k in 0..8 {
-                    let got = mine.get(k);
-                    problems.check(got == lr * 1000 + tr * 10 + k as i64, || {
-                        format!("team {lr}, thread {tr}: thread scratch slot {k} holds {got}")
-                    });
-                }
+                TeamPolicy::new(space.clone(), league, ts).with_scratch_size(0, PerTeam(0), PerThread(64));
+            let reads = SpaceView::<S, u32, 2>::new("thread-scratch-reads", [league, ts])?;
+            let changed = SpaceView::<S, u32, 2>::new("thread-scratch-changed", [league, ts])?;
+            let first = SpaceView::<S, i64, 2>::new("thread-scratch-first-changed", [league, ts])?;
+            parallel_for(
+                "thread-scratch",
+                (
+                    policy,
+                    (reads.team_slots(), changed.team_slots(), first.team_slots()),
+                ),
+                private_thread_scratch::with::<S>(),
+            )?;
+            same_at(&reads.to_vec()?, &vec![8; league * ts], &[league, ts], || {
+                format!("thread scratch elements read back per (team, thread), team size {ts}")
             })?;
-            problems.into_outcome(&format!("team size {ts}"))?;
+            let (changed, first) = (changed.to_vec()?, first.to_vec()?);
+            if let Some(k) = changed.iter().position(|&c| c != 0) {
+                return Err(crate::Failure::msg(format!(
+                    "team size {ts}: thread {} of team {} found {} of its 8 thread-scratch elements changed after the barrier, the first holding {}",
+                    k % ts,
+                    k / ts,
+                    changed[k],
+                    first[k]
+                )));
+            }
         }
         Ok(())
     })
@@ -749,7 +1304,7 @@ pub fn thread_scratch_is_private<S: FullSpace>(space: &S) -> Outcome {
 
 /// `parallel_reduce` over a team policy adds each team's contribution once, for static
 /// and dynamic schedules and chunk sizes.
-pub fn team_policy_reduce_sums_over_teams<S: FullSpace>(space: &S) -> Outcome {
+pub fn team_policy_reduce_sums_over_teams<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for (schedule, chunk) in [
@@ -765,12 +1320,8 @@ pub fn team_policy_reduce_sums_over_teams<S: FullSpace>(space: &S) -> Outcome {
                 let total = parallel_reduce(
                     "team-sum",
                     policy,
-                    |m, acc: &mut usize| {
-                        if m.team_rank() == 0 {
-                            *acc += m.league_rank() + 1;
-                        }
-                    },
-                    Sum::new(),
+                    league_rank_sum::with::<S>(),
+                    Sum::<usize>::new(),
                 )?;
                 ensure_eq!(
                     total,
