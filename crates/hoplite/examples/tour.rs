@@ -547,6 +547,19 @@ fn sum_of_squares(i: Idx<'_>, x: hoplite::BoundReader<'_, f64, 1>, acc: &mut f64
     *acc += v * v;
 }
 
+/// One function for every backend, a GPU included: the data goes into the space's own memory
+/// (`from_slice` copies to the device where the space is one) and a `#[kernel]` reduces it.
+#[cfg(feature = "cuda")]
+fn sum_of_squares_on<S: LaunchSpace>(space: &S, data: &[f64]) -> Result<f64> {
+    let x = View::<f64, 1, LayoutRight, S::MemorySpace>::from_slice("x", [data.len()], data)?;
+    parallel_reduce(
+        "sum of squares",
+        (RangePolicy::new(space.clone(), 0..data.len()), (x.read(),)),
+        sum_of_squares::with(),
+        Sum::new(),
+    )
+}
+
 /// The CUDA backend: on a GPU, a reduction on the device; without one, what still runs (the
 /// reduction kernel compiled to PTX, the checks before the device) and the typed error.
 #[cfg(feature = "cuda")]
@@ -595,18 +608,23 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
     if let Err(e) = hoplite::RawKernel::new(axpy_source, "axpy(y: inout pointer, n: sint64)") {
         println!("a pointer without its element type is refused: {e}");
     }
+    let n = 1 << 20;
+    let host: Vec<f64> = (0..n).map(|k| (k % 7) as f64).collect();
+    let on_host = sum_of_squares_on(&DefaultExecutionSpace::default(), &host)?;
+    println!("the generic sum of squares on the host: {on_host}");
     if !cuda.is_available() {
-        let e = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing("x", [1 << 20]).err();
+        let e = sum_of_squares_on(&cuda, &host).err();
         println!(
-            "no device: {}",
+            "the same function on Cuda, no device: {}",
             e.map_or_else(|| "?".to_owned(), |e| e.to_string())
         );
         return Ok(());
     }
-    let n = 1 << 20;
-    let host: Vec<f64> = (0..n).map(|k| (k % 7) as f64).collect();
-    let x = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing("x", [n])?;
-    hoplite::cuda::copy_to_device(&x, &host)?;
+    println!(
+        "the same function on Cuda: {} (the host's: {on_host})",
+        sum_of_squares_on(&cuda, &host)?
+    );
+    let x = View::<f64, 1, LayoutRight, CudaSpace>::from_slice("x", [n], &host)?;
     let (sum, t) = timed(3, || {
         parallel_reduce(
             "sum of squares",
