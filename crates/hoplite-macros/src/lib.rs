@@ -380,10 +380,8 @@ fn native_function(krate: &Path, signature: &KernelSignature, mut function: Item
             }
             if (k == 0 && signature.token != TokenKind::Team) || handle.is_some() {
                 let mut missing = Vec::new();
-                if let Some(handle) = handle {
-                    if handle.layout.is_none() {
-                        missing.push(quote!(#krate::LayoutRight));
-                    }
+                if handle.is_some_and(|h| h.layout.is_none()) {
+                    missing.push(quote!(#krate::LayoutRight));
                 }
                 brand_type(&mut typed.ty, &missing);
             }
