@@ -74,10 +74,6 @@ pub fn count_scan_i64(_i: Idx<'_>, partial: &mut i64, _is_final: bool) {
 
 /// Counts the members of a team launch.
 #[kernel(crate = hoplite_core)]
-#[expect(
-    clippy::needless_lifetimes,
-    reason = "the macro names the member's lifetime, which a kernel without handles uses once"
-)]
 pub fn count_members(_m: &impl TeamMember, acc: &mut usize) {
     *acc += 1;
 }

@@ -471,10 +471,6 @@ pub fn private_thread_scratch(
 /// A kernel of these checks (public so the NVRTC check compiles it too): team rank 0 adds
 /// `league rank + 1`.
 #[kernel(crate = hoplite_core)]
-#[expect(
-    clippy::needless_lifetimes,
-    reason = "`#[kernel]` names the brand lifetime of a kernel without handles, which clippy finds needless"
-)]
 pub fn league_rank_sum(m: &impl TeamMember, acc: &mut usize) {
     if m.team_rank() == 0 {
         *acc += m.league_rank() + 1;
