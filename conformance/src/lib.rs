@@ -403,12 +403,12 @@ macro_rules! __for_each_check {
             }
             memory_space {
                 portable {
-                }
-                host {
                     allocation_is_aligned,
                     zero_byte_allocation_succeeds,
                     allocation_failure_is_typed,
                     view_allocations_are_recorded,
+                }
+                host {
                     host_space_access_flags_are_ordered,
                     deep_copy_between_host_views_copies_every_element,
                 }
