@@ -415,12 +415,12 @@ macro_rules! __for_each_check {
             }
             range_policy {
                 portable {
-                }
-                host {
                     visits_every_index_exactly_once,
                     chunked_schedules_visit_every_index_exactly_once,
-                    schedule_does_not_change_results,
                     conversions_visit_the_same_points,
+                }
+                host {
+                    schedule_does_not_change_results,
                 }
             }
             mdrange_policy {
