@@ -428,11 +428,11 @@ macro_rules! __for_each_check {
                     empty_box_runs_no_iteration,
                     reduce_covers_every_point_once,
                     signed_bounds_with_an_origin,
-                }
-                host {
                     rank_1_visits_every_point_exactly_once,
                     rank_2_visits_every_point_exactly_once,
                     rank_3_visits_every_point_exactly_once,
+                }
+                host {
                 }
             }
             team {
