@@ -585,9 +585,9 @@ macro_rules! __for_each_check {
                     sum_i64_matches_serial,
                     min_max_loc_match_serial,
                     scan_matches_serial,
+                    mdrange_matches_serial,
                 }
                 host {
-                    mdrange_matches_serial,
                 }
             }
         }
