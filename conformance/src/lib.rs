@@ -504,9 +504,9 @@ macro_rules! __for_each_check {
                     exclusive_scan_matches_sequential_prefix,
                     inclusive_scan_matches_sequential_prefix,
                     scan_over_an_offset_range_matches_sequential_prefix,
+                    final_pass_runs_once_per_index,
                 }
                 host {
-                    final_pass_runs_once_per_index,
                 }
             }
             unique_token {
