@@ -544,10 +544,10 @@ macro_rules! __for_each_check {
                     disjoint_subview_writers_do_not_conflict,
                     launch_past_the_extent_is_rejected,
                     lookup_reads_in_a_wider_launch,
-                }
-                host {
                     atomic_handle_scatter_adds_exactly,
                     atomic_handle_conflicts_with_writer,
+                }
+                host {
                     handles_are_released_after_the_launch,
                     instance_copies_lookups_and_scalar_writes,
                 }
