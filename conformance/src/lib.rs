@@ -403,24 +403,24 @@ macro_rules! __for_each_check {
             }
             memory_space {
                 portable {
-                }
-                host {
                     allocation_is_aligned,
                     zero_byte_allocation_succeeds,
                     allocation_failure_is_typed,
                     view_allocations_are_recorded,
+                }
+                host {
                     host_space_access_flags_are_ordered,
                     deep_copy_between_host_views_copies_every_element,
                 }
             }
             range_policy {
                 portable {
-                }
-                host {
                     visits_every_index_exactly_once,
                     chunked_schedules_visit_every_index_exactly_once,
-                    schedule_does_not_change_results,
                     conversions_visit_the_same_points,
+                }
+                host {
+                    schedule_does_not_change_results,
                 }
             }
             mdrange_policy {
@@ -428,11 +428,11 @@ macro_rules! __for_each_check {
                     empty_box_runs_no_iteration,
                     reduce_covers_every_point_once,
                     signed_bounds_with_an_origin,
-                }
-                host {
                     rank_1_visits_every_point_exactly_once,
                     rank_2_visits_every_point_exactly_once,
                     rank_3_visits_every_point_exactly_once,
+                }
+                host {
                 }
             }
             team {
@@ -504,9 +504,9 @@ macro_rules! __for_each_check {
                     exclusive_scan_matches_sequential_prefix,
                     inclusive_scan_matches_sequential_prefix,
                     scan_over_an_offset_range_matches_sequential_prefix,
+                    final_pass_runs_once_per_index,
                 }
                 host {
-                    final_pass_runs_once_per_index,
                 }
             }
             unique_token {
@@ -544,10 +544,10 @@ macro_rules! __for_each_check {
                     disjoint_subview_writers_do_not_conflict,
                     launch_past_the_extent_is_rejected,
                     lookup_reads_in_a_wider_launch,
-                }
-                host {
                     atomic_handle_scatter_adds_exactly,
                     atomic_handle_conflicts_with_writer,
+                }
+                host {
                     handles_are_released_after_the_launch,
                     instance_copies_lookups_and_scalar_writes,
                 }
@@ -585,9 +585,9 @@ macro_rules! __for_each_check {
                     sum_i64_matches_serial,
                     min_max_loc_match_serial,
                     scan_matches_serial,
+                    mdrange_matches_serial,
                 }
                 host {
-                    mdrange_matches_serial,
                 }
             }
         }

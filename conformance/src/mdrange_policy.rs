@@ -1,20 +1,19 @@
 //! The `ExecutionPolicy` axioms for `MDRangePolicy` of ranks 1 to 3: every point exactly
 //! once for odd tiles, edge tiles and all four combinations of iteration orders.
 //!
-//! Reductions, empty boxes and origins are checked on every space. The visit counts of the
-//! rank checks use atomic handles, which a launch takes only of host memory, so those checks
-//! run on host spaces.
+//! Every check runs on every space: `#[kernel]`s count the visits of each point through
+//! atomic handles of views in the space's own memory, reduce, and mark points through writers.
 
 use hoplite_core::device_kernel::DeviceKernelInfo;
+use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
-    BoundReader, BoundWriter, ExecutionSpace, IterationOrder, MDRangePolicy, MdIdx, ParallelFor, Sum, View,
-    parallel_for, parallel_reduce,
+    BoundReader, BoundWriter, IterationOrder, MDRangePolicy, MdIdx, Sum, parallel_for, parallel_reduce,
 };
 use hoplite_macros::kernel;
 
 use crate::errors::{mark_point_2, mark_point_3};
 use crate::util::same;
-use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
+use crate::{LaunchSpace, Outcome, SpaceView, check};
 
 use IterationOrder::{Left, Right};
 
@@ -27,7 +26,28 @@ pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
     DeviceKernelInfo::of::<count_points_2>,
     DeviceKernelInfo::of::<cells_from_origin>,
     DeviceKernelInfo::of::<sum_cells>,
+    DeviceKernelInfo::of::<count_point_1>,
+    DeviceKernelInfo::of::<count_point_2>,
+    DeviceKernelInfo::of::<count_point_3>,
 ];
+
+/// Adds 1 to `hits` at every point of a rank-1 MDRange launch.
+#[kernel(crate = hoplite_core)]
+pub fn count_point_1(p: MdIdx<'_, 1>, hits: BoundAtomic<'_, u32, 1>) {
+    hits.fetch_add(p, 1);
+}
+
+/// Adds 1 to `hits` at every point of a rank-2 MDRange launch.
+#[kernel(crate = hoplite_core)]
+pub fn count_point_2(p: MdIdx<'_, 2>, hits: BoundAtomic<'_, u32, 2>) {
+    hits.fetch_add(p, 1);
+}
+
+/// Adds 1 to `hits` at every point of a rank-3 MDRange launch.
+#[kernel(crate = hoplite_core)]
+pub fn count_point_3(p: MdIdx<'_, 3>, hits: BoundAtomic<'_, u32, 3>) {
+    hits.fetch_add(p, 1);
+}
 
 /// Adds the weight of each point of a rank-1 MDRange: from 17, per index `x`,
 /// `w * 1_000_003 + 7 * x + 1` (wrapping), then `w % 1_000_000`; a wrong, missing or
@@ -83,7 +103,7 @@ pub(crate) const ORDERS: [(IterationOrder, IterationOrder); 4] =
     [(Right, Right), (Right, Left), (Left, Right), (Left, Left)];
 
 /// Every point of `[0, end)` in row-major order, flagged whether it lies in `begin..end`.
-fn inside<const R: usize>(begin: [usize; R], end: [usize; R]) -> Vec<u32> {
+pub(crate) fn inside<const R: usize>(begin: [usize; R], end: [usize; R]) -> Vec<u32> {
     let total: usize = end.iter().product();
     (0..total)
         .map(|mut flat| {
@@ -98,8 +118,47 @@ fn inside<const R: usize>(begin: [usize; R], end: [usize; R]) -> Vec<u32> {
         .collect()
 }
 
+/// Counts the visits of every point of an MDRange launch of rank 1 to 3 into a view of the
+/// same rank, by that rank's kernel.
+pub(crate) trait Counted<const R: usize> {
+    fn count<S: LaunchSpace>(
+        policy: MDRangePolicy<S, R>,
+        counts: &SpaceView<S, u32, R>,
+    ) -> hoplite_core::Result<()>;
+}
+
+/// Picks the visit-counting kernel of the rank.
+pub(crate) struct Visits;
+
+impl Counted<1> for Visits {
+    fn count<S: LaunchSpace>(
+        policy: MDRangePolicy<S, 1>,
+        counts: &SpaceView<S, u32, 1>,
+    ) -> hoplite_core::Result<()> {
+        parallel_for("md-visits", (policy, (counts.atomic(),)), count_point_1::with())
+    }
+}
+
+impl Counted<2> for Visits {
+    fn count<S: LaunchSpace>(
+        policy: MDRangePolicy<S, 2>,
+        counts: &SpaceView<S, u32, 2>,
+    ) -> hoplite_core::Result<()> {
+        parallel_for("md-visits", (policy, (counts.atomic(),)), count_point_2::with())
+    }
+}
+
+impl Counted<3> for Visits {
+    fn count<S: LaunchSpace>(
+        policy: MDRangePolicy<S, 3>,
+        counts: &SpaceView<S, u32, 3>,
+    ) -> hoplite_core::Result<()> {
+        parallel_for("md-visits", (policy, (counts.atomic(),)), count_point_3::with())
+    }
+}
+
 /// Launches the box with the given tiles and orders and checks each point was visited once.
-fn md_visits_once<S, const R: usize>(
+fn md_visits_once<S: LaunchSpace, const R: usize>(
     space: &S,
     begin: [usize; R],
     end: [usize; R],
@@ -107,18 +166,14 @@ fn md_visits_once<S, const R: usize>(
     (outer, inner): (IterationOrder, IterationOrder),
 ) -> Outcome
 where
-    S: ExecutionSpace + ParallelFor<MDRangePolicy<S, R>>,
+    Visits: Counted<R>,
 {
     let mut policy = MDRangePolicy::new(space.clone(), begin, end).with_iteration(outer, inner);
     if let Some(t) = tiles {
         policy = policy.with_tiles(t);
     }
-    let counts: View<u32, R> = View::new("md-visits", end)?;
-    let hits = counts.atomic();
-    parallel_for("md-visits", policy, |p| {
-        hits.fetch_add(p, 1);
-    })?;
-    drop(hits);
+    let counts = SpaceView::<S, u32, R>::new("md-visits", end)?;
+    Visits::count(policy, &counts)?;
     same(&counts.to_vec()?, &inside(begin, end), || {
         format!(
             "visit counts (row-major over [0, end)) of {begin:?}..{end:?}, \
@@ -189,7 +244,7 @@ where
 }
 
 /// Axiom 1 for rank 1: tiles of 1, odd tiles, a tile larger than the range, any order.
-pub fn rank_1_visits_every_point_exactly_once<S: FullSpace>(space: &S) -> Outcome {
+pub fn rank_1_visits_every_point_exactly_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for tiles in [None, Some([1]), Some([4]), Some([7]), Some([50])] {
             for order in ORDERS {
@@ -202,7 +257,7 @@ pub fn rank_1_visits_every_point_exactly_once<S: FullSpace>(space: &S) -> Outcom
 
 /// Axiom 1 for rank 2: default tiles, odd tiles that leave short edge tiles, tiles larger
 /// than the box, all four order combinations, a box not starting at the origin.
-pub fn rank_2_visits_every_point_exactly_once<S: FullSpace>(space: &S) -> Outcome {
+pub fn rank_2_visits_every_point_exactly_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for tiles in [
             None,
@@ -221,7 +276,7 @@ pub fn rank_2_visits_every_point_exactly_once<S: FullSpace>(space: &S) -> Outcom
 }
 
 /// Axiom 1 for rank 3: as for rank 2.
-pub fn rank_3_visits_every_point_exactly_once<S: FullSpace>(space: &S) -> Outcome {
+pub fn rank_3_visits_every_point_exactly_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for tiles in [None, Some([2, 3, 2]), Some([3, 1, 4]), Some([5, 7, 6])] {
             for order in ORDERS {

@@ -1,8 +1,11 @@
 //! The `MemorySpace` axioms for the space's memory and scratch memory spaces, and the
 //! `MemorySpaceAccess` relations of `HostSpace`.
 //!
-//! Memory of the space under test is only allocated and freed, never dereferenced, so these
-//! checks also hold for device memory.
+//! Memory of the space under test is only allocated, recorded and freed, never dereferenced,
+//! so the checks of the space's memory and scratch memory spaces run on every space, a GPU's
+//! included: they need no kernel. The checks of `HostSpace` itself (its access flags, and
+//! `deep_copy` between host views read back with host guards) are about the host's memory
+//! whatever the space, and run on host spaces.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -12,7 +15,7 @@ use hoplite_core::{
 };
 
 use crate::util::same;
-use crate::{Failure, FullSpace, Outcome, check};
+use crate::{Failure, FullSpace, LaunchSpace, Outcome, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
 pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
@@ -99,7 +102,7 @@ fn check_failure<M: MemorySpace>(mem: &M) -> Outcome {
 
 /// Axiom 1: memory is aligned to `ALIGNMENT` (a power of two), in the space's memory and
 /// scratch memory spaces, plain or zeroed.
-pub fn allocation_is_aligned<S: FullSpace>(space: &S) -> Outcome {
+pub fn allocation_is_aligned<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         check_alignment(&<S as ExecutionSpace>::MemorySpace::default())?;
@@ -108,7 +111,7 @@ pub fn allocation_is_aligned<S: FullSpace>(space: &S) -> Outcome {
 }
 
 /// Axiom 3: a zero-byte allocation succeeds with an aligned pointer, and can be freed.
-pub fn zero_byte_allocation_succeeds<S: FullSpace>(space: &S) -> Outcome {
+pub fn zero_byte_allocation_succeeds<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         check_zero_bytes(&<S as ExecutionSpace>::MemorySpace::default())?;
@@ -118,7 +121,7 @@ pub fn zero_byte_allocation_succeeds<S: FullSpace>(space: &S) -> Outcome {
 
 /// Axiom 1: an allocation that cannot be made is `Error::AllocationFailed` with the label,
 /// size, space and a reason; it never aborts.
-pub fn allocation_failure_is_typed<S: FullSpace>(space: &S) -> Outcome {
+pub fn allocation_failure_is_typed<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         check_failure(&<S as ExecutionSpace>::MemorySpace::default())?;
@@ -128,7 +131,7 @@ pub fn allocation_failure_is_typed<S: FullSpace>(space: &S) -> Outcome {
 
 /// A view's allocation in the space's memory space is listed in its records while the view
 /// lives, with its label and size, and removed when the last handle is dropped.
-pub fn view_allocations_are_recorded<S: FullSpace>(space: &S) -> Outcome {
+pub fn view_allocations_are_recorded<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         let mem = <S as ExecutionSpace>::MemorySpace::default();

@@ -1,33 +1,60 @@
 //! The `ExecutionPolicy` axioms for `RangePolicy`: exactly once, scheduling does not change
 //! results, and the conversions to `MDRangePolicy<_, 1>` and `TeamPolicy`.
 //!
-//! These checks run on host spaces only: exactly once is counted with an atomic handle, which
-//! a launch takes only of host memory (a writer's read-modify-write would lose a visit that
-//! two threads make at once), and the order of joins is seen through a `Custom` reducer of a
-//! `Vec`, which has no device layout.
+//! Exactly once is counted by `#[kernel]`s through atomic handles of views in the space's own
+//! memory, so those checks run on every space. The order of joins is seen through a `Custom`
+//! reducer of a `Vec`, which has no device layout: that check runs on host spaces.
 
 use std::ops::Range;
 
+use hoplite_core::device_kernel::DeviceKernelInfo;
+use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
-    Custom, MDRangePolicy, RangePolicy, Schedule, Sum, TeamMember, TeamPolicy, View, parallel_for,
+    Custom, Idx, MDRangePolicy, MdIdx, RangePolicy, Schedule, Sum, TeamMember, TeamPolicy, parallel_for,
     parallel_reduce, parallel_scan,
 };
+use hoplite_macros::kernel;
 
 use crate::util::{SCHEDULES, int_data, same};
-use crate::{FullSpace, Outcome, check};
+use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
-pub(crate) const DEVICE_KERNELS: &[fn() -> hoplite_core::device_kernel::DeviceKernelInfo] = &[];
+pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
+    DeviceKernelInfo::of::<count_index>,
+    DeviceKernelInfo::of::<count_index_in_row>,
+    DeviceKernelInfo::of::<count_point_in_row>,
+    DeviceKernelInfo::of::<count_league_rank_in_row>,
+];
+
+/// Adds 1 to `hits[i]` at every index `i` of the launch.
+#[kernel(crate = hoplite_core)]
+pub fn count_index(i: Idx<'_>, hits: BoundAtomic<'_, u32, 1>) {
+    hits.fetch_add(i, 1);
+}
+
+/// Adds 1 to `hits[row, i]` at every index `i` of a range launch.
+#[kernel(crate = hoplite_core)]
+pub fn count_index_in_row(i: Idx<'_>, hits: BoundAtomic<'_, u32, 2>, row: usize) {
+    hits.fetch_add([row, *i], 1);
+}
+
+/// Adds 1 to `hits[row, p[0]]` at every point `p` of a rank-1 MDRange launch.
+#[kernel(crate = hoplite_core)]
+pub fn count_point_in_row(p: MdIdx<'_, 1>, hits: BoundAtomic<'_, u32, 2>, row: usize) {
+    hits.fetch_add([row, p[0]], 1);
+}
+
+/// Adds 1 to `hits[row, league rank]` on every member of a team launch.
+#[kernel(crate = hoplite_core)]
+pub fn count_league_rank_in_row(m: &impl TeamMember, hits: BoundAtomic<'_, u32, 2>, row: usize) {
+    hits.fetch_add([row, m.league_rank()], 1);
+}
 
 /// Counts the visits of every index below `range.end + 2` for `policy`'s launch, and checks
 /// each index of `range` was visited once and no other index at all.
-fn visits_once<S: FullSpace>(policy: RangePolicy<S>, range: Range<usize>, what: &str) -> Outcome {
-    let counts: View<u32, 1> = View::new("range-visits", [range.end + 2])?;
-    let hits = counts.atomic();
-    parallel_for("range-visits", policy, |i| {
-        hits.fetch_add(*i, 1);
-    })?;
-    drop(hits);
+fn visits_once<S: LaunchSpace>(policy: RangePolicy<S>, range: Range<usize>, what: &str) -> Outcome {
+    let counts = SpaceView::<S, u32, 1>::new("range-visits", [range.end + 2])?;
+    parallel_for("range-visits", (policy, (counts.atomic(),)), count_index::with())?;
     let want: Vec<u32> = (0..range.end + 2)
         .map(|i| u32::from(range.contains(&i)))
         .collect();
@@ -38,7 +65,7 @@ fn visits_once<S: FullSpace>(policy: RangePolicy<S>, range: Range<usize>, what: 
 
 /// Axiom 1 (exactly once): a range launch calls the kernel once for every index of
 /// `begin..end` and for no other index, for empty, tiny, odd and large ranges.
-pub fn visits_every_index_exactly_once<S: FullSpace>(space: &S) -> Outcome {
+pub fn visits_every_index_exactly_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for range in [0..0, 9..9, 0..1, 0..2, 3..17, 0..1000, 5..10_007] {
             visits_once(
@@ -53,7 +80,7 @@ pub fn visits_every_index_exactly_once<S: FullSpace>(space: &S) -> Outcome {
 
 /// Axioms 1 and 3: every schedule (static, dynamic) and chunk size (1, odd, larger than the
 /// range) visits every index exactly once.
-pub fn chunked_schedules_visit_every_index_exactly_once<S: FullSpace>(space: &S) -> Outcome {
+pub fn chunked_schedules_visit_every_index_exactly_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for (schedule, chunk) in SCHEDULES {
             for range in [2..2003, 0..1, 4..4] {
@@ -113,7 +140,7 @@ pub fn schedule_does_not_change_results<S: FullSpace>(space: &S) -> Outcome {
 /// The conversions `RangePolicy -> MDRangePolicy<_, 1> -> TeamPolicy` carry the chunk (as
 /// the tile) and the schedule, and launch on the space over the same points; league rank `r`
 /// is index `r`.
-pub fn conversions_visit_the_same_points<S: FullSpace>(space: &S) -> Outcome {
+pub fn conversions_visit_the_same_points<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 37;
         let range = RangePolicy::new(space.clone(), 0..n)
@@ -136,24 +163,28 @@ pub fn conversions_visit_the_same_points<S: FullSpace>(space: &S) -> Outcome {
             (n, 1, Some(5), Schedule::Dynamic),
             "the converted team policy"
         );
-        let counts: View<u32, 2> = View::new("converted-visits", [3, n])?;
-        let hits = counts.atomic();
-        parallel_for("as-range", range, |i| {
-            hits.fetch_add([0, *i], 1);
-        })?;
-        parallel_for("as-md", md.clone(), |i| {
-            hits.fetch_add([1, i[0]], 1);
-        })?;
-        parallel_for("as-team", team, |m| {
-            hits.fetch_add([2, m.league_rank()], 1);
-        })?;
+        let counts = SpaceView::<S, u32, 2>::new("converted-visits", [3, n])?;
+        parallel_for(
+            "as-range",
+            (range, (counts.atomic(),)),
+            count_index_in_row::with(0),
+        )?;
+        parallel_for(
+            "as-md",
+            (md.clone(), (counts.atomic(),)),
+            count_point_in_row::with(1),
+        )?;
+        parallel_for(
+            "as-team",
+            (team, (counts.atomic(),)),
+            count_league_rank_in_row::with::<S>(2),
+        )?;
         let via_md = TeamPolicy::try_from(md)?;
         ensure_eq!(
             via_md.league_size(),
             n,
             "the league size of MDRangePolicy<1> -> TeamPolicy"
         );
-        drop(hits);
         same(&counts.to_vec()?, &vec![1u32; 3 * n], || {
             "visits of the range, MDRange and team launches".to_owned()
         })

@@ -2,25 +2,27 @@
 //! indices, and the scan returns the total. Results go through views with writers, as real
 //! kernels store them.
 //!
-//! The count of final passes per index uses an atomic handle, which a launch takes only of
-//! host memory, so that check runs on host spaces; the others run on every space.
+//! Every check runs on every space: `#[kernel]` scans over views in the space's own memory,
+//! with the final passes per index counted through an atomic handle.
 
 use std::fmt::Debug;
 use std::ops::Range;
 
 use hoplite_core::device_kernel::DeviceKernelInfo;
+use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
-    BoundReader, BoundWriter, Idx, RangePolicy, ScanValue, Schedule, View, ViewValue, parallel_scan,
+    BoundReader, BoundWriter, Idx, RangePolicy, ScanValue, Schedule, ViewValue, parallel_scan,
 };
 use hoplite_macros::kernel;
 
 use crate::util::{exact_f64_data, exclusive_prefix, int_data, same};
-use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
+use crate::{LaunchSpace, Outcome, SpaceView, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
 pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
     DeviceKernelInfo::of::<prefix_sum_i64>,
     DeviceKernelInfo::of::<prefix_sum_f64>,
+    DeviceKernelInfo::of::<count_final_passes>,
 ];
 
 const SIZES: [usize; 5] = [0, 1, 2, 1000, 100_003];
@@ -66,6 +68,16 @@ pub fn prefix_sum_f64(
     if !inclusive {
         *partial += x.get(i);
     }
+}
+
+/// Counts the indices (the scan's total is their number) and adds 1 to `finals[i]` at every
+/// final-pass call of index `i`.
+#[kernel(crate = hoplite_core)]
+pub fn count_final_passes(i: Idx<'_>, finals: BoundAtomic<'_, u32, 1>, partial: &mut u64, is_final: bool) {
+    if is_final {
+        finals.fetch_add(i, 1);
+    }
+    *partial += 1;
 }
 
 /// An element type the scan checks run with: the kernel that scans it.
@@ -217,22 +229,15 @@ pub fn scan_over_an_offset_range_matches_sequential_prefix<S: LaunchSpace>(space
 
 /// The kernel is called with `is_final == true` exactly once per index, and non-final
 /// passes do not change the total.
-pub fn final_pass_runs_once_per_index<S: FullSpace>(space: &S) -> Outcome {
+pub fn final_pass_runs_once_per_index<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for n in [0, 1, 257, 4099] {
-            let finals: View<u32, 1> = View::new("scan-finals", [n])?;
-            let calls = finals.atomic();
+            let finals = SpaceView::<S, u32, 1>::new("scan-finals", [n])?;
             let total: u64 = parallel_scan(
                 "scan-count",
-                RangePolicy::new(space.clone(), 0..n),
-                |i, partial: &mut u64, is_final| {
-                    if is_final {
-                        calls.fetch_add(i, 1);
-                    }
-                    *partial += 1;
-                },
+                (RangePolicy::new(space.clone(), 0..n), (finals.atomic(),)),
+                count_final_passes::with(),
             )?;
-            drop(calls);
             ensure_eq!(total, n as u64, "the total of a scan counting {n} indices");
             same(&finals.to_vec()?, &vec![1; n], || {
                 format!("final-pass calls per index, n = {n}")

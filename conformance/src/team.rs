@@ -7,8 +7,8 @@
 //!
 //! Most checks are portable: their kernels are `#[kernel]`s, which record what every thread
 //! observed in views of the space's memory (its team slots, its team's row, the league rank
-//! of a writer; atomic handles of device views do not go through a launch yet), and the host
-//! compares that with what plain loops compute. The others test what only host kernels have:
+//! of a writer, atomic handles for exactly-once counts), and the host compares that with what
+//! plain loops compute. The others test what only host kernels have:
 //! `team_single`, `team_broadcast_with` and the broadcast of values that are not device
 //! scalars, team-level unique tokens, the member's vector length, `Custom` reducers in
 //! `team_reduce` and team planes; and `TeamSize::Auto`, which `Cuda` resolves per kernel by
@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::index::team_owner;
+use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     BoundTeamSlots, BoundWriter, Custom, Error, ExecutionSpace, Max, NestedLevel, PerTeam, PerThread,
     Schedule, Sum, TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange, ThreadVectorRange,
@@ -85,16 +86,16 @@ fn same_at<T: PartialEq + std::fmt::Debug>(
 }
 
 /// A kernel of these checks (public so the NVRTC check compiles it too): every member counts
-/// itself at its own slot `[league rank, team rank]` (a rank outside the views fails the
-/// access) and records the league and team sizes it reports.
+/// itself atomically at `[league rank, team rank]` and records the league and team sizes it
+/// reports at its own slot (a rank outside the views fails the access).
 #[kernel(crate = hoplite_core)]
 pub fn team_rank_visits(
     m: &impl TeamMember,
-    hits: BoundTeamSlots<'_, u32>,
+    hits: BoundAtomic<'_, u32, 2>,
     leagues: BoundTeamSlots<'_, usize>,
     teams: BoundTeamSlots<'_, usize>,
 ) {
-    hits.set(m.team_slot(), hits.get(m.team_slot()) + 1);
+    hits.fetch_add([m.league_rank(), m.team_rank()], 1);
     leagues.set(m.team_slot(), m.league_size());
     teams.set(m.team_slot(), m.team_size());
 }
@@ -337,14 +338,15 @@ pub fn nested_reductions_per_thread(
 
 /// A kernel of these checks (public so the NVRTC check compiles it too): a `TeamThreadRange`
 /// scan of `10 * league rank + j - 20` over `0..n` stores its final pass's prefixes into the
-/// team's row of `out` and counts the final-pass calls per index in its row of `finals`;
+/// team's row of `out` and counts the final-pass calls per index atomically in its row of
+/// `finals`;
 /// every thread stores the totals of that scan, of a `ThreadVectorRange` scan over `4..n`
 /// and of a `TeamVectorRange` scan over `0..n` in its slots.
 #[kernel(crate = hoplite_core)]
 pub fn nested_scan_totals(
     m: &impl TeamMember,
     out: BoundWriter<'_, i64, 2>,
-    finals: BoundWriter<'_, u32, 2>,
+    finals: BoundAtomic<'_, u32, 2>,
     team_thread: BoundTeamSlots<'_, i64>,
     thread_vector: BoundTeamSlots<'_, i64>,
     team_vector: BoundTeamSlots<'_, i64>,
@@ -352,11 +354,10 @@ pub fn nested_scan_totals(
 ) {
     let lr = m.league_rank();
     let row = out.team_row(m.league_token());
-    let calls = finals.team_row(m.league_token());
     let total = TeamThreadRange::new(m, n).parallel_scan(|j, partial: &mut i64, is_final| {
         if is_final {
             row.set(j, *partial);
-            calls.set(j, calls.get(j) + 1);
+            finals.fetch_add([lr, *j], 1);
         }
         *partial += (lr * 10 + *j) as i64 - 20;
     });
@@ -540,12 +541,12 @@ pub fn each_league_team_rank_pair_seen_once<S: LaunchSpace>(space: &S) -> Outcom
                 let counts = SpaceView::<S, u32, 2>::new("team-ranks", [league, ts])?;
                 let leagues = SpaceView::<S, usize, 2>::new("league-sizes", [league, ts])?;
                 let teams = SpaceView::<S, usize, 2>::new("team-sizes", [league, ts])?;
-                // A member with a rank outside the policy's fails its slot access.
+                // A member with a rank outside the policy's fails its count and slot accesses.
                 parallel_for(
                     "team-ranks",
                     (
                         TeamPolicy::new(space.clone(), league, ts),
-                        (counts.team_slots(), leagues.team_slots(), teams.team_slots()),
+                        (counts.atomic(), leagues.team_slots(), teams.team_slots()),
                     ),
                     team_rank_visits::with::<S>(),
                 )?;
@@ -579,7 +580,7 @@ pub fn auto_team_size_is_the_maximum<S: LaunchSpace>(space: &S) -> Outcome {
             (max, max),
             "the team size of an Auto policy"
         );
-        // Slots for teams of the maximum: a member of a larger team fails its slot access.
+        // Views for teams of the maximum: a member of a larger team fails its accesses.
         let counts = SpaceView::<S, u32, 2>::new("auto-team", [league, max])?;
         let leagues = SpaceView::<S, usize, 2>::new("auto-league-sizes", [league, max])?;
         let teams = SpaceView::<S, usize, 2>::new("auto-team-sizes", [league, max])?;
@@ -587,7 +588,7 @@ pub fn auto_team_size_is_the_maximum<S: LaunchSpace>(space: &S) -> Outcome {
             "auto-team",
             (
                 policy,
-                (counts.team_slots(), leagues.team_slots(), teams.team_slots()),
+                (counts.atomic(), leagues.team_slots(), teams.team_slots()),
             ),
             team_rank_visits::with::<S>(),
         )?;
@@ -619,7 +620,7 @@ pub fn team_size_above_the_maximum_is_rejected<S: LaunchSpace>(space: &S) -> Out
                 label,
                 (
                     TeamPolicy::new(space.clone(), league, team_size),
-                    (counts.team_slots(), leagues.team_slots(), teams.team_slots()),
+                    (counts.atomic(), leagues.team_slots(), teams.team_slots()),
                 ),
                 team_rank_visits::with::<S>(),
             )
@@ -1133,7 +1134,7 @@ pub fn nested_scan_matches_sequential_prefix<S: LaunchSpace>(space: &S) -> Outco
                         TeamPolicy::new(space.clone(), league, ts),
                         (
                             out.write(),
-                            finals.write(),
+                            finals.atomic(),
                             team_thread.team_slots(),
                             thread_vector.team_slots(),
                             team_vector.team_slots(),

@@ -7,9 +7,8 @@
 //! must be refused hands its kernel a writer `ran` of a view that is not part of the refusal:
 //! the kernel marks it at every token it runs, so a mark left behind is an iteration that ran.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use hoplite_core::device_kernel::DeviceKernelInfo;
+use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     BoundLookup, BoundReader, BoundWriter, Error, Idx, IterationOrder, LayoutLeft, LayoutRight,
     MDRangePolicy, MdIdx, MemorySpace, RangePolicy, Slice, Sum, View, parallel_for, parallel_reduce,
@@ -32,6 +31,10 @@ pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
     DeviceKernelInfo::of::<mark_and_fill_halves>,
     DeviceKernelInfo::of::<mark_and_sum_md>,
     DeviceKernelInfo::of::<cycle_lookup>,
+    DeviceKernelInfo::of::<scatter_histogram>,
+    DeviceKernelInfo::of::<mark_and_store_u32>,
+    DeviceKernelInfo::of::<mark_and_read_u32>,
+    DeviceKernelInfo::of::<mark_and_add_u32>,
 ];
 
 /// `y += delta` at every token: a writer reads its own old value.
@@ -115,34 +118,32 @@ pub fn cycle_lookup(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, table: BoundLookup<'
     y.set(i, table.get(*i % len));
 }
 
-/// Launches `policy` over `0..n` handing it `args`, with a closure that only counts its calls;
-/// the launch must fail with `BorrowConflict` before any iteration runs. For the host-only
-/// check whose conflicting handle is an atomic handle in the launch (see
-/// [`atomic_handle_conflicts_with_writer`]).
-fn expect_closure_conflict<S: FullSpace, A: hoplite_core::AccessibleArgs<S>>(
-    space: &S,
-    n: usize,
-    args: A,
-    parts: &[&str],
-) -> Outcome {
-    let runs = AtomicUsize::new(0);
-    let result = parallel_for(
-        "conflicted",
-        (RangePolicy::new(space.clone(), 0..n), args),
-        |_| {
-            runs.fetch_add(1, Ordering::Relaxed);
-        },
-    );
-    let err = expect_error(result, "a launch with conflicting handles", |e| {
-        matches!(e, Error::BorrowConflict { .. })
-    })?;
-    mentions(&err.to_string(), parts)?;
-    ensure_eq!(
-        runs.into_inner(),
-        0,
-        "iterations of a launch refused for a conflict"
-    );
-    Ok(())
+/// Adds 1 to `counts` and 0.5 to `totals` at bin `7 i mod 16` for every token `i`.
+#[kernel(crate = hoplite_core)]
+pub fn scatter_histogram(i: Idx<'_>, counts: BoundAtomic<'_, u64, 1>, totals: BoundAtomic<'_, f64, 1>) {
+    let bin = (*i * 7) % 16;
+    counts.fetch_add(bin, 1);
+    totals.fetch_add(bin, 0.5);
+}
+
+/// Marks `ran` and stores 1 into `v` at every token.
+#[kernel(crate = hoplite_core)]
+pub fn mark_and_store_u32(i: Idx<'_>, ran: BoundWriter<'_, u32, 1>, v: BoundWriter<'_, u32, 1>) {
+    ran.set(i, 1);
+    v.set(i, 1);
+}
+
+/// Marks `ran` (with 1 plus what `v` holds) at every token.
+#[kernel(crate = hoplite_core)]
+pub fn mark_and_read_u32(i: Idx<'_>, ran: BoundWriter<'_, u32, 1>, v: BoundReader<'_, u32, 1>) {
+    ran.set(i, 1 + v.get(i));
+}
+
+/// Marks `ran` and adds 1 to `v` at every token.
+#[kernel(crate = hoplite_core)]
+pub fn mark_and_add_u32(i: Idx<'_>, ran: BoundWriter<'_, u32, 1>, v: BoundAtomic<'_, u32, 1>) {
+    ran.set(i, 1);
+    v.fetch_add(i, 1);
 }
 
 /// Fails unless `result` is `BorrowConflict` with a message that mentions every part, and the
@@ -247,27 +248,21 @@ pub fn reader_neighbor_reads_stencil_points<S: LaunchSpace>(space: &S) -> Outcom
     })
 }
 
-// Host-only: the atomic handles are captured by a closure, and an atomic handle of a view in
-// the space's memory cannot be handed to a launch (`AtomicHandle` launch arguments and
-// `BoundAtomic` need host-accessible memory; a `#[kernel]` atomic parameter names its space).
-/// An atomic handle (captured by the kernel) scatter-adds from every iteration without
-/// losing an update.
-pub fn atomic_handle_scatter_adds_exactly<S: FullSpace>(space: &S) -> Outcome {
+/// An atomic handle (handed to the launch) scatter-adds from every iteration without losing
+/// an update.
+pub fn atomic_handle_scatter_adds_exactly<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 20_000;
-        let bins: View<u64, 1> = View::new("histogram", [16])?;
-        let sums: View<f64, 1> = View::new("bin-sums", [16])?;
-        let (counts, totals) = (bins.atomic(), sums.atomic());
+        let bins = SpaceView::<S, u64, 1>::new("histogram", [16])?;
+        let sums = SpaceView::<S, f64, 1>::new("bin-sums", [16])?;
         parallel_for(
             "histogram",
-            RangePolicy::new(space.clone(), 0..n).with_chunk_size(13),
-            |i| {
-                let bin = (*i * 7) % 16;
-                counts.fetch_add(bin, 1);
-                totals.fetch_add(bin, 0.5);
-            },
+            (
+                RangePolicy::new(space.clone(), 0..n).with_chunk_size(13),
+                (bins.atomic(), sums.atomic()),
+            ),
+            scatter_histogram::with(),
         )?;
-        drop((counts, totals));
         same(&bins.to_vec()?, &[(n / 16) as u64; 16], || {
             "histogram counts".to_owned()
         })?;
@@ -328,18 +323,33 @@ pub fn two_writers_of_one_view_conflict<S: LaunchSpace>(space: &S) -> Outcome {
     })
 }
 
-// Host-only: its last launch hands over an atomic handle, which a launch takes only for a
-// view in host-accessible memory (see `atomic_handle_scatter_adds_exactly`).
 /// An atomic handle conflicts with a writer, and readers with an atomic handle.
-pub fn atomic_handle_conflicts_with_writer<S: FullSpace>(space: &S) -> Outcome {
+pub fn atomic_handle_conflicts_with_writer<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
-        let v: View<u32, 1> = View::new("mixed", [16])?;
+        let v = SpaceView::<S, u32, 1>::new("mixed", [16])?;
+        let ran = SpaceView::<S, u32, 1>::new("ran", [16])?;
+        let all = RangePolicy::new(space.clone(), 0..16);
         let atomic = v.atomic();
-        expect_closure_conflict(space, 16, (v.write(),), &["writer", "atomic handle", "mixed"])?;
-        expect_closure_conflict(space, 16, (v.read(),), &["reader", "atomic handle", "mixed"])?;
+        let result = parallel_for(
+            "conflicted",
+            (all.clone(), (ran.write(), v.write())),
+            mark_and_store_u32::with(),
+        );
+        expect_conflict(result, &ran, &["writer", "atomic handle", "mixed"])?;
+        let result = parallel_for(
+            "conflicted",
+            (all.clone(), (ran.write(), v.read())),
+            mark_and_read_u32::with(),
+        );
+        expect_conflict(result, &ran, &["reader", "atomic handle", "mixed"])?;
         drop(atomic);
         let writer = v.write();
-        expect_closure_conflict(space, 16, (v.atomic(),), &["atomic handle", "writer", "mixed"])?;
+        let result = parallel_for(
+            "conflicted",
+            (all, (ran.write(), v.atomic())),
+            mark_and_add_u32::with(),
+        );
+        expect_conflict(result, &ran, &["atomic handle", "writer", "mixed"])?;
         drop(writer);
         Ok(())
     })
