@@ -22,6 +22,7 @@ pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
     DeviceKernelInfo::of::<store_less_one>,
     DeviceKernelInfo::of::<sum_of>,
     DeviceKernelInfo::of::<count_overlap>,
+    DeviceKernelInfo::of::<sum_of_indices>,
 ];
 
 /// `y[i] = scale * i`.
@@ -46,6 +47,12 @@ pub fn store_less_one(i: Idx<'_>, a: BoundWriter<'_, i64, 1>, b: BoundReader<'_,
 #[kernel(crate = hoplite_core)]
 pub fn sum_of(i: Idx<'_>, a: BoundReader<'_, i64, 1>, acc: &mut i64) {
     *acc += a.get(i);
+}
+
+/// The sum of the launch's indices.
+#[kernel(crate = hoplite_core)]
+pub fn sum_of_indices(i: Idx<'_>, acc: &mut i64) {
+    *acc += *i as i64;
 }
 
 /// Counts the iterations running at once: `active[0]` goes up on entry and down on exit, and
@@ -323,7 +330,7 @@ pub fn nested_launches_complete<S: FullSpace>(space: &S) -> Outcome {
 /// `partition_space`: `n` parts (also 0), each an instance that runs launches correctly, with
 /// weights as many parts as weights, and a partition into absurdly many parts a typed error,
 /// not an abort.
-pub fn partitions_are_instances_that_run_launches<S: FullSpace>(space: &S) -> Outcome {
+pub fn partitions_are_instances_that_run_launches<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         ensure!(
             space.partition_space(0)?.is_empty(),
@@ -339,7 +346,7 @@ pub fn partitions_are_instances_that_run_launches<S: FullSpace>(space: &S) -> Ou
             let sum = parallel_reduce(
                 "partition-sum",
                 RangePolicy::new(part.clone(), 0..n),
-                |i, acc: &mut i64| *acc += *i as i64,
+                sum_of_indices::with(),
                 Sum::new(),
             )?;
             ensure_eq!(sum, (0..n as i64).sum::<i64>(), "a reduction on part {k}");

@@ -394,11 +394,11 @@ macro_rules! __for_each_check {
                     concurrency_is_at_least_one,
                     concurrency_bounds_simultaneous_iterations,
                     print_configuration_is_not_empty,
+                    partitions_are_instances_that_run_launches,
                 }
                 host {
                     in_parallel_is_true_exactly_inside_kernels,
                     nested_launches_complete,
-                    partitions_are_instances_that_run_launches,
                 }
             }
             memory_space {
