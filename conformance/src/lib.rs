@@ -490,13 +490,13 @@ macro_rules! __for_each_check {
             }
             graph {
                 portable {
-                }
-                host {
                     random_dags_run_every_node_once_after_its_predecessors,
                     reduce_and_scan_nodes_match_eager_launches,
-                    a_panicking_node_fails_its_submit_and_the_graph_runs_again,
                     unordered_conflicting_nodes_are_refused_at_instantiation,
                     a_borrow_held_by_the_host_fails_the_submit_then_it_runs,
+                }
+                host {
+                    a_panicking_node_fails_its_submit_and_the_graph_runs_again,
                 }
             }
             scan {

@@ -105,7 +105,7 @@ pub trait HeldBorrows {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be handed to a graph node",
     label = "expected view handles such as `(y.write(), x.read())`",
-    note = "graph nodes take the same handles as eager launches: `read()`, `write()` or `atomic()` of host views"
+    note = "graph nodes take the same handles as eager launches: `read()`, `write()`, `lookup()`, `atomic()` or `team_slots()` of views"
 )]
 pub trait GraphArgs: LaunchArgs + Sized + 'static {
     /// The views and access kinds, without borrows.
@@ -249,10 +249,12 @@ impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> GraphArgs for TeamSlots<T, L,
         out.push(Access::of_view(self.view(), AccessKind::Write));
     }
 }
+// Of views in any memory space, as for the other handles: a launch binds the atomic handles of
+// device views too (only a host node's guards need the host to reach the memory).
 handle_args!(
     AtomicHandle,
     AtomicValue,
-    HostAccessibleSpace,
+    MemorySpace,
     atomic,
     atomic_in,
     AccessKind::Atomic

@@ -580,7 +580,14 @@ struct Schedule {
 ///   [`WAVE_MIN_WORK`]. Otherwise kernels of fewer than [`INLINE_MAX_WORK`] iterations run
 ///   inline: consecutive ones (across waves) inside one launch on the instance, without a fork.
 ///   Every other node — a larger kernel (itself parallel over the whole instance), a team
-///   launch, a host function — runs alone.
+///   launch, a host function — runs alone;
+/// * on an instance whose launches may return before they complete (a device space such as
+///   `Cuda`, whose [`synchronous_launches`](ExecutionSpace::synchronous_launches) is
+///   `false`): runs the order node by node, each kernel through its own launch on the instance
+///   (which runs them in submission order), and fences the instance before each host
+///   function, so that it sees what the kernels before it did. The waves above are host
+///   closures launched on the instance, whose results are read when the launch returns; a
+///   device runs no closures.
 ///
 /// Each node borrows its handles for its own run only, so nodes that read the same view can
 /// share it, and the host may use the views between submits.
@@ -613,6 +620,33 @@ impl<S: ExecutionSpace> HostGraph<S> {
         })
     }
 
+    /// Whether a submit on `space` follows the schedule by waves: on an instance of concurrency
+    /// above 1 whose launches have completed when they return (see [`HostGraph`]).
+    fn by_waves(space: &S) -> bool {
+        space.concurrency() > 1 && space.synchronous_launches()
+    }
+
+    /// Runs the nodes with work one after another on this thread, in id order; on a space
+    /// with asynchronous launches, fences `space` before each host function.
+    fn run_in_order<R: RunNode<S>>(
+        &self,
+        nodes: &GraphNodes<S>,
+        space: &S,
+        run: &R,
+        current: &AtomicUsize,
+    ) -> hoplite_core::Result<()> {
+        let fence_hosts = !space.synchronous_launches();
+        for n in self.plan.runs.iter().flat_map(Range::clone) {
+            current.store(n, Ordering::Relaxed);
+            let node = &nodes.nodes[n];
+            if fence_hosts && node.kind == NodeKind::Host {
+                space.fence()?;
+            }
+            run(&**node)?;
+        }
+        Ok(())
+    }
+
     /// Runs `ids` one after another on this thread.
     fn run_sequential<R: RunNode<S>>(
         nodes: &GraphNodes<S>,
@@ -638,11 +672,8 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
         run: &R,
     ) -> hoplite_core::Result<()> {
         let current = AtomicUsize::new(0);
-        if space.concurrency() <= 1 {
-            return Self::guarded(nodes, &current, || {
-                let order = self.plan.runs.iter().flat_map(Range::clone);
-                Self::run_sequential(nodes, order, run, &current)
-            });
+        if !Self::by_waves(space) {
+            return Self::guarded(nodes, &current, || self.run_in_order(nodes, space, run, &current));
         }
         Self::guarded(nodes, &current, || {
             let schedule = self.plan.schedule.get_or_init(|| schedule_of(nodes));
@@ -742,7 +773,7 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
             }
         }
         let schedule = OnceLock::new();
-        if self.space.concurrency() > 1 {
+        if Self::by_waves(&self.space) {
             let _ = schedule.set(schedule_of(nodes));
         }
         self.plan = Plan { runs, schedule };
@@ -751,7 +782,9 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
 
     fn submit(&self, nodes: &GraphNodes<S>, on: Option<&S>) -> hoplite_core::Result<()> {
         match on {
-            None if self.space.concurrency() <= 1 => self.run_pass(nodes),
+            None if self.space.concurrency() <= 1 && self.space.synchronous_launches() => {
+                self.run_pass(nodes)
+            }
             None => self.submit_with(nodes, &self.space, &|node: &dyn NodeKernel<S>| node.run()),
             Some(space) => self.submit_with(nodes, space, &|node: &dyn NodeKernel<S>| node.run_on(space)),
         }

@@ -14,6 +14,7 @@ use hoplite_graph::{
 use hoplite_rayon::RayonSpace;
 use hoplite_serial::Serial;
 
+mod asynchronous;
 mod errors;
 mod host_nodes;
 mod nodes;
