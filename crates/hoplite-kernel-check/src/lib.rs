@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod emulated;
 #[cfg(feature = "nvrtc")]
 pub mod nvrtc;
 
@@ -298,10 +299,26 @@ impl HostModule {
     /// [`CheckError::Compile`] with the compiler's log when it rejects the source; I/O and
     /// loading errors otherwise.
     pub fn compile<K: DeviceKernel>(compiler: &str, dir: &Path) -> Result<HostModule, CheckError> {
+        HostModule::compile_info(&DeviceKernelInfo::of::<K>(), compiler, dir)
+    }
+
+    /// Compiles the kernel `kernel` describes, as [`compile`](Self::compile) does: for a
+    /// caller that has the description at run time only (a launch's
+    /// [`DeviceKernelInfo`], as a device backend gets it), not the kernel's type.
+    ///
+    /// # Errors
+    ///
+    /// As for [`compile`](Self::compile).
+    pub fn compile_info(
+        kernel: &DeviceKernelInfo,
+        compiler: &str,
+        dir: &Path,
+    ) -> Result<HostModule, CheckError> {
+        let name = kernel.name;
         let io = |what: &str| {
             let what = what.to_owned();
             move |source| CheckError::Io {
-                kernel: K::NAME,
+                kernel: name,
                 what,
                 source,
             }
@@ -309,13 +326,13 @@ impl HostModule {
         std::fs::create_dir_all(dir).map_err(io("creating the build folder"))?;
         let text = format!(
             "{HOST_HEADER}\n{}\n{}",
-            K::cuda_source(),
-            launcher_source(K::ENTRY, K::ITERATION, K::PATTERN, K::params())
+            kernel.cuda_source,
+            launcher_source(kernel.entry, kernel.iteration, kernel.pattern, kernel.params)
         );
         // Named by a hash of everything compiled (and the compiler), so an unchanged kernel is
         // not compiled again on the next run.
         let hash = hoplite_abi::stable_hash(&[text.as_bytes(), compiler.as_bytes()]);
-        let stem = format!("{}_{hash:016x}", K::NAME);
+        let stem = format!("{}_{hash:016x}", name);
         let source: PathBuf = dir.join(format!("{stem}.cpp"));
         let library: PathBuf = dir.join(format!("lib{stem}.so"));
         if !library.is_file() {
@@ -347,7 +364,7 @@ impl HostModule {
                 .map_err(io("running the compiler"))?;
             if !output.status.success() {
                 return Err(CheckError::Compile {
-                    kernel: K::NAME,
+                    kernel: name,
                     compiler: compiler.to_owned(),
                     log: String::from_utf8_lossy(&output.stderr).into_owned(),
                 });
@@ -356,20 +373,15 @@ impl HostModule {
         }
         // SAFETY: the library was compiled from exactly this generated source and the host
         // header (its name is their hash); its initializers only set up the header's globals.
-        let lib = unsafe { libloading::Library::new(&library) }.map_err(|source| CheckError::Load {
-            kernel: K::NAME,
-            source,
-        })?;
+        let lib = unsafe { libloading::Library::new(&library) }
+            .map_err(|source| CheckError::Load { kernel: name, source })?;
         // SAFETY: `hl_host_launch` is defined by `launcher_source` with exactly the signature
         // of `Launcher`.
         let launcher = unsafe { lib.get::<Launcher>(b"hl_host_launch\0") }
             .map(|symbol| *symbol)
-            .map_err(|source| CheckError::Load {
-                kernel: K::NAME,
-                source,
-            })?;
+            .map_err(|source| CheckError::Load { kernel: name, source })?;
         Ok(HostModule {
-            kernel: DeviceKernelInfo::of::<K>(),
+            kernel: *kernel,
             launcher,
             _library: lib,
         })
