@@ -400,6 +400,41 @@ fn module(kernel: &DeviceKernelInfo) -> Result<Arc<HostModule>> {
     Ok(Arc::clone(modules.entry(key).or_insert(compiled)))
 }
 
+/// Compiles `kernels` for [`HostDevice`] launches ahead of them, on as many threads as the
+/// host has cores: a suite that launches many kernels compiles them in parallel instead of
+/// one at a time as its launches reach them. Kernels already compiled (in the process or on
+/// disk) are not compiled again.
+///
+/// # Errors
+///
+/// The first kernel that does not compile, as [`Error::Device`] with the compiler's log, or
+/// the error of a missing host C++ compiler.
+pub fn precompile(kernels: &[DeviceKernelInfo]) -> Result<()> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 8);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| -> Result<()> {
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(kernel) = kernels.get(k) else {
+                            return Ok(());
+                        };
+                        module(kernel)?;
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .unwrap_or_else(|payload| Err(Error::from_panic("precompiling HostDevice kernels", payload)))
+        })
+    })
+}
+
 /// The device launch behind a kernel, or the error that says a closure cannot run here.
 fn device_launch<'k>(label: &str, launch: Option<DeviceLaunch<'k>>) -> Result<DeviceLaunch<'k>> {
     launch.ok_or_else(|| Error::NotADeviceKernel {
