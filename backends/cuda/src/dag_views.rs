@@ -3,7 +3,7 @@
 //! exactly as it orders a host launch with the same handles, and [`device_task`] launches it.
 
 use hoplite_core::index::IndexBounds;
-use hoplite_core::view::held::BorrowGroup;
+use hoplite_core::view::held::{BorrowGroup, GroupedHandle};
 use hoplite_core::view::{AccessKind, LaunchArgs};
 use hoplite_core::{ArrayLayout, AtomicHandle, AtomicValue, Reader, TeamSlots, View, Writer};
 use hoplite_dag::{Context, DagError, Vertex};
@@ -18,7 +18,7 @@ trait HostBorrow: Send + Sync {
     fn conflict(&self) -> Option<&hoplite_core::Error>;
     /// # Safety
     ///
-    /// As for [`View::read_in`].
+    /// As for [`GroupedHandle::new_in`].
     unsafe fn into_group(self: Box<Self>, group: &BorrowGroup) -> Box<dyn HostBorrow>;
 }
 
@@ -31,9 +31,9 @@ macro_rules! host_borrow {
                 $handle::conflict(self)
             }
             unsafe fn into_group(self: Box<Self>, group: &BorrowGroup) -> Box<dyn HostBorrow> {
-                // SAFETY: the caller's contract is that of `View::read_in`, which the
+                // SAFETY: the caller's contract is that of `GroupedHandle::new_in`, which the
                 // handles' `into_group` shares.
-                Box::new(unsafe { $handle::into_group(*self, group) })
+                Box::new(unsafe { GroupedHandle::into_group(*self, group) })
             }
         }
     };
@@ -49,7 +49,7 @@ impl<T: DeviceScalar, L: ArrayLayout, S: DeviceAccessibleSpace> HostBorrow for T
     }
     unsafe fn into_group(self: Box<Self>, group: &BorrowGroup) -> Box<dyn HostBorrow> {
         // SAFETY: as above.
-        Box::new(unsafe { TeamSlots::into_group(*self, group) })
+        Box::new(unsafe { GroupedHandle::into_group(*self, group) })
     }
 }
 
@@ -57,7 +57,7 @@ impl<T: DeviceScalar, L: ArrayLayout, S: DeviceAccessibleSpace> HostBorrow for T
 ///
 /// # Safety
 ///
-/// As for [`View::read_in`].
+/// As for [`GroupedHandle::new_in`].
 type BorrowIn<T, const R: usize, L, S> = unsafe fn(&View<T, R, L, S>, &BorrowGroup) -> Box<dyn HostBorrow>;
 
 /// How an entry uses its view: its kind for the DAG, its launch argument, and the host handle
@@ -95,11 +95,11 @@ trait Entry: Send + Sync {
     fn attached(&self) -> Box<dyn Entry>;
     /// # Safety
     ///
-    /// As for [`View::read_in`].
+    /// As for [`GroupedHandle::new_in`].
     unsafe fn attached_in(&self, group: &BorrowGroup) -> Box<dyn Entry>;
     /// # Safety
     ///
-    /// As for [`View::read_in`].
+    /// As for [`GroupedHandle::new_in`].
     unsafe fn into_group(self: Box<Self>, group: &BorrowGroup) -> Box<dyn Entry>;
 }
 
@@ -155,15 +155,15 @@ where
     }
 
     unsafe fn attached_in(&self, group: &BorrowGroup) -> Box<dyn Entry> {
-        // SAFETY: the caller's contract is that of `View::read_in`, which every `*_in`
-        // constructor shares.
+        // SAFETY: the caller's contract is that of `GroupedHandle::new_in`, which makes every
+        // entry's handle in the group.
         self.with(Some(unsafe { (self.intent.borrow_in)(&self.view, group) }))
     }
 
     unsafe fn into_group(self: Box<Self>, group: &BorrowGroup) -> Box<dyn Entry> {
         let Held { view, intent, borrow } = *self;
-        // SAFETY: the caller's contract is that of `View::read_in`, which `into_group` of a
-        // handle and the `*_in` constructors share.
+        // SAFETY: the caller's contract is that of `GroupedHandle::new_in`, which the
+        // handles' `into_group` shares.
         let borrow = unsafe {
             match borrow {
                 Some(b) => b.into_group(group),
@@ -265,8 +265,8 @@ impl DeviceViews {
             kind: AccessKind::Read,
             arg: DeviceArg::read,
             borrow: |v| Box::new(v.read()),
-            // SAFETY: the caller of `borrow_in` takes on `View::read_in`'s contract.
-            borrow_in: |v, group| Box::new(unsafe { v.read_in(group) }),
+            // SAFETY: the caller of `borrow_in` takes on `GroupedHandle::new_in`'s contract.
+            borrow_in: |v, group| Box::new(unsafe { Reader::new_in(v, group) }),
         };
         self.push(view, intent)
     }
@@ -289,8 +289,8 @@ impl DeviceViews {
             kind: AccessKind::Write,
             arg: DeviceArg::write,
             borrow: |v| Box::new(v.write()),
-            // SAFETY: the caller of `borrow_in` takes on `View::write_in`'s contract.
-            borrow_in: |v, group| Box::new(unsafe { v.write_in(group) }),
+            // SAFETY: the caller of `borrow_in` takes on `GroupedHandle::new_in`'s contract.
+            borrow_in: |v, group| Box::new(unsafe { Writer::new_in(v, group) }),
         };
         self.push(view, intent)
     }
@@ -316,8 +316,8 @@ impl DeviceViews {
             kind: AccessKind::Atomic,
             arg: DeviceArg::atomic,
             borrow: |v| Box::new(v.atomic()),
-            // SAFETY: the caller of `borrow_in` takes on `View::atomic_in`'s contract.
-            borrow_in: |v, group| Box::new(unsafe { v.atomic_in(group) }),
+            // SAFETY: the caller of `borrow_in` takes on `GroupedHandle::new_in`'s contract.
+            borrow_in: |v, group| Box::new(unsafe { AtomicHandle::new_in(v, group) }),
         };
         self.push(view, intent)
     }
@@ -342,8 +342,8 @@ impl DeviceViews {
             kind: AccessKind::Write,
             arg: DeviceArg::team_slots,
             borrow: |v| Box::new(v.team_slots()),
-            // SAFETY: the caller of `borrow_in` takes on `View::team_slots_in`'s contract.
-            borrow_in: |v, group| Box::new(unsafe { v.team_slots_in(group) }),
+            // SAFETY: the caller of `borrow_in` takes on `GroupedHandle::new_in`'s contract.
+            borrow_in: |v, group| Box::new(unsafe { TeamSlots::new_in(v, group) }),
         };
         self.push(view, intent)
     }
@@ -470,7 +470,7 @@ impl GraphArgs for DeviceViews {
 
     unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self {
         DeviceViews {
-            // SAFETY: the caller's contract is that of `View::read_in`, passed on.
+            // SAFETY: the caller's contract is that of `GroupedHandle::new_in`, passed on.
             entries: views
                 .entries
                 .iter()
@@ -481,7 +481,7 @@ impl GraphArgs for DeviceViews {
 
     unsafe fn into_group(self, group: &BorrowGroup) -> Self {
         DeviceViews {
-            // SAFETY: the caller's contract is that of `View::read_in`, passed on.
+            // SAFETY: the caller's contract is that of `GroupedHandle::new_in`, passed on.
             entries: self
                 .entries
                 .into_iter()

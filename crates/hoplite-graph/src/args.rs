@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hoplite_core::view::held::{AllocationKey, BorrowGroup, HeldBorrow};
+use hoplite_core::view::held::{AllocationKey, BorrowGroup, GroupedHandle, HeldBorrow};
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
@@ -124,8 +124,8 @@ pub trait GraphArgs: LaunchArgs + Sized + 'static {
     ///
     /// # Safety
     ///
-    /// As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be
-    /// used at the same time.
+    /// As for [`GroupedHandle::new_in`]: the caller never lets two conflicting handles of
+    /// `group` be used at the same time.
     unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self;
     /// The handles with their borrows moved into `group` (a refused one is asked for anew in
     /// the group): what [`attach_in`](Self::attach_in) gives for the handles' views, without
@@ -135,8 +135,8 @@ pub trait GraphArgs: LaunchArgs + Sized + 'static {
     ///
     /// As for [`attach_in`](Self::attach_in).
     unsafe fn into_group(self, group: &BorrowGroup) -> Self;
-    /// The handles relying on borrows `held` keeps (`Reader::into_held` and the like, with
-    /// the slot `held` gives for each handle's view and kind), holding none of their own. The
+    /// The handles relying on borrows `held` keeps ([`GroupedHandle::into_held`], with the
+    /// slot `held` gives for each handle's view and kind), holding none of their own. The
     /// default, for handles that cannot, is [`into_group`](Self::into_group).
     ///
     /// # Safety
@@ -170,7 +170,7 @@ impl GraphArgs for () {
 }
 
 macro_rules! handle_args {
-    ($handle:ident, $bound:ident, $space:ident, $make:ident, $make_in:ident, $kind:expr) => {
+    ($handle:ident, $bound:ident, $space:ident, $make:ident, $kind:expr) => {
         impl<T: $bound, const R: usize, L: ArrayLayout, S: $space> GraphArgs for $handle<T, R, L, S> {
             type Views = View<T, R, L, S>;
             fn detach(self) -> Self::Views {
@@ -183,18 +183,18 @@ macro_rules! handle_args {
                 out.push(Access::of_view(views, $kind));
             }
             unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self {
-                // SAFETY: the caller's contract is that of `View::*_in`.
-                unsafe { views.$make_in(group) }
+                // SAFETY: the caller's contract is that of `GroupedHandle::new_in`.
+                unsafe { <Self as GroupedHandle>::new_in(views, group) }
             }
             unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-                // SAFETY: the caller's contract is that of `View::*_in`.
-                unsafe { $handle::into_group(self, group) }
+                // SAFETY: the caller's contract is that of `GroupedHandle::into_group`.
+                unsafe { <Self as GroupedHandle>::into_group(self, group) }
             }
             unsafe fn into_held(self, group: &BorrowGroup, held: &mut dyn HeldBorrows) -> Self {
                 let view = self.view();
                 let slot = held.slot(view.allocation_key(), $kind, &view.footprint());
                 // SAFETY: the caller's contract is that of `into_held`.
-                unsafe { $handle::into_held(self, group, slot) }
+                unsafe { <Self as GroupedHandle>::into_held(self, group, slot) }
             }
             fn conflict(&self) -> Option<&hoplite_core::Error> {
                 $handle::conflict(self)
@@ -206,16 +206,9 @@ macro_rules! handle_args {
     };
 }
 
-handle_args!(Reader, ViewValue, MemorySpace, read, read_in, AccessKind::Read);
-handle_args!(
-    Lookup,
-    ViewValue,
-    MemorySpace,
-    lookup,
-    lookup_in,
-    AccessKind::Read
-);
-handle_args!(Writer, ViewValue, MemorySpace, write, write_in, AccessKind::Write);
+handle_args!(Reader, ViewValue, MemorySpace, read, AccessKind::Read);
+handle_args!(Lookup, ViewValue, MemorySpace, lookup, AccessKind::Read);
+handle_args!(Writer, ViewValue, MemorySpace, write, AccessKind::Write);
 
 impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> GraphArgs for TeamSlots<T, L, S> {
     type Views = View<T, 2, L, S>;
@@ -229,18 +222,18 @@ impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> GraphArgs for TeamSlots<T, L,
         out.push(Access::of_view(views, AccessKind::Write));
     }
     unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self {
-        // SAFETY: the caller's contract is that of `View::team_slots_in`.
-        unsafe { views.team_slots_in(group) }
+        // SAFETY: the caller's contract is that of `GroupedHandle::new_in`.
+        unsafe { <Self as GroupedHandle>::new_in(views, group) }
     }
     unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        // SAFETY: the caller's contract is that of `View::team_slots_in`.
-        unsafe { TeamSlots::into_group(self, group) }
+        // SAFETY: the caller's contract is that of `GroupedHandle::into_group`.
+        unsafe { <Self as GroupedHandle>::into_group(self, group) }
     }
     unsafe fn into_held(self, group: &BorrowGroup, held: &mut dyn HeldBorrows) -> Self {
         let view = self.view();
         let slot = held.slot(view.allocation_key(), AccessKind::Write, &view.footprint());
         // SAFETY: the caller's contract is that of `into_held`.
-        unsafe { TeamSlots::into_held(self, group, slot) }
+        unsafe { <Self as GroupedHandle>::into_held(self, group, slot) }
     }
     fn conflict(&self) -> Option<&hoplite_core::Error> {
         TeamSlots::conflict(self)
@@ -251,14 +244,7 @@ impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> GraphArgs for TeamSlots<T, L,
 }
 // Of views in any memory space, as for the other handles: a launch binds the atomic handles of
 // device views too (only a host node's guards need the host to reach the memory).
-handle_args!(
-    AtomicHandle,
-    AtomicValue,
-    MemorySpace,
-    atomic,
-    atomic_in,
-    AccessKind::Atomic
-);
+handle_args!(AtomicHandle, AtomicValue, MemorySpace, atomic, AccessKind::Atomic);
 
 macro_rules! tuple_args {
     ($($name:ident),+) => {

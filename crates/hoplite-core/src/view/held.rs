@@ -13,14 +13,18 @@
 //! **Borrow groups.** The DAG runtime must also keep the views of launches it has accepted but
 //! not yet finished borrowed — so that the host cannot touch them behind its back — while the
 //! launches' own borrows overlap. A [`BorrowGroup`] does that: the handles made in one group
-//! ([`View::read_in`], [`View::write_in`], [`View::atomic_in`]) are checked against every
-//! borrow outside the group and against none inside it; the runtime promises, by calling
-//! those `unsafe fn`s, to order the group's conflicting handles itself.
+//! ([`GroupedHandle::new_in`]) or moved into it ([`GroupedHandle::into_group`]) are checked
+//! against every borrow outside the group and against none inside it; the runtime promises,
+//! by calling those `unsafe fn`s, to order the group's conflicting handles itself.
 //!
 //! **Held borrows.** Such a runtime can also hold one borrow per view and access kind for all
-//! its pending launches ([`HeldBorrow`]) and give it to each launch's handles (`into_held`),
-//! which then hold none of their own: the view is borrowed once for as long as launches use
-//! it, and a launch's end touches no borrow table.
+//! its pending launches ([`HeldBorrow`]) and give it to each launch's handles
+//! ([`GroupedHandle::into_held`]), which then hold none of their own: the view is borrowed once
+//! for as long as launches use it, and a launch's end touches no borrow table.
+//!
+//! **Runtime hooks.** These operations on handles are the methods of [`GroupedHandle`], a trait
+//! of this module, so that the handles' own documentation shows only what kernels and users
+//! do with them; a runtime imports the trait.
 
 use std::fmt;
 use std::num::NonZeroU64;
@@ -34,7 +38,7 @@ use crate::view::borrow::BorrowId;
 use crate::view::{AccessKind, Footprint, View, ViewValue};
 
 /// A borrow of one view's elements for one access kind, held on behalf of handles that hold
-/// none of their own (`Reader::into_held` and the like), outside any group or in a
+/// none of their own ([`GroupedHandle::into_held`]), outside any group or in a
 /// [`BorrowGroup`]. Dropping it ends the borrow; forgetting it leaves the elements borrowed,
 /// which is never unsound.
 ///
@@ -45,7 +49,7 @@ use crate::view::{AccessKind, Footprint, View, ViewValue};
 ///
 /// ```
 /// use hoplite_core::View;
-/// use hoplite_core::view::held::BorrowGroup;
+/// use hoplite_core::view::held::{BorrowGroup, GroupedHandle};
 /// let x: View<f64, 1> = View::new("x", [4])?;
 /// let group = BorrowGroup::new();
 /// let mut held = None;
@@ -137,7 +141,7 @@ impl HeldBorrow {
         &self.footprint
     }
 
-    /// Moves the borrow into `group`, in one step (see `into_group` of the handles): from
+    /// Moves the borrow into `group`, in one step (see [`GroupedHandle::into_group`]): from
     /// then on it is checked against every borrow outside the group and against none inside
     /// it. A borrow in a group already stays there.
     ///
@@ -148,8 +152,8 @@ impl HeldBorrow {
     ///
     /// # Safety
     ///
-    /// As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be
-    /// used at the same time, the handles relying on this borrow among them.
+    /// As for [`GroupedHandle::new_in`]: the caller never lets two conflicting handles of
+    /// `group` be used at the same time, the handles relying on this borrow among them.
     pub unsafe fn into_group(&mut self, group: &BorrowGroup) -> Result<()> {
         if self.group.is_some() {
             return Ok(());
@@ -235,15 +239,15 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
 /// A set of borrows that are checked against every borrow outside the set and against none
 /// inside it (see the [module documentation](self)). Each group is distinct from every other
 /// group of the process; making one is harmless, only the `unsafe` constructors of handles in
-/// a group carry an obligation.
+/// a group ([`GroupedHandle::new_in`]) carry an obligation.
 ///
 /// ```
-/// use hoplite_core::View;
-/// use hoplite_core::view::held::BorrowGroup;
+/// use hoplite_core::{View, Writer};
+/// use hoplite_core::view::held::{BorrowGroup, GroupedHandle};
 /// let x: View<f64, 1> = View::new("x", [4])?;
 /// let group = BorrowGroup::new();
 /// // SAFETY: the two writers are never used (they are only held).
-/// let (a, b) = unsafe { (x.write_in(&group), x.write_in(&group)) };
+/// let (a, b) = unsafe { (Writer::new_in(&x, &group), Writer::new_in(&x, &group)) };
 /// assert!(a.conflict().is_none() && b.conflict().is_none());
 /// assert!(x.host_read().is_err(), "the group's writers keep the host out");
 /// drop((a, b));
@@ -272,4 +276,98 @@ impl Default for BorrowGroup {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The runtime hooks of the access handles ([`Reader`](crate::Reader),
+/// [`Lookup`](crate::Lookup), [`Writer`](crate::Writer), [`TeamSlots`](crate::TeamSlots),
+/// [`AtomicHandle`](crate::AtomicHandle)): making a handle in a [`BorrowGroup`], and moving a
+/// handle's borrow into a group or a [`HeldBorrow`]. A runtime that orders launches itself
+/// (the implicit DAG, through the graph crate's `GraphArgs`) uses them; kernels and eager
+/// launches never do, which is why they are not methods of the handles themselves.
+///
+/// Sealed: only the core's handles implement it, since runtimes rely on what its methods do to
+/// the allocation's borrow table (a handle made or moved here keeps its elements borrowed
+/// against everything outside the group).
+pub trait GroupedHandle: Sized + sealed::Sealed {
+    /// The view the handle borrows.
+    type View;
+
+    /// A handle of `view` in `group`: as the view's constructor of this kind
+    /// ([`read`](View::read), [`lookup`](View::lookup), [`write`](View::write),
+    /// [`team_slots`](View::team_slots), [`atomic`](View::atomic)), but not checked against the
+    /// group's other handles.
+    ///
+    /// ```
+    /// use hoplite_core::{AtomicHandle, TeamSlots, View};
+    /// use hoplite_core::view::held::{BorrowGroup, GroupedHandle};
+    /// let x: View<u32, 2> = View::new("x", [2, 2])?;
+    /// let group = BorrowGroup::new();
+    /// // SAFETY: the handles are only held, never used.
+    /// let (s, a) = unsafe { (TeamSlots::new_in(&x, &group), AtomicHandle::new_in(&x, &group)) };
+    /// assert!(s.conflict().is_none() && a.conflict().is_none(), "one group: not checked");
+    /// assert!(x.read().conflict().is_some(), "checked against borrows outside the group");
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// Handles of one group are not checked against each other. The caller guarantees that no
+    /// two handles of `group` whose footprints overlap, one of them a writer (or one a reader
+    /// and the other an atomic handle), are ever used at the same time: every use of one
+    /// happens before every use of the other (a kernel using one has returned, and that return
+    /// is synchronized with the start of the kernel using the other).
+    unsafe fn new_in(view: &Self::View, group: &BorrowGroup) -> Self;
+
+    /// The handle, its borrow moved into `group`: checked from now on against every borrow
+    /// outside the group and against none inside it, as if made with
+    /// [`new_in`](Self::new_in), but in one step and without ending the borrow meanwhile. A
+    /// handle whose borrow was refused asks for it anew in the group (and carries the conflict
+    /// if that is refused too). A runtime that accepts a launch's handles keeps them this way
+    /// instead of borrowing the views a second time.
+    ///
+    /// ```
+    /// use hoplite_core::{View, Writer};
+    /// use hoplite_core::view::held::{BorrowGroup, GroupedHandle};
+    /// let x: View<f64, 1> = View::new("x", [4])?;
+    /// let group = BorrowGroup::new();
+    /// // SAFETY: the handles are only held, never used.
+    /// let (r, w) = unsafe { (x.read().into_group(&group), Writer::new_in(&x, &group)) };
+    /// assert!(r.conflict().is_none() && w.conflict().is_none(), "one group: not checked");
+    /// assert!(x.host_read().is_err(), "the group keeps the host out");
+    /// drop((r, w));
+    /// assert!(x.host_write().is_ok());
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    ///
+    /// As for [`new_in`](Self::new_in): the caller never lets two conflicting handles of
+    /// `group` be used at the same time.
+    unsafe fn into_group(self, group: &BorrowGroup) -> Self;
+
+    /// The handle, relying on `held` for its borrow instead of holding one: if `held` holds a
+    /// borrow already (which must be of this handle's allocation, elements and access kind: a
+    /// panic otherwise), the handle's own borrow ends; if not, the handle's borrow moves into
+    /// `held` as it is (outside the group: see [`HeldBorrow::into_group`]), or, if it was
+    /// refused, is asked for anew in `group` and goes there. The handle returned holds no
+    /// borrow of its own, and dropping it ends nothing. A borrow refused by the group too stays
+    /// the handle's conflict, and `held` stays empty.
+    ///
+    /// A runtime that keeps one `HeldBorrow` per view and kind for all its pending launches
+    /// borrows each view once, however many launches use it, and ends no borrow when a launch
+    /// ends.
+    ///
+    /// # Safety
+    ///
+    /// As for `into_group`; and the caller keeps `held`'s borrow (does not drop the
+    /// `HeldBorrow`) until no use of the handle returned can follow (dropping it is none: it
+    /// ends nothing).
+    unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self;
+}
+
+/// The seal of [`GroupedHandle`]: public inside a module the crate does not export, so only
+/// the core can implement it.
+pub(crate) mod sealed {
+    /// Implemented by the core's access handles only.
+    pub trait Sealed {}
 }

@@ -1,5 +1,6 @@
 //! The unbound handles a view makes (`read`, `write`, `atomic`, `lookup`, `team_slots`): each
-//! holds a borrow of the view's elements. Their bounds checks, and the atomic handle's operations.
+//! holds a borrow of the view's elements. Their bounds checks, the atomic handle's operations,
+//! and their runtime hooks (the implementations of `view::held::GroupedHandle`).
 
 use std::fmt;
 use std::ptr::NonNull;
@@ -10,7 +11,8 @@ use crate::error::{Error, Result};
 use crate::index::IndexBounds;
 use crate::space::{ArrayLayout, HostAccessibleSpace, MemorySpace};
 use crate::view::borrow::{BorrowId, Refused};
-use crate::view::held::{BorrowGroup, HeldBorrow};
+use crate::view::held::sealed::Sealed;
+use crate::view::held::{BorrowGroup, GroupedHandle, HeldBorrow};
 use crate::view::{AccessKind, View, ViewValue};
 
 #[cold]
@@ -139,7 +141,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
     }
 
     /// The handle with its borrow moved into group `group` (a refused one is asked for anew
-    /// in the group): see `View::*_in` for what the caller guarantees.
+    /// in the group): see `GroupedHandle::new_in` for what the caller guarantees.
     fn into_group(mut self, kind: AccessKind, group: u64) -> Self {
         // Empty while it moves: should anything below panic, the drop ends nothing twice.
         let borrow = match std::mem::replace(&mut self.borrow, Ok(BorrowId::Empty)) {
@@ -155,8 +157,8 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Handle<T, R, 
         self
     }
 
-    /// The handle with its borrow given over to `held` (see `Reader::into_held` for what the
-    /// caller guarantees): a borrow `held` already has covers it and the handle's own ends;
+    /// The handle with its borrow given over to `held` (see `GroupedHandle::into_held` for what
+    /// the caller guarantees): a borrow `held` already has covers it and the handle's own ends;
     /// else the handle's granted borrow moves into `held` as it is (a refused one is asked
     /// for anew in group `group`). Either way the handle keeps no borrow of its own
     /// (`Ok(Empty)`: its drop ends nothing), unless the group refused it too.
@@ -529,64 +531,28 @@ impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> Ato
     }
 }
 
-/// What moving a handle into a group guarantees, shared by the handles' `into_group`.
-macro_rules! into_group_doc {
-    () => {
-        "The handle, its borrow moved into `group`: checked from now on against every borrow \
-         outside the group and against none inside it, as if made with the view's `*_in` \
-         constructor, but in one step and without ending the borrow meanwhile. A handle whose \
-         borrow was refused asks for it anew in the group (and carries the conflict if that is \
-         refused too). A runtime that accepts a launch's handles keeps them this way instead of \
-         borrowing the views a second time.\n\n\
-         # Safety\n\n\
-         As for [`View::read_in`]: the caller never lets two conflicting handles of `group` be \
-         used at the same time."
-    };
-}
+/// The runtime hooks ([`GroupedHandle`]) of each handle kind: the same three functions for
+/// every kind, which differ only in the access kind their borrow is of.
+macro_rules! grouped_handle {
+    ($kind:ident => impl[$($generics:tt)*] $handle:ty, of $view:ty) => {
+        impl<$($generics)*> Sealed for $handle {}
 
-/// What moving a handle's borrow into a [`HeldBorrow`] guarantees, shared by the handles'
-/// `into_held`.
-macro_rules! into_held_doc {
-    () => {
-        "The handle, relying on `held` for its borrow instead of holding one: if `held` holds a \
-         borrow already (which must be of this handle's allocation, elements and access kind: \
-         a panic otherwise), the handle's own borrow ends; if not, the handle's borrow moves \
-         into `held` as it is (outside the group: see [`HeldBorrow::into_group`]), or, if it \
-         was refused, is asked for anew in `group` and goes there. The handle returned holds \
-         no borrow of its own, and dropping it ends nothing. A borrow refused by the group too \
-         stays the handle's conflict, and `held` stays empty.\n\n\
-         A runtime that keeps one `HeldBorrow` per view and kind for all its pending launches \
-         borrows each view once, however many launches use it, and ends no borrow when a \
-         launch ends.\n\n\
-         # Safety\n\n\
-         As for `into_group`; and the caller keeps `held`'s borrow (does not drop the \
-         `HeldBorrow`) until no use of the handle returned can follow (dropping it is none: \
-         it ends nothing)."
-    };
-}
+        impl<$($generics)*> GroupedHandle for $handle {
+            type View = $view;
 
-/// How each handle kind is made from a borrow taken elsewhere, and moves its borrow into a
-/// group or a [`HeldBorrow`]: the same three functions for every kind, which differ only in the
-/// access kind their borrow is of. Doc lines before the kind go to `into_group`.
-macro_rules! borrow_moves {
-    ($(#[$extra:meta])* $kind:ident => impl[$($generics:tt)*] $handle:ty, from $view:ty) => {
-        impl<$($generics)*> $handle {
-            pub(crate) fn from_borrow(view: &$view, borrow: Result<BorrowId>) -> Self {
+            unsafe fn new_in(view: &$view, group: &BorrowGroup) -> Self {
                 Self {
-                    handle: Handle::with_borrow(view, borrow),
+                    handle: Handle::with_borrow(view, view.borrow_in(AccessKind::$kind, group.id())),
                 }
             }
 
-            #[doc = into_group_doc!()]
-            $(#[$extra])*
-            pub unsafe fn into_group(self, group: &BorrowGroup) -> Self {
+            unsafe fn into_group(self, group: &BorrowGroup) -> Self {
                 Self {
                     handle: self.handle.into_group(AccessKind::$kind, group.id()),
                 }
             }
 
-            #[doc = into_held_doc!()]
-            pub unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
+            unsafe fn into_held(self, group: &BorrowGroup, held: &mut Option<HeldBorrow>) -> Self {
                 Self {
                     handle: self.handle.into_held(AccessKind::$kind, group.id(), held),
                 }
@@ -595,88 +561,13 @@ macro_rules! borrow_moves {
     };
 }
 
-borrow_moves!(
-    ///
-    /// ```
-    /// use hoplite_core::View;
-    /// use hoplite_core::view::held::BorrowGroup;
-    /// let x: View<f64, 1> = View::new("x", [4])?;
-    /// let group = BorrowGroup::new();
-    /// // SAFETY: the handles are only held, never used.
-    /// let (r, w) = unsafe { (x.read().into_group(&group), x.write_in(&group)) };
-    /// assert!(r.conflict().is_none() && w.conflict().is_none(), "one group: not checked");
-    /// assert!(x.host_read().is_err(), "the group keeps the host out");
-    /// drop((r, w));
-    /// assert!(x.host_write().is_ok());
-    /// # Ok::<(), hoplite_core::Error>(())
-    /// ```
-    Read => impl[T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace] Reader<T, R, L, S>, from View<T, R, L, S>
-);
-borrow_moves!(Read => impl[T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
-    Lookup<T, R, L, S>, from View<T, R, L, S>);
-borrow_moves!(Write => impl[T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
-    Writer<T, R, L, S>, from View<T, R, L, S>);
-borrow_moves!(Write => impl[T: ViewValue, L: ArrayLayout, S: MemorySpace]
-    TeamSlots<T, L, S>, from View<T, 2, L, S>);
-borrow_moves!(Atomic => impl[T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace]
-    AtomicHandle<T, R, L, S>, from View<T, R, L, S>);
-
-impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
-    /// A reader in `group`: as [`read`](Self::read), but not checked against the group's other
-    /// handles.
-    ///
-    /// # Safety
-    ///
-    /// Handles of one group are not checked against each other. The caller guarantees that no
-    /// two handles of `group` whose footprints overlap, one of them a writer (or one a reader
-    /// and the other an atomic handle), are ever used at the same time: every use of one
-    /// happens before every use of the other (a kernel using one has returned, and that return
-    /// is synchronized with the start of the kernel using the other).
-    pub unsafe fn read_in(&self, group: &BorrowGroup) -> Reader<T, R, L, S> {
-        Reader::from_borrow(self, self.borrow_in(AccessKind::Read, group.id()))
-    }
-
-    /// A lookup handle in `group`: as [`lookup`](Self::lookup), but not checked against the
-    /// group's other handles.
-    ///
-    /// # Safety
-    ///
-    /// As for [`read_in`](Self::read_in).
-    pub unsafe fn lookup_in(&self, group: &BorrowGroup) -> Lookup<T, R, L, S> {
-        Lookup::from_borrow(self, self.borrow_in(AccessKind::Read, group.id()))
-    }
-
-    /// A writer in `group`: as [`write`](Self::write), but not checked against the group's
-    /// other handles.
-    ///
-    /// # Safety
-    ///
-    /// As for [`read_in`](Self::read_in).
-    pub unsafe fn write_in(&self, group: &BorrowGroup) -> Writer<T, R, L, S> {
-        Writer::from_borrow(self, self.borrow_in(AccessKind::Write, group.id()))
-    }
-}
-
-impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> View<T, 2, L, S> {
-    /// A team-slots handle in `group`: as [`team_slots`](Self::team_slots), but not checked
-    /// against the group's other handles.
-    ///
-    /// # Safety
-    ///
-    /// As for [`read_in`](Self::read_in).
-    pub unsafe fn team_slots_in(&self, group: &BorrowGroup) -> TeamSlots<T, L, S> {
-        TeamSlots::from_borrow(self, self.borrow_in(AccessKind::Write, group.id()))
-    }
-}
-
-impl<T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L, S> {
-    /// An atomic handle in `group`: as [`atomic`](Self::atomic), but not checked against the
-    /// group's other handles.
-    ///
-    /// # Safety
-    ///
-    /// As for [`read_in`](Self::read_in).
-    pub unsafe fn atomic_in(&self, group: &BorrowGroup) -> AtomicHandle<T, R, L, S> {
-        AtomicHandle::from_borrow(self, self.borrow_in(AccessKind::Atomic, group.id()))
-    }
-}
+grouped_handle!(Read => impl[T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    Reader<T, R, L, S>, of View<T, R, L, S>);
+grouped_handle!(Read => impl[T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    Lookup<T, R, L, S>, of View<T, R, L, S>);
+grouped_handle!(Write => impl[T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    Writer<T, R, L, S>, of View<T, R, L, S>);
+grouped_handle!(Write => impl[T: ViewValue, L: ArrayLayout, S: MemorySpace]
+    TeamSlots<T, L, S>, of View<T, 2, L, S>);
+grouped_handle!(Atomic => impl[T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    AtomicHandle<T, R, L, S>, of View<T, R, L, S>);
