@@ -2,14 +2,9 @@
 
 use std::any::Any;
 use std::io;
-use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use hoplite_core::index::Idx;
-use hoplite_core::team::{NestedLevel, ScratchPad};
-use hoplite_core::{
-    ExecutionSpace, LayoutLeft, Reducer, Result, ScanValue, TeamMember, check_partition_count,
-};
+use hoplite_core::{ExecutionSpace, LayoutLeft, Result, check_partition_count};
 use parking_lot::Mutex;
 
 use crate::driver::{self, Device, Stream};
@@ -197,7 +192,7 @@ impl ExecutionSpace for Cuda {
     /// Column-major, as Kokkos' device default: a range over rows makes neighbouring threads
     /// touch neighbouring elements.
     type ArrayLayout = LayoutLeft;
-    type TeamMember<'t> = CudaTeamMember;
+    type TeamMember<'t> = hoplite_core::device_kernel::DeviceTeamMember;
 
     fn name(&self) -> &'static str {
         "Cuda"
@@ -302,74 +297,5 @@ impl ExecutionSpace for Cuda {
             .iter()
             .map(|_| Ok(Cuda::from_stream(Ok(Stream::new(device.clone())?))))
             .collect()
-    }
-}
-
-/// The team member of `Cuda` team kernels. Team kernels run on the device as CUDA C
-/// (`#[kernel]`), never as host closures, so no value of this type exists: it only names the
-/// space's member type.
-#[derive(Debug)]
-pub enum CudaTeamMember {}
-
-// SAFETY: the type has no values, so no method can ever be called and no promise of the
-// contract is ever put to the test.
-unsafe impl TeamMember for CudaTeamMember {
-    fn league_rank(&self) -> usize {
-        match *self {}
-    }
-    fn league_size(&self) -> usize {
-        match *self {}
-    }
-    fn team_rank(&self) -> usize {
-        match *self {}
-    }
-    fn team_size(&self) -> usize {
-        match *self {}
-    }
-    fn vector_length(&self) -> usize {
-        match *self {}
-    }
-    fn team_barrier(&self) {
-        match *self {}
-    }
-    fn team_broadcast<T: Clone + Send + Sync + 'static>(&self, _value: T, _source: usize) -> T {
-        match *self {}
-    }
-    fn team_reduce<R>(&self, _reducer: &R, _value: R::Value) -> R::Value
-    where
-        R: Reducer,
-        R::Value: Clone + Sync + 'static,
-    {
-        match *self {}
-    }
-    fn team_scan<T: ScanValue>(&self, _value: T) -> (T, T) {
-        match *self {}
-    }
-    fn team_scratch(&self, _level: usize) -> &ScratchPad<'_> {
-        match *self {}
-    }
-    fn thread_scratch(&self, _level: usize) -> &ScratchPad<'_> {
-        match *self {}
-    }
-    fn nested_reduce<R, F>(
-        &self,
-        _level: NestedLevel,
-        _range: Range<usize>,
-        _kernel: F,
-        _reducer: &R,
-    ) -> R::Value
-    where
-        R: Reducer,
-        R::Value: Clone + Send + Sync + 'static,
-        F: for<'i> Fn(Idx<'i>, &mut R::Value),
-    {
-        match *self {}
-    }
-    fn nested_scan<T, F>(&self, _level: NestedLevel, _range: Range<usize>, _kernel: F) -> T
-    where
-        T: ScanValue,
-        F: for<'i> Fn(Idx<'i>, &mut T, bool),
-    {
-        match *self {}
     }
 }

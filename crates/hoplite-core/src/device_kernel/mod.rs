@@ -33,11 +33,13 @@
 //! holds the packer that lays a launch's arguments out ([`hoplite_abi::pack_for`]).
 
 mod launch;
+mod team_member;
 
 pub(crate) use launch::device_launch_of;
 pub use launch::{DeviceHandle, DeviceLaunch, with_closure_scalars};
 #[doc(hidden)]
 pub use launch::{WithClosure, register_with_closure};
+pub use team_member::DeviceTeamMember;
 
 pub use hoplite_abi::{
     DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,

@@ -43,7 +43,6 @@ mod values;
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::io;
-use std::ops::Range;
 use std::path::PathBuf;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -55,8 +54,7 @@ use hoplite_abi::{
 use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch};
 use hoplite_core::space::AllocationRecords;
 use hoplite_core::{
-    Error, ExecutionSpace, HostSpace, Idx, MemorySpace, NestedLevel, Reducer, Result, ScanValue, ScratchPad,
-    SpaceAccessibility, TeamMember,
+    Error, ExecutionSpace, HostSpace, MemorySpace, Reducer, Result, ScanValue, SpaceAccessibility,
 };
 
 use crate::{CheckError, Grid, HostModule, Outcome, host_compiler};
@@ -205,81 +203,11 @@ impl HostDeviceSpace {
 // view is in this space.
 unsafe impl SpaceAccessibility<HostDeviceSpace> for HostDevice {}
 
-/// The team member type of [`HostDevice`]. Its team kernels run as generated C
-/// (`#[kernel]`), never as host closures, so no value of this type exists: it only names the
-/// space's member type.
-#[derive(Debug)]
-pub enum HostDeviceTeamMember {}
-
-// SAFETY: the type has no values, so no method can ever be called and no promise of the
-// contract is ever put to the test; an uninhabited type is not `Sync`-relevant (no value can
-// be shared), and the provided methods are kept.
-unsafe impl TeamMember for HostDeviceTeamMember {
-    fn league_rank(&self) -> usize {
-        match *self {}
-    }
-    fn league_size(&self) -> usize {
-        match *self {}
-    }
-    fn team_rank(&self) -> usize {
-        match *self {}
-    }
-    fn team_size(&self) -> usize {
-        match *self {}
-    }
-    fn vector_length(&self) -> usize {
-        match *self {}
-    }
-    fn team_barrier(&self) {
-        match *self {}
-    }
-    fn team_broadcast<T: Clone + Send + Sync + 'static>(&self, _value: T, _source: usize) -> T {
-        match *self {}
-    }
-    fn team_reduce<R>(&self, _reducer: &R, _value: R::Value) -> R::Value
-    where
-        R: Reducer,
-        R::Value: Clone + Sync + 'static,
-    {
-        match *self {}
-    }
-    fn team_scan<T: ScanValue>(&self, _value: T) -> (T, T) {
-        match *self {}
-    }
-    fn team_scratch(&self, _level: usize) -> &ScratchPad<'_> {
-        match *self {}
-    }
-    fn thread_scratch(&self, _level: usize) -> &ScratchPad<'_> {
-        match *self {}
-    }
-    fn nested_reduce<R, F>(
-        &self,
-        _level: NestedLevel,
-        _range: Range<usize>,
-        _kernel: F,
-        _reducer: &R,
-    ) -> R::Value
-    where
-        R: Reducer,
-        R::Value: Clone + Send + Sync + 'static,
-        F: for<'i> Fn(Idx<'i>, &mut R::Value),
-    {
-        match *self {}
-    }
-    fn nested_scan<T, F>(&self, _level: NestedLevel, _range: Range<usize>, _kernel: F) -> T
-    where
-        T: ScanValue,
-        F: for<'i> Fn(Idx<'i>, &mut T, bool),
-    {
-        match *self {}
-    }
-}
-
 impl ExecutionSpace for HostDevice {
     type MemorySpace = HostDeviceSpace;
     type ScratchMemorySpace = HostDeviceSpace;
     type ArrayLayout = hoplite_core::LayoutRight;
-    type TeamMember<'t> = HostDeviceTeamMember;
+    type TeamMember<'t> = hoplite_core::device_kernel::DeviceTeamMember;
 
     fn name(&self) -> &'static str {
         SPACE
