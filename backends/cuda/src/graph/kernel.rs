@@ -117,7 +117,7 @@ fn team_plan(
 fn packed_node(k: DeviceKernelInfo, plan: NodePlan, args: &[DeviceArg]) -> Result<KernelNode, CudaError> {
     let (iteration, ends, geometry) = plan;
     let params = pack_for_args_info(&k, &iteration, args)?;
-    check_args(k.name, &ends, args)?;
+    check_args(k.name, &iteration, &ends, args)?;
     Ok(KernelNode::new(k, geometry, params, args))
 }
 

@@ -332,7 +332,7 @@ impl CudaGraph {
     {
         let join = device_join_for(K::PATTERN, reducer.device_join());
         let params = pack_reduce_args::<K, R::Value>(&iteration, args, &reducer.init(), join)?;
-        check_args(K::NAME, ends, args)?;
+        check_args(K::NAME, &iteration, ends, args)?;
         let geometry: Geometry = Box::new(move |limits, resources| {
             Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
         });
@@ -401,7 +401,7 @@ impl CudaGraph {
     {
         let (begin, end) = checked_range::<K>(range)?;
         let params = pack_scan_args::<K, T>(&IterationArgs::Range { begin, end }, args)?;
-        check_args(K::NAME, &[end], args)?;
+        check_args(K::NAME, &IterationArgs::Range { begin, end }, &[end], args)?;
         let geometry: Geometry = Box::new(move |limits, _| {
             Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
         });

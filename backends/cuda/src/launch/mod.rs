@@ -119,15 +119,36 @@ pub(crate) fn check_arg_devices(
     )
 }
 
-/// Checks the handles against the iteration space: writers contain it and overlap no other
-/// handle.
-pub(crate) fn check_args(kernel: &'static str, ends: &[u64], args: &[DeviceArg]) -> Result<(), CudaError> {
+/// Whether `iteration` has no point: a range or a dimension of a box with `begin == end`, or
+/// a league of no team (as `hoplite_core::IndexBounds` counts its points).
+pub(crate) fn is_empty(iteration: &IterationArgs) -> bool {
+    match iteration {
+        IterationArgs::Range { begin, end } => begin >= end,
+        IterationArgs::MdRange { begins, ends, .. } => begins.iter().zip(ends).any(|(b, e)| b >= e),
+        IterationArgs::Team { league_size, .. } => *league_size == 0,
+    }
+}
+
+/// Checks the handles against the iteration space: writers contain it (`ends`, the
+/// iteration's ends, or for a team launch [`team_writer_ends`]) and overlap no other handle.
+///
+/// As the core checks a launch's handles (`hoplite_core`'s handle check skips a launch with
+/// no point), a launch over an empty `iteration` runs no kernel and stores nowhere, so its
+/// writers need not contain anything: any writer is accepted there. Overlaps are refused
+/// whatever the iteration, as the core refuses conflicting borrows before it looks at it.
+pub(crate) fn check_args(
+    kernel: &'static str,
+    iteration: &IterationArgs,
+    ends: &[u64],
+    args: &[DeviceArg],
+) -> Result<(), CudaError> {
     let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
+    let empty = is_empty(iteration);
     for (k, a) in args.iter().enumerate() {
         let Some(extents) = &a.writer_extents else {
             continue;
         };
-        if extents.len() != ends.len() || extents.iter().zip(ends).any(|(e, end)| end > e) {
+        if !empty && (extents.len() != ends.len() || extents.iter().zip(ends).any(|(e, end)| end > e)) {
             return Err(invalid(format!(
                 "argument {k}: a writer of extents {extents:?} cannot take every index up to {ends:?}; launch over a range inside the view"
             )));
@@ -180,8 +201,8 @@ impl Cuda {
     /// # Errors
     ///
     /// Why this instance has no device; [`CudaError::InvalidLaunch`] for arguments that do
-    /// not match the kernel or a writer that does not contain the range; NVRTC's errors; the
-    /// driver's error.
+    /// not match the kernel or a writer that does not contain a non-empty range; NVRTC's
+    /// errors; the driver's error.
     pub fn launch_range<K: DeviceKernel>(
         &self,
         range: std::ops::Range<usize>,
@@ -294,7 +315,7 @@ impl Cuda {
     ) -> Result<(), CudaError> {
         // Pure checks first, so bad input is reported the same with or without a device.
         let mut params = pack_for_args_info(k, &iteration, args)?;
-        check_args(k.name, ends, args)?;
+        check_args(k.name, &iteration, ends, args)?;
         let Some(plan) = self.plan_info(k, &iteration, args, geometry)? else {
             return Ok(());
         };
@@ -322,12 +343,7 @@ impl Cuda {
         let stream = self.stream()?;
         let device = &stream.device;
         check_arg_devices(k.name, device.ordinal, args)?;
-        let empty = match iteration {
-            IterationArgs::Range { begin, end } => begin == end,
-            IterationArgs::MdRange { begins, ends, .. } => begins.iter().zip(ends).any(|(b, e)| b == e),
-            IterationArgs::Team { league_size, .. } => *league_size == 0,
-        };
-        if empty {
+        if is_empty(iteration) {
             return Ok(None); // an empty iteration space: nothing to compile or run
         }
         let loaded = load_info(k, device)?;
@@ -382,7 +398,7 @@ impl Cuda {
         let join = device_join_for(k.pattern, reducer.device_join());
         let mut params = pack_reduce_args_info::<R::Value>(k, &iteration, args, &identity, join)?;
         let partials_param = params.offsets().len() - 1;
-        check_args(k.name, ends, args)?;
+        check_args(k.name, &iteration, ends, args)?;
         let Some(plan) = self.plan_info(k, &iteration, args, |limits, resources| {
             Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
         })?
@@ -609,7 +625,7 @@ impl Cuda {
         let mut params = pack_scan_args_info::<T>(k, &IterationArgs::Range { begin, end }, args)?;
         let final_param = params.offsets().len() - 1;
         let values_param = final_param - 1;
-        check_args(k.name, &[end], args)?;
+        check_args(k.name, &IterationArgs::Range { begin, end }, &[end], args)?;
         let Some(plan) = self.plan_info(k, &IterationArgs::Range { begin, end }, args, |limits, _| {
             Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
         })?
@@ -907,6 +923,76 @@ mod tests {
             "{e}"
         );
         assert!(check_devices("k", 0, args.iter().map(DeviceArg::atomic_device), enabled).is_ok());
+    }
+
+    /// A writer of `extents` over the bytes `bytes` of device 0, as `DeviceArg::write` makes
+    /// one (the views themselves would need a driver to allocate).
+    fn writer(extents: &[u64], bytes: (u64, u64)) -> DeviceArg {
+        DeviceArg {
+            arg: KernelArg::Handle(crate::params::HandleArg {
+                ptr: bytes.0,
+                access: HandleAccess::Write,
+                element: hoplite_core::device_kernel::ScalarType::U32,
+                extents: extents.to_vec(),
+                strides: vec![1; extents.len()],
+            }),
+            writer_extents: Some(extents.to_vec()),
+            bytes: Some(bytes),
+            device: Some(0),
+            keep: None,
+        }
+    }
+
+    #[test]
+    fn writers_need_not_contain_an_empty_iteration() {
+        let huge = 1u64 << 32;
+        let marks = [writer(&[1, 1, 1], (0x1000, 0x1004))];
+        let mdrange = |begins: [u64; 3], ends: [u64; 3]| IterationArgs::MdRange {
+            begins: begins.to_vec(),
+            ends: ends.to_vec(),
+            order: IndexOrder::LastFastest,
+        };
+        // The core accepts this launch of `2^32 x 2^32 x 0` points (its handle check skips a
+        // launch with no point); so does Cuda, and it runs nothing.
+        let empty = mdrange([0, 0, 0], [huge, huge, 0]);
+        assert!(is_empty(&empty));
+        assert!(check_args("k", &empty, &[huge, huge, 0], &marks).is_ok());
+        // Empty by a dimension whose begin is its end, not 0.
+        let at_seven = mdrange([0, 7, 0], [huge, 7, 9]);
+        assert!(is_empty(&at_seven));
+        assert!(check_args("k", &at_seven, &[huge, 7, 9], &marks).is_ok());
+        // One point more in the last dimension and the writer must hold every point.
+        let one_deep = mdrange([0, 0, 0], [huge, huge, 1]);
+        assert!(!is_empty(&one_deep));
+        let e = check_args("k", &one_deep, &[huge, huge, 1], &marks).expect_err("not contained");
+        assert!(e.to_string().contains("cannot take every index"), "{e}");
+        assert!(check_args("k", &mdrange([0, 0, 0], [1, 1, 1]), &[1, 1, 1], &marks).is_ok());
+
+        // Ranges: `5..5` takes a writer of any extent (and of any rank), `0..5` one of 5.
+        let short = [writer(&[3], (0x2000, 0x200c))];
+        let range = |begin, end| IterationArgs::Range { begin, end };
+        assert!(check_args("k", &range(5, 5), &[5], &short).is_ok());
+        assert!(check_args("k", &range(5, 5), &[5], &marks).is_ok());
+        assert!(check_args("k", &range(0, 5), &[5], &short).is_err());
+        assert!(check_args("k", &range(0, 3), &[3], &short).is_ok());
+
+        // A league of no team takes any writer; a league of 2 one with a row per team.
+        let league = |league_size| IterationArgs::Team {
+            league_size,
+            scratch: TeamScratch::default(),
+        };
+        assert!(check_args("k", &league(0), &team_writer_ends(&marks, 0), &marks).is_ok());
+        assert!(check_args("k", &league(2), &team_writer_ends(&marks, 2), &marks).is_err());
+
+        // Overlapping handles are refused whatever the iteration, as conflicting borrows are.
+        let overlapping = [
+            writer(&[1, 1, 1], (0x1000, 0x1004)),
+            writer(&[3], (0x1000, 0x100c)),
+        ];
+        for (iteration, ends) in [(empty, vec![huge, huge, 0]), (range(0, 0), vec![0])] {
+            let e = check_args("k", &iteration, &ends, &overlapping).expect_err("overlap");
+            assert!(e.to_string().contains("overlaps argument 1"), "{e}");
+        }
     }
 
     /// No pair enabled: only the instance's own device is accepted.
