@@ -2,21 +2,20 @@
 //! that names the launch, the offending value and the limit, and the kernel never runs.
 //!
 //! A refused `#[kernel]` marks, through a writer or team slots, every point where it runs, so
-//! the same checks see on every space that nothing ran. An empty box of `2^32 x 2^32 x 0`
-//! points needs a counter that does not depend on the launch's extents (no view can hold
-//! marks for it): that check counts with a host closure and runs on host spaces.
-
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! the same checks see on every space that nothing ran. Where no view can hold a mark per
+//! point (a box of `2^32 x 2^32` points), the refusal comes from validation, before any
+//! handle is checked; an empty box of `2^32 x 2^32 x 0` points takes a writer of one element,
+//! as every launch with no point takes any writer, and a count over it must be 0.
 
 use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::{
-    BoundTeamSlots, BoundWriter, Error, ExecutionPolicy, Idx, MDRangePolicy, MdIdx, ParallelFor, PerTeam,
-    PerThread, RangePolicy, Sum, TeamMember, TeamPolicy, parallel_for, parallel_reduce, parallel_scan,
+    BoundTeamSlots, BoundWriter, Error, Idx, MDRangePolicy, MdIdx, PerTeam, PerThread, RangePolicy, Sum,
+    TeamMember, TeamPolicy, parallel_for, parallel_reduce, parallel_scan,
 };
 use hoplite_macros::kernel;
 
 use crate::util::mentions;
-use crate::{Failure, FullSpace, LaunchSpace, Outcome, SpaceView, check};
+use crate::{Failure, LaunchSpace, Outcome, SpaceView, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
 pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
@@ -28,6 +27,8 @@ pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
     DeviceKernelInfo::of::<count_f64>,
     DeviceKernelInfo::of::<count_scan_i64>,
     DeviceKernelInfo::of::<count_members>,
+    DeviceKernelInfo::of::<count_points_3>,
+    DeviceKernelInfo::of::<weigh_point_2>,
 ];
 
 /// Marks each index it runs at: a refused launch must leave every mark 0.
@@ -58,6 +59,18 @@ pub fn mark_point_3(p: MdIdx<'_, 3>, ran: BoundWriter<'_, u32, 3>) {
 #[kernel(crate = hoplite_core)]
 pub fn mark_member(m: &impl TeamMember, ran: BoundTeamSlots<'_, u32>) {
     ran.set(m.team_slot(), 1);
+}
+
+/// Counts the points of a rank-3 MDRange it runs at.
+#[kernel(crate = hoplite_core)]
+pub fn count_points_3(_p: MdIdx<'_, 3>, acc: &mut usize) {
+    *acc += 1;
+}
+
+/// Adds `10 * i + j` for each point `(i, j)` of a rank-2 MDRange.
+#[kernel(crate = hoplite_core)]
+pub fn weigh_point_2(p: MdIdx<'_, 2>, acc: &mut usize) {
+    *acc += p[0] * 10 + p[1];
 }
 
 /// Counts its iterations as an `f64` sum.
@@ -117,27 +130,15 @@ fn refused_team<S: LaunchSpace>(
     refused(label, result, marks.to_vec()?)
 }
 
-/// Launches `policy` as a host closure that counts its iterations; returns the error and
-/// fails if the launch succeeded or any iteration ran.
-fn refused_closure<P>(label: &str, policy: P) -> Result<Error, Failure>
-where
-    P: ExecutionPolicy,
-    P::Space: ParallelFor<P>,
-{
-    let runs = AtomicUsize::new(0);
-    let result = parallel_for(label, policy, |_: P::Item<'_>| {
-        runs.fetch_add(1, Ordering::Relaxed);
-    });
-    let ran = runs.into_inner();
-    match result {
-        Err(e) if ran == 0 => Ok(e),
-        Err(e) => Err(Failure::msg(format!(
-            "`{label}` was refused ({e}) after {ran} iterations ran"
-        ))),
-        Ok(()) => Err(Failure::msg(format!(
-            "`{label}` was launched ({ran} iterations) but must be refused"
-        ))),
-    }
+/// Launches `policy` with [`mark_point_2()`] over marks of `extents`: see [`refused`].
+fn refused_box<S: LaunchSpace>(
+    label: &str,
+    policy: MDRangePolicy<S, 2>,
+    extents: [usize; 2],
+) -> Result<Error, Failure> {
+    let marks = SpaceView::<S, u32, 2>::new("ran", extents)?;
+    let result = parallel_for(label, (policy, (marks.write(),)), mark_point_2::with());
+    refused(label, result, marks.to_vec()?)
 }
 
 /// Fails with the error unless it is the expected one.
@@ -267,26 +268,33 @@ pub fn zero_tile_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
 
 /// An MDRange whose arithmetic overflows `usize` is `Error::IndexSpaceTooLarge`, never a launch
 /// that silently visits fewer points: a tile reaching past `usize::MAX`, more points or more
-/// tiles than `usize` counts. An empty box of huge extents is valid and visits nothing.
-pub fn overflowing_mdrange_is_rejected<S: FullSpace>(space: &S) -> Outcome {
+/// tiles than `usize` counts. An empty box of huge extents is valid and visits nothing: it
+/// launches with a writer of one element (a launch with no point needs no writer to contain
+/// it) and marks nothing there, and a count over it is 0.
+pub fn overflowing_mdrange_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let huge = 1usize << 32;
+        // The first box fits its marks, so a launch that was not refused shows as marks; no
+        // view holds marks for the others, whose refusal comes before any handle is checked.
         let cases = [
             (
                 "wrapping tile",
                 MDRangePolicy::new(space.clone(), [5, 0], [10, 3]).with_tiles([usize::MAX, 1]),
+                [10, 3],
             ),
             (
                 "2^32 x 2^32 points",
                 MDRangePolicy::new(space.clone(), [0, 0], [huge, huge]),
+                [1, 1],
             ),
             (
                 "2^32 x 2^32 tiles",
                 MDRangePolicy::new(space.clone(), [0, 0], [huge, huge]).with_tiles([1, 1]),
+                [1, 1],
             ),
         ];
-        for (label, policy) in cases {
-            let err = refused_closure(label, policy)?;
+        for (label, policy, extents) in cases {
+            let err = refused_box(label, policy, extents)?;
             is(
                 label,
                 matches!(&err, Error::IndexSpaceTooLarge { label: l, .. } if l == label),
@@ -294,20 +302,21 @@ pub fn overflowing_mdrange_is_rejected<S: FullSpace>(space: &S) -> Outcome {
             )?;
             mentions(&err.to_string(), &[label, "usize::MAX"])?;
         }
-        let visits = AtomicUsize::new(0);
+        let empty = MDRangePolicy::new(space.clone(), [0, 0, 0], [huge, huge, 0]);
+        let marks = SpaceView::<S, u32, 3>::new("ran", [1, 1, 1])?;
         parallel_for(
             "empty huge box",
-            MDRangePolicy::new(space.clone(), [0, 0, 0], [huge, huge, 0]),
-            |_| {
-                visits.fetch_add(1, Ordering::Relaxed);
-            },
+            (empty.clone(), (marks.write(),)),
+            mark_point_3::with(),
         )?;
-        ensure_eq!(visits.into_inner(), 0, "points visited in an empty box");
+        ensure_eq!(marks.to_vec()?, vec![0], "marks of an empty box");
+        let visits = parallel_reduce("empty huge box", empty, count_points_3::with(), Sum::new())?;
+        ensure_eq!(visits, 0, "points visited in an empty box");
         // The largest tile that does not wrap runs every point.
         let sum = parallel_reduce(
             "largest tile",
             MDRangePolicy::new(space.clone(), [5, 0], [10, 3]).with_tiles([usize::MAX - 5, 1]),
-            |p, acc: &mut usize| *acc += p[0] * 10 + p[1],
+            weigh_point_2::with(),
             Sum::<usize>::new(),
         )?;
         ensure_eq!(

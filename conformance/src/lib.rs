@@ -561,9 +561,9 @@ macro_rules! __for_each_check {
                     bad_vector_length_is_rejected,
                     scratch_above_the_maximum_is_rejected,
                     range_not_starting_at_zero_does_not_convert_to_teams,
+                    overflowing_mdrange_is_rejected,
                 }
                 host {
-                    overflowing_mdrange_is_rejected,
                 }
             }
             panics {
