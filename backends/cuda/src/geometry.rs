@@ -297,50 +297,79 @@ pub fn blocks_per_sm(
 /// requests as parameters and lays its dynamic shared memory out from them).
 pub use hoplite_abi::TeamScratch;
 
-/// The team size for `TeamSize::Auto`: the warp multiple up to `max_team` (and the device's
-/// block limit) that keeps the most threads resident per multiprocessor with `scratch` in
-/// shared memory; of equally good sizes, the smallest (more blocks to spread the league).
+/// A policy's scratch requests, `levels[level] = (bytes per team, bytes per thread)` as
+/// `TeamPolicy::scratch_size` gives them (levels past 1 do not exist), in the device ABI's
+/// shape: what a team launch lays out and what `TeamSize::Auto`'s size is chosen for.
 ///
 /// ```
-/// use hoplite_cuda::geometry::{auto_team_size, DeviceLimits, KernelResources, TeamScratch};
-/// let k = KernelResources { registers_per_thread: 32, static_shared: 0 };
-/// let size = auto_team_size(&DeviceLimits::SM_90, &k, TeamScratch::default(), 1024)?;
-/// assert_eq!(size, 64); // 32 blocks of 64 fill the 2048 threads of a multiprocessor
-/// # Ok::<(), hoplite_cuda::CudaError>(())
+/// use hoplite_cuda::geometry::{team_scratch, TeamScratch};
+/// let s = team_scratch(&[(1024, 16), (4096, 0)]);
+/// assert_eq!(s, TeamScratch { per_team: 1024, per_thread: 16, level1_per_team: 4096, level1_per_thread: 0 });
 /// ```
+pub fn team_scratch(levels: &[(usize, usize)]) -> TeamScratch {
+    let level = |l: usize| levels.get(l).copied().unwrap_or((0, 0));
+    TeamScratch {
+        per_team: level(0).0,
+        per_thread: level(0).1,
+        level1_per_team: level(1).0,
+        level1_per_thread: level(1).1,
+    }
+}
+
+/// The most registers one thread of a kernel can use (sm_70 to sm_90).
+pub const MAX_REGISTERS_PER_THREAD: u32 = 255;
+
+/// The largest team (a warp multiple) whose block fits one multiprocessor whatever the
+/// kernel: at [`MAX_REGISTERS_PER_THREAD`] registers a thread, 256 threads on sm_70 to sm_90
+/// (65 536 registers, allocated 256 at a time per warp).
 ///
-/// # Errors
-///
-/// [`CudaError::InvalidLaunch`] when not even one warp fits (too much scratch or too many
-/// registers), naming the sizes and the limit.
-pub fn auto_team_size(
-    limits: &DeviceLimits,
-    kernel: &KernelResources,
-    scratch: TeamScratch,
-    max_team: u32,
-) -> Result<u32, CudaError> {
+/// ```
+/// use hoplite_cuda::geometry::{team_size_for_any_kernel, DeviceLimits};
+/// assert_eq!(team_size_for_any_kernel(&DeviceLimits::SM_90), 256);
+/// ```
+pub fn team_size_for_any_kernel(limits: &DeviceLimits) -> u32 {
+    let heaviest = KernelResources {
+        registers_per_thread: MAX_REGISTERS_PER_THREAD,
+        static_shared: 0,
+    };
     let warp = limits.warp_size.max(1);
-    let cap = max_team.min(limits.max_threads_per_block);
+    let mut size = (limits.max_threads_per_block / warp * warp).max(warp);
+    while size > warp && blocks_per_sm(limits, &heaviest, size, 0) == 0 {
+        size -= warp;
+    }
+    size
+}
+
+/// The team size of `TeamSize::Auto` (the space's recommended size, which a `TeamPolicy`
+/// reports as its `team_size()` before any kernel is known): the warp multiple up to
+/// [`team_size_for_any_kernel`] that keeps the most threads resident per multiprocessor
+/// with `scratch` in shared memory; of equally good sizes, the smallest (more blocks to
+/// spread the league). It depends on the device and the scratch only, so the size the policy
+/// reports is the size its launches use, for every kernel: up to that cap, registers never
+/// stop a block from fitting. The warp size when no team holds the scratch (the launch then
+/// reports the scratch and the limit).
+///
+/// ```
+/// use hoplite_cuda::geometry::{auto_team_size, DeviceLimits, TeamScratch};
+/// // 32 blocks of 64 fill the 2048 threads of a multiprocessor.
+/// assert_eq!(auto_team_size(&DeviceLimits::SM_90, TeamScratch::default()), 64);
+/// ```
+pub fn auto_team_size(limits: &DeviceLimits, scratch: TeamScratch) -> u32 {
+    let warp = limits.warp_size.max(1);
+    let cap = team_size_for_any_kernel(limits);
+    // Registers do not bound a block of at most `cap` threads; shared memory and the
+    // multiprocessor's thread and block limits do.
+    let any_kernel = KernelResources::default();
     let mut best: Option<(u32, u32)> = None; // (resident threads, size)
     let mut size = warp;
     while size <= cap {
-        let resident = blocks_per_sm(limits, kernel, size, scratch.bytes(size)) * size;
+        let resident = blocks_per_sm(limits, &any_kernel, size, scratch.bytes(size)) * size;
         if resident > 0 && best.is_none_or(|(r, _)| resident > r) {
             best = Some((resident, size));
         }
         size += warp;
     }
-    best.map(|(_, size)| size).ok_or_else(|| CudaError::InvalidLaunch {
-        kernel: "team policy",
-        reason: format!(
-            "no team of {warp} to {cap} threads fits: {} bytes of scratch per team plus {} per thread, {} bytes of static shared memory and {} registers per thread, against {} bytes of shared memory per block; ask for less scratch",
-            scratch.per_team,
-            scratch.per_thread,
-            kernel.static_shared,
-            kernel.registers_per_thread,
-            limits.shared_per_block_optin
-        ),
-    })
+    best.map_or(warp, |(_, size)| size)
 }
 
 /// The geometry of a team launch: one block of `team_size` threads per team along x, as
@@ -523,32 +552,58 @@ mod tests {
 
     #[test]
     fn auto_team_sizes() {
-        let light = KernelResources {
-            registers_per_thread: 32,
-            static_shared: 0,
-        };
         for l in ALL {
+            // 255 registers a thread, 256 per warp: eight warps use the 65 536 registers.
+            assert_eq!(team_size_for_any_kernel(&l), 256);
+            let heaviest = KernelResources {
+                registers_per_thread: MAX_REGISTERS_PER_THREAD,
+                static_shared: 0,
+            };
+            assert_eq!(blocks_per_sm(&l, &heaviest, 256, 0), 1);
+            assert_eq!(blocks_per_sm(&l, &heaviest, 288, 0), 0);
             // 64 threads x 32 blocks = 2048: the first size that fills a multiprocessor.
-            assert_eq!(auto_team_size(&l, &light, TeamScratch::default(), 1024), Ok(64));
-            // A cap below that is respected.
-            assert_eq!(auto_team_size(&l, &light, TeamScratch::default(), 32), Ok(32));
+            assert_eq!(auto_team_size(&l, TeamScratch::default()), 64);
+            // Whatever the kernel's registers, a block of that size fits.
+            for registers_per_thread in [1, 32, 128, MAX_REGISTERS_PER_THREAD] {
+                let k = KernelResources {
+                    registers_per_thread,
+                    static_shared: 0,
+                };
+                assert!(
+                    blocks_per_sm(&l, &k, 64, 0) >= 1,
+                    "{registers_per_thread} registers"
+                );
+            }
         }
-        // Large scratch per team: few blocks fit, so bigger teams keep more threads resident.
+        // Large scratch per team: few blocks fit, so bigger teams keep more threads resident,
+        // up to the size every kernel fits.
         let scratch = TeamScratch {
             per_team: 40 * 1024,
             per_thread: 0,
             ..TeamScratch::default()
         };
-        let size = auto_team_size(&DeviceLimits::SM_90, &light, scratch, 1024).expect("fits");
-        let blocks = blocks_per_sm(&DeviceLimits::SM_90, &light, size, scratch.bytes(size));
-        assert_eq!(blocks * size, 2048, "size {size}");
-        // Scratch that no block can hold is a typed error naming the limit.
+        let l = DeviceLimits::SM_90;
+        let size = auto_team_size(&l, scratch);
+        assert_eq!(size, 256);
+        let blocks = blocks_per_sm(&l, &KernelResources::default(), size, scratch.bytes(size));
+        assert_eq!(blocks, 5, "five blocks of 41 KiB in 228 KiB");
+        // Scratch per thread: the size keeps a team's scratch within a block's shared memory.
+        let per_thread = TeamScratch {
+            per_thread: 1024,
+            ..TeamScratch::default()
+        };
+        let size = auto_team_size(&l, per_thread);
+        assert!(per_thread.bytes(size) <= l.shared_per_block_optin, "size {size}");
+        assert!(team_geometry(&l, &KernelResources::default(), 10, size, per_thread).is_ok());
+        // Scratch that no block can hold: the warp size, and the launch's geometry reports the
+        // scratch and the limit.
         let too_much = TeamScratch {
             per_team: 300 * 1024,
             per_thread: 0,
             ..TeamScratch::default()
         };
-        let err = auto_team_size(&DeviceLimits::SM_90, &light, too_much, 1024).expect_err("too big");
+        assert_eq!(auto_team_size(&l, too_much), 32);
+        let err = team_geometry(&l, &KernelResources::default(), 10, 32, too_much).expect_err("too big");
         assert!(err.to_string().contains(&(227 * 1024).to_string()), "{err}");
     }
 

@@ -220,6 +220,19 @@ impl ExecutionSpace for Cuda {
             .unwrap_or(0)
     }
 
+    /// `TeamSize::Auto` on a GPU: the size that keeps the most threads resident with the
+    /// policy's scratch, up to the size any kernel's registers fit
+    /// ([`auto_team_size`](crate::geometry::auto_team_size); 64 without scratch on sm_70 to
+    /// sm_90), not the block limit: a block of 1024 threads holds a multiprocessor alone and
+    /// does not fit a kernel of more than 64 registers. 0 without a device, as
+    /// `max_team_size`.
+    fn recommended_team_size(&self, scratch: &[(usize, usize)]) -> usize {
+        let scratch = crate::geometry::team_scratch(scratch);
+        self.limits()
+            .map(|l| crate::geometry::auto_team_size(&l, scratch) as usize)
+            .unwrap_or(0)
+    }
+
     fn max_vector_length(&self) -> usize {
         self.limits().map(|l| l.warp_size as usize).unwrap_or(1).max(1)
     }

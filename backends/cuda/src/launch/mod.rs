@@ -8,13 +8,13 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo, HandleAccess};
-use hoplite_core::{Reducer, ScanValue, TeamPolicy, TeamSize};
+use hoplite_core::{Reducer, ScanValue, TeamPolicy};
 use parking_lot::Mutex;
 
 use crate::driver::{self, Device, Stream, StreamBuffer};
 use crate::geometry::{
-    DeviceLimits, IndexOrder, KernelResources, LaunchGeometry, TeamScratch, auto_team_size, blocks_per_sm,
-    fits, mdrange_geometry_in, range_geometry, team_geometry,
+    DeviceLimits, IndexOrder, KernelResources, LaunchGeometry, TeamScratch, blocks_per_sm, fits,
+    mdrange_geometry_in, range_geometry, team_geometry, team_scratch,
 };
 use crate::nvrtc::ModuleCache;
 use crate::params::{
@@ -256,8 +256,9 @@ impl Cuda {
     }
 
     /// Launches `K` (a `#[kernel]` `parallel_for` over a `TeamPolicy`) over the policy's
-    /// league of teams (`TeamSize::Auto`: the size that keeps the most threads resident, from
-    /// the compiled kernel's registers and shared memory and the policy's scratch). Both
+    /// league of teams of `policy.team_size()` threads (`TeamSize::Auto`: the size that
+    /// keeps the most threads resident with the policy's scratch, up to one any kernel fits;
+    /// [`auto_team_size`](crate::geometry::auto_team_size)). Both
     /// scratch levels, per team and per thread, are the block's dynamic shared memory. Team
     /// kernels store through atomic handles, into their team's row of a rank-2 writer, or at
     /// their league rank of a rank-1 writer; such a writer must have an entry per team (all
@@ -739,12 +740,13 @@ pub(crate) fn team_writer_ends(args: &[DeviceArg], league: u64) -> Vec<u64> {
     if rank_one { vec![league] } else { vec![league, 0] }
 }
 
-/// What a team launch takes from its policy: the league, the team size as asked for, and
-/// the scratch (checked here: only levels 0 and 1 exist).
+/// What a team launch takes from its policy: the league, the team size the policy reports
+/// (for `TeamSize::Auto` the space's recommended size, [`crate::geometry::auto_team_size`]),
+/// and the scratch (checked here: only levels 0 and 1 exist).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TeamLaunch {
     pub(crate) league: u64,
-    size: TeamSize,
+    size: u32,
     scratch: TeamScratch,
 }
 
@@ -764,17 +766,12 @@ impl TeamLaunch {
                 reason: format!("scratch level {level} does not exist; use level 0 or 1"),
             });
         }
-        let (per_team, per_thread) = policy.scratch_size(0);
-        let (level1_per_team, level1_per_thread) = policy.scratch_size(1);
         Ok(TeamLaunch {
             league: policy.league_size() as u64,
-            size: policy.requested_team_size(),
-            scratch: TeamScratch {
-                per_team,
-                per_thread,
-                level1_per_team,
-                level1_per_thread,
-            },
+            // What the policy reports is what the members see: `Auto` resolves to the
+            // space's recommended size for this scratch, never to a size of the kernel's.
+            size: u32::try_from(policy.team_size()).unwrap_or(u32::MAX),
+            scratch: team_scratch(&[policy.scratch_size(0), policy.scratch_size(1)]),
         })
     }
 
@@ -786,18 +783,14 @@ impl TeamLaunch {
         }
     }
 
-    /// The geometry: teams of the asked size (`Auto`: from the kernel's resources and the
-    /// scratch), the scratch as the block's dynamic shared memory.
+    /// The geometry: teams of the policy's size, the scratch as the block's dynamic shared
+    /// memory; an error where the kernel's resources and the scratch do not fit that size.
     pub(crate) fn plan(
         &self,
         limits: &DeviceLimits,
         resources: &KernelResources,
     ) -> Result<Option<LaunchGeometry>, CudaError> {
-        let size = match self.size {
-            TeamSize::Fixed(n) => u32::try_from(n).unwrap_or(u32::MAX),
-            TeamSize::Auto => auto_team_size(limits, resources, self.scratch, limits.max_threads_per_block)?,
-        };
-        team_geometry(limits, resources, self.league, size, self.scratch)
+        team_geometry(limits, resources, self.league, self.size, self.scratch)
     }
 }
 
@@ -992,6 +985,55 @@ mod tests {
         for (iteration, ends) in [(empty, vec![huge, huge, 0]), (range(0, 0), vec![0])] {
             let e = check_args("k", &iteration, &ends, &overlapping).expect_err("overlap");
             assert!(e.to_string().contains("overlaps argument 1"), "{e}");
+        }
+    }
+
+    #[test]
+    fn auto_teams_launch_the_size_the_policy_reports() {
+        use hoplite_core::device_kernel::{DeviceIteration, DevicePattern};
+        use hoplite_core::{PerTeam, PerThread, TeamSize};
+
+        use crate::geometry::auto_team_size;
+
+        let info = DeviceKernelInfo {
+            name: "team_kernel",
+            entry: "team_kernel_for_team",
+            iteration: DeviceIteration::Team,
+            pattern: DevicePattern::For,
+            params: &[],
+            cuda_source: "",
+            source_hash: 0,
+        };
+        for (team, thread) in [(0, 0), (40 * 1024, 0), (1024, 256)] {
+            let policy = TeamPolicy::new(Cuda::default(), 7, TeamSize::Auto)
+                .with_scratch_size(0, PerTeam(team), PerThread(thread))
+                .with_scratch_size(1, PerTeam(64), PerThread(8));
+            let launch = TeamLaunch::of_info(&info, &policy).expect("levels 0 and 1");
+            // The launch runs teams of the size the policy reports (without a device 0, as
+            // `max_team_size`; the launch then stops at the missing driver), and lays out
+            // the scratch that size was chosen for.
+            assert_eq!(launch.size as usize, policy.team_size());
+            assert_eq!(
+                launch.scratch,
+                team_scratch(&[policy.scratch_size(0), policy.scratch_size(1)])
+            );
+            for limits in [DeviceLimits::SM_70, DeviceLimits::SM_80, DeviceLimits::SM_90] {
+                // What `Cuda::recommended_team_size` gives on such a device.
+                let size = auto_team_size(&limits, launch.scratch);
+                let on_device = TeamLaunch { size, ..launch };
+                for registers_per_thread in [1, 32, 64, 128, 255] {
+                    let k = KernelResources {
+                        registers_per_thread,
+                        static_shared: 0,
+                    };
+                    let g = on_device
+                        .plan(&limits, &k)
+                        .expect("every kernel fits the recommended size")
+                        .expect("a league of 7");
+                    assert_eq!(g.block, [size, 1, 1], "{registers_per_thread} registers");
+                    assert!(blocks_per_sm(&limits, &k, size, g.shared_bytes as usize) >= 1);
+                }
+            }
         }
     }
 

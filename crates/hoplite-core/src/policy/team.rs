@@ -8,7 +8,10 @@ use crate::space::ExecutionSpace;
 /// The team size of a [`TeamPolicy`]: a number, or the backend's choice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum TeamSize {
-    /// The backend picks (Kokkos `AUTO`): its maximum team size.
+    /// The backend picks (Kokkos `AUTO`): the space's recommended size for the policy's
+    /// scratch ([`ExecutionSpace::recommended_team_size`]), which host spaces make their
+    /// maximum and a GPU a size that keeps its multiprocessors full. The policy's
+    /// [`team_size`](TeamPolicy::team_size) reports it, and launches run teams of that size.
     #[default]
     Auto,
     /// Exactly this many threads per team.
@@ -161,17 +164,35 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
         self.team_size
     }
 
-    /// The team size a launch uses: the fixed size, or for `Auto` the space's maximum.
+    /// The team size a launch uses: the fixed size, or for `Auto`
+    /// [`team_size_recommended`](Self::team_size_recommended). Every member of a launch of
+    /// this policy reports it as its `team_size()`.
     pub fn team_size(&self) -> usize {
         match self.team_size {
             TeamSize::Fixed(n) => n,
-            TeamSize::Auto => self.space.max_team_size(),
+            TeamSize::Auto => self.team_size_recommended(),
         }
     }
 
     /// The largest team size this policy's space accepts (Kokkos `team_size_max`).
     pub fn team_size_max(&self) -> usize {
         self.space.max_team_size()
+    }
+
+    /// The team size the space recommends for this policy's scratch (Kokkos
+    /// `team_size_recommended`): what `TeamSize::Auto` launches with, at most
+    /// [`team_size_max`](Self::team_size_max).
+    ///
+    /// ```
+    /// use hoplite_core::{PerTeam, PerThread, TeamPolicy, TeamSize};
+    /// use hoplite_serial::Serial;
+    /// let p = TeamPolicy::new(Serial::default(), 8, TeamSize::Auto).with_scratch_size(0, PerTeam(256), PerThread(8));
+    /// assert_eq!(p.team_size(), p.team_size_recommended());
+    /// assert!(p.team_size_recommended() <= p.team_size_max());
+    /// ```
+    pub fn team_size_recommended(&self) -> usize {
+        let scratch = self.scratch.map(|(team, thread)| (team.0, thread.0));
+        self.space.recommended_team_size(&scratch)
     }
 
     /// The vector length a launch uses: the fixed length, or for `Auto` the space's maximum.

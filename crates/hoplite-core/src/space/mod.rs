@@ -40,6 +40,9 @@ pub use records::{AllocationRecord, AllocationRecords};
 /// 6. *Team limits.* A team policy whose team size is at most
 ///    [`max_team_size`](Self::max_team_size) can be launched; one above it is rejected with
 ///    [`Error::TeamSizeTooLarge`].
+/// 7. *Auto teams.* [`recommended_team_size`](Self::recommended_team_size) is at most
+///    `max_team_size` (and at least 1 where that is), and a `TeamSize::Auto` policy launches
+///    teams of exactly the size it gives for the policy's scratch.
 ///
 /// ```
 /// use hoplite_core::ExecutionSpace;
@@ -79,6 +82,27 @@ pub trait ExecutionSpace: Clone + Default + Send + Sync + PartialEq + Debug + 's
 
     /// The largest team size a team policy may request.
     fn max_team_size(&self) -> usize;
+
+    /// The team size `TeamSize::Auto` launches with (Kokkos `team_size_recommended`), for a
+    /// team asking for `scratch[level] = (bytes per team, bytes per thread)` of scratch at
+    /// each level: what the space runs best without knowing the kernel, between 1 and
+    /// [`max_team_size`](Self::max_team_size). A policy reports it as its `team_size()`, so
+    /// kernels see the size the policy says.
+    ///
+    /// Provided as `max_team_size()`: on a host space a team's threads are workers of the
+    /// pool, and more of them share a team's work. A device space whose best team is smaller
+    /// than its largest (a GPU keeps more threads resident with several small blocks than
+    /// with one of 1024) overrides it.
+    ///
+    /// ```
+    /// use hoplite_core::ExecutionSpace;
+    /// let serial = hoplite_serial::Serial::default();
+    /// assert_eq!(serial.recommended_team_size(&[(1024, 64), (0, 0)]), serial.max_team_size());
+    /// ```
+    fn recommended_team_size(&self, scratch: &[(usize, usize)]) -> usize {
+        let _ = scratch;
+        self.max_team_size()
+    }
 
     /// The largest vector length a team policy may request (a power of two).
     fn max_vector_length(&self) -> usize;
