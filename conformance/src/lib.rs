@@ -453,9 +453,9 @@ macro_rules! __for_each_check {
                     team_scratch_has_the_requested_size,
                     thread_scratch_is_private,
                     team_policy_reduce_sums_over_teams,
+                    auto_team_size_is_the_size_launched,
                 }
                 host {
-                    auto_team_size_is_the_maximum,
                     team_single_broadcast_functor_and_team_tokens,
                     team_reduce_joins_in_rank_order,
                     team_planes_store_every_element_once,

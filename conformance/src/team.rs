@@ -11,8 +11,7 @@
 //! plain loops compute. The others test what only host kernels have:
 //! `team_single`, `team_broadcast_with` and the broadcast of values that are not device
 //! scalars, team-level unique tokens, the member's vector length, `Custom` reducers in
-//! `team_reduce` and team planes; and `TeamSize::Auto`, which `Cuda` resolves per kernel by
-//! occupancy rather than to `max_team_size`.
+//! `team_reduce` and team planes.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -568,41 +567,68 @@ pub fn each_league_team_rank_pair_seen_once<S: LaunchSpace>(space: &S) -> Outcom
     })
 }
 
-/// `TeamSize::Auto` is the space's `max_team_size`, and members report it.
-pub fn auto_team_size_is_the_maximum<S: LaunchSpace>(space: &S) -> Outcome {
+/// `TeamSize::Auto` lets the space choose (Kokkos `AUTO`; ExecutionSpace axiom 7): the policy
+/// reports the choice as its `team_size()`, which is `team_size_recommended()`, between 1 and
+/// `team_size_max()`; and every launch of it runs teams of exactly that size, each member
+/// reporting it. Without scratch and with a tenth of the space's level-0 scratch per team
+/// (at most 40 KiB, enough to change a GPU's choice), so the size followed is the policy's.
+pub fn auto_team_size_is_the_size_launched<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let max = space.max_team_size();
         ensure!(max >= 1, "max_team_size is 0");
         let league = 3;
-        let policy = TeamPolicy::new(space.clone(), league, TeamSize::Auto);
-        ensure_eq!(
-            (policy.team_size(), policy.team_size_max()),
-            (max, max),
-            "the team size of an Auto policy"
-        );
-        // Views for teams of the maximum: a member of a larger team fails its accesses.
-        let counts = SpaceView::<S, u32, 2>::new("auto-team", [league, max])?;
-        let leagues = SpaceView::<S, usize, 2>::new("auto-league-sizes", [league, max])?;
-        let teams = SpaceView::<S, usize, 2>::new("auto-team-sizes", [league, max])?;
-        parallel_for(
-            "auto-team",
-            (
-                policy,
-                (counts.atomic(), leagues.team_slots(), teams.team_slots()),
+        let per_team = (space.max_scratch_size(0) / 10).min(40 * 1024);
+        let policies = [
+            TeamPolicy::new(space.clone(), league, TeamSize::Auto),
+            TeamPolicy::new(space.clone(), league, TeamSize::Auto).with_scratch_size(
+                0,
+                PerTeam(per_team),
+                PerThread(0),
             ),
-            team_rank_visits::with::<S>(),
-        )?;
-        let got = teams.to_vec()?;
-        let want: Vec<usize> = vec![max; league * max];
-        if let Some(m) = mismatch(&got, &want) {
-            let ran = got.iter().filter(|&&t| t != 0).count();
-            return Err(crate::Failure::msg(format!(
-                "the team size members of an Auto team report ({ran} members ran): {m}"
-            )));
+        ];
+        for policy in policies {
+            let what = format!("an Auto team with {:?} bytes of scratch", policy.scratch_size(0));
+            let size = policy.team_size();
+            ensure_eq!(
+                (size, policy.team_size_max()),
+                (policy.team_size_recommended(), max),
+                "the team size of {what}"
+            );
+            ensure!(
+                (1..=max).contains(&size),
+                "{what} reports team size {size}, outside 1..={max}"
+            );
+            // Views for teams of the maximum, so that a member the policy does not count
+            // (team rank `size` or above) leaves its mark too.
+            let counts = SpaceView::<S, u32, 2>::new("auto-team", [league, max])?;
+            let leagues = SpaceView::<S, usize, 2>::new("auto-league-sizes", [league, max])?;
+            let teams = SpaceView::<S, usize, 2>::new("auto-team-sizes", [league, max])?;
+            parallel_for(
+                "auto-team",
+                (
+                    policy,
+                    (counts.atomic(), leagues.team_slots(), teams.team_slots()),
+                ),
+                team_rank_visits::with::<S>(),
+            )?;
+            // Slot `k` is team rank `k % max`; ranks below `size` run once, the others never.
+            let launched = |k: usize| k % max < size;
+            let got = teams.to_vec()?;
+            let want: Vec<usize> = (0..league * max)
+                .map(|k| if launched(k) { size } else { 0 })
+                .collect();
+            if let Some(m) = mismatch(&got, &want) {
+                let ran = got.iter().filter(|&&t| t != 0).count();
+                return Err(crate::Failure::msg(format!(
+                    "the team size members of {what} report, policy size {size} ({ran} members ran): {m}"
+                )));
+            }
+            let want: Vec<u32> = (0..league * max).map(|k| u32::from(launched(k))).collect();
+            same_at(&counts.to_vec()?, &want, &[league, max], || {
+                format!("members of 3 teams of {what}, policy size {size}, per (league rank, team rank)")
+            })?;
         }
-        same_at(&counts.to_vec()?, &vec![1; league * max], &[league, max], || {
-            "members of 3 Auto teams, per (league rank, team rank)".to_owned()
-        })
+        Ok(())
     })
 }
 
