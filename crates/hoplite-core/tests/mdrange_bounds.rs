@@ -1,7 +1,8 @@
 //! MDRange bounds and origins of every integer type: what cannot be represented is refused
 //! with a typed error, never saturated into a different box.
 
-use hoplite_core::{Error, ExecutionPolicy, MDRangePolicy};
+use hoplite_core::policy::for_each_point;
+use hoplite_core::{Error, ExecutionPolicy, IterationOrder, MDRangePolicy};
 use hoplite_serial::Serial;
 
 /// A `u128` bound past `i128::MAX` once saturated silently when the origin saturated too:
@@ -33,4 +34,50 @@ fn bounds_and_origins_past_i128_are_refused_not_saturated() {
         p.validate("end"),
         Err(Error::BoundNotRepresentable { what: "end", .. })
     ));
+}
+
+/// The points of `p` in the order a backend visits them: tiles in turn, each in the inner
+/// order.
+fn visit_order<const R: usize>(p: &MDRangePolicy<Serial, R>) -> Vec<[usize; R]> {
+    let mut seen = Vec::new();
+    for t in 0..p.num_tiles() {
+        let (lo, hi) = p.tile_bounds(t);
+        for_each_point(lo, hi, p.inner_order(), |q| seen.push(q));
+    }
+    seen
+}
+
+/// `visits_in_nested_order` says exactly whether the tiles' visit is that of nested loops in
+/// the inner order, which a device backend relies on to join partials in index order.
+#[test]
+fn nested_order_is_recognised_exactly() {
+    use IterationOrder::{Left, Right};
+    let orders = [(Right, Right), (Right, Left), (Left, Right), (Left, Left)];
+    let mut nested = 0;
+    let mut other = 0;
+    let mut check = |p: MDRangePolicy<Serial, 3>| {
+        let mut loops = Vec::new();
+        for_each_point(p.begin(), p.end(), p.inner_order(), |q| loops.push(q));
+        let is_nested = visit_order(&p) == loops;
+        assert_eq!(p.visits_in_nested_order(), is_nested, "{p:?}");
+        if is_nested { nested += 1 } else { other += 1 }
+    };
+    for (begin, end) in [
+        ([0, 0, 0], [3, 4, 5]),
+        ([1, 2, 0], [2, 6, 4]),
+        ([0, 3, 1], [4, 3, 5]),
+    ] {
+        for (outer, inner) in orders {
+            let p = MDRangePolicy::new(Serial::default(), begin, end).with_iteration(outer, inner);
+            check(p.clone());
+            for t0 in 1..=4 {
+                for t1 in 1..=5 {
+                    for t2 in 1..=6 {
+                        check(p.clone().with_tiles([t0, t1, t2]));
+                    }
+                }
+            }
+        }
+    }
+    assert!(nested > 100 && other > 100, "{nested} nested, {other} not");
 }

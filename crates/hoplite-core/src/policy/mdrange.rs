@@ -351,6 +351,49 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
         self.tiling().tile_bounds(t)
     }
 
+    /// Whether the launch visits the points in the order of plain nested loops over the box in
+    /// the inner order (the last index fastest for `IterationOrder::Right`): the index order
+    /// in which a backend joins the partial results of a reducer that is not commutative.
+    /// True for the default tiles, and for explicit tiles that span every dimension faster
+    /// (in the inner order) than one, are one index deep in every slower one, and are walked
+    /// in the inner order where more than one dimension is cut; a backend that walks the box
+    /// as nested loops follows the index order of exactly these policies.
+    ///
+    /// ```
+    /// use hoplite_core::{IterationOrder, MDRangePolicy};
+    /// use hoplite_serial::Serial;
+    /// let p = MDRangePolicy::new(Serial::default(), [0, 0], [8, 8]);
+    /// assert!(p.visits_in_nested_order());
+    /// // Rows of the box, a few at a time: still nested loops.
+    /// assert!(p.clone().with_tiles([3, 8]).visits_in_nested_order());
+    /// // Square tiles: each tile's rows before the next tile's.
+    /// assert!(!p.clone().with_tiles([2, 2]).visits_in_nested_order());
+    /// // Lines of 4 along the last index, walked with the first index fastest.
+    /// let lines = p.with_tiles([1, 4]).with_iteration(IterationOrder::Left, IterationOrder::Right);
+    /// assert!(!lines.visits_in_nested_order());
+    /// ```
+    pub fn visits_in_nested_order(&self) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        let (ext, tiles, counts) = (self.extents(), self.tiles(), self.tile_counts());
+        // The dimensions from the fastest to the slowest in the inner order.
+        let dims: [usize; R] = std::array::from_fn(|step| match self.inner {
+            IterationOrder::Right => R - 1 - step,
+            IterationOrder::Left => step,
+        });
+        // The first dimension a tile does not span; a tile spans the faster ones.
+        let Some(cut) = dims.iter().position(|&d| counts[d] > 1) else {
+            return true; // one tile: the box itself
+        };
+        // A tile one index deep in every slower dimension is a run of consecutive points.
+        if dims[cut + 1..].iter().any(|&d| tiles[d].min(ext[d]) > 1) {
+            return false;
+        }
+        // Such runs follow each other in index order if the tiles are walked in it.
+        dims.iter().filter(|&&d| counts[d] > 1).count() <= 1 || self.tiling().tile_order == self.inner
+    }
+
     /// The box's tiling, without the space: what walking its tiles needs.
     pub fn tiling(&self) -> Tiling<R> {
         Tiling {
