@@ -40,7 +40,7 @@ use hoplite_cuda::nvrtc::ModuleCache;
 use hoplite_cuda::params::{
     HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, pack_for, pack_reduce,
 };
-use hoplite_cuda::reduce::{partials_count, partials_geometry};
+use hoplite_cuda::reduce::{ReduceWalk, partials_count, partials_geometry};
 use hoplite_cuda::{Cuda, CudaSpace, DeviceArg, copy_to_device};
 use hoplite_dag::{Context, ContextOptions, DagError, Execution};
 
@@ -410,6 +410,7 @@ fn stream_dot(c: &mut Criterion) {
         &[handle(&x, HandleAccess::Read), handle(&y, HandleAccess::Read)],
         &0.0,
         Some(DeviceJoin::Sum),
+        ReduceWalk::Strided,
     )
     .expect("packs");
     // The partials pointer is the last parameter.

@@ -22,7 +22,7 @@ pub use hoplite_abi::ScalarValue as ScalarArg;
 pub use hoplite_abi::{HandleArg, IterationArgs, KernelArg, MAX_PARAM_BYTES, ParamBuffer, TokenArg};
 
 use crate::CudaError;
-use crate::reduce::{DeviceReduceValue, ValueLayout, value_layout};
+use crate::reduce::{DeviceReduceValue, ReduceWalk, ValueLayout, value_layout};
 
 /// The abi packer's error as the launch error it is.
 fn invalid(e: hoplite_abi::PackError) -> CudaError {
@@ -81,8 +81,10 @@ pub(crate) fn pack_for_args_info(
 }
 
 /// Packs the parameters of `K`'s entry for a reduction: the `parallel_for` parameters, then
-/// the code of the join the device applies to each block's values (`join` where
-/// [`device_join_for`](crate::reduce::device_join_for) keeps it, else -1: a partial per
+/// the code of `walk` (how threads share the iteration space:
+/// [`ReduceWalk::for_join`](crate::reduce::ReduceWalk::for_join) of the reducer's
+/// commutativity), the code of the join the device applies to each block's values (`join`
+/// where [`device_join_for`](crate::reduce::device_join_for) keeps it, else -1: a partial per
 /// thread), the reducer's identity in the device layout of `V` and the partials pointer (0
 /// here; the launch sets it once the partials are allocated) ([`hoplite_abi::pack_reduce`]).
 ///
@@ -90,6 +92,7 @@ pub(crate) fn pack_for_args_info(
 /// use hoplite_core::device_kernel::{DeviceIteration, DeviceKernel, DevicePattern, DeviceParam, ScalarType};
 /// use hoplite_core::ValLoc;
 /// use hoplite_cuda::params::{pack_reduce, IterationArgs};
+/// use hoplite_cuda::reduce::ReduceWalk;
 ///
 /// struct ArgMin;
 /// // SAFETY: never launched.
@@ -102,10 +105,11 @@ pub(crate) fn pack_for_args_info(
 ///     fn cuda_source() -> &'static str { "" }
 /// }
 /// let identity = ValLoc { val: f32::MAX, loc: None };
-/// let p = pack_reduce::<ArgMin, _>(&IterationArgs::Range { begin: 0, end: 10 }, &[], &identity, None)?;
-/// // begin, end, the device join (-1: none for a location), the 16-byte identity (8-byte
-/// // aligned), the partials pointer.
-/// assert_eq!(p.offsets(), [0, 8, 16, 24, 40]);
+/// let range = IterationArgs::Range { begin: 0, end: 10 };
+/// let p = pack_reduce::<ArgMin, _>(&range, &[], &identity, None, ReduceWalk::Strided)?;
+/// // begin, end, the walk, the device join (-1: none for a location), the 16-byte identity
+/// // (8-byte aligned), the partials pointer.
+/// assert_eq!(p.offsets(), [0, 8, 16, 20, 24, 40]);
 /// # Ok::<(), hoplite_cuda::CudaError>(())
 /// ```
 ///
@@ -119,8 +123,9 @@ pub fn pack_reduce<K: DeviceKernel, V: DeviceReduceValue>(
     args: &[KernelArg],
     identity: &V,
     join: Option<DeviceJoin>,
+    walk: ReduceWalk,
 ) -> Result<ParamBuffer, CudaError> {
-    pack_reduce_args::<K, V>(iteration, args, identity, join)
+    pack_reduce_args::<K, V>(iteration, args, identity, join, walk)
 }
 
 /// [`pack_reduce`] of a launch's own arguments, which hold their [`KernelArg`]s.
@@ -129,8 +134,16 @@ pub(crate) fn pack_reduce_args<K: DeviceKernel, V: DeviceReduceValue>(
     args: &[impl AsRef<KernelArg>],
     identity: &V,
     join: Option<DeviceJoin>,
+    walk: ReduceWalk,
 ) -> Result<ParamBuffer, CudaError> {
-    pack_reduce_args_info::<V>(&DeviceKernelInfo::of::<K>(), iteration, args, identity, join)
+    pack_reduce_args_info::<V>(
+        &DeviceKernelInfo::of::<K>(),
+        iteration,
+        args,
+        identity,
+        join,
+        walk,
+    )
 }
 
 /// [`pack_reduce_args`] for the kernel `k`, which a launch found at run time.
@@ -140,9 +153,10 @@ pub(crate) fn pack_reduce_args_info<V: DeviceReduceValue>(
     args: &[impl AsRef<KernelArg>],
     identity: &V,
     join: Option<DeviceJoin>,
+    walk: ReduceWalk,
 ) -> Result<ParamBuffer, CudaError> {
     check_reduce_pattern::<V>(k)?;
-    hoplite_abi::pack_reduce(k, iteration, args, &device_bytes(identity), join).map_err(invalid)
+    hoplite_abi::pack_reduce(k, iteration, args, &device_bytes(identity), join, walk).map_err(invalid)
 }
 
 /// Packs the parameters of `K`'s scan entry: the `parallel_for` parameters, the identity

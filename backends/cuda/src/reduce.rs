@@ -32,7 +32,7 @@ use crate::DeviceScalar;
 use crate::geometry::{DeviceLimits, LaunchGeometry};
 
 /// The device layouts of reduced values and the joins the device applies: the device ABI's.
-pub use hoplite_abi::{ValueLayout, device_join_for, value_layout};
+pub use hoplite_abi::{ReduceWalk, ValueLayout, device_join_for, value_layout};
 
 /// A reducer's value that a device reduction produces: which reduce pattern accumulates it,
 /// and its bytes in that pattern's device layout ([`value_layout`]).

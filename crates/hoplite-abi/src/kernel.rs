@@ -253,6 +253,74 @@ impl DeviceJoin {
     }
 }
 
+/// How the threads of a reduce entry share its iteration space, and so which indices each
+/// partial covers: the entry's `hl_walk` parameter ([`code`](Self::code)).
+///
+/// [`offsets`](Self::offsets) is the share of one thread, in offsets from the iteration's
+/// first index: of a range, of an MDRange flattened in its index order (`hl_order`; with
+/// `Strided`, MDRanges of rank up to 3 walk each dimension with its own grid-stride loop
+/// instead), or of a league, whose "threads" are the launch's blocks along x. A range or
+/// MDRange numbers its threads `block * blockThreads + threadInBlock` (x fastest), as its
+/// partials are numbered.
+///
+/// ```
+/// use hoplite_abi::ReduceWalk;
+/// assert_eq!(ReduceWalk::for_join(true), ReduceWalk::Strided);
+/// assert_eq!(ReduceWalk::for_join(false).code(), 1);
+/// // 10 indices over 4 threads: a block of 3 each, or every 4th index.
+/// assert!(ReduceWalk::Blocked.offsets(10, 4, 1).eq(3..6));
+/// assert!(ReduceWalk::Blocked.offsets(10, 4, 3).eq(9..10));
+/// assert!(ReduceWalk::Strided.offsets(10, 4, 1).eq([1, 5, 9]));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReduceWalk {
+    /// Grid-stride loops: thread `t` of `T` visits offsets `t`, `t + T`, `t + 2T`, ..., so
+    /// neighbouring threads touch neighbouring elements. Partials interleave: for a
+    /// commutative join, which the host may apply in any order.
+    #[default]
+    Strided,
+    /// One contiguous block per thread, in thread order: thread `t` of `T` visits offsets
+    /// `t * c .. (t + 1) * c` (cut at the length), `c = ceil(len / T)`. Partial `t` covers
+    /// lower indices than partial `t + 1`, so joining the partials in order joins in index
+    /// order: for a join that is not commutative.
+    Blocked,
+}
+
+impl ReduceWalk {
+    /// The walk a reducer needs: [`Strided`](Self::Strided) for a commutative join,
+    /// [`Blocked`](Self::Blocked) otherwise.
+    pub const fn for_join(commutative: bool) -> ReduceWalk {
+        if commutative {
+            ReduceWalk::Strided
+        } else {
+            ReduceWalk::Blocked
+        }
+    }
+
+    /// The code the generated CUDA C dispatches on: 0 strided, 1 blocked.
+    pub const fn code(self) -> i32 {
+        match self {
+            ReduceWalk::Strided => 0,
+            ReduceWalk::Blocked => 1,
+        }
+    }
+
+    /// The offsets thread `thread` of `threads` visits in an iteration space of `len`
+    /// points, in the order it visits them (the prelude's `hl_share` computes the same).
+    pub fn offsets(self, len: u64, threads: u64, thread: u64) -> impl Iterator<Item = u64> {
+        let threads = threads.max(1);
+        let (first, end, step) = match self {
+            ReduceWalk::Strided => (thread.min(len), len, threads),
+            ReduceWalk::Blocked => {
+                let chunk = len.div_ceil(threads);
+                let first = thread.saturating_mul(chunk).min(len);
+                (first, first + chunk.min(len - first), 1)
+            }
+        };
+        (first..end).step_by(usize::try_from(step).unwrap_or(usize::MAX))
+    }
+}
+
 /// FNV-1a over `parts`, with a separator between them: a hash that does not depend on the
 /// platform or the compiler version, unlike `std`'s `DefaultHasher`.
 ///

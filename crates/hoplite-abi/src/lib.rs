@@ -53,12 +53,14 @@
 //! 3. per scalar capture, its value, and per unique token ([`DeviceParam::TokenBits`]) a pointer
 //!    to its lock words (`unsigned int*`, one bit per id, bit `id % 32` of word `id / 32`)
 //!    then its size (`unsigned long long`), in the kernel's parameter order;
-//! 4. for a reduction, the code of the join the device applies (`int`: [`DeviceJoin::code`],
-//!    or -1 for none), the identity to start every thread's partial from, then a pointer to
-//!    the partials: with a join, one per block (`gridDim` of them, x fastest; the block's
-//!    first thread joins its threads' values in thread order), else one per launched thread
-//!    (`gridDim * blockDim` of them, x fastest). The host joins them with the launch's
-//!    reducer.
+//! 4. for a reduction, the walk (`int`: [`ReduceWalk::code`], 0 grid-stride loops, 1 one
+//!    contiguous block of the iteration space per thread in thread order, for joins that are
+//!    not commutative), the code of the join the device applies (`int`:
+//!    [`DeviceJoin::code`], or -1 for none), the identity to start every thread's partial
+//!    from, then a pointer to the partials: with a join, one per block (`gridDim` of them, x
+//!    fastest; the block's first thread joins its threads' values in thread order), else one
+//!    per launched thread (`gridDim * blockDim` of them, x fastest). The host joins them with
+//!    the launch's reducer: under the blocked walk, in order, which is index order.
 //!
 //! For a scan the entry takes, after the scalars, the identity, a pointer to one value per
 //! launched thread and a `bool`: whether this is the final pass. Each thread scans one
@@ -67,8 +69,9 @@
 //! sums in thread order; the second launch (`true`) starts each thread from its prefix and
 //! runs the kernel's final pass.
 //!
-//! Otherwise threads walk the iteration space with grid-stride loops, so any grid covers any
-//! range.
+//! Otherwise threads walk the iteration space with grid-stride loops (a reduction under the
+//! blocked walk: contiguous blocks, an MDRange flattened in its index order, a league in
+//! contiguous runs of teams per block; [`ReduceWalk`]), so any grid covers any range.
 //!
 //! Each parameter sits at an offset aligned to its size (a reduced struct value to 8), as the
 //! CUDA ABI places kernel parameters, little-endian: [`ParamBuffer`] is both a packed argument
@@ -99,7 +102,7 @@ mod scalar;
 
 pub use kernel::{
     DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,
-    ValueLayout, device_join_for, stable_hash, value_layout,
+    ReduceWalk, ValueLayout, device_join_for, stable_hash, value_layout,
 };
 pub use pack::{
     HandleArg, IndexOrder, IterationArgs, KernelArg, MAX_PARAM_BYTES, PackError, ParamBuffer, TeamScratch,

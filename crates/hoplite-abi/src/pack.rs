@@ -5,8 +5,8 @@
 use std::fmt;
 
 use crate::{
-    DeviceIteration, DeviceJoin, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess, ScalarType,
-    ScalarValue, device_join_for, value_layout,
+    DeviceIteration, DeviceJoin, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess, ReduceWalk,
+    ScalarType, ScalarValue, device_join_for, value_layout,
 };
 
 /// The most bytes of parameters a kernel may take (the limit every CUDA driver accepts).
@@ -367,10 +367,12 @@ pub fn pack_for(
 }
 
 /// Packs the parameters of `kernel`'s reduce entry: the [`pack_for`] parameters, then the
-/// code of the join the device applies to each block's values ([`device_join_for`] of
-/// `join`, else -1: a partial per thread), the reducer's `identity` in the device layout of
-/// the kernel's value ([`value_layout`]) and the partials pointer (0 here; set it with
-/// [`ParamBuffer::set`] on the last parameter once the partials are allocated).
+/// code of `walk` (how the threads share the iteration space: [`ReduceWalk::for_join`] of
+/// the reducer's commutativity), the code of the join the device applies to each block's
+/// values ([`device_join_for`] of `join`, else -1: a partial per thread), the reducer's
+/// `identity` in the device layout of the kernel's value ([`value_layout`]) and the partials
+/// pointer (0 here; set it with [`ParamBuffer::set`] on the last parameter once the partials
+/// are allocated).
 ///
 /// ```
 /// use hoplite_abi::*;
@@ -383,10 +385,11 @@ pub fn pack_for(
 /// let mut identity = [0u8; 16];
 /// identity[..8].copy_from_slice(&ScalarValue::F32(f32::MAX).to_device_bytes());
 /// identity[8..].copy_from_slice(&u64::MAX.to_le_bytes());
-/// let p = pack_reduce(&kernel, &IterationArgs::Range { begin: 0, end: 10 }, &[] as &[KernelArg], &identity, None)?;
-/// // begin, end, the device join (-1: none for a location), the 16-byte identity (8-byte
-/// // aligned), the partials pointer.
-/// assert_eq!(p.offsets(), [0, 8, 16, 24, 40]);
+/// let range = IterationArgs::Range { begin: 0, end: 10 };
+/// let p = pack_reduce(&kernel, &range, &[] as &[KernelArg], &identity, None, ReduceWalk::Strided)?;
+/// // begin, end, the walk, the device join (-1: none for a location), the 16-byte identity
+/// // (8-byte aligned), the partials pointer.
+/// assert_eq!(p.offsets(), [0, 8, 16, 20, 24, 40]);
 /// # Ok::<(), PackError>(())
 /// ```
 ///
@@ -400,6 +403,7 @@ pub fn pack_reduce(
     args: &[impl AsRef<KernelArg>],
     identity: &[u8],
     join: Option<DeviceJoin>,
+    walk: ReduceWalk,
 ) -> Result<ParamBuffer, PackError> {
     let layout = match (kernel.pattern, value_layout(kernel.pattern)) {
         (DevicePattern::For | DevicePattern::Scan(_), _) | (_, None) => {
@@ -415,6 +419,7 @@ pub fn pack_reduce(
     };
     check_value(kernel, "identity", identity, layout.size)?;
     let mut buf = pack_common(kernel, iteration, args)?;
+    buf.push(&walk.code().to_le_bytes());
     let code = device_join_for(kernel.pattern, join).map_or(-1, DeviceJoin::code);
     buf.push(&code.to_le_bytes());
     buf.push_aligned(identity, layout.align);
@@ -674,25 +679,39 @@ mod tests {
     }
 
     #[test]
-    fn a_reduction_appends_the_join_the_aligned_identity_and_the_partials() {
+    fn a_reduction_appends_the_walk_the_join_the_aligned_identity_and_the_partials() {
         let k = kernel(DevicePattern::ReduceMinMax(ScalarType::F32));
         let identity: Vec<u8> = (1..=16).collect();
-        let p = pack_reduce(&k, &iteration(), &args(), &identity, Some(DeviceJoin::Max)).expect("fits");
+        let blocked = ReduceWalk::Blocked;
+        let p = pack_reduce(
+            &k,
+            &iteration(),
+            &args(),
+            &identity,
+            Some(DeviceJoin::Max),
+            blocked,
+        )
+        .expect("fits");
         // 4 bounds, the order at 32, bool at 36, handle at 40..80, int at 80, token at 88 and
-        // 96, the join code at 104, the identity aligned to 8 at 112, the partials at 128.
+        // 96, the walk at 104, the join code at 108, the identity aligned to 8 at 112, the
+        // partials at 128.
         assert_eq!(
             p.offsets(),
             [
-                0, 8, 16, 24, 32, 36, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 128
+                0, 8, 16, 24, 32, 36, 40, 48, 56, 64, 72, 80, 88, 96, 104, 108, 112, 128
             ]
         );
         let bytes = p.bytes();
+        assert_eq!(&bytes[104..108], &1i32.to_le_bytes());
         // No device join for a MinMax value: -1.
-        assert_eq!(&bytes[104..108], &(-1i32).to_le_bytes());
+        assert_eq!(&bytes[108..112], &(-1i32).to_le_bytes());
         assert_eq!(&bytes[112..128], &identity[..]);
         assert_eq!(&bytes[88..96], &0x5000u64.to_le_bytes());
         assert_eq!(&bytes[96..104], &40u64.to_le_bytes());
-        let e = pack_reduce(&k, &iteration(), &args(), &identity[..8], None).expect_err("short identity");
+        let p = pack_reduce(&k, &iteration(), &args(), &identity, None, ReduceWalk::Strided).expect("fits");
+        assert_eq!(&p.bytes()[104..108], &0i32.to_le_bytes());
+        let e = pack_reduce(&k, &iteration(), &args(), &identity[..8], None, blocked)
+            .expect_err("short identity");
         assert!(e.to_string().contains("the identity takes 8 bytes"), "{e}");
         let e = pack_reduce(
             &kernel(DevicePattern::For),
@@ -700,9 +719,39 @@ mod tests {
             &args(),
             &identity,
             None,
+            blocked,
         )
         .expect_err("not a reduction");
         assert!(e.to_string().contains("not a reduction"), "{e}");
+    }
+
+    #[test]
+    fn walks_share_the_space_as_documented() {
+        for (len, threads) in [(0, 4), (1, 4), (10, 4), (1000, 1024), (1 << 20, 3000), (7, 1)] {
+            for walk in [ReduceWalk::Strided, ReduceWalk::Blocked] {
+                let shares: Vec<Vec<u64>> = (0..threads)
+                    .map(|t| walk.offsets(len, threads, t).collect())
+                    .collect();
+                // Every offset once.
+                let mut all: Vec<u64> = shares.concat();
+                all.sort_unstable();
+                assert!(
+                    all.iter().copied().eq(0..len),
+                    "{walk:?} over {len} with {threads}"
+                );
+                if walk == ReduceWalk::Blocked {
+                    // In thread order, each thread a contiguous run: the concatenation is 0..len.
+                    assert!(shares.concat().into_iter().eq(0..len), "{len} with {threads}");
+                }
+            }
+        }
+        // Threads past the blocks get nothing: 1000 indices over 1024 threads.
+        assert_eq!(
+            ReduceWalk::Blocked.offsets(1000, 1024, 999).collect::<Vec<_>>(),
+            [999]
+        );
+        assert_eq!(ReduceWalk::Blocked.offsets(1000, 1024, 1000).count(), 0);
+        assert_eq!(ReduceWalk::Strided.offsets(1000, 1024, 1000).count(), 0);
     }
 
     #[test]

@@ -37,8 +37,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_abi::{
     DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,
-    HandleArg, IndexOrder, IterationArgs, KernelArg, PackError, ParamBuffer, ScalarType, TeamScratch,
-    TokenArg,
+    HandleArg, IndexOrder, IterationArgs, KernelArg, PackError, ParamBuffer, ReduceWalk, ScalarType,
+    TeamScratch, TokenArg,
 };
 
 /// The header that defines the CUDA built-ins for the CPU.
@@ -421,7 +421,28 @@ impl HostModule {
         scalars: &[Value],
         init: Value,
     ) -> Result<(Outcome, Vec<Value>), CheckError> {
-        self.reduce_with(grid, begin, end, arrays, scalars, init, None)
+        self.reduce_with(grid, begin, end, arrays, scalars, init, None, ReduceWalk::Strided)
+    }
+
+    /// Launches a `parallel_reduce` entry (of a range, an MDRange or, with `range` =
+    /// `([0], [league size])`, a league of teams) whose threads share the iteration space by
+    /// `walk`, as a device backend launches a reducer whose join is not commutative with
+    /// [`ReduceWalk::Blocked`]: every thread starts from `init`, and the partials (one per
+    /// launched thread, in thread order) come back for the caller to join.
+    ///
+    /// # Errors
+    ///
+    /// [`CheckError::Arguments`] when the arguments do not match the kernel's parameters.
+    pub fn launch_reduce_walk(
+        &self,
+        grid: Grid,
+        range: (&[usize], &[usize]),
+        arrays: &mut [HostArray<'_>],
+        scalars: &[Value],
+        init: Value,
+        walk: ReduceWalk,
+    ) -> Result<(Outcome, Vec<Value>), CheckError> {
+        self.reduce_with(grid, range.0, range.1, arrays, scalars, init, None, walk)
     }
 
     /// Launches a `parallel_reduce` entry with a device join, as a device backend does for the
@@ -442,7 +463,16 @@ impl HostModule {
         init: Value,
         join: DeviceJoin,
     ) -> Result<(Outcome, Vec<Value>), CheckError> {
-        self.reduce_with(grid, range.0, range.1, arrays, scalars, init, Some(join))
+        self.reduce_with(
+            grid,
+            range.0,
+            range.1,
+            arrays,
+            scalars,
+            init,
+            Some(join),
+            ReduceWalk::Strided,
+        )
     }
 
     /// The entry's `hl_order` for `arrays`: 1 (the first index on x) when the first writer of
@@ -483,6 +513,7 @@ impl HostModule {
         scalars: &[Value],
         init: Value,
         join: Option<DeviceJoin>,
+        walk: ReduceWalk,
     ) -> Result<(Outcome, Vec<Value>), CheckError> {
         let DevicePattern::Reduce(ty) = self.kernel.pattern else {
             return Err(self.arg_error("is not a parallel_reduce kernel".to_owned()));
@@ -511,6 +542,7 @@ impl HostModule {
             Tail::Reduce {
                 identity: &identity[..ty.size()],
                 join,
+                walk,
                 partials: partials.as_mut_ptr().cast(),
             },
         )?;
@@ -742,6 +774,7 @@ impl HostModule {
             Tail::Reduce {
                 identity: &start,
                 join: None,
+                walk: ReduceWalk::Strided,
                 partials: partials.as_mut_ptr().cast(),
             },
         )?;
@@ -848,11 +881,12 @@ fn plus(a: Value, b: Value) -> Value {
 enum Tail<'a> {
     /// Nothing: a `parallel_for`.
     For,
-    /// A reduction's join, identity (in the device layout of the kernel's value) and
+    /// A reduction's join, walk, identity (in the device layout of the kernel's value) and
     /// partials.
     Reduce {
         identity: &'a [u8],
         join: Option<DeviceJoin>,
+        walk: ReduceWalk,
         partials: *mut c_void,
     },
     /// A scan pass's zero, per-thread values and final-pass flag.
@@ -971,12 +1005,15 @@ impl HostModule {
             Tail::Reduce {
                 identity,
                 join,
+                walk,
                 partials,
-            } => hoplite_abi::pack_reduce(&self.kernel, &iteration, &args, identity, join).map(|mut p| {
-                // The partials pointer is the last parameter.
-                p.set(p.offsets().len() - 1, &(partials as usize as u64).to_le_bytes());
-                p
-            }),
+            } => hoplite_abi::pack_reduce(&self.kernel, &iteration, &args, identity, join, walk).map(
+                |mut p| {
+                    // The partials pointer is the last parameter.
+                    p.set(p.offsets().len() - 1, &(partials as usize as u64).to_le_bytes());
+                    p
+                },
+            ),
             Tail::Scan {
                 zero,
                 values,
@@ -1073,7 +1110,8 @@ fn launcher_source(
         }
     }
     if !matches!(pattern, DevicePattern::For | DevicePattern::Scan(_)) {
-        // A reduce entry's device join.
+        // A reduce entry's walk and device join.
+        types.push("int".to_owned());
         types.push("int".to_owned());
     }
     if let DevicePattern::Reduce(ty) | DevicePattern::Scan(ty) = pattern {

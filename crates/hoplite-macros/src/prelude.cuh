@@ -219,6 +219,24 @@ template <> struct hl_joinable<unsigned long long> { static const bool value = t
 template <> struct hl_joinable<float> { static const bool value = true; };
 template <> struct hl_joinable<double> { static const bool value = true; };
 template <> struct hl_joinable<bool> { static const bool value = true; };
+// A reduce entry's share of `len` points (offsets from the first) for thread `me` of `n`:
+// `walk` 0 strides by `n` from `me` (neighbouring threads, neighbouring elements); 1 takes one
+// contiguous block of `ceil(len / n)` in thread order, so that partials in thread order are in
+// index order, for joins that are not commutative (`hoplite_abi::ReduceWalk`).
+HL_DEV void hl_share(int walk, unsigned long long len, unsigned long long me, unsigned long long n,
+                     unsigned long long* lo, unsigned long long* hi, unsigned long long* step) {
+    if (walk == 1) {
+        const unsigned long long chunk = len / n + (len % n != 0 ? 1 : 0);
+        const unsigned long long first = me * chunk < len ? me * chunk : len;
+        *lo = first;
+        *hi = len - first > chunk ? first + chunk : len;
+        *step = 1;
+    } else {
+        *lo = me < len ? me : len;
+        *hi = len;
+        *step = n;
+    }
+}
 // A reduce entry's last step. Without a device join (`join` < 0, or a value the device cannot
 // join) each launched thread stores its value at its number `me`. With one, the block's
 // values are joined in thread order by its first thread, which stores the block's partial at

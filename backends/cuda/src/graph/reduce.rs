@@ -19,8 +19,8 @@ use crate::geometry::{LaunchGeometry, fits, mdrange_geometry_in, range_geometry}
 use crate::launch::{DeviceArg, TeamLaunch, check_args, checked_mdrange, checked_range, team_writer_ends};
 use crate::params::{IterationArgs, ParamBuffer, pack_reduce_args, pack_scan_args};
 use crate::reduce::{
-    DeviceReduceValue, decode, device_join_for, encode, exclusive_prefix, join_partials, partials_count,
-    partials_geometry, value_layout,
+    DeviceReduceValue, ReduceWalk, decode, device_join_for, encode, exclusive_prefix, join_partials,
+    partials_count, partials_geometry, value_layout,
 };
 use crate::{Cuda, CudaError};
 
@@ -331,7 +331,8 @@ impl CudaGraph {
         R::Value: DeviceReduceValue,
     {
         let join = device_join_for(K::PATTERN, reducer.device_join());
-        let params = pack_reduce_args::<K, R::Value>(&iteration, args, &reducer.init(), join)?;
+        let params =
+            pack_reduce_args::<K, R::Value>(&iteration, args, &reducer.init(), join, ReduceWalk::Strided)?;
         check_args(K::NAME, &iteration, ends, args)?;
         let geometry: Geometry = Box::new(move |limits, resources| {
             Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))

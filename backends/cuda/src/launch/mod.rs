@@ -21,8 +21,8 @@ use crate::params::{
     IterationArgs, KernelArg, ParamBuffer, pack_for_args_info, pack_reduce_args_info, pack_scan_args_info,
 };
 use crate::reduce::{
-    DeviceReduceValue, decode, device_join_for, encode, exclusive_prefix, join_partials, partials_count,
-    partials_geometry, value_layout,
+    DeviceReduceValue, ReduceWalk, decode, device_join_for, encode, exclusive_prefix, join_partials,
+    partials_count, partials_geometry, value_layout,
 };
 use crate::{Cuda, CudaError};
 
@@ -397,7 +397,9 @@ impl Cuda {
     {
         let identity = reducer.init();
         let join = device_join_for(k.pattern, reducer.device_join());
-        let mut params = pack_reduce_args_info::<R::Value>(k, &iteration, args, &identity, join)?;
+        // Grid-stride loops: every reducer is joined as if commutative.
+        let mut params =
+            pack_reduce_args_info::<R::Value>(k, &iteration, args, &identity, join, ReduceWalk::Strided)?;
         let partials_param = params.offsets().len() - 1;
         check_args(k.name, &iteration, ends, args)?;
         let Some(plan) = self.plan_info(k, &iteration, args, |limits, resources| {

@@ -43,5 +43,5 @@ pub use team_member::DeviceTeamMember;
 
 pub use hoplite_abi::{
     DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,
-    ScalarType, ScalarValue, stable_hash,
+    ReduceWalk, ScalarType, ScalarValue, stable_hash,
 };

@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use hoplite_abi::{
     DeviceIteration, DeviceJoin, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess, HandleArg,
-    IndexOrder, IterationArgs, KernelArg, ParamBuffer, ScalarType, device_join_for,
+    IndexOrder, IterationArgs, KernelArg, ParamBuffer, ReduceWalk, ScalarType, device_join_for,
 };
 use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch};
 use hoplite_core::space::AllocationRecords;
@@ -547,8 +547,15 @@ impl Prepared {
         let join: Option<DeviceJoin> = device_join_for(self.kernel.pattern, reducer.device_join());
         let mut total = reducer.init();
         for (iteration, grid) in launches {
-            let mut params = hoplite_abi::pack_reduce(&self.kernel, &iteration, &self.args, &identity, join)
-                .map_err(|e| self.invalid(e.reason))?;
+            let mut params = hoplite_abi::pack_reduce(
+                &self.kernel,
+                &iteration,
+                &self.args,
+                &identity,
+                join,
+                ReduceWalk::Strided,
+            )
+            .map_err(|e| self.invalid(e.reason))?;
             let count = if join.is_some() {
                 grid.blocks.iter().map(|&b| b as usize).product()
             } else {

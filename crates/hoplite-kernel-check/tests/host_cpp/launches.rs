@@ -113,6 +113,7 @@ fn triad_range_for() -> Result<()> {
 #[test]
 fn the_parameters_a_cuda_launch_packs_run_the_generated_c() -> Result<()> {
     use hoplite_cuda::params::{HandleArg, IterationArgs, KernelArg, ScalarArg, pack_for, pack_reduce};
+    use hoplite_cuda::reduce::ReduceWalk;
     use hoplite_kernel_check::Element;
 
     fn handle<T: Element>(data: &mut [T], access: hoplite::device_kernel::HandleAccess) -> KernelArg {
@@ -153,7 +154,8 @@ fn the_parameters_a_cuda_launch_packs_run_the_generated_c() -> Result<()> {
         let (mut x, mut y) = (f64s(n, |k| k as f64), f64s(n, |k| (k % 3) as f64));
         let args = [handle(&mut x, Read), handle(&mut y, Read)];
         let mut params =
-            pack_reduce::<dot, f64>(&range, &args, &0.0, Some(DeviceJoin::Sum)).expect("the arguments fit");
+            pack_reduce::<dot, f64>(&range, &args, &0.0, Some(DeviceJoin::Sum), ReduceWalk::Strided)
+                .expect("the arguments fit");
         // With the device join, one partial per block; the pointer is the last parameter.
         let mut partials = vec![f64::NAN; 3];
         let last = params.offsets().len() - 1;

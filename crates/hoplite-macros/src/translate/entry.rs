@@ -85,13 +85,18 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
             }
         }
     }
-    // The launched thread's number, x fastest.
+    // The launched thread's number, x fastest, and the number of launched threads.
     const THREAD: &str = "(((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) \
          * ((unsigned long long)blockDim.x * blockDim.y * blockDim.z) \
          + ((unsigned long long)threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x";
+    const THREADS: &str =
+        "(unsigned long long)gridDim.x * gridDim.y * gridDim.z * blockDim.x * blockDim.y * blockDim.z";
+    // A reduction walks its space as `hl_walk` says (`hoplite_abi::ReduceWalk`).
+    let reduce = sig.accumulator.is_some() && sig.scan_flag.is_none();
     if let Some(acc) = &sig.accumulator {
         let t = acc.cuda_type();
-        if sig.scan_flag.is_none() {
+        if reduce {
+            params.push("int hl_walk".to_owned());
             params.push("int hl_join".to_owned());
         }
         params.push(format!("{t} hl_init"));
@@ -148,11 +153,21 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
                     "    hl_scratch_layout(&hl_t, hl_scratch_team0, hl_scratch_team1, hl_scratch_thread0, hl_scratch_thread1);\n",
                 );
             }
-            src.push_str(
-                "    hl_t.league_size = hl_league_size;\n\
-                 \x20   for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n\
-                 \x20       hl_t.league = hl_l;\n",
-            );
+            src.push_str("    hl_t.league_size = hl_league_size;\n");
+            if reduce {
+                // Blocks are the threads of the league's walk: a block takes every
+                // `gridDim.x`-th team, or one contiguous run of teams.
+                src.push_str(
+                    "    unsigned long long hl_lo, hl_hi, hl_step;\n\
+                     \x20   hl_share(hl_walk, hl_league_size, blockIdx.x, gridDim.x, &hl_lo, &hl_hi, &hl_step);\n\
+                     \x20   for (unsigned long long hl_l = hl_lo; hl_l < hl_hi; hl_l += hl_step) {\n",
+                );
+            } else {
+                src.push_str(
+                    "    for (unsigned long long hl_l = blockIdx.x; hl_l < hl_league_size; hl_l += gridDim.x) {\n",
+                );
+            }
+            src.push_str("        hl_t.league = hl_l;\n");
             if uses_scratch {
                 // The next team of this block reuses the scratch: the last reads come first.
                 let _ = writeln!(src, "        {call}\n        __syncthreads();\n    }}");
@@ -160,11 +175,34 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
                 let _ = writeln!(src, "        {call}\n    }}");
             }
         }
+        TokenKind::Range if reduce => {
+            let _ = writeln!(
+                src,
+                "    unsigned long long hl_lo, hl_hi, hl_step;\n\
+                 \x20   hl_share(hl_walk, hl_e0 - hl_b0, {THREAD}, {THREADS}, &hl_lo, &hl_hi, &hl_step);\n\
+                 \x20   for (unsigned long long hl_t = hl_b0 + hl_lo; hl_t < hl_b0 + hl_hi; hl_t += hl_step) {{"
+            );
+            let _ = writeln!(src, "        {call}\n    }}");
+        }
         TokenKind::Range => {
             let _ = writeln!(src, "    {} {{", grid_loop("hl_t", 0, "x"));
             let _ = writeln!(src, "        {call}\n    }}");
         }
         TokenKind::MdRange(rank) if rank <= 3 => {
+            let mut pad = "";
+            if reduce {
+                // The blocked walk: the box flattened in its index order, a block per thread.
+                src.push_str("    if (hl_walk == 1) {\n");
+                flat_mdrange_loop(
+                    &mut src,
+                    rank,
+                    &call,
+                    "        ",
+                    &format!("hl_share(hl_walk, hl_n, {THREAD}, {THREADS}, &hl_lo, &hl_hi, &hl_step);"),
+                );
+                src.push_str("    } else {\n");
+                pad = "    ";
+            }
             // Dimension d walks axis `rank - 1 - d` (x for the last) in order 0, axis d (x for
             // the first) in order 1; the launch shapes the grid to match.
             let letters = ["x", "y", "z"];
@@ -172,10 +210,10 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
                 let (row, col) = (letters[rank - 1 - d], letters[d]);
                 let _ = writeln!(
                     src,
-                    "    const unsigned long long hl_s{d} = hl_b{d} + (hl_order ? \
+                    "{pad}    const unsigned long long hl_s{d} = hl_b{d} + (hl_order ? \
                      (unsigned long long)blockIdx.{col} * blockDim.{col} + threadIdx.{col} : \
                      (unsigned long long)blockIdx.{row} * blockDim.{row} + threadIdx.{row});\n\
-                     \x20   const unsigned long long hl_k{d} = hl_order ? \
+                     {pad}    const unsigned long long hl_k{d} = hl_order ? \
                      (unsigned long long)gridDim.{col} * blockDim.{col} : \
                      (unsigned long long)gridDim.{row} * blockDim.{row};"
                 );
@@ -184,49 +222,40 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
             for d in 0..rank {
                 let _ = writeln!(
                     src,
-                    "    {}for (unsigned long long hl_a{d} = hl_s{d}; hl_a{d} < hl_e{d}; hl_a{d} += hl_k{d}) {{",
+                    "{pad}    {}for (unsigned long long hl_a{d} = hl_s{d}; hl_a{d} < hl_e{d}; hl_a{d} += hl_k{d}) {{",
                     "    ".repeat(d),
                 );
-                close.insert_str(0, &format!("    {}}}\n", "    ".repeat(d)));
+                close.insert_str(0, &format!("{pad}    {}}}\n", "    ".repeat(d)));
             }
             let coords: Vec<String> = (0..rank).map(|d| format!("hl_a{d}")).collect();
-            let pad = "    ".repeat(rank + 1);
-            let _ = writeln!(src, "{pad}hl_idx<{rank}> hl_t = {{{{{}}}}};", coords.join(", "));
-            let _ = writeln!(src, "{pad}{call}");
+            let inner = format!("{pad}{}", "    ".repeat(rank + 1));
+            let _ = writeln!(src, "{inner}hl_idx<{rank}> hl_t = {{{{{}}}}};", coords.join(", "));
+            let _ = writeln!(src, "{inner}{call}");
             src.push_str(&close);
+            if reduce {
+                src.push_str("    }\n");
+            }
+        }
+        TokenKind::MdRange(rank) if reduce => {
+            // Higher ranks: one flat loop, strided or blocked.
+            flat_mdrange_loop(
+                &mut src,
+                rank,
+                &call,
+                "    ",
+                &format!("hl_share(hl_walk, hl_n, {THREAD}, {THREADS}, &hl_lo, &hl_hi, &hl_step);"),
+            );
         }
         TokenKind::MdRange(rank) => {
             // Higher ranks: one flat grid-stride loop, the last index fastest.
-            let _ = writeln!(src, "    unsigned long long hl_n = 1;");
-            for d in 0..rank {
-                let _ = writeln!(src, "    hl_n *= hl_e{d} > hl_b{d} ? hl_e{d} - hl_b{d} : 0;");
-            }
-            let _ = writeln!(
-                src,
-                "    for (unsigned long long hl_l = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; hl_l < hl_n; \
-                 hl_l += (unsigned long long)gridDim.x * blockDim.x) {{"
+            flat_mdrange_loop(
+                &mut src,
+                rank,
+                &call,
+                "    ",
+                "hl_lo = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; hl_hi = hl_n; \
+                 hl_step = (unsigned long long)gridDim.x * blockDim.x;",
             );
-            let _ = writeln!(
-                src,
-                "        hl_idx<{rank}> hl_t;\n        unsigned long long hl_r = hl_l;"
-            );
-            // Order 0: the last index fastest; order 1: the first.
-            src.push_str("        if (hl_order) {\n");
-            for d in 0..rank {
-                let _ = writeln!(
-                    src,
-                    "            hl_t.v[{d}] = hl_b{d} + hl_r % (hl_e{d} - hl_b{d}); hl_r /= (hl_e{d} - hl_b{d});"
-                );
-            }
-            src.push_str("        } else {\n");
-            for d in (0..rank).rev() {
-                let _ = writeln!(
-                    src,
-                    "            hl_t.v[{d}] = hl_b{d} + hl_r % (hl_e{d} - hl_b{d}); hl_r /= (hl_e{d} - hl_b{d});"
-                );
-            }
-            src.push_str("        }\n");
-            let _ = writeln!(src, "        {call}\n    }}");
         }
     }
     if sig.accumulator.is_some() && sig.scan_flag.is_none() {
@@ -237,4 +266,43 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
     }
     src.push_str("}\n");
     src
+}
+
+/// One flat loop over the box `hl_b..hl_e` of `rank` dimensions, indented by `pad`: `hl_n`
+/// points, this thread's `hl_lo..hl_hi` by `hl_step` as `share` (C statements) sets them,
+/// each flat number decoded into `hl_t` with the last index fastest (`hl_order` 0) or the
+/// first (1), then `call`.
+fn flat_mdrange_loop(src: &mut String, rank: usize, call: &str, pad: &str, share: &str) {
+    let _ = writeln!(src, "{pad}unsigned long long hl_n = 1;");
+    for d in 0..rank {
+        let _ = writeln!(src, "{pad}hl_n *= hl_e{d} > hl_b{d} ? hl_e{d} - hl_b{d} : 0;");
+    }
+    let _ = writeln!(
+        src,
+        "{pad}unsigned long long hl_lo, hl_hi, hl_step;\n{pad}{share}"
+    );
+    let _ = writeln!(
+        src,
+        "{pad}for (unsigned long long hl_l = hl_lo; hl_l < hl_hi; hl_l += hl_step) {{"
+    );
+    let _ = writeln!(
+        src,
+        "{pad}    hl_idx<{rank}> hl_t;\n{pad}    unsigned long long hl_r = hl_l;"
+    );
+    // Order 0: the last index fastest; order 1: the first.
+    let _ = writeln!(src, "{pad}    if (hl_order) {{");
+    for d in 0..rank {
+        let _ = writeln!(
+            src,
+            "{pad}        hl_t.v[{d}] = hl_b{d} + hl_r % (hl_e{d} - hl_b{d}); hl_r /= (hl_e{d} - hl_b{d});"
+        );
+    }
+    let _ = writeln!(src, "{pad}    }} else {{");
+    for d in (0..rank).rev() {
+        let _ = writeln!(
+            src,
+            "{pad}        hl_t.v[{d}] = hl_b{d} + hl_r % (hl_e{d} - hl_b{d}); hl_r /= (hl_e{d} - hl_b{d});"
+        );
+    }
+    let _ = writeln!(src, "{pad}    }}\n{pad}    {call}\n{pad}}}");
 }

@@ -156,6 +156,18 @@ fn sum_reduction() {
     insta::assert_snapshot!(source);
 }
 
+/// A reduction over an MDRange walks either its nested grid-stride loops or, under the blocked
+/// walk (`hl_walk == 1`), the box flattened in its index order, a contiguous block per thread.
+#[test]
+fn mdrange_reduction_walks_blocks_or_strides() {
+    let source = emitted(syn::parse_quote! {
+        fn weigh(p: MdIdx<'_, 2>, acc: &mut i64) {
+            *acc += (p[0] * 10 + p[1]) as i64;
+        }
+    });
+    insta::assert_snapshot!(source);
+}
+
 #[test]
 fn min_loc_accumulator() {
     let source = emitted(syn::parse_quote! {
