@@ -318,6 +318,26 @@ fn no_device_value<V>(kernel: &'static str) -> Error {
     .into()
 }
 
+/// Refuses a reduction over `policy` with a reducer that is not commutative where the policy
+/// visits its box otherwise than as nested loops in its inner order: such a reducer's partials
+/// join in visit order (the core's index order), and a device reduction walks the box as
+/// nested loops ([`MDRangePolicy::visits_in_nested_order`]).
+pub(crate) fn check_join_order<R: Reducer, const N: usize>(
+    kernel: &'static str,
+    policy: &MDRangePolicy<Cuda, N>,
+    reducer: &R,
+) -> std::result::Result<(), CudaError> {
+    if reducer.is_commutative() || policy.visits_in_nested_order() {
+        return Ok(());
+    }
+    Err(CudaError::UnorderedReduction {
+        kernel,
+        reducer: std::any::type_name::<R>(),
+        tiles: format!("{:?} walked {:?}", policy.tiles(), policy.outer_order()),
+        order: format!("{:?}", policy.inner_order()),
+    })
+}
+
 // SAFETY: as for `ParallelFor`; reductions return the joined value, so the device finished.
 unsafe impl ParallelReduce<RangePolicy<Cuda>> for Cuda {
     fn parallel_reduce<R: Reducer, K: ReduceKernel<RangePolicy<Cuda>, R::Value>>(
@@ -353,6 +373,7 @@ unsafe impl<const N: usize> ParallelReduce<MDRangePolicy<Cuda, N>> for Cuda {
     ) -> Result<R::Value> {
         let launch = device_launch(label, kernel.device_launch())?;
         let args = device_args(&launch)?;
+        check_join_order(launch.kernel.name, policy, reducer)?;
         let cuda = policy.space();
         with_device_values!(reduce_as_device_value!(reducer, |retyped: V| cuda
             .reduce_mdrange_info::<Retyped<'_, R, V>, N>(
@@ -360,7 +381,8 @@ unsafe impl<const N: usize> ParallelReduce<MDRangePolicy<Cuda, N>> for Cuda {
                 policy.begin(),
                 policy.end(),
                 &args,
-                &retyped
+                &retyped,
+                policy.inner_order()
             )));
         Err(no_device_value::<R::Value>(launch.kernel.name))
     }
@@ -415,5 +437,37 @@ unsafe impl ParallelScan<RangePolicy<Cuda>> for Cuda {
             ),
         }
         .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hoplite_core::{Custom, IterationOrder, MinLoc, Sum};
+
+    use super::*;
+
+    #[test]
+    fn tiles_that_are_not_nested_loops_refuse_non_commutative_reducers() {
+        let concat = Custom::new(|| 0u64, |d: &mut u64, s: u64| *d = *d * 10 + s);
+        let cuda = Cuda::default();
+        let square = MDRangePolicy::new(cuda.clone(), [0, 0], [8, 8]).with_tiles([2, 2]);
+        let e = check_join_order("k", &square, &concat).expect_err("square tiles");
+        assert!(
+            matches!(&e, CudaError::UnorderedReduction { kernel: "k", reducer, tiles, order }
+                if reducer.contains("Custom") && tiles.starts_with("[2, 2]") && order == "Right"),
+            "{e}"
+        );
+        // `MinLoc` is not declared commutative either; `Sum` is.
+        assert!(check_join_order("k", &square, &MinLoc::<f64>::new()).is_err());
+        assert!(check_join_order("k", &square, &Sum::<f64>::new()).is_ok());
+        // Nested loops: the default tiles, rows of tiles, columns walked with the first index
+        // fastest.
+        let plain = MDRangePolicy::new(cuda.clone(), [0, 0], [8, 8]);
+        assert!(check_join_order("k", &plain, &concat).is_ok());
+        assert!(check_join_order("k", &plain.clone().with_tiles([3, 8]), &concat).is_ok());
+        let columns = plain
+            .with_iteration(IterationOrder::Left, IterationOrder::Left)
+            .with_tiles([8, 2]);
+        assert!(check_join_order("k", &columns, &concat).is_ok());
     }
 }

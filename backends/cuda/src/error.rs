@@ -140,6 +140,22 @@ pub enum CudaError {
         /// The device that owns the memory.
         peer: usize,
     },
+    /// A reduction over an MDRange whose reducer is not commutative and whose tiles are not
+    /// visited as nested loops: the core joins its partial results in the policy's visit
+    /// order, tile by tile, and Cuda joins in the order of nested loops over the box.
+    #[error(
+        "kernel `{kernel}`: the reducer `{reducer}` is not commutative, so its partial results must join in the MDRange's visit order, which with tiles {tiles} is tile by tile; Cuda joins them in the order of nested loops over the box ({order}); drop `with_tiles` (or use tiles that span every dimension faster than one and are one index deep in the slower ones), or reduce with a reducer whose join is commutative (`Reducer::is_commutative`)"
+    )]
+    UnorderedReduction {
+        /// The kernel.
+        kernel: &'static str,
+        /// The reducer's type.
+        reducer: &'static str,
+        /// The policy's tiles.
+        tiles: String,
+        /// The nested loops' order (the policy's inner order).
+        order: String,
+    },
     /// A host transfer whose sizes do not match.
     #[error("copy of `{label}`: {reason}")]
     Transfer {

@@ -146,6 +146,27 @@ pub(crate) fn pack_reduce_args<K: DeviceKernel, V: DeviceReduceValue>(
     )
 }
 
+/// The parameters of a reduction of `k` with `reducer`, as every device reduction (eager
+/// launch or graph node) packs them: the reducer's identity, the join the device applies
+/// where it has one ([`device_join_for`](crate::reduce::device_join_for)), and the walk its
+/// commutativity asks for ([`walk_for`](crate::reduce::walk_for): one block per thread for a
+/// join that is not commutative, so that its partials join in index order).
+pub(crate) fn pack_reduction<R>(
+    k: &DeviceKernelInfo,
+    iteration: &IterationArgs,
+    args: &[impl AsRef<KernelArg>],
+    reducer: &R,
+) -> Result<(ParamBuffer, Option<DeviceJoin>), CudaError>
+where
+    R: hoplite_core::Reducer,
+    R::Value: DeviceReduceValue,
+{
+    let join = crate::reduce::device_join_for(k.pattern, reducer.device_join());
+    let walk = crate::reduce::walk_for(reducer);
+    let params = pack_reduce_args_info::<R::Value>(k, iteration, args, &reducer.init(), join, walk)?;
+    Ok((params, join))
+}
+
 /// [`pack_reduce_args`] for the kernel `k`, which a launch found at run time.
 pub(crate) fn pack_reduce_args_info<V: DeviceReduceValue>(
     k: &DeviceKernelInfo,
@@ -287,6 +308,43 @@ mod tests {
             KernelArg::Scalar(ScalarArg::I32(-7)),
             KernelArg::Scalar(ScalarArg::F64(1.5)),
         ]
+    }
+
+    /// Every device reduction packs through `pack_reduction`: the walk follows the reducer's
+    /// commutativity (one block per thread, so that partials join in index order, for a join
+    /// that is not commutative), the device join its `device_join`.
+    #[test]
+    fn reductions_pack_the_walk_their_reducer_needs() {
+        use hoplite_core::{Custom, MinLoc, Sum};
+
+        let info = |pattern| DeviceKernelInfo {
+            name: "r",
+            entry: "r_reduce_range",
+            iteration: DeviceIteration::Range,
+            pattern,
+            params: &[],
+            cuda_source: "",
+            source_hash: 0,
+        };
+        let range = IterationArgs::Range { begin: 0, end: 10 };
+        let none: [KernelArg; 0] = [];
+        // The walk and the join are the two `int`s after the iteration: at 16 and 20.
+        let codes = |p: &ParamBuffer| {
+            let b = p.bytes();
+            let int = |at: usize| i32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+            (int(p.offsets()[2]), int(p.offsets()[3]))
+        };
+        let i64s = info(DevicePattern::Reduce(ScalarType::I64));
+        let (p, join) = pack_reduction(&i64s, &range, &none, &Sum::<i64>::new()).expect("sum");
+        assert_eq!((codes(&p), join), ((0, 0), Some(DeviceJoin::Sum)));
+        let concat = Custom::new(|| 0i64, |d: &mut i64, s: i64| *d = *d * 10 + s);
+        let (p, join) = pack_reduction(&i64s, &range, &none, &concat).expect("custom");
+        assert_eq!((codes(&p), join), ((1, -1), None));
+        let locs = info(DevicePattern::ReduceValLoc(ScalarType::F64));
+        let (p, _) = pack_reduction(&locs, &range, &none, &MinLoc::<f64>::new()).expect("min loc");
+        assert_eq!(codes(&p), (1, -1));
+        let e = pack_reduction(&locs, &range, &none, &Sum::<f64>::new()).expect_err("a sum of ValLoc");
+        assert!(e.to_string().contains("ReduceValLoc"), "{e}");
     }
 
     #[test]

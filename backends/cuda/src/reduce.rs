@@ -15,15 +15,24 @@
 //! location, `MinMax`, a custom reducer) each thread stores its value at its number
 //! `t = block * blockThreads + threadInBlock`.
 //!
-//! The host joins the partials in [`JOIN_LANES`] lanes: lane `j` starts from `init()` and
-//! joins partials `j`, `j + 8`, `j + 16`, ... in turn; lane 0 then joins lanes 1 to 7 in turn,
-//! and the total is finalized once ([`join_partials`]). The geometry depends only on the
+//! How threads share the iteration space follows the reducer ([`walk_for`]):
+//!
+//! - A **commutative** join ([`Reducer::is_commutative`]: the library's `Sum`, `Prod`, `Min`,
+//!   `Max`, `BAnd`, `BOr`, `LAnd`, `LOr`) takes grid-stride loops ([`ReduceWalk::Strided`]),
+//!   where neighbouring threads read neighbouring elements: a partial covers every `T`-th
+//!   index. The host joins the partials in [`JOIN_LANES`] lanes: lane `j` starts from `init()`
+//!   and joins partials `j`, `j + 8`, `j + 16`, ... in turn; lane 0 then joins lanes 1 to 7 in
+//!   turn.
+//! - Any other join (the core's axiom 3: joins follow index order) takes one contiguous block
+//!   of the iteration space per thread, in thread order ([`ReduceWalk::Blocked`]; an MDRange
+//!   flattened in its index order, a league in contiguous runs of teams per block), so
+//!   partial `t` covers lower indices than partial `t + 1`, and the host joins the partials
+//!   in that order, one left fold (`dst` always the lower indices). A team reduction joins,
+//!   as the host backends do, by runs of teams and within a run by team rank.
+//!
+//! The total is finalized once ([`join_partials`]). The geometry depends only on the
 //! iteration space, the device's limits and the compiled kernel's resources, so the same
-//! launch on the same device gives the same value, bit for bit. Threads walk the space with
-//! grid-stride loops, so a partial covers every `T`-th index rather than a contiguous run:
-//! device reductions are for //! reducers whose join is commutative, as every reducer a `#[kernel]` accumulator can have
-//! (sums, products, min, max, logical and bitwise and/or, `MinLoc`/`MaxLoc`, `MinMax`,
-//! `MinMaxLoc`/`MinMaxFirstLastLoc`) is.
+//! launch on the same device gives the same value, bit for bit.
 
 use hoplite_core::device_kernel::{DevicePattern, ScalarType};
 use hoplite_core::{MinMaxLocScalar, MinMaxScalar, Reducer, ScanValue, ValLoc};
@@ -198,8 +207,9 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for MinMaxLocScalar<
 /// The geometry a reduction or scan launches with: `g` with its grid cut to the blocks that
 /// are resident at once (`sm_count * max_threads_per_sm / blockThreads`, x kept first), so
 /// the partials stay a few megabytes (a few kilobytes when the device joins each block's
-/// values) whatever the length. Entries use grid-stride loops (a
-/// scan, contiguous chunks), so any grid covers the space.
+/// values) whatever the length. Entries use grid-stride loops or contiguous blocks (a scan,
+/// and a reduction whose join is not commutative: [`ReduceWalk::Blocked`]) sized from the
+/// grid, so any grid covers the space.
 ///
 /// ```
 /// use hoplite_cuda::geometry::{range_geometry, DeviceLimits};
@@ -238,24 +248,53 @@ pub fn partials_count(g: &LaunchGeometry, joined_on_device: bool) -> u64 {
     }
 }
 
-/// The number of running values the host join keeps: partial `t` goes to lane `t % LANES`.
+/// The number of running values the host join of a commutative reducer keeps: partial `t`
+/// goes to lane `t % LANES`.
 /// Eight independent chains keep a core's adders busy, where one left fold waits on each
 /// join's result before the next (a reduction of 270 000 partials: about 350 µs folded, under
 /// 60 µs in lanes).
 pub const JOIN_LANES: usize = 8;
 
-/// Joins per-thread partials in a fixed order and finalizes the total once: lane `j` (of
-/// [`JOIN_LANES`]) starts from the reducer's identity and joins partials `j`, `j + 8`,
-/// `j + 16`, ... in turn; then lane 0 joins lanes 1 to 7 in turn (the [module
-/// documentation](self) gives the partials' order). The order depends only on the number of
-/// partials, so the same launch gives the same value, bit for bit.
+/// How a reduction with `reducer` walks its iteration space: grid-stride loops for a
+/// commutative join, one contiguous block per thread otherwise, so that the partials, in
+/// order, follow index order ([module documentation](self#the-join-order)).
 ///
 /// ```
-/// use hoplite_core::Sum;
+/// use hoplite_core::{Custom, MinLoc, Sum};
+/// use hoplite_cuda::reduce::{walk_for, ReduceWalk};
+/// assert_eq!(walk_for(&Sum::<f64>::new()), ReduceWalk::Strided);
+/// assert_eq!(walk_for(&MinLoc::<f64>::new()), ReduceWalk::Blocked);
+/// assert_eq!(walk_for(&Custom::new(|| 0i64, |d: &mut i64, s: i64| *d = *d * 10 + s)), ReduceWalk::Blocked);
+/// ```
+pub fn walk_for<R: Reducer>(reducer: &R) -> ReduceWalk {
+    ReduceWalk::for_join(reducer.is_commutative())
+}
+
+/// Joins per-thread (or per-block) partials in a fixed order and finalizes the total once.
+/// For a [commutative](Reducer::is_commutative) reducer, in [`JOIN_LANES`] lanes: lane `j`
+/// starts from the reducer's identity and joins partials `j`, `j + 8`, `j + 16`, ... in turn;
+/// then lane 0 joins lanes 1 to 7 in turn. For any other reducer, one left fold from the
+/// identity in the partials' order, which is index order under the walk [`walk_for`] gives
+/// it. The order depends only on the number of partials, so the same launch gives the same
+/// value, bit for bit.
+///
+/// ```
+/// use hoplite_core::{Custom, Sum};
 /// use hoplite_cuda::reduce::join_partials;
 /// assert_eq!(join_partials(&Sum::<i64>::new(), [1, 2, 3]), 6);
+/// // Not commutative: the partials in the order given.
+/// let digits = Custom::new(|| 0u64, |d: &mut u64, s: u64| *d = *d * 10 + s);
+/// assert_eq!(join_partials(&digits, 1..=9), 123_456_789);
 /// ```
 pub fn join_partials<R: Reducer>(reducer: &R, partials: impl IntoIterator<Item = R::Value>) -> R::Value {
+    if !reducer.is_commutative() {
+        let mut total = reducer.init();
+        for p in partials {
+            reducer.join(&mut total, p);
+        }
+        reducer.finalize(&mut total);
+        return total;
+    }
     let mut lanes: [R::Value; JOIN_LANES] = std::array::from_fn(|_| reducer.init());
     let mut partials = partials.into_iter();
     'all: loop {
@@ -335,9 +374,9 @@ mod tests {
     }
 
     #[test]
-    fn the_join_is_in_lane_order_and_finalizes_once() {
-        // A non-commutative join shows the order: concatenation of digits, each lane's digits
-        // in turn, then the lanes 0 to 7 (an empty lane joins nothing: 0 is the identity).
+    fn the_join_follows_the_partials_unless_commutative_and_finalizes_once() {
+        // A non-commutative join shows the order: concatenation of digits (an empty partial
+        // joins nothing: 0 is the identity). It is joined in the partials' order.
         let concat = hoplite_core::Custom::with_finalize(
             || 0u64,
             |d: &mut u64, s: u64| {
@@ -351,12 +390,12 @@ mod tests {
             },
             |v: &mut u64| *v += 1_000_000_000_000,
         );
+        assert!(!concat.is_commutative());
         assert_eq!(join_partials(&concat, [1, 2, 3, 4]), 1_000_000_001_234);
         assert_eq!(join_partials(&concat, []), 1_000_000_000_000);
-        // Partials 1 to 10: lane 0 joins 1 then 9, lane 1 joins 2 then 10, lanes 2 to 7 one
-        // partial each; then the lanes join in order.
+        // Partials 1 to 10: in order, not in lanes (which would give 19 210 345 678).
         let ten: Vec<u64> = (1..=10).collect();
-        assert_eq!(join_partials(&concat, ten), 1_000_000_000_000 + 19_210_345_678);
+        assert_eq!(join_partials(&concat, ten), 1_000_000_000_000 + 12_345_678_910);
         // Floating-point sums: each lane folds left to right, then the lanes do.
         let parts: Vec<f64> = (0..20)
             .map(|k| if k % 3 == 0 { 1e16 } else { -0.75 * k as f64 })
@@ -367,6 +406,71 @@ mod tests {
         }
         let want = lanes.iter().fold(0.0, |a, b| a + b);
         assert_eq!(join_partials(&Sum::<f64>::new(), parts).to_bits(), want.to_bits());
+    }
+
+    /// The conformance check `reducer::custom_join_keeps_index_order` as a device runs it:
+    /// every launched thread folds the indices the entry's walk gives it
+    /// (`ReduceWalk::offsets`, which the host runs of the generated C check against the entry)
+    /// into the run of consecutive indices it saw, from the partials geometry a launch of the
+    /// range gets, and the host joins the partials with `join_partials`. With 1000 indices
+    /// the launch has 1024 threads, one index each; with 2^22 the partials are cut to the
+    /// resident threads and each covers many indices.
+    #[test]
+    fn a_custom_reducer_joins_in_index_order() {
+        const NO_RUN: i64 = -1;
+        const BROKEN_RUN: i64 = -2;
+        const LOW: i64 = 0xffff_ffff;
+        // What the check's `#[kernel]` does with index `k`.
+        let extend = |acc: &mut i64, k: i64| {
+            *acc = if *acc == NO_RUN {
+                (k << 32) + k + 1
+            } else if *acc >= 0 && (*acc & LOW) == k {
+                *acc + 1
+            } else {
+                BROKEN_RUN
+            };
+        };
+        // The check's join: one run if `src` starts where `dst` ends.
+        let concat = hoplite_core::Custom::new(
+            || NO_RUN,
+            |dst: &mut i64, src: i64| {
+                *dst = if src == NO_RUN {
+                    *dst
+                } else if *dst == NO_RUN {
+                    src
+                } else if *dst >= 0 && src >= 0 && *dst & LOW == src >> 32 {
+                    (*dst >> 32 << 32) + (src & LOW)
+                } else {
+                    BROKEN_RUN
+                };
+            },
+        );
+        assert_eq!(walk_for(&concat), ReduceWalk::Blocked);
+        for limits in [DeviceLimits::SM_70, DeviceLimits::SM_80, DeviceLimits::SM_90] {
+            for range in [0..1000, 3..1000, 0..1, 7..7, 0..1 << 22, 5..1_000_003] {
+                let len = range.len() as u64;
+                let threads = range_geometry(&limits, len)
+                    .map_or(0, |g| partials_count(&partials_geometry(&limits, g), false));
+                let partials = (0..threads).map(|t| {
+                    let mut acc = concat.init();
+                    for offset in walk_for(&concat).offsets(len, threads, t) {
+                        extend(&mut acc, (range.start as u64 + offset) as i64);
+                    }
+                    acc
+                });
+                let want = if range.is_empty() {
+                    NO_RUN
+                } else {
+                    ((range.start as i64) << 32) + range.end as i64
+                };
+                assert_eq!(
+                    join_partials(&concat, partials),
+                    want,
+                    "{range:?} over {threads} threads on {}",
+                    limits.arch()
+                );
+            }
+        }
     }
 
     #[test]

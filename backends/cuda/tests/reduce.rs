@@ -5,7 +5,9 @@
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::device_kernel::DeviceKernel;
-use hoplite_core::{LayoutLeft, MinMaxScalar, TeamPolicy, ValLoc, View};
+use hoplite_core::{
+    Custom, IterationOrder, LayoutLeft, MDRangePolicy, MinMaxScalar, RangePolicy, TeamPolicy, ValLoc, View,
+};
 use hoplite_cuda::nvrtc::{ModuleCache, Nvrtc};
 use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_device, copy_to_host};
 
@@ -59,6 +61,72 @@ pub fn prefix(
     if is_final {
         y.set(i, *acc);
     }
+}
+
+/// The run of consecutive indices seen in index order, as `(lo << 32) + hi`; -1 before the
+/// first, -2 once an index does not continue the run (what the conformance check
+/// `reducer::custom_join_keeps_index_order` keeps of a concatenation).
+#[kernel]
+pub fn index_run(i: Idx<'_>, acc: &mut i64) {
+    let k = *i as i64;
+    if *acc == -1 {
+        *acc = (k << 32) + k + 1;
+    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
+        *acc += 1;
+    } else {
+        *acc = -2;
+    }
+}
+
+/// [`index_run()`] of the points of a rank-2 MDRange numbered `s0 * i + s1 * j`.
+#[kernel]
+pub fn point_run(p: MdIdx<'_, 2>, s0: usize, s1: usize, acc: &mut i64) {
+    let k = (p[0] * s0 + p[1] * s1) as i64;
+    if *acc == -1 {
+        *acc = (k << 32) + k + 1;
+    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
+        *acc += 1;
+    } else {
+        *acc = -2;
+    }
+}
+
+/// [`index_run()`] of the league ranks of a team launch.
+#[kernel]
+pub fn league_run(m: &impl TeamMember, acc: &mut i64) {
+    let k = m.league_rank() as i64;
+    if *acc == -1 {
+        *acc = (k << 32) + k + 1;
+    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
+        *acc += 1;
+    } else {
+        *acc = -2;
+    }
+}
+
+/// A reducer of runs.
+type Runs = Custom<i64, fn() -> i64, fn(&mut i64, i64)>;
+
+/// The join of two runs, `dst` before `src`: one run if `src` starts where `dst` ends, else
+/// broken. Not commutative.
+fn runs() -> Runs {
+    fn join(dst: &mut i64, src: i64) {
+        *dst = if src == -1 {
+            *dst
+        } else if *dst == -1 {
+            src
+        } else if *dst >= 0 && src >= 0 && *dst & 0xffff_ffff == src >> 32 {
+            (*dst >> 32 << 32) + (src & 0xffff_ffff)
+        } else {
+            -2
+        };
+    }
+    Custom::new(|| -1, join)
+}
+
+/// The run of `0..n`.
+fn whole(n: usize) -> i64 {
+    if n == 0 { -1 } else { n as i64 }
 }
 
 /// A `parallel_for`, to show a reduce launch refuses it.
@@ -147,6 +215,47 @@ fn reducers_must_match_the_kernel_before_the_device() {
     }
 }
 
+/// A reducer that is not commutative joins its partials in the policy's visit order; where
+/// tiles make that order tile by tile, Cuda (which joins in the order of nested loops over
+/// the box) refuses the launch before the device, naming the reducer and the fix.
+#[test]
+fn tiled_mdrange_reductions_of_non_commutative_reducers_are_refused() {
+    let cuda = Cuda::default();
+    let square = MDRangePolicy::new(cuda.clone(), [0, 0], [8, 8]).with_tiles([2, 2]);
+    let e = parallel_reduce("runs", square.clone(), point_run::with(8, 1), runs()).expect_err("square tiles");
+    let message = e.to_string();
+    for needle in [
+        "point_run",
+        "Custom",
+        "is not commutative",
+        "[2, 2]",
+        "with_tiles",
+        "is_commutative",
+    ] {
+        assert!(message.contains(needle), "{needle}: {message}");
+    }
+    // Rows of the box a few at a time are nested loops, and a commutative reducer takes any
+    // tiles: those launches go on to the device (and stop at its absence here).
+    let rows = MDRangePolicy::new(cuda.clone(), [0, 0], [8, 8]).with_tiles([3, 8]);
+    let launches = [
+        parallel_reduce("runs", rows, point_run::with(8, 1), runs()),
+        parallel_reduce("sum", square, point_run::with(8, 1), Sum::<i64>::new()),
+        parallel_reduce(
+            "left",
+            MDRangePolicy::new(cuda.clone(), [0, 0], [8, 8])
+                .with_iteration(IterationOrder::Left, IterationOrder::Left),
+            point_run::with(1, 8),
+            runs(),
+        ),
+    ];
+    for outcome in launches {
+        match outcome {
+            Ok(_) => {}
+            Err(e) => assert!(!e.to_string().contains("not commutative"), "{e}"),
+        }
+    }
+}
+
 #[test]
 fn every_reduce_and_scan_entry_compiles() {
     if let Err(e) = Nvrtc::get() {
@@ -164,6 +273,18 @@ fn every_reduce_and_scan_entry_compiles() {
             cache.ptx::<team_total>("compute_90").map(|p| p.0),
         ),
         (prefix::ENTRY, cache.ptx::<prefix>("compute_90").map(|p| p.0)),
+        (
+            index_run::ENTRY,
+            cache.ptx::<index_run>("compute_90").map(|p| p.0),
+        ),
+        (
+            point_run::ENTRY,
+            cache.ptx::<point_run>("compute_90").map(|p| p.0),
+        ),
+        (
+            league_run::ENTRY,
+            cache.ptx::<league_run>("compute_90").map(|p| p.0),
+        ),
     ] {
         let ptx = ptx.unwrap_or_else(|e| panic!("{entry}: {e}"));
         assert!(ptx.contains(&format!(".entry {entry}(")), "{entry}");
@@ -259,4 +380,78 @@ fn device_reductions_match_the_host() {
         assert_eq!(out[k], running, "index {k}");
     }
     assert_eq!(t, running);
+}
+
+/// On a GPU: reducers that are not commutative join in index order, over ranges (one index
+/// per thread, and many a thread once the partials are cut to the resident threads),
+/// MDRanges in both inner orders, leagues of one-thread teams, eagerly, through
+/// `parallel_reduce` and in a graph.
+#[test]
+fn non_commutative_reductions_join_in_index_order() {
+    let cuda = match Cuda::new() {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(is_absence(&e), "{e}");
+            println!("skipped: no device ({e})");
+            return;
+        }
+    };
+    if let Err(e) = Nvrtc::get() {
+        println!("skipped: {e}");
+        return;
+    }
+    for n in [0, 1, 1000, (1 << 22) + 3] {
+        let got = cuda
+            .reduce_range::<index_run, _>(0..n, &[], &runs())
+            .expect("range");
+        assert_eq!(got, whole(n), "reduce_range over 0..{n}");
+        let got = parallel_reduce(
+            "runs",
+            RangePolicy::new(cuda.clone(), 0..n),
+            index_run::with(),
+            runs(),
+        )
+        .expect("parallel_reduce");
+        assert_eq!(got, whole(n), "parallel_reduce over 0..{n}");
+    }
+    let got = parallel_reduce(
+        "runs",
+        RangePolicy::new(cuda.clone(), 3..1000),
+        index_run::with(),
+        runs(),
+    )
+    .expect("offset range");
+    assert_eq!(got, (3 << 32) + 1000);
+    let (rows, cols) = (300, 1001);
+    let right = MDRangePolicy::new(cuda.clone(), [0, 0], [rows, cols]);
+    let got = parallel_reduce("rows", right, point_run::with(cols, 1), runs()).expect("row-major");
+    assert_eq!(got, whole(rows * cols), "row-major");
+    let got = cuda
+        .reduce_mdrange::<point_run, _, 2>(
+            [0, 0],
+            [rows, cols],
+            &[DeviceArg::scalar(cols), DeviceArg::scalar(1usize)],
+            &runs(),
+        )
+        .expect("explicit");
+    assert_eq!(got, whole(rows * cols), "reduce_mdrange");
+    let left = MDRangePolicy::new(cuda.clone(), [0, 0], [rows, cols])
+        .with_iteration(IterationOrder::Left, IterationOrder::Left)
+        .with_tiles([rows, 1]);
+    let got = parallel_reduce("cols", left, point_run::with(1, rows), runs()).expect("column-major");
+    assert_eq!(got, whole(rows * cols), "column-major");
+    for league in [1, 7, 5000] {
+        let teams = TeamPolicy::new(cuda.clone(), league, 1);
+        let got = parallel_reduce("leagues", teams, league_run::with::<Cuda>(), runs()).expect("teams");
+        assert_eq!(got, whole(league), "{league} teams");
+    }
+    #[cfg(feature = "graph")]
+    {
+        let mut graph = hoplite_cuda::graph::CudaGraph::new(&cuda);
+        let (_, value) = graph
+            .reduce_range::<index_run, _>(0..100_000, &[], runs(), &[])
+            .expect("graph node");
+        graph.run().expect("graph");
+        assert_eq!(value.value(), Some(whole(100_000)), "graph");
+    }
 }

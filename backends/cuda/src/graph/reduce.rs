@@ -8,7 +8,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo};
-use hoplite_core::{Reducer, ScanValue, TeamPolicy};
+use hoplite_core::{IterationOrder, Reducer, ScanValue, TeamPolicy};
 use hoplite_graph::NodeId;
 use parking_lot::Mutex;
 
@@ -16,11 +16,13 @@ use super::kernel::KernelNode;
 use super::{CudaGraph, Geometry, Work};
 use crate::driver::{self, CopyDirection, DeviceBuffer, Graph, GraphNode, PinnedBuffer};
 use crate::geometry::{LaunchGeometry, fits, mdrange_geometry_in, range_geometry};
-use crate::launch::{DeviceArg, TeamLaunch, check_args, checked_mdrange, checked_range, team_writer_ends};
-use crate::params::{IterationArgs, ParamBuffer, pack_reduce_args, pack_scan_args};
+use crate::launch::{
+    DeviceArg, TeamLaunch, check_args, checked_mdrange, checked_range, reduce_mdrange_order, team_writer_ends,
+};
+use crate::params::{IterationArgs, ParamBuffer, pack_reduction, pack_scan_args};
 use crate::reduce::{
-    DeviceReduceValue, ReduceWalk, decode, device_join_for, encode, exclusive_prefix, join_partials,
-    partials_count, partials_geometry, value_layout,
+    DeviceReduceValue, decode, encode, exclusive_prefix, join_partials, partials_count, partials_geometry,
+    value_layout, walk_for,
 };
 use crate::{Cuda, CudaError};
 
@@ -197,7 +199,8 @@ impl CudaGraph {
     /// over `begins..ends` with `reducer`, after the nodes `after`, as
     /// [`reduce_range`](Self::reduce_range) adds one: the kernel node with the eager
     /// [`Cuda::reduce_mdrange`]'s geometry cut to the resident threads, the copy of the
-    /// partials and the host join in the fixed order.
+    /// partials and the host join in the fixed order (row-major index order for a reducer
+    /// that is not commutative, as the eager reduction joins it).
     ///
     /// ```
     /// use hoplite::prelude::*;
@@ -240,7 +243,9 @@ impl CudaGraph {
         R: Reducer + Send + Sync + 'static,
         R::Value: DeviceReduceValue,
     {
-        let (iteration, ends, (lengths, order)) = checked_mdrange::<K, N>(begins, ends, args)?;
+        let checked = checked_mdrange::<K, N>(begins, ends, args)?;
+        let (iteration, ends, (lengths, order)) =
+            reduce_mdrange_order(checked, walk_for(&reducer), IterationOrder::Right);
         self.reduce_node::<K, R>(
             iteration,
             &ends,
@@ -330,9 +335,7 @@ impl CudaGraph {
         R: Reducer + Send + Sync + 'static,
         R::Value: DeviceReduceValue,
     {
-        let join = device_join_for(K::PATTERN, reducer.device_join());
-        let params =
-            pack_reduce_args::<K, R::Value>(&iteration, args, &reducer.init(), join, ReduceWalk::Strided)?;
+        let (params, join) = pack_reduction(&DeviceKernelInfo::of::<K>(), &iteration, args, &reducer)?;
         check_args(K::NAME, &iteration, ends, args)?;
         let geometry: Geometry = Box::new(move |limits, resources| {
             Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))

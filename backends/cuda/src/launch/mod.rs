@@ -8,7 +8,7 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo, HandleAccess};
-use hoplite_core::{Reducer, ScanValue, TeamPolicy};
+use hoplite_core::{IterationOrder, Reducer, ScanValue, TeamPolicy};
 use parking_lot::Mutex;
 
 use crate::driver::{self, Device, Stream, StreamBuffer};
@@ -18,11 +18,11 @@ use crate::geometry::{
 };
 use crate::nvrtc::ModuleCache;
 use crate::params::{
-    IterationArgs, KernelArg, ParamBuffer, pack_for_args_info, pack_reduce_args_info, pack_scan_args_info,
+    IterationArgs, KernelArg, ParamBuffer, pack_for_args_info, pack_reduction, pack_scan_args_info,
 };
 use crate::reduce::{
-    DeviceReduceValue, ReduceWalk, decode, device_join_for, encode, exclusive_prefix, join_partials,
-    partials_count, partials_geometry, value_layout,
+    DeviceReduceValue, ReduceWalk, decode, encode, exclusive_prefix, join_partials, partials_count,
+    partials_geometry, value_layout, walk_for,
 };
 use crate::{Cuda, CudaError};
 
@@ -380,7 +380,8 @@ impl Cuda {
     }
 
     /// A reduction: validates, allocates the partials on the device, launches, copies them
-    /// back and joins them in a fixed order (see [`crate::reduce`]).
+    /// back and joins them in a fixed order, in index order for a reducer that is not
+    /// commutative (see [`crate::reduce`]).
     /// The `reduce` step of the explicit launches, for the kernel `k`.
     fn reduce_info<R>(
         &self,
@@ -395,11 +396,7 @@ impl Cuda {
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        let identity = reducer.init();
-        let join = device_join_for(k.pattern, reducer.device_join());
-        // Grid-stride loops: every reducer is joined as if commutative.
-        let mut params =
-            pack_reduce_args_info::<R::Value>(k, &iteration, args, &identity, join, ReduceWalk::Strided)?;
+        let (mut params, join) = pack_reduction(k, &iteration, args, reducer)?;
         let partials_param = params.offsets().len() - 1;
         check_args(k.name, &iteration, ends, args)?;
         let Some(plan) = self.plan_info(k, &iteration, args, |limits, resources| {
@@ -423,7 +420,9 @@ impl Cuda {
     /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over a `RangePolicy`) over `range`
     /// on this instance's stream and returns the reducer's value: every launched thread
     /// accumulates from `reducer.init()`, the host joins the partials in a fixed order (see
-    /// [`crate::reduce`]) and finalizes once. Waits for the launch.
+    /// [`crate::reduce`]) and finalizes once. A reducer whose join is not commutative
+    /// ([`Reducer::is_commutative`]) is joined in index order, as the core's axiom asks: each
+    /// thread folds one contiguous block of the range. Waits for the launch.
     ///
     /// ```
     /// use hoplite::prelude::*;
@@ -488,7 +487,9 @@ impl Cuda {
     }
 
     /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over an `MDRangePolicy` of rank `N`)
-    /// over `begins..ends`, as [`reduce_range`](Self::reduce_range) does.
+    /// over `begins..ends`, as [`reduce_range`](Self::reduce_range) does. A reducer that is
+    /// not commutative is joined in row-major index order (the last index fastest, as an
+    /// `MDRangePolicy` without tiles visits its box).
     ///
     /// # Errors
     ///
@@ -505,10 +506,18 @@ impl Cuda {
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        self.reduce_mdrange_info::<R, N>(&DeviceKernelInfo::of::<K>(), begins, ends, args, reducer)
+        self.reduce_mdrange_info::<R, N>(
+            &DeviceKernelInfo::of::<K>(),
+            begins,
+            ends,
+            args,
+            reducer,
+            IterationOrder::Right,
+        )
     }
 
-    /// [`reduce_mdrange`](Self::reduce_mdrange) of the kernel `k`, which a launch found at run time.
+    /// [`reduce_mdrange`](Self::reduce_mdrange) of the kernel `k`, which a launch found at run
+    /// time; a reducer that is not commutative joins in the order of nested loops in `visit`.
     pub(crate) fn reduce_mdrange_info<R, const N: usize>(
         &self,
         k: &DeviceKernelInfo,
@@ -516,12 +525,14 @@ impl Cuda {
         ends: [usize; N],
         args: &[DeviceArg],
         reducer: &R,
+        visit: IterationOrder,
     ) -> Result<R::Value, CudaError>
     where
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        let (iteration, ends, (lengths, order)) = checked_mdrange_info::<N>(k, begins, ends, args)?;
+        let checked = checked_mdrange_info::<N>(k, begins, ends, args)?;
+        let (iteration, ends, (lengths, order)) = reduce_mdrange_order(checked, walk_for(reducer), visit);
         self.reduce_info::<R>(k, iteration, &ends, args, reducer, |limits, _| {
             Ok(mdrange_geometry_in(limits, &lengths, order))
         })
@@ -529,7 +540,9 @@ impl Cuda {
 
     /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`) over the
     /// policy's league, as [`reduce_range`](Self::reduce_range) does; every thread of every
-    /// team contributes its partial. Writers and scratch as in
+    /// team contributes its partial. A reducer that is not commutative is joined as the host
+    /// backends join it: by contiguous runs of teams (one run per block), and within a run by
+    /// team rank. Writers and scratch as in
     /// [`launch_team`](Self::launch_team).
     ///
     /// # Errors
@@ -728,6 +741,28 @@ pub(crate) fn checked_mdrange_info<const R: usize>(
         order,
     };
     Ok((iteration, ends, (lengths, order)))
+}
+
+/// An MDRange reduction's iteration and geometry order for `walk`: the blocked walk (a
+/// reducer that is not commutative) flattens the box in `visit`, the order of nested loops
+/// whose index order its partials must follow, rather than in the order the views suggest
+/// (which only decides how neighbouring threads touch memory).
+pub(crate) fn reduce_mdrange_order(
+    checked: CheckedMdRange,
+    walk: ReduceWalk,
+    visit: IterationOrder,
+) -> CheckedMdRange {
+    let (mut iteration, ends, (lengths, mut order)) = checked;
+    if walk == ReduceWalk::Blocked {
+        order = match visit {
+            IterationOrder::Right => IndexOrder::LastFastest,
+            IterationOrder::Left => IndexOrder::FirstFastest,
+        };
+        if let IterationArgs::MdRange { order: walked, .. } = &mut iteration {
+            *walked = order;
+        }
+    }
+    (iteration, ends, (lengths, order))
 }
 
 /// The iteration space a team launch's writers must contain: a team stores into its row of
@@ -1037,6 +1072,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn blocked_mdrange_reductions_walk_the_policys_order() {
+        let checked = || {
+            let iteration = IterationArgs::MdRange {
+                begins: vec![0, 0],
+                ends: vec![4, 5],
+                // What a column-major view suggests for neighbouring threads.
+                order: IndexOrder::FirstFastest,
+            };
+            (iteration, vec![4, 5], (vec![4, 5], IndexOrder::FirstFastest))
+        };
+        let order_of = |c: &CheckedMdRange| match &c.0 {
+            IterationArgs::MdRange { order, .. } => (*order, c.2.1),
+            other => panic!("{other:?}"),
+        };
+        // Strided: the views decide; blocked: the nested loops' order, whatever the views.
+        let strided = reduce_mdrange_order(checked(), ReduceWalk::Strided, IterationOrder::Right);
+        assert_eq!(
+            order_of(&strided),
+            (IndexOrder::FirstFastest, IndexOrder::FirstFastest)
+        );
+        let right = reduce_mdrange_order(checked(), ReduceWalk::Blocked, IterationOrder::Right);
+        assert_eq!(
+            order_of(&right),
+            (IndexOrder::LastFastest, IndexOrder::LastFastest)
+        );
+        let left = reduce_mdrange_order(checked(), ReduceWalk::Blocked, IterationOrder::Left);
+        assert_eq!(
+            order_of(&left),
+            (IndexOrder::FirstFastest, IndexOrder::FirstFastest)
+        );
     }
 
     /// No pair enabled: only the instance's own device is accepted.

@@ -10,6 +10,7 @@ mod reducers;
 mod semantics;
 mod teams;
 mod tokens;
+mod walks;
 
 use std::path::PathBuf;
 

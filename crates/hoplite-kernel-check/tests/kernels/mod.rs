@@ -823,3 +823,72 @@ pub fn team_token_slots(
         uses.fetch_add(*id, 1);
     }
 }
+
+/// The run of consecutive indices a thread saw, in the order it saw them, as
+/// `(lo << 32) + hi`: -1 before the first index, -2 once an index does not continue the run
+/// (the conformance check `reducer::custom_join_keeps_index_order` keeps its concatenation
+/// so).
+#[kernel]
+pub fn index_run(i: Idx<'_>, acc: &mut i64) {
+    let k = *i as i64;
+    if *acc == -1 {
+        *acc = (k << 32) + k + 1;
+    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
+        *acc += 1;
+    } else {
+        *acc = -2;
+    }
+}
+
+/// [`index_run()`] over a rank-2 MDRange, the point's number read from `number`.
+#[kernel]
+pub fn point_run_2(p: MdIdx<'_, 2>, number: BoundReader<'_, i64, 2>, acc: &mut i64) {
+    let k = number.get(p);
+    if *acc == -1 {
+        *acc = (k << 32) + k + 1;
+    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
+        *acc += 1;
+    } else {
+        *acc = -2;
+    }
+}
+
+/// [`index_run()`] over a rank-3 MDRange, the point's number read from `number`.
+#[kernel]
+pub fn point_run_3(p: MdIdx<'_, 3>, number: BoundReader<'_, i64, 3>, acc: &mut i64) {
+    let k = number.get(p);
+    if *acc == -1 {
+        *acc = (k << 32) + k + 1;
+    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
+        *acc += 1;
+    } else {
+        *acc = -2;
+    }
+}
+
+/// [`index_run()`] over a rank-4 MDRange (one flat loop), the point's number read from
+/// `number`.
+#[kernel]
+pub fn point_run_4(p: MdIdx<'_, 4>, number: BoundReader<'_, i64, 4>, acc: &mut i64) {
+    let k = number.get(p);
+    if *acc == -1 {
+        *acc = (k << 32) + k + 1;
+    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
+        *acc += 1;
+    } else {
+        *acc = -2;
+    }
+}
+
+/// [`index_run()`] of the league ranks a team thread runs.
+#[kernel]
+pub fn league_run(m: &impl TeamMember, acc: &mut i64) {
+    let k = m.league_rank() as i64;
+    if *acc == -1 {
+        *acc = (k << 32) + k + 1;
+    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
+        *acc += 1;
+    } else {
+        *acc = -2;
+    }
+}
