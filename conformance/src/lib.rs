@@ -476,11 +476,11 @@ macro_rules! __for_each_check {
                     logical_and_or_match_sequential_fold,
                     bitwise_and_or_match_sequential_fold,
                     finalize_runs_once_on_the_total,
+                    custom_join_keeps_index_order,
                 }
                 host {
                     first_loc_and_last_loc_find_the_extremes,
                     empty_range_gives_the_identity,
-                    custom_join_keeps_index_order,
                     tuple_of_reducers_matches_separate_reductions,
                     reduce_into_views_and_variables,
                     complex_array_reductions_and_locked_atomics,

@@ -8,21 +8,74 @@ use hoplite_core::{Custom, Idx, MinLoc, Sum, ValLoc, parallel_reduce};
 use hoplite_macros::kernel;
 
 use super::{N, policies, tie_data};
-use crate::util::same;
 use crate::{FullSpace, LaunchSpace, Outcome, check};
+
+/// No index seen yet: the identity of [`extend_run`]'s value.
+const NO_RUN: i64 = -1;
+
+/// Indices that are not one increasing run.
+const BROKEN_RUN: i64 = -2;
+
+/// A kernel of these checks: the run `[lo, hi)` of consecutive indices seen in index order,
+/// as `(lo << 32) + hi`; [`NO_RUN`] before the first index, [`BROKEN_RUN`] once an index does
+/// not continue the run.
+#[kernel(crate = hoplite_core)]
+pub fn extend_run(i: Idx<'_>, acc: &mut i64) {
+    let k = *i as i64;
+    if *acc == -1 {
+        *acc = (k << 32) + k + 1;
+    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
+        *acc += 1;
+    } else {
+        *acc = -2;
+    }
+}
+
+/// Joins two runs (`dst` before `src`): one run if `src` starts where `dst` ends.
+fn join_runs(dst: &mut i64, src: i64) {
+    *dst = if src == NO_RUN {
+        *dst
+    } else if *dst == NO_RUN {
+        src
+    } else if *dst >= 0 && src >= 0 && *dst & LOW == src >> 32 {
+        (*dst >> 32 << 32) + (src & LOW)
+    } else {
+        BROKEN_RUN
+    };
+}
+
+/// A run as `lo..hi`, for messages.
+fn show_run(run: i64) -> String {
+    match run {
+        NO_RUN => "no index".to_owned(),
+        BROKEN_RUN => "indices out of order, missing or repeated".to_owned(),
+        run => format!("{}..{}", run >> 32, run & LOW),
+    }
+}
 
 /// Reducer axiom 3 (index order): partial results are joined with `dst` covering lower
 /// indices than `src`, so a non-commutative concatenation yields the indices in order.
-pub fn custom_join_keeps_index_order<S: FullSpace>(space: &S) -> Outcome {
+///
+/// The concatenation is kept as the run of consecutive indices it spells (`lo..hi`), or
+/// "broken": the run is `begin..end` exactly when the concatenation is the range's indices in
+/// order, and the value is an `i64`, which a device reduction carries.
+pub fn custom_join_keeps_index_order<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
-        let concat = Custom::new(Vec::new, |dst: &mut Vec<usize>, src: Vec<usize>| dst.extend(src));
+        let concat = Custom::new(|| NO_RUN, join_runs);
         for range in [0..N, 3..N, 0..1, 7..7] {
-            let want: Vec<usize> = range.clone().collect();
+            let want = if range.is_empty() {
+                NO_RUN
+            } else {
+                ((range.start as i64) << 32) + range.end as i64
+            };
             for (policy, how) in policies(space, range.clone()) {
-                let got = parallel_reduce("concat", policy, |i, acc: &mut Vec<usize>| acc.push(*i), &concat)?;
-                same(&got, &want, || {
-                    format!("concatenation of the indices over {range:?} with the {how}")
-                })?;
+                let got = parallel_reduce("concat", policy, extend_run::with(), &concat)?;
+                ensure!(
+                    got == want,
+                    "concatenation of the indices over {range:?} with the {how}: got {}, expected {}",
+                    show_run(got),
+                    show_run(want)
+                );
             }
         }
         Ok(())

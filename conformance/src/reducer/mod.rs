@@ -65,6 +65,7 @@ pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
     DeviceKernelInfo::of::<or_index_bits>,
     DeviceKernelInfo::of::<and_cleared_index_bits>,
     DeviceKernelInfo::of::<count_and_sum_indices>,
+    DeviceKernelInfo::of::<extend_run>,
 ];
 
 const N: usize = 1000;
