@@ -213,3 +213,26 @@ fn blocked_leagues_join_by_runs_of_teams() -> Result<()> {
     }
     Ok(())
 }
+
+/// The conformance check `reducer::custom_join_keeps_index_order` as Cuda runs it, on the
+/// CPU: its own `#[kernel]` (`extend_run`), the grid a launch of 1000 indices gets (4 blocks
+/// of 256 threads, one partial each), the blocked walk the check's non-commutative reducer
+/// asks for, and hoplite-cuda's host join.
+#[test]
+fn the_index_order_check_passes_with_the_blocked_walk() -> Result<()> {
+    let Some(m) = module::<hoplite_conformance::reducer::extend_run>() else {
+        return Ok(());
+    };
+    let grid = Grid {
+        blocks: [4, 1, 1],
+        threads: [256, 1, 1],
+    };
+    for range in [0..1000, 3..1000, 0..1, 7..7] {
+        for walk in WALKS {
+            let partials = walked(&m, grid, (&[range.start], &[range.end]), &mut [], walk);
+            let what = format!("the check's {range:?}");
+            check_partials(&partials, walk, range.start as u64, range.len() as u64, &what);
+        }
+    }
+    Ok(())
+}
