@@ -2,15 +2,16 @@
 //! `parallel_scan` over range, MDRange and team policies, for `#[kernel]` kernels, each run
 //! as the kernel's generated entry through [`Prepared`] (see the [module documentation](super)).
 
-use hoplite_abi::{DeviceIteration, DevicePattern, IterationArgs, TeamScratch};
+use hoplite_abi::{DeviceIteration, DevicePattern, IndexOrder, IterationArgs, TeamScratch};
 use hoplite_core::{
-    Error, ForKernel, MDRangePolicy, MinMaxLocScalar, MinMaxScalar, ParallelFor, ParallelReduce,
-    ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel, ScanValue, TeamPolicy, ValLoc,
+    Error, ForKernel, IterationOrder, MDRangePolicy, MinMaxLocScalar, MinMaxScalar, ParallelFor,
+    ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel, ScanValue,
+    TeamPolicy, ValLoc,
 };
 
 use super::{
-    HostDevice, MAX_TEAM_SIZE, ONE_THREAD, Prepared, RANGE_GRID, SHARED_BYTES_PER_BLOCK, TEAM_BLOCKS,
-    device_launch, mdrange_grid,
+    HostDevice, MAX_TEAM_SIZE, Prepared, RANGE_GRID, SHARED_BYTES_PER_BLOCK, TEAM_BLOCKS, device_launch,
+    mdrange_grid,
 };
 use crate::Grid;
 
@@ -60,16 +61,6 @@ fn team_launch(prepared: &Prepared, policy: &TeamPolicy<HostDevice>) -> Result<(
         scratch,
     };
     Ok((iteration, grid, shared))
-}
-
-/// The waves of a reduction over `begin..end` on `grid` whose reducer is not commutative: at
-/// most one index per thread, so that joining the partials in thread order is joining in
-/// index order.
-fn waves(begin: usize, end: usize, grid: Grid) -> impl Iterator<Item = (IterationArgs, Grid)> {
-    let step = grid.thread_count().max(1);
-    (begin..end)
-        .step_by(step)
-        .map(move |lo| (range_args(lo, (lo + step).min(end)), grid))
 }
 
 /// Tries `$run` with the value type `$v` set to each listed type, returning from the caller
@@ -185,13 +176,8 @@ unsafe impl ParallelReduce<RangePolicy<HostDevice>> for HostDevice {
             !matches!(p, DevicePattern::For | DevicePattern::Scan(_))
         })?;
         let (begin, end) = (policy.begin(), policy.end());
-        let commutative = reducer.is_commutative();
-        with_device_value!(R::Value, |V| if commutative {
-            let whole = (begin < end).then(|| (range_args(begin, end), RANGE_GRID));
-            prepared.reduce::<R, V>(whole, 0, reducer)
-        } else {
-            prepared.reduce::<R, V>(waves(begin, end, RANGE_GRID), 0, reducer)
-        });
+        let whole = (begin < end).then(|| (range_args(begin, end), RANGE_GRID));
+        with_device_value!(R::Value, |V| prepared.reduce::<R, V>(whole, 0, reducer));
         Err(no_device_value::<R::Value>(&prepared))
     }
 }
@@ -210,13 +196,26 @@ unsafe impl<const N: usize> ParallelReduce<MDRangePolicy<HostDevice, N>> for Hos
         prepared.expect(DeviceIteration::MdRange(N), |p| {
             !matches!(p, DevicePattern::For | DevicePattern::Scan(_))
         })?;
-        // A reducer that is not commutative gets one thread, which walks the box in order.
-        let grid = if reducer.is_commutative() {
-            mdrange_grid(N)
-        } else {
-            ONE_THREAD
-        };
-        let whole = (!policy.is_empty()).then(|| (mdrange_args(&prepared, policy), grid));
+        let mut iteration = mdrange_args(&prepared, policy);
+        if !reducer.is_commutative() {
+            // The blocked walk flattens the box in the policy's inner order, which is index
+            // order where the policy visits its box as nested loops; other tilings are
+            // refused, as `Cuda` refuses them.
+            if !policy.visits_in_nested_order() {
+                return Err(prepared.invalid(format!(
+                    "the reducer `{}` is not commutative, so its partial results must join in the MDRange's visit order, which with tiles {:?} is tile by tile; drop `with_tiles`, or reduce with a commutative reducer",
+                    std::any::type_name::<R>(),
+                    policy.tiles()
+                )));
+            }
+            if let IterationArgs::MdRange { order, .. } = &mut iteration {
+                *order = match policy.inner_order() {
+                    IterationOrder::Right => IndexOrder::LastFastest,
+                    IterationOrder::Left => IndexOrder::FirstFastest,
+                };
+            }
+        }
+        let whole = (!policy.is_empty()).then(|| (iteration, mdrange_grid(N)));
         with_device_value!(R::Value, |V| prepared.reduce::<R, V>(whole, 0, reducer));
         Err(no_device_value::<R::Value>(&prepared))
     }
@@ -268,22 +267,5 @@ unsafe impl ParallelScan<RangePolicy<HostDevice>> for HostDevice {
             "a scan of `{}`, which has no device layout; scan a numeric scalar",
             std::any::type_name::<T>()
         )))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn waves_give_each_thread_at_most_one_index_in_order() {
-        let all: Vec<(u64, u64)> = waves(5, 30, RANGE_GRID)
-            .map(|(it, _)| match it {
-                IterationArgs::Range { begin, end } => (begin, end),
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        assert_eq!(all, [(5, 17), (17, 29), (29, 30)]);
-        assert_eq!(waves(3, 3, RANGE_GRID).count(), 0);
     }
 }

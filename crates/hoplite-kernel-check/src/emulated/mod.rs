@@ -22,9 +22,12 @@
 //!    threads of one block running at once with real barriers are exercised.
 //! 4. Reductions get one partial per launched thread (one per block where the device joins
 //!    the library's reducers itself), which the host joins with the launch's reducer in
-//!    thread order and finalizes once; a reducer that is not commutative runs in waves of at
-//!    most one index per thread, so thread order is index order. Scans run twice: the chunk
-//!    sums, their exclusive prefix on the host, then the final pass.
+//!    thread order and finalizes once; a reducer that is not commutative takes the blocked
+//!    walk (`hoplite_abi::ReduceWalk::Blocked`: one contiguous block of the space per thread,
+//!    an MDRange flattened in the policy's inner order), so thread order is index order, and
+//!    an MDRange whose tiles are not visited as nested loops is refused for it, as on
+//!    `Cuda`. Scans run twice: the chunk sums, their exclusive prefix on the host, then the
+//!    final pass.
 //!
 //! Its memory space, [`HostDeviceSpace`], is host memory presented as device memory: views in
 //! it are filled and read through [`MemorySpace::copy_from_host`] and
@@ -104,12 +107,6 @@ pub fn mdrange_grid(rank: usize) -> Grid {
         _ => RANGE_GRID,
     }
 }
-
-/// One thread: a launch whose single partial covers the whole space, in its order.
-const ONE_THREAD: Grid = Grid {
-    blocks: [1, 1, 1],
-    threads: [1, 1, 1],
-};
 
 /// The emulated GPU: launches of `#[kernel]`s run their generated CUDA C on the CPU (see the
 /// [module documentation](self)). A test substitute for a GPU, not a backend for users.
@@ -545,17 +542,13 @@ impl Prepared {
         let identity: V = unsafe { same(reducer.init()) };
         let identity = encode(&[identity]);
         let join: Option<DeviceJoin> = device_join_for(self.kernel.pattern, reducer.device_join());
+        // One block per thread for a join that is not commutative: partials in index order.
+        let walk = ReduceWalk::for_join(reducer.is_commutative());
         let mut total = reducer.init();
         for (iteration, grid) in launches {
-            let mut params = hoplite_abi::pack_reduce(
-                &self.kernel,
-                &iteration,
-                &self.args,
-                &identity,
-                join,
-                ReduceWalk::Strided,
-            )
-            .map_err(|e| self.invalid(e.reason))?;
+            let mut params =
+                hoplite_abi::pack_reduce(&self.kernel, &iteration, &self.args, &identity, join, walk)
+                    .map_err(|e| self.invalid(e.reason))?;
             let count = if join.is_some() {
                 grid.blocks.iter().map(|&b| b as usize).product()
             } else {
