@@ -98,3 +98,26 @@ fn the_six_on_cuda_streams_match_the_reference() {
     };
     all_six(&to).expect("runs");
 }
+
+/// One DAG device per NUMA node of a synthetic two-node machine (hwloc's description, so the
+/// test does not depend on this machine's nodes): the selection policy spreads the launches
+/// without parents over the nodes.
+#[cfg(feature = "numa")]
+#[test]
+fn the_six_on_numa_node_devices_match_the_reference() {
+    use hoplite::NumaSpace;
+    use hoplite::numa::NumaTopology;
+    let topology = NumaTopology::synthetic("numa:2 core:1 pu:1").expect("a valid description");
+    let space = NumaSpace::with_topology(&topology, 0).expect("pools");
+    let devices: Vec<HostDevice<NumaSpace>> = space
+        .partition_by_node()
+        .expect("node pools")
+        .into_iter()
+        .map(|node| HostDevice::new(&format!("numa node {}", node.nodes()[0]), vec![node]).expect("device"))
+        .collect();
+    let to = Dag {
+        ctx: Context::new(devices, ContextOptions::default()).expect("context"),
+        space,
+    };
+    all_six(&to).expect("runs");
+}
