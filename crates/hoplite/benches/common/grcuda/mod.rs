@@ -1,0 +1,248 @@
+//! GrCUDA's six single-GPU benchmarks (`projects/resources/cuda/single_gpu/b1, b5, b6, b7, b8,
+//! b10` in necst/grcuda), written as `#[kernel]` kernels over views of a space's own memory, so
+//! that one function per benchmark runs on every backend: launched through the implicit DAG
+//! ([`Dag`], any `hoplite_dag::Device`: host streams, partitions of a pool, CUDA streams) or
+//! eagerly ([`Eager`]). Each benchmark has a plain serial reference (`reference`) and a check
+//! (`Output::check`) that states its tolerance.
+//!
+//! | benchmark | GrCUDA | DAG shape |
+//! |---|---|---|
+//! | [`vec`] | b1, VEC | two squares side by side, then a reduction of their difference |
+//! | [`bs`] | b5, B&S | `M` independent Black & Scholes kernels |
+//! | [`ml`] | b6, ML | a naive Bayes branch and a ridge regression branch (5 kernels each), joined by an argmax |
+//! | [`hits`] | b7, HITS | per iteration two SpMVs, two sums, two divisions: two branches that meet at the norms |
+//! | [`img`] | b8, IMG | three blurs feed a sobel branch, a contrast stretch and an unsharp mask; two combines join them |
+//! | [`dl`] | b10, DL | two branches of convolution, pooling, convolution, joined by a concatenation and a dense layer |
+//!
+//! The norms of HITS are reductions whose values the host reads before the divisions (GrCUDA
+//! keeps them in device memory); the two branches still overlap, the host waits at the norms.
+
+#![allow(dead_code)]
+
+use hoplite::dag::device::{Device, Stream};
+use hoplite::dag::{Context, Pending};
+use hoplite::graph::GraphLaunch;
+use hoplite::prelude::*;
+use hoplite::{
+    ExecutionSpace, IntoLaunch, LaunchSpace, LaunchSpec, LayoutRight, ParallelFor, ParallelReduce, Reducer,
+};
+
+pub mod bs;
+pub mod dl;
+pub mod hits;
+pub mod img;
+pub mod ml;
+pub mod vec;
+
+/// A benchmark's error: a launch's, the DAG's, or a view's.
+pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A view of `S`'s own memory.
+pub type DeviceView<T, const R: usize, S> = View<T, R, LayoutRight, <S as ExecutionSpace>::MemorySpace>;
+
+/// Where a benchmark's launches go: straight to a space ([`Eager`]) or into a DAG ([`Dag`]).
+pub trait Launcher<S: LaunchSpace> {
+    /// The instance the launches' policies name (a DAG runs them on its streams' instances).
+    fn space(&self) -> S;
+
+    /// A `parallel_for`.
+    fn launch<L, F>(&self, label: &str, launch: L, kernel: F) -> Result<(), BenchError>
+    where
+        L: IntoLaunch<S>,
+        L::Launch: GraphLaunch<S> + 'static,
+        S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static;
+
+    /// A `parallel_reduce`, whose value [`Deferred::get`] waits for.
+    fn reduce<L, F, R>(
+        &self,
+        label: &str,
+        launch: L,
+        kernel: F,
+        reducer: R,
+    ) -> Result<Deferred<R::Value>, BenchError>
+    where
+        L: IntoLaunch<S>,
+        L::Launch: GraphLaunch<S> + 'static,
+        S: ParallelReduce<<L::Launch as LaunchSpec>::Policy>,
+        R: Reducer + Send + Sync + 'static,
+        R::Value: Send + 'static,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static;
+
+    /// Waits for every launch so far.
+    fn finish(&self) -> Result<(), BenchError>;
+}
+
+/// A reduction's value: known already (eager) or pending on a DAG vertex.
+pub enum Deferred<T> {
+    /// An eager launch's value.
+    Ready(T),
+    /// A DAG vertex's value.
+    Pending(Pending<T>),
+}
+
+impl<T> Deferred<T> {
+    /// The value, once its launch has run.
+    pub fn get(self) -> Result<T, BenchError> {
+        match self {
+            Deferred::Ready(v) => Ok(v),
+            Deferred::Pending(p) => Ok(p.get()?),
+        }
+    }
+}
+
+/// Eager launches on one instance: each returns when its kernel has run.
+pub struct Eager<S>(pub S);
+
+impl<S: LaunchSpace> Launcher<S> for Eager<S> {
+    fn space(&self) -> S {
+        self.0.clone()
+    }
+
+    fn launch<L, F>(&self, label: &str, launch: L, kernel: F) -> Result<(), BenchError>
+    where
+        L: IntoLaunch<S>,
+        L::Launch: GraphLaunch<S> + 'static,
+        S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
+    {
+        Ok(hoplite::dispatch::parallel_for(
+            label,
+            launch.into_launch(),
+            kernel,
+        )?)
+    }
+
+    fn reduce<L, F, R>(
+        &self,
+        label: &str,
+        launch: L,
+        kernel: F,
+        reducer: R,
+    ) -> Result<Deferred<R::Value>, BenchError>
+    where
+        L: IntoLaunch<S>,
+        L::Launch: GraphLaunch<S> + 'static,
+        S: ParallelReduce<<L::Launch as LaunchSpec>::Policy>,
+        R: Reducer + Send + Sync + 'static,
+        R::Value: Send + 'static,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static,
+    {
+        Ok(Deferred::Ready(hoplite::dispatch::parallel_reduce(
+            label,
+            launch.into_launch(),
+            kernel,
+            reducer,
+        )?))
+    }
+
+    fn finish(&self) -> Result<(), BenchError> {
+        Ok(self.0.fence()?)
+    }
+}
+
+/// Launches as vertices of an implicit DAG over devices whose streams run on `S`.
+pub struct Dag<D: Device> {
+    /// The context the launches go to.
+    pub ctx: Context<D>,
+    /// The instance the policies name.
+    pub space: <D::Stream as Stream>::Space,
+}
+
+impl<S: LaunchSpace, D: Device> Launcher<S> for Dag<D>
+where
+    D::Stream: Stream<Space = S>,
+{
+    fn space(&self) -> S {
+        self.space.clone()
+    }
+
+    fn launch<L, F>(&self, label: &str, launch: L, kernel: F) -> Result<(), BenchError>
+    where
+        L: IntoLaunch<S>,
+        L::Launch: GraphLaunch<S> + 'static,
+        S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
+    {
+        self.ctx.launch(label, launch, kernel)?;
+        Ok(())
+    }
+
+    fn reduce<L, F, R>(
+        &self,
+        label: &str,
+        launch: L,
+        kernel: F,
+        reducer: R,
+    ) -> Result<Deferred<R::Value>, BenchError>
+    where
+        L: IntoLaunch<S>,
+        L::Launch: GraphLaunch<S> + 'static,
+        S: ParallelReduce<<L::Launch as LaunchSpec>::Policy>,
+        R: Reducer + Send + Sync + 'static,
+        R::Value: Send + 'static,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static,
+    {
+        Ok(Deferred::Pending(
+            self.ctx.reduce(label, launch, kernel, reducer)?,
+        ))
+    }
+
+    fn finish(&self) -> Result<(), BenchError> {
+        Ok(self.ctx.synchronize()?)
+    }
+}
+
+/// A deterministic generator (xorshift64*), so every backend and the reference see one input.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// Uploads `values` into a view of `S`'s memory.
+pub fn upload<T: hoplite::ViewValue, const R: usize, S: ExecutionSpace>(
+    label: &str,
+    extents: [usize; R],
+    values: &[T],
+) -> Result<DeviceView<T, R, S>, BenchError> {
+    Ok(View::from_slice(label, extents, values)?)
+}
+
+/// A zeroed view of `S`'s memory.
+pub fn zeros<T: hoplite::ViewValue, const R: usize, S: ExecutionSpace>(
+    label: &str,
+    extents: [usize; R],
+) -> Result<DeviceView<T, R, S>, BenchError> {
+    Ok(View::new(label, extents)?)
+}
+
+/// Checks that `got` is within `rel` of `want` relative to `max(1, |want|)`, element by element.
+pub fn assert_close<T: Copy + Into<f64>>(what: &str, got: &[T], want: &[T], rel: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let (g, w): (f64, f64) = (g.into(), w.into());
+        assert!(
+            (g - w).abs() <= rel * w.abs().max(1.0),
+            "{what}[{k}]: {g} against the reference's {w} (tolerance {rel} relative)"
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! GrCUDA's six benchmarks (`benches/common/grcuda`) at small sizes, through the implicit DAG
+//! on every backend built here: serial streams, partitions of a rayon pool, CUDA streams (with
+//! `--features cuda`; without a device each CUDA test says it is skipped and why), and eagerly
+//! on rayon. Each result is checked against the benchmark's serial reference.
+
+#[path = "../benches/common/grcuda/mod.rs"]
+mod grcuda;
+
+use grcuda::{BenchError, Dag, Eager, Launcher, bs, dl, hits, img, ml, vec};
+use hoplite::dag::device::HostDevice;
+use hoplite::dag::{Context, ContextOptions};
+use hoplite::{LaunchSpace, RayonSpace, Serial};
+
+/// The small sizes: every benchmark's full DAG, each test well under a second.
+const VEC_N: usize = 10_000;
+const BS_N: usize = 2_000;
+const BS_M: usize = 10;
+const ML: (usize, usize, usize) = (500, 40, 10);
+const HITS_N: usize = 2_000;
+const HITS_DEGREE: usize = 3;
+const HITS_ITERATIONS: usize = 5;
+const IMG_N: usize = 64;
+const DL_N: usize = 64;
+
+/// Runs all six on `to` and checks each against its reference.
+fn all_six<S: LaunchSpace, L: Launcher<S>>(to: &L) -> Result<(), BenchError> {
+    let b = vec::Buffers::<S>::new(VEC_N)?;
+    vec::check(vec::run(to, &b)?, vec::reference(VEC_N));
+
+    let b = bs::Buffers::<S>::new(BS_N, BS_M)?;
+    bs::run(to, &b)?;
+    bs::check(&b.result()?, &bs::reference(BS_N));
+
+    let input = ml::Input::new(ML.0, ML.1, ML.2);
+    let b = ml::Buffers::<S>::new(&input)?;
+    ml::run(to, &b)?;
+    b.result()?.check(&ml::reference(&input));
+
+    let input = hits::Input::new(HITS_N, HITS_DEGREE);
+    let b = hits::Buffers::<S>::new(&input)?;
+    hits::run(to, &b, HITS_ITERATIONS)?;
+    hits::check(&b.result()?, &hits::reference(&input, HITS_ITERATIONS));
+
+    let b = img::Buffers::<S>::new(IMG_N)?;
+    let sum = img::run(to, &b)?;
+    to.finish()?;
+    img::check(&b.result()?, sum, &img::reference(IMG_N));
+
+    let input = dl::Input::new(DL_N);
+    let b = dl::Buffers::<S>::new(&input)?;
+    let out = dl::run(to, &b)?;
+    to.finish()?;
+    dl::check(&b.features()?, out, &dl::reference(&input));
+    Ok(())
+}
+
+#[test]
+fn the_six_on_serial_streams_match_the_reference() {
+    let device = HostDevice::new("serial", vec![Serial::default(); 2]).expect("device");
+    let to = Dag {
+        ctx: Context::new(vec![device], ContextOptions::default()).expect("context"),
+        space: Serial::default(),
+    };
+    all_six(&to).expect("runs");
+}
+
+#[test]
+fn the_six_on_rayon_partitions_match_the_reference() {
+    let space = RayonSpace::default();
+    let device = HostDevice::partitioned("cpu", &space, 2).expect("device");
+    let to = Dag {
+        ctx: Context::new(vec![device], ContextOptions::default()).expect("context"),
+        space,
+    };
+    all_six(&to).expect("runs");
+}
+
+#[test]
+fn the_six_eager_on_rayon_match_the_reference() {
+    all_six(&Eager(RayonSpace::default())).expect("runs");
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn the_six_on_cuda_streams_match_the_reference() {
+    use hoplite::Cuda;
+    use hoplite::cuda::dag::CudaDevice;
+    let device = match CudaDevice::new(0, 2) {
+        Ok(d) => d,
+        Err(e) => {
+            println!("skipped: the GrCUDA benchmarks on CUDA streams need a device ({e})");
+            return;
+        }
+    };
+    let to = Dag {
+        ctx: Context::new(vec![device], ContextOptions::default()).expect("context"),
+        space: Cuda::default(),
+    };
+    all_six(&to).expect("runs");
+}
+
+/// One DAG device per NUMA node of a synthetic two-node machine (hwloc's description, so the
+/// test does not depend on this machine's nodes): the selection policy spreads the launches
+/// without parents over the nodes.
+#[cfg(feature = "numa")]
+#[test]
+fn the_six_on_numa_node_devices_match_the_reference() {
+    use hoplite::NumaSpace;
+    use hoplite::numa::NumaTopology;
+    let topology = NumaTopology::synthetic("numa:2 core:1 pu:1").expect("a valid description");
+    let space = NumaSpace::with_topology(&topology, 0).expect("pools");
+    let devices: Vec<HostDevice<NumaSpace>> = space
+        .partition_by_node()
+        .expect("node pools")
+        .into_iter()
+        .map(|node| HostDevice::new(&format!("numa node {}", node.nodes()[0]), vec![node]).expect("device"))
+        .collect();
+    let to = Dag {
+        ctx: Context::new(devices, ContextOptions::default()).expect("context"),
+        space,
+    };
+    all_six(&to).expect("runs");
+}
