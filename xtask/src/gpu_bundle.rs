@@ -8,6 +8,7 @@
 //!   kernels on Cuda (`conformance`), graphs, the DAG, tokens, reductions, raw kernels (not the
 //!   compile-fail cases, which need cargo and the sources);
 //! * `benches/cuda` — the CUDA benchmark (launch overhead, graph replay, reductions);
+//! * `benches/grcuda` — GrCUDA's six benchmarks, whose `cuda-*` rows run on the GPU;
 //! * `examples/tour` — the tour built with `--features cuda`;
 //! * `COMMIT` — the commit (and whether the tree had changes) and when the bundle was built;
 //! * `run.sh` — runs the tests (each binary under a time limit, one test thread: device
@@ -51,7 +52,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--no-run",
         "--message-format=json-render-diagnostics",
     ])?;
-    let benches = build(&[
+    let mut benches = build(&[
         "bench",
         "-p",
         "hoplite-cuda",
@@ -60,6 +61,18 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--no-run",
         "--message-format=json-render-diagnostics",
     ])?;
+    // GrCUDA's six benchmarks through the DAG on CUDA streams, synchronous and eager.
+    benches.extend(build(&[
+        "bench",
+        "-p",
+        "hoplite",
+        "--features",
+        "cuda",
+        "--bench",
+        "grcuda",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ])?);
     let examples = build(&[
         "build",
         "--release",
@@ -99,7 +112,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .map(|m| m.len())
         .sum();
     println!(
-        "xtask: GPU bundle in {} ({} test binaries, the CUDA benchmark, the tour; {:.1} MiB)",
+        "xtask: GPU bundle in {} ({} test binaries, the CUDA and GrCUDA benchmarks, the tour; {:.1} MiB)",
         out.display(),
         tests.len(),
         bytes as f64 / (1024.0 * 1024.0)
