@@ -17,8 +17,8 @@ const NO_RUN: i64 = -1;
 const BROKEN_RUN: i64 = -2;
 
 /// A kernel of these checks: the run `[lo, hi)` of consecutive indices seen in index order,
-/// as `(lo << 32) + hi`; [`NO_RUN`] before the first index, [`BROKEN_RUN`] once an index does
-/// not continue the run.
+/// as `(lo << 32) + hi`; `-1` before the first index, `-2` once an index does not continue
+/// the run.
 #[kernel(crate = hoplite_core)]
 pub fn extend_run(i: Idx<'_>, acc: &mut i64) {
     let k = *i as i64;
