@@ -638,7 +638,9 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
         run: &R,
     ) -> hoplite_core::Result<()> {
         let current = AtomicUsize::new(0);
-        if space.concurrency() <= 1 {
+        // While a Kokkos Tools connector is loaded, nodes run one after another on this thread:
+        // connectors that keep one stack of kernels need each node's begin and end together.
+        if space.concurrency() <= 1 || hoplite_core::profiling::tools_loaded() {
             return Self::guarded(nodes, &current, || {
                 let order = self.plan.runs.iter().flat_map(Range::clone);
                 Self::run_sequential(nodes, order, run, &current)
