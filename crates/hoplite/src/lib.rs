@@ -36,6 +36,11 @@ pub struct KernelsGuideDoctest;
 #[doc = include_str!("../../../docs/dag.md")]
 pub struct DagGuideDoctest;
 
+/// The profiling guide's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/profiling.md")]
+pub struct ProfilingGuideDoctest;
+
 /// The CUDA guide's examples, run as doctests (with the `cuda` feature; without a GPU they
 /// take the paths that report its absence).
 #[cfg(all(doctest, feature = "cuda"))]
