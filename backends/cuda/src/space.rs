@@ -221,7 +221,7 @@ impl ExecutionSpace for Cuda {
     fn profiling_device_id(&self) -> hoplite_core::profiling::DeviceId {
         let ordinal = self.device().unwrap_or(0);
         hoplite_core::profiling::DeviceId::numbered(
-            hoplite_core::profiling::DeviceType::Cuda,
+            hoplite_core::profiling::DeviceType::CUDA,
             u32::try_from(ordinal).unwrap_or(u32::MAX),
             self.inner.number,
         )

@@ -699,7 +699,7 @@ impl ExecutionSpace for RayonSpace {
     /// number, so partitions and pools made apart are told apart.
     fn profiling_device_id(&self) -> hoplite_core::profiling::DeviceId {
         hoplite_core::profiling::DeviceId::numbered(
-            hoplite_core::profiling::DeviceType::Threads,
+            hoplite_core::profiling::DeviceType::THREADS,
             0,
             self.inner.id.saturating_sub(1),
         )

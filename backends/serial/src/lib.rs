@@ -99,7 +99,7 @@ impl ExecutionSpace for Serial {
 
     /// Kokkos' id for its `Serial` space: one instance (1) of device 0.
     fn profiling_device_id(&self) -> hoplite_core::profiling::DeviceId {
-        hoplite_core::profiling::DeviceId::new(hoplite_core::profiling::DeviceType::Serial, 0, 1)
+        hoplite_core::profiling::DeviceId::new(hoplite_core::profiling::DeviceType::SERIAL, 0, 1)
     }
 
     fn in_parallel(&self) -> bool {

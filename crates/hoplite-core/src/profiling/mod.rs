@@ -129,47 +129,74 @@ pub fn set_global_fence(fence: fn() -> Result<()>) {
 
 /// The device types of Kokkos' device ids (`Kokkos::Tools::Experimental::DeviceType`), in
 /// Kokkos' numbering, so that connectors that group by device type read hoplite's ids as
-/// Kokkos'. hoplite's serial backend reports `Serial`, rayon and NUMA pools `Threads` (a pool
-/// of host threads, as Kokkos' `Threads` backend), CUDA streams `Cuda`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum DeviceType {
-    /// One host thread.
-    Serial = 0,
-    /// OpenMP threads.
-    OpenMP = 1,
-    /// A CUDA device.
-    Cuda = 2,
-    /// A HIP device.
-    Hip = 3,
-    /// OpenMP offload.
-    OpenMPTarget = 4,
-    /// HPX.
-    Hpx = 5,
-    /// A pool of host threads.
-    Threads = 6,
-    /// A SYCL device.
-    Sycl = 7,
-    /// OpenACC.
-    OpenAcc = 8,
-    /// Anything else.
-    Unknown = 9,
-}
+/// Kokkos'. hoplite's serial backend reports [`SERIAL`](Self::SERIAL), rayon and NUMA pools
+/// [`THREADS`](Self::THREADS) (a pool of host threads, as Kokkos' `Threads` backend), CUDA
+/// streams [`CUDA`](Self::CUDA).
+///
+/// The types are constants rather than enum variants named `Serial` or `Cuda`: a second item
+/// of such a name would make compiler messages spell the backends' types with their crate
+/// paths (`hoplite_serial::Serial`).
+///
+/// ```
+/// use hoplite_core::profiling::DeviceType;
+/// assert_eq!(DeviceType::CUDA.number(), 2);
+/// assert_eq!(format!("{:?}", DeviceType::THREADS), "Threads");
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceType(u8);
 
 impl DeviceType {
-    fn from_bits(bits: u32) -> Self {
-        match bits {
-            0 => DeviceType::Serial,
-            1 => DeviceType::OpenMP,
-            2 => DeviceType::Cuda,
-            3 => DeviceType::Hip,
-            4 => DeviceType::OpenMPTarget,
-            5 => DeviceType::Hpx,
-            6 => DeviceType::Threads,
-            7 => DeviceType::Sycl,
-            8 => DeviceType::OpenAcc,
-            _ => DeviceType::Unknown,
+    /// One host thread.
+    pub const SERIAL: Self = DeviceType(0);
+    /// OpenMP threads.
+    pub const OPENMP: Self = DeviceType(1);
+    /// A CUDA device.
+    pub const CUDA: Self = DeviceType(2);
+    /// A HIP device.
+    pub const HIP: Self = DeviceType(3);
+    /// OpenMP offload.
+    pub const OPENMP_TARGET: Self = DeviceType(4);
+    /// HPX.
+    pub const HPX: Self = DeviceType(5);
+    /// A pool of host threads.
+    pub const THREADS: Self = DeviceType(6);
+    /// A SYCL device.
+    pub const SYCL: Self = DeviceType(7);
+    /// OpenACC.
+    pub const OPENACC: Self = DeviceType(8);
+    /// Anything else.
+    pub const UNKNOWN: Self = DeviceType(9);
+
+    /// Kokkos' number for the type (the top 8 bits of a device id).
+    pub const fn number(self) -> u8 {
+        self.0
+    }
+
+    /// The type of Kokkos' number `bits`; numbers Kokkos does not define are [`UNKNOWN`](Self::UNKNOWN).
+    const fn from_bits(bits: u32) -> Self {
+        if bits <= 9 {
+            DeviceType(bits as u8)
+        } else {
+            Self::UNKNOWN
         }
+    }
+}
+
+impl fmt::Debug for DeviceType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const NAMES: [&str; 10] = [
+            "Serial",
+            "OpenMP",
+            "Cuda",
+            "HIP",
+            "OpenMPTarget",
+            "HPX",
+            "Threads",
+            "SYCL",
+            "OpenACC",
+            "Unknown",
+        ];
+        f.write_str(NAMES.get(usize::from(self.0)).copied().unwrap_or("Unknown"))
     }
 }
 
@@ -180,9 +207,9 @@ impl DeviceType {
 ///
 /// ```
 /// use hoplite_core::profiling::{DeviceId, DeviceType};
-/// let id = DeviceId::new(DeviceType::Cuda, 1, 3);
+/// let id = DeviceId::new(DeviceType::CUDA, 1, 3);
 /// assert_eq!(id.raw(), (2 << 24) | (1 << 17) | 3);
-/// assert_eq!((id.device_type(), id.device(), id.instance()), (DeviceType::Cuda, 1, 3));
+/// assert_eq!((id.device_type(), id.device(), id.instance()), (DeviceType::CUDA, 1, 3));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeviceId(u32);
@@ -199,7 +226,7 @@ impl DeviceId {
         let device = device & ((1 << Self::DEVICE_BITS) - 1);
         let instance = instance & ((1 << Self::INSTANCE_BITS) - 1);
         DeviceId(
-            ((device_type as u32) << (Self::INSTANCE_BITS + Self::DEVICE_BITS))
+            ((device_type.0 as u32) << (Self::INSTANCE_BITS + Self::DEVICE_BITS))
                 | (device << Self::INSTANCE_BITS)
                 | instance,
         )
@@ -210,7 +237,7 @@ impl DeviceId {
     ///
     /// ```
     /// use hoplite_core::profiling::{DeviceId, DeviceType};
-    /// assert_eq!(DeviceId::numbered(DeviceType::Threads, 0, 0).instance(), 1);
+    /// assert_eq!(DeviceId::numbered(DeviceType::THREADS, 0, 0).instance(), 1);
     /// ```
     pub const fn numbered(device_type: DeviceType, device: u32, n: u64) -> Self {
         let span = (1u64 << Self::INSTANCE_BITS) - 1;
@@ -223,7 +250,7 @@ impl DeviceId {
     }
 
     /// The device type.
-    pub fn device_type(self) -> DeviceType {
+    pub const fn device_type(self) -> DeviceType {
         DeviceType::from_bits(self.0 >> (Self::INSTANCE_BITS + Self::DEVICE_BITS))
     }
 
@@ -501,7 +528,7 @@ pub enum KernelKind {
 ///
 /// ```
 /// use hoplite_core::profiling::{DeviceId, DeviceType, KernelKind, KernelScope};
-/// let kernel = KernelScope::begin(KernelKind::For, "pack", || DeviceId::new(DeviceType::Serial, 0, 1));
+/// let kernel = KernelScope::begin(KernelKind::For, "pack", || DeviceId::new(DeviceType::SERIAL, 0, 1));
 /// // ... run the kernel ...
 /// kernel.end();
 /// ```
@@ -657,7 +684,7 @@ impl fmt::Debug for KernelOrder {
 ///
 /// ```
 /// use hoplite_core::profiling::{DeviceId, DeviceType, FenceScope};
-/// let _fence = FenceScope::begin("MySpace::fence", || DeviceId::new(DeviceType::Unknown, 0, 1));
+/// let _fence = FenceScope::begin("MySpace::fence", || DeviceId::new(DeviceType::UNKNOWN, 0, 1));
 /// // ... wait ...
 /// ```
 #[must_use = "the fence ends when this value drops"]
@@ -877,16 +904,16 @@ mod tests {
 
     #[test]
     fn device_ids_follow_kokkos_field_widths() {
-        let id = DeviceId::new(DeviceType::Threads, 200, (1 << 17) + 5);
-        assert_eq!(id.device_type(), DeviceType::Threads);
+        let id = DeviceId::new(DeviceType::THREADS, 200, (1 << 17) + 5);
+        assert_eq!(id.device_type(), DeviceType::THREADS);
         assert_eq!(id.device(), 200 & 0x7f);
         assert_eq!(id.instance(), 5);
-        assert_eq!(DeviceId::new(DeviceType::Serial, 0, 1).raw(), 1);
+        assert_eq!(DeviceId::new(DeviceType::SERIAL, 0, 1).raw(), 1);
         assert_eq!(
-            DeviceId::numbered(DeviceType::Cuda, 0, (1 << 17) - 1).instance(),
+            DeviceId::numbered(DeviceType::CUDA, 0, (1 << 17) - 1).instance(),
             1
         );
-        assert_eq!(DeviceType::from_bits(42), DeviceType::Unknown);
+        assert_eq!(DeviceType::from_bits(42), DeviceType::UNKNOWN);
     }
 
     #[test]

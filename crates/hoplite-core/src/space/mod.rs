@@ -106,16 +106,16 @@ pub trait ExecutionSpace: Clone + Default + Send + Sync + PartialEq + Debug + 's
     /// kernels and fences ([`DeviceId`](crate::profiling::DeviceId): Kokkos' device type,
     /// device and instance), so that connectors that group by instance tell instances apart.
     /// Called only when a connector is loaded. The provided one is instance 1 of device 0 of
-    /// type [`Unknown`](crate::profiling::DeviceType::Unknown); every backend overrides it.
+    /// type [`Unknown`](crate::profiling::DeviceType::UNKNOWN); every backend overrides it.
     ///
     /// ```
     /// use hoplite_core::ExecutionSpace;
     /// use hoplite_core::profiling::DeviceType;
     /// let id = hoplite_serial::Serial::default().profiling_device_id();
-    /// assert_eq!((id.device_type(), id.instance()), (DeviceType::Serial, 1));
+    /// assert_eq!((id.device_type(), id.instance()), (DeviceType::SERIAL, 1));
     /// ```
     fn profiling_device_id(&self) -> crate::profiling::DeviceId {
-        crate::profiling::DeviceId::new(crate::profiling::DeviceType::Unknown, 0, 1)
+        crate::profiling::DeviceId::new(crate::profiling::DeviceType::UNKNOWN, 0, 1)
     }
 
     /// Splits this instance into `weights.len()` instances whose shares of its resources are
