@@ -104,11 +104,9 @@ pub(crate) fn tool() -> Option<&'static Tool> {
             if LOADING.with(Cell::get) {
                 return None;
             }
-            if let Err(e) = load() {
-                eprintln!(
-                    "hoplite: {e}. Profiling is off; call `hoplite::initialize()` to get this error as a value"
-                );
-            }
+            // A failure is printed by the call that met it (the caller has no `Result` to
+            // take it), once; `initialize` returns it.
+            let _ = load(true);
             match STATE.load(Ordering::Acquire) {
                 ON => TOOL.get(),
                 _ => None,
@@ -119,8 +117,9 @@ pub(crate) fn tool() -> Option<&'static Tool> {
 }
 
 /// Loads the connector named by the environment unless that was done (step 2), and returns
-/// how it went.
-pub(crate) fn load() -> Result<()> {
+/// how it went; with `print_failure`, a failure of this load (not of an earlier one) is also
+/// printed on standard error.
+pub(crate) fn load(print_failure: bool) -> Result<()> {
     let mut state = LOAD.lock();
     if state.finalized {
         return Err(Error::ToolsFinalized);
@@ -131,6 +130,11 @@ pub(crate) fn load() -> Result<()> {
     LOADING.with(|l| l.set(true));
     let outcome = load_from_environment();
     LOADING.with(|l| l.set(false));
+    if print_failure && let Err(e) = &outcome {
+        eprintln!(
+            "hoplite: {e}. Profiling is off; call `hoplite::initialize()` to get this error as a value"
+        );
+    }
     let on = matches!(outcome, Ok(true));
     state.outcome = Some(outcome.map(|_| ()));
     STATE.store(if on { ON } else { OFF }, Ordering::Release);
@@ -196,7 +200,7 @@ extern "C" fn finalize_at_exit() {
 
 /// Loads the connector now (see [`load`]): the explicit form of the first use.
 pub(crate) fn initialize() -> Result<()> {
-    load()
+    load(false)
 }
 
 /// Finalizes the connector, once (step 5). Later hooks do nothing and [`initialize`] reports
