@@ -70,7 +70,7 @@ fn allocate_kind(
 }
 
 macro_rules! cuda_space {
-    ($name:ident, $kind:expr, $label:literal) => {
+    ($name:ident, $kind:expr, $label:literal, $kokkos_name:literal) => {
         // SAFETY: allocations come from the driver's allocator of this kind with the size
         // asked for, checked to be `ALIGNMENT`-aligned, or are an aligned dangling pointer
         // for zero bytes; they are valid for reads and writes of `bytes` bytes where this
@@ -90,6 +90,11 @@ macro_rules! cuda_space {
 
             fn name(&self) -> &'static str {
                 $label
+            }
+
+            /// Kokkos' name for the space, which Kokkos Tools connectors match on.
+            fn profiling_name(&self) -> &'static str {
+                $kokkos_name
             }
 
             fn allocate(&self, label: &str, bytes: usize) -> Result<NonNull<u8>> {
@@ -266,9 +271,14 @@ impl CudaHostPinnedSpace {
     }
 }
 
-cuda_space!(CudaSpace, MemoryKind::Device, "CudaSpace");
-cuda_space!(CudaUVMSpace, MemoryKind::Managed, "CudaUVMSpace");
-cuda_space!(CudaHostPinnedSpace, MemoryKind::HostPinned, "CudaHostPinnedSpace");
+cuda_space!(CudaSpace, MemoryKind::Device, "CudaSpace", "Cuda");
+cuda_space!(CudaUVMSpace, MemoryKind::Managed, "CudaUVMSpace", "CudaUVM");
+cuda_space!(
+    CudaHostPinnedSpace,
+    MemoryKind::HostPinned,
+    "CudaHostPinnedSpace",
+    "CudaHostPinned"
+);
 
 // SAFETY: host code cannot dereference device memory (not accessible, not assignable); the
 // copy goes through the driver.

@@ -17,7 +17,8 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use hoplite_core::{ArrayLayout, HostAccessibleSpace, HostSpace, View};
+use hoplite_core::profiling::{CopySide, DeepCopyScope};
+use hoplite_core::{ArrayLayout, HostAccessibleSpace, HostSpace, MemorySpace, View};
 
 use crate::driver;
 use crate::{Cuda, CudaError, CudaHostPinnedSpace, DeviceAccessibleSpace, DeviceScalar};
@@ -142,6 +143,31 @@ where
 }
 
 /// The bytes a copy between `a` and `b` moves: both contiguous, with the same extents.
+/// Reports a copy of `bytes` bytes from `src` into `dst` to the Kokkos Tools connector until
+/// the value drops (a synchronous copy ends when it is done, an asynchronous one when queued).
+fn profile_transfer<T, const R: usize, L, S1, S2>(
+    dst: &View<T, R, L, S1>,
+    src: &View<T, R, L, S2>,
+    bytes: usize,
+) -> DeepCopyScope
+where
+    T: hoplite_core::ViewValue,
+    L: ArrayLayout,
+    S1: MemorySpace,
+    S2: MemorySpace,
+{
+    let side = |space: &'static str, label, ptr: *const T| CopySide {
+        space,
+        label,
+        ptr: ptr.cast(),
+    };
+    DeepCopyScope::begin(
+        side(dst.space().profiling_name(), dst.label(), dst.data()),
+        side(src.space().profiling_name(), src.label(), src.data()),
+        bytes as u64,
+    )
+}
+
 fn transfer_bytes<T, const R: usize, L, S1, S2>(
     a: &View<T, R, L, S1>,
     b: &View<T, R, L, S2>,
@@ -266,6 +292,7 @@ impl Cuda {
             return Ok(());
         }
         let stream = self.transfer_stream(dst.label(), dst.space().device_ordinal())?;
+        let _profiled = profile_transfer(dst, src, bytes);
         // SAFETY: `dst` is a contiguous device view of `bytes` bytes in the context of the
         // device its space names, the stream's (checked just above); `src` is `bytes` contiguous bytes of host memory that no host
         // writer touches while `reader` is held: until the synchronization below (pageable
@@ -325,6 +352,7 @@ impl Cuda {
             return Ok(());
         }
         let stream = self.transfer_stream(src.label(), src.space().device_ordinal())?;
+        let _profiled = profile_transfer(dst, src, bytes);
         // SAFETY: `src` is a contiguous device view of `bytes` bytes in the stream's device's
         // context (checked just above);
         // `dst` is `bytes` contiguous bytes of host memory that no other handle reads or

@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use hoplite_core::{ExecutionSpace, LayoutLeft, Result, check_partition_count};
@@ -18,6 +19,8 @@ pub(crate) struct Instance {
     /// Values (view clones) that queued launches read through raw addresses: kept alive until
     /// the next fence.
     pub(crate) keep_alive: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
+    /// The instance's number in the process, from 0: its Kokkos Tools instance id is one more.
+    number: u64,
 }
 
 /// The CUDA execution space: each instance is a stream of a device, and work submitted to it
@@ -72,10 +75,12 @@ impl Cuda {
     }
 
     fn from_stream(stream: std::result::Result<Stream, CudaError>) -> Cuda {
+        static INSTANCES: AtomicU64 = AtomicU64::new(0);
         Cuda {
             inner: Arc::new(Instance {
                 stream,
                 keep_alive: Mutex::new(Vec::new()),
+                number: INSTANCES.fetch_add(1, Ordering::Relaxed),
             }),
         }
     }
@@ -199,7 +204,22 @@ impl ExecutionSpace for Cuda {
     }
 
     fn fence(&self) -> Result<()> {
+        let _profiled = hoplite_core::profiling::FenceScope::begin(
+            "hoplite::Cuda::fence: Unnamed Instance Fence",
+            || self.profiling_device_id(),
+        );
         Ok(self.synchronize()?)
+    }
+
+    /// Kokkos' encoding for a CUDA stream: device type `Cuda`, the GPU's ordinal, and the
+    /// instance's number in the process (from 1, as Kokkos numbers its instances).
+    fn profiling_device_id(&self) -> hoplite_core::profiling::DeviceId {
+        let ordinal = self.device().unwrap_or(0);
+        hoplite_core::profiling::DeviceId::numbered(
+            hoplite_core::profiling::DeviceType::CUDA,
+            u32::try_from(ordinal).unwrap_or(u32::MAX),
+            self.inner.number,
+        )
     }
 
     fn in_parallel(&self) -> bool {

@@ -550,7 +550,13 @@ impl ExecutionSpace for NumaSpace {
     }
 
     fn fence(&self) -> Result<()> {
+        // Reported to Kokkos Tools connectors by the pool's fence, with the pool's id.
         self.inner.pool.fence()
+    }
+
+    /// The id of the instance's thread pool (Kokkos' `Threads` device type).
+    fn profiling_device_id(&self) -> hoplite_core::profiling::DeviceId {
+        self.inner.pool.profiling_device_id()
     }
 
     fn in_parallel(&self) -> bool {

@@ -675,6 +675,10 @@ impl ExecutionSpace for RayonSpace {
     /// a kernel of another instance while this one is busy, and on a thread that may be working
     /// for the running launch (see the crate docs, "Threads working for a kernel").
     fn fence(&self) -> Result<()> {
+        let _profiled = hoplite_core::profiling::FenceScope::begin(
+            "hoplite::Rayon::fence: Unnamed Instance Fence",
+            || self.profiling_device_id(),
+        );
         let team = &self.inner.team;
         if context::is_active(self.inner.id) || team.try_lock().is_some() {
             return Ok(());
@@ -689,6 +693,16 @@ impl ExecutionSpace for RayonSpace {
 
     fn in_parallel(&self) -> bool {
         context::is_active(self.inner.id)
+    }
+
+    /// A pool of host threads (Kokkos' `Threads` device type); the instance is the pool's
+    /// number, so partitions and pools made apart are told apart.
+    fn profiling_device_id(&self) -> hoplite_core::profiling::DeviceId {
+        hoplite_core::profiling::DeviceId::numbered(
+            hoplite_core::profiling::DeviceType::THREADS,
+            0,
+            self.inner.id.saturating_sub(1),
+        )
     }
 
     fn concurrency(&self) -> usize {

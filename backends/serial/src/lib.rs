@@ -89,8 +89,17 @@ impl ExecutionSpace for Serial {
     }
 
     fn fence(&self) -> Result<()> {
+        let _profiled = hoplite_core::profiling::FenceScope::begin(
+            "hoplite::Serial::fence: Unnamed Instance Fence",
+            || self.profiling_device_id(),
+        );
         // Every launch completes before it returns.
         Ok(())
+    }
+
+    /// Kokkos' id for its `Serial` space: one instance (1) of device 0.
+    fn profiling_device_id(&self) -> hoplite_core::profiling::DeviceId {
+        hoplite_core::profiling::DeviceId::new(hoplite_core::profiling::DeviceType::SERIAL, 0, 1)
     }
 
     fn in_parallel(&self) -> bool {

@@ -294,6 +294,23 @@ pub enum Error {
         /// What failed and how to fix it (the backend error's message).
         reason: String,
     },
+    /// The Kokkos Tools connector that `KOKKOS_TOOLS_LIBS` names (its first library) could
+    /// not be loaded. Profiling stays off and the program runs as without the variable.
+    #[error(
+        "Kokkos Tools connector `{path}` (the first library of KOKKOS_TOOLS_LIBS) could not be loaded: {reason}; give the connector's path (for example /opt/kokkos-tools/lib/libkp_kernel_timer.so) or unset KOKKOS_TOOLS_LIBS"
+    )]
+    ToolLoad {
+        /// The library as the variable names it.
+        path: String,
+        /// Why it did not load (the dynamic loader's message).
+        reason: String,
+    },
+    /// Kokkos Tools were asked to initialize after they were finalized: a connector is loaded
+    /// once per process, and finalizing it wrote its report.
+    #[error(
+        "the Kokkos Tools connector was already finalized (hoplite::finalize); a connector is loaded once per process, so call hoplite::initialize before hoplite::finalize"
+    )]
+    ToolsFinalized,
     /// A launch on a device space whose kernel is not a `#[kernel]`: a device runs no
     /// closures, only the CUDA C that `#[kernel]` generates.
     #[error(

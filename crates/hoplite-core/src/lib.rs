@@ -36,6 +36,7 @@ pub mod index;
 pub mod parallel_copy;
 pub mod point_loop;
 pub mod policy;
+pub mod profiling;
 pub mod reducer;
 pub mod space;
 mod sync_prims;

@@ -7,7 +7,7 @@ use crate::dispatch::{ParallelFor, parallel_for};
 use crate::error::Result;
 use crate::policy::{IterationOrder, RangePolicy, for_each_point};
 use crate::space::{ArrayLayout, ExecutionSpace, HostAccessibleSpace, LayoutLeft};
-use crate::view::copy::check_same_extents;
+use crate::view::copy::{check_same_extents, profile_copy};
 use crate::view::{View, ViewValue};
 
 /// Elements per iteration of a contiguous copy: large enough that a launch's overhead is
@@ -51,6 +51,7 @@ where
     // the borrow table refuses a `dst` that overlaps `src`.
     let from = src.host_read()?;
     let mut to = dst.host_write()?;
+    let _profiled = profile_copy(dst, src);
     if R == 0 {
         to.set([0; R], from.get([0; R]));
         return Ok(());

@@ -672,7 +672,9 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
         run: &R,
     ) -> hoplite_core::Result<()> {
         let current = AtomicUsize::new(0);
-        if !Self::by_waves(space) {
+        // While a Kokkos Tools connector is loaded, nodes run one after another on this thread:
+        // connectors that keep one stack of kernels need each node's begin and end together.
+        if !Self::by_waves(space) || hoplite_core::profiling::tools_loaded() {
             return Self::guarded(nodes, &current, || self.run_in_order(nodes, space, run, &current));
         }
         Self::guarded(nodes, &current, || {

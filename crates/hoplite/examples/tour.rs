@@ -17,11 +17,16 @@ mod image;
 fn main() -> Result<()> {
     let start = Instant::now();
     println!("hoplite tour\n============\n");
+    // Loads the Kokkos Tools connector that KOKKOS_TOOLS_LIBS names, if any (see `profiling`).
+    if let Err(e) = hoplite::initialize() {
+        println!("profiling is off: {e}\n");
+    }
     let mut config = Vec::new();
     // Printing into memory cannot fail.
     let _ = hoplite::print_configuration(&mut config, true);
     print!("{}", String::from_utf8_lossy(&config));
 
+    profiling()?;
     views()?;
     backends_side_by_side()?;
     reductions()?;
@@ -49,12 +54,17 @@ fn main() -> Result<()> {
     }
     errors()?;
 
+    // The connector writes its report now (it would at exit too).
+    hoplite::finalize();
     println!("\ntour finished in {:.2} s", start.elapsed().as_secs_f64());
     Ok(())
 }
 
-fn section(title: &str) {
+/// Prints a section's title and opens a profile region named after it, which a Kokkos Tools
+/// connector sees until the section's function returns.
+fn section(title: &str) -> hoplite::profiling::ScopedRegion {
     println!("\n-- {title} --");
+    hoplite::profiling::ScopedRegion::new(title.split(':').next().unwrap_or(title))
 }
 
 /// Runs `f` `reps` times and returns its last result and the best time.
@@ -77,8 +87,35 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
 
+fn profiling() -> Result<()> {
+    let _region = section("Profiling: Kokkos Tools connectors see every section, kernel and view");
+    use hoplite::profiling::{Section, mark_event, tools_loaded};
+    // Every section of the tour is a profile region; kernels, allocations, copies and fences
+    // are reported without asking. A section times repeated work; an event marks an instant.
+    let x = View::<f64, 1>::new("profiling x", [1 << 16])?;
+    let sweeps = Section::new("tour: fill sweeps");
+    for sweep in 0..3 {
+        sweeps.start();
+        parallel_for("fill", (x.len(), (x.write(),)), |(i, (x,))| {
+            x.set(i, (sweep * *i) as f64)
+        })?;
+        sweeps.stop();
+    }
+    mark_event("tour: fills done");
+    if tools_loaded() {
+        println!("a Kokkos Tools connector is loaded: it reports this run (docs/profiling.md)");
+    } else {
+        println!(
+            "no Kokkos Tools connector loaded; to profile the tour with one, build a connector \
+             (docs/profiling.md) and run\n  KOKKOS_TOOLS_LIBS=/path/to/libkp_kernel_timer.so \
+             cargo run --release --example tour"
+        );
+    }
+    Ok(())
+}
+
 fn views() -> Result<()> {
-    section("Views and the access model: axpy, a 2-D stencil, a histogram");
+    let _region = section("Views and the access model: axpy, a 2-D stencil, a histogram");
     let n = 1 << 22;
     let x_data: Vec<f64> = (0..n).map(|i| (i % 100) as f64 * 0.01).collect();
     let x = View::<f64, 1>::from_slice("x", [n], &x_data)?;
@@ -198,7 +235,7 @@ fn views() -> Result<()> {
 
 fn backends_side_by_side() -> Result<()> {
     use rayon::prelude::*;
-    section("Backends side by side: the same kernels on serial and rayon, beside raw loops");
+    let _region = section("Backends side by side: the same kernels on serial and rayon, beside raw loops");
     let serial = hoplite::Serial::default();
     let pool = hoplite::RayonSpace::default();
     println!("rayon instance: {} threads", pool.concurrency());
@@ -308,7 +345,7 @@ fn gbps(bytes: usize, t: Duration) -> String {
 }
 
 fn reductions() -> Result<()> {
-    section("parallel_reduce: dot product and location reducers");
+    let _region = section("parallel_reduce: dot product and location reducers");
     let n = 1 << 22;
     let x: Vec<f64> = (0..n).map(|i| ((i % 1000) as f64) * 0.5).collect();
     let y: Vec<f64> = (0..n).map(|i| ((i % 7) as f64) - 3.0).collect();
@@ -431,7 +468,7 @@ fn reductions() -> Result<()> {
 }
 
 fn scans() -> Result<()> {
-    section("parallel_scan: exclusive and inclusive prefix sums with total");
+    let _region = section("parallel_scan: exclusive and inclusive prefix sums with total");
     let n = 1_000_000;
     let counts: Vec<i64> = (0..n).map(|i| (i % 5) as i64).collect();
     let offsets: Vec<AtomicI64> = (0..n).map(|_| AtomicI64::new(0)).collect();
@@ -482,7 +519,7 @@ fn scaled_sum(
 }
 
 fn kernels() -> Result<()> {
-    section("#[kernel]: one function, a native kernel and CUDA C");
+    let _region = section("#[kernel]: one function, a native kernel and CUDA C");
     let n = 1 << 20;
     let x = View::<f64, 1>::from_slice("x", [n], &(0..n).map(|k| k as f64).collect::<Vec<_>>())?;
     let y = View::<f64, 1>::from_slice("y", [n], &(0..n).map(|k| (k * k) as f64).collect::<Vec<_>>())?;
@@ -566,7 +603,7 @@ fn sum_of_squares_on<S: LaunchSpace>(space: &S, data: &[f64]) -> Result<f64> {
 fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
     use hoplite::cuda::nvrtc::{NVRTC_ENV, Nvrtc};
     use hoplite::{Cuda, CudaSpace, LayoutRight};
-    section("CUDA: a reduction on the device, or what runs without one");
+    let _region = section("CUDA: a reduction on the device, or what runs without one");
     let cuda = Cuda::default();
     let wheel = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/cuda-wheels/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
@@ -638,7 +675,7 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
 }
 
 fn md_range() -> Result<()> {
-    section("MDRangePolicy: a 2-D box in tiles");
+    let _region = section("MDRangePolicy: a 2-D box in tiles");
     let (rows, cols) = (1500, 1700);
     let space = DefaultExecutionSpace::default();
     let grid: Vec<f64> = (0..rows * cols).map(|k| ((k % 13) as f64) - 6.0).collect();
@@ -726,7 +763,7 @@ fn md_range() -> Result<()> {
 }
 
 fn teams() -> Result<()> {
-    section("TeamPolicy: one team per matrix row, nested ranges and scratch");
+    let _region = section("TeamPolicy: one team per matrix row, nested ranges and scratch");
     let (rows, cols) = (2000, 1000);
     let a: Vec<f64> = (0..rows * cols).map(|k| ((k % 17) as f64) * 0.25).collect();
     let x: Vec<f64> = (0..cols).map(|j| 1.0 + (j % 3) as f64).collect();
@@ -850,7 +887,7 @@ fn teams() -> Result<()> {
 }
 
 fn unique_tokens() -> Result<()> {
-    section("UniqueToken: private histogram rows without atomics contention");
+    let _region = section("UniqueToken: private histogram rows without atomics contention");
     let space = DefaultExecutionSpace::default();
     let tokens = space.unique_token();
     let bins = 16;
@@ -878,7 +915,7 @@ fn unique_tokens() -> Result<()> {
 
 fn graphs() -> std::result::Result<(), Box<dyn std::error::Error>> {
     use hoplite::graph::{ReduceResult, create_graph};
-    section("Explicit graphs: build once, submit many times");
+    let _region = section("Explicit graphs: build once, submit many times");
     let space = DefaultExecutionSpace::default();
     let n = 100_000;
     let x = View::<f64, 1>::new("x", [n])?;
@@ -973,7 +1010,8 @@ fn implicit_dag() -> std::result::Result<(), Box<dyn std::error::Error>> {
     use hoplite::dag::device::HostDevice;
     use hoplite::dag::{Context, ContextOptions, Execution};
     use image::{Eager, Images, pipeline};
-    section("Implicit DAG: launches as if eager, dependencies from the handles, branches overlapped");
+    let _region =
+        section("Implicit DAG: launches as if eager, dependencies from the handles, branches overlapped");
     let n = 2048;
     let images = Images::new(n).map_err(|e| e.to_string())?;
     let space = DefaultExecutionSpace::default();
@@ -1129,7 +1167,7 @@ fn implicit_dag() -> std::result::Result<(), Box<dyn std::error::Error>> {
 
 fn selection() -> std::result::Result<(), Box<dyn std::error::Error>> {
     use hoplite::select::{AutoTune, DynamicLoad, RoundRobin, submit, submit_and_wait};
-    section("Dynamic selection: a policy picks the pool for each submission");
+    let _region = section("Dynamic selection: a policy picks the pool for each submission");
     let pools = hoplite::RayonSpace::default().partition_space(2)?;
     fn sum_on(space: &hoplite::RayonSpace, n: usize) -> Result<f64> {
         let kernel = |i: Idx<'_>, acc: &mut f64| *acc += (*i as f64).sqrt();
@@ -1191,7 +1229,7 @@ fn selection() -> std::result::Result<(), Box<dyn std::error::Error>> {
 }
 
 fn errors() -> Result<()> {
-    section("Errors: bad input and panics come back as typed errors");
+    let _region = section("Errors: bad input and panics come back as typed errors");
     let space = DefaultExecutionSpace::default();
     #[expect(clippy::reversed_empty_ranges, reason = "the point is to show the error")]
     let reversed = RangePolicy::new(space.clone(), 10..3);
@@ -1238,7 +1276,7 @@ fn errors() -> Result<()> {
 fn numa() -> std::result::Result<(), Box<dyn std::error::Error>> {
     use hoplite::numa::{NumaMemory, NumaSpace, NumaTopology, memory_binding};
 
-    section("NUMA: a pool per node, memory bound to nodes");
+    let _region = section("NUMA: a pool per node, memory bound to nodes");
     let space = NumaSpace::new()?;
     let mut out = Vec::new();
     space.print_configuration(&mut out, false)?;

@@ -36,6 +36,11 @@ pub struct KernelsGuideDoctest;
 #[doc = include_str!("../../../docs/dag.md")]
 pub struct DagGuideDoctest;
 
+/// The profiling guide's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/profiling.md")]
+pub struct ProfilingGuideDoctest;
+
 /// The CUDA guide's examples, run as doctests (with the `cuda` feature; without a GPU they
 /// take the paths that report its absence).
 #[cfg(all(doctest, feature = "cuda"))]
@@ -127,6 +132,59 @@ pub type DefaultExecutionSpace = hoplite_serial::Serial;
 /// The default execution space for host memory ([`HostSpace`]): the same as
 /// [`DefaultExecutionSpace`], since every enabled backend runs on the host.
 pub type DefaultHostExecutionSpace = DefaultExecutionSpace;
+
+/// Starts hoplite's profiling (Kokkos `Kokkos::initialize`, as far as tools go): loads the
+/// Kokkos Tools connector that `KOKKOS_TOOLS_LIBS` names and initializes it, and lets the
+/// connector fence the default instances of the enabled backends (the fence of the
+/// programming interface it is given). A program need not call it: without it the connector
+/// is loaded at the first launch, allocation, fence or region, and a connector that fails to
+/// load is reported on standard error instead of here. With the variable unset it does
+/// nothing. See [`profiling`] and `docs/profiling.md`.
+///
+/// ```
+/// hoplite::initialize()?;
+/// hoplite::parallel_for("work", 100, |_i| {})?;
+/// hoplite::finalize(); // the connector writes its report
+/// # Ok::<(), hoplite::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// [`Error::ToolLoad`] naming the library and why it did not load; [`Error::ToolsFinalized`]
+/// after [`finalize`].
+pub fn initialize() -> Result<()> {
+    profiling::set_global_fence(fence_default_instances);
+    profiling::initialize_tools()
+}
+
+/// Ends hoplite's profiling (Kokkos `Kokkos::finalize`, as far as tools go): finalizes the
+/// connector, which writes its report, and stops every hook. Without a call it happens at
+/// process exit. Runs once; see [`profiling::finalize_tools`].
+///
+/// ```
+/// hoplite::finalize();
+/// assert!(!hoplite::profiling::tools_loaded());
+/// ```
+pub fn finalize() {
+    profiling::finalize_tools();
+}
+
+/// The fence a connector asks for: the default instance of every enabled backend (a device
+/// backend's only when it has a device).
+fn fence_default_instances() -> Result<()> {
+    #[cfg(feature = "serial")]
+    hoplite_serial::Serial::default().fence()?;
+    #[cfg(feature = "rayon")]
+    hoplite_rayon::RayonSpace::default().fence()?;
+    #[cfg(feature = "cuda")]
+    {
+        let cuda = hoplite_cuda::Cuda::default();
+        if cuda.is_available() {
+            cuda.fence()?;
+        }
+    }
+    Ok(())
+}
 
 /// The launch an argument `L` becomes on the default execution space.
 pub type DefaultLaunch<L> = <L as IntoLaunch<DefaultExecutionSpace>>::Launch;

@@ -259,6 +259,9 @@ impl CudaGraph {
         *self.errors.lock() = None;
         // The host nodes run from `nodes` until the launch returns.
         let _lease = self.list.lease(nodes);
+        // The kernels of a CUDA Graph run on the device with no host call per node: Kokkos
+        // Tools connectors see the whole run as one region (it is waited for below).
+        let _profiled = hoplite_core::profiling::ScopedRegion::new("hoplite::CudaGraph::launch");
         // SAFETY: `exec` is the instantiated graph of this device; the stream is live; the
         // graph's kernels use views kept alive by the graph and its host nodes payloads the
         // graph owns; the launch is waited for below before anything is released.

@@ -1,6 +1,8 @@
 //! The entry points: `parallel_for`, `parallel_reduce`, `parallel_reduce_into` and
 //! `parallel_scan` (and their `_validated` forms), which check the launch, run it, report panics
-//! as errors and trace it.
+//! as errors and trace it. Every launch style (eager, graph node, DAG vertex) enters here, so
+//! this is where a launch is reported to a Kokkos Tools connector (`begin_tools`, and the drop
+//! of what it returns).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -8,7 +10,9 @@ use super::launch_spec::{BoundKernel, LaunchSpec};
 use super::pattern::{ParallelFor, ParallelReduce, ParallelScan};
 use crate::error::{Error, Result};
 use crate::policy::ExecutionPolicy;
+use crate::profiling::{self, KernelKind, KernelScope};
 use crate::reducer::{Reducer, ScanValue};
+use crate::space::ExecutionSpace;
 use crate::view::LaunchArgs;
 
 /// Validates the policy and the handles, runs the launch, and turns a panic in the kernel into
@@ -16,6 +20,13 @@ use crate::view::LaunchArgs;
 ///
 /// Inlined so that the policy is built in place in the caller's frame: passed by value it was
 /// copied through memory, which cost more than the serial launch itself.
+///
+/// Every eager launch enters here, so this is where a launch is reported to a Kokkos Tools
+/// connector ([`begin_tools`]). The end is reported inside the closure, right after the
+/// kernel: held until after `catch_unwind` (a drop after the result is made, or a call
+/// between the result and the return), the compiler built the launch's result on the stack
+/// and copied it out, which cost 2 to 5 ns on the serial empty launch; so did a second,
+/// out-of-line copy of this body for the reporting launch.
 #[inline(always)]
 fn launch<L: LaunchSpec, F, T>(
     label: &str,
@@ -32,8 +43,14 @@ fn launch<L: LaunchSpec, F, T>(
         args: &args,
         prepared,
     };
+    let tools = begin_tools::<_, F>(label, pattern, policy.space());
     let _span = pattern.span(label, &policy);
-    let result = catch_unwind(AssertUnwindSafe(|| run(&policy, bound)));
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let result = run(&policy, bound);
+        // Ends the kernel for the connector (when `run` panics, the unwinding drop does).
+        drop(tools);
+        result
+    }));
     // The handles, and so their borrows, are released only now that the launch is over.
     drop(args);
     result.unwrap_or_else(|payload| Err(Error::from_panic(label, payload)))
@@ -98,12 +115,95 @@ fn dispatch_validated<L: LaunchSpec, F, T>(
     dispatch: impl FnOnce(BoundKernel<'_, L, F>) -> Result<T>,
 ) -> Result<T> {
     let prepared = args.prepare(label, &policy.index_bounds())?;
+    // Ends the launch for the connector when it drops: after the result is made, or while a
+    // panic unwinds through here.
+    let _tools = begin_tools::<_, F>(label, pattern, policy.space());
     let _span = pattern.span(label, policy);
     dispatch(BoundKernel {
         kernel,
         args,
         prepared,
     })
+}
+
+/// Reports the start of a launch to the Kokkos Tools connector (see [`crate::profiling`]);
+/// the value reports its end when it drops. Without a connector this is a relaxed load and a
+/// branch, and the drop a branch on a register (what lives across the kernel is one pointer);
+/// everything else is out of line. It cannot fail: an error path here joins the launch's own
+/// result, which the compiler then builds on the stack and copies out (a copy of the whole
+/// `Error` that tripled the cost of a serial empty launch).
+#[inline(always)]
+fn begin_tools<S: ExecutionSpace, F>(label: &str, pattern: Pattern, space: &S) -> ToolsLaunch<S> {
+    if profiling::hooks_may_run() {
+        return begin_tools_cold::<S, F>(label, pattern, space.clone());
+    }
+    ToolsLaunch(None)
+}
+
+/// With a connector: fences an asynchronous instance first when the connector asked for
+/// fencing (so that its clock starts with the kernel), then calls its begin callback with the
+/// label (or, for an empty label, the kernel's type name, as Kokkos passes the functor's: the
+/// kernel timer stops the program on an empty name) and the instance's device id.
+///
+/// The fences a connector asks for are not the program's: their errors (an earlier kernel's
+/// failure) are left to the program's own next launch or fence, which reports them as it
+/// would without a connector (a device keeps a failed kernel's error until then). So a program
+/// sees the same results with and without a connector.
+#[cold]
+#[inline(never)]
+fn begin_tools_cold<S: ExecutionSpace, F>(label: &str, pattern: Pattern, space: S) -> ToolsLaunch<S> {
+    if !space.synchronous_launches() && profiling::kernels_need_fences() {
+        let _ = space.fence();
+    }
+    let name = if label.is_empty() {
+        std::any::type_name::<F>()
+    } else {
+        label
+    };
+    let scope = KernelScope::begin(pattern.kind(), name, || space.profiling_device_id());
+    if !scope.is_open() {
+        // No connector after all (the first look found none).
+        return ToolsLaunch(None);
+    }
+    ToolsLaunch(Some(Box::new(OpenLaunch { scope, space })))
+}
+
+/// A launch the connector saw begin, ended when this drops; `None` without a connector. The
+/// open launch is boxed, so that what lives across the kernel is one pointer (one register)
+/// rather than the scope and the space.
+struct ToolsLaunch<S: ExecutionSpace>(Option<Box<OpenLaunch<S>>>);
+
+/// What the end of a launch needs: the connector's scope and the space, to fence.
+struct OpenLaunch<S> {
+    scope: KernelScope,
+    space: S,
+}
+
+impl<S: ExecutionSpace> Drop for ToolsLaunch<S> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if let Some(open) = self.0.take() {
+            end_tools_cold(open);
+        }
+    }
+}
+
+/// With a connector: fences an asynchronous instance when the connector asked for fencing, so
+/// that the end callback comes when the kernel is done (not while a panic unwinds), then calls
+/// the end callback. The fence's result is not the launch's (see [`begin_tools_cold`]): without
+/// a connector the launch would have returned before its kernel ran.
+#[cold]
+#[inline(never)]
+#[expect(
+    clippy::boxed_local,
+    reason = "the launch keeps the box; unboxing at the call would put the move in every launch's code"
+)]
+fn end_tools_cold<S: ExecutionSpace>(open: Box<OpenLaunch<S>>) {
+    let OpenLaunch { scope, space } = *open;
+    if !std::thread::panicking() && !space.synchronous_launches() && profiling::kernels_need_fences() {
+        let _ = space.fence();
+    }
+    scope.end();
 }
 
 /// The pattern a launch runs, as profiling names it.
@@ -115,6 +215,16 @@ enum Pattern {
 }
 
 impl Pattern {
+    /// The kernel kind Kokkos Tools connectors get.
+    #[inline(always)]
+    fn kind(self) -> KernelKind {
+        match self {
+            Pattern::For => KernelKind::For,
+            Pattern::Reduce => KernelKind::Reduce,
+            Pattern::Scan => KernelKind::Scan,
+        }
+    }
+
     /// With the `tracing` feature, enters an `INFO` span `launch` (target `hoplite::launch`)
     /// with the launch's label, pattern and space, which ends when the launch returns: the
     /// Kokkos Tools begin/end hooks of a kernel, for any `tracing` subscriber. Without the

@@ -126,6 +126,22 @@ pub trait ExecutionSpace: Clone + Default + Send + Sync + PartialEq + Debug + 's
         true
     }
 
+    /// The id Kokkos Tools connectors get for this instance in the begin callbacks of its
+    /// kernels and fences ([`DeviceId`](crate::profiling::DeviceId): Kokkos' device type,
+    /// device and instance), so that connectors that group by instance tell instances apart.
+    /// Called only when a connector is loaded. The provided one is instance 1 of device 0 of
+    /// type [`Unknown`](crate::profiling::DeviceType::UNKNOWN); every backend overrides it.
+    ///
+    /// ```
+    /// use hoplite_core::ExecutionSpace;
+    /// use hoplite_core::profiling::DeviceType;
+    /// let id = hoplite_serial::Serial::default().profiling_device_id();
+    /// assert_eq!((id.device_type(), id.instance()), (DeviceType::SERIAL, 1));
+    /// ```
+    fn profiling_device_id(&self) -> crate::profiling::DeviceId {
+        crate::profiling::DeviceId::new(crate::profiling::DeviceType::UNKNOWN, 0, 1)
+    }
+
     /// Splits this instance into `weights.len()` instances whose shares of its resources are
     /// proportional to `weights` (Kokkos `partition_space`): launches on different parts may
     /// run at the same time. Weights that are negative, NaN or infinite count as zero; if none
@@ -267,6 +283,25 @@ pub unsafe trait MemorySpace: Clone + Default + Send + Sync + Debug + 'static {
         // SAFETY: `ptr` is valid for `bytes` bytes of writes (just allocated).
         unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, bytes) };
         Ok(ptr)
+    }
+
+    /// The name Kokkos Tools connectors get for this space (the `Kokkos_Profiling_SpaceHandle`
+    /// of allocations and deep copies): Kokkos' names, which connectors match on —
+    /// space-time-stack accepts `"Host"` and names that start with `"Cuda"`, `"HIP"`, `"SYCL"`
+    /// or `"OpenMPTarget"`, and stops the program on any other. The provided one is `"Host"`
+    /// for a host-accessible space and [`name`](Self::name) otherwise; a device backend
+    /// overrides it with Kokkos' name for its space (`"Cuda"`, `"CudaUVM"`...).
+    ///
+    /// ```
+    /// use hoplite_core::{HostSpace, MemorySpace};
+    /// assert_eq!(HostSpace.profiling_name(), "Host");
+    /// ```
+    fn profiling_name(&self) -> &'static str {
+        if Self::HOST_ACCESSIBLE {
+            "Host"
+        } else {
+            self.name()
+        }
     }
 
     /// The records of this space's live tracked allocations (those of views).

@@ -87,6 +87,7 @@ impl<S: MemorySpace> TrackedAllocation<S> {
         space
             .records()
             .insert(id, label.clone(), bytes, ptr.as_ptr() as usize);
+        crate::profiling::allocate_data(space.profiling_name(), &label, ptr.as_ptr().cast(), bytes as u64);
         // Kokkos Tools' allocate hook, for any `tracing` subscriber.
         #[cfg(feature = "tracing")]
         tracing::debug!(target: "hoplite::alloc", label = &*label, bytes, space = space.name(), "allocate");
@@ -158,6 +159,12 @@ impl<S: MemorySpace> TrackedAllocation<S> {
 impl<S: MemorySpace> Drop for TrackedAllocation<S> {
     fn drop(&mut self) {
         self.space.records().remove(self.id);
+        crate::profiling::deallocate_data(
+            self.space.profiling_name(),
+            &self.label,
+            self.ptr.as_ptr().cast(),
+            self.bytes as u64,
+        );
         // Kokkos Tools' deallocate hook.
         #[cfg(feature = "tracing")]
         tracing::debug!(

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::policy::{IterationOrder, for_each_point};
+use crate::profiling::{CopySide, DeepCopyScope};
 use crate::space::{ArrayLayout, HostAccessibleSpace, HostSpace, MemorySpace};
 use crate::view::access::for_each_index;
 use crate::view::{View, ViewValue};
@@ -38,6 +39,7 @@ where
     check_same_extents("deep_copy", dst, src)?;
     let from = src.host_read()?;
     let mut to = dst.host_write()?;
+    let _profiled = profile_copy(dst, src);
     if let (Some(s), Some(d)) = (from.as_slice(), to.as_mut_slice())
         && L1::NAME == L2::NAME
     {
@@ -125,7 +127,50 @@ where
     L: ArrayLayout,
     S: HostAccessibleSpace,
 {
+    // Kokkos reports a fill as a copy from a host scalar.
+    let _profiled = DeepCopyScope::begin(
+        copy_side(dst),
+        CopySide {
+            space: HostSpace.profiling_name(),
+            label: "Scalar",
+            ptr: (&raw const value).cast(),
+        },
+        (dst.len() * size_of::<T>()) as u64,
+    );
     dst.fill_host(value)
+}
+
+/// `view` as one side of a deep copy, for Kokkos Tools connectors.
+pub(crate) fn copy_side<T, const R: usize, L, S>(view: &View<T, R, L, S>) -> CopySide<'_>
+where
+    T: ViewValue,
+    L: ArrayLayout,
+    S: MemorySpace,
+{
+    CopySide {
+        space: view.space().profiling_name(),
+        label: view.label(),
+        ptr: view.ptr.as_ptr().cast_const().cast(),
+    }
+}
+
+/// Reports a copy of `src` into `dst` to the Kokkos Tools connector, until the value drops.
+pub(crate) fn profile_copy<T, const R: usize, L1, L2, S1, S2>(
+    dst: &View<T, R, L1, S1>,
+    src: &View<T, R, L2, S2>,
+) -> DeepCopyScope
+where
+    T: ViewValue,
+    L1: ArrayLayout,
+    L2: ArrayLayout,
+    S1: MemorySpace,
+    S2: MemorySpace,
+{
+    DeepCopyScope::begin(
+        copy_side(dst),
+        copy_side(src),
+        (dst.len() * size_of::<T>()) as u64,
+    )
 }
 
 /// A view of the same shape that the host can access: for a view already in a host-accessible

@@ -1,8 +1,12 @@
 //! The launch entry points of a context: kernels (`launch`, `reduce`, `scan`) and host work
-//! (`task`, `task_on`, `task_on_device`), all funnelled into `submit`.
+//! (`task`, `task_on`, `task_on_device`), all funnelled into `submit`. While a Kokkos Tools
+//! connector is loaded, the streams run kernel vertices one at a time
+//! (`profiling::order_kernels`), so that connectors that keep one stack of kernels see each
+//! begin and end together; host work is not ordered (it may wait for another vertex).
 
 use std::sync::Arc;
 
+use hoplite_core::profiling;
 use hoplite_core::{
     ExecutionPolicy, IntoLaunch, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, RangePolicy, Reducer,
     ScanValue, parallel_for_validated, parallel_reduce_validated, parallel_scan_validated,
@@ -33,6 +37,7 @@ impl<D: Device> Context<D> {
     {
         let (policy, args) = launch_spec.into_launch().into_parts();
         self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
+            let _in_order = profiling::order_kernels();
             parallel_for_validated::<L::Launch, _>(label, policy, args, &kernel)
         })
     }
@@ -62,6 +67,7 @@ impl<D: Device> Context<D> {
         let out = value.clone();
         let (policy, args) = launch_spec.into_launch().into_parts();
         let vertex = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
+            let _in_order = profiling::order_kernels();
             let v = parallel_reduce_validated::<L::Launch, _, _>(label, policy, args, &kernel, &reducer)?;
             *out.lock() = Some(v);
             Ok(())
@@ -87,6 +93,7 @@ impl<D: Device> Context<D> {
         let out = value.clone();
         let (policy, args) = launch_spec.into_launch().into_parts();
         let vertex = self.submit::<L::Launch, _>(label, policy, args, move |label, policy, args| {
+            let _in_order = profiling::order_kernels();
             let total: T = parallel_scan_validated::<L::Launch, _, _>(label, policy, args, &kernel)?;
             *out.lock() = Some(total);
             Ok(())
