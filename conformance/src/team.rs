@@ -1,3 +1,5 @@
+// Over 800 lines: one concept's axioms (TeamPolicy and TeamMember), each check beside the
+// #[kernel]s it launches; the checks share the module's recording helpers.
 //! The `TeamPolicy` and `TeamMember` axioms: ranks, team limits, barrier, broadcast, team
 //! reduce and scan, nested ranges and scratch memory.
 //!

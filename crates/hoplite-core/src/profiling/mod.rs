@@ -1,3 +1,5 @@
+// Over 800 lines: the connector's one protocol (loading, the C entry points, the dispatch of
+// every event with its fast no-connector path) and the profiling API built on it.
 //! Profiling through Kokkos Tools connectors, and the profiling API (Kokkos'
 //! `Kokkos::Profiling`).
 //!

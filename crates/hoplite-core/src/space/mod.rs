@@ -638,7 +638,8 @@ unsafe impl ArrayLayout for LayoutStride {
 /// spaces on host threads. An implementation promises that every allocation of the space is
 /// ordinary memory of this process that host threads may read and write (not device memory,
 /// not a mapping that can go away while the allocation lives), and that
-/// [`MemorySpace::HOST_ACCESSIBLE`] is `true` (host guards check it at compile time).
+/// [`MemorySpace::HOST_ACCESSIBLE`] is `true` (`View::host_read` and `host_write` check it at
+/// compile time).
 pub unsafe trait HostAccessibleSpace: MemorySpace + MemorySpaceAccess<HostSpace> {}
 
 // SAFETY: `HostSpace` allocates from the global allocator: host memory of this process.

@@ -163,11 +163,23 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> View<
     /// [`into_vec`](View::into_vec) here: a view is shared and `'static`, so it owns its
     /// memory rather than borrowing it.)
     pub fn host_read(&self) -> Result<HostRead<'_, T, R, L, S>> {
+        const {
+            assert!(
+                S::HOST_ACCESSIBLE,
+                "a HostAccessibleSpace must say HOST_ACCESSIBLE"
+            )
+        };
         HostRead::new(self)
     }
 
     /// Borrows the view exclusively for writing on the host.
     pub fn host_write(&self) -> Result<HostWrite<'_, T, R, L, S>> {
+        const {
+            assert!(
+                S::HOST_ACCESSIBLE,
+                "a HostAccessibleSpace must say HOST_ACCESSIBLE"
+            )
+        };
         HostWrite::new(self)
     }
 
