@@ -511,16 +511,20 @@ macro_rules! __for_each_check {
             }
             unique_token {
                 portable {
-                }
-                host {
-                    ids_are_in_range,
+                    kernel_ids_are_in_range,
                     live_ids_are_distinct,
-                    try_acquire_fails_only_when_every_id_is_live,
-                    clones_share_ids,
-                    guard_releases_on_drop,
+                    team_ids_are_shared_by_the_team_and_distinct,
                     instance_token_is_sized_to_the_concurrency,
                     zero_size_is_rejected,
                     huge_size_is_an_error_not_an_abort,
+                }
+                host {
+                    ids_are_in_range,
+                    live_ids_are_distinct_in_closures,
+                    try_acquire_fails_only_when_every_id_is_live,
+                    clones_share_ids,
+                    guard_releases_on_drop,
+                    huge_host_pool_is_made_lazily_or_refused,
                     global_live_ids_are_distinct,
                 }
             }

@@ -24,7 +24,7 @@
 
 use std::any::{Any, TypeId};
 
-use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch, ScalarType};
+use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch, DeviceTokenArg, ScalarType};
 use hoplite_core::{
     Error, ExecutionPolicy, ExecutionSpace, ForKernel, MDRangePolicy, MinMaxLocScalar, MinMaxScalar,
     ParallelFor, ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel,
@@ -59,6 +59,7 @@ pub(crate) fn device_args(launch: &DeviceLaunch<'_>) -> std::result::Result<Vec<
     let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
     let mut handles = launch.handles.iter();
     let mut scalars = launch.scalars.iter();
+    let mut tokens = launch.tokens.iter();
     let mut args = Vec::with_capacity(launch.kernel.params.len());
     for param in launch.kernel.params {
         match param {
@@ -77,9 +78,10 @@ pub(crate) fn device_args(launch: &DeviceLaunch<'_>) -> std::result::Result<Vec<
                 args.push(DeviceArg::scalar(*value));
             }
             DeviceParam::TokenBits { name } => {
-                return Err(invalid(format!(
-                    "`{name}` is a unique token, which a `parallel_*` launch on Cuda does not pass yet; launch the kernel with `Cuda::launch_range` and `DeviceArg::token`"
-                )));
+                let token = tokens
+                    .next()
+                    .ok_or_else(|| invalid(format!("no unique token for `{name}`")))?;
+                args.push(token_arg(kernel, name, token)?);
             }
         }
     }
@@ -121,6 +123,35 @@ fn space_device(space: &dyn Any) -> Option<usize> {
     space
         .downcast_ref::<CudaUVMSpace>()
         .map(DeviceAccessibleSpace::device_ordinal)
+}
+
+/// A unique token's lock words as a kernel argument: a device token in Cuda memory (the
+/// launch checks its GPU with the views'), never a host pool. The launch borrows the token
+/// until it returns, and a `Cuda` launch waits for its kernel, so the words outlive it.
+pub(crate) fn token_arg(
+    kernel: &'static str,
+    name: &str,
+    token: &DeviceTokenArg,
+) -> std::result::Result<DeviceArg, CudaError> {
+    let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
+    let Some(device_token) = &token.token else {
+        return Err(invalid(format!(
+            "`{name}` is a host unique token (`{}`), which kernels on a GPU cannot acquire from; pass a token of the GPU (`cuda.unique_token()` or `KernelTokenSpace::kernel_token`)",
+            token.type_name
+        )));
+    };
+    let device = space_device(&*device_token.memory_space).ok_or_else(|| {
+        invalid(format!(
+            "the unique token `{name}` (`{}`) is in memory Cuda launches do not know; make it with `cuda.unique_token()`",
+            token.type_name
+        ))
+    })?;
+    Ok(DeviceArg::token_parts(
+        device_token.words as u64,
+        device_token.size as u64,
+        device,
+        None,
+    ))
 }
 
 fn handle_arg(kernel: &'static str, handle: &DeviceHandle<'_>) -> std::result::Result<DeviceArg, CudaError> {

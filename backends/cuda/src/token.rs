@@ -2,19 +2,21 @@
 //! device memory that `#[kernel]` kernels acquire and release.
 //!
 //! A [`CudaUniqueToken`] owns one bit per id in device memory (`u32` words, bit `id % 32` of
-//! word `id / 32`), zero when free. A kernel that takes `tokens: &impl UniqueToken` gets the
-//! words and the size ([`DeviceParam::TokenBits`](hoplite_core::device_kernel::DeviceParam::TokenBits));
+//! word `id / 32`), zero when free. A kernel that takes `tokens: &impl UniqueToken` gets it in
+//! its `with(..)`, exactly as a host pool on a host space, and the launch passes the words and
+//! the size ([`DeviceParam::TokenBits`](hoplite_core::device_kernel::DeviceParam::TokenBits));
 //! its generated code acquires an id by setting a clear bit with `atomicOr`, starting at the
 //! thread's global number modulo the size, and releases it with `atomicAnd` after a
 //! `__threadfence`. Every id is released before its thread exits, so the words are all zero
 //! again when a launch ends and any later launch on the same device may use the token.
+//! Generic code asks the space for its kind of token (`KernelTokenSpace::kernel_token`).
 //!
 //! ```
 //! use hoplite::prelude::*;
 //! use hoplite::view::access::BoundAtomic;
 //! use hoplite::{BoundReader, kernel};
-//! use hoplite_core::{ExecutionSpace, LayoutLeft, View};
-//! use hoplite_cuda::{Cuda, CudaSpace, DeviceArg, copy_to_device};
+//! use hoplite_core::{KernelToken, LayoutRight, RangePolicy, View, parallel_for};
+//! use hoplite_cuda::{Cuda, CudaSpace};
 //!
 //! /// A histogram with a private row of `bins` counters per id.
 //! #[kernel]
@@ -33,14 +35,15 @@
 //!     let cuda = Cuda::new()?;
 //!     let tokens = cuda.unique_token()?;
 //!     let (n, bins) = (1000, 8);
-//!     let x = View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n])?;
-//!     copy_to_device(&x, &(0..n as u32).collect::<Vec<_>>())?;
-//!     let rows = View::<u64, 1, LayoutLeft, CudaSpace>::without_initializing("rows", [tokens.size() * bins])?;
-//!     copy_to_device(&rows, &vec![0; tokens.size() * bins])?;
-//!     let args = [DeviceArg::atomic(&rows), DeviceArg::read(&x), DeviceArg::token(&tokens), DeviceArg::scalar(bins)];
-//!     cuda.launch_range::<private_rows>(0..n, &args)?;
-//!     cuda.fence()?;
+//!     let x = View::<u32, 1, LayoutRight, CudaSpace>::from_slice("x", [n], &(0..n as u32).collect::<Vec<_>>())?;
+//!     let rows = View::<u64, 1, LayoutRight, CudaSpace>::new("rows", [tokens.id_count() * bins])?;
+//!     parallel_for(
+//!         "private rows",
+//!         (RangePolicy::new(cuda.clone(), 0..n), (rows.atomic(), x.read())),
+//!         private_rows::with(&tokens, bins),
+//!     )?;
 //!     assert_eq!(tokens.live()?, 0);
+//!     assert_eq!(rows.to_vec()?.iter().sum::<u64>(), n as u64);
 //!     Ok(())
 //! };
 //! if let Err(e) = run() {
@@ -48,7 +51,7 @@
 //! }
 //! ```
 
-use hoplite_core::{LayoutLeft, View};
+use hoplite_core::{DeviceUniqueToken, KernelTokenSpace};
 
 use crate::geometry::DeviceLimits;
 use crate::{Cuda, CudaError, CudaSpace, DeviceArg};
@@ -78,60 +81,21 @@ pub fn lock_words(size: usize) -> usize {
 }
 
 /// A unique token of one GPU: `size` ids, each held by at most one thread at a time, for
-/// `#[kernel]` kernels launched on that GPU. Clones share the pool. Made by
-/// [`Cuda::unique_token`] or [`Cuda::unique_token_with_size`]; passed to a launch with
-/// [`DeviceArg::token`], which keeps the pool alive until the launch's stream is fenced.
+/// `#[kernel]` kernels launched on that GPU — the core's [`DeviceUniqueToken`] with its lock
+/// words in [`CudaSpace`]. Clones share the pool. Made by [`Cuda::unique_token`] or
+/// [`Cuda::unique_token_with_size`] (or generically `KernelTokenSpace::kernel_token`); a launch
+/// takes it in the kernel's `with(..)` like a host token, and refuses it on another GPU
+/// ([`CudaError::WrongDevice`]).
 ///
 /// ```
+/// use hoplite_core::KernelToken;
 /// use hoplite_cuda::Cuda;
 /// match Cuda::new().and_then(|cuda| cuda.unique_token()) {
-///     Ok(tokens) => assert!(tokens.size() > 0),
+///     Ok(tokens) => assert!(tokens.id_count() > 0),
 ///     Err(e) => println!("{e}"), // no device here
 /// }
 /// ```
-#[derive(Clone, Debug)]
-pub struct CudaUniqueToken {
-    size: usize,
-    words: View<u32, 1, LayoutLeft, CudaSpace>,
-}
-
-impl CudaUniqueToken {
-    /// The number of ids: a kernel's ids are in `[0, size)`.
-    pub fn size(&self) -> usize {
-        self.size
-    }
-
-    /// The ordinal of the GPU whose memory holds the pool: launches on other GPUs refuse it.
-    pub fn device(&self) -> usize {
-        self.words.space().device()
-    }
-
-    /// The number of ids held now, read back from the device after the work queued on `Cuda`
-    /// instances (a synchronous copy). Between launches it is 0: kernels release every id
-    /// they acquire before their threads exit.
-    ///
-    /// ```
-    /// use hoplite_cuda::Cuda;
-    /// if let Ok(tokens) = Cuda::new().and_then(|cuda| cuda.unique_token_with_size(100)) {
-    ///     assert_eq!(tokens.live()?, 0);
-    /// }
-    /// # Ok::<(), hoplite_cuda::CudaError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// The copy's error (a failed earlier launch, a lost device).
-    pub fn live(&self) -> Result<usize, CudaError> {
-        let mut words = vec![0u32; self.words.len()];
-        crate::copy_to_host(&mut words, &self.words)?;
-        Ok(words.iter().map(|w| w.count_ones() as usize).sum())
-    }
-
-    /// The pool's words (for the launch arguments).
-    pub(crate) fn words(&self) -> &View<u32, 1, LayoutLeft, CudaSpace> {
-        &self.words
-    }
-}
+pub type CudaUniqueToken = DeviceUniqueToken<CudaSpace>;
 
 impl Cuda {
     /// A unique token for kernels on this instance's GPU, sized to the threads the GPU can
@@ -176,15 +140,31 @@ impl Cuda {
             });
         }
         let space = self.memory_space()?;
-        let n = lock_words(size);
-        let fail = |reason: String| CudaError::InvalidToken { size, reason };
-        let words =
-            View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing_in(space, "unique_token", [n])
-                .map_err(|e| fail(e.to_string()))?;
-        // Every id starts free. The copy is synchronous, so the words are clear before any
-        // launch can take the token.
-        crate::copy_to_device(&words, &vec![0u32; n]).map_err(|e| fail(e.to_string()))?;
-        Ok(CudaUniqueToken { size, words })
+        // Every id starts free: the words are zeroed by a synchronous copy, so they are clear
+        // before any launch can take the token.
+        DeviceUniqueToken::new_in(space, "Cuda", size).map_err(|e| CudaError::InvalidToken {
+            size,
+            reason: e.to_string(),
+        })
+    }
+}
+
+impl KernelTokenSpace for Cuda {
+    type KernelToken = CudaUniqueToken;
+
+    fn kernel_token(&self) -> hoplite_core::Result<CudaUniqueToken> {
+        Ok(self.unique_token()?)
+    }
+
+    fn kernel_token_with_size(&self, size: usize) -> hoplite_core::Result<CudaUniqueToken> {
+        match self.unique_token_with_size(size) {
+            Err(CudaError::InvalidToken { size, reason }) => Err(hoplite_core::Error::InvalidTokenSize {
+                requested: size,
+                space: "Cuda",
+                reason,
+            }),
+            other => Ok(other?),
+        }
     }
 }
 
@@ -204,10 +184,10 @@ impl DeviceArg {
     /// ```
     pub fn token(token: &CudaUniqueToken) -> DeviceArg {
         DeviceArg::token_parts(
-            token.words().data() as usize as u64,
+            token.lock_words().data() as usize as u64,
             token.size() as u64,
-            token.device(),
-            Some(std::sync::Arc::new(token.words().clone())),
+            token.memory_space().device(),
+            Some(std::sync::Arc::new(token.lock_words().clone())),
         )
     }
 }
@@ -248,6 +228,10 @@ mod tests {
         DeviceIteration, DeviceKernel, DeviceParam, DevicePattern, ScalarType,
     };
 
+    use hoplite_core::DeviceToken;
+    use hoplite_core::device_kernel::DeviceTokenArg;
+
+    use crate::dispatch::token_arg;
     use crate::launch::check_arg_devices;
     use crate::params::{IterationArgs, KernelArg, TokenArg, pack_for};
 
@@ -277,23 +261,27 @@ mod tests {
         }
     }
 
-    /// A token of `size` ids whose (empty) words live on GPU `device`: exists without a driver.
-    fn token_on(device: usize, size: usize) -> CudaUniqueToken {
-        let words = View::without_initializing_in(CudaSpace::on_device(device), "unique_token", [0])
-            .expect("no memory needed");
-        CudaUniqueToken { size, words }
+    /// A launch's token of `size` ids whose words are at `0x1000` on GPU `device`: what a launch
+    /// passes for a `CudaUniqueToken` there, made without a driver.
+    fn token_on(device: usize, size: usize) -> DeviceArg {
+        let token = DeviceTokenArg {
+            type_name: "CudaUniqueToken",
+            token: Some(DeviceToken {
+                words: 0x1000,
+                size,
+                memory_space: Box::new(CudaSpace::on_device(device)),
+            }),
+        };
+        token_arg("binned", "tokens", &token).expect("a token in Cuda memory")
     }
 
     #[test]
     fn a_token_packs_as_its_words_then_its_size() {
-        let token = token_on(0, 96);
-        let arg = DeviceArg::token(&token);
+        let arg = token_on(0, 96);
         let KernelArg::TokenBits(TokenArg { words, size }) = arg.arg else {
             panic!("a token argument, got {:?}", arg.arg);
         };
-        assert_eq!(size, 96);
-        assert_eq!(words, token.words().data() as usize as u64);
-        assert!(arg.keep().is_some(), "the launch keeps the pool alive");
+        assert_eq!((words, size), (0x1000, 96));
         let args = [
             KernelArg::Scalar(true.into()),
             KernelArg::TokenBits(TokenArg {
@@ -342,10 +330,9 @@ mod tests {
 
     #[test]
     fn a_token_of_another_gpu_is_refused() {
-        let on_1 = token_on(1, 32);
         let args = [
             DeviceArg::scalar(true),
-            DeviceArg::token(&on_1),
+            token_on(1, 32),
             DeviceArg::scalar(8usize),
         ];
         assert!(check_arg_devices("binned", 1, &args).is_ok());
@@ -354,6 +341,30 @@ mod tests {
             matches!(&e, CudaError::WrongDevice { what, view_device: 1, instance_device: 0 } if what.contains("argument 1")),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_host_pool_or_a_token_outside_cuda_memory_is_refused() {
+        let host = DeviceTokenArg {
+            type_name: "hoplite_core::TokenPool",
+            token: None,
+        };
+        let e = token_arg("binned", "tokens", &host).expect_err("a host pool");
+        assert!(
+            matches!(&e, CudaError::InvalidLaunch { reason, .. }
+                if reason.contains("host unique token (`hoplite_core::TokenPool`)") && reason.contains("unique_token()")),
+            "{e}"
+        );
+        let elsewhere = DeviceTokenArg {
+            type_name: "DeviceUniqueToken<HostSpace>",
+            token: Some(DeviceToken {
+                words: 0x1000,
+                size: 4,
+                memory_space: Box::new(hoplite_core::HostSpace),
+            }),
+        };
+        let e = token_arg("binned", "tokens", &elsewhere).expect_err("host memory");
+        assert!(e.to_string().contains("memory Cuda launches do not know"), "{e}");
     }
 
     #[test]

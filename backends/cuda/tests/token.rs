@@ -1,4 +1,5 @@
-//! Unique tokens in `#[kernel]` launches. Without a driver (or a GPU) the constructors return
+//! Unique tokens in `#[kernel]` launches through the one launch API (`parallel_for` with the
+//! token in the kernel's `with`). Without a driver (or a GPU) the constructors return
 //! typed errors and the test says the GPU part is skipped; on a GPU it launches a histogram
 //! with per-id rows and a team kernel whose threads contend for a few ids, and checks the
 //! counts, that no two threads held one id at once, and that every id is free afterwards.
@@ -6,9 +7,9 @@
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundTeamSlots, kernel};
 use hoplite_core::view::access::BoundAtomic;
-use hoplite_core::{ExecutionSpace, LayoutLeft, View};
+use hoplite_core::{LayoutRight, RangePolicy, View, parallel_for};
 use hoplite_cuda::token::device_token_size;
-use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_device, copy_to_host};
+use hoplite_cuda::{Cuda, CudaError, CudaSpace};
 
 /// A histogram with one private row of `nbins` counters per token id.
 #[kernel]
@@ -57,7 +58,7 @@ fn is_absence(e: &CudaError) -> bool {
     )
 }
 
-type Device<T> = View<T, 1, LayoutLeft, CudaSpace>;
+type Device<T> = View<T, 1, LayoutRight, CudaSpace>;
 
 #[test]
 fn tokens_on_the_device() -> std::result::Result<(), Box<dyn std::error::Error>> {
@@ -85,21 +86,14 @@ fn tokens_on_the_device() -> std::result::Result<(), Box<dyn std::error::Error>>
     let (n, nbins, size) = (100_000usize, 7usize, 1000usize);
     let small = cuda.unique_token_with_size(size)?;
     let x: Vec<u32> = (0..n as u32).map(|k| k.wrapping_mul(2_654_435_761)).collect();
-    let xd = Device::<u32>::without_initializing("x", [n])?;
-    copy_to_device(&xd, &x)?;
-    let rows = Device::<u64>::without_initializing("rows", [size * nbins])?;
-    copy_to_device(&rows, &vec![0; size * nbins])?;
-    let args = [
-        DeviceArg::atomic(&rows),
-        DeviceArg::read(&xd),
-        DeviceArg::token(&small),
-        DeviceArg::scalar(nbins),
-    ];
-    cuda.launch_range::<token_rows>(0..n, &args)?;
-    drop(args);
-    cuda.fence()?;
-    let mut host = vec![0u64; size * nbins];
-    copy_to_host(&mut host, &rows)?;
+    let xd = Device::<u32>::from_slice("x", [n], &x)?;
+    let rows = Device::<u64>::new("rows", [size * nbins])?;
+    parallel_for(
+        "token rows",
+        (RangePolicy::new(cuda.clone(), 0..n), (rows.atomic(), xd.read())),
+        token_rows::with(&small, nbins),
+    )?;
+    let host = rows.to_vec()?;
     let mut expected = vec![0u64; nbins];
     for &v in &x {
         expected[v as usize % nbins] += 1;
@@ -112,45 +106,37 @@ fn tokens_on_the_device() -> std::result::Result<(), Box<dyn std::error::Error>>
 
     // Many threads, three ids: no id ever has two holders.
     let few = cuda.unique_token_with_size(3)?;
-    let owners = Device::<i64>::without_initializing("owners", [3])?;
-    copy_to_device(&owners, &[0; 3])?;
-    let clashes = Device::<u64>::without_initializing("clashes", [1])?;
-    copy_to_device(&clashes, &[0])?;
-    let policy = TeamPolicy::new(cuda.clone(), 64, TeamSize::Fixed(128));
-    cuda.launch_team::<team_claims>(
-        &policy,
-        &[
-            DeviceArg::atomic(&owners),
-            DeviceArg::atomic(&clashes),
-            DeviceArg::token(&few),
-            DeviceArg::scalar(20usize),
-        ],
+    let owners = Device::<i64>::new("owners", [3])?;
+    let clashes = Device::<u64>::new("clashes", [1])?;
+    parallel_for(
+        "team claims",
+        (
+            TeamPolicy::new(cuda.clone(), 64, TeamSize::Fixed(128)),
+            (owners.atomic(), clashes.atomic()),
+        ),
+        team_claims::with::<Cuda>(&few, 20),
     )?;
-    cuda.fence()?;
-    let mut c = [7u64];
-    copy_to_host(&mut c, &clashes)?;
-    assert_eq!(c, [0]);
-    let mut o = [7i64; 3];
-    copy_to_host(&mut o, &owners)?;
-    assert_eq!(o, [0; 3]);
+    assert_eq!(clashes.to_vec()?, [0]);
+    assert_eq!(owners.to_vec()?, [0; 3]);
     assert_eq!(few.live()?, 0);
 
     // One id per team, the same on every thread of it.
     let (league, team) = (40usize, 64usize);
-    let slots = View::<u64, 2, LayoutLeft, CudaSpace>::without_initializing("ids", [league, team])?;
-    copy_to_device(&slots, &vec![u64::MAX; league * team])?;
-    let policy = TeamPolicy::new(cuda.clone(), league, TeamSize::Fixed(team));
-    cuda.launch_team::<team_ids>(&policy, &[DeviceArg::team_slots(&slots), DeviceArg::token(&few)])?;
-    cuda.fence()?;
-    let mut ids = vec![0u64; league * team];
-    copy_to_host(&mut ids, &slots)?;
-    // Column-major: element [l, t] is at l + t * league.
-    for l in 0..league {
-        let first = ids[l];
-        assert!(first < 3, "team {l} got id {first}");
+    let slots = View::<u64, 2, LayoutRight, CudaSpace>::new("ids", [league, team])?;
+    parallel_for(
+        "team ids",
+        (
+            TeamPolicy::new(cuda.clone(), league, TeamSize::Fixed(team)),
+            (slots.team_slots(),),
+        ),
+        team_ids::with::<Cuda>(&few),
+    )?;
+    let ids = slots.to_vec()?;
+    for (l, row) in ids.chunks(team).enumerate() {
+        assert!(row[0] < 3, "team {l} got id {}", row[0]);
         assert!(
-            (0..team).all(|t| ids[l + t * league] == first),
-            "team {l} saw two ids"
+            row.iter().all(|&id| id == row[0]),
+            "team {l} saw two ids: {row:?}"
         );
     }
     assert_eq!(few.live()?, 0);
@@ -158,28 +144,13 @@ fn tokens_on_the_device() -> std::result::Result<(), Box<dyn std::error::Error>>
     // A token of another GPU is refused before the launch.
     if hoplite_cuda::device_count()? > 1 {
         let other = Cuda::on_device(1)?.unique_token_with_size(8)?;
-        let e = cuda
-            .launch_range::<token_rows>(
-                0..n,
-                &[
-                    DeviceArg::atomic(&rows),
-                    DeviceArg::read(&xd),
-                    DeviceArg::token(&other),
-                    DeviceArg::scalar(nbins),
-                ],
-            )
-            .expect_err("device 1's token on device 0");
-        assert!(
-            matches!(
-                e,
-                CudaError::WrongDevice {
-                    view_device: 1,
-                    instance_device: 0,
-                    ..
-                }
-            ),
-            "{e}"
-        );
+        let e = parallel_for(
+            "token of GPU 1",
+            (RangePolicy::new(cuda.clone(), 0..n), (rows.atomic(), xd.read())),
+            token_rows::with(&other, nbins),
+        )
+        .expect_err("device 1's token on device 0");
+        assert!(e.to_string().contains("CUDA device 1"), "{e}");
     }
     Ok(())
 }

@@ -33,6 +33,7 @@ pub mod dispatch;
 pub mod dot;
 pub mod error;
 pub mod index;
+mod kernel_token;
 pub mod parallel_copy;
 pub mod point_loop;
 pub mod policy;
@@ -52,6 +53,9 @@ pub use dispatch::{
 };
 pub use error::{Error, Result};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};
+#[doc(hidden)]
+pub use kernel_token::device_token_on_host;
+pub use kernel_token::{DeviceToken, DeviceUniqueToken, KernelToken, KernelTokenSpace, NoHostToken};
 /// Complex numbers (the `num-complex` crate): views hold them, `Sum`/`Prod` reduce them and
 /// atomic handles update them under the lock table.
 pub use num_complex::{self, Complex};

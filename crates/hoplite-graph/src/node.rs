@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use hoplite_core::device_kernel::{DeviceLaunch, with_closure_scalars};
+use hoplite_core::device_kernel::{DeviceLaunch, device_launch_of};
 use hoplite_core::index::IndexBounds;
 use hoplite_core::{
     ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, LaunchSpec, ParallelFor, ParallelReduce,
@@ -319,21 +319,14 @@ where
         P::run_with(self, &self.policy_on(space)?)
     }
     fn describe_device_launch(&self, f: &mut dyn FnMut(DeviceLaunch<'_>, DevicePolicy<'_, S>)) -> bool {
-        let Some((kernel, scalars)) = with_closure_scalars(&self.kernel) else {
-            return false;
-        };
         // Fresh handles, only to describe their views; they are released on return.
         let args = <L::Args as GraphArgs>::attach(&self.views);
         let mut handles = Vec::new();
         hoplite_core::LaunchArgs::device_handles(&args, &mut handles);
-        f(
-            DeviceLaunch {
-                kernel,
-                scalars,
-                handles,
-            },
-            self.policy.policy().device_policy(),
-        );
+        let Some(launch) = device_launch_of(&self.kernel, handles) else {
+            return false;
+        };
+        f(launch, self.policy.policy().device_policy());
         true
     }
     fn hold_handles(&self) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {

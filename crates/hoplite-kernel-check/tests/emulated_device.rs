@@ -91,3 +91,31 @@ const _: fn() = || {
     fn launch_space<S: LaunchSpace>() {}
     launch_space::<HostDevice>();
 };
+
+/// A host pool is no device token: a launch that passes one to a kernel on the emulated device
+/// is refused with a typed error that names the fix, and its kernel never runs.
+#[test]
+fn host_tokens_are_refused_by_device_launches() {
+    use hoplite_conformance::unique_token::record_token_id;
+    use hoplite_core::{Error, RangePolicy, TokenPool, View, parallel_for};
+    if host_compiler().is_none() {
+        println!("skipped: no host C++ compiler (set CXX, or install g++)");
+        return;
+    }
+    emulated::set_build_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("host-device"));
+    let ids: View<usize, 1, hoplite_core::LayoutRight, emulated::HostDeviceSpace> =
+        View::new("ids", [8]).expect("a view");
+    let pool = TokenPool::new(4, "Serial").expect("a pool");
+    let e = parallel_for(
+        "host pool",
+        (RangePolicy::new(HostDevice, 0..8), (ids.write(),)),
+        record_token_id::with(&pool),
+    )
+    .expect_err("a host pool on a device");
+    assert!(
+        matches!(&e, Error::Device { reason, .. } if reason.contains("host unique token") && reason.contains("kernel_token()")),
+        "{e}"
+    );
+    assert_eq!(pool.live(), 0);
+    assert_eq!(ids.to_vec().expect("read back"), [0; 8], "the kernel did not run");
+}

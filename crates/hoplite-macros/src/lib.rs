@@ -216,6 +216,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
                     kernel: #krate::device_kernel::DeviceKernelInfo::of::<#name>,
                     captures_size: ::std::mem::size_of::<Captures>(),
                     read_scalars,
+                    read_tokens: #krate::device_kernel::no_tokens,
                 };
                 // Gives the closure its higher-ranked signature (a closure bound by `let` has
                 // none of its own).
@@ -235,14 +236,127 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             }
         }
     } else {
+        // Unique tokens are captured by reference, of any `KernelToken` type: the captures
+        // struct, its readers and so the registered entry are generic over the token types,
+        // so each `with` call registers its closure type (a lookup once it is known). The
+        // host compilation acquires from the token's host side; a device token has none,
+        // which the launch on host threads reports (`device_token_on_host`).
+        let token_generics: Vec<syn::Ident> = (0..signature.tokens.len())
+            .map(|k| quote::format_ident!("HlToken{}", k))
+            .collect();
+        let token_names: Vec<&syn::Ident> = signature.tokens.iter().map(|t| &t.name).collect();
+        let is_token: Vec<bool> = captures
+            .iter()
+            .map(|(name, _)| signature.tokens.iter().any(|t| &t.name == *name))
+            .collect();
+        let mut next_token = token_generics.iter();
+        let field_tys: Vec<TokenStream2> = captures
+            .iter()
+            .zip(&is_token)
+            .map(|((_, ty), &token)| match token {
+                true => {
+                    let generic = next_token.next();
+                    quote!(&'tok #generic)
+                }
+                false => quote!(#ty),
+            })
+            .collect();
+        let with_param_tys: Vec<TokenStream2> = captures
+            .iter()
+            .zip(&is_token)
+            .map(|((_, ty), &token)| match token {
+                true => quote!(&impl #krate::KernelToken),
+                false => quote!(#ty),
+            })
+            .collect();
+        let plain_scalars: Vec<&syn::Ident> = captures
+            .iter()
+            .zip(&is_token)
+            .filter(|(_, token)| !**token)
+            .map(|((name, _), _)| *name)
+            .collect();
+        let token_name_strs: Vec<String> = token_names.iter().map(|n| n.to_string()).collect();
+        let (space_generic, space_arg) = if signature.token == TokenKind::Team {
+            (quote!(S: #krate::ExecutionSpace,), quote!(S,))
+        } else {
+            (quote!(), quote!())
+        };
+        let inferred = token_generics.iter().map(|_| quote!(_));
         quote! {
             #[doc = #doc_line]
             #[inline(always)]
             #[allow(clippy::too_many_arguments)]
-            #vis fn with #with_generics (#(#scalar_names: #scalar_tys),*)
+            #vis fn with #with_generics (#(#scalar_names: #with_param_tys),*)
                 -> impl #closure_ty + Copy + Send + Sync
             {
-                move |#item_pat #extra_params| #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #extra_args)
+                struct Captures<'tok, #(#token_generics: #krate::KernelToken),*> {
+                    #(#scalar_names: #field_tys,)*
+                }
+                impl<'tok, #(#token_generics: #krate::KernelToken),*> Clone for Captures<'tok, #(#token_generics),*> {
+                    fn clone(&self) -> Self {
+                        *self
+                    }
+                }
+                impl<'tok, #(#token_generics: #krate::KernelToken),*> Copy for Captures<'tok, #(#token_generics),*> {}
+                /// Lists the scalars of the `Captures` at `p`, in declaration order.
+                ///
+                /// # Safety
+                ///
+                /// `p` holds a `Captures` (possibly unaligned).
+                unsafe fn read_scalars<#(#token_generics: #krate::KernelToken),*>(p: *const u8) -> ::std::vec::Vec<#krate::device_kernel::ScalarValue> {
+                    // SAFETY: the caller's contract.
+                    let _captures = unsafe { p.cast::<Captures<'_, #(#token_generics),*>>().read_unaligned() };
+                    ::std::vec![#(#krate::device_kernel::ScalarValue::from(_captures.#plain_scalars)),*]
+                }
+                /// Lists the unique tokens of the `Captures` at `p`, in declaration order.
+                ///
+                /// # Safety
+                ///
+                /// `p` holds a `Captures` (possibly unaligned) whose references are live.
+                unsafe fn read_tokens<#(#token_generics: #krate::KernelToken),*>(p: *const u8) -> ::std::vec::Vec<#krate::device_kernel::DeviceTokenArg> {
+                    // SAFETY: the caller's contract.
+                    let captures = unsafe { p.cast::<Captures<'_, #(#token_generics),*>>().read_unaligned() };
+                    ::std::vec![#(#krate::device_kernel::DeviceTokenArg {
+                        type_name: ::std::any::type_name::<#token_generics>(),
+                        token: #krate::KernelToken::device_token(captures.#token_names),
+                    }),*]
+                }
+                fn entry<#(#token_generics: #krate::KernelToken),*>() -> #krate::device_kernel::WithClosure {
+                    #krate::device_kernel::WithClosure {
+                        kernel: #krate::device_kernel::DeviceKernelInfo::of::<#name>,
+                        captures_size: ::std::mem::size_of::<Captures<'_, #(#token_generics),*>>(),
+                        read_scalars: read_scalars::<#(#token_generics),*>,
+                        read_tokens: read_tokens::<#(#token_generics),*>,
+                    }
+                }
+                // Gives the closure its higher-ranked signature (a closure bound by `let` has
+                // none of its own).
+                #[inline(always)]
+                fn higher_ranked #hr_generics (kernel: F) -> F {
+                    kernel
+                }
+                #[inline(always)]
+                fn build<'tok, #space_generic #(#token_generics: #krate::KernelToken),*>(
+                    captures: Captures<'tok, #(#token_generics),*>,
+                ) -> impl #closure_ty + Copy + Send + Sync {
+                    let kernel = higher_ranked::<#hr_args _>(move |#item_pat #extra_params| {
+                        // A use of the whole place, so that the closure captures `captures` whole.
+                        let whole: Captures<'tok, #(#token_generics),*> = captures;
+                        let Captures { #(#scalar_names),* } = whole;
+                        #(
+                            let #token_names = match #krate::KernelToken::host_token(#token_names) {
+                                ::std::option::Option::Some(host) => host,
+                                ::std::option::Option::None => #krate::device_token_on_host(#name_str, #token_name_strs),
+                            };
+                        )*
+                        #name(#token_name, #(#handle_names,)* #(#scalar_names,)* #extra_args)
+                    });
+                    // SAFETY: `kernel` captures `captures` (a `Captures`) whole and nothing
+                    // else, and runs this kernel with it.
+                    unsafe { #krate::device_kernel::register_generic_with_closure(&kernel, entry::<#(#token_generics),*>) };
+                    kernel
+                }
+                build::<#space_arg #(#inferred),*>(Captures { #(#scalar_names),* })
             }
         }
     };

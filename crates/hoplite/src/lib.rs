@@ -341,10 +341,10 @@ pub fn print_configuration(out: &mut dyn std::io::Write, detail: bool) -> std::i
 pub mod prelude {
     pub use crate::{
         DefaultExecutionSpace, DefaultHostExecutionSpace, Error, ExecutionPolicy, ExecutionSpace, FullSpace,
-        Idx, IterationOrder, LaunchSpace, MDRangePolicy, MdIdx, PerTeam, PerThread, RangePolicy, Reducer,
-        Result, Schedule, TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange,
-        ThreadVectorRange, UniqueToken, UniqueTokenSpace, VectorLength, parallel_for, parallel_reduce,
-        parallel_reduce_into, parallel_scan,
+        Idx, IterationOrder, KernelToken, KernelTokenSpace, LaunchSpace, MDRangePolicy, MdIdx, PerTeam,
+        PerThread, RangePolicy, Reducer, Result, Schedule, TeamMember, TeamPolicy, TeamSize, TeamThreadRange,
+        TeamVectorRange, ThreadVectorRange, UniqueToken, UniqueTokenSpace, VectorLength, parallel_for,
+        parallel_reduce, parallel_reduce_into, parallel_scan,
     };
     pub use hoplite_core::reducer::*;
     pub use hoplite_core::{

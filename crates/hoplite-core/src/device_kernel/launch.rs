@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::sync::{OnceLock, RwLock};
 
 use super::{DeviceKernelInfo, HandleAccess, ScalarValue};
+use crate::DeviceToken;
 
 /// One handle of a launch as a device backend sees it: what it covers and how the kernel uses
 /// it. Made by the launch from the handle; a backend checks it against the kernel's
@@ -51,6 +52,16 @@ pub struct DeviceHandle<'a> {
     pub space: &'a dyn Any,
 }
 
+/// One unique-token capture of a launch (a `tokens: &impl UniqueToken` parameter) as a device
+/// backend sees it.
+#[derive(Debug)]
+pub struct DeviceTokenArg {
+    /// The token's type, for messages.
+    pub type_name: &'static str,
+    /// Its lock words, or `None` for a host pool, which no device kernel can acquire from.
+    pub token: Option<DeviceToken>,
+}
+
 /// A launch as a device backend runs it: the kernel, its scalar captures in declaration order
 /// and its handles in the launch's order (the kernel's handle parameters' order).
 #[derive(Debug)]
@@ -59,6 +70,8 @@ pub struct DeviceLaunch<'a> {
     pub kernel: DeviceKernelInfo,
     /// The scalar captures, in the kernel's declaration order.
     pub scalars: Vec<ScalarValue>,
+    /// The unique-token captures, in the kernel's declaration order.
+    pub tokens: Vec<DeviceTokenArg>,
     /// The handles, in the kernel's declaration order.
     pub handles: Vec<DeviceHandle<'a>>,
 }
@@ -78,6 +91,24 @@ pub struct WithClosure {
     ///
     /// The address holds a value of the captures struct (possibly unaligned).
     pub read_scalars: unsafe fn(*const u8) -> Vec<ScalarValue>,
+    /// Reads the captures struct at the address given and lists its unique tokens in
+    /// declaration order ([`no_tokens`] for a kernel without any).
+    ///
+    /// # Safety
+    ///
+    /// The address holds a value of the captures struct (possibly unaligned) whose token
+    /// references are live.
+    pub read_tokens: unsafe fn(*const u8) -> Vec<DeviceTokenArg>,
+}
+
+/// The `read_tokens` of a kernel without unique tokens.
+///
+/// # Safety
+///
+/// None needed: it reads nothing. `unsafe` for its type only.
+#[doc(hidden)]
+pub unsafe fn no_tokens(_captures: *const u8) -> Vec<DeviceTokenArg> {
+    Vec::new()
 }
 
 type Registry = RwLock<HashMap<TypeId, &'static WithClosure>>;
@@ -110,6 +141,29 @@ pub unsafe fn register_with_closure<F>(_closure: &F, entry: &'static WithClosure
     map.insert(id, entry);
 }
 
+/// Registers `F` as the closure type a generic `#[kernel]`'s `with` returns (one whose
+/// captures struct holds references to unique tokens of any [`KernelToken`] type): like
+/// [`register_with_closure`], with the entry made (and kept for the program's life) the first
+/// time `F` is registered.
+///
+/// Called by the code `#[kernel]` generates; not for use elsewhere.
+///
+/// # Safety
+///
+/// As [`register_with_closure`], for the entry `entry` makes.
+///
+/// [`KernelToken`]: crate::KernelToken
+#[doc(hidden)]
+pub unsafe fn register_generic_with_closure<F>(closure: &F, entry: fn() -> WithClosure) {
+    let id = typeid::of::<F>();
+    if registry().read().is_ok_and(|map| map.contains_key(&id)) {
+        return;
+    }
+    let entry: &'static WithClosure = Box::leak(Box::new(entry()));
+    // SAFETY: the caller's contract.
+    unsafe { register_with_closure(closure, entry) };
+}
+
 /// The kernel and the scalar captures a device launch of `kernel` passes, if it is a
 /// `#[kernel]`'s `with(..)` closure (`None` for any other closure): what a device backend sees
 /// of it, for tests and tools.
@@ -122,11 +176,15 @@ pub fn with_closure_scalars<F>(kernel: &F) -> Option<(DeviceKernelInfo, Vec<Scal
     device_launch_of(kernel, Vec::new()).map(|launch| (launch.kernel, launch.scalars))
 }
 
-/// The device launch of `kernel` with `handles`, if `F` is a registered `with` closure.
-pub(crate) fn device_launch_of<'a, F>(
-    kernel: &F,
-    handles: Vec<DeviceHandle<'a>>,
-) -> Option<DeviceLaunch<'a>> {
+/// The device launch of `kernel` with `handles`, if `F` is a registered `with` closure (`None`
+/// for any other closure): for runtimes that describe recorded launches to a device backend
+/// (graph nodes).
+///
+/// ```
+/// use hoplite_core::device_kernel::device_launch_of;
+/// assert!(device_launch_of(&|i: usize| i + 1, Vec::new()).is_none());
+/// ```
+pub fn device_launch_of<'a, F>(kernel: &F, handles: Vec<DeviceHandle<'a>>) -> Option<DeviceLaunch<'a>> {
     let entry = *registry()
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -134,14 +192,19 @@ pub(crate) fn device_launch_of<'a, F>(
     if entry.captures_size != size_of::<F>() {
         return None;
     }
+    let captures = (kernel as *const F).cast::<u8>();
     // SAFETY: `F` is registered, so (by `register_with_closure`'s contract) its only capture is
     // one captures struct of `captures_size` bytes. A closure's value consists of its captures
     // alone, and the size check shows the struct fills the whole closure, so it starts at
     // offset 0: the closure's bytes are that struct, which `read_scalars` reads unaligned.
-    let scalars = unsafe { (entry.read_scalars)((kernel as *const F).cast::<u8>()) };
+    let scalars = unsafe { (entry.read_scalars)(captures) };
+    // SAFETY: as above; the closure, and so the token references it holds, is borrowed for
+    // the call.
+    let tokens = unsafe { (entry.read_tokens)(captures) };
     Some(DeviceLaunch {
         kernel: (entry.kernel)(),
         scalars,
+        tokens,
         handles,
     })
 }
@@ -187,6 +250,7 @@ mod tests {
         kernel: DeviceKernelInfo::of::<Scale>,
         captures_size: size_of::<Captures>(),
         read_scalars: read,
+        read_tokens: no_tokens,
     };
 
     fn with(a: f64) -> impl Fn(usize) -> f64 + Copy {

@@ -35,10 +35,9 @@
 mod launch;
 mod team_member;
 
-pub(crate) use launch::device_launch_of;
-pub use launch::{DeviceHandle, DeviceLaunch, with_closure_scalars};
+pub use launch::{DeviceHandle, DeviceLaunch, DeviceTokenArg, device_launch_of, with_closure_scalars};
 #[doc(hidden)]
-pub use launch::{WithClosure, register_with_closure};
+pub use launch::{WithClosure, no_tokens, register_generic_with_closure, register_with_closure};
 pub use team_member::DeviceTeamMember;
 
 pub use hoplite_abi::{

@@ -119,9 +119,10 @@ pub unsafe trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
 /// policies of every rank (1 to [`MAX_MDRANGE_RANK`](crate::MAX_MDRANGE_RANK)) and team
 /// policies, and `parallel_scan` over range policies, and its launches take handles of views
 /// in its own memory space, `S::MemorySpace` (Kokkos:
-/// `SpaceAccessibility<ExecSpace, ExecSpace::memory_space>` always holds). The blanket
+/// `SpaceAccessibility<ExecSpace, ExecSpace::memory_space>` always holds), and unique tokens
+/// its kernels acquire from ([`KernelTokenSpace`](crate::KernelTokenSpace)). The blanket
 /// implementation makes every such space a `LaunchSpace`; [`FullSpace`] adds host unique
-/// tokens.
+/// tokens (ids held on the host, `try_acquire`).
 ///
 /// Code written once for every backend, a GPU's included, keeps its data in the space's own
 /// memory: `View::<T, R, LayoutRight, S::MemorySpace>` is made with `from_slice` and read back
@@ -162,6 +163,7 @@ pub unsafe trait ParallelScan<P: ExecutionPolicy>: ExecutionSpace {
 pub trait LaunchSpace:
     ExecutionSpace
     + SpaceAccessibility<<Self as ExecutionSpace>::MemorySpace>
+    + crate::KernelTokenSpace
     + ParallelFor<RangePolicy<Self>>
     + ParallelReduce<RangePolicy<Self>>
     + ParallelScan<RangePolicy<Self>>
@@ -185,6 +187,7 @@ pub trait LaunchSpace:
 impl<S> LaunchSpace for S where
     S: ExecutionSpace
         + SpaceAccessibility<<S as ExecutionSpace>::MemorySpace>
+        + crate::KernelTokenSpace
         + ParallelFor<RangePolicy<S>>
         + ParallelReduce<RangePolicy<S>>
         + ParallelScan<RangePolicy<S>>

@@ -33,8 +33,9 @@
 //! it are filled and read through [`MemorySpace::copy_from_host`] and
 //! [`MemorySpace::copy_to_host`] (plain copies), never dereferenced by host code, and only
 //! `HostDevice` launches take them. Views of host memory are refused at launch with a typed
-//! error, as on a GPU. Unique tokens are not passed (a `Cuda` launch does not pass them
-//! either).
+//! error, as on a GPU. Its unique tokens ([`HostDeviceToken`], from
+//! [`KernelTokenSpace::kernel_token`]) are lock words in that memory, which the generated C
+//! acquires and releases with its atomics, as on a GPU; host pools are refused.
 //!
 //! Launches need a host C++ compiler ([`host_compiler`]); without one they fail with
 //! [`Error::Device`]. Compiled libraries go to [`build_dir`], which a test points into its
@@ -52,12 +53,13 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use hoplite_abi::{
     DeviceIteration, DeviceJoin, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess, HandleArg,
-    IndexOrder, IterationArgs, KernelArg, ParamBuffer, ReduceWalk, ScalarType, device_join_for,
+    IndexOrder, IterationArgs, KernelArg, ParamBuffer, ReduceWalk, ScalarType, TokenArg, device_join_for,
 };
-use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch};
+use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch, DeviceTokenArg};
 use hoplite_core::space::AllocationRecords;
 use hoplite_core::{
-    Error, ExecutionSpace, HostSpace, MemorySpace, Reducer, Result, ScanValue, SpaceAccessibility,
+    DeviceUniqueToken, Error, ExecutionSpace, HostSpace, KernelTokenSpace, MemorySpace, Reducer, Result,
+    ScanValue, SpaceAccessibility,
 };
 
 use crate::{CheckError, Grid, HostModule, Outcome, host_compiler};
@@ -191,6 +193,22 @@ impl HostDeviceSpace {
             },
             other => other,
         }
+    }
+}
+
+/// A unique token of [`HostDevice`] kernels: lock words in [`HostDeviceSpace`], as a GPU's
+/// token has them in its memory.
+pub type HostDeviceToken = DeviceUniqueToken<HostDeviceSpace>;
+
+impl KernelTokenSpace for HostDevice {
+    type KernelToken = HostDeviceToken;
+
+    fn kernel_token(&self) -> Result<HostDeviceToken> {
+        self.kernel_token_with_size(self.concurrency())
+    }
+
+    fn kernel_token_with_size(&self, size: usize) -> Result<HostDeviceToken> {
+        DeviceUniqueToken::new_in(HostDeviceSpace, SPACE, size)
     }
 }
 
@@ -390,6 +408,28 @@ struct Prepared {
     args: Vec<KernelArg>,
 }
 
+/// A unique token's lock words as a kernel argument: a [`HostDeviceToken`], never a host pool
+/// or another device's token. The launch borrows the token until it returns, and every launch
+/// completes before it returns, so the words outlive it.
+fn token_arg(name: &str, token: &DeviceTokenArg) -> std::result::Result<TokenArg, String> {
+    let Some(words) = &token.token else {
+        return Err(format!(
+            "`{name}` is a host unique token (`{}`), which device kernels cannot acquire from; pass `HostDevice.kernel_token()`",
+            token.type_name
+        ));
+    };
+    if !words.memory_space.is::<HostDeviceSpace>() {
+        return Err(format!(
+            "the unique token `{name}` (`{}`) is in another device's memory; pass `HostDevice.kernel_token()`",
+            token.type_name
+        ));
+    }
+    Ok(TokenArg {
+        words: words.words as u64,
+        size: words.size as u64,
+    })
+}
+
 /// The error for a launch this space cannot run as asked.
 fn invalid(label: &str, kernel: &str, reason: impl std::fmt::Display) -> Error {
     Error::Device {
@@ -406,6 +446,7 @@ impl Prepared {
         let bad = |reason: String| invalid(label, kernel.name, reason);
         let mut handles = launch.handles.iter();
         let mut scalars = launch.scalars.iter();
+        let mut tokens = launch.tokens.iter();
         let mut args = Vec::with_capacity(kernel.params.len());
         for param in kernel.params {
             match *param {
@@ -432,15 +473,16 @@ impl Prepared {
                     args.push(KernelArg::Scalar(*value));
                 }
                 DeviceParam::TokenBits { name } => {
-                    return Err(bad(format!(
-                        "`{name}` is a unique token, which `HostDevice` launches do not pass (as `Cuda` launches do not)"
-                    )));
+                    let token = tokens
+                        .next()
+                        .ok_or_else(|| bad(format!("no unique token for `{name}`")))?;
+                    args.push(KernelArg::TokenBits(token_arg(name, token).map_err(bad)?));
                 }
             }
         }
-        if handles.next().is_some() || scalars.next().is_some() {
+        if handles.next().is_some() || scalars.next().is_some() || tokens.next().is_some() {
             return Err(bad(
-                "more handles or scalars than the kernel has parameters".to_owned()
+                "more handles, scalars or unique tokens than the kernel has parameters".to_owned(),
             ));
         }
         Ok(Prepared {
