@@ -418,9 +418,9 @@ macro_rules! __for_each_check {
                     visits_every_index_exactly_once,
                     chunked_schedules_visit_every_index_exactly_once,
                     conversions_visit_the_same_points,
+                    schedule_does_not_change_results,
                 }
                 host {
-                    schedule_does_not_change_results,
                 }
             }
             mdrange_policy {
@@ -477,10 +477,10 @@ macro_rules! __for_each_check {
                     bitwise_and_or_match_sequential_fold,
                     finalize_runs_once_on_the_total,
                     custom_join_keeps_index_order,
+                    empty_range_gives_the_identity,
                 }
                 host {
                     first_loc_and_last_loc_find_the_extremes,
-                    empty_range_gives_the_identity,
                     tuple_of_reducers_matches_separate_reductions,
                     reduce_into_views_and_variables,
                     complex_array_reductions_and_locked_atomics,
@@ -550,9 +550,9 @@ macro_rules! __for_each_check {
                     lookup_reads_in_a_wider_launch,
                     atomic_handle_scatter_adds_exactly,
                     atomic_handle_conflicts_with_writer,
+                    handles_are_released_after_the_launch,
                 }
                 host {
-                    handles_are_released_after_the_launch,
                     instance_copies_lookups_and_scalar_writes,
                 }
             }

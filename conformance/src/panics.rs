@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_core::{
-    Error, MDRangePolicy, RangePolicy, Sum, TeamMember, TeamPolicy, TeamThreadRange, parallel_for,
+    Error, MDRangePolicy, RangePolicy, Sum, TeamMember, TeamPolicy, TeamThreadRange, View, parallel_for,
     parallel_reduce, parallel_scan,
 };
 
@@ -62,7 +62,8 @@ fn usable<S: FullSpace>(space: &S) -> Outcome {
     Ok(())
 }
 
-/// A panic in a `parallel_for` kernel is `KernelPanicked` with label and message.
+/// A panic in a `parallel_for` kernel is `KernelPanicked` with label and message, and the
+/// handles the launch held are released.
 pub fn panic_in_parallel_for_becomes_kernel_panicked<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let result = parallel_for("explode", RangePolicy::new(space.clone(), 0..1000), |i| {
@@ -71,6 +72,28 @@ pub fn panic_in_parallel_for_becomes_kernel_panicked<S: FullSpace>(space: &S) ->
             }
         });
         panicked(result, "explode", "boom at 613")?;
+        // The handles of a panicked launch are released: the host borrows the view
+        // exclusively afterwards.
+        let v: View<i32, 1> = View::new("released after a panic", [100])?;
+        let result = parallel_for(
+            "panics holding a writer",
+            (RangePolicy::new(space.clone(), 0..100), (v.write(),)),
+            |(i, (w,))| {
+                if *i == 57 {
+                    panic!("deliberate panic holding a writer");
+                }
+                w.set(i, 4);
+            },
+        );
+        panicked(
+            result,
+            "panics holding a writer",
+            "deliberate panic holding a writer",
+        )?;
+        let mut host = v.host_write()?;
+        host.set(0, 5);
+        drop(host);
+        ensure_eq!(v.host_read()?.get(0), 5, "a host store after the panicked launch");
         usable(space)
     })
 }

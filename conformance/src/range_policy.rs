@@ -1,9 +1,9 @@
 //! The `ExecutionPolicy` axioms for `RangePolicy`: exactly once, scheduling does not change
 //! results, and the conversions to `MDRangePolicy<_, 1>` and `TeamPolicy`.
 //!
-//! Exactly once is counted by `#[kernel]`s through atomic handles of views in the space's own
-//! memory, so those checks run on every space. The order of joins is seen through a `Custom`
-//! reducer of a `Vec`, which has no device layout: that check runs on host spaces.
+//! Every check is counted or computed by `#[kernel]`s in the space's own memory (exactly once
+//! through atomic handles; the order of joins through a `Custom` reducer whose `i64` value
+//! spells the run of indices it saw), so they run on every space.
 
 use std::ops::Range;
 
@@ -15,8 +15,10 @@ use hoplite_core::{
 };
 use hoplite_macros::kernel;
 
+use crate::reducer::{NO_RUN, extend_run, join_runs, show_run, sum_x_i64};
+use crate::scan::prefix_sum_i64;
 use crate::util::{SCHEDULES, int_data, same};
-use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
+use crate::{LaunchSpace, Outcome, SpaceView, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
 pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
@@ -96,14 +98,24 @@ pub fn chunked_schedules_visit_every_index_exactly_once<S: LaunchSpace>(space: &
 }
 
 /// Axiom 3: schedule and chunk size change only how work is distributed: an integer sum,
-/// an order-sensitive concatenation and a scan give the same results for all of them.
-pub fn schedule_does_not_change_results<S: FullSpace>(space: &S) -> Outcome {
+/// an order-sensitive concatenation of the indices (kept as the run it spells, see
+/// `reducer::custom_join_keeps_index_order`) and a scan give the same results for all of them.
+pub fn schedule_does_not_change_results<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 10_007;
         let data = int_data(n);
         let want_sum: i64 = data.iter().sum();
-        let want_order: Vec<usize> = (0..n).step_by(97).collect();
-        let concat = Custom::new(Vec::new, |dst: &mut Vec<usize>, src: Vec<usize>| dst.extend(src));
+        let want_prefix: Vec<i64> = data
+            .iter()
+            .scan(0, |acc, v| {
+                *acc += v;
+                Some(*acc)
+            })
+            .collect();
+        let x = SpaceView::<S, i64, 1>::from_slice("x", [n], &data)?;
+        let out = SpaceView::<S, i64, 1>::new("prefix", [n])?;
+        let concat = Custom::new(|| NO_RUN, join_runs);
+        let want_run = n as i64;
         for (schedule, chunk) in SCHEDULES {
             let mut policy = RangePolicy::new(space.clone(), 0..n).with_schedule(schedule);
             if let Some(c) = chunk {
@@ -112,26 +124,26 @@ pub fn schedule_does_not_change_results<S: FullSpace>(space: &S) -> Outcome {
             let what = format!("{schedule:?} schedule, chunk {chunk:?}");
             let sum = parallel_reduce(
                 "sum",
-                policy.clone(),
-                |i, acc: &mut i64| *acc += data[*i],
+                (policy.clone(), (x.read(),)),
+                sum_x_i64::with(),
                 Sum::new(),
             )?;
             ensure_eq!(sum, want_sum, "Sum<i64> with {what}");
-            let order = parallel_reduce(
-                "concat",
-                policy.clone(),
-                |i, acc: &mut Vec<usize>| {
-                    if *i % 97 == 0 {
-                        acc.push(*i);
-                    }
-                },
-                &concat,
+            let run = parallel_reduce("concat", policy.clone(), extend_run::with(), &concat)?;
+            ensure!(
+                run == want_run,
+                "concatenated indices with {what}: {}, expected 0..{n}",
+                show_run(run)
+            );
+            let total = parallel_scan(
+                "scan",
+                (policy, (out.write(), x.read())),
+                prefix_sum_i64::with(true),
             )?;
-            same(&order, &want_order, || {
-                format!("concatenated indices with {what}")
-            })?;
-            let total: i64 = parallel_scan("scan", policy, |i, partial: &mut i64, _| *partial += data[*i])?;
             ensure_eq!(total, want_sum, "scan total with {what}");
+            same(&out.to_vec()?, &want_prefix, || {
+                format!("inclusive prefix sums with {what}")
+            })?;
         }
         Ok(())
     })

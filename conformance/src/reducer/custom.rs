@@ -11,7 +11,7 @@ use super::{N, policies, tie_data};
 use crate::{FullSpace, LaunchSpace, Outcome, check};
 
 /// No index seen yet: the identity of [`extend_run`]'s value.
-const NO_RUN: i64 = -1;
+pub(crate) const NO_RUN: i64 = -1;
 
 /// Indices that are not one increasing run.
 const BROKEN_RUN: i64 = -2;
@@ -32,7 +32,7 @@ pub fn extend_run(i: Idx<'_>, acc: &mut i64) {
 }
 
 /// Joins two runs (`dst` before `src`): one run if `src` starts where `dst` ends.
-fn join_runs(dst: &mut i64, src: i64) {
+pub(crate) fn join_runs(dst: &mut i64, src: i64) {
     *dst = if src == NO_RUN {
         *dst
     } else if *dst == NO_RUN {
@@ -45,7 +45,7 @@ fn join_runs(dst: &mut i64, src: i64) {
 }
 
 /// A run as `lo..hi`, for messages.
-fn show_run(run: i64) -> String {
+pub(crate) fn show_run(run: i64) -> String {
     match run {
         NO_RUN => "no index".to_owned(),
         BROKEN_RUN => "indices out of order, missing or repeated".to_owned(),

@@ -1,126 +1,145 @@
-//! Every reducer over an empty range: its identity.
+//! Every reducer over an empty range: its identity. The kernels are the other reducer checks'
+//! (none of them runs here); `FirstLoc` and `LastLoc`, which device kernels do not reduce,
+//! are checked over an empty range with the host-only location checks.
 
 use hoplite_core::{
-    BAnd, BOr, FirstLoc, LAnd, LOr, LastLoc, Max, MaxLoc, Min, MinLoc, MinMax, MinMaxLoc, MinMaxLocScalar,
-    MinMaxScalar, Prod, Sum, ValLoc,
+    BAnd, BOr, LAnd, LOr, Max, MaxLoc, Min, MinLoc, MinMax, MinMaxLoc, MinMaxLocScalar, MinMaxScalar, Prod,
+    Sum, ValLoc, parallel_reduce,
 };
 
-use super::reduce_closure_all;
-use crate::{FullSpace, Outcome, check};
+use super::arith::{
+    max_x_i64, min_quarter_x_f64, min_x_i64, minmax_x_i64, prod_small_i64, prod_x_f64, sum_x_f64, sum_x_i64,
+};
+use super::location::{max_loc_x_i64, min_loc_x_i64, minmax_loc_x_i64};
+use super::logical::{all_x_above, and_cleared_index_bits, any_x_above, or_index_bits};
+use super::{N, prod_data, reduce_all, tie_data};
+use crate::{LaunchSpace, Outcome, SpaceView, check};
 
-/// An empty range reduces to each reducer's identity.
-pub fn empty_range_gives_the_identity<S: FullSpace>(space: &S) -> Outcome {
+/// An empty range reduces to each reducer's identity, under every policy.
+pub fn empty_range_gives_the_identity<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let e = 5..5;
-        reduce_closure_all(
+        let xi = SpaceView::<S, i64, 1>::from_slice("x", [N], &tie_data())?;
+        let xf = SpaceView::<S, f64, 1>::from_slice("xf", [N], &prod_data())?;
+        let x = || (xi.read(),);
+        reduce_all(
             space,
             e.clone(),
-            &Sum::new(),
-            |_, a: &mut f64| *a += 1.0,
-            &0.0,
-            "Sum",
+            |p| parallel_reduce("sum", (p, x()), sum_x_i64::with(), Sum::new()),
+            &0,
+            "Sum<i64>",
         )?;
-        reduce_closure_all(
+        reduce_all(
             space,
             e.clone(),
-            &Prod::new(),
-            |_, a: &mut i32| *a *= 3,
+            |p| parallel_reduce("prod", p, prod_small_i64::with(), Prod::new()),
             &1,
-            "Prod",
+            "Prod<i64>",
         )?;
-        reduce_closure_all(
+        reduce_all(
             space,
             e.clone(),
-            &Min::new(),
-            |_, a: &mut i32| *a = 0,
-            &i32::MAX,
-            "Min",
+            |p| parallel_reduce("min", (p, x()), min_x_i64::with(), Min::new()),
+            &i64::MAX,
+            "Min<i64>",
         )?;
-        reduce_closure_all(
+        reduce_all(
             space,
             e.clone(),
-            &Max::new(),
-            |_, a: &mut f32| *a = 0.0,
-            &f32::NEG_INFINITY,
-            "Max",
+            |p| parallel_reduce("max", (p, x()), max_x_i64::with(), Max::new()),
+            &i64::MIN,
+            "Max<i64>",
         )?;
-        reduce_closure_all(
+        reduce_all(
             space,
             e.clone(),
-            &MinMax::new(),
-            |_, a: &mut MinMaxScalar<u8>| a.update(3),
-            &MinMaxScalar { min: u8::MAX, max: 0 },
-            "MinMax",
+            |p| parallel_reduce("sum", (p, (xf.read(),)), sum_x_f64::with(), Sum::new()),
+            &0.0,
+            "Sum<f64>",
         )?;
-        reduce_closure_all(
+        reduce_all(
             space,
             e.clone(),
-            &MinLoc::new(),
-            |i, a: &mut ValLoc<i64>| a.update_min(0, *i),
+            |p| parallel_reduce("prod", (p, (xf.read(),)), prod_x_f64::with(), Prod::new()),
+            &1.0,
+            "Prod<f64>",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            |p| parallel_reduce("min", (p, x()), min_quarter_x_f64::with(), Min::new()),
+            &f64::INFINITY,
+            "Min<f64>",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            |p| parallel_reduce("minmax", (p, x()), minmax_x_i64::with(), MinMax::new()),
+            &MinMaxScalar {
+                min: i64::MAX,
+                max: i64::MIN,
+            },
+            "MinMax<i64>",
+        )?;
+        reduce_all(
+            space,
+            e.clone(),
+            |p| parallel_reduce("min loc", (p, x()), min_loc_x_i64::with(), MinLoc::new()),
             &ValLoc {
                 val: i64::MAX,
                 loc: None,
             },
-            "MinLoc",
+            "MinLoc<i64>",
         )?;
-        reduce_closure_all(
+        reduce_all(
             space,
             e.clone(),
-            &MaxLoc::new(),
-            |i, a: &mut ValLoc<i64>| a.update_max(0, *i),
+            |p| parallel_reduce("max loc", (p, x()), max_loc_x_i64::with(), MaxLoc::new()),
             &ValLoc {
                 val: i64::MIN,
                 loc: None,
             },
-            "MaxLoc",
+            "MaxLoc<i64>",
         )?;
-        let none = MinMaxLocScalar {
-            min_val: f64::INFINITY,
-            max_val: f64::NEG_INFINITY,
-            min_loc: None,
-            max_loc: None,
-        };
-        reduce_closure_all(
+        reduce_all(
             space,
             e.clone(),
-            &MinMaxLoc::new(),
-            |i, a: &mut MinMaxLocScalar<f64>| a.update(0.0, *i),
-            &none,
-            "MinMaxLoc",
+            |p| parallel_reduce("minmax loc", (p, x()), minmax_loc_x_i64::with(), MinMaxLoc::new()),
+            &MinMaxLocScalar {
+                min_val: i64::MAX,
+                max_val: i64::MIN,
+                min_loc: None,
+                max_loc: None,
+            },
+            "MinMaxLoc<i64>",
         )?;
-        reduce_closure_all(
+        reduce_all(
             space,
             e.clone(),
-            &FirstLoc,
-            |i, a: &mut Option<usize>| FirstLoc::update(a, *i),
-            &None,
-            "FirstLoc",
-        )?;
-        reduce_closure_all(
-            space,
-            e.clone(),
-            &LastLoc,
-            |i, a: &mut Option<usize>| LastLoc::update(a, *i),
-            &None,
-            "LastLoc",
-        )?;
-        reduce_closure_all(
-            space,
-            e.clone(),
-            &LAnd,
-            |_, a: &mut bool| *a = false,
+            |p| parallel_reduce("and", (p, x()), all_x_above::with(0), LAnd),
             &true,
             "LAnd",
         )?;
-        reduce_closure_all(space, e.clone(), &LOr, |_, a: &mut bool| *a = true, &false, "LOr")?;
-        reduce_closure_all(
+        reduce_all(
             space,
             e.clone(),
-            &BAnd::new(),
-            |_, a: &mut u16| *a = 0,
-            &u16::MAX,
-            "BAnd",
+            |p| parallel_reduce("or", (p, x()), any_x_above::with(0), LOr),
+            &false,
+            "LOr",
         )?;
-        reduce_closure_all(space, e, &BOr::new(), |_, a: &mut u16| *a = 1, &0, "BOr")
+        reduce_all(
+            space,
+            e.clone(),
+            |p| parallel_reduce("band", p, and_cleared_index_bits::with(), BAnd::new()),
+            &u64::MAX,
+            "BAnd<u64>",
+        )?;
+        reduce_all(
+            space,
+            e,
+            |p| parallel_reduce("bor", p, or_index_bits::with(), BOr::new()),
+            &0,
+            "BOr<u64>",
+        )
     })
 }

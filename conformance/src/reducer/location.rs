@@ -225,7 +225,7 @@ pub fn loc_reducers_report_an_index_for_identity_values<S: LaunchSpace>(space: &
 }
 
 /// `FirstLoc` and `LastLoc` report the smallest and largest index where a predicate holds,
-/// and `None` where it never does.
+/// and `None` where it never does (an empty range included).
 pub fn first_loc_and_last_loc_find_the_extremes<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let x = tie_data();
@@ -265,6 +265,23 @@ pub fn first_loc_and_last_loc_find_the_extremes<S: FullSpace>(space: &S) -> Outc
             },
             &None,
             "FirstLoc without a hit",
+        )?;
+        // Over an empty range, the identities: nothing found.
+        reduce_closure_all(
+            space,
+            5..5,
+            &FirstLoc,
+            |i, acc: &mut Option<usize>| FirstLoc::update(acc, *i),
+            &None,
+            "FirstLoc over an empty range",
+        )?;
+        reduce_closure_all(
+            space,
+            5..5,
+            &LastLoc,
+            |i, acc: &mut Option<usize>| LastLoc::update(acc, *i),
+            &None,
+            "LastLoc over an empty range",
         )
     })
 }
