@@ -407,10 +407,10 @@ macro_rules! __for_each_check {
                     zero_byte_allocation_succeeds,
                     allocation_failure_is_typed,
                     view_allocations_are_recorded,
+                    deep_copy_between_views_copies_every_element,
                 }
                 host {
                     host_space_access_flags_are_ordered,
-                    deep_copy_between_host_views_copies_every_element,
                 }
             }
             range_policy {
@@ -478,6 +478,7 @@ macro_rules! __for_each_check {
                     finalize_runs_once_on_the_total,
                     custom_join_keeps_index_order,
                     empty_range_gives_the_identity,
+                    reducer_values_reduce_into_views,
                 }
                 host {
                     first_loc_and_last_loc_find_the_extremes,
@@ -485,7 +486,6 @@ macro_rules! __for_each_check {
                     reduce_into_views_and_variables,
                     complex_array_reductions_and_locked_atomics,
                     mdrange_loc_reducers_report_multi_indices,
-                    reducer_values_reduce_into_views,
                 }
             }
             graph {

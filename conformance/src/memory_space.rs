@@ -3,9 +3,9 @@
 //!
 //! Memory of the space under test is only allocated, recorded and freed, never dereferenced,
 //! so the checks of the space's memory and scratch memory spaces run on every space, a GPU's
-//! included: they need no kernel. The checks of `HostSpace` itself (its access flags, and
-//! `deep_copy` between host views read back with host guards) are about the host's memory
-//! whatever the space, and run on host spaces.
+//! included: they need no kernel, and `deep_copy` moves data between the space's memory and
+//! the host's through the space's host copies. The check of `HostSpace`'s access flags is
+//! about the host's memory whatever the space, and runs on host spaces.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -195,37 +195,38 @@ pub fn host_space_access_flags_are_ordered<S: FullSpace>(space: &S) -> Outcome {
     })
 }
 
-/// `deep_copy` between host views of different layouts copies every element, and checks
-/// extents.
-pub fn deep_copy_between_host_views_copies_every_element<S: FullSpace>(space: &S) -> Outcome {
+/// `deep_copy` copies every element between views of the space's memory and host views, in
+/// every direction and across layouts (column-major and row-major), and a copy across
+/// different extents is `Error::ExtentMismatch` that leaves the destination untouched.
+pub fn deep_copy_between_views_copies_every_element<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let _ = space;
         let data: Vec<i32> = (0..35).collect();
-        let right: View<i32, 2> = View::from_slice("right", [5, 7], &data)?;
-        let left: View<i32, 2, LayoutLeft> = View::new("left", [5, 7])?;
-        deep_copy(&left, &right)?;
-        let host = left.host_read()?;
-        for i in 0..5 {
-            for j in 0..7 {
-                ensure_eq!(
-                    host.get([i, j]),
-                    (i * 7 + j) as i32,
-                    "left[{i}, {j}] after deep_copy"
-                );
-            }
-        }
-        drop(host);
-        let back: View<i32, 2> = View::new("back", [5, 7])?;
-        deep_copy(&back, &left)?;
-        same(&back.to_vec()?, &data, || {
-            "a round trip through LayoutLeft".to_owned()
+        let column_major: Vec<i32> = (0..7).flat_map(|j| (0..5).map(move |i| i * 7 + j)).collect();
+        let host: View<i32, 2> = View::from_slice("host", [5, 7], &data)?;
+        let left = View::<i32, 2, LayoutLeft, S::MemorySpace>::new("left", [5, 7])?;
+        deep_copy(&left, &host)?;
+        same(&left.to_vec()?, &column_major, || {
+            "a row-major host view copied into a column-major view of the space".to_owned()
         })?;
-        let wrong: View<i32, 2> = View::new("wrong", [7, 5])?;
+        let right = View::<i32, 2, LayoutRight, S::MemorySpace>::new("right", [5, 7])?;
+        deep_copy(&right, &left)?;
+        same(&right.to_vec()?, &data, || {
+            "a copy between two views of the space, across layouts".to_owned()
+        })?;
+        let back: View<i32, 2, LayoutLeft> = View::new("back", [5, 7])?;
+        deep_copy(&back, &right)?;
+        same(&back.to_vec()?, &column_major, || {
+            "a view of the space copied back to a column-major host view".to_owned()
+        })?;
+        let wrong = View::<i32, 2, LayoutRight, S::MemorySpace>::new("wrong", [7, 5])?;
         let err = deep_copy(&wrong, &right);
         ensure!(
             matches!(err, Err(Error::ExtentMismatch { .. })),
             "deep_copy across extents [7, 5] and [5, 7] gave {err:?}"
         );
-        Ok(())
+        same(&wrong.to_vec()?, &[0; 35], || {
+            "the destination of a refused copy".to_owned()
+        })
     })
 }

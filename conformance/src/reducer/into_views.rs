@@ -2,16 +2,21 @@
 //! values stored in views.
 
 use hoplite_core::{
-    Max, MaxLoc, Min, MinLoc, MinMax, MinMaxLoc, MinMaxScalar, RangePolicy, Sum, ValLoc, View,
-    parallel_reduce_into,
+    MDRangePolicy, Max, MaxLoc, Min, MinLoc, MinMax, MinMaxLoc, MinMaxLocScalar, MinMaxScalar, RangePolicy,
+    Sum, ValLoc, View, parallel_reduce_into,
 };
 
+use super::arith::{minmax_x_i64, sum_x_i64};
+use super::location::{min_loc_x_i64, minmax_loc_x_i64};
+use super::{N, tie_data};
+use crate::mdrange_policy::count_points_2;
 use crate::util::int_data;
-use crate::{FullSpace, Outcome, check};
+use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
 
-/// `parallel_reduce_into`: a result stored into a rank-0 view (also one the kernel read), into
-/// a host variable, and a tuple of reducers into one target per component, over range and
-/// MDRange policies; a target view borrowed elsewhere is a typed error.
+/// `parallel_reduce_into` with closures: a result stored into a rank-0 view (also one the kernel
+/// read), into a host variable, and tuples of reducers (location reducers too) into one target
+/// per component, over range and MDRange policies (a multi-index location too); a target view
+/// borrowed elsewhere is a typed error.
 pub fn reduce_into_views_and_variables<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 1000;
@@ -86,18 +91,8 @@ pub fn reduce_into_views_and_variables<S: FullSpace>(space: &S) -> Outcome {
             }
         }
         drop(held);
-        Ok(())
-    })
-}
 
-/// Reducer values live in views: a `MinLoc` (1-d and 2-d locations), a `MinMax` and a
-/// `MinMaxLoc` result reduced straight into rank-0 views, and a view of `ValLoc` starts as
-/// "nothing seen" (`loc: None`).
-pub fn reducer_values_reduce_into_views<S: FullSpace>(space: &S) -> Outcome {
-    check(axiom!(), || {
-        use hoplite_core::{MDRangePolicy, MinMaxLocScalar};
-        let fresh: View<ValLoc<f64>, 1> = View::new("fresh", [2])?;
-        ensure_eq!(fresh.host_read()?.get(1).loc, None, "a new view of ValLoc");
+        // A tuple of location reducers into a tuple of views, and a multi-index location.
         let x: Vec<f64> = (0..500).map(|i| ((i * 37) % 101) as f64 - 50.0).collect();
         let at: View<ValLoc<f64>, 0> = View::new("argmin", [])?;
         let range: View<MinMaxScalar<f64>, 0> = View::new("range", [])?;
@@ -155,6 +150,88 @@ pub fn reducer_values_reduce_into_views<S: FullSpace>(space: &S) -> Outcome {
             },
             "MaxLoc of a box into a view"
         );
+        Ok(())
+    })
+}
+
+/// Reducer values live in views of the space's memory: `MinLoc`, `MinMax` and `MinMaxLoc`
+/// results and a `Sum` reduced straight into rank-0 views (also over an MDRange), a result
+/// into a host variable, a view of `ValLoc` starts as "nothing seen" (`loc: None`), and a
+/// target view with a live handle is a borrow conflict.
+pub fn reducer_values_reduce_into_views<S: LaunchSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let fresh = SpaceView::<S, ValLoc<f64>, 1>::new("fresh", [2])?;
+        ensure_eq!(fresh.to_vec()?[1].loc, None, "a new view of ValLoc");
+        let data = tie_data();
+        let x = SpaceView::<S, i64, 1>::from_slice("x", [N], &data)?;
+        let all = || (RangePolicy::new(space.clone(), 0..N), (x.read(),));
+        let at = SpaceView::<S, ValLoc<i64>, 0>::new("argmin", [])?;
+        parallel_reduce_into("min loc", all(), min_loc_x_i64::with(), MinLoc::new(), &at)?;
+        ensure_eq!(
+            at.to_vec()?,
+            [ValLoc {
+                val: -3,
+                loc: Some(333)
+            }],
+            "MinLoc into a view"
+        );
+        let range = SpaceView::<S, MinMaxScalar<i64>, 0>::new("range", [])?;
+        parallel_reduce_into("minmax", all(), minmax_x_i64::with(), MinMax::new(), &range)?;
+        ensure_eq!(
+            range.to_vec()?,
+            [MinMaxScalar { min: -3, max: 40 }],
+            "MinMax into a view"
+        );
+        let both = SpaceView::<S, MinMaxLocScalar<i64>, 0>::new("both", [])?;
+        parallel_reduce_into(
+            "minmax loc",
+            all(),
+            minmax_loc_x_i64::with(),
+            MinMaxLoc::new(),
+            &both,
+        )?;
+        ensure_eq!(
+            both.to_vec()?,
+            [MinMaxLocScalar {
+                min_val: -3,
+                max_val: 40,
+                min_loc: Some(333),
+                max_loc: Some(100)
+            }],
+            "MinMaxLoc into a view"
+        );
+        let total = SpaceView::<S, i64, 0>::new("total", [])?;
+        parallel_reduce_into("sum", all(), sum_x_i64::with(), Sum::new(), &total)?;
+        ensure_eq!(total.to_vec()?, [data.iter().sum::<i64>()], "Sum into a view");
+        let points = SpaceView::<S, i64, 0>::new("points", [])?;
+        parallel_reduce_into(
+            "md count",
+            MDRangePolicy::new(space.clone(), [0, 0], [10, 100]),
+            count_points_2::with(),
+            Sum::new(),
+            &points,
+        )?;
+        ensure_eq!(
+            points.to_vec()?,
+            [1000],
+            "a count over a 10 x 100 box into a view"
+        );
+        let mut host = 0i64;
+        parallel_reduce_into(
+            "sum into a variable",
+            all(),
+            sum_x_i64::with(),
+            Sum::new(),
+            &mut host,
+        )?;
+        ensure_eq!(host, data.iter().sum::<i64>(), "Sum into a host variable");
+        let held = total.read();
+        let refused = parallel_reduce_into("into a held view", all(), sum_x_i64::with(), Sum::new(), &total);
+        ensure!(
+            matches!(refused, Err(hoplite_core::Error::BorrowConflict { .. })),
+            "storing into a view with a live reader gave {refused:?}"
+        );
+        drop(held);
         Ok(())
     })
 }

@@ -476,7 +476,7 @@ where
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot receive a reduction result of type `{V}`",
     label = "expected a rank-0 view, `&mut value`, or a tuple of them for a tuple of reducers",
-    note = "a reduction stores into `&View<T, 0>` (written on the host), `&mut T`, or one target per reducer of a tuple"
+    note = "a reduction stores into `&View<T, 0, L, S>` (of any memory space), `&mut T`, or one target per reducer of a tuple"
 )]
 pub trait ReduceInto<V> {
     /// Stores the result.
@@ -498,11 +498,11 @@ impl<T, L, S> ReduceInto<T> for &crate::view::View<T, 0, L, S>
 where
     T: crate::view::ViewValue,
     L: crate::space::ArrayLayout,
-    S: crate::space::HostAccessibleSpace,
+    S: crate::space::MemorySpace,
 {
     fn store(self, value: T) -> Result<()> {
-        self.host_write()?.set([], value);
-        Ok(())
+        // In place in host memory, through the space's host copy in a device's.
+        self.copy_from_slice(&[value])
     }
 }
 

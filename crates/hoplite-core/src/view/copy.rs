@@ -4,13 +4,16 @@
 use crate::error::{Error, Result};
 use crate::policy::{IterationOrder, for_each_point};
 use crate::profiling::{CopySide, DeepCopyScope};
-use crate::space::{ArrayLayout, HostAccessibleSpace, HostSpace, MemorySpace};
-use crate::view::access::for_each_index;
+use crate::space::{ArrayLayout, HostSpace, MemorySpace};
+use crate::view::access::{HostRead, HostWrite, for_each_index};
 use crate::view::{View, ViewValue};
 
 /// Copies every element of `src` into `dst` (Kokkos `deep_copy(dst, src)`). The views may
-/// differ in layout and memory space; their extents must be equal, or the result is
-/// [`Error::ExtentMismatch`] and `dst` is untouched.
+/// differ in layout and memory space — host memory, a device's, or one of each; their extents
+/// must be equal, or the result is [`Error::ExtentMismatch`] and `dst` is untouched. Where
+/// either side is memory the host cannot dereference, the copy goes through the spaces'
+/// host copies ([`MemorySpace::copy_to_host`], [`MemorySpace::copy_from_host`]), staged in
+/// host memory.
 ///
 /// ```
 /// use hoplite_core::{deep_copy, LayoutLeft, View};
@@ -33,12 +36,15 @@ where
     T: ViewValue,
     L1: ArrayLayout,
     L2: ArrayLayout,
-    S1: HostAccessibleSpace,
-    S2: HostAccessibleSpace,
+    S1: MemorySpace,
+    S2: MemorySpace,
 {
     check_same_extents("deep_copy", dst, src)?;
-    let from = src.host_read()?;
-    let mut to = dst.host_write()?;
+    if !(S1::HOST_ACCESSIBLE && S2::HOST_ACCESSIBLE) {
+        return staged_deep_copy(dst, src);
+    }
+    let from = HostRead::new(src)?;
+    let mut to = HostWrite::new(dst)?;
     let _profiled = profile_copy(dst, src);
     if let (Some(s), Some(d)) = (from.as_slice(), to.as_mut_slice())
         && L1::NAME == L2::NAME
@@ -76,6 +82,51 @@ where
     Ok(())
 }
 
+/// Whether a layout's own element order (the order of `to_vec`) runs the first index fastest.
+fn first_index_fastest<L: ArrayLayout>() -> bool {
+    L::NAME == crate::space::LayoutLeft::NAME
+}
+
+/// [`deep_copy`] where one side is memory the host cannot dereference: `src`'s elements come
+/// to the host in its own order, are put into `dst`'s own order when the two orders differ,
+/// and go to `dst`.
+fn staged_deep_copy<T, const R: usize, L1, L2, S1, S2>(
+    dst: &View<T, R, L1, S1>,
+    src: &View<T, R, L2, S2>,
+) -> Result<()>
+where
+    T: ViewValue,
+    L1: ArrayLayout,
+    L2: ArrayLayout,
+    S1: MemorySpace,
+    S2: MemorySpace,
+{
+    let from = src.to_vec()?;
+    let _profiled = profile_copy(dst, src);
+    let src_left = first_index_fastest::<L2>();
+    if first_index_fastest::<L1>() == src_left {
+        return dst.copy_from_slice(&from);
+    }
+    let extents = src.extents();
+    // The position of an index in `src`'s own order.
+    let position = |idx: [usize; R]| {
+        let mut p = 0;
+        if src_left {
+            for d in (0..R).rev() {
+                p = p * extents[d] + idx[d];
+            }
+        } else {
+            for d in 0..R {
+                p = p * extents[d] + idx[d];
+            }
+        }
+        p
+    };
+    let mut ordered = Vec::with_capacity(from.len());
+    for_each_index::<R, L1>(&extents, |idx| ordered.push(from[position(idx)]));
+    dst.copy_from_slice(&ordered)
+}
+
 /// The check every copy makes before it borrows anything: `dst` and `src` have the same
 /// extents, or the copy named `what` fails with [`Error::ExtentMismatch`] naming both views.
 pub(crate) fn check_same_extents<T, const R: usize, L1, L2, S1, S2>(
@@ -108,7 +159,8 @@ fn fastest_dim<const R: usize>(extents: &[usize; R], strides: &[usize; R]) -> Op
     (0..R).filter(|&d| extents[d] > 1).min_by_key(|&d| strides[d])
 }
 
-/// Sets every element of `dst` to `value` (Kokkos `deep_copy(view, scalar)`).
+/// Sets every element of `dst` to `value` (Kokkos `deep_copy(view, scalar)`), in host or
+/// device memory alike.
 ///
 /// ```
 /// use hoplite_core::{deep_copy_fill, View};
@@ -125,7 +177,7 @@ pub fn deep_copy_fill<T, const R: usize, L, S>(dst: &View<T, R, L, S>, value: T)
 where
     T: ViewValue,
     L: ArrayLayout,
-    S: HostAccessibleSpace,
+    S: MemorySpace,
 {
     // Kokkos reports a fill as a copy from a host scalar.
     let _profiled = DeepCopyScope::begin(
@@ -137,7 +189,12 @@ where
         },
         (dst.len() * size_of::<T>()) as u64,
     );
-    dst.fill_host(value)
+    if S::HOST_ACCESSIBLE {
+        let mut guard = HostWrite::new(dst)?;
+        guard.fill(value);
+        return Ok(());
+    }
+    dst.copy_from_slice(&vec![value; dst.len()])
 }
 
 /// `view` as one side of a deep copy, for Kokkos Tools connectors.

@@ -117,6 +117,75 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
         Ok(out)
     }
 
+    /// Overwrites every element with `data`, given in the view's own order (the order
+    /// [`to_vec`](Self::to_vec) returns: row-major, column-major for `LayoutLeft`), in host or
+    /// device memory alike. A strided view of device memory is written run by run of
+    /// consecutive elements, never touching memory between its elements.
+    ///
+    /// ```
+    /// use hoplite_core::{LayoutStride, Slice, View};
+    /// let v: View<i32, 2> = View::new("v", [2, 3])?;
+    /// v.copy_from_slice(&[1, 2, 3, 4, 5, 6])?;
+    /// let column: View<i32, 1, LayoutStride> = v.subview([Slice::All, Slice::Index(1)])?;
+    /// column.copy_from_slice(&[-2, -5])?;
+    /// assert_eq!(v.to_vec()?, [1, -2, 3, 4, -5, 6]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ExtentMismatch`] when `data` does not hold one value per element (the view is
+    /// untouched), a borrow conflict with a live handle of the view, or the space's copy error.
+    pub fn copy_from_slice(&self, data: &[T]) -> Result<()> {
+        if data.len() != self.len() {
+            return Err(Error::ExtentMismatch {
+                what: "copy from slice",
+                left_label: self.label().to_owned(),
+                left: self.extents.to_vec(),
+                right_label: "slice".to_owned(),
+                right: vec![data.len()],
+            });
+        }
+        if S::HOST_ACCESSIBLE {
+            return HostWrite::new(self)?.copy_from_slice(self.label(), data);
+        }
+        let _write = Borrowed::new(self, AccessKind::Write)?;
+        if size_of::<T>() == 0 || self.is_empty() {
+            return Ok(());
+        }
+        if self.is_contiguous() {
+            // SAFETY: a contiguous view's `len` elements are consecutive from `ptr` in its own
+            // order; `data` holds `len` of them; the write borrow keeps every handle away.
+            return unsafe { self.copy_in(0, data.as_ptr(), data.len()) };
+        }
+        // Each value at its element's offset, then one copy per run of consecutive offsets.
+        let mut at: Vec<(usize, T)> = Vec::with_capacity(data.len());
+        let mut values = data.iter();
+        super::access::for_each_index::<R, L>(&self.extents, |idx| {
+            if let Some(&v) = values.next() {
+                at.push((L::offset(&self.strides, &idx), v));
+            }
+        });
+        at.sort_unstable_by_key(|&(offset, _)| offset);
+        let mut run: Vec<T> = Vec::new();
+        let mut start = 0;
+        for (offset, v) in at {
+            if !run.is_empty() && offset != start + run.len() {
+                // SAFETY: elements `start..start + run.len()` are elements of the view (their
+                // offsets came from its indices), so inside its allocation; `run` holds them;
+                // the write borrow keeps every handle away.
+                unsafe { self.copy_in(start, run.as_ptr(), run.len())? };
+                run.clear();
+            }
+            if run.is_empty() {
+                start = offset;
+            }
+            run.push(v);
+        }
+        // SAFETY: as above, for the last run.
+        unsafe { self.copy_in(start, run.as_ptr(), run.len()) }
+    }
+
     /// Copies `n` host elements from `src` to the elements `first..first + n` after `ptr`.
     ///
     /// # Safety
@@ -320,5 +389,72 @@ mod tests {
         );
         let v = View::<u8, 1, LayoutLeft, NoCopySpace>::without_initializing("v", [3]).expect("alloc");
         assert!(matches!(v.to_vec(), Err(Error::Device { .. })));
+    }
+
+    #[test]
+    fn copy_from_slice_writes_a_strided_subview_run_by_run_and_nothing_between() {
+        let m = View::<u32, 2, crate::space::LayoutRight, OpaqueSpace>::from_slice(
+            "m",
+            [4, 5],
+            &(0..20).collect::<Vec<_>>(),
+        )
+        .expect("upload");
+        let block: View<u32, 2, LayoutStride, OpaqueSpace> = m
+            .subview([Slice::Range(1..3), Slice::Range(1..4)])
+            .expect("block");
+        let before = COPIES.load(Ordering::Relaxed);
+        block
+            .copy_from_slice(&[100, 101, 102, 103, 104, 105])
+            .expect("write");
+        // One copy per row of the block (other tests may copy at the same time).
+        assert!(COPIES.load(Ordering::Relaxed) >= before + 2);
+        let mut want: Vec<u32> = (0..20).collect();
+        want[6..9].copy_from_slice(&[100, 101, 102]);
+        want[11..14].copy_from_slice(&[103, 104, 105]);
+        assert_eq!(m.to_vec().expect("download"), want);
+        let e = block
+            .copy_from_slice(&[1, 2])
+            .expect_err("two values for six elements");
+        assert!(matches!(e, Error::ExtentMismatch { .. }), "{e}");
+        assert_eq!(
+            m.to_vec().expect("download"),
+            want,
+            "untouched by the refused copy"
+        );
+    }
+
+    #[test]
+    fn deep_copy_moves_data_between_host_and_device_memory_in_any_layouts() {
+        use crate::space::LayoutRight;
+        use crate::view::{deep_copy, deep_copy_fill};
+        let data: Vec<i32> = (0..35).collect();
+        let host = View::<i32, 2, LayoutRight, HostSpace>::from_slice("host", [5, 7], &data).expect("host");
+        let left = View::<i32, 2, LayoutLeft, OpaqueSpace>::new("left", [5, 7]).expect("device");
+        deep_copy(&left, &host).expect("host to device, transposing the order");
+        let column_major: Vec<i32> = (0..7).flat_map(|j| (0..5).map(move |i| i * 7 + j)).collect();
+        assert_eq!(left.to_vec().expect("download"), column_major);
+        let right = View::<i32, 2, LayoutRight, OpaqueSpace>::new("right", [5, 7]).expect("device");
+        deep_copy(&right, &left).expect("device to device");
+        assert_eq!(right.to_vec().expect("download"), data);
+        let back = View::<i32, 2, LayoutLeft, HostSpace>::new("back", [5, 7]).expect("host");
+        deep_copy(&back, &right).expect("device to host");
+        assert_eq!(back.to_vec().expect("host"), column_major);
+        let wrong = View::<i32, 2, LayoutRight, OpaqueSpace>::new("wrong", [7, 5]).expect("device");
+        let e = deep_copy(&wrong, &host).expect_err("other extents");
+        assert!(matches!(e, Error::ExtentMismatch { .. }), "{e}");
+        assert_eq!(wrong.to_vec().expect("download"), [0; 35], "untouched");
+        deep_copy_fill(&wrong, 3).expect("fill");
+        assert_eq!(wrong.to_vec().expect("download"), [3; 35]);
+    }
+
+    #[test]
+    fn a_reduction_result_goes_into_a_rank_0_device_view() {
+        use crate::dispatch::ReduceInto;
+        let total = View::<f64, 0, LayoutLeft, OpaqueSpace>::new("total", []).expect("device");
+        (&total).store(2.5).expect("store");
+        assert_eq!(total.to_vec().expect("download"), [2.5]);
+        let w = total.write();
+        assert!(matches!((&total).store(1.0), Err(Error::BorrowConflict { .. })));
+        drop(w);
     }
 }
