@@ -494,9 +494,9 @@ macro_rules! __for_each_check {
                     reduce_and_scan_nodes_match_eager_launches,
                     unordered_conflicting_nodes_are_refused_at_instantiation,
                     a_borrow_held_by_the_host_fails_the_submit_then_it_runs,
+                    a_panicking_node_fails_its_submit_and_the_graph_runs_again,
                 }
                 host {
-                    a_panicking_node_fails_its_submit_and_the_graph_runs_again,
                 }
             }
             scan {
