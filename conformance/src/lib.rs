@@ -479,9 +479,9 @@ macro_rules! __for_each_check {
                     custom_join_keeps_index_order,
                     empty_range_gives_the_identity,
                     reducer_values_reduce_into_views,
+                    first_loc_and_last_loc_find_the_extremes,
                 }
                 host {
-                    first_loc_and_last_loc_find_the_extremes,
                     tuple_of_reducers_matches_separate_reductions,
                     reduce_into_views_and_variables,
                     complex_array_reductions_and_locked_atomics,

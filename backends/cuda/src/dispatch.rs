@@ -333,7 +333,8 @@ macro_rules! with_device_values {
             MinMaxScalar<i32>, MinMaxScalar<i64>, MinMaxScalar<u32>, MinMaxScalar<u64>, MinMaxScalar<f32>,
             MinMaxScalar<f64>, MinMaxScalar<usize>, MinMaxScalar<isize>,
             MinMaxLocScalar<i32>, MinMaxLocScalar<i64>, MinMaxLocScalar<u32>, MinMaxLocScalar<u64>,
-            MinMaxLocScalar<f32>, MinMaxLocScalar<f64>, MinMaxLocScalar<usize>, MinMaxLocScalar<isize>)
+            MinMaxLocScalar<f32>, MinMaxLocScalar<f64>, MinMaxLocScalar<usize>, MinMaxLocScalar<isize>,
+            Option<usize>)
     };
 }
 
@@ -342,7 +343,7 @@ fn no_device_value<V>(kernel: &'static str) -> Error {
     crate::CudaError::InvalidLaunch {
         kernel,
         reason: format!(
-            "a reduction into `{}`, which has no device layout; reduce a scalar, a `ValLoc`, a `MinMaxScalar` or a `MinMaxLocScalar` of one",
+            "a reduction into `{}`, which has no device layout; reduce a scalar, a `ValLoc`, a `MinMaxScalar` or a `MinMaxLocScalar` of one, or an `Option<usize>` (`FirstLoc`, `LastLoc`)",
             std::any::type_name::<V>()
         ),
     }

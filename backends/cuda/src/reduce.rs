@@ -47,8 +47,8 @@ pub use hoplite_abi::{ReduceWalk, ValueLayout, device_join_for, value_layout};
 /// and its bytes in that pattern's device layout ([`value_layout`]).
 ///
 /// Implemented for the scalars (`Reduce`), `ValLoc<T>` (`ReduceValLoc`, `loc == !0` on the
-/// device for `None`), `MinMaxScalar<T>` (`ReduceMinMax`) and `MinMaxLocScalar<T>`
-/// (`ReduceMinMaxLoc`). The launch refuses a kernel whose pattern is not [`PATTERN`](Self::PATTERN)
+/// device for `None`), `MinMaxScalar<T>` (`ReduceMinMax`), `MinMaxLocScalar<T>`
+/// (`ReduceMinMaxLoc`) and `Option<usize>` (`ReduceIndex`, of `FirstLoc` and `LastLoc`). The launch refuses a kernel whose pattern is not [`PATTERN`](Self::PATTERN)
 /// before anything reaches the device.
 ///
 /// ```
@@ -151,6 +151,19 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for ValLoc<T> {
             // A location the host cannot index is no location (the device's `~0`).
             loc: (loc != u64::MAX).then(|| usize::try_from(loc).ok()).flatten(),
         }
+    }
+}
+
+impl DeviceReduceValue for Option<usize> {
+    const PATTERN: DevicePattern = DevicePattern::ReduceIndex;
+    fn write_device(&self, out: &mut [u8]) {
+        put(out, &self.map_or(u64::MAX, |i| i as u64).to_le_bytes());
+    }
+    #[inline]
+    fn read_device(bytes: &[u8]) -> Self {
+        let index = u64::from_le_bytes(first(bytes));
+        // An index the host cannot hold is no index (the device's `~0`).
+        (index != u64::MAX).then(|| usize::try_from(index).ok()).flatten()
     }
 }
 
@@ -508,6 +521,15 @@ mod tests {
         let m = MaxLoc::<i32>::new();
         let one = [ValLoc { val: 7, loc: Some(1) }];
         assert_eq!(join_partials(&m, decode(&encode(&one))), one[0]);
+
+        // `FirstLoc` / `LastLoc`: 8 bytes each, `~0` for none.
+        let found = [None, Some(9), Some(4), None];
+        let bytes = encode(&found);
+        assert_eq!((bytes.len(), &bytes[..8]), (32, &[0xff; 8][..]));
+        let back: Vec<Option<usize>> = decode(&bytes).collect();
+        assert_eq!(back, found);
+        assert_eq!(join_partials(&hoplite_core::FirstLoc, back.clone()), Some(4));
+        assert_eq!(join_partials(&hoplite_core::LastLoc, back), Some(9));
 
         let mm = [
             MinMaxScalar {

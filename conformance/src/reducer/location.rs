@@ -7,7 +7,7 @@ use hoplite_core::{
 };
 use hoplite_macros::kernel;
 
-use super::{N, reduce_all, reduce_closure_all, tie_data};
+use super::{N, reduce_all, tie_data};
 use crate::{FullSpace, LaunchSpace, Outcome, SpaceView, check};
 
 /// A kernel of these checks: the minimum of `x` and its lowest index.
@@ -224,65 +224,53 @@ pub fn loc_reducers_report_an_index_for_identity_values<S: LaunchSpace>(space: &
     })
 }
 
+/// A kernel of these checks: the lowest index where `x` is `target` (`FirstLoc`).
+#[kernel(crate = hoplite_core)]
+pub fn first_x_equal_to(i: Idx<'_>, x: BoundReader<'_, i64, 1>, target: i64, acc: &mut Option<usize>) {
+    if x.get(i) == target {
+        FirstLoc::update(acc, *i);
+    }
+}
+
+/// A kernel of these checks: the highest index where `x` is `target` (`LastLoc`).
+#[kernel(crate = hoplite_core)]
+pub fn last_x_equal_to(i: Idx<'_>, x: BoundReader<'_, i64, 1>, target: i64, acc: &mut Option<usize>) {
+    if x.get(i) == target {
+        LastLoc::update(acc, *i);
+    }
+}
+
 /// `FirstLoc` and `LastLoc` report the smallest and largest index where a predicate holds,
-/// and `None` where it never does (an empty range included).
-pub fn first_loc_and_last_loc_find_the_extremes<S: FullSpace>(space: &S) -> Outcome {
+/// and `None` where it never does (an empty range included), however the range is split.
+pub fn first_loc_and_last_loc_find_the_extremes<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
-        let x = tie_data();
-        let hit = |i: usize| x[i] == -3;
-        reduce_closure_all(
-            space,
-            0..N,
-            &FirstLoc,
-            |i, acc: &mut Option<usize>| {
-                if hit(*i) {
-                    FirstLoc::update(acc, *i)
-                }
-            },
-            &Some(333),
-            "FirstLoc",
-        )?;
-        reduce_closure_all(
-            space,
-            0..N,
-            &LastLoc,
-            |i, acc: &mut Option<usize>| {
-                if hit(*i) {
-                    LastLoc::update(acc, *i)
-                }
-            },
-            &Some(999),
-            "LastLoc",
-        )?;
-        reduce_closure_all(
-            space,
-            0..333,
-            &FirstLoc,
-            |i, acc: &mut Option<usize>| {
-                if hit(*i) {
-                    FirstLoc::update(acc, *i)
-                }
-            },
-            &None,
-            "FirstLoc without a hit",
-        )?;
-        // Over an empty range, the identities: nothing found.
-        reduce_closure_all(
-            space,
-            5..5,
-            &FirstLoc,
-            |i, acc: &mut Option<usize>| FirstLoc::update(acc, *i),
-            &None,
-            "FirstLoc over an empty range",
-        )?;
-        reduce_closure_all(
-            space,
-            5..5,
-            &LastLoc,
-            |i, acc: &mut Option<usize>| LastLoc::update(acc, *i),
-            &None,
-            "LastLoc over an empty range",
-        )
+        let xv = SpaceView::<S, i64, 1>::from_slice("x", [N], &tie_data())?;
+        let first = |range, want: Option<usize>, what: &str| {
+            reduce_all(
+                space,
+                range,
+                |p| parallel_reduce("first", (p, (xv.read(),)), first_x_equal_to::with(-3), FirstLoc),
+                &want,
+                what,
+            )
+        };
+        let last = |range, want: Option<usize>, what: &str| {
+            reduce_all(
+                space,
+                range,
+                |p| parallel_reduce("last", (p, (xv.read(),)), last_x_equal_to::with(-3), LastLoc),
+                &want,
+                what,
+            )
+        };
+        first(0..N, Some(333), "FirstLoc")?;
+        last(0..N, Some(999), "LastLoc")?;
+        first(334..N, Some(600), "FirstLoc past the first hit")?;
+        last(0..999, Some(600), "LastLoc before the last hit")?;
+        first(0..333, None, "FirstLoc without a hit")?;
+        last(0..333, None, "LastLoc without a hit")?;
+        first(5..5, None, "FirstLoc over an empty range")?;
+        last(5..5, None, "LastLoc over an empty range")
     })
 }
 

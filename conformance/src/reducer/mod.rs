@@ -17,9 +17,9 @@ use std::fmt::Debug;
 use std::ops::Range;
 
 use hoplite_core::device_kernel::DeviceKernelInfo;
-use hoplite_core::{Idx, RangePolicy, Reducer, Schedule, parallel_reduce};
+use hoplite_core::{RangePolicy, Schedule};
 
-use crate::{FullSpace, LaunchSpace, Outcome};
+use crate::{LaunchSpace, Outcome};
 
 mod arith;
 mod custom;
@@ -60,6 +60,8 @@ pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
     DeviceKernelInfo::of::<min_loc_of_i64_max>,
     DeviceKernelInfo::of::<max_loc_of_f64_neg_infinity>,
     DeviceKernelInfo::of::<minmax_loc_of_constant_i64>,
+    DeviceKernelInfo::of::<first_x_equal_to>,
+    DeviceKernelInfo::of::<last_x_equal_to>,
     DeviceKernelInfo::of::<all_x_above>,
     DeviceKernelInfo::of::<any_x_above>,
     DeviceKernelInfo::of::<or_index_bits>,
@@ -102,30 +104,6 @@ where
         ensure_eq!(got, *want, "{what} over {range:?} with the {how}");
     }
     Ok(())
-}
-
-/// [`reduce_all`] of a host closure `kernel` with `reducer` (for the host-only checks).
-fn reduce_closure_all<S, R, F>(
-    space: &S,
-    range: Range<usize>,
-    reducer: &R,
-    kernel: F,
-    want: &R::Value,
-    what: &str,
-) -> Outcome
-where
-    S: FullSpace,
-    R: Reducer,
-    R::Value: PartialEq + Debug,
-    F: for<'it> Fn(Idx<'it>, &mut R::Value) + Send + Sync,
-{
-    reduce_all(
-        space,
-        range,
-        |policy| parallel_reduce("reduce", policy, &kernel, reducer),
-        want,
-        what,
-    )
 }
 
 /// Values with repeated minima (-3 at 333, 600, 999) and maxima (40 at 100, 700, 800).

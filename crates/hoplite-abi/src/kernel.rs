@@ -56,6 +56,10 @@ pub enum DevicePattern {
     /// [`ReduceMinMaxLoc`](Self::ReduceMinMaxLoc), with ties of the maximum going to the
     /// highest index.
     ReduceMinMaxFirstLastLoc(ScalarType),
+    /// `parallel_reduce` accumulating an `Option<usize>` through `FirstLoc::update` or
+    /// `LastLoc::update` (`FirstLoc`, `LastLoc`): on the device an `unsigned long long`, `~0` for
+    /// none, 8 bytes.
+    ReduceIndex,
     /// `parallel_scan` summing values of this type (two launches of the entry; see the
     /// [crate documentation](crate#entry-parameters)).
     Scan(ScalarType),
@@ -429,6 +433,8 @@ pub const fn value_layout(pattern: DevicePattern) -> Option<ValueLayout> {
         DevicePattern::ReduceMinMaxLoc(_) | DevicePattern::ReduceMinMaxFirstLastLoc(_) => {
             Some(ValueLayout { size: 32, align: 8 })
         }
+        // `unsigned long long`, `~0` for none.
+        DevicePattern::ReduceIndex => Some(ValueLayout { size: 8, align: 8 }),
     }
 }
 

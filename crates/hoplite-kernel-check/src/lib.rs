@@ -1130,6 +1130,10 @@ fn launcher_source(
         types.push(format!("hl_minmax<{}>", ty.cuda_name()));
         types.push(format!("hl_minmax<{}>*", ty.cuda_name()));
     }
+    if pattern == DevicePattern::ReduceIndex {
+        types.push("unsigned long long".to_owned());
+        types.push("unsigned long long*".to_owned());
+    }
     if let DevicePattern::Scan(_) = pattern {
         types.push("bool".to_owned());
     }

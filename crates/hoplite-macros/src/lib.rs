@@ -381,6 +381,7 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
                         quote!(#krate::device_kernel::DevicePattern::ReduceMinMaxFirstLastLoc(#ty))
                     }
                     AccKind::MinMaxLoc => quote!(#krate::device_kernel::DevicePattern::ReduceMinMaxLoc(#ty)),
+                    AccKind::Index => quote!(#krate::device_kernel::DevicePattern::ReduceIndex),
                 }
             }
         }

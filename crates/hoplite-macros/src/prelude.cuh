@@ -80,6 +80,14 @@ template <class T> HL_DEV T hl_atomic_max(T* p, T v) { return atomicMax(p, v); }
 // `ValLoc<T>` of MinLoc/MaxLoc: `loc == ~0` is `None`. NaN ranks below every number; equal
 // values go to the lower index (as `ValLoc::update_min`/`update_max` in Rust).
 template <class T> struct hl_valloc { T val; unsigned long long loc; };
+// `FirstLoc::update` and `LastLoc::update` of an `Option<usize>` (`~0` for none): the lowest
+// and the highest index seen.
+HL_DEV void hl_update_first_loc(unsigned long long* acc, unsigned long long i) {
+    if (*acc == ~0ull || i < *acc) *acc = i;
+}
+HL_DEV void hl_update_last_loc(unsigned long long* acc, unsigned long long i) {
+    if (*acc == ~0ull || i > *acc) *acc = i;
+}
 template <class T> HL_DEV void hl_update_loc(hl_valloc<T>* acc, T val, unsigned long long loc, bool min) {
     bool take;
     if (acc->loc == ~0ull) {

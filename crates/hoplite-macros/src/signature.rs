@@ -104,6 +104,8 @@ pub enum AccKind {
     MinMax,
     /// `&mut MinMaxLocScalar<T>` (MinMaxLoc).
     MinMaxLoc,
+    /// `&mut Option<usize>` (FirstLoc, LastLoc): an index or none.
+    Index,
 }
 
 impl ScalarParam {
@@ -115,6 +117,7 @@ impl ScalarParam {
             AccKind::ValLoc => format!("hl_valloc<{t}>"),
             AccKind::MinMax => format!("hl_minmax<{t}>"),
             AccKind::MinMaxLoc => format!("hl_minmaxloc<{t}>"),
+            AccKind::Index => "unsigned long long".to_owned(),
         }
     }
 }
@@ -252,6 +255,7 @@ impl KernelSignature {
                     ("ValLoc", AccKind::ValLoc),
                     ("MinMaxScalar", AccKind::MinMax),
                     ("MinMaxLocScalar", AccKind::MinMaxLoc),
+                    ("Option", AccKind::Index),
                 ]
                 .into_iter()
                 .find_map(|(wrapper, acc)| wrapped_element(&reference.elem, wrapper).map(|s| (s, acc)));
@@ -260,7 +264,10 @@ impl KernelSignature {
                     wrapped.or_else(|| Scalar::from_type(&reference.elem).map(|s| (s, AccKind::Plain))),
                 ) {
                     // `&mut bool` accumulates `LAnd`, `LOr`, `BAnd<bool>` or `BOr<bool>`.
-                    (Some(_), Some((scalar, acc))) if scalar != Scalar::Bool || acc == AccKind::Plain => {
+                    (Some(_), Some((scalar, acc)))
+                        if (scalar != Scalar::Bool || acc == AccKind::Plain)
+                            && (acc != AccKind::Index || scalar == Scalar::Usize) =>
+                    {
                         (scalar, acc)
                     }
                     _ => {
@@ -269,16 +276,18 @@ impl KernelSignature {
                             format!(
                                 "a reference parameter is the reduction's accumulator: `&mut T`, `&mut ValLoc<T>`, \
                                  `&mut MinMaxScalar<T>` or `&mut MinMaxLocScalar<T>` with T one of i32, i64, u32, u64, \
-                                 usize, isize, f32, f64 (and `&mut bool` for `LAnd`, `LOr`) ({SIGNATURE_HELP})"
+                                 usize, isize, f32, f64 (and `&mut bool` for `LAnd`, `LOr`, `&mut Option<usize>` for \
+                                 `FirstLoc`, `LastLoc`) ({SIGNATURE_HELP})"
                             ),
                         ));
                     }
                 };
-                if matches!(acc, AccKind::ValLoc | AccKind::MinMaxLoc) && signature.token != TokenKind::Range
+                if matches!(acc, AccKind::ValLoc | AccKind::MinMaxLoc | AccKind::Index)
+                    && signature.token != TokenKind::Range
                 {
                     return Err(syn::Error::new_spanned(
                         ty,
-                        "accumulators with locations (`ValLoc`, `MinMaxLocScalar`) reduce over a range: the token is `Idx<'_>`",
+                        "accumulators with locations (`ValLoc`, `MinMaxLocScalar`, `Option<usize>`) reduce over a range: the token is `Idx<'_>`",
                     ));
                 }
                 signature.accumulator = Some(ScalarParam {

@@ -73,7 +73,8 @@ macro_rules! with_device_value {
             MinMaxScalar<i32>, MinMaxScalar<i64>, MinMaxScalar<u32>, MinMaxScalar<u64>, MinMaxScalar<f32>,
             MinMaxScalar<f64>, MinMaxScalar<usize>, MinMaxScalar<isize>,
             MinMaxLocScalar<i32>, MinMaxLocScalar<i64>, MinMaxLocScalar<u32>, MinMaxLocScalar<u64>,
-            MinMaxLocScalar<f32>, MinMaxLocScalar<f64>, MinMaxLocScalar<usize>, MinMaxLocScalar<isize>)
+            MinMaxLocScalar<f32>, MinMaxLocScalar<f64>, MinMaxLocScalar<usize>, MinMaxLocScalar<isize>,
+            Option<usize>)
     };
     (@each $value:ty, |$v:ident| $run:expr; $($t:ty),*) => {$(
         if typeid::of::<$value>() == typeid::of::<$t>() {

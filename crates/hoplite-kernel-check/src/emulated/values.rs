@@ -4,7 +4,7 @@
 //! The layouts are the device ABI's ([`value_layout`]): a scalar in its own bytes (`bool` as
 //! one byte), `ValLoc<T>` as the value then the location at byte 8 (`~0` for none),
 //! `MinMaxScalar<T>` as the minimum then the maximum at byte 8, `MinMaxLocScalar<T>` as two
-//! `ValLoc<T>` 16 bytes apart. The CUDA backend reads its partials the same way.
+//! `ValLoc<T>` 16 bytes apart, `Option<usize>` as 8 bytes (`~0` for none). The CUDA backend reads its partials the same way.
 
 use hoplite_abi::{DevicePattern, ScalarType, value_layout};
 use hoplite_core::{MinMaxLocScalar, MinMaxScalar, ValLoc};
@@ -97,6 +97,18 @@ impl<T: Scalar> DeviceValue for ValLoc<T> {
             // A location the host cannot index is no location (the device's `~0`).
             loc: (loc != u64::MAX).then(|| usize::try_from(loc).ok()).flatten(),
         }
+    }
+}
+
+impl DeviceValue for Option<usize> {
+    const PATTERN: DevicePattern = DevicePattern::ReduceIndex;
+    fn write(&self, out: &mut [u8]) {
+        put(out, &self.map_or(u64::MAX, |i| i as u64).to_le_bytes());
+    }
+    fn read(bytes: &[u8]) -> Self {
+        let index = u64::from_le_bytes(first(bytes));
+        // An index the host cannot hold is no index (the device's `~0`).
+        (index != u64::MAX).then(|| usize::try_from(index).ok()).flatten()
     }
 }
 

@@ -16,6 +16,16 @@ impl Translator<'_> {
         match expr {
             // A unit method (`set`, `team_barrier`, `update`) reads no result type: any will do.
             Expr::MethodCall(m) => self.emit_method(m, Scalar::Bool),
+            Expr::Call(c) if let Some(first) = super::inference::index_update(c) => {
+                let acc = self.emit_token(&c.args[0])?;
+                let index = self.emit(&c.args[1], Scalar::Usize)?;
+                let update = if first {
+                    "hl_update_first_loc"
+                } else {
+                    "hl_update_last_loc"
+                };
+                Ok(format!("{update}({acc}, {index})"))
+            }
             Expr::Paren(p) => self.emit_unit(&p.expr),
             other => Err(self.unsupported_expr(other)),
         }

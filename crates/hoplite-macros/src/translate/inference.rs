@@ -126,6 +126,18 @@ impl Translator<'_> {
                 Ok(Ty::Known(to))
             }
             Expr::MethodCall(m) => self.method_type(m),
+            Expr::Call(c) if index_update(c).is_some() => {
+                let [acc, index] = [&c.args[0], &c.args[1]];
+                let t = self.infer(acc)?;
+                if self.norm(t) != Ty::AccIndex {
+                    return Err(syn::Error::new(
+                        acc.span(),
+                        "`FirstLoc::update` and `LastLoc::update` take the kernel's `&mut Option<usize>` accumulator",
+                    ));
+                }
+                self.expect_usize(index)?;
+                Ok(Ty::Unit)
+            }
             Expr::Call(c) => {
                 let (ty, method) = self.path_call(c)?;
                 let mut args = c.args.iter();
@@ -646,4 +658,19 @@ pub(super) fn arity(m: &syn::ExprMethodCall, method: &str, args: &[&Expr], n: us
             format!("`{method}` takes {n} argument(s)"),
         ))
     }
+}
+
+/// `FirstLoc::update(acc, index)` or `LastLoc::update(acc, index)`: whether the call is one of
+/// them, and `true` for `FirstLoc`.
+pub(super) fn index_update(c: &syn::ExprCall) -> Option<bool> {
+    let Expr::Path(p) = &*c.func else {
+        return None;
+    };
+    let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let first = match segs.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [.., "FirstLoc", "update"] => true,
+        [.., "LastLoc", "update"] => false,
+        _ => return None,
+    };
+    (c.args.len() == 2).then_some(first)
 }

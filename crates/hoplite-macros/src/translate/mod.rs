@@ -239,6 +239,7 @@ impl Translator<'_> {
                     AccKind::ValLoc => Ty::AccLoc(a.scalar),
                     AccKind::MinMax => Ty::AccMinMax(a.scalar),
                     AccKind::MinMaxLoc => Ty::AccMinMaxLoc(a.scalar),
+                    AccKind::Index => Ty::AccIndex,
                 },
             )
         }));

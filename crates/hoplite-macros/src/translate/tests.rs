@@ -763,3 +763,21 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn first_loc_and_last_loc_update_an_index_accumulator() {
+    let source = emitted(syn::parse_quote! {
+        fn first_hit(i: Idx<'_>, x: BoundReader<'_, i64, 1>, target: i64, acc: &mut Option<usize>) {
+            if x.get(i) == target {
+                FirstLoc::update(acc, *i);
+            }
+        }
+    });
+    assert!(source.contains("hl_update_first_loc(v_acc, v_i)"), "{source}");
+    let source = emitted(syn::parse_quote! {
+        fn last_hit(i: Idx<'_>, acc: &mut Option<usize>) {
+            hoplite::LastLoc::update(acc, *i);
+        }
+    });
+    assert!(source.contains("hl_update_last_loc(v_acc, v_i)"), "{source}");
+}

@@ -27,6 +27,9 @@ pub(super) enum Ty {
     AccMinMax(Scalar),
     /// A `&mut MinMaxLocScalar<T>` accumulator: only `update(value, index)`.
     AccMinMaxLoc(Scalar),
+    /// A `&mut Option<usize>` accumulator: only `FirstLoc::update(acc, index)` and
+    /// `LastLoc::update(acc, index)`.
+    AccIndex,
     /// The team member of a team kernel.
     Member,
     /// A slice of team scratch (shared memory) of this element type.
