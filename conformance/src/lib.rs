@@ -454,10 +454,10 @@ macro_rules! __for_each_check {
                     thread_scratch_is_private,
                     team_policy_reduce_sums_over_teams,
                     auto_team_size_is_the_size_launched,
+                    team_single_broadcast_functor_and_vector_length,
                 }
                 host {
-                    team_single_broadcast_functor_and_team_tokens,
-                    team_reduce_joins_in_rank_order,
+                    team_collectives_of_host_values_keep_rank_order,
                     team_planes_store_every_element_once,
                 }
             }

@@ -10,12 +10,9 @@
 //! Most checks are portable: their kernels are `#[kernel]`s, which record what every thread
 //! observed in views of the space's memory (its team slots, its team's row, the league rank
 //! of a writer, atomic handles for exactly-once counts), and the host compares that with what
-//! plain loops compute. The others test what only host kernels have:
-//! `team_single`, `team_broadcast_with` and the broadcast of values that are not device
-//! scalars, team-level unique tokens, the member's vector length, `Custom` reducers in
-//! `team_reduce` and team planes.
-
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! plain loops compute. The others test what only host kernels have: collectives of values
+//! that are not device scalars (a `String` broadcast, `Custom` reducers in `team_reduce`) and
+//! team planes.
 
 use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::index::team_owner;
@@ -23,7 +20,7 @@ use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     BoundTeamSlots, BoundWriter, Custom, Error, ExecutionSpace, Max, NestedLevel, PerTeam, PerThread,
     Schedule, Sum, TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange, ThreadVectorRange,
-    UniqueToken, VectorLength, View, parallel_for, parallel_reduce,
+    VectorLength, View, parallel_for, parallel_reduce,
 };
 use hoplite_macros::kernel;
 
@@ -48,6 +45,7 @@ pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
     DeviceKernelInfo::of::<requested_scratch>,
     DeviceKernelInfo::of::<private_thread_scratch>,
     DeviceKernelInfo::of::<league_rank_sum>,
+    DeviceKernelInfo::of::<single_broadcast_with_and_vector_length>,
 ];
 
 const LEAGUES: [usize; 3] = [1, 4, 9];
@@ -533,8 +531,8 @@ fn nested_for_counts<S: LaunchSpace>(space: &S, level: NestedLevel) -> Outcome {
 
 /// Axiom 1: ranks are below sizes, league and team sizes are the policy's, and each (league
 /// rank, team rank) pair is handed to exactly one member, for leagues of 0, 1, 7 and 33
-/// teams. (That members report the policy's vector length, which a device kernel does not
-/// read, is checked by `team_single_broadcast_functor_and_team_tokens`.)
+/// teams. (That members report the policy's vector length is checked by
+/// `team_single_broadcast_functor_and_vector_length`.)
 pub fn each_league_team_rank_pair_seen_once<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
@@ -730,7 +728,7 @@ pub fn barrier_orders_scratch_writes<S: LaunchSpace>(space: &S) -> Outcome {
 
 /// Axiom 3: `team_broadcast(v, r)` returns on every thread the value of team rank `r`.
 /// (The broadcast of a `String`, which a device kernel cannot hold, is checked by
-/// `team_single_broadcast_functor_and_team_tokens`.)
+/// `team_collectives_of_host_values_keep_rank_order`.)
 pub fn broadcast_returns_the_source_value<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
@@ -768,89 +766,74 @@ pub fn broadcast_returns_the_source_value<S: LaunchSpace>(space: &S) -> Outcome 
     })
 }
 
+/// A kernel of these checks: per thread, what `team_single` gave (rank 0's `7 * league rank`,
+/// computed once per team, as `calls` counts), what `team_broadcast_with` gave (the last rank's
+/// `team rank + 1`, doubled there) and the member's vector length.
+#[kernel(crate = hoplite_core)]
+pub fn single_broadcast_with_and_vector_length(
+    m: &impl TeamMember,
+    singles: BoundTeamSlots<'_, u64>,
+    doubled: BoundTeamSlots<'_, u64>,
+    lengths: BoundTeamSlots<'_, u64>,
+    calls: BoundAtomic<'_, u32, 1>,
+) {
+    let lr = m.league_rank();
+    let once = m.team_single(|| {
+        calls.fetch_add(0, 1);
+        lr * 7
+    });
+    let twice = m.team_broadcast_with(|v: &mut usize| *v *= 2, m.team_rank() + 1, m.team_size() - 1);
+    singles.set(m.team_slot(), once as u64);
+    doubled.set(m.team_slot(), twice as u64);
+    lengths.set(m.team_slot(), m.vector_length() as u64);
+}
+
 /// `team_single` runs its closure once per team and hands the result to every thread;
-/// `team_broadcast_with` applies its functor on the source only, and `team_broadcast` hands
-/// every thread the source's value of a type that is not a device scalar (a `String`); a
-/// team-level unique token gives one id to the whole team, no two live teams share it, and
-/// every id is back in the pool after the launch; members report the policy's vector length
-/// (1 by default), and `VectorLength::Auto` resolves to the space's maximum. All of these are
-/// host-only: the `#[kernel]` subset has none of them (and a `Cuda` launch passes no unique
-/// token), so the portable checks of axioms 1 and 3 leave them to this check.
-pub fn team_single_broadcast_functor_and_team_tokens<S: FullSpace>(space: &S) -> Outcome {
+/// `team_broadcast_with` applies its functor on the source only and hands every thread the
+/// result; members report the policy's vector length (1 by default), and `VectorLength::Auto`
+/// resolves to the space's maximum.
+pub fn team_single_broadcast_functor_and_vector_length<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         for ts in team_sizes(space) {
             for league in LEAGUES {
-                let problems = Problems::new();
-                let calls = AtomicUsize::new(0);
-                let tokens = space.unique_token_with_size(2)?;
-                let holders: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(usize::MAX)).collect();
-                let policy =
-                    TeamPolicy::new(space.clone(), league, ts).with_vector_length(VectorLength::Auto);
-                parallel_for("single", policy, |m| {
-                    let (lr, tr) = (m.league_rank(), m.team_rank());
-                    let once = m.team_single(|| {
-                        calls.fetch_add(1, Ordering::Relaxed);
-                        lr * 7
-                    });
-                    problems.check(once == lr * 7, || {
-                        format!("team {lr}, thread {tr}: single gave {once}")
-                    });
-                    problems.check(m.vector_length() == space.max_vector_length(), || {
-                        format!(
-                            "team {lr}, thread {tr}: vector length {} under VectorLength::Auto, expected {}",
-                            m.vector_length(),
-                            space.max_vector_length()
-                        )
-                    });
-                    for source in 0..ts {
-                        let text = m.team_broadcast(format!("{lr}/{tr}"), source);
-                        problems.check(text == format!("{lr}/{source}"), || {
-                            format!(
-                                "team {lr}, thread {tr}: broadcast of a String from {source} gave {text:?}"
-                            )
-                        });
-                    }
-                    let doubled = m.team_broadcast_with(|v: &mut usize| *v *= 2, tr + 1, ts - 1);
-                    problems.check(doubled == 2 * ts, || {
-                        format!("team {lr}, thread {tr}: functor broadcast gave {doubled}")
-                    });
-                    let id = tokens.team_guard(m);
-                    problems.check(*id < 2, || format!("team {lr}: team id {} out of range", *id));
-                    if tr == 0 {
-                        let before = holders[*id].swap(lr, Ordering::AcqRel);
-                        problems.check(before == usize::MAX, || {
-                            format!("team {lr} got id {} that team {before} still held", *id)
-                        });
-                    }
-                    let all = m.team_broadcast(*id, 0);
-                    problems.check(all == *id, || format!("team {lr}, thread {tr}: team id differs"));
-                    m.team_barrier();
-                    if tr == 0 {
-                        holders[*id].store(usize::MAX, Ordering::Release);
-                    }
-                })?;
-                problems.into_outcome(&format!("league {league}, team size {ts}"))?;
-                ensure_eq!(
-                    calls.into_inner(),
-                    league,
-                    "team_single calls for league {league}"
-                );
-                let ids: Vec<Option<usize>> = (0..2).map(|_| tokens.try_acquire()).collect();
-                ensure!(
-                    ids.iter().all(Option::is_some),
-                    "team ids left held after the launch: {ids:?}"
-                );
-                let problems = Problems::new();
-                parallel_for("vector-length", TeamPolicy::new(space.clone(), league, ts), |m| {
-                    let sizes = (m.league_size(), m.team_size(), m.vector_length());
-                    problems.check(sizes == (league, ts, 1), || {
-                        format!(
-                            "member sizes (league, team, vector) {sizes:?}, expected {:?}",
-                            (league, ts, 1)
-                        )
-                    });
-                })?;
-                problems.into_outcome(&format!("default vector length, league {league}, team size {ts}"))?;
+                let plain = TeamPolicy::new(space.clone(), league, ts);
+                let auto = plain.clone().with_vector_length(VectorLength::Auto);
+                for (policy, vector_length) in [(plain, 1), (auto, space.max_vector_length())] {
+                    let slots = |label| SpaceView::<S, u64, 2>::new(label, [league, ts]);
+                    let (singles, doubled, lengths) = (
+                        slots("team-single")?,
+                        slots("team-broadcast-with")?,
+                        slots("team-vector-length")?,
+                    );
+                    let calls = SpaceView::<S, u32, 1>::new("team-single-calls", [1])?;
+                    parallel_for(
+                        "single",
+                        (
+                            policy,
+                            (
+                                singles.team_slots(),
+                                doubled.team_slots(),
+                                lengths.team_slots(),
+                                calls.atomic(),
+                            ),
+                        ),
+                        single_broadcast_with_and_vector_length::with::<S>(),
+                    )?;
+                    let what = || format!("league {league}, team size {ts}, vector length {vector_length}");
+                    let want: Vec<u64> = (0..league).flat_map(|l| vec![7 * l as u64; ts]).collect();
+                    same(&singles.to_vec()?, &want, || {
+                        format!("team_single results, {}", what())
+                    })?;
+                    same(&doubled.to_vec()?, &vec![2 * ts as u64; league * ts], || {
+                        format!("team_broadcast_with results, {}", what())
+                    })?;
+                    same(
+                        &lengths.to_vec()?,
+                        &vec![vector_length as u64; league * ts],
+                        || format!("the members' vector lengths, {}", what()),
+                    )?;
+                    ensure_eq!(calls.to_vec()?, [league as u32], "team_single calls, {}", what());
+                }
             }
         }
         ensure_eq!(
@@ -898,9 +881,10 @@ pub fn team_slots_store_once_per_thread<S: LaunchSpace>(space: &S) -> Outcome {
     })
 }
 
-/// Axiom 4: `team_reduce` returns on every thread the join of all threads' values in
-/// team-rank order (a concatenation shows the order).
-pub fn team_reduce_joins_in_rank_order<S: FullSpace>(space: &S) -> Outcome {
+/// Axiom 4 for values that are no device scalars: `team_reduce` returns on every thread the
+/// join of all threads' values in team-rank order (a `Vec` concatenation shows the order),
+/// and `team_broadcast` hands every thread the source's `String`.
+pub fn team_collectives_of_host_values_keep_rank_order<S: FullSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let concat = Custom::new(Vec::new, |dst: &mut Vec<usize>, src: Vec<usize>| dst.extend(src));
         for ts in team_sizes(space) {
@@ -923,6 +907,14 @@ pub fn team_reduce_joins_in_rank_order<S: FullSpace>(space: &S) -> Outcome {
                     problems.check(order == want, || {
                         format!("team {lr}, thread {tr}: concatenation gave {order:?}, expected {want:?}")
                     });
+                    for source in 0..ts {
+                        let text = m.team_broadcast(format!("{lr}/{tr}"), source);
+                        problems.check(text == format!("{lr}/{source}"), || {
+                            format!(
+                                "team {lr}, thread {tr}: broadcast of a String from {source} gave {text:?}"
+                            )
+                        });
+                    }
                 })?;
                 problems.into_outcome(&format!("league {league}, team size {ts}"))?;
             }

@@ -400,7 +400,7 @@ mod tests {
     }
 
     #[test]
-    fn team_entries_get_the_league_then_the_four_scratch_requests() {
+    fn team_entries_get_the_league_then_the_four_scratch_requests_then_the_vector_length() {
         let it = IterationArgs::Team {
             league_size: 12,
             scratch: TeamScratch {
@@ -409,18 +409,20 @@ mod tests {
                 level1_per_team: 4096,
                 level1_per_thread: 24,
             },
+            vector_length: 4,
         };
         let mut p = pack_for::<Teams>(&it, &[KernelArg::Scalar(ScalarArg::U32(5))]).expect("matching");
-        assert_eq!(p.offsets(), [0, 8, 16, 24, 32, 40]);
+        assert_eq!(p.offsets(), [0, 8, 16, 24, 32, 40, 48]);
         let bytes = p.bytes();
         let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-        // The league, then per team at levels 0 and 1, then per thread at levels 0 and 1.
+        // The league, then per team at levels 0 and 1, then per thread at levels 0 and 1, then
+        // the vector length.
         assert_eq!(
-            [word(0), word(8), word(16), word(24), word(32)],
-            [12, 100, 4096, 8, 24]
+            [word(0), word(8), word(16), word(24), word(32), word(40)],
+            [12, 100, 4096, 8, 24, 4]
         );
-        assert_eq!(u32::from_le_bytes(bytes[40..44].try_into().expect("4 bytes")), 5);
-        assert_eq!(p.pointers().len(), 6);
+        assert_eq!(u32::from_le_bytes(bytes[48..52].try_into().expect("4 bytes")), 5);
+        assert_eq!(p.pointers().len(), 7);
     }
 
     #[test]

@@ -46,8 +46,8 @@
 //!    index on the threads' x, then y, then z, 1 the first index; flattened ranks above 3 make
 //!    that index the fastest; [`IndexOrder::code`]); for teams, the league size then the
 //!    policy's four scratch requests in bytes, as `with_scratch_size` gave them: per team at
-//!    level 0, per team at level 1, per thread at level 0, per thread at level 1 (five
-//!    `unsigned long long`);
+//!    level 0, per team at level 1, per thread at level 0, per thread at level 1, then the
+//!    policy's vector length, which the members report (six `unsigned long long`);
 //! 2. per handle, in the kernel's parameter order: the element pointer, then `R` extents
 //!    (`unsigned long long`), then `R` strides in elements (`unsigned long long`);
 //! 3. per scalar capture, its value, and per unique token ([`DeviceParam::TokenBits`]) a pointer

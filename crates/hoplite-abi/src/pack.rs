@@ -160,6 +160,8 @@ pub enum IterationArgs {
         league_size: u64,
         /// The scratch each team and thread asks for.
         scratch: TeamScratch,
+        /// The policy's vector length, which the members report (`m.vector_length()`).
+        vector_length: u64,
     },
 }
 
@@ -525,7 +527,14 @@ fn pack_common(
             }
             buf.push(&order.code().to_le_bytes());
         }
-        (DeviceIteration::Team, IterationArgs::Team { league_size, scratch }) => {
+        (
+            DeviceIteration::Team,
+            IterationArgs::Team {
+                league_size,
+                scratch,
+                vector_length,
+            },
+        ) => {
             buf.push_u64(*league_size);
             // The scratch requests in the entry's order: per team at levels 0 and 1, then per
             // thread at levels 0 and 1 (the kernel lays its dynamic shared memory out from them).
@@ -537,6 +546,7 @@ fn pack_common(
             ] {
                 buf.push_u64(request as u64);
             }
+            buf.push_u64(*vector_length);
         }
         (expected, found) => {
             return Err(invalid(format!(

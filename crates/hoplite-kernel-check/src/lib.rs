@@ -987,6 +987,7 @@ impl HostModule {
             DeviceIteration::Team => IterationArgs::Team {
                 league_size: end[0] as u64,
                 scratch: scratch.into(),
+                vector_length: 1,
             },
             DeviceIteration::MdRange(_) => IterationArgs::MdRange {
                 begins: begin.iter().map(|&b| b as u64).collect(),
@@ -1082,8 +1083,8 @@ fn launcher_source(
 ) -> String {
     let mut types: Vec<String> = Vec::new();
     let bounds = if iteration == DeviceIteration::Team {
-        // The league size and the four scratch requests.
-        5
+        // The league size, the four scratch requests and the vector length.
+        6
     } else {
         2 * iteration.rank()
     };

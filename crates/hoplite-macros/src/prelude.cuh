@@ -153,10 +153,22 @@ template <class T> HL_DEV unsigned long long hl_slot_at(const hl_view<T, 2>& h, 
 // 0, this thread's level 1): where each starts in the block's dynamic shared memory, and its
 // bytes.
 struct hl_member {
-    unsigned long long league, league_size;
+    unsigned long long league, league_size, vector_length;
     unsigned char* pad[4];
     unsigned long long pad_bytes[4];
 };
+template <class T> HL_DEV T hl_team_broadcast(T v, unsigned long long src);
+// `team_single`: rank 0 computes the value, every thread of the team gets it.
+template <class T, class F> HL_DEV T hl_team_single(F f) {
+    T v = T();
+    if (threadIdx.x == 0) v = f();
+    return hl_team_broadcast<T>(v, 0);
+}
+// `team_broadcast_with`: the source thread applies `f` to its value, every thread gets it.
+template <class T, class F> HL_DEV T hl_team_broadcast_with(F f, T v, unsigned long long src) {
+    if (threadIdx.x == src) f(&v);
+    return hl_team_broadcast<T>(v, src);
+}
 template <class T> HL_DEV T hl_team_broadcast(T v, unsigned long long src) {
     __shared__ T hl_slot;
     __syncthreads();

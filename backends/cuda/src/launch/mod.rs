@@ -785,6 +785,7 @@ pub(crate) struct TeamLaunch {
     pub(crate) league: u64,
     size: u32,
     scratch: TeamScratch,
+    vector_length: u64,
 }
 
 impl TeamLaunch {
@@ -809,14 +810,17 @@ impl TeamLaunch {
             // space's recommended size for this scratch, never to a size of the kernel's.
             size: u32::try_from(policy.team_size()).unwrap_or(u32::MAX),
             scratch: team_scratch(&[policy.scratch_size(0), policy.scratch_size(1)]),
+            vector_length: policy.vector_length() as u64,
         })
     }
 
-    /// The entry's iteration parameters: the league and the four scratch requests.
+    /// The entry's iteration parameters: the league, the four scratch requests and the vector
+    /// length.
     pub(crate) fn iteration(&self) -> IterationArgs {
         IterationArgs::Team {
             league_size: self.league,
             scratch: self.scratch,
+            vector_length: self.vector_length,
         }
     }
 
@@ -1010,6 +1014,7 @@ mod tests {
         let league = |league_size| IterationArgs::Team {
             league_size,
             scratch: TeamScratch::default(),
+            vector_length: 1,
         };
         assert!(check_args("k", &league(0), &team_writer_ends(&marks, 0), &marks).is_ok());
         assert!(check_args("k", &league(2), &team_writer_ends(&marks, 2), &marks).is_err());

@@ -59,6 +59,7 @@ fn team_launch(prepared: &Prepared, policy: &TeamPolicy<HostDevice>) -> Result<(
     let iteration = IterationArgs::Team {
         league_size: league as u64,
         scratch,
+        vector_length: policy.vector_length() as u64,
     };
     Ok((iteration, grid, shared))
 }

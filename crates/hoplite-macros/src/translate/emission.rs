@@ -200,6 +200,7 @@ impl Translator<'_> {
                 match method.as_str() {
                     "league_rank" => Ok(format!("{member}.league")),
                     "league_size" => Ok(format!("{member}.league_size")),
+                    "vector_length" => Ok(format!("{member}.vector_length")),
                     "team_rank" => Ok("((unsigned long long)threadIdx.x)".to_owned()),
                     "team_size" => Ok("((unsigned long long)blockDim.x)".to_owned()),
                     "team_barrier" => Ok("__syncthreads()".to_owned()),

@@ -29,6 +29,7 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
         for part in ["team0", "team1", "thread0", "thread1"] {
             params.push(format!("unsigned long long hl_scratch_{part}"));
         }
+        params.push("unsigned long long hl_vector_length".to_owned());
     } else {
         for d in 0..rank {
             params.push(format!("unsigned long long hl_b{d}"));
@@ -154,6 +155,7 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
                 );
             }
             src.push_str("    hl_t.league_size = hl_league_size;\n");
+            src.push_str("    hl_t.vector_length = hl_vector_length;\n");
             if reduce {
                 // Blocks are the threads of the league's walk: a block takes every
                 // `gridDim.x`-th team, or one contiguous run of teams.

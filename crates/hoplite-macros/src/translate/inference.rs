@@ -384,7 +384,7 @@ impl Translator<'_> {
         m: &syn::ExprMethodCall,
     ) -> syn::Result<Ty> {
         match method {
-            "league_rank" | "league_size" | "team_rank" | "team_size" => {
+            "league_rank" | "league_size" | "team_rank" | "team_size" | "vector_length" => {
                 arity(m, method, args, 0)?;
                 Ok(Ty::Known(Scalar::Usize))
             }
@@ -406,6 +406,9 @@ impl Translator<'_> {
                 Ok(Ty::Known(s))
             }
             "team_scratch" | "thread_scratch" => Err(syn::Error::new_spanned(m, SCRATCH_USAGE)),
+            "team_single" | "team_broadcast_with" => {
+                Err(syn::Error::new_spanned(m, super::collectives::COLLECTIVE_USAGE))
+            }
             "league_token" => Err(syn::Error::new_spanned(
                 m,
                 "`league_token` in a #[kernel] goes straight into `w.team_row(m.league_token())` or \

@@ -12,6 +12,7 @@
 //! (team storage), `tokens` (unique tokens), `reducers`, and `entry` (the `extern "C"` entry
 //! around the body).
 
+mod collectives;
 mod emission;
 mod entry;
 mod inference;

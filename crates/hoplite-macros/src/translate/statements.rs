@@ -4,6 +4,7 @@
 use syn::spanned::Spanned;
 use syn::{BinOp, Block, Expr, Pat, Stmt, UnOp};
 
+use super::collectives::collective_call;
 use super::emission::arith;
 use super::nested::{NESTED_USAGE, nested_call};
 use super::tokens::token_call;
@@ -75,6 +76,11 @@ impl Translator<'_> {
             && let Ok(Ty::Tokens(k)) = self.infer_quiet(receiver)
         {
             return self.token_local(ident, annotated, k, method, &init.expr);
+        }
+        if let Some(call) = collective_call(&init.expr)
+            && matches!(self.infer_quiet(&call.receiver), Ok(Ty::Member))
+        {
+            return self.collective_local(ident, annotated, call);
         }
         if let Expr::MethodCall(m) = &*init.expr
             && let Some(call) = nested_call(m)

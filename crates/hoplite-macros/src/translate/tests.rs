@@ -781,3 +781,37 @@ fn first_loc_and_last_loc_update_an_index_accumulator() {
     });
     assert!(source.contains("hl_update_last_loc(v_acc, v_i)"), "{source}");
 }
+
+#[test]
+fn team_single_and_broadcast_with_become_lambdas_and_members_report_the_vector_length() {
+    let source = emitted(syn::parse_quote! {
+        fn collectives(m: &impl TeamMember, out: BoundTeamSlots<'_, u64>, calls: BoundAtomic<'_, u32, 1>) {
+            let lr = m.league_rank();
+            let once = m.team_single(|| {
+                calls.fetch_add(0, 1);
+                lr * 7
+            });
+            let twice = m.team_broadcast_with(|v: &mut usize| *v *= 2, m.team_rank() + 1, 0);
+            out.set(m.team_slot(), (once + twice + m.vector_length()) as u64);
+        }
+    });
+    assert!(source.contains("= [&]() {"), "{source}");
+    assert!(
+        source.contains("hl_team_single<unsigned long long>(hl_single"),
+        "{source}"
+    );
+    assert!(source.contains("= [&](unsigned long long* "), "{source}");
+    assert!(
+        source.contains("hl_team_broadcast_with<unsigned long long>(hl_with"),
+        "{source}"
+    );
+    assert!(source.contains("v_m.vector_length"), "{source}");
+    assert!(
+        source.contains("hl_t.vector_length = hl_vector_length;"),
+        "{source}"
+    );
+    let (message, _) = error_at(
+        "fn bare(m: &impl TeamMember, out: BoundTeamSlots<'_, u64>) { out.set(m.team_slot(), m.team_single(|| 1u64)); }",
+    );
+    assert!(message.contains("goes into a `let`"), "{message}");
+}
