@@ -3,7 +3,7 @@
 //! release, and a size of 0 is an error.
 //!
 //! The portable checks hold ids in `#[kernel]`s, with the token of the space's kind
-//! ([`KernelTokenSpace`]: a host pool on host spaces, lock words in device memory on a GPU);
+//! ([`KernelTokenSpace`](hoplite_core::KernelTokenSpace): a host pool on host spaces, lock words in device memory on a GPU);
 //! the host checks use what only host pools offer (`try_acquire`, ids held outside launches,
 //! the global scope).
 
