@@ -671,6 +671,10 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
         )
     });
     println!("sum of squares of {n} values on the GPU = {} in {}", sum?, ms(t));
+    println!(
+        "the generic token histogram on the GPU (one id per resident thread): {:?}",
+        token_histogram_on(&cuda, 100_000, 16)?
+    );
     Ok(())
 }
 
@@ -910,7 +914,39 @@ fn unique_tokens() -> Result<()> {
         space.concurrency(),
         counts
     );
+    // The same idiom as a `#[kernel]`, generic over every backend: the space gives its kind of
+    // token (a host pool here, lock words in device memory on a GPU) and the rows live in its
+    // memory.
+    let counts = token_histogram_on(&space, n, bins)?;
+    println!("as a #[kernel] over any LaunchSpace: {counts:?}");
     Ok(())
+}
+
+/// Counts `(i * 31) % bins` over `0..n` in a private row of counters per token id.
+#[hoplite::kernel]
+fn private_row_histogram(
+    i: Idx<'_>,
+    rows: hoplite::view::access::BoundAtomic<'_, u64, 1>,
+    tokens: &impl UniqueToken,
+    bins: usize,
+) {
+    let id = tokens.guard();
+    rows.fetch_add(*id * bins + (*i * 31) % bins, 1);
+}
+
+/// [`private_row_histogram`] on `space`, the rows summed per bin on the host.
+fn token_histogram_on<S: LaunchSpace>(space: &S, n: usize, bins: usize) -> Result<Vec<u64>> {
+    let tokens = space.kernel_token()?;
+    let rows = View::<u64, 1, LayoutRight, S::MemorySpace>::new("rows", [tokens.id_count() * bins])?;
+    parallel_for(
+        "token histogram",
+        (RangePolicy::new(space.clone(), 0..n), (rows.atomic(),)),
+        private_row_histogram::with(&tokens, bins),
+    )?;
+    let rows = rows.to_vec()?;
+    Ok((0..bins)
+        .map(|b| rows.iter().skip(b).step_by(bins).sum())
+        .collect())
 }
 
 fn graphs() -> std::result::Result<(), Box<dyn std::error::Error>> {
