@@ -279,4 +279,9 @@ impl Device for CudaDevice {
     fn max_streams(&self) -> Option<usize> {
         Some(self.instances.len())
     }
+
+    /// Launches on views of this GPU's memory run on its streams.
+    fn holds_memory_of(&self, location: usize) -> bool {
+        location == self.ordinal
+    }
 }

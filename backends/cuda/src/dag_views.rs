@@ -131,6 +131,7 @@ where
             kind: self.intent.kind,
             view: self.view.shared_label(),
             bytes: self.view.len().saturating_mul(size_of::<T>()),
+            location: Some(self.view.space().device_ordinal()),
         }
     }
 

@@ -110,6 +110,11 @@ macro_rules! cuda_space {
                 &RECORDS
             }
 
+            /// The GPU of device and managed memory; `None` for pinned host memory.
+            fn location(&self) -> Option<usize> {
+                (!Self::HOST_ACCESSIBLE).then(|| self.ordinal())
+            }
+
             unsafe fn copy_from_host(&self, dst: NonNull<u8>, src: *const u8, bytes: usize) -> Result<()> {
                 if bytes == 0 {
                     return Ok(());
@@ -336,8 +341,12 @@ pub unsafe trait DeviceAccessibleSpace: MemorySpace {
     /// The ordinal of the GPU whose context holds this space's allocations.
     ///
     /// ```
-    /// use hoplite_cuda::{CudaSpace, DeviceAccessibleSpace};
+    /// use hoplite_core::MemorySpace;
+    /// use hoplite_cuda::{CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace};
     /// assert_eq!(CudaSpace::on_device(2).device_ordinal(), 2);
+    /// // The location the implicit DAG places launches by: the GPU, none for pinned host memory.
+    /// assert_eq!((CudaSpace::on_device(2).location(), CudaUVMSpace::default().location()), (Some(2), Some(0)));
+    /// assert_eq!(CudaHostPinnedSpace.location(), None);
     /// ```
     fn device_ordinal(&self) -> usize;
 }

@@ -134,6 +134,13 @@ pub trait Device: Send + Sync + 'static {
     fn max_streams(&self) -> Option<usize> {
         None
     }
+    /// Whether this device's kernels run where the memory of accelerator `location` is (a
+    /// [`MemorySpace::location`](hoplite_core::MemorySpace::location)): a context runs a launch
+    /// whose views are there on this device. Host devices hold no accelerator's memory.
+    fn holds_memory_of(&self, location: usize) -> bool {
+        let _ = location;
+        false
+    }
 }
 
 /// The progress of a host stream's thread: the number of the last point (event) it passed,

@@ -24,6 +24,9 @@ pub struct Access {
     pub view: Arc<str>,
     /// The bytes the view covers (its elements times their size): what moving it costs.
     pub bytes: usize,
+    /// Where the view's memory is ([`MemorySpace::location`]: an accelerator's ordinal, `None`
+    /// for host memory): where a runtime that places work by its data runs the launch.
+    pub location: Option<usize>,
 }
 
 impl Access {
@@ -79,6 +82,7 @@ impl Access {
             kind,
             view: view.shared_label(),
             bytes: view.len().saturating_mul(std::mem::size_of::<T>()),
+            location: view.space().location(),
         }
     }
 }

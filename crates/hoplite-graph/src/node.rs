@@ -391,6 +391,7 @@ impl<T: ViewValue, L: hoplite_core::ArrayLayout, S: HostAccessibleSpace> ReduceT
             kind: hoplite_core::view::AccessKind::Write,
             view: Arc::from(self.label()),
             bytes: std::mem::size_of::<T>(),
+            location: None,
         })
     }
 }

@@ -307,6 +307,18 @@ pub unsafe trait MemorySpace: Clone + Default + Send + Sync + Debug + 'static {
     /// The records of this space's live tracked allocations (those of views).
     fn records(&self) -> &'static AllocationRecords;
 
+    /// Where this memory is: the ordinal of the accelerator whose memory it is, `None` for
+    /// memory of the host. Runtimes that place work by its data (the implicit DAG) run a
+    /// launch on views of this space where their memory is.
+    ///
+    /// ```
+    /// use hoplite_core::{HostSpace, MemorySpace};
+    /// assert_eq!(HostSpace.location(), None);
+    /// ```
+    fn location(&self) -> Option<usize> {
+        None
+    }
+
     /// Prints the live tracked allocations and the byte totals (Kokkos `print_records`).
     fn print_records(&self, out: &mut dyn io::Write, detail: bool) -> io::Result<()> {
         self.records().print(out, self.name(), detail)

@@ -227,7 +227,7 @@ impl<D: Device> Context<D> {
         let held = Arc::downgrade(&self.held);
         self.submit_on::<(RangePolicy<SpaceOf<D>>, A), _>(
             label,
-            pin,
+            super::submit::Placement::On(pin),
             policy,
             args,
             move |_, policy, handles| {

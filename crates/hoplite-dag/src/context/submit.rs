@@ -22,6 +22,16 @@ use crate::streams::Assignment;
 use crate::sync_prims::{self, Mutex};
 use crate::{DagError, Result};
 
+/// Where a vertex runs.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Placement {
+    /// On the device given (`None`: where the selection policy says).
+    On(Option<usize>),
+    /// On the device that holds its views' memory (`Context::device_of_data`), else where the
+    /// selection policy says: kernel launches.
+    ByData,
+}
+
 impl<D: Device> Context<D> {
     /// The common path of every launch: record the accesses, hand the handles' borrows to the
     /// context (`HeldSlots`), find the parents, pick device and stream, enqueue.
@@ -30,7 +40,15 @@ impl<D: Device> Context<D> {
         L: GraphLaunch<SpaceOf<D>> + 'static,
         K: FnOnce(&str, &ValidatedPolicy<L::Policy>, &L::Args) -> hoplite_core::Result<()> + Send + 'static,
     {
-        self.submit_on::<L, K>(label, None, policy, args, run)
+        self.submit_on::<L, K>(label, Placement::ByData, policy, args, run)
+    }
+
+    /// The device a launch with `accesses` runs on by its data: the first of the context's
+    /// devices that holds the memory of the first view in an accelerator's memory (as GrCUDA
+    /// runs a kernel where its arrays are), `None` when no view is or no device holds it.
+    fn device_of_data(&self, accesses: &[Access]) -> Option<usize> {
+        let memory = accesses.iter().find_map(|a| a.location)?;
+        self.devices.iter().position(|d| d.holds_memory_of(memory))
     }
 
     /// [`submit`](Self::submit) on device `pin` when given (a stream of that device, a
@@ -44,7 +62,7 @@ impl<D: Device> Context<D> {
     pub(super) fn submit_on<L, K>(
         &self,
         label: &str,
-        pin: Option<usize>,
+        placement: Placement,
         policy: L::Policy,
         args: L::Args,
         run: K,
@@ -55,6 +73,10 @@ impl<D: Device> Context<D> {
     {
         // The policy is checked now, so that a bad one is this call's error.
         policy.validate(label)?;
+        let pin = match placement {
+            Placement::On(pin) => pin,
+            Placement::ByData => None,
+        };
         if let Some(device) = pin
             && device >= self.devices.len()
         {
@@ -71,6 +93,10 @@ impl<D: Device> Context<D> {
         let status = state.fresh_status();
         let label_owned = Self::shared_label(&mut state, label);
         let planned = Self::plan_dependencies(&state, &taken.accesses);
+        let pin = match placement {
+            Placement::On(pin) => pin,
+            Placement::ByData => self.device_of_data(&taken.accesses),
+        };
         let stream = match self.assign_stream(&mut state, pin, &planned.parents, &taken.accesses) {
             Ok(stream) => stream,
             Err(e) => return taken.refuse(&mut held, e),
@@ -416,4 +442,62 @@ struct Planned {
     parents: SmallVec<[VertexId; 4]>,
     /// The failure it inherits from a failed vertex it conflicts with.
     poisoned: Option<Box<DagError>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use hoplite_core::View;
+    use hoplite_core::view::AccessKind;
+    use hoplite_serial::Serial;
+
+    use super::*;
+    use crate::ContextOptions;
+    use crate::device::{HostDevice, HostStream};
+
+    /// A host device that claims the memory of accelerator `holds`, as a GPU's device does.
+    struct Holding {
+        inner: HostDevice<Serial>,
+        holds: Option<usize>,
+    }
+
+    impl Device for Holding {
+        type Stream = HostStream<Serial>;
+        fn name(&self) -> String {
+            self.inner.name()
+        }
+        fn new_stream(&self) -> std::result::Result<HostStream<Serial>, crate::DagError> {
+            self.inner.new_stream()
+        }
+        fn holds_memory_of(&self, location: usize) -> bool {
+            self.holds == Some(location)
+        }
+    }
+
+    fn device(name: &str, holds: Option<usize>) -> Holding {
+        Holding {
+            inner: HostDevice::new(name, vec![Serial::default()]).expect("a device"),
+            holds,
+        }
+    }
+
+    #[test]
+    fn a_launch_runs_on_the_device_that_holds_its_views_memory() {
+        let ctx = Context::new(
+            vec![device("a", Some(3)), device("b", Some(7)), device("c", None)],
+            ContextOptions::default(),
+        )
+        .expect("a context");
+        let x: View<f64, 1> = View::new("x", [4]).expect("x");
+        let on = |memory: Option<usize>| Access {
+            location: memory,
+            ..Access::of_view(&x, AccessKind::Read)
+        };
+        // The first view in an accelerator's memory decides; host memory does not.
+        assert_eq!(ctx.device_of_data(&[on(None), on(Some(7)), on(Some(3))]), Some(1));
+        assert_eq!(ctx.device_of_data(&[on(Some(3))]), Some(0));
+        assert_eq!(ctx.device_of_data(&[on(None)]), None);
+        // Memory no device of the context holds leaves the choice to the selection policy.
+        assert_eq!(ctx.device_of_data(&[on(Some(5))]), None);
+        assert_eq!(ctx.device_of_data(&[]), None);
+    }
 }
