@@ -16,7 +16,8 @@
 //!
 //! * `cuda-pipeline`: GrCUDA's image pipeline (three blurs, two sobels, two contrast stretches, an
 //!   unsharp mask and two blends of a 4096² `f32` image) as implicit-DAG vertices on CUDA
-//!   streams: a context with four streams (`cuda-dag-async`, the branches overlapped) against
+//!   streams (`ctx.launch` of layout-generic `#[kernel]`s on MDRange policies, written as
+//!   eager launches are): a context with four streams (`cuda-dag-async`, the branches overlapped) against
 //!   a synchronous context on one (`cuda-dag-sync`, every launch waited for), which give the
 //!   same image; and the four-stream context on column-major planes
 //!   (`cuda-dag-async-layout-left`), whose MDRanges walk the first index on x.
@@ -33,7 +34,7 @@ use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::device_kernel::{DeviceJoin, DeviceKernel, HandleAccess, ScalarType};
 use hoplite_core::{ArrayLayout, ExecutionSpace, LayoutLeft, LayoutRight, View};
-use hoplite_cuda::dag::{CudaDevice, DeviceViews, device_task};
+use hoplite_cuda::dag::CudaDevice;
 use hoplite_cuda::geometry::{LaunchGeometry, range_geometry};
 use hoplite_cuda::graph::CudaGraph;
 use hoplite_cuda::nvrtc::ModuleCache;
@@ -428,9 +429,15 @@ fn stream_dot(c: &mut Criterion) {
     group.finish();
 }
 
+/// (The pipeline's kernels take planes of any layout.)
 /// `out = img` averaged over the `(2r + 1)^2` box around each pixel.
 #[kernel]
-pub fn box_blur(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f32, 2>, img: BoundReader<'_, f32, 2>, r: isize) {
+pub fn box_blur<L: ArrayLayout>(
+    ij: MdIdx<'_, 2>,
+    out: BoundWriter<'_, f32, 2, L>,
+    img: BoundReader<'_, f32, 2, L>,
+    r: isize,
+) {
     let mut sum = 0.0f32;
     for dy in -r..=r {
         for dx in -r..=r {
@@ -443,7 +450,11 @@ pub fn box_blur(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f32, 2>, img: BoundReader
 
 /// The gradient magnitude of `b` (Sobel).
 #[kernel]
-pub fn sobel(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f32, 2>, b: BoundReader<'_, f32, 2>) {
+pub fn sobel<L: ArrayLayout>(
+    ij: MdIdx<'_, 2>,
+    out: BoundWriter<'_, f32, 2, L>,
+    b: BoundReader<'_, f32, 2, L>,
+) {
     let gx = b.neighbor(ij, [-1, 1]) + 2.0 * b.neighbor(ij, [0, 1]) + b.neighbor(ij, [1, 1])
         - b.neighbor(ij, [-1, -1])
         - 2.0 * b.neighbor(ij, [0, -1])
@@ -457,30 +468,34 @@ pub fn sobel(ij: MdIdx<'_, 2>, out: BoundWriter<'_, f32, 2>, b: BoundReader<'_, 
 
 /// A saturating contrast stretch.
 #[kernel]
-pub fn extend(ij: MdIdx<'_, 2>, mask: BoundWriter<'_, f32, 2>, s: BoundReader<'_, f32, 2>) {
+pub fn extend<L: ArrayLayout>(
+    ij: MdIdx<'_, 2>,
+    mask: BoundWriter<'_, f32, 2, L>,
+    s: BoundReader<'_, f32, 2, L>,
+) {
     let v = s.get(ij);
     mask.set(ij, v / (v + 0.25));
 }
 
 /// An unsharp mask.
 #[kernel]
-pub fn unsharpen(
+pub fn unsharpen<L: ArrayLayout>(
     ij: MdIdx<'_, 2>,
-    u: BoundWriter<'_, f32, 2>,
-    img: BoundReader<'_, f32, 2>,
-    b: BoundReader<'_, f32, 2>,
+    u: BoundWriter<'_, f32, 2, L>,
+    img: BoundReader<'_, f32, 2, L>,
+    b: BoundReader<'_, f32, 2, L>,
 ) {
     u.set(ij, img.get(ij) + 0.5 * (img.get(ij) - b.get(ij)));
 }
 
 /// `c = u m + b (1 - m)`.
 #[kernel]
-pub fn blend(
+pub fn blend<L: ArrayLayout>(
     ij: MdIdx<'_, 2>,
-    c: BoundWriter<'_, f32, 2>,
-    u: BoundReader<'_, f32, 2>,
-    b: BoundReader<'_, f32, 2>,
-    m: BoundReader<'_, f32, 2>,
+    c: BoundWriter<'_, f32, 2, L>,
+    u: BoundReader<'_, f32, 2, L>,
+    b: BoundReader<'_, f32, 2, L>,
+    m: BoundReader<'_, f32, 2, L>,
 ) {
     c.set(ij, u.get(ij) * m.get(ij) + b.get(ij) * (1.0 - m.get(ij)));
 }
@@ -525,77 +540,72 @@ impl<L: ArrayLayout + 'static> Planes<L> {
 
 /// GrCUDA's image pipeline (its benchmark 8) as DAG vertices on CUDA streams: three blurs of
 /// one image feed a sobel branch, a contrast stretch and an unsharp mask, which blends join.
-/// Ten launches written one after another; the context infers four branches.
+/// Ten launches written one after another, as eager launches would be; the context infers four
+/// branches from the handles and runs each vertex on the GPU that holds its views.
 fn image_pipeline<L: ArrayLayout + 'static>(
     ctx: &Context<CudaDevice>,
     p: &Planes<L>,
     n: usize,
 ) -> Result<(), DagError> {
-    let (lo, hi) = ([3, 3], [n - 3, n - 3]);
+    let interior = || MDRangePolicy::new(Cuda::default(), [3, 3], [n - 3, n - 3]);
     let blur = |label: &str, out: &Plane<L>, r: isize| {
-        device_task(
-            ctx,
+        ctx.launch(
             label,
-            DeviceViews::new().write(out).read(&p.image),
-            move |cuda, mut args| {
-                args.push(DeviceArg::scalar(r));
-                cuda.launch_mdrange::<box_blur, 2>(lo, hi, &args)
-            },
+            (interior(), (out.write(), p.image.read())),
+            box_blur::with(r),
         )
     };
     let sobel_of = |label: &str, out: &Plane<L>, input: &Plane<L>| {
-        device_task(
-            ctx,
-            label,
-            DeviceViews::new().write(out).read(input),
-            move |cuda, args| cuda.launch_mdrange::<sobel, 2>(lo, hi, &args),
-        )
+        ctx.launch(label, (interior(), (out.write(), input.read())), sobel::with())
     };
     blur("blur small", &p.blur_small, 1)?;
     blur("blur large", &p.blur_large, 3)?;
     blur("blur unsharp", &p.blur_unsharp, 2)?;
     sobel_of("sobel small", &p.sobel_small, &p.blur_small)?;
     sobel_of("sobel large", &p.sobel_large, &p.blur_large)?;
-    device_task(
-        ctx,
+    ctx.launch(
         "extend",
-        DeviceViews::new().write(&p.mask).read(&p.sobel_large),
-        move |cuda, args| cuda.launch_mdrange::<extend, 2>(lo, hi, &args),
+        (interior(), (p.mask.write(), p.sobel_large.read())),
+        extend::with(),
     )?;
-    device_task(
-        ctx,
+    ctx.launch(
         "unsharpen",
-        DeviceViews::new()
-            .write(&p.unsharp)
-            .read(&p.image)
-            .read(&p.blur_unsharp),
-        move |cuda, args| cuda.launch_mdrange::<unsharpen, 2>(lo, hi, &args),
+        (
+            interior(),
+            (p.unsharp.write(), p.image.read(), p.blur_unsharp.read()),
+        ),
+        unsharpen::with(),
     )?;
-    device_task(
-        ctx,
+    ctx.launch(
         "combine",
-        DeviceViews::new()
-            .write(&p.combined)
-            .read(&p.unsharp)
-            .read(&p.blur_large)
-            .read(&p.mask),
-        move |cuda, args| cuda.launch_mdrange::<blend, 2>(lo, hi, &args),
+        (
+            interior(),
+            (
+                p.combined.write(),
+                p.unsharp.read(),
+                p.blur_large.read(),
+                p.mask.read(),
+            ),
+        ),
+        blend::with(),
     )?;
-    device_task(
-        ctx,
+    ctx.launch(
         "edges",
-        DeviceViews::new().write(&p.edges).read(&p.sobel_small),
-        move |cuda, args| cuda.launch_mdrange::<extend, 2>(lo, hi, &args),
+        (interior(), (p.edges.write(), p.sobel_small.read())),
+        extend::with(),
     )?;
-    device_task(
-        ctx,
+    ctx.launch(
         "combine small",
-        DeviceViews::new()
-            .write(&p.out)
-            .read(&p.combined)
-            .read(&p.blur_small)
-            .read(&p.edges),
-        move |cuda, args| cuda.launch_mdrange::<blend, 2>(lo, hi, &args),
+        (
+            interior(),
+            (
+                p.out.write(),
+                p.combined.read(),
+                p.blur_small.read(),
+                p.edges.read(),
+            ),
+        ),
+        blend::with(),
     )?;
     ctx.synchronize()
 }

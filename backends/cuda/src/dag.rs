@@ -34,7 +34,6 @@ use hoplite_dag::DagError;
 use hoplite_dag::device::{Device, Event, HostEvent, HostStream, Stream, Work};
 
 use crate::Cuda;
-pub use crate::dag_views::{DetachedViews, DeviceViews, device_task};
 use crate::driver;
 
 /// A point in a [`CudaStream`]: complete once the closures before it have run on the host

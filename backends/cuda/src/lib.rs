@@ -23,7 +23,7 @@
 //!
 //! | feature | what it adds | depends on |
 //! |---|---|---|
-//! | `dag` | `dag` (`CudaDevice`, `CudaStream`, `CudaEvent`, `DeviceViews`, `device_task`) and `bandwidth` | hoplite-dag, hoplite-graph |
+//! | `dag` | `dag` (`CudaDevice`, `CudaStream`, `CudaEvent`: `#[kernel]` launches as implicit-DAG vertices on CUDA streams) and `bandwidth` | hoplite-dag, hoplite-graph |
 //! | `graph` | `graph` (`CudaGraph`, `GraphReduction`) | hoplite-graph |
 //! | `select` | `select` (`CudaBackend`) | hoplite-select |
 //!
@@ -43,8 +43,6 @@
 pub mod bandwidth;
 #[cfg(feature = "dag")]
 pub mod dag;
-#[cfg(feature = "dag")]
-mod dag_views;
 mod dispatch;
 mod driver;
 mod error;

@@ -34,17 +34,21 @@ fn cuda_streams_keep_the_stream_axioms() {
     assert_eq!(conformance::run_all(&device), Vec::<String>::new());
 }
 
-mod device_tasks {
+/// `#[kernel]` launches as DAG vertices on CUDA streams: `ctx.launch` with the handles of device
+/// views, as on every backend.
+mod kernel_vertices {
     use hoplite::prelude::*;
     use hoplite::view::access::BoundAtomic;
     use hoplite::{BoundReader, BoundWriter, kernel};
     use hoplite_core::view::AccessKind;
-    use hoplite_core::{LayoutLeft, View};
-    use hoplite_cuda::dag::{CudaDevice, DeviceViews, device_task};
-    use hoplite_cuda::{Cuda, CudaSpace, DeviceArg, copy_to_device, copy_to_host};
+    use hoplite_core::{LayoutRight, View};
+    use hoplite_cuda::dag::CudaDevice;
+    use hoplite_cuda::{Cuda, CudaSpace};
     use hoplite_dag::device::HostDevice;
     use hoplite_dag::{Context, ContextOptions, DagError};
-    use hoplite_graph::GraphArgs;
+    use hoplite_graph::Access;
+
+    type Device<T> = View<T, 1, LayoutRight, CudaSpace>;
 
     /// `bins[x[i] % 4] += 1`.
     #[kernel]
@@ -59,122 +63,66 @@ mod device_tasks {
         y.set(i, a * x.get(i));
     }
 
-    #[test]
-    fn device_views_record_their_accesses_in_order() {
-        let x: View<f64, 1, LayoutLeft, CudaSpace> = View::without_initializing("x", [0]).expect("no memory");
-        let y: View<f64, 2, LayoutLeft, CudaSpace> =
-            View::without_initializing("y", [0, 0]).expect("no memory");
-        let views = DeviceViews::new().write(&y).read(&x);
-        let mut accesses = Vec::new();
-        views.record_handles(&mut accesses);
-        let seen: Vec<(AccessKind, &str)> = accesses.iter().map(|a| (a.kind, &*a.view)).collect();
-        assert_eq!(seen, [(AccessKind::Write, "y"), (AccessKind::Read, "x")]);
-        assert!(accesses.iter().all(|a| a.bytes == 0));
-        // A graph keeps the views without borrows and makes fresh handles of the same kinds.
-        let detached = views.detach();
-        let mut again = Vec::new();
-        <DeviceViews as GraphArgs>::record(&detached, &mut again);
-        assert_eq!(again, accesses);
-        let fresh = <DeviceViews as GraphArgs>::attach(&detached);
-        assert_eq!(fresh.len(), 2);
-        assert!(fresh.conflict().is_none());
-        assert_eq!(fresh.args().len(), 2);
+    /// `y[i] = x[i]` for counts.
+    #[kernel]
+    pub fn copy_bins(i: Idx<'_>, y: BoundWriter<'_, u32, 1>, x: BoundReader<'_, u32, 1>) {
+        y.set(i, x.get(i));
     }
 
     #[test]
-    fn atomic_and_team_slots_entries_record_their_kinds_and_borrows() {
-        let bins: View<u32, 1, LayoutLeft, CudaSpace> =
-            View::without_initializing("bins", [0]).expect("no memory");
-        let slots: View<f64, 2, LayoutLeft, CudaSpace> =
-            View::without_initializing("slots", [0, 0]).expect("no memory");
-        let x: View<f64, 1, LayoutLeft, CudaSpace> = View::without_initializing("x", [0]).expect("no memory");
-        let views = DeviceViews::new().atomic(&bins).team_slots(&slots).read(&x);
-        let mut accesses = Vec::new();
-        views.record_handles(&mut accesses);
-        let seen: Vec<(AccessKind, &str)> = accesses.iter().map(|a| (a.kind, &*a.view)).collect();
-        assert_eq!(
-            seen,
-            [
-                (AccessKind::Atomic, "bins"),
-                (AccessKind::Write, "slots"),
-                (AccessKind::Read, "x")
-            ]
-        );
-        assert!(views.conflict().is_none());
-        assert_eq!(views.device(), Some(0), "every view on GPU 0");
-        // (Without a device the views hold no element, so no borrow can conflict: the GPU
-        // test below orders atomic vertices by their views.)
-        // Detached and attached again, of the same kinds.
-        let detached = views.detach();
-        let mut again = Vec::new();
-        <DeviceViews as GraphArgs>::record(&detached, &mut again);
-        assert_eq!(again, accesses);
-        // The launch arguments are the kernel's atomic and team-slots handles.
-        let args = format!("{:?}", <DeviceViews as GraphArgs>::attach(&detached).args());
-        assert!(
-            args.contains("access: Atomic") && args.contains("access: TeamSlots"),
-            "{args}"
-        );
+    fn an_access_records_the_gpu_its_view_is_on() {
+        // Views of no elements need no driver.
+        let x = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing_in(
+            CudaSpace::on_device(1),
+            "x",
+            [0],
+        )
+        .expect("no memory");
+        assert_eq!(Access::of_view(&x, AccessKind::Read).location, Some(1));
+        let host: View<f64, 1> = View::new("host", [2]).expect("host memory");
+        assert_eq!(Access::of_view(&host, AccessKind::Write).location, None);
     }
 
     #[test]
-    fn a_task_on_a_streams_instance_gets_that_instance_and_fails_with_the_launchs_error() {
-        // A DAG context over the default `Cuda` instance as a host device: the task gets that
-        // instance, and the launch's typed error fails the vertex.
+    fn a_launch_on_a_streams_instance_fails_its_vertex_with_the_launchs_error() {
+        // A DAG context over the default `Cuda` instance as a host device: the vertex's
+        // launch is refused (a range past the writer's extent of 0, or no device), and the
+        // typed error fails the vertex.
         let device = HostDevice::new("cuda", vec![Cuda::default()]).expect("one instance");
         let ctx = Context::new(vec![device], ContextOptions::default()).expect("context");
-        let x: View<f64, 1, LayoutLeft, CudaSpace> = View::without_initializing("x", [0]).expect("no memory");
-        let y: View<f64, 1, LayoutLeft, CudaSpace> = View::without_initializing("y", [0]).expect("no memory");
+        let x = Device::<f64>::without_initializing("x", [0]).expect("no memory");
+        let y = Device::<f64>::without_initializing("y", [0]).expect("no memory");
         let vertex = ctx
-            .task_on(
-                "scale",
-                DeviceViews::new().write(&y).read(&x),
-                |cuda: &Cuda, views| {
-                    assert_eq!(*cuda, Cuda::default(), "the stream's instance");
-                    let mut args = views.args();
-                    args.push(DeviceArg::scalar(2.0));
-                    // Index 0 is outside the writer of extent 0: refused before the device.
-                    cuda.launch_range::<scale>(0..1, &args)?;
-                    Ok(())
-                },
-            )
+            .launch("scale", (1, (y.write(), x.read())), scale::with(2.0))
             .expect("accepted");
         let err = vertex.wait().expect_err("the launch is refused");
         assert!(matches!(err, DagError::VertexFailed { .. }), "{err}");
-        let text = err.to_string();
-        assert!(text.contains("scale"), "{text}");
+        assert!(err.to_string().contains("scale"), "{err}");
         assert!(ctx.synchronize().is_err(), "the failure is reported once more");
     }
 
     #[test]
-    fn device_tasks_are_ordered_by_their_views() {
+    fn launches_are_ordered_by_their_views() {
         let device = match CudaDevice::new(0, 2) {
             Ok(d) => d,
             Err(e) => {
-                println!("skipped: no device for a DAG of device tasks ({e})");
+                println!("skipped: no device for a DAG of kernel launches ({e})");
                 return;
             }
         };
         let ctx = Context::new(vec![device], ContextOptions::default()).expect("context");
         let n = 100_000;
-        let make = |label| {
-            View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing(label, [n]).expect("device memory")
-        };
-        let (x, y, z, w) = (make("x"), make("y"), make("z"), make("w"));
         let host: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        copy_to_device(&x, &host).expect("copy in");
-        let launch = |a: f64| {
-            move |cuda: &Cuda, mut args: Vec<DeviceArg>| {
-                args.push(DeviceArg::scalar(a));
-                cuda.launch_range::<scale>(0..n, &args)
-            }
-        };
-        let first =
-            device_task(&ctx, "y = 2x", DeviceViews::new().write(&y).read(&x), launch(2.0)).expect("y");
-        let second =
-            device_task(&ctx, "z = 3y", DeviceViews::new().write(&z).read(&y), launch(3.0)).expect("z");
-        let apart =
-            device_task(&ctx, "w = 5x", DeviceViews::new().write(&w).read(&x), launch(5.0)).expect("w");
+        let x = Device::<f64>::from_slice("x", [n], &host).expect("device memory");
+        let make = |label| Device::<f64>::new(label, [n]).expect("device memory");
+        let (y, z, w) = (make("y"), make("z"), make("w"));
+        let first = ctx
+            .launch("y = 2x", (n, (y.write(), x.read())), scale::with(2.0))
+            .expect("y");
+        ctx.launch("z = 3y", (n, (z.write(), y.read())), scale::with(3.0))
+            .expect("z");
+        ctx.launch("w = 5x", (n, (w.write(), x.read())), scale::with(5.0))
+            .expect("w");
         ctx.synchronize().expect("runs");
         let parents = ctx.parents();
         assert!(
@@ -182,44 +130,45 @@ mod device_tasks {
             "z = 3y reads what y = 2x wrote: {parents:?}"
         );
         assert!(parents[2].is_empty(), "w = 5x only reads x: {parents:?}");
-        let _ = (second, apart);
-        let mut out = vec![0.0; n];
-        copy_to_host(&mut out, &z).expect("copy z");
-        assert!(out.iter().enumerate().all(|(i, &v)| v == 6.0 * i as f64));
-        copy_to_host(&mut out, &w).expect("copy w");
-        assert!(out.iter().enumerate().all(|(i, &v)| v == 5.0 * i as f64));
+        assert!(
+            z.to_vec()
+                .expect("z")
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == 6.0 * i as f64)
+        );
+        assert!(
+            w.to_vec()
+                .expect("w")
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == 5.0 * i as f64)
+        );
     }
 
     #[test]
-    fn atomic_device_tasks_share_their_view_and_order_its_reader() {
+    fn atomic_launches_share_their_view_and_order_its_reader() {
         let device = match CudaDevice::new(0, 2) {
             Ok(d) => d,
             Err(e) => {
-                println!("skipped: no device for atomic device tasks ({e})");
+                println!("skipped: no device for atomic kernel launches ({e})");
                 return;
             }
         };
         let ctx = Context::new(vec![device], ContextOptions::default()).expect("context");
         let n = 4096;
-        let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n]).expect("device memory");
         let host: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        copy_to_device(&x, &host).expect("copy in");
-        let bins =
-            View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing("bins", [4]).expect("device memory");
-        copy_to_device(&bins, &[0u32; 4]).expect("zero");
-        let count = move |cuda: &Cuda, args: Vec<DeviceArg>| cuda.launch_range::<histogram>(0..n, &args);
-        let a = device_task(&ctx, "count a", DeviceViews::new().atomic(&bins).read(&x), count).expect("a");
-        let b = device_task(&ctx, "count b", DeviceViews::new().atomic(&bins).read(&x), count).expect("b");
-        let total =
-            View::<u32, 1, LayoutLeft, CudaSpace>::without_initializing("total", [4]).expect("device memory");
-        let copy = |cuda: &Cuda, args: Vec<DeviceArg>| cuda.launch_range::<copy_bins>(0..4, &args);
-        device_task(
-            &ctx,
-            "read bins",
-            DeviceViews::new().write(&total).read(&bins),
-            copy,
-        )
-        .expect("read");
+        let x = Device::<f64>::from_slice("x", [n], &host).expect("device memory");
+        let bins = Device::<u32>::new("bins", [4]).expect("device memory");
+        let a = ctx
+            .launch("count a", (n, (bins.atomic(), x.read())), histogram::with())
+            .expect("a");
+        let b = ctx
+            .launch("count b", (n, (bins.atomic(), x.read())), histogram::with())
+            .expect("b");
+        let total = Device::<u32>::new("total", [4]).expect("device memory");
+        ctx.launch("read bins", (4, (total.write(), bins.read())), copy_bins::with())
+            .expect("read");
         ctx.synchronize().expect("runs");
         let parents = ctx.parents();
         assert!(
@@ -231,14 +180,35 @@ mod device_tasks {
             last.contains(&a.id()) || last.contains(&b.id()),
             "the reader waits for the atomic updates: {parents:?}"
         );
-        let mut out = [0u32; 4];
-        copy_to_host(&mut out, &total).expect("copy out");
-        assert_eq!(out, [2 * n as u32 / 4; 4]);
+        assert_eq!(total.to_vec().expect("total"), [2 * n as u32 / 4; 4]);
     }
 
-    /// `y[i] = x[i]` for counts.
-    #[kernel]
-    pub fn copy_bins(i: Idx<'_>, y: BoundWriter<'_, u32, 1>, x: BoundReader<'_, u32, 1>) {
-        y.set(i, x.get(i));
+    #[test]
+    fn a_launch_runs_on_the_gpu_of_its_views() {
+        let devices = match CudaDevice::all_devices(1) {
+            Ok(d) if d.len() > 1 => d,
+            Ok(_) => {
+                println!("skipped: one GPU, nothing to place between");
+                return;
+            }
+            Err(e) => {
+                println!("skipped: no device ({e})");
+                return;
+            }
+        };
+        let ctx = Context::new(devices, ContextOptions::default()).expect("context");
+        let n = 1000;
+        let on_1 = |label| {
+            View::<f64, 1, LayoutRight, CudaSpace>::new_in(CudaSpace::on_device(1), label, [n])
+                .expect("device 1 memory")
+        };
+        let (x, y) = (on_1("x"), on_1("y"));
+        // Without placement by data the selection policy could pick GPU 0, whose instance
+        // refuses GPU 1's views.
+        for _ in 0..4 {
+            ctx.launch("y = 2x on GPU 1", (n, (y.write(), x.read())), scale::with(2.0))
+                .expect("accepted");
+        }
+        ctx.synchronize().expect("every launch ran on GPU 1");
     }
 }

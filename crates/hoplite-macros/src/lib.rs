@@ -130,9 +130,18 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
     let captures = signature.captures();
     let scalar_names: Vec<&syn::Ident> = captures.iter().map(|(name, _)| *name).collect();
     let scalar_tys: Vec<&syn::Type> = captures.iter().map(|(_, ty)| *ty).collect();
-    // A team member's type depends on the space: `with::<Space>(..)` names it.
-    let with_generics = if signature.token == TokenKind::Team {
-        quote!(<S: #krate::ExecutionSpace>)
+    // A team member's type depends on the space: `with::<Space>(..)` names it. Layout
+    // parameters follow (inferred from the launch's handles).
+    let layouts = &signature.layouts;
+    let team = signature.token == TokenKind::Team;
+    let space_param = if team {
+        quote!(S: #krate::ExecutionSpace,)
+    } else {
+        quote!()
+    };
+    let space_arg = if team { quote!(S,) } else { quote!() };
+    let with_generics = if team || !layouts.is_empty() {
+        quote!(<#space_param #(#layouts: #krate::ArrayLayout),*>)
     } else {
         quote!()
     };
@@ -164,18 +173,16 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             }
         }
     };
-    let (hr_generics, hr_args) = if signature.token == TokenKind::Team {
-        (quote!(<S: #krate::ExecutionSpace, F: #closure_ty>), quote!(S,))
-    } else {
-        (quote!(<F: #closure_ty>), quote!())
-    };
+    let hr_generics = quote!(<#space_param #(#layouts: #krate::ArrayLayout,)* F: #closure_ty>);
+    let hr_args = quote!(#space_arg #(#layouts,)*);
     let with_fn = if signature.tokens.is_empty() {
         // Device launches find the kernel and its scalars through the closure type (see
         // `hoplite_core::device_kernel`'s launch protocol): the closure captures one
         // `Captures` value as a whole and its type is registered with a reader of it.
-        let register = if signature.token == TokenKind::Team {
-            // `with::<S>` makes one closure type per space; a static here would be shared by
-            // all of them, so each call registers (a lookup once its type is known).
+        let register = if team || !layouts.is_empty() {
+            // `with::<S>` makes one closure type per space (and per layout); a static here
+            // would be shared by all of them, so each call registers (a lookup once its type
+            // is known).
             quote! {
                 // SAFETY: `kernel` captures `captures` (a `Captures`) whole and nothing else,
                 // and runs this kernel with it.
@@ -276,11 +283,8 @@ fn expand(options: &Options, function: ItemFn) -> syn::Result<TokenStream2> {
             .map(|((name, _), _)| *name)
             .collect();
         let token_name_strs: Vec<String> = token_names.iter().map(|n| n.to_string()).collect();
-        let (space_generic, space_arg) = if signature.token == TokenKind::Team {
-            (quote!(S: #krate::ExecutionSpace,), quote!(S,))
-        } else {
-            (quote!(), quote!())
-        };
+        let space_generic = quote!(#space_param #(#layouts: #krate::ArrayLayout,)*);
+        let space_arg = quote!(#space_arg #(#layouts,)*);
         let inferred = token_generics.iter().map(|_| quote!(_));
         quote! {
             #[doc = #doc_line]
@@ -480,7 +484,7 @@ fn native_function(krate: &Path, signature: &KernelSignature, mut function: Item
         .push(syn::parse_quote!(#[allow(clippy::too_many_arguments, clippy::needless_lifetimes)]));
     // The token and handles as full types sharing one brand `'it` (the layout defaults to
     // `LayoutRight`, as views do), so the function is the kernel a launch calls.
-    function.sig.generics.params.push(syn::parse_quote!('it));
+    function.sig.generics.params.insert(0, syn::parse_quote!('it));
     for (k, input) in function.sig.inputs.iter_mut().enumerate() {
         if let syn::FnArg::Typed(typed) = input
             && let syn::Pat::Ident(ident) = &*typed.pat

@@ -154,6 +154,9 @@ pub struct KernelSignature {
     pub scan_flag: Option<Ident>,
     /// Handle, scalar and token parameters in declaration order.
     order: Vec<Slot>,
+    /// The layout parameters (`<L: ArrayLayout>`) the kernel is generic over: handles take any
+    /// layout, and the CUDA C, which indexes with the views' strides, is the same for all.
+    pub layouts: Vec<Ident>,
 }
 
 const SIGNATURE_HELP: &str = "a #[kernel] takes the iteration token (`Idx<'_>`, `MdIdx<'_, R>`, or \
@@ -168,12 +171,7 @@ impl KernelSignature {
         if let Some(asyncness) = &sig.asyncness {
             return Err(syn::Error::new(asyncness.span(), "a #[kernel] cannot be async"));
         }
-        if !sig.generics.params.is_empty() {
-            return Err(syn::Error::new_spanned(
-                &sig.generics,
-                "a #[kernel] cannot be generic: the CUDA C needs concrete element types",
-            ));
-        }
+        let layouts = layout_generics(&sig.generics)?;
         if let syn::ReturnType::Type(_, ty) = &sig.output {
             return Err(syn::Error::new_spanned(
                 ty,
@@ -200,6 +198,7 @@ impl KernelSignature {
             accumulator: None,
             scan_flag: None,
             order: Vec::new(),
+            layouts,
         };
         for input in inputs {
             let (name, ty) = typed_param(input)?;
@@ -514,4 +513,35 @@ fn handle(name: &Ident, ty: &Type) -> syn::Result<Option<Handle>> {
         rank,
         layout: types.get(1).cloned(),
     }))
+}
+
+/// The kernel's generic parameters, which may only be layouts (`<L: ArrayLayout>`, as many as
+/// its handles need): element types and ranks go into the CUDA C, layouts do not (it indexes
+/// with the views' strides).
+fn layout_generics(generics: &syn::Generics) -> syn::Result<Vec<Ident>> {
+    let refuse = |spanned: &dyn quote::ToTokens| {
+        syn::Error::new_spanned(
+            spanned,
+            "a #[kernel] is generic only over layouts (`fn k<L: ArrayLayout>(.., y: BoundWriter<'_, f64, 1, L>)`): \
+             the CUDA C needs concrete element types and ranks",
+        )
+    };
+    if let Some(clause) = &generics.where_clause {
+        return Err(refuse(clause));
+    }
+    generics
+        .params
+        .iter()
+        .map(|param| match param {
+            syn::GenericParam::Type(t)
+                if t.default.is_none()
+                    && t.bounds.len() == 1
+                    && matches!(&t.bounds[0], syn::TypeParamBound::Trait(b)
+                        if b.path.segments.last().is_some_and(|s| s.ident == "ArrayLayout")) =>
+            {
+                Ok(t.ident.clone())
+            }
+            other => Err(refuse(other)),
+        })
+        .collect()
 }
