@@ -30,9 +30,9 @@
 //! # Ok::<(), hoplite_core::Error>(())
 //! ```
 
-use std::any::Any;
 use std::fmt;
 
+use crate::device_kernel::DeviceToken;
 use crate::error::{Error, Result};
 use crate::space::{ExecutionSpace, LayoutLeft, MemorySpace};
 use crate::unique_token::{UniqueToken, UniqueTokenSpace};
@@ -81,26 +81,6 @@ unsafe impl<T: UniqueToken> KernelToken for T {
 
     fn device_token(&self) -> Option<DeviceToken> {
         None
-    }
-}
-
-/// A device token's lock words as a device backend passes them: see [`KernelToken`]'s safety
-/// contract.
-pub struct DeviceToken {
-    /// The address of the first lock word, in `memory_space`.
-    pub words: usize,
-    /// The number of ids.
-    pub size: usize,
-    /// The memory space holding the words, for the backend to check the device.
-    pub memory_space: Box<dyn Any + Send + Sync>,
-}
-
-impl fmt::Debug for DeviceToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DeviceToken")
-            .field("words", &format_args!("{:#x}", self.words))
-            .field("size", &self.size)
-            .finish_non_exhaustive()
     }
 }
 

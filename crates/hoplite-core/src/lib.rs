@@ -46,6 +46,7 @@ pub mod unique_token;
 pub mod view;
 
 pub use device_kernel::DeviceKernel;
+pub use device_kernel::DeviceToken;
 pub use dispatch::{
     ForKernel, FullSpace, IntoLaunch, LaunchSpace, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan,
     ReduceInto, ReduceKernel, ScanKernel, ValidatedPolicy, parallel_for, parallel_for_validated,
@@ -55,7 +56,7 @@ pub use error::{Error, Result};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};
 #[doc(hidden)]
 pub use kernel_token::device_token_on_host;
-pub use kernel_token::{DeviceToken, DeviceUniqueToken, KernelToken, KernelTokenSpace, NoHostToken};
+pub use kernel_token::{DeviceUniqueToken, KernelToken, KernelTokenSpace, NoHostToken};
 /// Complex numbers (the `num-complex` crate): views hold them, `Sum`/`Prod` reduce them and
 /// atomic handles update them under the lock table.
 pub use num_complex::{self, Complex};

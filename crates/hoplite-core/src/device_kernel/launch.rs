@@ -22,10 +22,10 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::{OnceLock, RwLock};
 
 use super::{DeviceKernelInfo, HandleAccess, ScalarValue};
-use crate::DeviceToken;
 
 /// One handle of a launch as a device backend sees it: what it covers and how the kernel uses
 /// it. Made by the launch from the handle; a backend checks it against the kernel's
@@ -50,6 +50,26 @@ pub struct DeviceHandle<'a> {
     pub span_bytes: u64,
     /// The view's memory space, for the backend to find the device it belongs to.
     pub space: &'a dyn Any,
+}
+
+/// A device token's lock words as a device backend passes them: see
+/// [`KernelToken`](crate::KernelToken)'s safety contract.
+pub struct DeviceToken {
+    /// The address of the first lock word, in `memory_space`.
+    pub words: usize,
+    /// The number of ids.
+    pub size: usize,
+    /// The memory space holding the words, for the backend to check the device.
+    pub memory_space: Box<dyn Any + Send + Sync>,
+}
+
+impl fmt::Debug for DeviceToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceToken")
+            .field("words", &format_args!("{:#x}", self.words))
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One unique-token capture of a launch (a `tokens: &impl UniqueToken` parameter) as a device

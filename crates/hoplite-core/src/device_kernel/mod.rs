@@ -35,7 +35,9 @@
 mod launch;
 mod team_member;
 
-pub use launch::{DeviceHandle, DeviceLaunch, DeviceTokenArg, device_launch_of, with_closure_scalars};
+pub use launch::{
+    DeviceHandle, DeviceLaunch, DeviceToken, DeviceTokenArg, device_launch_of, with_closure_scalars,
+};
 #[doc(hidden)]
 pub use launch::{WithClosure, no_tokens, register_generic_with_closure, register_with_closure};
 pub use team_member::DeviceTeamMember;
