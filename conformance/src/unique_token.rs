@@ -92,6 +92,17 @@ pub fn hold_team_token_id(
     }
 }
 
+/// The two counts the holding kernels keep: ids not below the size, and other holders seen.
+fn problem_counts<S: LaunchSpace>(problems: &SpaceView<S, u32, 1>) -> Result<(u32, u32), Failure> {
+    match problems.to_vec()?[..] {
+        [out_of_range, shared] => Ok((out_of_range, shared)),
+        ref other => Err(Failure::msg(format!(
+            "a view of 2 counts read back {} values",
+            other.len()
+        ))),
+    }
+}
+
 /// Runs `hold_token_id` over `n` iterations with `token` and reports what it counted.
 fn kernel_holds_are_distinct<S: LaunchSpace>(
     space: &S,
@@ -110,11 +121,8 @@ fn kernel_holds_are_distinct<S: LaunchSpace>(
         ),
         hold_token_id::with(token, size),
     )?;
-    let [out_of_range, shared] = problems.to_vec()?[..] else {
-        unreachable!("a view of 2 elements")
-    };
     ensure_eq!(
-        (out_of_range, shared),
+        problem_counts::<S>(&problems)?,
         (0, 0),
         "(ids not below {size}, other holders seen) over {n} iterations with the {what}"
     );
@@ -184,11 +192,8 @@ pub fn team_ids_are_shared_by_the_team_and_distinct<S: LaunchSpace>(space: &S) -
                 ),
                 hold_team_token_id::with::<S>(&token, size),
             )?;
-            let [out_of_range, shared] = problems.to_vec()?[..] else {
-                unreachable!("a view of 2 elements")
-            };
             ensure_eq!(
-                (out_of_range, shared),
+                problem_counts::<S>(&problems)?,
                 (0, 0),
                 "(ids not below {size}, other holding teams seen) over {league} teams"
             );
