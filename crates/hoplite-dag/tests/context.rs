@@ -411,10 +411,23 @@ fn dot_and_trace_describe_the_dag() {
         "{text}"
     );
     let _ = std::fs::remove_file(&path);
-    assert!(matches!(
-        ctx.write_trace(std::path::Path::new("/nonexistent/dir/trace.json")),
-        Err(DagError::Io(_))
-    ));
+    let e = ctx
+        .write_trace("/nonexistent/dir/trace.json")
+        .expect_err("no such folder");
+    let DagError::Io { path, source } = &e else {
+        panic!("expected an I/O error, got {e:?}")
+    };
+    assert_eq!(path, std::path::Path::new("/nonexistent/dir/trace.json"));
+    assert_eq!(source.io().kind(), std::io::ErrorKind::NotFound);
+    assert!(
+        std::error::Error::source(&e).is_some_and(|s| s.to_string() == source.io().to_string()),
+        "the I/O error is the source: {e}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with("cannot write /nonexistent/dir/trace.json: "),
+        "{e}"
+    );
 }
 
 #[test]

@@ -89,11 +89,16 @@ impl<D: Device> Context<D> {
     ///
     /// # Errors
     ///
-    /// [`DagError::Io`] when the file cannot be written.
-    pub fn write_trace(&self, path: &Path) -> Result<()> {
+    /// [`DagError::Io`] naming the file, with the I/O error as its source, when the file
+    /// cannot be written.
+    pub fn write_trace(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
         let mut text = chrome_trace(&self.timings()).to_string();
         text.push('\n');
-        std::fs::write(path, text).map_err(|e| DagError::Io(format!("cannot write {}: {e}", path.display())))
+        std::fs::write(path, text).map_err(|e| DagError::Io {
+            path: path.to_path_buf(),
+            source: e.into(),
+        })
     }
 }
 
