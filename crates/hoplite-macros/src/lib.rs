@@ -31,9 +31,12 @@ use signature::{AccKind, Handle, HandleKind, KernelSignature, TokenKind};
 /// team kernel, `let id = tokens.team_guard(m);`), and
 /// for a reduction the accumulator `&mut T` (or
 /// `&mut bool` for `LAnd`/`LOr`, `&mut ValLoc<T>`, `&mut MinMaxScalar<T>`,
-/// `&mut MinMaxLocScalar<T>` updated by `update` or `update_first_last`) last; a scan adds
-/// `is_final: bool` after it.
-/// Team kernels may use team and thread scratch of levels 0 and 1, `team_scan` and the nested loops
+/// `&mut MinMaxLocScalar<T>` updated by `update` or `update_first_last`, `&mut Option<usize>`
+/// updated by `FirstLoc::update` or `LastLoc::update`) last; a scan adds `is_final: bool`
+/// after it. The function may be generic over its handles' layouts (`<L: ArrayLayout>`) and
+/// nothing else.
+/// Team kernels may use `let v = m.team_single(|| ..);`, `let v = m.team_broadcast_with(..);`,
+/// `m.vector_length()`, team and thread scratch of levels 0 and 1, `team_scan` and the nested loops
 /// `TeamThreadRange`, `TeamVectorRange` and
 /// `ThreadVectorRange` (`docs/kernels.md` lists the forms).
 ///
@@ -41,7 +44,8 @@ use signature::{AccKind, Handle, HandleKind, KernelSignature, TokenKind};
 /// `with(captures...)` (scalars and tokens in declaration order), which gives the closure a launch takes
 /// (`parallel_for("axpy", (n, (y.write(), x.read())), axpy::with(a))`), and `cuda_source()`,
 /// the generated CUDA C; the type implements `DeviceKernel`. A team kernel's `with` names the
-/// space: `with::<Space>(..)`.
+/// space: `with::<Space>(..)` (`with::<Space, _>(..)` with a layout parameter). Unique tokens
+/// go to `with` by reference, of any `KernelToken` type: a host pool, or a device's token.
 ///
 /// `#[kernel(crate = hoplite_core)]` names the crate the generated code refers to (default
 /// `::hoplite`), for crates that depend on `hoplite-core` rather than the facade.
