@@ -278,7 +278,10 @@ fn launches_from_inside_kernels_of_another_instance() {
         Sum::<usize>::new(),
     )
     .expect("launch on a");
-    assert_eq!(total, (0..20).map(|i: usize| i * i.saturating_sub(1) / 2).sum());
+    assert_eq!(
+        total,
+        (0..20).map(|i: usize| i * i.saturating_sub(1) / 2).sum::<usize>()
+    );
 }
 
 /// Every kind of launch panics on one index (on a worker where there is one); the error names

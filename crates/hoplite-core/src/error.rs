@@ -311,6 +311,15 @@ pub enum Error {
         "the Kokkos Tools connector was already finalized (hoplite::finalize); a connector is loaded once per process, so call hoplite::initialize before hoplite::finalize"
     )]
     ToolsFinalized,
+    /// A file could not be written (a trace): which, and the I/O error (its source).
+    #[error("cannot write {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the system said.
+        #[source]
+        source: IoError,
+    },
     /// A launch on a device space whose kernel is not a `#[kernel]`: a device runs no
     /// closures, only the CUDA C that `#[kernel]` generates.
     #[error(
@@ -375,5 +384,51 @@ impl Error {
 pub fn drop_panic_payload(payload: Box<dyn std::any::Any + Send>) {
     if let Err(second) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload))) {
         std::mem::forget(second);
+    }
+}
+
+/// An I/O error as [`Error::Io`] (and hoplite-dag's `DagError::Io`) keeps it: shared, so that
+/// the error stays `Clone`, and compared by kind and message, so that it stays `Eq`.
+/// [`io`](Self::io) gives the original.
+///
+/// ```
+/// use hoplite_core::IoError;
+/// let e = IoError::from(std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"));
+/// assert_eq!(e.io().kind(), std::io::ErrorKind::NotFound);
+/// assert_eq!(e.to_string(), "no such folder");
+/// ```
+#[derive(Debug, Clone)]
+pub struct IoError(std::sync::Arc<std::io::Error>);
+
+impl IoError {
+    /// The original I/O error.
+    pub fn io(&self) -> &std::io::Error {
+        &self.0
+    }
+}
+
+impl From<std::io::Error> for IoError {
+    fn from(e: std::io::Error) -> Self {
+        IoError(std::sync::Arc::new(e))
+    }
+}
+
+impl PartialEq for IoError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for IoError {}
+
+impl std::fmt::Display for IoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for IoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }

@@ -61,6 +61,7 @@ mod sync_prims;
 mod vertex_table;
 
 pub use context::{Context, ContextOptions, Execution, HISTORY_LIMIT, Pending, Vertex, VertexState};
+pub use hoplite_core::IoError;
 pub use model::{DependencyPolicy, VertexId};
 pub use record::{Recorder, record};
 pub use selection::{BandwidthMatrix, DeviceSelectionPolicy, Location};
@@ -140,51 +141,6 @@ pub enum DagError {
         #[source]
         source: IoError,
     },
-}
-
-/// An I/O error as [`DagError::Io`] keeps it: shared, so that the error stays `Clone`, and
-/// compared by kind and message, so that it stays `Eq`. [`io`](Self::io) gives the original.
-///
-/// ```
-/// use hoplite_dag::IoError;
-/// let e = IoError::from(std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"));
-/// assert_eq!(e.io().kind(), std::io::ErrorKind::NotFound);
-/// assert_eq!(e.to_string(), "no such folder");
-/// ```
-#[derive(Debug, Clone)]
-pub struct IoError(std::sync::Arc<std::io::Error>);
-
-impl IoError {
-    /// The original I/O error.
-    pub fn io(&self) -> &std::io::Error {
-        &self.0
-    }
-}
-
-impl From<std::io::Error> for IoError {
-    fn from(e: std::io::Error) -> Self {
-        IoError(std::sync::Arc::new(e))
-    }
-}
-
-impl PartialEq for IoError {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string()
-    }
-}
-
-impl Eq for IoError {}
-
-impl std::fmt::Display for IoError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for IoError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0.source()
-    }
 }
 
 impl DagError {

@@ -47,6 +47,7 @@
 
 mod ffi;
 mod tools;
+mod trace;
 
 use std::ffi::c_void;
 use std::fmt;
@@ -83,6 +84,47 @@ pub(crate) fn hooks_may_run() -> bool {
 /// [`Error::ToolsFinalized`]: crate::Error::ToolsFinalized
 pub fn initialize_tools() -> Result<()> {
     tools::initialize()
+}
+
+/// Starts the built-in trace connector: from now on every launch (eager, a graph node's, a DAG
+/// vertex's, a device's), fence, deep copy, allocation, region, section and event is recorded,
+/// to be written as a Chrome Trace Event Format file by [`write_trace`] (ui.perfetto.dev and
+/// `chrome://tracing` open it): one row per execution-space instance for its kernels and
+/// fences, one per host thread for regions, sections and copies. It takes the place of a
+/// connector library, on the same callbacks; `HOPLITE_TRACE=file` in the environment (with no
+/// `KOKKOS_TOOLS_LIBS`) starts it at the first event and writes the file at finalization.
+/// Starting it again starts a new recording.
+///
+/// ```no_run
+/// use hoplite_core::profiling::{ScopedRegion, start_trace, write_trace};
+/// use hoplite_core::{RangePolicy, parallel_for};
+/// use hoplite_serial::Serial;
+/// start_trace()?;
+/// {
+///     let _solve = ScopedRegion::new("solve");
+///     parallel_for("fill", RangePolicy::new(Serial::default(), 0..100), |_| {})?;
+/// }
+/// write_trace("trace.json")?;
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// [`Error::ToolLoad`](crate::Error::ToolLoad) when a connector library is loaded (a process
+/// has one connector); [`Error::ToolsFinalized`](crate::Error::ToolsFinalized) after
+/// [`finalize_tools`].
+pub fn start_trace() -> Result<()> {
+    tools::install_trace(None)
+}
+
+/// Writes what the built-in trace connector recorded so far ([`start_trace`]) to `path` as
+/// Trace Event Format JSON (an empty trace when it is not recording).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the file, with the I/O error as its source.
+pub fn write_trace(path: impl AsRef<std::path::Path>) -> Result<()> {
+    trace::write(path.as_ref())
 }
 
 /// Finalizes the connector (`kokkosp_finalize_library`, where most connectors write their

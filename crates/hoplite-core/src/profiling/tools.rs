@@ -150,7 +150,13 @@ fn load_from_environment() -> Result<bool> {
     let Some(list) =
         std::env::var_os("KOKKOS_TOOLS_LIBS").or_else(|| std::env::var_os("KOKKOS_PROFILE_LIBRARY"))
     else {
-        return Ok(false);
+        // No connector library: the built-in trace connector, if `HOPLITE_TRACE` names a file.
+        let Some(path) = std::env::var_os("HOPLITE_TRACE").filter(|p| !p.is_empty()) else {
+            return Ok(false);
+        };
+        super::trace::start(Some(path.into()));
+        TOOL.get_or_init(|| Tool::builtin(super::trace::entry_points()));
+        return Ok(true);
     };
     let list = list.into_string().map_err(|raw| Error::ToolLoad {
         path: raw.to_string_lossy().into_owned(),
@@ -166,6 +172,62 @@ fn load_from_environment() -> Result<bool> {
     let tool = TOOL.get_or_init(|| tool);
     tool.handshake();
     Ok(true)
+}
+
+/// The entry points of a connector written in this program.
+pub(crate) struct EntryPoints {
+    pub(crate) finalize: Option<ffi::FinalizeFn>,
+    pub(crate) begin_parallel_for: Option<ffi::BeginFn>,
+    pub(crate) end_parallel_for: Option<ffi::EndFn>,
+    pub(crate) begin_parallel_reduce: Option<ffi::BeginFn>,
+    pub(crate) end_parallel_reduce: Option<ffi::EndFn>,
+    pub(crate) begin_parallel_scan: Option<ffi::BeginFn>,
+    pub(crate) end_parallel_scan: Option<ffi::EndFn>,
+    pub(crate) begin_fence: Option<ffi::BeginFn>,
+    pub(crate) end_fence: Option<ffi::EndFn>,
+    pub(crate) push_region: Option<ffi::PushFn>,
+    pub(crate) pop_region: Option<ffi::PopFn>,
+    pub(crate) allocate_data: Option<ffi::DataFn>,
+    pub(crate) deallocate_data: Option<ffi::DataFn>,
+    pub(crate) begin_deep_copy: Option<ffi::BeginDeepCopyFn>,
+    pub(crate) end_deep_copy: Option<ffi::EndDeepCopyFn>,
+    pub(crate) create_section: Option<ffi::CreateSectionFn>,
+    pub(crate) start_section: Option<ffi::SectionFn>,
+    pub(crate) stop_section: Option<ffi::SectionFn>,
+    pub(crate) profile_event: Option<ffi::EventFn>,
+}
+
+/// Makes the built-in trace connector the process's connector (recording from now on, the
+/// file written at finalization to `path` when given), unless a connector is already loaded.
+pub(crate) fn install_trace(path: Option<std::path::PathBuf>) -> Result<()> {
+    let mut state = LOAD.lock();
+    if state.finalized {
+        return Err(Error::ToolsFinalized);
+    }
+    if TOOL.get().is_some() {
+        // The trace connector itself, started again, starts a new recording.
+        if STATE.load(Ordering::Acquire) == ON && is_trace_connector() {
+            super::trace::start(path);
+            return Ok(());
+        }
+        return Err(Error::ToolLoad {
+            path: "the built-in trace connector".to_owned(),
+            reason: "a connector from KOKKOS_TOOLS_LIBS is loaded, and a process has one connector"
+                .to_owned(),
+        });
+    }
+    super::trace::start(path);
+    TOOL.get_or_init(|| Tool::builtin(super::trace::entry_points()));
+    state.outcome = Some(Ok(()));
+    STATE.store(ON, Ordering::Release);
+    drop(state);
+    register_at_exit();
+    Ok(())
+}
+
+/// Whether the loaded connector is the built-in trace connector.
+fn is_trace_connector() -> bool {
+    TOOL.get().is_some_and(|t| t._library.is_none())
 }
 
 /// Registers [`finalize_at_exit`] with the C library's `atexit`, once.
@@ -256,7 +318,8 @@ pub(crate) fn c_name(name: &str) -> CString {
 /// The entry points a connector defines (a missing one is `None` and never called), and the
 /// library that keeps them valid.
 pub(crate) struct Tool {
-    _library: Library,
+    /// The connector library, kept open; `None` for the built-in trace connector.
+    _library: Option<Library>,
     pub(crate) init: Option<ffi::InitFn>,
     pub(crate) finalize: Option<ffi::FinalizeFn>,
     pub(crate) parse_args: Option<ffi::ParseArgsFn>,
@@ -351,8 +414,42 @@ impl Tool {
             request_tool_settings: entry!("kokkosp_request_tool_settings"),
             provide_tool_programming_interface: entry!("kokkosp_provide_tool_programming_interface"),
             requires_fencing: AtomicBool::new(true),
-            _library: library,
+            _library: Some(library),
         })
+    }
+
+    /// A connector of entry points in this program (the built-in trace connector).
+    fn builtin(e: EntryPoints) -> Tool {
+        Tool {
+            _library: None,
+            init: None,
+            finalize: e.finalize,
+            parse_args: None,
+            begin_parallel_for: e.begin_parallel_for,
+            end_parallel_for: e.end_parallel_for,
+            begin_parallel_reduce: e.begin_parallel_reduce,
+            end_parallel_reduce: e.end_parallel_reduce,
+            begin_parallel_scan: e.begin_parallel_scan,
+            end_parallel_scan: e.end_parallel_scan,
+            push_region: e.push_region,
+            pop_region: e.pop_region,
+            allocate_data: e.allocate_data,
+            deallocate_data: e.deallocate_data,
+            create_section: e.create_section,
+            start_section: e.start_section,
+            stop_section: e.stop_section,
+            destroy_section: None,
+            profile_event: e.profile_event,
+            begin_deep_copy: e.begin_deep_copy,
+            end_deep_copy: e.end_deep_copy,
+            begin_fence: e.begin_fence,
+            end_fence: e.end_fence,
+            declare_metadata: None,
+            request_tool_settings: None,
+            provide_tool_programming_interface: None,
+            // Fenced callbacks: a kernel's event spans its work, as a device timeline shows it.
+            requires_fencing: AtomicBool::new(true),
+        }
     }
 
     /// Kokkos' start-up sequence: `init_library(0, version, 0, NULL)`, the tool-settings

@@ -1,0 +1,363 @@
+//! The built-in trace connector: every callback of the Kokkos Tools path, recorded as a Chrome
+//! Trace Event Format file that ui.perfetto.dev and `chrome://tracing` open like Nsight's
+//! timeline. It runs in place of a connector library, on the same callbacks, so every launch
+//! style reports: eager launches, graph nodes, DAG vertices (each on its stream's instance),
+//! CUDA launches, fences, deep copies, allocations, regions, sections and events.
+//!
+//! Rows: one per execution-space instance (its Kokkos device id: `Serial device 0 instance
+//! 0`, `Cuda device 0 instance 3`), where its kernels and fences appear as complete (`X`) events with
+//! their kernel ids, and one per host thread, where regions and sections nest (`B`/`E`) and
+//! deep copies appear; allocations are instant events with the space, the label and the bytes,
+//! and a counter of the live bytes per memory space. Names come as metadata (`M`) events.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_void};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use super::DeviceId;
+use super::ffi::SpaceHandle;
+use crate::error::{Error, Result};
+
+/// A kernel or fence that began and has not ended.
+struct Open {
+    name: String,
+    category: &'static str,
+    device: u32,
+    start: f64,
+}
+
+/// What the connector has recorded.
+struct Recorder {
+    start: Instant,
+    /// Where `kokkosp_finalize_library` writes the trace, if anywhere.
+    path: Option<PathBuf>,
+    events: Vec<Value>,
+    open: HashMap<u64, Open>,
+    next_id: u64,
+    /// The row of each host thread that reported something, in order of first report.
+    threads: HashMap<std::thread::ThreadId, u64>,
+    /// The rows of instances seen, by device id.
+    devices: HashMap<u32, ()>,
+    /// Deep copies begun and not ended, per host thread: name and start.
+    copies: HashMap<std::thread::ThreadId, Vec<(String, f64, u64)>>,
+    /// Live bytes per memory space.
+    live: HashMap<String, i64>,
+    /// The names of the profile sections, by id.
+    sections: Vec<String>,
+}
+
+static RECORDER: Mutex<Option<Recorder>> = Mutex::new(None);
+
+/// Host threads' rows start here, above any instance's device id.
+const HOST_ROWS: u64 = 1 << 33;
+
+impl Recorder {
+    fn now(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1e6
+    }
+
+    fn thread_row(&mut self) -> u64 {
+        let next = HOST_ROWS + self.threads.len() as u64;
+        *self.threads.entry(std::thread::current().id()).or_insert(next)
+    }
+
+    /// The trace: the events, then the names of the process and the rows.
+    fn document(&self) -> Value {
+        let mut events =
+            vec![json!({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "hoplite"}})];
+        for &device in self.devices.keys() {
+            let id = DeviceId(device);
+            let name = format!(
+                "{:?} device {} instance {}",
+                id.device_type(),
+                id.device(),
+                id.instance()
+            );
+            events.push(
+                json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": device, "args": {"name": name}}),
+            );
+        }
+        for row in self.threads.values() {
+            events.push(json!({
+                "ph": "M", "name": "thread_name", "pid": 1, "tid": row,
+                "args": {"name": format!("host thread {}", row - HOST_ROWS)}
+            }));
+        }
+        events.extend(self.events.iter().cloned());
+        json!({ "traceEvents": events, "displayTimeUnit": "ns" })
+    }
+}
+
+/// Runs `f` on the recorder, if one is recording.
+fn with(f: impl FnOnce(&mut Recorder)) {
+    if let Some(r) = RECORDER.lock().as_mut() {
+        f(r);
+    }
+}
+
+/// A C string of a callback, or `"?"` for a null pointer.
+///
+/// # Safety
+///
+/// `name` is null or a NUL-terminated string that lives for the call.
+unsafe fn text(name: *const c_char) -> String {
+    if name.is_null() {
+        return "?".to_owned();
+    }
+    // SAFETY: the caller's contract.
+    unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
+}
+
+/// The name a space handle holds.
+fn space_name(space: &SpaceHandle) -> String {
+    let bytes: Vec<u8> = space
+        .name
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Starts recording, replacing what was recorded; the trace goes to `path` at finalization
+/// when one is given.
+pub(crate) fn start(path: Option<PathBuf>) {
+    *RECORDER.lock() = Some(Recorder {
+        start: Instant::now(),
+        path,
+        events: Vec::new(),
+        open: HashMap::new(),
+        next_id: 1,
+        threads: HashMap::new(),
+        devices: HashMap::new(),
+        copies: HashMap::new(),
+        live: HashMap::new(),
+        sections: Vec::new(),
+    });
+}
+
+/// Writes what was recorded so far to `path` as Trace Event Format JSON.
+pub(crate) fn write(path: &Path) -> Result<()> {
+    let text = match RECORDER.lock().as_ref() {
+        Some(r) => r.document().to_string(),
+        None => json!({ "traceEvents": [] }).to_string(),
+    };
+    std::fs::write(path, text + "\n").map_err(|e| Error::Io {
+        path: path.to_path_buf(),
+        source: e.into(),
+    })
+}
+
+fn begin(category: &'static str, name: *const c_char, device: u32, id: *mut u64) {
+    // SAFETY: the hooks pass a NUL-terminated name that lives for the call.
+    let name = unsafe { text(name) };
+    with(|r| {
+        let k = r.next_id;
+        r.next_id += 1;
+        let start = r.now();
+        r.devices.insert(device, ());
+        r.open.insert(
+            k,
+            Open {
+                name,
+                category,
+                device,
+                start,
+            },
+        );
+        if !id.is_null() {
+            // SAFETY: the hooks pass a pointer to a live `u64` for the id.
+            unsafe { id.write(k) };
+        }
+    });
+}
+
+fn end(id: u64) {
+    with(|r| {
+        if let Some(open) = r.open.remove(&id) {
+            let now = r.now();
+            r.events.push(json!({
+                "ph": "X", "name": open.name, "cat": open.category, "pid": 1, "tid": open.device,
+                "ts": open.start, "dur": now - open.start, "args": {"kernel_id": id}
+            }));
+        }
+    });
+}
+
+unsafe extern "C" fn begin_for(name: *const c_char, device: u32, id: *mut u64) {
+    begin("parallel_for", name, device, id);
+}
+unsafe extern "C" fn begin_reduce(name: *const c_char, device: u32, id: *mut u64) {
+    begin("parallel_reduce", name, device, id);
+}
+unsafe extern "C" fn begin_scan(name: *const c_char, device: u32, id: *mut u64) {
+    begin("parallel_scan", name, device, id);
+}
+unsafe extern "C" fn begin_fence(name: *const c_char, device: u32, id: *mut u64) {
+    begin("fence", name, device, id);
+}
+unsafe extern "C" fn end_any(id: u64) {
+    end(id);
+}
+
+unsafe extern "C" fn push_region(name: *const c_char) {
+    // SAFETY: the hooks pass a NUL-terminated name that lives for the call.
+    let name = unsafe { text(name) };
+    with(|r| {
+        let (tid, ts) = (r.thread_row(), r.now());
+        r.events
+            .push(json!({"ph": "B", "name": name, "cat": "region", "pid": 1, "tid": tid, "ts": ts}));
+    });
+}
+
+unsafe extern "C" fn pop_region() {
+    with(|r| {
+        let (tid, ts) = (r.thread_row(), r.now());
+        r.events.push(json!({"ph": "E", "pid": 1, "tid": tid, "ts": ts}));
+    });
+}
+
+fn data(space: SpaceHandle, label: *const c_char, bytes: u64, sign: i64, what: &'static str) {
+    // SAFETY: the hooks pass a NUL-terminated label that lives for the call.
+    let label = unsafe { text(label) };
+    let space = space_name(&space);
+    with(|r| {
+        let (tid, ts) = (r.thread_row(), r.now());
+        let live = r.live.entry(space.clone()).or_insert(0);
+        *live += sign * bytes as i64;
+        let live = *live;
+        r.events.push(json!({
+            "ph": "i", "s": "t", "name": format!("{what} {label}"), "cat": "memory", "pid": 1,
+            "tid": tid, "ts": ts, "args": {"space": space, "label": label, "bytes": bytes}
+        }));
+        r.events.push(json!({
+            "ph": "C", "name": format!("{space} bytes"), "pid": 1, "ts": ts, "args": {"live": live}
+        }));
+    });
+}
+
+unsafe extern "C" fn allocate(space: SpaceHandle, label: *const c_char, _ptr: *const c_void, bytes: u64) {
+    data(space, label, bytes, 1, "allocate");
+}
+
+unsafe extern "C" fn deallocate(space: SpaceHandle, label: *const c_char, _ptr: *const c_void, bytes: u64) {
+    data(space, label, bytes, -1, "deallocate");
+}
+
+unsafe extern "C" fn begin_deep_copy(
+    dst_space: SpaceHandle,
+    dst: *const c_char,
+    _dst_ptr: *const c_void,
+    src_space: SpaceHandle,
+    src: *const c_char,
+    _src_ptr: *const c_void,
+    bytes: u64,
+) {
+    // SAFETY: the hooks pass NUL-terminated labels that live for the call.
+    let (dst, src) = unsafe { (text(dst), text(src)) };
+    let name = format!(
+        "deep_copy {dst} ({}) <- {src} ({})",
+        space_name(&dst_space),
+        space_name(&src_space)
+    );
+    with(|r| {
+        let ts = r.now();
+        r.thread_row();
+        r.copies
+            .entry(std::thread::current().id())
+            .or_default()
+            .push((name, ts, bytes));
+    });
+}
+
+unsafe extern "C" fn end_deep_copy() {
+    with(|r| {
+        let tid = r.thread_row();
+        let now = r.now();
+        if let Some((name, start, bytes)) = r.copies.get_mut(&std::thread::current().id()).and_then(Vec::pop)
+        {
+            r.events.push(json!({
+                "ph": "X", "name": name, "cat": "deep_copy", "pid": 1, "tid": tid, "ts": start,
+                "dur": now - start, "args": {"bytes": bytes}
+            }));
+        }
+    });
+}
+
+unsafe extern "C" fn create_section(name: *const c_char, id: *mut u32) {
+    // SAFETY: the hooks pass a NUL-terminated name that lives for the call.
+    let name = unsafe { text(name) };
+    with(|r| {
+        let k = u32::try_from(r.sections.len()).unwrap_or(u32::MAX);
+        r.sections.push(name);
+        if !id.is_null() {
+            // SAFETY: the hooks pass a pointer to a live `u32` for the id.
+            unsafe { id.write(k) };
+        }
+    });
+}
+
+fn section(id: u32, phase: &'static str) {
+    with(|r| {
+        let name = r.sections.get(id as usize).cloned().unwrap_or_default();
+        let (tid, ts) = (r.thread_row(), r.now());
+        r.events
+            .push(json!({"ph": phase, "name": name, "cat": "section", "pid": 1, "tid": tid, "ts": ts}));
+    });
+}
+
+unsafe extern "C" fn start_section(id: u32) {
+    section(id, "B");
+}
+
+unsafe extern "C" fn stop_section(id: u32) {
+    section(id, "E");
+}
+
+unsafe extern "C" fn profile_event(name: *const c_char) {
+    // SAFETY: the hooks pass a NUL-terminated name that lives for the call.
+    let name = unsafe { text(name) };
+    with(|r| {
+        let (tid, ts) = (r.thread_row(), r.now());
+        r.events
+            .push(json!({"ph": "i", "s": "t", "name": name, "cat": "event", "pid": 1, "tid": tid, "ts": ts}));
+    });
+}
+
+unsafe extern "C" fn finalize() {
+    let path = RECORDER.lock().as_ref().and_then(|r| r.path.clone());
+    if let Some(path) = path
+        && let Err(e) = write(&path)
+    {
+        eprintln!("hoplite: the trace was not written: {e}");
+    }
+}
+
+/// The connector's entry points (those it does not define stay `None`).
+pub(crate) fn entry_points() -> super::tools::EntryPoints {
+    super::tools::EntryPoints {
+        finalize: Some(finalize),
+        begin_parallel_for: Some(begin_for),
+        begin_parallel_reduce: Some(begin_reduce),
+        begin_parallel_scan: Some(begin_scan),
+        end_parallel_for: Some(end_any),
+        end_parallel_reduce: Some(end_any),
+        end_parallel_scan: Some(end_any),
+        begin_fence: Some(begin_fence),
+        end_fence: Some(end_any),
+        push_region: Some(push_region),
+        pop_region: Some(pop_region),
+        allocate_data: Some(allocate),
+        deallocate_data: Some(deallocate),
+        begin_deep_copy: Some(begin_deep_copy),
+        end_deep_copy: Some(end_deep_copy),
+        create_section: Some(create_section),
+        start_section: Some(start_section),
+        stop_section: Some(stop_section),
+        profile_event: Some(profile_event),
+    }
+}
