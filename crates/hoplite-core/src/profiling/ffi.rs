@@ -100,3 +100,26 @@ pub(crate) type ProvideInterfaceFn = unsafe extern "C" fn(u32, ToolProgrammingIn
 const _: () = assert!(std::mem::size_of::<SpaceHandle>() == 64);
 const _: () = assert!(std::mem::size_of::<ToolSettings>() == 256);
 const _: () = assert!(std::mem::size_of::<ToolProgrammingInterface>() == 32 * std::mem::size_of::<usize>());
+
+/// The entry points of a connector written in this program.
+pub(crate) struct EntryPoints {
+    pub(crate) finalize: Option<FinalizeFn>,
+    pub(crate) begin_parallel_for: Option<BeginFn>,
+    pub(crate) end_parallel_for: Option<EndFn>,
+    pub(crate) begin_parallel_reduce: Option<BeginFn>,
+    pub(crate) end_parallel_reduce: Option<EndFn>,
+    pub(crate) begin_parallel_scan: Option<BeginFn>,
+    pub(crate) end_parallel_scan: Option<EndFn>,
+    pub(crate) begin_fence: Option<BeginFn>,
+    pub(crate) end_fence: Option<EndFn>,
+    pub(crate) push_region: Option<PushFn>,
+    pub(crate) pop_region: Option<PopFn>,
+    pub(crate) allocate_data: Option<DataFn>,
+    pub(crate) deallocate_data: Option<DataFn>,
+    pub(crate) begin_deep_copy: Option<BeginDeepCopyFn>,
+    pub(crate) end_deep_copy: Option<EndDeepCopyFn>,
+    pub(crate) create_section: Option<CreateSectionFn>,
+    pub(crate) start_section: Option<SectionFn>,
+    pub(crate) stop_section: Option<SectionFn>,
+    pub(crate) profile_event: Option<EventFn>,
+}

@@ -174,29 +174,6 @@ fn load_from_environment() -> Result<bool> {
     Ok(true)
 }
 
-/// The entry points of a connector written in this program.
-pub(crate) struct EntryPoints {
-    pub(crate) finalize: Option<ffi::FinalizeFn>,
-    pub(crate) begin_parallel_for: Option<ffi::BeginFn>,
-    pub(crate) end_parallel_for: Option<ffi::EndFn>,
-    pub(crate) begin_parallel_reduce: Option<ffi::BeginFn>,
-    pub(crate) end_parallel_reduce: Option<ffi::EndFn>,
-    pub(crate) begin_parallel_scan: Option<ffi::BeginFn>,
-    pub(crate) end_parallel_scan: Option<ffi::EndFn>,
-    pub(crate) begin_fence: Option<ffi::BeginFn>,
-    pub(crate) end_fence: Option<ffi::EndFn>,
-    pub(crate) push_region: Option<ffi::PushFn>,
-    pub(crate) pop_region: Option<ffi::PopFn>,
-    pub(crate) allocate_data: Option<ffi::DataFn>,
-    pub(crate) deallocate_data: Option<ffi::DataFn>,
-    pub(crate) begin_deep_copy: Option<ffi::BeginDeepCopyFn>,
-    pub(crate) end_deep_copy: Option<ffi::EndDeepCopyFn>,
-    pub(crate) create_section: Option<ffi::CreateSectionFn>,
-    pub(crate) start_section: Option<ffi::SectionFn>,
-    pub(crate) stop_section: Option<ffi::SectionFn>,
-    pub(crate) profile_event: Option<ffi::EventFn>,
-}
-
 /// Makes the built-in trace connector the process's connector (recording from now on, the
 /// file written at finalization to `path` when given), unless a connector is already loaded.
 pub(crate) fn install_trace(path: Option<std::path::PathBuf>) -> Result<()> {
@@ -419,7 +396,7 @@ impl Tool {
     }
 
     /// A connector of entry points in this program (the built-in trace connector).
-    fn builtin(e: EntryPoints) -> Tool {
+    fn builtin(e: ffi::EntryPoints) -> Tool {
         Tool {
             _library: None,
             init: None,

@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::DeviceId;
-use super::ffi::SpaceHandle;
+use super::ffi::{EntryPoints, SpaceHandle};
 use crate::error::{Error, Result};
 
 /// A kernel or fence that began and has not ended.
@@ -338,8 +338,8 @@ unsafe extern "C" fn finalize() {
 }
 
 /// The connector's entry points (those it does not define stay `None`).
-pub(crate) fn entry_points() -> super::tools::EntryPoints {
-    super::tools::EntryPoints {
+pub(crate) fn entry_points() -> EntryPoints {
+    EntryPoints {
         finalize: Some(finalize),
         begin_parallel_for: Some(begin_for),
         begin_parallel_reduce: Some(begin_reduce),
