@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use parking_lot::Mutex;
-use serde_json::{Value, json};
 
 use super::DeviceId;
 use super::ffi::{EntryPoints, SpaceHandle};
@@ -35,7 +34,8 @@ struct Recorder {
     start: Instant,
     /// Where `kokkosp_finalize_library` writes the trace, if anywhere.
     path: Option<PathBuf>,
-    events: Vec<Value>,
+    /// The events, each one JSON object.
+    events: Vec<String>,
     open: HashMap<u64, Open>,
     next_id: u64,
     /// The row of each host thread that reported something, in order of first report.
@@ -65,10 +65,10 @@ impl Recorder {
         *self.threads.entry(std::thread::current().id()).or_insert(next)
     }
 
-    /// The trace: the events, then the names of the process and the rows.
-    fn document(&self) -> Value {
+    /// The trace: the names of the process and the rows, then the events.
+    fn document(&self) -> String {
         let mut events =
-            vec![json!({"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "hoplite"}})];
+            vec![r#"{"ph":"M","name":"process_name","pid":1,"args":{"name":"hoplite"}}"#.to_owned()];
         for &device in self.devices.keys() {
             let id = DeviceId(device);
             let name = format!(
@@ -77,19 +77,40 @@ impl Recorder {
                 id.device(),
                 id.instance()
             );
-            events.push(
-                json!({"ph": "M", "name": "thread_name", "pid": 1, "tid": device, "args": {"name": name}}),
-            );
+            events.push(format!(
+                r#"{{"ph":"M","name":"thread_name","pid":1,"tid":{device},"args":{{"name":{}}}}}"#,
+                json_string(&name)
+            ));
         }
         for row in self.threads.values() {
-            events.push(json!({
-                "ph": "M", "name": "thread_name", "pid": 1, "tid": row,
-                "args": {"name": format!("host thread {}", row - HOST_ROWS)}
-            }));
+            events.push(format!(
+                r#"{{"ph":"M","name":"thread_name","pid":1,"tid":{row},"args":{{"name":"host thread {}"}}}}"#,
+                row - HOST_ROWS
+            ));
         }
         events.extend(self.events.iter().cloned());
-        json!({ "traceEvents": events, "displayTimeUnit": "ns" })
+        format!(
+            r#"{{"traceEvents":[{}],"displayTimeUnit":"ns"}}"#,
+            events.join(",\n")
+        )
     }
+}
+
+/// `text` as a JSON string: quoted, with `"`, `\` and the control characters escaped
+/// (RFC 8259), so that any label makes valid JSON.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Runs `f` on the recorder, if one is recording.
@@ -143,8 +164,8 @@ pub(crate) fn start(path: Option<PathBuf>) {
 /// Writes what was recorded so far to `path` as Trace Event Format JSON.
 pub(crate) fn write(path: &Path) -> Result<()> {
     let text = match RECORDER.lock().as_ref() {
-        Some(r) => r.document().to_string(),
-        None => json!({ "traceEvents": [] }).to_string(),
+        Some(r) => r.document(),
+        None => r#"{"traceEvents":[]}"#.to_owned(),
     };
     std::fs::write(path, text + "\n").map_err(|e| Error::Io {
         path: path.to_path_buf(),
@@ -180,10 +201,14 @@ fn end(id: u64) {
     with(|r| {
         if let Some(open) = r.open.remove(&id) {
             let now = r.now();
-            r.events.push(json!({
-                "ph": "X", "name": open.name, "cat": open.category, "pid": 1, "tid": open.device,
-                "ts": open.start, "dur": now - open.start, "args": {"kernel_id": id}
-            }));
+            r.events.push(format!(
+                r#"{{"ph":"X","name":{},"cat":"{}","pid":1,"tid":{},"ts":{:.3},"dur":{:.3},"args":{{"kernel_id":{id}}}}}"#,
+                json_string(&open.name),
+                open.category,
+                open.device,
+                open.start,
+                now - open.start
+            ));
         }
     });
 }
@@ -209,15 +234,18 @@ unsafe extern "C" fn push_region(name: *const c_char) {
     let name = unsafe { text(name) };
     with(|r| {
         let (tid, ts) = (r.thread_row(), r.now());
-        r.events
-            .push(json!({"ph": "B", "name": name, "cat": "region", "pid": 1, "tid": tid, "ts": ts}));
+        r.events.push(format!(
+            r#"{{"ph":"B","name":{},"cat":"region","pid":1,"tid":{tid},"ts":{ts:.3}}}"#,
+            json_string(&name)
+        ));
     });
 }
 
 unsafe extern "C" fn pop_region() {
     with(|r| {
         let (tid, ts) = (r.thread_row(), r.now());
-        r.events.push(json!({"ph": "E", "pid": 1, "tid": tid, "ts": ts}));
+        r.events
+            .push(format!(r#"{{"ph":"E","pid":1,"tid":{tid},"ts":{ts:.3}}}"#));
     });
 }
 
@@ -230,13 +258,16 @@ fn data(space: SpaceHandle, label: *const c_char, bytes: u64, sign: i64, what: &
         let live = r.live.entry(space.clone()).or_insert(0);
         *live += sign * bytes as i64;
         let live = *live;
-        r.events.push(json!({
-            "ph": "i", "s": "t", "name": format!("{what} {label}"), "cat": "memory", "pid": 1,
-            "tid": tid, "ts": ts, "args": {"space": space, "label": label, "bytes": bytes}
-        }));
-        r.events.push(json!({
-            "ph": "C", "name": format!("{space} bytes"), "pid": 1, "ts": ts, "args": {"live": live}
-        }));
+        r.events.push(format!(
+            r#"{{"ph":"i","s":"t","name":{},"cat":"memory","pid":1,"tid":{tid},"ts":{ts:.3},"args":{{"space":{},"label":{},"bytes":{bytes}}}}}"#,
+            json_string(&format!("{what} {label}")),
+            json_string(&space),
+            json_string(&label)
+        ));
+        r.events.push(format!(
+            r#"{{"ph":"C","name":{},"pid":1,"ts":{ts:.3},"args":{{"live":{live}}}}}"#,
+            json_string(&format!("{space} bytes"))
+        ));
     });
 }
 
@@ -280,10 +311,11 @@ unsafe extern "C" fn end_deep_copy() {
         let now = r.now();
         if let Some((name, start, bytes)) = r.copies.get_mut(&std::thread::current().id()).and_then(Vec::pop)
         {
-            r.events.push(json!({
-                "ph": "X", "name": name, "cat": "deep_copy", "pid": 1, "tid": tid, "ts": start,
-                "dur": now - start, "args": {"bytes": bytes}
-            }));
+            r.events.push(format!(
+                r#"{{"ph":"X","name":{},"cat":"deep_copy","pid":1,"tid":{tid},"ts":{start:.3},"dur":{:.3},"args":{{"bytes":{bytes}}}}}"#,
+                json_string(&name),
+                now - start
+            ));
         }
     });
 }
@@ -305,8 +337,10 @@ fn section(id: u32, phase: &'static str) {
     with(|r| {
         let name = r.sections.get(id as usize).cloned().unwrap_or_default();
         let (tid, ts) = (r.thread_row(), r.now());
-        r.events
-            .push(json!({"ph": phase, "name": name, "cat": "section", "pid": 1, "tid": tid, "ts": ts}));
+        r.events.push(format!(
+            r#"{{"ph":"{phase}","name":{},"cat":"section","pid":1,"tid":{tid},"ts":{ts:.3}}}"#,
+            json_string(&name)
+        ));
     });
 }
 
@@ -323,8 +357,10 @@ unsafe extern "C" fn profile_event(name: *const c_char) {
     let name = unsafe { text(name) };
     with(|r| {
         let (tid, ts) = (r.thread_row(), r.now());
-        r.events
-            .push(json!({"ph": "i", "s": "t", "name": name, "cat": "event", "pid": 1, "tid": tid, "ts": ts}));
+        r.events.push(format!(
+            r#"{{"ph":"i","s":"t","name":{},"cat":"event","pid":1,"tid":{tid},"ts":{ts:.3}}}"#,
+            json_string(&name)
+        ));
     });
 }
 
@@ -359,5 +395,18 @@ pub(crate) fn entry_points() -> EntryPoints {
         start_section: Some(start_section),
         stop_section: Some(stop_section),
         profile_event: Some(profile_event),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_string;
+
+    #[test]
+    fn labels_become_json_strings_whatever_they_hold() {
+        assert_eq!(json_string("plain"), r#""plain""#);
+        assert_eq!(json_string("a \"quoted\" \\ label"), r#""a \"quoted\" \\ label""#);
+        assert_eq!(json_string("tab\tnul\u{0}"), r#""tab\u0009nul\u0000""#);
+        assert_eq!(json_string("ünï\u{2028}"), "\"ünï\u{2028}\"");
     }
 }
