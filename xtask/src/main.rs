@@ -465,6 +465,7 @@ fn test(args: &[String]) -> Result<(), String> {
 const EXAMPLES: &[(&str, &str, &str)] = &[
     ("example: heat", "heat", ""),
     ("example: histogram", "histogram", ""),
+    ("example: reductions", "reductions", ""),
     ("example: dag_pipeline", "dag_pipeline", ""),
     ("example: graph_pipeline", "graph_pipeline", ""),
     ("example: cuda_axpy", "cuda_axpy", "cuda"),
