@@ -279,6 +279,7 @@ impl Comm {
     /// # Ok::<(), hoplite_mpi::Error>(())
     /// ```
     pub fn all_reduce<R: MpiReducer>(&self, value: R::Value, reducer: &R) -> Result<R::Value> {
+        let _region = crate::region("hoplite-mpi all_reduce");
         self.agree::<R::Value>("all_reduce", "scalar", 1)?;
         let mut out = [reducer.init()];
         self.reduce_slices("all_reduce", "scalar", reducer, &[value], &mut out, Target::All)?;
@@ -304,6 +305,7 @@ impl Comm {
     /// # Ok::<(), hoplite_mpi::Error>(())
     /// ```
     pub fn reduce<R: MpiReducer>(&self, value: R::Value, reducer: &R, root: i32) -> Result<Option<R::Value>> {
+        let _region = crate::region("hoplite-mpi reduce");
         let root = self.check_rank("reduce", "scalar", root)?;
         self.agree::<R::Value>("reduce", "scalar", 1)?;
         let mut out = [reducer.init()];
@@ -348,6 +350,7 @@ impl Comm {
         S: HostAccessibleSpace,
         R: MpiReducer<Value = T>,
     {
+        let _region = crate::region("hoplite-mpi all_reduce_view");
         let mut guard = view.host_write()?;
         self.agree::<T>("all_reduce_view", view.label(), view.len())?;
         let send = to_row_major(view, |idx| guard.get(idx));
@@ -389,6 +392,7 @@ impl Comm {
         L: ArrayLayout,
         S: HostAccessibleSpace,
     {
+        let _region = crate::region("hoplite-mpi broadcast_view");
         let root = self.check_rank("broadcast", view.label(), root)?;
         // Writers on every rank: simpler than a reader on the root, and the root's view is
         // not changed by MPI either way.
@@ -428,6 +432,7 @@ impl Comm {
     /// # Ok::<(), hoplite_mpi::Error>(())
     /// ```
     pub fn broadcast<V: MpiValue>(&self, value: V, root: i32) -> Result<V> {
+        let _region = crate::region("hoplite-mpi broadcast");
         let root = self.check_rank("broadcast", "scalar", root)?;
         self.agree::<V>("broadcast", "scalar", 1)?;
         let datatype = element_datatype::<V>()?;
@@ -473,6 +478,7 @@ impl Comm {
         L2: ArrayLayout,
         S2: HostAccessibleSpace,
     {
+        let _region = crate::region("hoplite-mpi gather_view");
         let root = self.check_rank("gather", local.label(), root)?;
         let reader = local.read();
         if let Some(e) = reader.conflict() {

@@ -167,6 +167,7 @@ impl Comm {
     /// # Ok::<(), hoplite_mpi::Error>(())
     /// ```
     pub fn barrier(&self) -> Result<()> {
+        let _region = crate::region("hoplite-mpi barrier");
         // SAFETY: a live communicator.
         let rc = unsafe { ffi::MPI_Barrier(self.raw()) };
         check(rc, "barrier", "communicator")

@@ -172,6 +172,7 @@ impl<const D: usize> Halo<D> {
         L: ArrayLayout,
         S: HostAccessibleSpace,
     {
+        let _region = crate::region("hoplite-mpi halo exchange");
         self.check_extents(view)?;
         for d in 0..D {
             self.exchange_dimension(view, d)?;

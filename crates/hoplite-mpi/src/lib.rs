@@ -60,3 +60,11 @@ pub mod guide {}
 
 /// Re-exported so that users name the same rsmpi as hoplite-mpi.
 pub use mpi;
+
+/// The profile region of one MPI operation (`hoplite-mpi all_reduce`, ...), open until the
+/// guard drops: Kokkos Tools connectors and the trace connector
+/// (`hoplite_core::profiling::start_trace`) show communication beside the kernels. Without a
+/// connector it costs one relaxed load.
+pub(crate) fn region(name: &'static str) -> hoplite_core::profiling::ScopedRegion {
+    hoplite_core::profiling::ScopedRegion::new(name)
+}

@@ -364,6 +364,7 @@ impl Comm {
         L: ArrayLayout,
         S: HostAccessibleSpace,
     {
+        let _region = crate::region("hoplite-mpi isend");
         let dest = self.check_rank("send", view.label(), dest)?;
         check_tag("send", view.label(), tag)?;
         let reader = view.read();
@@ -411,6 +412,7 @@ impl Comm {
         L: ArrayLayout,
         S: HostAccessibleSpace,
     {
+        let _region = crate::region("hoplite-mpi irecv");
         let source = self.check_rank("receive", view.label(), source)?;
         check_tag("receive", view.label(), tag)?;
         let writer = view.write();
@@ -453,6 +455,7 @@ impl Comm {
         L: ArrayLayout,
         S: HostAccessibleSpace,
     {
+        let _region = crate::region("hoplite-mpi send");
         self.isend(view, dest, tag)?.wait()
     }
 
@@ -477,6 +480,7 @@ impl Comm {
         L: ArrayLayout,
         S: HostAccessibleSpace,
     {
+        let _region = crate::region("hoplite-mpi recv");
         self.irecv(view, source, tag)?.wait()
     }
 }
