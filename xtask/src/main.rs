@@ -466,6 +466,7 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
     ("example: heat", "heat", ""),
     ("example: histogram", "histogram", ""),
     ("example: reductions", "reductions", ""),
+    ("example: teams", "teams", ""),
     ("example: dag_pipeline", "dag_pipeline", ""),
     ("example: graph_pipeline", "graph_pipeline", ""),
     ("example: cuda_axpy", "cuda_axpy", "cuda"),
