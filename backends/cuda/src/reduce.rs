@@ -42,6 +42,7 @@ use crate::geometry::{DeviceLimits, LaunchGeometry};
 
 /// The device layouts of reduced values and the joins the device applies: the device ABI's.
 pub use hoplite_abi::{ReduceWalk, ValueLayout, device_join_for, value_layout};
+use hoplite_abi::{index_from_device, index_to_device};
 
 /// A reducer's value that a device reduction produces: which reduce pattern accumulates it,
 /// and its bytes in that pattern's device layout ([`value_layout`]).
@@ -138,7 +139,7 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for ValLoc<T> {
     const PATTERN: DevicePattern = DevicePattern::ReduceValLoc(T::SCALAR);
     fn write_device(&self, out: &mut [u8]) {
         self.val.write_device(out);
-        let loc = self.loc.map_or(u64::MAX, |l| l as u64);
+        let loc = index_to_device(self.loc);
         if let Some(tail) = out.get_mut(8..) {
             put(tail, &loc.to_le_bytes());
         }
@@ -148,8 +149,7 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for ValLoc<T> {
         let loc = u64::from_le_bytes(first(bytes.get(8..).unwrap_or(&[])));
         ValLoc {
             val: T::read_device(bytes),
-            // A location the host cannot index is no location (the device's `~0`).
-            loc: (loc != u64::MAX).then(|| usize::try_from(loc).ok()).flatten(),
+            loc: index_from_device(loc),
         }
     }
 }
@@ -157,13 +157,11 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for ValLoc<T> {
 impl DeviceReduceValue for Option<usize> {
     const PATTERN: DevicePattern = DevicePattern::ReduceIndex;
     fn write_device(&self, out: &mut [u8]) {
-        put(out, &self.map_or(u64::MAX, |i| i as u64).to_le_bytes());
+        put(out, &index_to_device(*self).to_le_bytes());
     }
     #[inline]
     fn read_device(bytes: &[u8]) -> Self {
-        let index = u64::from_le_bytes(first(bytes));
-        // An index the host cannot hold is no index (the device's `~0`).
-        (index != u64::MAX).then(|| usize::try_from(index).ok()).flatten()
+        index_from_device(u64::from_le_bytes(first(bytes)))
     }
 }
 

@@ -438,6 +438,27 @@ pub const fn value_layout(pattern: DevicePattern) -> Option<ValueLayout> {
     }
 }
 
+/// The device word of an index that may be absent (the location of a `ValLoc`, the
+/// `Option<usize>` of `FirstLoc` and `LastLoc`): the index, `~0` for none.
+///
+/// ```
+/// use hoplite_abi::{index_from_device, index_to_device};
+/// assert_eq!((index_to_device(Some(7)), index_to_device(None)), (7, u64::MAX));
+/// assert_eq!((index_from_device(7), index_from_device(u64::MAX)), (Some(7), None));
+/// ```
+pub const fn index_to_device(index: Option<usize>) -> u64 {
+    match index {
+        Some(i) => i as u64,
+        None => u64::MAX,
+    }
+}
+
+/// The index a device word holds ([`index_to_device`]'s inverse): `None` for `~0`, and for an
+/// index the host cannot hold.
+pub fn index_from_device(word: u64) -> Option<usize> {
+    (word != u64::MAX).then(|| usize::try_from(word).ok()).flatten()
+}
+
 /// The join a reduce launch applies on the device: `join` where the kernel's `pattern`
 /// accumulates a plain scalar that the join applies to, else `None` (one partial per thread,
 /// joined on the host).

@@ -102,7 +102,7 @@ mod scalar;
 
 pub use kernel::{
     DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,
-    ReduceWalk, ValueLayout, device_join_for, stable_hash, value_layout,
+    ReduceWalk, ValueLayout, device_join_for, index_from_device, index_to_device, stable_hash, value_layout,
 };
 pub use pack::{
     HandleArg, IndexOrder, IterationArgs, KernelArg, MAX_PARAM_BYTES, PackError, ParamBuffer, TeamScratch,

@@ -853,12 +853,11 @@ impl HostModule {
 type Words = Vec<[u8; 8]>;
 
 /// A location word that is `None` (`~0` on the device).
-const NO_LOCATION: [u8; 8] = u64::MAX.to_le_bytes();
+const NO_LOCATION: [u8; 8] = hoplite_abi::index_to_device(None).to_le_bytes();
 
 /// The location a device stored in `word`.
 fn location(word: [u8; 8]) -> Option<usize> {
-    let loc = u64::from_le_bytes(word);
-    (loc != u64::MAX).then_some(loc as usize)
+    hoplite_abi::index_from_device(u64::from_le_bytes(word))
 }
 
 /// `a + b` as a scan adds (integers wrap, as in release Rust); values of two types give `a`

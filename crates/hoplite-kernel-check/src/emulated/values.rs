@@ -6,7 +6,7 @@
 //! `MinMaxScalar<T>` as the minimum then the maximum at byte 8, `MinMaxLocScalar<T>` as two
 //! `ValLoc<T>` 16 bytes apart, `Option<usize>` as 8 bytes (`~0` for none). The CUDA backend reads its partials the same way.
 
-use hoplite_abi::{DevicePattern, ScalarType, value_layout};
+use hoplite_abi::{DevicePattern, ScalarType, index_from_device, index_to_device, value_layout};
 use hoplite_core::{MinMaxLocScalar, MinMaxScalar, ValLoc};
 
 /// A value a device reduction or scan produces, with its bytes in the device layout of the
@@ -85,7 +85,7 @@ impl<T: Scalar> DeviceValue for ValLoc<T> {
     const PATTERN: DevicePattern = DevicePattern::ReduceValLoc(T::SCALAR);
     fn write(&self, out: &mut [u8]) {
         self.val.write(out);
-        let loc = self.loc.map_or(u64::MAX, |l| l as u64);
+        let loc = index_to_device(self.loc);
         if let Some(tail) = out.get_mut(8..) {
             put(tail, &loc.to_le_bytes());
         }
@@ -94,8 +94,7 @@ impl<T: Scalar> DeviceValue for ValLoc<T> {
         let loc = u64::from_le_bytes(first(bytes.get(8..).unwrap_or(&[])));
         ValLoc {
             val: T::read(bytes),
-            // A location the host cannot index is no location (the device's `~0`).
-            loc: (loc != u64::MAX).then(|| usize::try_from(loc).ok()).flatten(),
+            loc: index_from_device(loc),
         }
     }
 }
@@ -103,12 +102,10 @@ impl<T: Scalar> DeviceValue for ValLoc<T> {
 impl DeviceValue for Option<usize> {
     const PATTERN: DevicePattern = DevicePattern::ReduceIndex;
     fn write(&self, out: &mut [u8]) {
-        put(out, &self.map_or(u64::MAX, |i| i as u64).to_le_bytes());
+        put(out, &index_to_device(*self).to_le_bytes());
     }
     fn read(bytes: &[u8]) -> Self {
-        let index = u64::from_le_bytes(first(bytes));
-        // An index the host cannot hold is no index (the device's `~0`).
-        (index != u64::MAX).then(|| usize::try_from(index).ok()).flatten()
+        index_from_device(u64::from_le_bytes(first(bytes)))
     }
 }
 
