@@ -12,53 +12,14 @@ use hoplite::dag::{Context, ContextOptions};
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 
+#[path = "common/filters.rs"]
+mod filters;
+use filters::{combine, derivative, energy, smooth};
+
 /// `y = (x - mean) / scale`.
 #[kernel]
 fn normalize(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, mean: f64, scale: f64) {
     y.set(i, (x.get(i) - mean) / scale);
-}
-
-/// A moving average over `2 r + 1` points (the ends keep their value).
-#[kernel]
-fn smooth(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, r: usize, n: usize) {
-    if *i < r || *i + r >= n {
-        y.set(i, x.get(i));
-    } else {
-        let mut sum = 0.0;
-        for k in *i - r..=*i + r {
-            sum += x.get(k);
-        }
-        y.set(i, sum / (2 * r + 1) as f64);
-    }
-}
-
-/// The discrete derivative `x[i + 1] - x[i]` (0 at the end).
-#[kernel]
-fn derivative(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, n: usize) {
-    if *i + 1 < n {
-        y.set(i, x.get(*i + 1) - x.get(i));
-    } else {
-        y.set(i, 0.0);
-    }
-}
-
-/// `out = a + w b`.
-#[kernel]
-fn combine(
-    i: Idx<'_>,
-    out: BoundWriter<'_, f64, 1>,
-    a: BoundReader<'_, f64, 1>,
-    b: BoundReader<'_, f64, 1>,
-    w: f64,
-) {
-    out.set(i, a.get(i) + w * b.get(i));
-}
-
-/// `Σ x²`.
-#[kernel]
-fn energy(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
-    let v = x.get(i);
-    *acc += v * v;
 }
 
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
