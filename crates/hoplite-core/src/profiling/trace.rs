@@ -10,7 +10,7 @@
 //! deep copies appear; allocations are instant events with the space, the label and the bytes,
 //! and a counter of the live bytes per memory space. Names come as metadata (`M`) events.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::{CStr, c_char, c_void};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -41,8 +41,8 @@ struct Recorder {
     /// The row of each host thread that reported something, in order of first report.
     threads: HashMap<std::thread::ThreadId, u64>,
     /// The rows of instances seen, by device id.
-    devices: HashMap<u32, ()>,
-    /// Deep copies begun and not ended, per host thread: name and start.
+    devices: BTreeSet<u32>,
+    /// Deep copies begun and not ended, per host thread: name, start and bytes.
     copies: HashMap<std::thread::ThreadId, Vec<(String, f64, u64)>>,
     /// Live bytes per memory space.
     live: HashMap<String, i64>,
@@ -69,7 +69,7 @@ impl Recorder {
     fn document(&self) -> String {
         let mut events =
             vec![r#"{"ph":"M","name":"process_name","pid":1,"args":{"name":"hoplite"}}"#.to_owned()];
-        for &device in self.devices.keys() {
+        for &device in &self.devices {
             let id = DeviceId(device);
             let name = format!(
                 "{:?} device {} instance {}",
@@ -154,7 +154,7 @@ pub(crate) fn start(path: Option<PathBuf>) {
         open: HashMap::new(),
         next_id: 1,
         threads: HashMap::new(),
-        devices: HashMap::new(),
+        devices: BTreeSet::new(),
         copies: HashMap::new(),
         live: HashMap::new(),
         sections: Vec::new(),
@@ -180,7 +180,7 @@ fn begin(category: &'static str, name: *const c_char, device: u32, id: *mut u64)
         let k = r.next_id;
         r.next_id += 1;
         let start = r.now();
-        r.devices.insert(device, ());
+        r.devices.insert(device);
         r.open.insert(
             k,
             Open {
@@ -297,7 +297,6 @@ unsafe extern "C" fn begin_deep_copy(
     );
     with(|r| {
         let ts = r.now();
-        r.thread_row();
         r.copies
             .entry(std::thread::current().id())
             .or_default()
