@@ -1,3 +1,5 @@
+// Over 800 lines: the launch argument types and the one packer that lays them out for every
+// iteration and pattern, with its unit tests beside it.
 //! The arguments of a launch as the device sees them, and the packer that checks them against
 //! a kernel's parameters and lays them out as the entry takes them (the
 //! [crate documentation](crate#entry-parameters) gives the order).
