@@ -6,10 +6,10 @@
 //! host fails the submit without harm.
 //!
 //! Every check runs on every launch space, a GPU's included: the nodes launch `#[kernel]`s on
-//! data in the space's own memory. On `Cuda`, `create_graph` runs the nodes
-//! one by one, each through the space's launch (`docs/graphs.md`); the CUDA Graph backend
-//! (`create_graph_with(&cuda, CudaGraph::new(&cuda), ..)`) is not reached from code generic
-//! over the space, and does not take the builder's reduce and scan nodes yet. The panicking
+//! data in the space's own memory. On `Cuda`, `create_graph` runs the nodes one by one, each
+//! through the space's launch (`docs/graphs.md`); the CUDA Graph backend
+//! (`create_graph_with(&cuda, CudaGraph::new(&cuda), ..)`, which takes the same for, reduce and
+//! scan nodes) is not reached from code generic over the space. The panicking
 //! node is a host node: a kernel that panics is a host feature (a device kernel traps).
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -26,9 +26,9 @@ use std::any::{Any, TypeId};
 
 use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch, DeviceTokenArg, ScalarType};
 use hoplite_core::{
-    Error, ExecutionPolicy, ExecutionSpace, ForKernel, MDRangePolicy, MinMaxLocScalar, MinMaxScalar,
-    ParallelFor, ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel,
-    ScanValue, SpaceAccessibility, TeamPolicy, ValLoc,
+    Error, ExecutionPolicy, ExecutionSpace, ForKernel, MDRangePolicy, ParallelFor, ParallelReduce,
+    ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, ScanKernel, ScanValue, SpaceAccessibility,
+    TeamPolicy,
 };
 
 use crate::launch::DeviceArg;
@@ -328,26 +328,26 @@ macro_rules! reduce_as_device_value {
 macro_rules! with_device_values {
     ($m:ident!($($args:tt)*)) => {
         $m!($($args)*; i32, i64, u32, u64, f32, f64, usize, isize, bool,
-            ValLoc<i32>, ValLoc<i64>, ValLoc<u32>, ValLoc<u64>, ValLoc<f32>, ValLoc<f64>, ValLoc<usize>,
-            ValLoc<isize>,
-            MinMaxScalar<i32>, MinMaxScalar<i64>, MinMaxScalar<u32>, MinMaxScalar<u64>, MinMaxScalar<f32>,
-            MinMaxScalar<f64>, MinMaxScalar<usize>, MinMaxScalar<isize>,
-            MinMaxLocScalar<i32>, MinMaxLocScalar<i64>, MinMaxLocScalar<u32>, MinMaxLocScalar<u64>,
-            MinMaxLocScalar<f32>, MinMaxLocScalar<f64>, MinMaxLocScalar<usize>, MinMaxLocScalar<isize>,
+            ::hoplite_core::ValLoc<i32>, ::hoplite_core::ValLoc<i64>, ::hoplite_core::ValLoc<u32>, ::hoplite_core::ValLoc<u64>, ::hoplite_core::ValLoc<f32>, ::hoplite_core::ValLoc<f64>, ::hoplite_core::ValLoc<usize>,
+            ::hoplite_core::ValLoc<isize>,
+            ::hoplite_core::MinMaxScalar<i32>, ::hoplite_core::MinMaxScalar<i64>, ::hoplite_core::MinMaxScalar<u32>, ::hoplite_core::MinMaxScalar<u64>, ::hoplite_core::MinMaxScalar<f32>,
+            ::hoplite_core::MinMaxScalar<f64>, ::hoplite_core::MinMaxScalar<usize>, ::hoplite_core::MinMaxScalar<isize>,
+            ::hoplite_core::MinMaxLocScalar<i32>, ::hoplite_core::MinMaxLocScalar<i64>, ::hoplite_core::MinMaxLocScalar<u32>, ::hoplite_core::MinMaxLocScalar<u64>,
+            ::hoplite_core::MinMaxLocScalar<f32>, ::hoplite_core::MinMaxLocScalar<f64>, ::hoplite_core::MinMaxLocScalar<usize>, ::hoplite_core::MinMaxLocScalar<isize>,
             Option<usize>)
     };
 }
+#[cfg(feature = "graph")] // a CUDA Graph's reduce nodes type their reducers back the same way
+pub(crate) use with_device_values;
 
 /// The error for a reduction into a value type with no device layout.
-fn no_device_value<V>(kernel: &'static str) -> Error {
+pub(crate) fn no_device_value(kernel: &'static str, value: &str) -> crate::CudaError {
     crate::CudaError::InvalidLaunch {
         kernel,
         reason: format!(
-            "a reduction into `{}`, which has no device layout; reduce a scalar, a `ValLoc`, a `MinMaxScalar` or a `MinMaxLocScalar` of one, or an `Option<usize>` (`FirstLoc`, `LastLoc`)",
-            std::any::type_name::<V>()
+            "a reduction into `{value}`, which has no device layout; reduce a scalar, a `ValLoc`, a `MinMaxScalar` or a `MinMaxLocScalar` of one, or an `Option<usize>` (`FirstLoc`, `LastLoc`)"
         ),
     }
-    .into()
 }
 
 /// Refuses a reduction over `policy` with a reducer that is not commutative where the policy
@@ -390,7 +390,7 @@ unsafe impl ParallelReduce<RangePolicy<Cuda>> for Cuda {
                 &args,
                 &retyped
             )));
-        Err(no_device_value::<R::Value>(launch.kernel.name))
+        Err(no_device_value(launch.kernel.name, std::any::type_name::<R::Value>()).into())
     }
 }
 
@@ -416,7 +416,7 @@ unsafe impl<const N: usize> ParallelReduce<MDRangePolicy<Cuda, N>> for Cuda {
                 &retyped,
                 policy.inner_order()
             )));
-        Err(no_device_value::<R::Value>(launch.kernel.name))
+        Err(no_device_value(launch.kernel.name, std::any::type_name::<R::Value>()).into())
     }
 }
 
@@ -434,7 +434,7 @@ unsafe impl ParallelReduce<TeamPolicy<Cuda>> for Cuda {
         let cuda = policy.space();
         with_device_values!(reduce_as_device_value!(reducer, |retyped: V| cuda
             .reduce_team_info::<Retyped<'_, R, V>>(&launch.kernel, policy, &args, &retyped)));
-        Err(no_device_value::<R::Value>(launch.kernel.name))
+        Err(no_device_value(launch.kernel.name, std::any::type_name::<R::Value>()).into())
     }
 }
 

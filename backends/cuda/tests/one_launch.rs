@@ -304,17 +304,190 @@ mod dag {
     }
 }
 
-/// The generic graph builder reaches `Cuda` too: the same `then_parallel_for` of a
-/// `#[kernel]` becomes a CUDA Graph kernel node (`create_graph_with` and `CudaGraph`), or runs
-/// node by node through the one launch (`create_graph`).
+/// The generic graph builder reaches `Cuda` too: the same `then_parallel_for`,
+/// `then_parallel_reduce` and `then_parallel_scan_into` of `#[kernel]`s become CUDA Graph
+/// nodes (`create_graph_with` and `CudaGraph`), or run node by node through the one launch
+/// (`create_graph`).
 #[cfg(feature = "graph")]
 mod graph {
     use super::*;
     use hoplite_cuda::graph::CudaGraph;
-    use hoplite_graph::{create_graph, create_graph_with};
+    use hoplite_graph::{GraphBuilder, ReduceResult, create_graph, create_graph_with};
 
     fn is_absence(e: &str) -> bool {
         e.contains("driver") || e.contains("device")
+    }
+
+    /// Where a graph's reduce and scan nodes leave their values.
+    #[derive(Clone, Default)]
+    struct Totals {
+        dot: ReduceResult<f64>,
+        rows: ReduceResult<f64>,
+        scan: ReduceResult<i64>,
+    }
+
+    /// The pipeline's launches as graph nodes, generic over the space: axpy, then a dot
+    /// product, a team reduction (with `teams`: `TeamSize::Auto` needs a device on `Cuda`) and
+    /// a scan after it.
+    #[allow(clippy::too_many_arguments)]
+    fn pipeline_nodes<S, M>(
+        g: &GraphBuilder<'_, S>,
+        space: &S,
+        y: &View<f64, 1, LayoutRight, M>,
+        x: &View<f64, 1, LayoutRight, M>,
+        u: &View<f64, 2, LayoutRight, M>,
+        counts: &View<i64, 1, LayoutRight, M>,
+        offsets: &View<i64, 1, LayoutRight, M>,
+        totals: &Totals,
+        teams: bool,
+    ) where
+        S: LaunchSpace + SpaceAccessibility<M>,
+        M: MemorySpace,
+    {
+        let range = RangePolicy::new(space.clone(), 0..y.extent(0));
+        let axpy =
+            g.root()
+                .then_parallel_for("axpy", (range.clone(), (y.write(), x.read())), axpy::with(0.5));
+        axpy.then_parallel_reduce(
+            "dot",
+            (range, (x.read(), y.read())),
+            dot::with(),
+            Sum::<f64>::new(),
+            totals.dot.clone(),
+        );
+        let [rows, cols] = u.extents();
+        if teams {
+            axpy.then_parallel_reduce(
+                "rows",
+                (TeamPolicy::new(space.clone(), rows, TeamSize::Auto), (u.read(),)),
+                team_total::with::<S>(cols),
+                Sum::<f64>::new(),
+                totals.rows.clone(),
+            );
+        }
+        axpy.then_parallel_scan_into(
+            "prefix",
+            (
+                RangePolicy::new(space.clone(), 0..counts.extent(0)),
+                (offsets.write(), counts.read()),
+            ),
+            exclusive_prefix::with(),
+            totals.scan.clone(),
+        );
+    }
+
+    #[test]
+    fn reduce_and_scan_nodes_of_the_generic_builder_become_cuda_graph_reductions() {
+        let cuda = Cuda::default();
+        let (y, x) = (View::default(), View::default());
+        let u: View<f64, 2, LayoutRight, CudaSpace> = View::default();
+        let (counts, offsets) = (View::default(), View::default());
+        let totals = Totals::default();
+        let mut graph = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+            pipeline_nodes(g, &cuda, &y, &x, &u, &counts, &offsets, &totals, false);
+        })
+        .expect("construction needs no device");
+        match graph.submit() {
+            Ok(()) => {
+                assert!(Cuda::new().is_ok(), "ran without a device");
+                assert_eq!(totals.dot.get(), Some(0.0));
+                assert_eq!(totals.scan.get(), Some(0));
+            }
+            Err(e) => assert!(is_absence(&e.to_string()), "only the device may be missing: {e}"),
+        }
+
+        // A reduction of a closure is refused with the fix, before any device is needed.
+        let total = ReduceResult::<u64>::new();
+        let mut closures = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+            g.root().then_parallel_reduce(
+                "closure sum",
+                RangePolicy::new(cuda.clone(), 0..4),
+                |i, acc: &mut u64| *acc += *i as u64,
+                Sum::new(),
+                total.clone(),
+            );
+        })
+        .expect("construction");
+        let e = closures.submit().expect_err("a GPU runs no closures");
+        assert!(e.to_string().contains("parallel_reduce of a closure"), "{e}");
+
+        // So is a scan whose writer cannot hold its range: checked when the node is added.
+        let mut short = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+            g.root().then_parallel_scan_into(
+                "short prefix",
+                (
+                    RangePolicy::new(cuda.clone(), 0..8),
+                    (offsets.write(), counts.read()),
+                ),
+                exclusive_prefix::with(),
+                ReduceResult::<i64>::new(),
+            );
+        })
+        .expect("construction");
+        let e = short.submit().expect_err("the writer has extent 0").to_string();
+        assert!(e.contains("short prefix") && !is_absence(&e), "{e}");
+    }
+
+    #[test]
+    fn graph_reductions_on_a_device_compute_what_serial_does() {
+        let cuda = match Cuda::new() {
+            Ok(c) => c,
+            Err(e) => {
+                println!("skipped: needs a CUDA device ({e})");
+                return;
+            }
+        };
+        let serial = Serial::default();
+        let (want, want_totals) = {
+            let y = View::<f64, 1, LayoutRight>::from_slice("y", [N], &y_values()).expect("fills");
+            let x = View::<f64, 1, LayoutRight>::from_slice("x", [N], &x_values()).expect("fills");
+            let u = View::<f64, 2, LayoutRight>::from_slice("u", GRID, &u_values()).expect("fills");
+            let counts = View::<i64, 1, LayoutRight>::from_slice("c", [N], &count_values()).expect("fills");
+            let offsets = View::<i64, 1, LayoutRight>::new("o", [N]).expect("allocates");
+            let totals = Totals::default();
+            let mut graph = create_graph(&serial, |g| {
+                pipeline_nodes(g, &serial, &y, &x, &u, &counts, &offsets, &totals, true);
+            })
+            .expect("builds");
+            graph.submit().expect("runs on serial");
+            (offsets.to_vec().expect("reads"), totals)
+        };
+        let y = View::<f64, 1, LayoutRight, CudaSpace>::from_slice("y", [N], &y_values()).expect("uploads");
+        let x = View::<f64, 1, LayoutRight, CudaSpace>::from_slice("x", [N], &x_values()).expect("uploads");
+        let u = View::<f64, 2, LayoutRight, CudaSpace>::from_slice("u", GRID, &u_values()).expect("uploads");
+        let counts =
+            View::<i64, 1, LayoutRight, CudaSpace>::from_slice("c", [N], &count_values()).expect("uploads");
+        let offsets = View::<i64, 1, LayoutRight, CudaSpace>::new("o", [N]).expect("allocates");
+        let totals = Totals::default();
+        let mut graph = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+            pipeline_nodes(g, &cuda, &y, &x, &u, &counts, &offsets, &totals, true);
+        })
+        .expect("builds");
+        for submit in 0..2 {
+            graph.submit().expect("runs as a CUDA graph");
+            let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+                _ => false,
+            };
+            assert!(
+                close(totals.dot.get(), want_totals.dot.get()),
+                "submit {submit}: dot"
+            );
+            assert!(
+                close(totals.rows.get(), want_totals.rows.get()),
+                "submit {submit}: rows"
+            );
+            assert_eq!(
+                totals.scan.get(),
+                want_totals.scan.get(),
+                "submit {submit}: scan total"
+            );
+            assert_eq!(
+                offsets.to_vec().expect("downloads"),
+                want,
+                "submit {submit}: prefixes"
+            );
+        }
     }
 
     #[test]

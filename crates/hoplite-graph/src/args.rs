@@ -7,8 +7,8 @@ use hoplite_core::view::held::{AllocationKey, BorrowGroup, GroupedHandle, HeldBo
 use hoplite_core::view::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
-    HostWrite, LaunchArgs, LaunchSpec, Lookup, MDRangePolicy, MemorySpace, RangePolicy, Reader, TeamPolicy,
-    TeamSlots, View, ViewValue, Writer,
+    HostWrite, IterationOrder, LaunchArgs, LaunchSpec, Lookup, MDRangePolicy, MemorySpace, RangePolicy,
+    Reader, TeamPolicy, TeamSlots, View, ViewValue, Writer,
 };
 
 /// One access a node makes: which allocation, which part of it, and how.
@@ -332,12 +332,22 @@ pub trait GraphPolicy<S: ExecutionSpace>: ExecutionPolicy<Space = S> + 'static {
 pub enum DevicePolicy<'p, S: ExecutionSpace> {
     /// A range policy.
     Range(&'p RangePolicy<S>),
-    /// An MDRange policy: its begin and end per dimension.
+    /// An MDRange policy: its box, its tiles and the orders it visits them in.
     MdRange {
         /// The first index per dimension.
         begin: Vec<usize>,
         /// One past the last index per dimension.
         end: Vec<usize>,
+        /// The tile extents ([`MDRangePolicy::tiles`]).
+        tiles: Vec<usize>,
+        /// The order tiles are walked in ([`MDRangePolicy::outer_order`]).
+        outer_order: IterationOrder,
+        /// The order within a tile ([`MDRangePolicy::inner_order`]).
+        inner_order: IterationOrder,
+        /// Whether the walk is the box's nested loops in `inner_order`
+        /// ([`MDRangePolicy::visits_in_nested_order`]): where a reducer that is not
+        /// commutative may join in a device's order.
+        nested_order: bool,
     },
     /// A team policy.
     Team(&'p TeamPolicy<S>),
@@ -360,6 +370,10 @@ impl<S: ExecutionSpace, const R: usize> GraphPolicy<S> for MDRangePolicy<S, R> {
         DevicePolicy::MdRange {
             begin: self.begin().to_vec(),
             end: self.end().to_vec(),
+            tiles: self.tiles().to_vec(),
+            outer_order: self.outer_order(),
+            inner_order: self.inner_order(),
+            nested_order: self.visits_in_nested_order(),
         }
     }
 }

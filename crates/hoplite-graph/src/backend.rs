@@ -276,6 +276,18 @@ impl<S: ExecutionSpace> NodeKernel<S> for SharedNode<S> {
     fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
         self.0.run_on(space)
     }
+    fn describe_device_launch(
+        &self,
+        f: &mut dyn FnMut(hoplite_core::device_kernel::DeviceLaunch<'_>, crate::DevicePolicy<'_, S>),
+    ) -> bool {
+        self.0.describe_device_launch(f)
+    }
+    fn device_result(&self) -> Option<&dyn crate::NodeResult> {
+        self.0.device_result()
+    }
+    fn hold_handles(&self) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
+        self.0.hold_handles()
+    }
 }
 
 impl<S: ExecutionSpace> Default for GraphNodes<S> {

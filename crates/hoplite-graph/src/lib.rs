@@ -100,7 +100,7 @@ pub use backend::{
 };
 pub use builder::{GraphBuilder, Node, NodeRef, WhenAll};
 pub use graph::Graph;
-pub use node::{NodeKernel, NodeKind, ReduceResult, ReduceTarget};
+pub use node::{NodeKernel, NodeKind, NodeResult, ReduceResult, ReduceTarget};
 
 use builder::State;
 

@@ -1,12 +1,13 @@
 //! The type-erased work of one node, as backends receive it, and the concrete nodes the front
 //! end makes for each pattern.
 
+use std::any::{Any, TypeId};
 use std::fmt;
 use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use hoplite_core::device_kernel::{DeviceLaunch, device_launch_of};
+use hoplite_core::device_kernel::{DeviceLaunch, DynReducer, device_launch_of};
 use hoplite_core::index::IndexBounds;
 use hoplite_core::{
     ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, LaunchSpec, ParallelFor, ParallelReduce,
@@ -93,6 +94,12 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     fn describe_device_launch(&self, f: &mut dyn FnMut(DeviceLaunch<'_>, DevicePolicy<'_, S>)) -> bool {
         let _ = f;
         false
+    }
+    /// For a device backend that runs a reduce or scan node's launch itself (a CUDA Graph):
+    /// the node's reducer and where it stores its value, so the backend joins the partials as
+    /// an eager launch does and the node keeps its result. `None` for other nodes.
+    fn device_result(&self) -> Option<&dyn NodeResult> {
+        None
     }
     /// The node's handles, borrowed as a run borrows them, until the returned value drops:
     /// what a backend that runs the node's launch itself (a device graph) holds while the
@@ -291,6 +298,11 @@ pub(crate) trait LaunchPattern<L: LaunchSpec<Args: GraphArgs>, F>: Sized + Send 
         node: &LaunchNode<L, F, Self>,
         policy: &ValidatedPolicy<L::Policy>,
     ) -> hoplite_core::Result<()>;
+
+    /// The pattern's result step, for [`NodeKernel::device_result`].
+    fn device_result(&self) -> Option<&dyn NodeResult> {
+        None
+    }
 }
 
 impl<S, L, F, P> NodeKernel<S> for LaunchNode<L, F, P>
@@ -328,6 +340,9 @@ where
         };
         f(launch, self.policy.policy().device_policy());
         true
+    }
+    fn device_result(&self) -> Option<&dyn NodeResult> {
+        self.pattern.device_result()
     }
     fn hold_handles(&self) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
         let args = <L::Args as GraphArgs>::attach(&self.views);
@@ -474,11 +489,15 @@ impl<L, F, R, Tg> LaunchPattern<L, F> for ReducePattern<R, Tg>
 where
     L: LaunchSpec<Args: GraphArgs>,
     <L::Policy as ExecutionPolicy>::Space: ParallelReduce<L::Policy>,
-    R: Reducer + Send + Sync,
+    R: Reducer<Value: 'static> + Send + Sync,
     Tg: ReduceTarget<R::Value>,
     F: for<'it> Fn(L::Item<'it>, &mut R::Value) + Send + Sync,
 {
     const KIND: NodeKind = NodeKind::Reduce;
+
+    fn device_result(&self) -> Option<&dyn NodeResult> {
+        Some(self)
+    }
 
     #[inline(always)]
     fn run_with(
@@ -514,6 +533,10 @@ where
 {
     const KIND: NodeKind = NodeKind::Scan;
 
+    fn device_result(&self) -> Option<&dyn NodeResult> {
+        Some(self)
+    }
+
     #[inline(always)]
     fn run_with(
         node: &LaunchNode<L, F, Self>,
@@ -524,6 +547,100 @@ where
         })?;
         match &node.pattern.target {
             Some(t) => t.store(node.label.as_str(), total),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The result step of a reduce or scan node, type-erased ([`NodeKernel::device_result`]): for a
+/// device backend that computes the node's partials itself (a CUDA Graph), joins them with the
+/// node's [`reducer`](Self::reducer) in its own fixed order, as its eager launch does, and
+/// hands the value back to [`store`](Self::store), which puts it where the node puts it.
+///
+/// ```
+/// use std::any::TypeId;
+/// use hoplite_core::{RangePolicy, Sum};
+/// use hoplite_graph::{NodeKind, ReduceResult, create_graph};
+/// use hoplite_serial::Serial;
+///
+/// let total = ReduceResult::<u64>::new();
+/// let t = total.clone();
+/// let graph = create_graph(&Serial::default(), |g| {
+///     g.parallel_reduce("sum", 10, |i, acc: &mut u64| *acc += *i as u64, Sum::new(), t);
+/// })?;
+/// let node = &graph.nodes().as_slice()[1];
+/// assert_eq!(node.kind(), NodeKind::Reduce);
+/// let result = node.device_result().expect("a reduce node has a result step");
+/// assert_eq!(result.value_type(), TypeId::of::<u64>());
+/// assert!(result.reducer().is_some_and(|r| r.commutative()));
+/// result.store("sum", &mut Some(45u64))?;
+/// assert_eq!(total.get(), Some(45));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait NodeResult: Send + Sync {
+    /// The type id of the value the node computes.
+    fn value_type(&self) -> TypeId;
+    /// The name of that type, for messages.
+    fn value_name(&self) -> &'static str;
+    /// A reduce node's reducer; `None` for a scan, whose values are summed.
+    fn reducer(&self) -> Option<&dyn DynReducer>;
+    /// Stores one run's value (a reduction's finalized total, a scan's total), taken from
+    /// `value`, an `Option` of the value type, where the node stores it.
+    ///
+    /// # Errors
+    ///
+    /// [`hoplite_core::Error::Device`] for a value of another type (or none); the
+    /// target's error (a borrow conflict on a target view).
+    fn store(&self, label: &str, value: &mut dyn Any) -> hoplite_core::Result<()>;
+}
+
+/// Takes the value of type `V` out of `value` (an `Option<V>`) for a node's store.
+fn stored_value<V: 'static>(label: &str, value: &mut dyn Any) -> hoplite_core::Result<V> {
+    value
+        .downcast_mut::<Option<V>>()
+        .and_then(Option::take)
+        .ok_or_else(|| hoplite_core::Error::Device {
+            space: "graph backend",
+            reason: format!(
+                "node `{label}` stores a value of type `{}`; the backend handed it another type, or none",
+                std::any::type_name::<V>()
+            ),
+        })
+}
+
+impl<R, Tg> NodeResult for ReducePattern<R, Tg>
+where
+    R: Reducer<Value: 'static> + Send + Sync,
+    Tg: ReduceTarget<R::Value>,
+{
+    fn value_type(&self) -> TypeId {
+        TypeId::of::<R::Value>()
+    }
+    fn value_name(&self) -> &'static str {
+        std::any::type_name::<R::Value>()
+    }
+    fn reducer(&self) -> Option<&dyn DynReducer> {
+        Some(&self.reducer)
+    }
+    fn store(&self, label: &str, value: &mut dyn Any) -> hoplite_core::Result<()> {
+        self.target.store(label, stored_value::<R::Value>(label, value)?)
+    }
+}
+
+impl<T: ScanValue, Tg: ReduceTarget<T>> NodeResult for ScanPattern<T, Tg> {
+    fn value_type(&self) -> TypeId {
+        TypeId::of::<T>()
+    }
+    fn value_name(&self) -> &'static str {
+        std::any::type_name::<T>()
+    }
+    fn reducer(&self) -> Option<&dyn DynReducer> {
+        None
+    }
+    fn store(&self, label: &str, value: &mut dyn Any) -> hoplite_core::Result<()> {
+        let total = stored_value::<T>(label, value)?;
+        match &self.target {
+            Some(t) => t.store(label, total),
             None => Ok(()),
         }
     }

@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use hoplite_graph::GraphNodes;
+use hoplite_graph::{GraphNodes, NodeKernel};
 use parking_lot::{Mutex, RwLock};
 
 use crate::{Cuda, CudaError};
@@ -60,6 +60,18 @@ impl SubmitList {
 
     /// Runs node `id` of the lent list.
     fn run(&self, id: usize) -> hoplite_core::Result<()> {
+        self.with_node(id, |node| {
+            catch_unwind(AssertUnwindSafe(|| node.run()))
+                .unwrap_or_else(|p| Err(hoplite_core::Error::from_panic(node.label(), p)))
+        })
+    }
+
+    /// Calls `f` with node `id` of the lent list.
+    pub(super) fn with_node<T>(
+        &self,
+        id: usize,
+        f: impl FnOnce(&dyn NodeKernel<Cuda>) -> hoplite_core::Result<T>,
+    ) -> hoplite_core::Result<T> {
         let lent = self.0.read();
         let Some(list) = *lent else {
             return Err(CudaError::InvalidGraph {
@@ -78,8 +90,7 @@ impl SubmitList {
             }
             .into());
         };
-        catch_unwind(AssertUnwindSafe(|| node.run()))
-            .unwrap_or_else(|p| Err(hoplite_core::Error::from_panic(node.label(), p)))
+        f(&**node)
     }
 }
 

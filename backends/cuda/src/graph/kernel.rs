@@ -14,8 +14,8 @@ use crate::dispatch::device_args;
 use crate::driver;
 use crate::geometry::{mdrange_geometry_in, range_geometry};
 use crate::launch::{
-    DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange_info, checked_range_info,
-    load_info, team_writer_ends,
+    CheckedMdRange, DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange_info,
+    checked_range_info, load_info, team_writer_ends,
 };
 use crate::params::{IterationArgs, ParamBuffer, pack_for_args_info};
 use crate::{Cuda, CudaError};
@@ -82,26 +82,21 @@ impl KernelNode {
 type NodePlan = (IterationArgs, Vec<u64>, Geometry);
 
 /// The plan of a node over `range`.
-fn range_plan(k: &DeviceKernelInfo, range: std::ops::Range<usize>) -> Result<NodePlan, CudaError> {
+pub(super) fn range_plan(k: &DeviceKernelInfo, range: std::ops::Range<usize>) -> Result<NodePlan, CudaError> {
     let (begin, end) = checked_range_info(k, range)?;
     let geometry: Geometry = Box::new(move |limits, _| Ok(range_geometry(limits, end - begin)));
     Ok((IterationArgs::Range { begin, end }, vec![end], geometry))
 }
 
-/// The plan of a node over the box `begins..ends` of rank `R`.
-fn mdrange_plan<const R: usize>(
-    k: &DeviceKernelInfo,
-    begins: [usize; R],
-    ends: [usize; R],
-    args: &[DeviceArg],
-) -> Result<NodePlan, CudaError> {
-    let (iteration, ends, (lengths, order)) = checked_mdrange_info::<R>(k, begins, ends, args)?;
+/// The plan of a node over an MDRange's box, checked (`checked_mdrange_of_any_rank`).
+fn mdrange_plan(checked: CheckedMdRange) -> NodePlan {
+    let (iteration, ends, (lengths, order)) = checked;
     let geometry: Geometry = Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order)));
-    Ok((iteration, ends, geometry))
+    (iteration, ends, geometry)
 }
 
 /// The plan of a node over the league of `policy`.
-fn team_plan(
+pub(super) fn team_plan(
     k: &DeviceKernelInfo,
     policy: &TeamPolicy<Cuda>,
     args: &[DeviceArg],
@@ -188,7 +183,7 @@ impl CudaGraph {
         after: &[NodeId],
     ) -> Result<NodeId, CudaError> {
         let k = DeviceKernelInfo::of::<K>();
-        let plan = mdrange_plan::<R>(&k, begins, ends, args)?;
+        let plan = mdrange_plan(checked_mdrange_info::<R>(&k, begins, ends, args)?);
         self.kernel_node(k, plan, args, after)
     }
 
@@ -227,32 +222,34 @@ fn kernel_node_of(
     let args = device_args(launch)?;
     let plan = match policy {
         DevicePolicy::Range(range) => range_plan(k, range.begin()..range.end())?,
-        DevicePolicy::MdRange { begin, end } => mdrange_plan_of_any_rank(k, begin, end, &args)?,
+        DevicePolicy::MdRange { begin, end, .. } => {
+            mdrange_plan(checked_mdrange_of_any_rank(k, begin, end, &args)?)
+        }
         DevicePolicy::Team(team_policy) => team_plan(k, team_policy, &args)?,
     };
     packed_node(*k, plan, &args)
 }
 
-/// [`mdrange_plan`] for a box whose rank is known only at run time.
-fn mdrange_plan_of_any_rank(
+/// [`checked_mdrange_info`] for a box whose rank is known only at run time.
+pub(super) fn checked_mdrange_of_any_rank(
     k: &DeviceKernelInfo,
     begin: &[usize],
     end: &[usize],
     args: &[DeviceArg],
-) -> Result<NodePlan, CudaError> {
+) -> Result<CheckedMdRange, CudaError> {
     fn of_rank<const R: usize>(
         k: &DeviceKernelInfo,
         begin: &[usize],
         end: &[usize],
         args: &[DeviceArg],
-    ) -> Result<NodePlan, CudaError> {
+    ) -> Result<CheckedMdRange, CudaError> {
         let rank_error = || CudaError::InvalidLaunch {
             kernel: k.name,
             reason: format!("an MDRange of rank {} with {} ends", begin.len(), end.len()),
         };
         let begins: [usize; R] = begin.try_into().map_err(|_| rank_error())?;
         let ends: [usize; R] = end.try_into().map_err(|_| rank_error())?;
-        mdrange_plan::<R>(k, begins, ends, args)
+        checked_mdrange_info::<R>(k, begins, ends, args)
     }
     match begin.len() {
         1 => of_rank::<1>(k, begin, end, args),

@@ -3,22 +3,27 @@
 //!
 //! Nodes map one to one onto explicit CUDA graph nodes: the root and `when_all` joins are
 //! empty nodes (`cuGraphAddEmptyNode`), host functions are host nodes (`cuGraphAddHostNode`;
-//! the driver runs them on a thread of its own and they make no CUDA call), and `#[kernel]`
-//! launches added with [`CudaGraph::kernel_range`], [`kernel_mdrange`](CudaGraph::kernel_mdrange)
-//! and [`kernel_team`](CudaGraph::kernel_team) are kernel nodes (`cuGraphAddKernelNode`), with
-//! their parameters packed and checked as an eager launch's. `instantiate` builds and
-//! instantiates the graph once; every submit is one `cuGraphLaunch` on a stream, then waits for
-//! it. A `Cuda` front-end graph has no closure launches (a GPU runs no closures), so no node
-//! needs stream capture; such a node is refused with a typed error.
+//! the driver runs them on a thread of its own and they make no CUDA call), and the builder's
+//! `#[kernel]` launches (`then_parallel_for`) are kernel nodes (`cuGraphAddKernelNode`), with
+//! their parameters packed and checked as an eager launch's. The builder's reductions and
+//! scans of `#[kernel]`s (`then_parallel_reduce`, `then_parallel_scan_into`) are a kernel
+//! node writing partials, a copy of them to page-locked memory and a host node that joins them
+//! with the node's own reducer in the eager reduction's fixed order and stores the value where
+//! the node stores it (for a scan: the prefixes, a copy back and the final pass).
+//! `instantiate` builds and instantiates the graph once; every submit is one `cuGraphLaunch` on
+//! a stream, then waits for it. A `Cuda` front-end graph has no closure launches (a GPU runs no
+//! closures), so no node needs stream capture; such a node is refused with a typed error.
 //!
 //! Everything up to `instantiate` is checked without a device: node ids, predecessors that
 //! come before their node, node kinds, and kernel arguments.
 //!
 //! The module is split by node kind: `kernel` holds the `#[kernel]` nodes, `reduce` the
-//! reductions and scans with their partials and host join, and `host` the host nodes with the
-//! node list they run from; this file holds the graph, its build and launch, and the
-//! `GraphBackend` implementation.
+//! reductions and scans with their partials and host join, `front_end_reduce` the builder's
+//! reduce and scan nodes on top of it, and `host` the host nodes with the node list they run
+//! from; this file holds the graph, its build and launch, and the `GraphBackend`
+//! implementation.
 
+mod front_end_reduce;
 mod host;
 mod kernel;
 mod reduce;
@@ -339,13 +344,25 @@ impl GraphBackend<Cuda> for CudaGraph {
                 }
             },
             kind @ (NodeKind::Reduce | NodeKind::Scan) => {
-                let reason = format!(
-                    "node `{}` is a {} of the generic builder, which a CUDA Graph does not take yet; add #[kernel] reductions and scans with CudaGraph::reduce_range, scan_range and their siblings",
-                    node.label(),
-                    kind.name()
-                );
-                self.invalid(reason);
-                Work::Empty
+                match front_end_reduce::front_end_reduction(&**node, id.0, &self.list) {
+                    Ok(Some(reduction)) => {
+                        self.holds_handles = true;
+                        Work::Reduce(Box::new(reduction))
+                    }
+                    Ok(None) => {
+                        let reason = format!(
+                            "node `{}` is a {} of a closure, which a GPU cannot run; write the kernel as a #[kernel] fn and pass `name::with(..)`",
+                            node.label(),
+                            kind.name()
+                        );
+                        self.invalid(reason);
+                        Work::Empty
+                    }
+                    Err(e) => {
+                        self.invalid(format!("node `{}`: {e}", node.label()));
+                        Work::Empty
+                    }
+                }
             }
         };
         self.nodes.push(Node {
@@ -381,7 +398,7 @@ impl GraphBackend<Cuda> for CudaGraph {
         let mut held = Vec::new();
         if self.holds_handles {
             for entry in nodes.as_slice() {
-                if entry.kind() == NodeKind::For
+                if matches!(entry.kind(), NodeKind::For | NodeKind::Reduce | NodeKind::Scan)
                     && let Some(handles) = entry.hold_handles()?
                 {
                     held.push(handles);

@@ -17,9 +17,10 @@ use super::{CudaGraph, Geometry, Work};
 use crate::driver::{self, CopyDirection, DeviceBuffer, Graph, GraphNode, PinnedBuffer};
 use crate::geometry::{LaunchGeometry, fits, mdrange_geometry_in, range_geometry};
 use crate::launch::{
-    DeviceArg, TeamLaunch, check_args, checked_mdrange, checked_range, reduce_mdrange_order, team_writer_ends,
+    DeviceArg, TeamLaunch, check_args, checked_mdrange, checked_range, checked_range_info,
+    reduce_mdrange_order, team_writer_ends,
 };
-use crate::params::{IterationArgs, ParamBuffer, pack_reduction, pack_scan_args};
+use crate::params::{IterationArgs, ParamBuffer, pack_reduction, pack_scan_args_info};
 use crate::reduce::{
     DeviceReduceValue, decode, encode, exclusive_prefix, join_partials, partials_count, partials_geometry,
     value_layout, walk_for,
@@ -28,8 +29,8 @@ use crate::{Cuda, CudaError};
 
 /// Joins a reduction's partials (their device bytes, in thread order) and keeps the value;
 /// a scan replaces them with their exclusive prefixes.
-trait PartialsJoin: Send + Sync {
-    fn join(&self, partials: &mut [u8]);
+pub(super) trait PartialsJoin: Send + Sync {
+    fn join(&self, partials: &mut [u8]) -> hoplite_core::Result<()>;
 }
 
 /// The join of a reducer `R`, storing into the slot a [`GraphReduction`] reads.
@@ -43,9 +44,10 @@ where
     R: Reducer + Send + Sync,
     R::Value: DeviceReduceValue,
 {
-    fn join(&self, partials: &mut [u8]) {
+    fn join(&self, partials: &mut [u8]) -> hoplite_core::Result<()> {
         let value = join_partials(&self.reducer, decode::<R::Value>(partials));
         *self.result.lock() = Some(value);
+        Ok(())
     }
 }
 
@@ -56,12 +58,18 @@ struct Prefixer<T> {
 }
 
 impl<T: DeviceReduceValue + ScanValue + Sync> PartialsJoin for Prefixer<T> {
-    fn join(&self, partials: &mut [u8]) {
-        let mut sums: Vec<T> = decode::<T>(partials).collect();
-        let total = exclusive_prefix(&mut sums);
-        partials.copy_from_slice(&encode(&sums));
-        *self.total.lock() = Some(total);
+    fn join(&self, partials: &mut [u8]) -> hoplite_core::Result<()> {
+        *self.total.lock() = Some(prefix_in_place::<T>(partials));
+        Ok(())
     }
+}
+
+/// Replaces the chunk sums in `partials` with their exclusive prefixes; the total.
+pub(super) fn prefix_in_place<T: DeviceReduceValue + ScanValue>(partials: &mut [u8]) -> T {
+    let mut sums: Vec<T> = decode::<T>(partials).collect();
+    let total = exclusive_prefix(&mut sums);
+    partials.copy_from_slice(&encode(&sums));
+    total
 }
 
 /// The value of a reduction node after the graph ran ([`CudaGraph::reduce_range`]).
@@ -115,10 +123,12 @@ unsafe extern "C" fn run_join_node(user_data: *mut c_void) {
         // was waited for (one submit at a time).
         unsafe { std::slice::from_raw_parts_mut(payload.host, payload.bytes) }
     };
-    if let Err(p) = catch_unwind(AssertUnwindSafe(|| payload.join.join(partials))) {
+    let joined = catch_unwind(AssertUnwindSafe(|| payload.join.join(partials)))
+        .unwrap_or_else(|p| Err(hoplite_core::Error::from_panic(payload.label, p)));
+    if let Err(e) = joined {
         let mut slot = payload.errors.lock();
         if slot.is_none() {
-            *slot = Some(hoplite_core::Error::from_panic(payload.label, p));
+            *slot = Some(e);
         }
     }
 }
@@ -335,24 +345,15 @@ impl CudaGraph {
         R: Reducer + Send + Sync + 'static,
         R::Value: DeviceReduceValue,
     {
-        let (params, join) = pack_reduction(&DeviceKernelInfo::of::<K>(), &iteration, args, &reducer)?;
-        check_args(K::NAME, &iteration, ends, args)?;
-        let geometry: Geometry = Box::new(move |limits, resources| {
-            Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
-        });
         let result = Arc::new(Mutex::new(None));
-        let node = ReduceNode {
-            kernel: KernelNode::new(DeviceKernelInfo::of::<K>(), geometry, params, args),
-            value_size: value_layout(<R::Value as DeviceReduceValue>::PATTERN).map_or(0, |l| l.size),
-            join: Arc::new(Joiner {
+        let k = DeviceKernelInfo::of::<K>();
+        let join = |reducer| -> Arc<dyn PartialsJoin> {
+            Arc::new(Joiner {
                 reducer,
                 result: result.clone(),
-            }),
-            scan: false,
-            joined_on_device: join.is_some(),
-            buffers: None,
-            payload: None,
+            })
         };
+        let node = reduction(k, iteration, ends, args, reducer, geometry, join)?;
         let id = self.push(Work::Reduce(Box::new(node)), after)?;
         Ok((id, GraphReduction { result }))
     }
@@ -403,27 +404,75 @@ impl CudaGraph {
     where
         T: DeviceReduceValue + ScanValue + Sync,
     {
-        let (begin, end) = checked_range::<K>(range)?;
-        let params = pack_scan_args::<K, T>(&IterationArgs::Range { begin, end }, args)?;
-        check_args(K::NAME, &IterationArgs::Range { begin, end }, &[end], args)?;
-        let geometry: Geometry = Box::new(move |limits, _| {
-            Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
-        });
         let result = Arc::new(Mutex::new(None));
-        let node = ReduceNode {
-            kernel: KernelNode::new(DeviceKernelInfo::of::<K>(), geometry, params, args),
-            value_size: value_layout(T::PATTERN).map_or(0, |l| l.size),
-            join: Arc::new(Prefixer {
-                total: result.clone(),
-            }),
-            scan: true,
-            joined_on_device: false,
-            buffers: None,
-            payload: None,
-        };
+        let join = Arc::new(Prefixer {
+            total: result.clone(),
+        });
+        let node = scan::<T>(DeviceKernelInfo::of::<K>(), range, args, join)?;
         let id = self.push(Work::Reduce(Box::new(node)), after)?;
         Ok((id, GraphReduction { result }))
     }
+}
+
+/// A scan node of `k` over `range` whose host step is `join`: packs and checks as the eager
+/// scan does, with one chunk sum per resident thread.
+pub(super) fn scan<T>(
+    k: DeviceKernelInfo,
+    range: std::ops::Range<usize>,
+    args: &[DeviceArg],
+    join: Arc<dyn PartialsJoin>,
+) -> Result<ReduceNode, CudaError>
+where
+    T: DeviceReduceValue + ScanValue,
+{
+    let (begin, end) = checked_range_info(&k, range)?;
+    let iteration = IterationArgs::Range { begin, end };
+    let params = pack_scan_args_info::<T>(&k, &iteration, args)?;
+    check_args(k.name, &iteration, &[end], args)?;
+    let geometry: Geometry = Box::new(move |limits, _| {
+        Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
+    });
+    Ok(ReduceNode {
+        kernel: KernelNode::new(k, geometry, params, args),
+        value_size: value_layout(T::PATTERN).map_or(0, |l| l.size),
+        join,
+        scan: true,
+        joined_on_device: false,
+        buffers: None,
+        payload: None,
+    })
+}
+
+/// A reduction node of `k` over `iteration`: packs and checks as the eager reduction does,
+/// cuts `geometry` to the resident threads (a partial each, or one per block where the device
+/// joins), and joins with what `join` makes of the reducer.
+pub(super) fn reduction<R>(
+    k: DeviceKernelInfo,
+    iteration: IterationArgs,
+    ends: &[u64],
+    args: &[DeviceArg],
+    reducer: R,
+    geometry: Geometry,
+    join: impl FnOnce(R) -> Arc<dyn PartialsJoin>,
+) -> Result<ReduceNode, CudaError>
+where
+    R: Reducer,
+    R::Value: DeviceReduceValue,
+{
+    let (params, device_join) = pack_reduction(&k, &iteration, args, &reducer)?;
+    check_args(k.name, &iteration, ends, args)?;
+    let geometry: Geometry = Box::new(move |limits, resources| {
+        Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
+    });
+    Ok(ReduceNode {
+        kernel: KernelNode::new(k, geometry, params, args),
+        value_size: value_layout(<R::Value as DeviceReduceValue>::PATTERN).map_or(0, |l| l.size),
+        join: join(reducer),
+        scan: false,
+        joined_on_device: device_join.is_some(),
+        buffers: None,
+        payload: None,
+    })
 }
 
 /// Adds a reduction's nodes (kernel, copy of the partials to the host, join) after `deps`;

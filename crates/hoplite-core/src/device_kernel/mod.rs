@@ -32,8 +32,11 @@
 //! ([`hoplite_abi#entry-parameters`]) and of team scratch ([`hoplite_abi#team-scratch`]), and
 //! holds the packer that lays a launch's arguments out ([`hoplite_abi::pack_for`]).
 
+mod dyn_reducer;
 mod launch;
 mod team_member;
+
+pub use dyn_reducer::DynReducer;
 
 pub use launch::{
     DeviceHandle, DeviceLaunch, DeviceToken, DeviceTokenArg, device_launch_of, with_closure_scalars,
