@@ -1,18 +1,16 @@
 //! The CUDA backend on a GPU, each measurement beside its baseline in the same run:
 //!
-//! * `cuda-chain`: a chain of N small `#[kernel]` launches, each after the previous, as one
-//!   CUDA graph (`cuda-hoplite`: `CudaGraph::run`, one `cuGraphLaunch` and a wait) and as N
-//!   eager launches then a fence (`cuda-eager`), beside N bare `cuLaunchKernel`s then a
-//!   wait (`cuda-raw-cudarc`, below); throughput is nodes, so the per-node time is the median
-//!   over N. The same chain through the one launch API: N `parallel_for`s on a `Cuda` policy,
-//!   each waiting for its kernel (`cuda-one-api-eager`), and the generic graph builder's
-//!   `then_parallel_for` chain as a CUDA Graph (`cuda-one-api-graph`).
-//! * `cuda-triad` and `cuda-dot` at 2^24 `f64`: `Cuda::launch_range` / `Cuda::reduce_range`
-//!   (`cuda-hoplite`) beside a bare `cuLaunchKernel` of the same NVRTC'd entry through
-//!   cudarc's raw driver bindings with the same packed parameters and geometry
+//! * `cuda-chain`: a chain of N small `#[kernel]` launches, each after the previous: the
+//!   generic graph builder's `then_parallel_for` chain as one CUDA graph (`cuda-hoplite-graph`:
+//!   one `cuGraphLaunch` and a wait per submit), N `parallel_for`s on a `Cuda` policy, each
+//!   waiting for its kernel (`cuda-hoplite-eager`, since a launch's borrows end when it
+//!   returns), beside N bare `cuLaunchKernel`s then a wait (`cuda-raw-cudarc`, below);
+//!   throughput is nodes, so the per-node time is the median over N.
+//! * `cuda-triad` and `cuda-dot` at 2^24 `f64`: the core's `parallel_for` / `parallel_reduce`
+//!   on a `Cuda` policy (`cuda-hoplite`) beside a bare `cuLaunchKernel` of the same NVRTC'd
+//!   entry through cudarc's raw driver bindings with the same packed parameters and geometry
 //!   (`cuda-raw-cudarc`), which skips hoplite's checks and keep-alive, and reads the dot's
-//!   block partials into a reused pageable vector and sums them in one left fold; and the
-//!   core's `parallel_for` / `parallel_reduce` on a `Cuda` policy (`cuda-one-api`).
+//!   block partials into a reused pageable vector and sums them in one left fold.
 //!
 //! * `cuda-pipeline`: GrCUDA's image pipeline (three blurs, two sobels, two contrast stretches, an
 //!   unsharp mask and two blends of a 4096² `f32` image) as implicit-DAG vertices on CUDA
@@ -33,7 +31,7 @@ use cudarc::driver::sys;
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::device_kernel::{DeviceJoin, DeviceKernel, HandleAccess, ScalarType};
-use hoplite_core::{ArrayLayout, ExecutionSpace, LayoutLeft, LayoutRight, View};
+use hoplite_core::{ArrayLayout, LayoutLeft, LayoutRight, View};
 use hoplite_cuda::dag::CudaDevice;
 use hoplite_cuda::geometry::{LaunchGeometry, range_geometry};
 use hoplite_cuda::graph::CudaGraph;
@@ -42,7 +40,7 @@ use hoplite_cuda::params::{
     HandleArg, IterationArgs, KernelArg, ParamBuffer, ScalarArg, pack_for, pack_reduce,
 };
 use hoplite_cuda::reduce::{ReduceWalk, partials_count, partials_geometry};
-use hoplite_cuda::{Cuda, CudaSpace, DeviceArg, copy_to_device};
+use hoplite_cuda::{Cuda, CudaSpace, copy_to_device};
 use hoplite_dag::{Context, ContextOptions, DagError, Execution};
 
 /// `y[i] = a`: the chain's small kernel.
@@ -103,32 +101,11 @@ fn chain(c: &mut Criterion) {
     let y = filled("y", n, 0.0);
     for nodes in [16usize, 64] {
         group.throughput(Throughput::Elements(nodes as u64));
-        let mut graph = CudaGraph::new(&cuda);
-        let mut last = Vec::new();
-        for k in 0..nodes {
-            let node = graph
-                .kernel_range::<set_to>(0..n, &[DeviceArg::write(&y), DeviceArg::scalar(k as f64)], &last)
-                .expect("a kernel node");
-            last = vec![node];
-        }
-        graph.run().expect("instantiates and runs");
-        group.bench_with_input(BenchmarkId::new("cuda-hoplite", nodes), &nodes, |b, _| {
-            b.iter(|| graph.run().expect("runs"))
-        });
-        group.bench_with_input(BenchmarkId::new("cuda-eager", nodes), &nodes, |b, &nodes| {
-            b.iter(|| {
-                for k in 0..nodes {
-                    cuda.launch_range::<set_to>(0..n, &[DeviceArg::write(&y), DeviceArg::scalar(k as f64)])
-                        .expect("launch");
-                }
-                cuda.fence().expect("fence")
-            })
-        });
-        // The same chain through the one launch API: each `parallel_for` waits for its kernel
-        // (its handles' borrows end when it returns), and as a graph of the generic builder.
+        // Each `parallel_for` waits for its kernel (its handles' borrows end when it
+        // returns); the graph of the generic builder runs the chain as one CUDA Graph.
         let yr = filled_right("y", n, 0.0);
         group.bench_with_input(
-            BenchmarkId::new("cuda-one-api-eager", nodes),
+            BenchmarkId::new("cuda-hoplite-eager", nodes),
             &nodes,
             |b, &nodes| {
                 b.iter(|| {
@@ -159,7 +136,7 @@ fn chain(c: &mut Criterion) {
         })
         .expect("a graph of kernel nodes");
         generic.submit().expect("instantiates and runs");
-        group.bench_with_input(BenchmarkId::new("cuda-one-api-graph", nodes), &nodes, |b, _| {
+        group.bench_with_input(BenchmarkId::new("cuda-hoplite-graph", nodes), &nodes, |b, _| {
             b.iter(|| generic.submit().expect("runs"))
         });
         let raw = RawLaunch::new::<set_to>(&cuda);
@@ -309,27 +286,12 @@ fn stream_triad(c: &mut Criterion) {
     group.throughput(Throughput::Bytes((3 * n * size_of::<f64>()) as u64));
     let (a, b, cv) = (filled("a", n, 0.0), filled("b", n, 1.0), filled("c", n, 2.0));
     let s = 3.0;
-    group.bench_with_input(BenchmarkId::new("cuda-hoplite", n), &n, |bench, &n| {
-        bench.iter(|| {
-            cuda.launch_range::<triad>(
-                0..n,
-                &[
-                    DeviceArg::write(&a),
-                    DeviceArg::read(&b),
-                    DeviceArg::read(&cv),
-                    DeviceArg::scalar(s),
-                ],
-            )
-            .expect("launch");
-            cuda.fence().expect("fence")
-        })
-    });
     let (ar, br, cr) = (
         filled_right("a", n, 0.0),
         filled_right("b", n, 1.0),
         filled_right("c", n, 2.0),
     );
-    group.bench_with_input(BenchmarkId::new("cuda-one-api", n), &n, |bench, &n| {
+    group.bench_with_input(BenchmarkId::new("cuda-hoplite", n), &n, |bench, &n| {
         bench.iter(|| {
             parallel_for(
                 "triad",
@@ -371,20 +333,8 @@ fn stream_dot(c: &mut Criterion) {
     let n = 1usize << 24;
     group.throughput(Throughput::Bytes((2 * n * size_of::<f64>()) as u64));
     let (x, y) = (filled("x", n, 1.0), filled("y", n, 2.0));
-    group.bench_with_input(BenchmarkId::new("cuda-hoplite", n), &n, |bench, &n| {
-        bench.iter(|| {
-            black_box(
-                cuda.reduce_range::<dot, _>(
-                    0..n,
-                    &[DeviceArg::read(&x), DeviceArg::read(&y)],
-                    &Sum::<f64>::new(),
-                )
-                .expect("reduces"),
-            )
-        })
-    });
     let (xr, yr) = (filled_right("x", n, 1.0), filled_right("y", n, 2.0));
-    group.bench_with_input(BenchmarkId::new("cuda-one-api", n), &n, |bench, &n| {
+    group.bench_with_input(BenchmarkId::new("cuda-hoplite", n), &n, |bench, &n| {
         bench.iter(|| {
             black_box(
                 parallel_reduce(

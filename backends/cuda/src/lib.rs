@@ -1,8 +1,9 @@
-//! The CUDA backend of hoplite: the [`Cuda`] execution space (instances are streams), the
-//! [`CudaSpace`], [`CudaUVMSpace`] and [`CudaHostPinnedSpace`] memory spaces, launch
-//! geometry and occupancy ([`geometry`]), kernel parameter packing ([`params`]), the NVRTC
-//! module cache ([`nvrtc`]) that compiles `#[kernel]` kernels at first use, device
-//! reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
+//! The CUDA backend of hoplite: the [`Cuda`] execution space (instances are streams), which
+//! takes the core's `parallel_for`, `parallel_reduce` and `parallel_scan` of `#[kernel]`
+//! kernels as every backend does, the [`CudaSpace`], [`CudaUVMSpace`] and
+//! [`CudaHostPinnedSpace`] memory spaces, launch geometry and occupancy ([`geometry`]), kernel
+//! parameter packing ([`params`]), the NVRTC module cache ([`nvrtc`]) that compiles
+//! `#[kernel]` kernels at first use, device reductions and scans ([`reduce`]), the library's fill and copy kernels ([`library`]),
 //! CUDA Graphs behind hoplite-graph (`graph`), DAG streams for hoplite-dag (`dag`),
 //! streams as hoplite-select resources timed with CUDA events (`select`) — those three behind
 //! the cargo features of the same names, below —, GrCUDA-style
@@ -24,7 +25,7 @@
 //! | feature | what it adds | depends on |
 //! |---|---|---|
 //! | `dag` | `dag` (`CudaDevice`, `CudaStream`, `CudaEvent`: `#[kernel]` launches as implicit-DAG vertices on CUDA streams) and `bandwidth` | hoplite-dag, hoplite-graph |
-//! | `graph` | `graph` (`CudaGraph`, `GraphReduction`) | hoplite-graph |
+//! | `graph` | `graph` (`CudaGraph`: the generic builder's graphs as CUDA Graphs) | hoplite-graph |
 //! | `select` | `select` (`CudaBackend`) | hoplite-select |
 //!
 //! The `hoplite` facade's `cuda` feature turns all three on.
@@ -64,7 +65,7 @@ mod space;
 pub mod token;
 
 pub use error::CudaError;
-pub use launch::{DeviceArg, DeviceScalar};
+pub use launch::DeviceScalar;
 pub use memory::{
     CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceAccessibleSpace, copy_to_device, copy_to_host,
 };

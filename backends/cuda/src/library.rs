@@ -7,7 +7,7 @@
 //! [`Cuda::copy`] pick the kernel from the element size and the rank and hand the view to it as
 //! a view of that carrier type (same pointer, extents and strides).
 
-use hoplite_core::device_kernel::{HandleAccess, ScalarType};
+use hoplite_core::device_kernel::{DeviceKernelInfo, HandleAccess, ScalarType};
 use hoplite_core::view::access::{BoundReader, BoundWriter};
 use hoplite_core::{ArrayLayout, Idx, MdIdx, View};
 use hoplite_macros::kernel;
@@ -130,15 +130,31 @@ impl Cuda {
         let args = [dst, value];
         let e = view.extents();
         match (element, R) {
-            (ScalarType::Bool, 1) => self.launch_range::<fill_b8_1>(0..e[0], &args),
-            (ScalarType::Bool, 2) => self.launch_mdrange::<fill_b8_2, 2>([0; 2], ends(e), &args),
-            (ScalarType::Bool, _) => self.launch_mdrange::<fill_b8_3, 3>([0; 3], ends(e), &args),
-            (ScalarType::U32, 1) => self.launch_range::<fill_b32_1>(0..e[0], &args),
-            (ScalarType::U32, 2) => self.launch_mdrange::<fill_b32_2, 2>([0; 2], ends(e), &args),
-            (ScalarType::U32, _) => self.launch_mdrange::<fill_b32_3, 3>([0; 3], ends(e), &args),
-            (_, 1) => self.launch_range::<fill_b64_1>(0..e[0], &args),
-            (_, 2) => self.launch_mdrange::<fill_b64_2, 2>([0; 2], ends(e), &args),
-            (_, _) => self.launch_mdrange::<fill_b64_3, 3>([0; 3], ends(e), &args),
+            (ScalarType::Bool, 1) => {
+                self.launch_range_info(&DeviceKernelInfo::of::<fill_b8_1>(), 0..e[0], &args)
+            }
+            (ScalarType::Bool, 2) => {
+                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<fill_b8_2>(), [0; 2], ends(e), &args)
+            }
+            (ScalarType::Bool, _) => {
+                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<fill_b8_3>(), [0; 3], ends(e), &args)
+            }
+            (ScalarType::U32, 1) => {
+                self.launch_range_info(&DeviceKernelInfo::of::<fill_b32_1>(), 0..e[0], &args)
+            }
+            (ScalarType::U32, 2) => {
+                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<fill_b32_2>(), [0; 2], ends(e), &args)
+            }
+            (ScalarType::U32, _) => {
+                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<fill_b32_3>(), [0; 3], ends(e), &args)
+            }
+            (_, 1) => self.launch_range_info(&DeviceKernelInfo::of::<fill_b64_1>(), 0..e[0], &args),
+            (_, 2) => {
+                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<fill_b64_2>(), [0; 2], ends(e), &args)
+            }
+            (_, _) => {
+                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<fill_b64_3>(), [0; 3], ends(e), &args)
+            }
         }
     }
 
@@ -209,15 +225,31 @@ impl Cuda {
             return self.copy_between_peers(&args, to, from, dst.len() * size_of::<T>());
         }
         match (element, R) {
-            (ScalarType::Bool, 1) => self.launch_range::<copy_b8_1>(0..e[0], &args),
-            (ScalarType::Bool, 2) => self.launch_mdrange::<copy_b8_2, 2>([0; 2], ends(e), &args),
-            (ScalarType::Bool, _) => self.launch_mdrange::<copy_b8_3, 3>([0; 3], ends(e), &args),
-            (ScalarType::U32, 1) => self.launch_range::<copy_b32_1>(0..e[0], &args),
-            (ScalarType::U32, 2) => self.launch_mdrange::<copy_b32_2, 2>([0; 2], ends(e), &args),
-            (ScalarType::U32, _) => self.launch_mdrange::<copy_b32_3, 3>([0; 3], ends(e), &args),
-            (_, 1) => self.launch_range::<copy_b64_1>(0..e[0], &args),
-            (_, 2) => self.launch_mdrange::<copy_b64_2, 2>([0; 2], ends(e), &args),
-            (_, _) => self.launch_mdrange::<copy_b64_3, 3>([0; 3], ends(e), &args),
+            (ScalarType::Bool, 1) => {
+                self.launch_range_info(&DeviceKernelInfo::of::<copy_b8_1>(), 0..e[0], &args)
+            }
+            (ScalarType::Bool, 2) => {
+                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<copy_b8_2>(), [0; 2], ends(e), &args)
+            }
+            (ScalarType::Bool, _) => {
+                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<copy_b8_3>(), [0; 3], ends(e), &args)
+            }
+            (ScalarType::U32, 1) => {
+                self.launch_range_info(&DeviceKernelInfo::of::<copy_b32_1>(), 0..e[0], &args)
+            }
+            (ScalarType::U32, 2) => {
+                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<copy_b32_2>(), [0; 2], ends(e), &args)
+            }
+            (ScalarType::U32, _) => {
+                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<copy_b32_3>(), [0; 3], ends(e), &args)
+            }
+            (_, 1) => self.launch_range_info(&DeviceKernelInfo::of::<copy_b64_1>(), 0..e[0], &args),
+            (_, 2) => {
+                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<copy_b64_2>(), [0; 2], ends(e), &args)
+            }
+            (_, _) => {
+                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<copy_b64_3>(), [0; 3], ends(e), &args)
+            }
         }
     }
 }

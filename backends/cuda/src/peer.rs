@@ -41,8 +41,9 @@ pub fn can_access_peer(device: usize, peer: usize) -> Result<bool, CudaError> {
 impl Cuda {
     /// Enables peer access from this instance's GPU to GPU `peer` (`cuCtxEnablePeerAccess` in
     /// this GPU's primary context): afterwards kernels launched on any instance of this GPU
-    /// (`launch_*`, `reduce_*`, `scan_range`, `launch_raw*`, `fill`, `copy`, and the kernel and
-    /// reduction nodes of a `CudaGraph` instantiated afterwards) take views of `peer`'s memory
+    /// (`parallel_for`, `parallel_reduce`, `parallel_scan` of `#[kernel]`s, `launch_raw*`,
+    /// `fill`, `copy`, and the nodes of a `CudaGraph` instantiated afterwards) take views of
+    /// `peer`'s memory
     /// and read and write it over the peer link, where without it they refuse them with
     /// [`CudaError::WrongDevice`].
     ///
@@ -56,8 +57,8 @@ impl Cuda {
     /// ```
     /// use hoplite::prelude::*;
     /// use hoplite::{BoundReader, BoundWriter, kernel};
-    /// use hoplite_core::{LayoutLeft, View};
-    /// use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg};
+    /// use hoplite_core::{LayoutRight, View};
+    /// use hoplite_cuda::{Cuda, CudaError, CudaSpace};
     ///
     /// #[kernel]
     /// fn scale(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, a: f64) {
@@ -66,13 +67,13 @@ impl Cuda {
     ///
     /// let run = || -> Result<(), Box<dyn std::error::Error>> {
     ///     let cuda = Cuda::on_device(0)?;
-    ///     let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(CudaSpace::on_device(1), "x", [1000])?;
-    ///     let y = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(CudaSpace::on_device(0), "y", [1000])?;
+    ///     let x = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing_in(CudaSpace::on_device(1), "x", [1000])?;
+    ///     let y = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing_in(CudaSpace::on_device(0), "y", [1000])?;
     ///     match cuda.enable_peer_access(1) {
     ///         Ok(()) => {
     ///             // GPU 0 reads x on GPU 1 over the peer link.
-    ///             let args = [DeviceArg::write(&y), DeviceArg::read(&x), DeviceArg::scalar(2.0)];
-    ///             cuda.launch_range::<scale>(0..1000, &args)?;
+    ///             let range = RangePolicy::new(cuda.clone(), 0..1000);
+    ///             parallel_for("scale", (range, (y.write(), x.read())), scale::with(2.0))?;
     ///             cuda.fence()?;
     ///         }
     ///         Err(CudaError::PeerAccessUnsupported { .. }) => {

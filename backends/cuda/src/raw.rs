@@ -8,9 +8,9 @@
 //! ```
 //!
 //! * A pointer parameter is `[in | out | inout | const] pointer TYPE`: `in` and `const` (as
-//!   GrCUDA reads a `const` pointer) are read only and take [`DeviceArg::read`]; `out` and
+//!   GrCUDA reads a `const` pointer) are read only and take [`RawArg::read`]; `out` and
 //!   `inout`, and a pointer without a direction (GrCUDA's default), are written and take
-//!   [`DeviceArg::write`] or [`DeviceArg::atomic`].
+//!   [`RawArg::write`] or [`RawArg::atomic`].
 //! * A scalar parameter is `TYPE`, with the NFI type names GrCUDA uses: `sint32`, `uint32`,
 //!   `sint64`, `uint64`, `float`, `double`, and `bool`. The 8- and 16-bit types (`sint8`,
 //!   `char`, ...) parse to a typed error, since hoplite's device scalars have none.
@@ -29,13 +29,76 @@ use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 
 use hoplite_core::device_kernel::{HandleAccess, ScalarType, stable_hash};
+use hoplite_core::{ArrayLayout, View};
 use parking_lot::Mutex;
 
 use crate::geometry::{KernelResources, LaunchGeometry, blocks_per_sm, fits};
+use crate::launch::DeviceArg;
 use crate::launch::{Plan, check_arg_devices, load_source};
 use crate::nvrtc::ModuleCache;
 use crate::params::{KernelArg, MAX_PARAM_BYTES, ParamBuffer, ScalarArg};
-use crate::{Cuda, CudaError, DeviceArg};
+use crate::{Cuda, CudaError, DeviceAccessibleSpace, DeviceScalar};
+
+/// One argument of a raw kernel launch, in the signature's order: a view of device memory
+/// for a pointer parameter (a reader for `in` and `const`, a writer or an atomic handle for the
+/// others) or a scalar. Built only from views of device memory, so a launch never hands the
+/// device an address it cannot use; the launch keeps the views alive until the instance is
+/// fenced.
+///
+/// ```
+/// use hoplite_core::{LayoutLeft, View};
+/// use hoplite_cuda::CudaSpace;
+/// use hoplite_cuda::raw::RawArg;
+/// let n = RawArg::scalar(10i64);
+/// if let Ok(y) = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [10]) {
+///     let _args = [RawArg::write(&y), n];
+/// }
+/// ```
+#[repr(transparent)]
+pub struct RawArg(DeviceArg);
+
+impl std::fmt::Debug for RawArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RawArg").field(&self.0).finish()
+    }
+}
+
+impl RawArg {
+    /// A pointer to `view`'s elements that the kernel only reads (`in`, `const`).
+    pub fn read<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, R, L, S>,
+    ) -> RawArg {
+        RawArg(DeviceArg::read(view))
+    }
+
+    /// A pointer to `view`'s elements that the kernel writes (`out`, `inout`, no direction):
+    /// the launch checks that no other argument overlaps the view.
+    pub fn write<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, R, L, S>,
+    ) -> RawArg {
+        RawArg(DeviceArg::write(view))
+    }
+
+    /// A pointer to `view`'s elements that the kernel updates with atomics (`out`, `inout`):
+    /// other arguments may read the same view.
+    pub fn atomic<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+        view: &View<T, R, L, S>,
+    ) -> RawArg {
+        RawArg(DeviceArg::atomic(view))
+    }
+
+    /// A scalar parameter.
+    pub fn scalar(value: impl Into<ScalarArg>) -> RawArg {
+        RawArg(DeviceArg::scalar(value))
+    }
+}
+
+/// The launch arguments `args` hold.
+fn device_args(args: &[RawArg]) -> &[DeviceArg] {
+    // SAFETY: `RawArg` is a `#[repr(transparent)]` wrapper of `DeviceArg`, so a slice of one
+    // has the layout and validity of a slice of the other; the borrow keeps `args`'s lifetime.
+    unsafe { std::slice::from_raw_parts(args.as_ptr().cast::<DeviceArg>(), args.len()) }
+}
 
 /// How a raw kernel uses a pointer parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -437,11 +500,11 @@ impl RawKernel {
     /// pure function, so bad arguments are refused the same with or without a device.
     ///
     /// ```
-    /// use hoplite_cuda::raw::RawKernel;
-    /// use hoplite_cuda::{CudaError, DeviceArg};
+    /// use hoplite_cuda::CudaError;
+    /// use hoplite_cuda::raw::{RawArg, RawKernel};
     /// let k = RawKernel::new("", "scale(a: double, n: sint64)")?;
-    /// assert_eq!(k.pack(&[DeviceArg::scalar(2.0), DeviceArg::scalar(10i64)])?.offsets(), [0, 8]);
-    /// let e = k.pack(&[DeviceArg::scalar(2.0f32), DeviceArg::scalar(10i64)]).unwrap_err();
+    /// assert_eq!(k.pack(&[RawArg::scalar(2.0), RawArg::scalar(10i64)])?.offsets(), [0, 8]);
+    /// let e = k.pack(&[RawArg::scalar(2.0f32), RawArg::scalar(10i64)]).unwrap_err();
     /// assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
     /// # Ok::<(), CudaError>(())
     /// ```
@@ -452,7 +515,12 @@ impl RawKernel {
     /// for a scalar or a scalar for a pointer, another element or scalar type, a writer for an
     /// `in` pointer or a reader for an `out` one, a view that is not contiguous, a written
     /// view that overlaps another view, or parameters past [`MAX_PARAM_BYTES`].
-    pub fn pack(&self, args: &[DeviceArg]) -> Result<ParamBuffer, CudaError> {
+    pub fn pack(&self, args: &[RawArg]) -> Result<ParamBuffer, CudaError> {
+        self.pack_args(device_args(args))
+    }
+
+    /// [`pack`](Self::pack) of the launch arguments `args`.
+    fn pack_args(&self, args: &[DeviceArg]) -> Result<ParamBuffer, CudaError> {
         let invalid = |reason: String| CudaError::InvalidLaunch {
             kernel: self.name,
             reason,
@@ -484,9 +552,9 @@ impl RawKernel {
                     let writes = h.access != HandleAccess::Read;
                     if writes != direction.writes() {
                         let fix = if direction.writes() {
-                            "DeviceArg::write or DeviceArg::atomic"
+                            "RawArg::write or RawArg::atomic"
                         } else {
-                            "DeviceArg::read"
+                            "RawArg::read"
                         };
                         return Err(invalid(format!(
                             "argument {k} (`{pname}`) is a {:?} handle for an {direction:?} pointer; pass {fix}",
@@ -521,7 +589,7 @@ impl RawKernel {
                 }
                 (RawParam::Scalar { .. }, KernelArg::Handle(_)) => {
                     return Err(invalid(format!(
-                        "argument {k} (`{pname}`) is a view for a scalar; pass DeviceArg::scalar"
+                        "argument {k} (`{pname}`) is a view for a scalar; pass RawArg::scalar"
                     )));
                 }
                 (_, KernelArg::TokenBits(_)) => {
@@ -679,16 +747,16 @@ impl Cuda {
     ///
     /// ```
     /// use hoplite_cuda::geometry::LaunchGeometry;
-    /// use hoplite_cuda::raw::RawKernel;
-    /// use hoplite_cuda::{Cuda, CudaError, DeviceArg};
+    /// use hoplite_cuda::raw::{RawArg, RawKernel};
+    /// use hoplite_cuda::{Cuda, CudaError};
     /// let k = RawKernel::new("extern \"C\" __global__ void nop(int n) {}", "nop(n: sint32)")?;
     /// let g = LaunchGeometry { grid: [1, 1, 1], block: [32, 1, 1], shared_bytes: 0 };
     /// // A wrong argument is refused before the device is asked.
     /// // SAFETY: the kernel touches no memory.
-    /// let e = unsafe { Cuda::default().launch_raw(&k, g, &[DeviceArg::scalar(1u32)]) }.unwrap_err();
+    /// let e = unsafe { Cuda::default().launch_raw(&k, g, &[RawArg::scalar(1u32)]) }.unwrap_err();
     /// assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
     /// // SAFETY: the kernel touches no memory.
-    /// if let Err(e) = unsafe { Cuda::default().launch_raw(&k, g, &[DeviceArg::scalar(1i32)]) } {
+    /// if let Err(e) = unsafe { Cuda::default().launch_raw(&k, g, &[RawArg::scalar(1i32)]) } {
     ///     println!("{e}"); // no device here
     /// }
     /// # Ok::<(), CudaError>(())
@@ -713,9 +781,10 @@ impl Cuda {
         &self,
         kernel: &RawKernel,
         geometry: LaunchGeometry,
-        args: &[DeviceArg],
+        args: &[RawArg],
     ) -> Result<(), CudaError> {
         let mut params = kernel.pack(args)?;
+        let args = device_args(args);
         check_geometry(kernel.name, &geometry)?;
         let stream = self.stream()?;
         let device = &stream.device;
@@ -779,7 +848,7 @@ impl Cuda {
         &self,
         kernel: &RawKernel,
         n: usize,
-        args: &[DeviceArg],
+        args: &[RawArg],
     ) -> Result<(), CudaError> {
         let Some(geometry) = elements_geometry(n as u64, 256)? else {
             kernel.pack(args)?;

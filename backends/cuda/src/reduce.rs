@@ -1,8 +1,9 @@
 //! Reductions and scans on the device: the value layouts of the reduce patterns, the bounded
 //! geometry that sizes the partials, the joins the device applies, the host join in a fixed
-//! order and the
-//! exclusive prefix of a scan's chunk sums. Everything here is pure and tested without a
-//! GPU; `Cuda::reduce_*` and `Cuda::scan_range` (in `launch/`) drive the device with it.
+//! order and the exclusive prefix of a scan's chunk sums. Everything here is pure and tested
+//! without a GPU; the reductions and scans in `launch/` (behind `parallel_reduce` and
+//! `parallel_scan` on a `Cuda` policy) and a CUDA Graph's reduce nodes drive the device with
+//! it.
 //!
 //! # The join order
 //!

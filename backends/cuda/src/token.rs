@@ -54,7 +54,7 @@
 use hoplite_core::{DeviceUniqueToken, KernelTokenSpace};
 
 use crate::geometry::DeviceLimits;
-use crate::{Cuda, CudaError, CudaSpace, DeviceArg};
+use crate::{Cuda, CudaError, CudaSpace};
 
 /// The ids of a default device token: every thread that can be resident on the device at
 /// once (`multiProcessorCount * maxThreadsPerMultiProcessor`), as Kokkos sizes
@@ -168,33 +168,10 @@ impl KernelTokenSpace for Cuda {
     }
 }
 
-impl DeviceArg {
-    /// A unique token (a `tokens: &impl UniqueToken` parameter): the launch passes its lock
-    /// words and size, refuses a token of another GPU than the instance's
-    /// ([`CudaError::WrongDevice`]) and keeps the pool alive until the instance is fenced.
-    ///
-    /// ```
-    /// use hoplite_cuda::{Cuda, DeviceArg};
-    /// match Cuda::new().and_then(|cuda| cuda.unique_token_with_size(64)) {
-    ///     Ok(tokens) => {
-    ///         let _args = [DeviceArg::token(&tokens), DeviceArg::scalar(8usize)];
-    ///     }
-    ///     Err(e) => println!("{e}"), // no device here
-    /// }
-    /// ```
-    pub fn token(token: &CudaUniqueToken) -> DeviceArg {
-        DeviceArg::token_parts(
-            token.lock_words().data() as usize as u64,
-            token.size() as u64,
-            token.memory_space().device(),
-            Some(std::sync::Arc::new(token.lock_words().clone())),
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch::DeviceArg;
 
     #[test]
     fn default_size_is_every_resident_thread() {
@@ -312,8 +289,7 @@ mod tests {
         ];
         let e = pack_for::<Binned>(&range, &swapped).expect_err("a scalar where the token goes");
         assert!(
-            e.to_string()
-                .contains("`tokens` is a unique token (`DeviceArg::token`)"),
+            e.to_string().contains("`tokens` is a unique token (pass one"),
             "{e}"
         );
         let empty = [

@@ -1,16 +1,24 @@
-//! CUDA Graphs behind hoplite-graph's `GraphBackend`: the structure and the kernel arguments
-//! are checked without a device; with a GPU the graphs run.
+//! CUDA Graphs behind hoplite-graph's `GraphBackend`: graphs of the generic builder
+//! (`create_graph_with(&cuda, CudaGraph::new(&cuda), ..)`) whose structure and kernel arguments
+//! are checked without a device; with a GPU the graphs run and match the eager launches.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
-use hoplite_core::{LayoutLeft, TeamPolicy, View};
+use hoplite_core::{ArrayLayout, LayoutLeft, LayoutRight, MDRangePolicy, TeamPolicy, View};
 use hoplite_cuda::copy_to_device;
 use hoplite_cuda::graph::CudaGraph;
-use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_host};
-use hoplite_graph::{Access, GraphBackend, GraphNodes, NodeId, NodeKernel, NodeKind, create_graph_with};
+use hoplite_cuda::{Cuda, CudaSpace, copy_to_host};
+use hoplite_graph::{
+    Access, Graph, GraphBackend, GraphBuilder, GraphNodes, NodeId, NodeKernel, NodeKind, ReduceResult,
+    create_graph_with,
+};
+
+mod support;
+
+use support::{point_run, runs};
 
 /// `y = 1`.
 #[kernel]
@@ -47,13 +55,18 @@ pub fn prefix(
 
 /// A weighted sum over a rank-2 MDRange.
 #[kernel]
-pub fn weighted(ij: MdIdx<'_, 2>, a: BoundReader<'_, i64, 2>, acc: &mut i64) {
+pub fn weighted<L: ArrayLayout>(ij: MdIdx<'_, 2>, a: BoundReader<'_, i64, 2, L>, acc: &mut i64) {
     *acc += a.get(ij) * (ij[0] as i64 + 1);
 }
 
 /// Row sums by teams, joined into one total.
 #[kernel]
-pub fn team_total(m: &impl TeamMember, a: BoundReader<'_, i64, 2>, cols: usize, acc: &mut i64) {
+pub fn team_total<L: ArrayLayout>(
+    m: &impl TeamMember,
+    a: BoundReader<'_, i64, 2, L>,
+    cols: usize,
+    acc: &mut i64,
+) {
     let row = m.league_rank();
     let mut part = 0i64;
     let mut j = m.team_rank();
@@ -139,33 +152,50 @@ fn the_structure_is_checked_before_the_device() {
     assert!(e.to_string().contains("not in the graph's node list"), "{e}");
 }
 
+/// A CUDA graph on `cuda` built by `build`.
+fn cuda_graph(cuda: &Cuda, build: impl for<'g> FnOnce(&GraphBuilder<'g, Cuda>)) -> Graph<Cuda> {
+    create_graph_with(cuda, CudaGraph::new(cuda), build).expect("construction needs no device")
+}
+
+/// Submits `graph`: `Ok(true)` where it ran, `Ok(false)` where only the device was missing.
+fn submitted(graph: &mut Graph<Cuda>) -> Result<bool, hoplite_graph::GraphError> {
+    match graph.submit() {
+        Ok(()) => Ok(true),
+        Err(e) if is_absence(&e.to_string()) => {
+            println!("skipped running the graph: {e}");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 #[test]
 fn kernel_nodes_check_their_arguments() {
-    let y: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
-    let mut g = CudaGraph::new(&Cuda::default());
-    let e = g
-        .kernel_range::<ones>(0..4, &[DeviceArg::write(&y)], &[])
-        .expect_err("the writer is empty");
-    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
-    let e = g
-        .kernel_range::<scaled>(0..0, &[DeviceArg::write(&y)], &[])
-        .expect_err("too few arguments");
-    assert!(e.to_string().contains("1 arguments for 3 parameters"), "{e}");
-    let a = g
-        .kernel_range::<ones>(0..0, &[DeviceArg::write(&y)], &[])
-        .expect("valid");
-    let e = g
-        .kernel_range::<ones>(0..0, &[DeviceArg::write(&y)], &[NodeId(7)])
-        .expect_err("a later node");
-    assert!(matches!(e, CudaError::InvalidGraph { .. }), "{e}");
-    let b = g.join(&[a]).expect("a join");
-    assert_eq!((a.0, b.0, g.len()), (0, 1, 2));
-    match g.run() {
-        Ok(()) => assert!(Cuda::default().is_available()),
-        Err(e) => {
-            assert!(is_absence(&e.to_string()), "{e}");
-            println!("skipped running the graph: {e}");
-        }
+    let cuda = Cuda::default();
+    let y: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+    // A writer of extent 0 cannot take 4 indices: refused when the node is added, named.
+    let mut short = cuda_graph(&cuda, |g| {
+        g.parallel_for(
+            "ones",
+            (RangePolicy::new(cuda.clone(), 0..4), (y.write(),)),
+            ones::with(),
+        );
+    });
+    let e = short.submit().expect_err("the writer is empty").to_string();
+    assert!(
+        e.contains("`ones`") && e.contains("cannot take every index"),
+        "{e}"
+    );
+    // A valid chain runs, or stops at the missing device.
+    let z: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+    let mut chain = cuda_graph(&cuda, |g| {
+        let range = RangePolicy::new(cuda.clone(), 0..0);
+        g.parallel_for("ones", (range.clone(), (y.write(),)), ones::with())
+            .then_parallel_for("scaled", (range, (z.write(), y.read())), scaled::with(3.0));
+    });
+    assert_eq!(chain.nodes().len(), 3, "the root and two kernel nodes");
+    if submitted(&mut chain).expect("only the device may be missing") {
+        assert!(Cuda::default().is_available());
     }
 }
 
@@ -209,107 +239,92 @@ fn kernel_graphs_on_a_device() {
         }
     };
     let n = 4096;
-    let y = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [n]).expect("device memory");
-    let z = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("z", [n]).expect("device memory");
-    let mut g = CudaGraph::new(&cuda);
-    let a = g
-        .kernel_range::<ones>(0..n, &[DeviceArg::write(&y)], &[])
-        .expect("valid");
-    g.kernel_range::<scaled>(
-        0..n,
-        &[DeviceArg::write(&z), DeviceArg::read(&y), DeviceArg::scalar(3.0)],
-        &[a],
-    )
-    .expect("valid");
-    g.run().expect("runs");
-    g.run().expect("runs again");
+    let y = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing("y", [n]).expect("device memory");
+    let z = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing("z", [n]).expect("device memory");
+    let mut graph = cuda_graph(&cuda, |g| {
+        let range = RangePolicy::new(cuda.clone(), 0..n);
+        g.parallel_for("ones", (range.clone(), (y.write(),)), ones::with())
+            .then_parallel_for("scaled", (range, (z.write(), y.read())), scaled::with(3.0));
+    });
+    graph.submit().expect("runs");
+    graph.submit().expect("runs again");
     let mut out = vec![0.0; n];
     copy_to_host(&mut out, &z).expect("copy out");
     assert!(out.iter().all(|&v| v == 3.0));
 }
 
 #[test]
-fn reduction_nodes_check_the_reducer_and_arguments_before_the_device() {
+fn reduction_nodes_store_their_value_on_every_run() {
     let cuda = Cuda::default();
-    let x: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
-    let mut g = CudaGraph::new(&cuda);
-    let e = g
-        .reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f32>::new(), &[])
-        .expect_err("the accumulator is f64");
-    assert!(
-        matches!(e, CudaError::InvalidLaunch { kernel: "total", .. }),
-        "{e}"
-    );
-    let e = g
-        .reduce_range::<total, _>(0..0, &[DeviceArg::scalar(1.0)], Sum::<f64>::new(), &[])
-        .expect_err("a scalar for a reader");
-    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
-    let e = g
-        .reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f64>::new(), &[NodeId(3)])
-        .expect_err("no node 3 yet");
-    assert!(matches!(e, CudaError::InvalidGraph { .. }), "{e}");
-    assert!(g.is_empty(), "refused nodes are not added");
-    let (node, sum) = g
-        .reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f64>::new(), &[])
-        .expect("valid");
-    assert_eq!(node, NodeId(0));
-    assert_eq!(sum.value(), None, "no run yet");
-    match g.run() {
-        Ok(()) => assert_eq!(sum.value(), Some(0.0)),
-        Err(e) => assert!(is_absence(&e.to_string()), "{e}"),
+    let x: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+    let sum = ReduceResult::<f64>::new();
+    let mut graph = cuda_graph(&cuda, |g| {
+        let range = RangePolicy::new(cuda.clone(), 0..0);
+        g.parallel_reduce(
+            "total",
+            (range, (x.read(),)),
+            total::with(),
+            Sum::<f64>::new(),
+            sum.clone(),
+        );
+    });
+    assert_eq!(sum.get(), None, "no run yet");
+    if submitted(&mut graph).expect("only the device may be missing") {
+        assert_eq!(sum.get(), Some(0.0), "the identity of an empty range");
+    }
+
+    let Ok(cuda) = Cuda::new() else {
+        println!("skipped the device run: no CUDA device");
+        return;
+    };
+    let n = 100_000;
+    let y = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing("y", [n]).expect("device memory");
+    let mut graph = cuda_graph(&cuda, |g| {
+        let range = RangePolicy::new(cuda.clone(), 0..n);
+        g.parallel_for("ones", (range.clone(), (y.write(),)), ones::with())
+            .then_parallel_reduce(
+                "total",
+                (range, (y.read(),)),
+                total::with(),
+                Sum::<f64>::new(),
+                sum.clone(),
+            );
+    });
+    for _ in 0..2 {
+        graph.submit().expect("runs");
+        assert_eq!(sum.get(), Some(n as f64));
     }
 }
 
 #[test]
-fn reduction_nodes_on_a_device() {
-    let cuda = match Cuda::new() {
-        Ok(c) => c,
-        Err(e) => {
-            println!("skipped: no device ({e})");
-            return;
-        }
-    };
-    let n = 100_000;
-    let y = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [n]).expect("device memory");
-    let mut g = CudaGraph::new(&cuda);
-    let fill = g
-        .kernel_range::<ones>(0..n, &[DeviceArg::write(&y)], &[])
-        .expect("valid");
-    let (_, sum) = g
-        .reduce_range::<total, _>(0..n, &[DeviceArg::read(&y)], Sum::<f64>::new(), &[fill])
-        .expect("valid");
-    g.run().expect("runs");
-    assert_eq!(sum.value(), Some(n as f64));
-    g.run().expect("runs again");
-    assert_eq!(sum.value(), Some(n as f64));
-}
-
-#[test]
-fn scan_nodes_check_their_value_type_and_run_their_two_passes() {
+fn scan_nodes_check_their_writer_and_run_their_two_passes() {
     let cuda = Cuda::default();
     let (x, y): (
-        View<i64, 1, LayoutLeft, CudaSpace>,
-        View<i64, 1, LayoutLeft, CudaSpace>,
+        View<i64, 1, LayoutRight, CudaSpace>,
+        View<i64, 1, LayoutRight, CudaSpace>,
     ) = (View::default(), View::default());
-    let mut g = CudaGraph::new(&cuda);
-    let e = g
-        .scan_range::<prefix, f64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])
-        .expect_err("the kernel scans i64");
-    assert!(
-        matches!(e, CudaError::InvalidLaunch { kernel: "prefix", .. }),
-        "{e}"
-    );
-    let e = g
-        .scan_range::<prefix, i64>(0..4, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])
-        .expect_err("a writer of extent 0 cannot take 4 indices");
-    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
-    let (_, total) = g
-        .scan_range::<prefix, i64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])
-        .expect("valid");
-    assert_eq!(total.value(), None);
-    match g.run() {
-        Ok(()) => assert_eq!(total.value(), Some(0)),
-        Err(e) => assert!(is_absence(&e.to_string()), "{e}"),
+    let mut short = cuda_graph(&cuda, |g| {
+        let range = RangePolicy::new(cuda.clone(), 0..4);
+        g.root()
+            .then_parallel_scan("prefix", (range, (y.write(), x.read())), prefix::with());
+    });
+    let e = short
+        .submit()
+        .expect_err("a writer of extent 0 cannot take 4 indices")
+        .to_string();
+    assert!(e.contains("`prefix`") && !is_absence(&e), "{e}");
+    let total = ReduceResult::<i64>::new();
+    let mut empty = cuda_graph(&cuda, |g| {
+        let range = RangePolicy::new(cuda.clone(), 0..0);
+        g.root().then_parallel_scan_into(
+            "prefix",
+            (range, (y.write(), x.read())),
+            prefix::with(),
+            total.clone(),
+        );
+    });
+    if submitted(&mut empty).expect("only the device may be missing") {
+        assert_eq!(total.get(), Some(0));
     }
 
     let Ok(cuda) = Cuda::new() else {
@@ -317,18 +332,21 @@ fn scan_nodes_check_their_value_type_and_run_their_two_passes() {
         return;
     };
     let n = 50_000;
-    let x = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n]).expect("device memory");
-    let y = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [n]).expect("device memory");
-    let mut g = CudaGraph::new(&cuda);
-    let fill = g
-        .kernel_range::<ones_i64>(0..n, &[DeviceArg::write(&x)], &[])
-        .expect("valid");
-    let (_, total) = g
-        .scan_range::<prefix, i64>(0..n, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[fill])
-        .expect("valid");
+    let x = View::<i64, 1, LayoutRight, CudaSpace>::without_initializing("x", [n]).expect("device memory");
+    let y = View::<i64, 1, LayoutRight, CudaSpace>::without_initializing("y", [n]).expect("device memory");
+    let mut graph = cuda_graph(&cuda, |g| {
+        let range = RangePolicy::new(cuda.clone(), 0..n);
+        g.parallel_for("ones", (range.clone(), (x.write(),)), ones_i64::with())
+            .then_parallel_scan_into(
+                "prefix",
+                (range, (y.write(), x.read())),
+                prefix::with(),
+                total.clone(),
+            );
+    });
     for _ in 0..2 {
-        g.run().expect("runs");
-        assert_eq!(total.value(), Some(n as i64));
+        graph.submit().expect("runs");
+        assert_eq!(total.get(), Some(n as i64));
         let mut out = vec![0i64; n];
         copy_to_host(&mut out, &y).expect("copy out");
         assert!(out.iter().enumerate().all(|(i, v)| *v == i as i64 + 1));
@@ -339,70 +357,49 @@ fn scan_nodes_check_their_value_type_and_run_their_two_passes() {
 fn mdrange_and_team_reduction_nodes_are_checked_before_the_device() {
     let cuda = Cuda::default();
     let a: View<i64, 2, LayoutLeft, CudaSpace> = View::default();
-    let mut g = CudaGraph::new(&cuda);
-    let e = g
-        .reduce_mdrange::<weighted, _, 2>([0, 0], [0, 0], &[DeviceArg::read(&a)], Sum::<f64>::new(), &[])
-        .expect_err("the accumulator is i64");
-    assert!(
-        matches!(
-            e,
-            CudaError::InvalidLaunch {
-                kernel: "weighted",
-                ..
-            }
-        ),
-        "{e}"
-    );
-    let e = g
-        .reduce_mdrange::<weighted, _, 3>(
-            [0, 0, 0],
-            [0, 0, 0],
-            &[DeviceArg::read(&a)],
-            Sum::<i64>::new(),
-            &[],
-        )
-        .expect_err("a rank-2 kernel over a rank-3 MDRange");
-    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
-    let e = g
-        .reduce_mdrange::<weighted, _, 2>([0, 0], [0, 0], &[DeviceArg::scalar(1i64)], Sum::<i64>::new(), &[])
-        .expect_err("a scalar for a reader");
-    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
-    let policy = TeamPolicy::new(cuda.clone(), 0, TeamSize::Auto);
-    let team_args = [DeviceArg::read(&a), DeviceArg::scalar(0usize)];
-    let e = g
-        .reduce_team::<team_total, _>(&policy, &team_args, Sum::<f64>::new(), &[])
-        .expect_err("the accumulator is i64");
-    assert!(
-        matches!(
-            e,
-            CudaError::InvalidLaunch {
-                kernel: "team_total",
-                ..
-            }
-        ),
-        "{e}"
-    );
-    let e = g
-        .reduce_team::<weighted, _>(&policy, &[DeviceArg::read(&a)], Sum::<i64>::new(), &[])
-        .expect_err("an MDRange kernel over a league");
-    assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
-    let e = g
-        .reduce_team::<team_total, _>(&policy, &team_args, Sum::<i64>::new(), &[NodeId(0)])
-        .expect_err("no node 0 yet");
-    assert!(matches!(e, CudaError::InvalidGraph { .. }), "{e}");
-    assert!(g.is_empty(), "refused nodes are not added");
+    // A reducer that is not commutative over square tiles: joined tile by tile on the host
+    // backends, which a device walk does not give; refused when the node is added, as the
+    // eager reduction refuses it.
+    let tiled = MDRangePolicy::new(cuda.clone(), [0, 0], [8, 8]).with_tiles([2, 2]);
+    let mut unordered = cuda_graph(&cuda, |g| {
+        g.parallel_reduce("runs", tiled, point_run::with(8, 1), runs(), ReduceResult::new());
+    });
+    let e = unordered
+        .submit()
+        .expect_err("tiles walked tile by tile")
+        .to_string();
+    assert!(e.contains("`runs`") && e.contains("is not commutative"), "{e}");
 
-    let (md, md_sum) = g
-        .reduce_mdrange::<weighted, _, 2>([0, 0], [0, 0], &[DeviceArg::read(&a)], Sum::<i64>::new(), &[])
-        .expect("valid");
-    let (teams, team_sum) = g
-        .reduce_team::<team_total, _>(&policy, &team_args, Sum::<i64>::new(), &[md])
-        .expect("valid");
-    assert_eq!((md, teams), (NodeId(0), NodeId(1)));
-    assert_eq!((md_sum.value(), team_sum.value()), (None, None), "no run yet");
-    match g.run() {
-        Ok(()) => assert_eq!((md_sum.value(), team_sum.value()), (Some(0), Some(0))),
-        Err(e) => assert!(is_absence(&e.to_string()), "{e}"),
+    let (md_sum, runs_of, team_sum) = (ReduceResult::new(), ReduceResult::new(), ReduceResult::new());
+    let mut graph = cuda_graph(&cuda, |g| {
+        let empty = MDRangePolicy::new(cuda.clone(), [0, 0], [0, 0]);
+        let md = g.parallel_reduce(
+            "weighted",
+            (empty.clone(), (a.read(),)),
+            weighted::with(),
+            Sum::<i64>::new(),
+            md_sum.clone(),
+        );
+        md.then_parallel_reduce("runs", empty, point_run::with(0, 1), runs(), runs_of.clone());
+        // A team policy is validated against the device's team sizes: without a device
+        // there is none (`mdrange_and_team_reduction_nodes_on_a_device` has the team node).
+        if cuda.is_available() {
+            let teams = TeamPolicy::new(cuda.clone(), 0, 32);
+            md.then_parallel_reduce(
+                "rows",
+                (teams, (a.read(),)),
+                team_total::with::<Cuda, _>(0),
+                Sum::<i64>::new(),
+                team_sum.clone(),
+            );
+        }
+    });
+    assert_eq!((md_sum.get(), team_sum.get()), (None, None), "no run yet");
+    if submitted(&mut graph).expect("only the device may be missing") {
+        assert_eq!(
+            (md_sum.get(), runs_of.get(), team_sum.get()),
+            (Some(0), Some(-1), Some(0))
+        );
     }
 }
 
@@ -428,33 +425,49 @@ fn mdrange_and_team_reduction_nodes_on_a_device() {
             total += v;
         }
     }
-    let mut g = CudaGraph::new(&cuda);
-    let (md, md_sum) = g
-        .reduce_mdrange::<weighted, _, 2>(
-            [0, 0],
-            [rows, cols],
-            &[DeviceArg::read(&a)],
+    let (md_sum, runs_of, team_sum) = (ReduceResult::new(), ReduceResult::new(), ReduceResult::new());
+    let box_ = MDRangePolicy::new(cuda.clone(), [0, 0], [rows, cols]);
+    let mut graph = cuda_graph(&cuda, |g| {
+        let md = g.parallel_reduce(
+            "weighted",
+            (box_.clone(), (a.read(),)),
+            weighted::with(),
             Sum::<i64>::new(),
-            &[],
-        )
-        .expect("valid");
-    let policy = TeamPolicy::new(cuda.clone(), rows, TeamSize::Auto);
-    let (_, team_sum) = g
-        .reduce_team::<team_total, _>(
-            &policy,
-            &[DeviceArg::read(&a), DeviceArg::scalar(cols)],
+            md_sum.clone(),
+        );
+        md.then_parallel_reduce(
+            "runs",
+            box_.clone(),
+            point_run::with(cols, 1),
+            runs(),
+            runs_of.clone(),
+        );
+        let teams = TeamPolicy::new(cuda.clone(), rows, TeamSize::Auto);
+        md.then_parallel_reduce(
+            "rows",
+            (teams, (a.read(),)),
+            team_total::with::<Cuda, _>(cols),
             Sum::<i64>::new(),
-            &[md],
-        )
-        .expect("valid");
+            team_sum.clone(),
+        );
+    });
     for run in 0..2 {
-        g.run().expect("runs");
-        assert_eq!(md_sum.value(), Some(want), "run {run}");
-        assert_eq!(team_sum.value(), Some(total), "run {run}");
+        graph.submit().expect("runs");
+        assert_eq!(md_sum.get(), Some(want), "run {run}");
+        assert_eq!(
+            runs_of.get(),
+            Some((rows * cols) as i64),
+            "run {run}: index order"
+        );
+        assert_eq!(team_sum.get(), Some(total), "run {run}");
     }
-    // The eager reductions give the same values.
-    let eager = cuda
-        .reduce_mdrange::<weighted, _, 2>([0, 0], [rows, cols], &[DeviceArg::read(&a)], &Sum::<i64>::new())
-        .expect("mdrange");
+    // The eager reduction gives the same value.
+    let eager = parallel_reduce(
+        "weighted",
+        (box_, (a.read(),)),
+        weighted::with(),
+        Sum::<i64>::new(),
+    )
+    .expect("mdrange");
     assert_eq!(eager, want);
 }

@@ -5,15 +5,20 @@
 //! One test only touches the driver: the enabled pairs are process-wide, so the refusal before
 //! enabling and the launch after it must not race another test of this binary.
 
-use hoplite::prelude::*;
-use hoplite::{BoundReader, BoundWriter, kernel};
-use hoplite_core::{ExecutionSpace, LayoutLeft, View};
-use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, can_access_peer, copy_to_device, copy_to_host};
+use hoplite_core::{ExecutionSpace, LayoutRight, View};
+use hoplite_cuda::{Cuda, CudaError, CudaSpace, can_access_peer, copy_to_device, copy_to_host};
 
-/// `y = a x`.
-#[kernel]
-pub fn peer_scale(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, a: f64) {
-    y.set(i, a * x.get(i));
+mod support;
+
+use support::scale_on;
+
+/// Whether `e` is the `WrongDevice` refusal of a view of `view_device` on an instance of
+/// `instance_device`, naming the fix.
+fn is_wrong_device(e: &hoplite_core::Error, view_device: usize, instance_device: usize) -> bool {
+    let message = e.to_string();
+    message.contains(&format!(
+        "is a view of CUDA device {view_device}, but the instance is a stream of device {instance_device}"
+    )) && message.contains(&format!("enable_peer_access({view_device})"))
 }
 
 fn is_absence(e: &CudaError) -> bool {
@@ -50,20 +55,11 @@ fn a_kernel_reads_a_peers_view_once_access_is_enabled() {
                 assert_eq!(err, e, "enable_peer_access({peer})");
             }
             // A launch with a view of device 1 stops at the absence, not at the device check.
-            let x1: View<f64, 1, LayoutLeft, CudaSpace> =
+            let x1: View<f64, 1, LayoutRight, CudaSpace> =
                 View::without_initializing_in(CudaSpace::on_device(1), "x1", [0]).expect("no memory needed");
-            let y0: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
-            let err = cuda
-                .launch_range::<peer_scale>(
-                    0..0,
-                    &[
-                        DeviceArg::write(&y0),
-                        DeviceArg::read(&x1),
-                        DeviceArg::scalar(2.0),
-                    ],
-                )
-                .expect_err("no device");
-            assert_eq!(err, e);
+            let y0: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+            let err = scale_on(&cuda, 0, &y0, &x1, 2.0).expect_err("no device");
+            assert_eq!(err, hoplite_core::Error::from(e.clone()));
             println!("skipped the GPU part: {e}");
             return;
         }
@@ -87,40 +83,22 @@ fn a_kernel_reads_a_peers_view_once_access_is_enabled() {
     }
     let n = 1000;
     let x1 =
-        View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(CudaSpace::on_device(1), "x1", [n])
+        View::<f64, 1, LayoutRight, CudaSpace>::without_initializing_in(CudaSpace::on_device(1), "x1", [n])
             .expect("device 1 memory");
     let y0 =
-        View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(CudaSpace::on_device(0), "y0", [n])
+        View::<f64, 1, LayoutRight, CudaSpace>::without_initializing_in(CudaSpace::on_device(0), "y0", [n])
             .expect("device 0 memory");
     let host: Vec<f64> = (0..n).map(|i| i as f64).collect();
     copy_to_device(&x1, &host).expect("copy into device 1");
-    let args = [
-        DeviceArg::write(&y0),
-        DeviceArg::read(&x1),
-        DeviceArg::scalar(3.0),
-    ];
-    let err = cuda0
-        .launch_range::<peer_scale>(0..n, &args)
-        .expect_err("access 0 -> 1 not enabled yet");
-    assert!(
-        matches!(
-            err,
-            CudaError::WrongDevice {
-                view_device: 1,
-                instance_device: 0,
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert!(err.to_string().contains("enable_peer_access(1)"), "{err}");
+    let err = scale_on(&cuda0, n, &y0, &x1, 3.0).expect_err("access 0 -> 1 not enabled yet");
+    assert!(is_wrong_device(&err, 1, 0), "{err}");
     // Contiguous copies between the GPUs need no peer access (`cuMemcpyPeerAsync`), in both
     // directions, on device 0's stream.
     let z0 =
-        View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(CudaSpace::on_device(0), "z0", [n])
+        View::<f64, 1, LayoutRight, CudaSpace>::without_initializing_in(CudaSpace::on_device(0), "z0", [n])
             .expect("device 0 memory");
     let z1 =
-        View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing_in(CudaSpace::on_device(1), "z1", [n])
+        View::<f64, 1, LayoutRight, CudaSpace>::without_initializing_in(CudaSpace::on_device(1), "z1", [n])
             .expect("device 1 memory");
     cuda0.copy(&z0, &x1).expect("copy from device 1 to device 0");
     cuda0.copy(&z1, &z0).expect("copy from device 0 to device 1");
@@ -136,9 +114,7 @@ fn a_kernel_reads_a_peers_view_once_access_is_enabled() {
     }
     cuda0.enable_peer_access(1).expect("peer access 0 -> 1");
     cuda0.enable_peer_access(1).expect("enabling again is success");
-    cuda0
-        .launch_range::<peer_scale>(0..n, &args)
-        .expect("device 0 reads device 1's view");
+    scale_on(&cuda0, n, &y0, &x1, 3.0).expect("device 0 reads device 1's view");
     cuda0.fence().expect("fence");
     let mut out = vec![0.0; n];
     copy_to_host(&mut out, &y0).expect("copy out of device 0");
@@ -147,23 +123,6 @@ fn a_kernel_reads_a_peers_view_once_access_is_enabled() {
     }
     // Access is one way: device 1's instance still refuses device 0's views.
     let cuda1 = Cuda::on_device(1).expect("device 1");
-    let back = [
-        DeviceArg::write(&x1),
-        DeviceArg::read(&y0),
-        DeviceArg::scalar(1.0),
-    ];
-    let err = cuda1
-        .launch_range::<peer_scale>(0..n, &back)
-        .expect_err("access 1 -> 0 not enabled");
-    assert!(
-        matches!(
-            err,
-            CudaError::WrongDevice {
-                view_device: 0,
-                instance_device: 1,
-                ..
-            }
-        ),
-        "{err}"
-    );
+    let err = scale_on(&cuda1, n, &x1, &y0, 1.0).expect_err("access 1 -> 0 not enabled");
+    assert!(is_wrong_device(&err, 0, 1), "{err}");
 }

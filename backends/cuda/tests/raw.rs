@@ -7,8 +7,10 @@ use hoplite_core::device_kernel::ScalarType;
 use hoplite_core::{LayoutLeft, View};
 use hoplite_cuda::geometry::LaunchGeometry;
 use hoplite_cuda::nvrtc::Nvrtc;
-use hoplite_cuda::raw::{PointerDirection, RawKernel, RawParam, parse_signature, ptx_entry_param_sizes};
-use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_device, copy_to_host};
+use hoplite_cuda::raw::{
+    PointerDirection, RawArg, RawKernel, RawParam, parse_signature, ptx_entry_param_sizes,
+};
+use hoplite_cuda::{Cuda, CudaError, CudaSpace, copy_to_device, copy_to_host};
 
 const AXPY: &str = r#"
 extern "C" __global__ void axpy(double* y, const double* x, double a, long long n) {
@@ -103,7 +105,7 @@ fn arguments_that_do_not_match_the_signature_are_refused_before_the_driver() {
     let x: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
     let xf: View<f32, 1, LayoutLeft, CudaSpace> = View::default();
     let cuda = Cuda::default();
-    let refused = |args: &[DeviceArg], words: &str| {
+    let refused = |args: &[RawArg], words: &str| {
         let packed = axpy.pack(args).expect_err(words);
         assert!(
             matches!(packed, CudaError::InvalidLaunch { kernel: "axpy", .. }),
@@ -114,67 +116,67 @@ fn arguments_that_do_not_match_the_signature_are_refused_before_the_driver() {
         let launched = unsafe { cuda.launch_raw_elements(&axpy, 16, args) }.expect_err(words);
         assert_eq!(launched, packed);
     };
-    refused(&[DeviceArg::write(&y)], "takes 4 arguments, 1 were given");
+    refused(&[RawArg::write(&y)], "takes 4 arguments, 1 were given");
     refused(
         &[
-            DeviceArg::read(&y),
-            DeviceArg::read(&x),
-            DeviceArg::scalar(2.0),
-            DeviceArg::scalar(4i64),
+            RawArg::read(&y),
+            RawArg::read(&x),
+            RawArg::scalar(2.0),
+            RawArg::scalar(4i64),
         ],
-        "DeviceArg::write",
+        "RawArg::write",
     );
     refused(
         &[
-            DeviceArg::write(&y),
-            DeviceArg::write(&x),
-            DeviceArg::scalar(2.0),
-            DeviceArg::scalar(4i64),
+            RawArg::write(&y),
+            RawArg::write(&x),
+            RawArg::scalar(2.0),
+            RawArg::scalar(4i64),
         ],
-        "DeviceArg::read",
+        "RawArg::read",
     );
     refused(
         &[
-            DeviceArg::write(&y),
-            DeviceArg::read(&xf),
-            DeviceArg::scalar(2.0),
-            DeviceArg::scalar(4i64),
+            RawArg::write(&y),
+            RawArg::read(&xf),
+            RawArg::scalar(2.0),
+            RawArg::scalar(4i64),
         ],
         "a view of F32 for a pointer to F64",
     );
     refused(
         &[
-            DeviceArg::write(&y),
-            DeviceArg::read(&x),
-            DeviceArg::scalar(2.0f32),
-            DeviceArg::scalar(4i64),
+            RawArg::write(&y),
+            RawArg::read(&x),
+            RawArg::scalar(2.0f32),
+            RawArg::scalar(4i64),
         ],
         "a F32 for a parameter of F64",
     );
     refused(
         &[
-            DeviceArg::write(&y),
-            DeviceArg::scalar(1.0),
-            DeviceArg::scalar(2.0),
-            DeviceArg::scalar(4i64),
+            RawArg::write(&y),
+            RawArg::scalar(1.0),
+            RawArg::scalar(2.0),
+            RawArg::scalar(4i64),
         ],
         "a scalar for a pointer",
     );
     refused(
         &[
-            DeviceArg::write(&y),
-            DeviceArg::read(&x),
-            DeviceArg::read(&x),
-            DeviceArg::scalar(4i64),
+            RawArg::write(&y),
+            RawArg::read(&x),
+            RawArg::read(&x),
+            RawArg::scalar(4i64),
         ],
         "a view for a scalar",
     );
     // `isize` is accepted for `sint64`, and the block is 8 + 8 + 8 + 8 bytes.
     let ok = [
-        DeviceArg::write(&y),
-        DeviceArg::read(&x),
-        DeviceArg::scalar(2.0),
-        DeviceArg::scalar(4isize),
+        RawArg::write(&y),
+        RawArg::read(&x),
+        RawArg::scalar(2.0),
+        RawArg::scalar(4isize),
     ];
     assert_eq!(axpy.pack(&ok).expect("matches").offsets(), [0, 8, 16, 24]);
     // Geometry is checked before the device too.
@@ -276,10 +278,10 @@ fn a_raw_axpy_runs_on_the_device() {
     copy_to_device(&y, &vec![1.0; n]).expect("copies");
     let axpy = RawKernel::new(AXPY, AXPY_SIG).expect("parses");
     let args = [
-        DeviceArg::write(&y),
-        DeviceArg::read(&x),
-        DeviceArg::scalar(2.0),
-        DeviceArg::scalar(n as i64),
+        RawArg::write(&y),
+        RawArg::read(&x),
+        RawArg::scalar(2.0),
+        RawArg::scalar(n as i64),
     ];
     // SAFETY: thread i touches y[i] and x[i] for i < n, and both views hold n elements.
     unsafe { cuda.launch_raw_elements(&axpy, n, &args) }.expect("launches");

@@ -1,15 +1,22 @@
-//! Device reductions and scans: the checks that hold without a GPU (the reducer must match
-//! the kernel's accumulator, before any driver call), every reduce and scan entry compiled by
-//! NVRTC (skipped without it), and with a GPU the values against the host's.
+//! Device reductions and scans through the one launch (`parallel_reduce`, `parallel_scan` on
+//! a `Cuda` policy): the checks the types leave to run time hold without a GPU (before any
+//! driver call), every reduce and scan entry compiles with NVRTC (skipped without it), and
+//! with a GPU the values match the host's. That a reducer matches the kernel's accumulator is
+//! a type check (the conformance suite's `reducer_value_mismatch` compile-fail case).
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::device_kernel::DeviceKernel;
 use hoplite_core::{
-    Custom, IterationOrder, LayoutLeft, MDRangePolicy, MinMaxScalar, RangePolicy, TeamPolicy, ValLoc, View,
+    ArrayLayout, IterationOrder, LayoutLeft, LayoutRight, MDRangePolicy, MinMaxScalar, RangePolicy,
+    TeamPolicy, ValLoc, View,
 };
 use hoplite_cuda::nvrtc::{ModuleCache, Nvrtc};
-use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_device, copy_to_host};
+use hoplite_cuda::{Cuda, CudaError, CudaSpace, copy_to_device, copy_to_host};
+
+mod support;
+
+use support::{is_launch_absence, point_run, runs, whole};
 
 /// A plain sum over a range.
 #[kernel]
@@ -31,13 +38,18 @@ pub fn extremes(i: Idx<'_>, x: BoundReader<'_, f32, 1>, acc: &mut MinMaxScalar<f
 
 /// A weighted sum over a rank-2 MDRange.
 #[kernel]
-pub fn weighted(ij: MdIdx<'_, 2>, a: BoundReader<'_, i64, 2>, acc: &mut i64) {
+pub fn weighted<L: ArrayLayout>(ij: MdIdx<'_, 2>, a: BoundReader<'_, i64, 2, L>, acc: &mut i64) {
     *acc += a.get(ij) * (ij[0] as i64 + 1);
 }
 
 /// Row sums by teams, joined into one total.
 #[kernel]
-pub fn team_total(m: &impl TeamMember, a: BoundReader<'_, i64, 2>, cols: usize, acc: &mut i64) {
+pub fn team_total<L: ArrayLayout>(
+    m: &impl TeamMember,
+    a: BoundReader<'_, i64, 2, L>,
+    cols: usize,
+    acc: &mut i64,
+) {
     let row = m.league_rank();
     let mut part = 0i64;
     let mut j = m.team_rank();
@@ -78,19 +90,6 @@ pub fn index_run(i: Idx<'_>, acc: &mut i64) {
     }
 }
 
-/// [`index_run()`] of the points of a rank-2 MDRange numbered `s0 * i + s1 * j`.
-#[kernel]
-pub fn point_run(p: MdIdx<'_, 2>, s0: usize, s1: usize, acc: &mut i64) {
-    let k = (p[0] * s0 + p[1] * s1) as i64;
-    if *acc == -1 {
-        *acc = (k << 32) + k + 1;
-    } else if *acc >= 0 && (*acc & 0xffff_ffff) == k {
-        *acc += 1;
-    } else {
-        *acc = -2;
-    }
-}
-
 /// [`index_run()`] of the league ranks of a team launch.
 #[kernel]
 pub fn league_run(m: &impl TeamMember, acc: &mut i64) {
@@ -104,37 +103,6 @@ pub fn league_run(m: &impl TeamMember, acc: &mut i64) {
     }
 }
 
-/// A reducer of runs.
-type Runs = Custom<i64, fn() -> i64, fn(&mut i64, i64)>;
-
-/// The join of two runs, `dst` before `src`: one run if `src` starts where `dst` ends, else
-/// broken. Not commutative.
-fn runs() -> Runs {
-    fn join(dst: &mut i64, src: i64) {
-        *dst = if src == -1 {
-            *dst
-        } else if *dst == -1 {
-            src
-        } else if *dst >= 0 && src >= 0 && *dst & 0xffff_ffff == src >> 32 {
-            (*dst >> 32 << 32) + (src & 0xffff_ffff)
-        } else {
-            -2
-        };
-    }
-    Custom::new(|| -1, join)
-}
-
-/// The run of `0..n`.
-fn whole(n: usize) -> i64 {
-    if n == 0 { -1 } else { n as i64 }
-}
-
-/// A `parallel_for`, to show a reduce launch refuses it.
-#[kernel]
-pub fn fill_one(i: Idx<'_>, y: BoundWriter<'_, f64, 1>) {
-    y.set(i, 1.0);
-}
-
 fn is_absence(e: &CudaError) -> bool {
     matches!(
         e,
@@ -142,74 +110,40 @@ fn is_absence(e: &CudaError) -> bool {
     )
 }
 
-fn is_invalid(e: &CudaError, needle: &str) -> bool {
-    matches!(e, CudaError::InvalidLaunch { .. }) && e.to_string().contains(needle)
-}
-
 #[test]
-fn reducers_must_match_the_kernel_before_the_device() {
+fn reductions_check_what_the_types_cannot_before_the_device() {
     // Empty views need no allocation, so this runs the same with or without a GPU.
-    let x64: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
-    let y64: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
-    let xi: View<i64, 1, LayoutLeft, CudaSpace> = View::default();
-    let yi: View<i64, 1, LayoutLeft, CudaSpace> = View::default();
+    let x64: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+    let xi: View<i64, 1, LayoutRight, CudaSpace> = View::default();
+    let yi: View<i64, 1, LayoutRight, CudaSpace> = View::default();
     let cuda = Cuda::default();
-    let args = [DeviceArg::read(&x64)];
-
-    let e = cuda
-        .reduce_range::<sum_of, _>(0..0, &args, &Sum::<f32>::new())
-        .expect_err("f32 reducer, f64 kernel");
-    assert!(is_invalid(&e, "Reduce(F64)"), "{e}");
-    let e = cuda
-        .reduce_range::<sum_of, _>(0..0, &args, &MinLoc::<f64>::new())
-        .expect_err("MinLoc on a plain accumulator");
-    assert!(is_invalid(&e, "ReduceValLoc(F64)"), "{e}");
-    let e = cuda
-        .reduce_range::<argmin, _>(0..0, &args, &MinMax::<f64>::new())
-        .expect_err("MinMax on a ValLoc accumulator");
-    assert!(is_invalid(&e, "ReduceMinMax(F64)"), "{e}");
-    let e = cuda
-        .reduce_range::<fill_one, _>(0..0, &[DeviceArg::write(&y64)], &Sum::<f64>::new())
-        .expect_err("a parallel_for is no reduction");
-    assert!(is_invalid(&e, "For"), "{e}");
-    let e = cuda
-        .launch_range::<sum_of>(0..0, &args)
-        .expect_err("a reduction needs its reducer");
-    assert!(is_invalid(&e, "reduce or scan launch"), "{e}");
-    let e = cuda
-        .reduce_mdrange::<sum_of, _, 1>([0], [0], &args, &Sum::<f64>::new())
-        .expect_err("a range kernel over an MDRange");
-    assert!(is_invalid(&e, "iterates as Range"), "{e}");
-    let e = cuda
-        .scan_range::<prefix, f64>(0..0, &[DeviceArg::write(&y64), DeviceArg::read(&x64)])
-        .expect_err("an f64 scan of an i64 kernel");
-    assert!(is_invalid(&e, "Scan(I64)"), "{e}");
-    let e = cuda
-        .scan_range::<sum_of, f64>(0..0, &args)
-        .expect_err("a reduction is no scan");
-    assert!(is_invalid(&e, "Reduce(F64)"), "{e}");
-    let e = cuda
-        .reduce_team::<team_total, _>(
-            &TeamPolicy::new(cuda.clone(), 1, TeamSize::Auto),
-            &[DeviceArg::write(&yi), DeviceArg::scalar(0usize)],
-            &Sum::<i64>::new(),
-        )
-        .expect_err("a writer where the kernel reads");
-    assert!(
-        is_invalid(&e, "is a Read handle, but the argument is a Write handle"),
-        "{e}"
+    // A writer that does not contain the range is refused before the device.
+    let e = parallel_scan(
+        "prefix",
+        (RangePolicy::new(cuda.clone(), 0..5), (yi.write(), xi.read())),
+        prefix::with(),
+    )
+    .expect_err("the writer has extent 0");
+    assert!(e.to_string().contains("past the extent 0 of view"), "{e}");
+    assert!(!is_launch_absence(&e), "{e}");
+    // An empty box needs nothing but the device.
+    let a: View<i64, 2, LayoutLeft, CudaSpace> = View::default();
+    let boxed = parallel_reduce(
+        "weighted",
+        (MDRangePolicy::new(cuda.clone(), [0, 0], [0, 0]), (a.read(),)),
+        weighted::with(),
+        Sum::<i64>::new(),
     );
-    // A writer that does not contain the range is refused before the device too.
-    let e = cuda
-        .scan_range::<prefix, i64>(0..5, &[DeviceArg::write(&yi), DeviceArg::read(&xi)])
-        .expect_err("the writer has extent 0");
-    assert!(is_invalid(&e, "cannot take every index"), "{e}");
-
+    match boxed {
+        Ok(v) => assert_eq!(v, 0),
+        Err(e) => assert!(is_launch_absence(&e), "{e}"),
+    }
     // Matching arguments reach the device: no device, or the identity of an empty range.
-    match cuda.reduce_range::<sum_of, _>(0..0, &args, &Sum::<f64>::new()) {
+    let range = RangePolicy::new(cuda.clone(), 0..0);
+    match parallel_reduce("sum", (range, (x64.read(),)), sum_of::with(), Sum::<f64>::new()) {
         Ok(v) => assert_eq!(v, 0.0),
         Err(e) => {
-            assert!(is_absence(&e), "{e}");
+            assert!(is_launch_absence(&e), "{e}");
             println!("skipped the device part: {e}");
         }
     }
@@ -310,17 +244,25 @@ fn device_reductions_match_the_host() {
     }
     let n = 100_003;
     let host: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1000) as f64 - 500.0).collect();
-    let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [n]).expect("device memory");
+    let x = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing("x", [n]).expect("device memory");
     copy_to_device(&x, &host).expect("copy in");
-    let args = [DeviceArg::read(&x)];
+    let range = RangePolicy::new(cuda.clone(), 0..n);
 
-    let sum = cuda
-        .reduce_range::<sum_of, _>(0..n, &args, &Sum::<f64>::new())
-        .expect("sum");
+    let sum = parallel_reduce(
+        "sum",
+        (range.clone(), (x.read(),)),
+        sum_of::with(),
+        Sum::<f64>::new(),
+    )
+    .expect("sum");
     assert_eq!(sum, host.iter().sum::<f64>()); // integers: exact in any order
-    let min = cuda
-        .reduce_range::<argmin, _>(0..n, &args, &MinLoc::<f64>::new())
-        .expect("argmin");
+    let min = parallel_reduce(
+        "argmin",
+        (range.clone(), (x.read(),)),
+        argmin::with(),
+        MinLoc::<f64>::new(),
+    )
+    .expect("argmin");
     let expected = host
         .iter()
         .enumerate()
@@ -331,11 +273,15 @@ fn device_reductions_match_the_host() {
     assert_eq!(min, expected);
 
     let small: Vec<f32> = host.iter().map(|&v| v as f32 * 0.5).collect();
-    let xf = View::<f32, 1, LayoutLeft, CudaSpace>::without_initializing("xf", [n]).expect("device memory");
+    let xf = View::<f32, 1, LayoutRight, CudaSpace>::without_initializing("xf", [n]).expect("device memory");
     copy_to_device(&xf, &small).expect("copy in");
-    let mm = cuda
-        .reduce_range::<extremes, _>(0..n, &[DeviceArg::read(&xf)], &MinMax::<f32>::new())
-        .expect("minmax");
+    let mm = parallel_reduce(
+        "minmax",
+        (range.clone(), (xf.read(),)),
+        extremes::with(),
+        MinMax::<f32>::new(),
+    )
+    .expect("minmax");
     assert_eq!((mm.min, mm.max), (-250.0, 249.5));
 
     let (rows, cols) = (37, 1001);
@@ -352,26 +298,31 @@ fn device_reductions_match_the_host() {
             total += v;
         }
     }
-    let got = cuda
-        .reduce_mdrange::<weighted, _, 2>([0, 0], [rows, cols], &[DeviceArg::read(&a)], &Sum::<i64>::new())
-        .expect("mdrange");
+    let got = parallel_reduce(
+        "weighted",
+        (
+            MDRangePolicy::new(cuda.clone(), [0, 0], [rows, cols]),
+            (a.read(),),
+        ),
+        weighted::with(),
+        Sum::<i64>::new(),
+    )
+    .expect("mdrange");
     assert_eq!(got, want);
-    let by_teams = cuda
-        .reduce_team::<team_total, _>(
-            &TeamPolicy::new(cuda.clone(), rows, TeamSize::Auto),
-            &[DeviceArg::read(&a), DeviceArg::scalar(cols)],
-            &Sum::<i64>::new(),
-        )
-        .expect("teams");
+    let by_teams = parallel_reduce(
+        "rows",
+        (TeamPolicy::new(cuda.clone(), rows, TeamSize::Auto), (a.read(),)),
+        team_total::with::<Cuda, _>(cols),
+        Sum::<i64>::new(),
+    )
+    .expect("teams");
     assert_eq!(by_teams, total);
 
-    let xi = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("xi", [n]).expect("device memory");
-    let yi = View::<i64, 1, LayoutLeft, CudaSpace>::without_initializing("yi", [n]).expect("device memory");
+    let xi = View::<i64, 1, LayoutRight, CudaSpace>::without_initializing("xi", [n]).expect("device memory");
+    let yi = View::<i64, 1, LayoutRight, CudaSpace>::without_initializing("yi", [n]).expect("device memory");
     let ints: Vec<i64> = (0..n as i64).map(|i| i % 5 - 2).collect();
     copy_to_device(&xi, &ints).expect("copy in");
-    let t = cuda
-        .scan_range::<prefix, i64>(0..n, &[DeviceArg::write(&yi), DeviceArg::read(&xi)])
-        .expect("scan");
+    let t = parallel_scan("prefix", (range, (yi.write(), xi.read())), prefix::with()).expect("scan");
     let mut out = vec![0i64; n];
     copy_to_host(&mut out, &yi).expect("copy out");
     let mut running = 0;
@@ -401,10 +352,6 @@ fn non_commutative_reductions_join_in_index_order() {
         return;
     }
     for n in [0, 1, 1000, (1 << 22) + 3] {
-        let got = cuda
-            .reduce_range::<index_run, _>(0..n, &[], &runs())
-            .expect("range");
-        assert_eq!(got, whole(n), "reduce_range over 0..{n}");
         let got = parallel_reduce(
             "runs",
             RangePolicy::new(cuda.clone(), 0..n),
@@ -426,15 +373,6 @@ fn non_commutative_reductions_join_in_index_order() {
     let right = MDRangePolicy::new(cuda.clone(), [0, 0], [rows, cols]);
     let got = parallel_reduce("rows", right, point_run::with(cols, 1), runs()).expect("row-major");
     assert_eq!(got, whole(rows * cols), "row-major");
-    let got = cuda
-        .reduce_mdrange::<point_run, _, 2>(
-            [0, 0],
-            [rows, cols],
-            &[DeviceArg::scalar(cols), DeviceArg::scalar(1usize)],
-            &runs(),
-        )
-        .expect("explicit");
-    assert_eq!(got, whole(rows * cols), "reduce_mdrange");
     let left = MDRangePolicy::new(cuda.clone(), [0, 0], [rows, cols])
         .with_iteration(IterationOrder::Left, IterationOrder::Left)
         .with_tiles([rows, 1]);
@@ -447,11 +385,14 @@ fn non_commutative_reductions_join_in_index_order() {
     }
     #[cfg(feature = "graph")]
     {
-        let mut graph = hoplite_cuda::graph::CudaGraph::new(&cuda);
-        let (_, value) = graph
-            .reduce_range::<index_run, _>(0..100_000, &[], runs(), &[])
-            .expect("graph node");
-        graph.run().expect("graph");
-        assert_eq!(value.value(), Some(whole(100_000)), "graph");
+        use hoplite_graph::{ReduceResult, create_graph_with};
+        let value = ReduceResult::new();
+        let mut graph = create_graph_with(&cuda, hoplite_cuda::graph::CudaGraph::new(&cuda), |g| {
+            let range = RangePolicy::new(cuda.clone(), 0..100_000);
+            g.parallel_reduce("runs", range, index_run::with(), runs(), value.clone());
+        })
+        .expect("graph");
+        graph.submit().expect("runs as a CUDA graph");
+        assert_eq!(value.get(), Some(whole(100_000)), "graph");
     }
 }

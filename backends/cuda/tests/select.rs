@@ -4,9 +4,9 @@
 
 use hoplite::prelude::*;
 use hoplite::{BoundWriter, kernel};
-use hoplite_core::{ExecutionSpace, LayoutLeft, View};
+use hoplite_core::{ExecutionSpace, LayoutRight, View};
 use hoplite_cuda::select::CudaBackend;
-use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg, copy_to_host};
+use hoplite_cuda::{Cuda, CudaError, CudaSpace, copy_to_host};
 use hoplite_select::{
     AutoTune, Backend, DynamicLoad, FromResources, RoundRobin, SelectError, get_submission_group, submit,
     wait,
@@ -87,12 +87,12 @@ fn event_timed_submissions_on_streams_finish_their_launches() {
     let tune: AutoTune<Cuda, CudaBackend> = AutoTune::with_backend(backend);
     let n = 1 << 16;
     for _ in 0..6 {
-        let y = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [n]).expect("allocates");
+        let y = View::<f64, 1, LayoutRight, CudaSpace>::without_initializing("y", [n]).expect("allocates");
         let s = submit(
             &tune,
-            move |cuda: &Cuda, y: View<f64, 1, LayoutLeft, CudaSpace>| {
-                cuda.launch_range::<iota>(0..n, &[DeviceArg::write(&y)])
-                    .map(|()| y)
+            move |cuda: &Cuda, y: View<f64, 1, LayoutRight, CudaSpace>| {
+                let range = RangePolicy::new(cuda.clone(), 0..n);
+                parallel_for("iota", (range, (y.write(),)), iota::with()).map(|()| y)
             },
             y,
         )

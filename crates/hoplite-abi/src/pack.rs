@@ -621,7 +621,8 @@ fn pack_common(
                     match param {
                         DeviceParam::Handle { .. } => "view handle",
                         DeviceParam::Scalar { .. } => "scalar",
-                        DeviceParam::TokenBits { .. } => "unique token (`DeviceArg::token`)",
+                        DeviceParam::TokenBits { .. } =>
+                            "unique token (pass one, such as `Cuda::unique_token`, to the kernel's `with`)",
                     }
                 )));
             }

@@ -601,6 +601,7 @@ fn sum_of_squares_on<S: LaunchSpace>(space: &S, data: &[f64]) -> Result<f64> {
 /// reduction kernel compiled to PTX, the checks before the device) and the typed error.
 #[cfg(feature = "cuda")]
 fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    use hoplite::cuda::graph::CudaGraph;
     use hoplite::cuda::nvrtc::{NVRTC_ENV, Nvrtc};
     use hoplite::{Cuda, CudaSpace, LayoutRight};
     let _region = section("CUDA: a reduction on the device, or what runs without one");
@@ -649,6 +650,28 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let host: Vec<f64> = (0..n).map(|k| (k % 7) as f64).collect();
     let on_host = sum_of_squares_on(&DefaultExecutionSpace::default(), &host)?;
     println!("the generic sum of squares on the host: {on_host}");
+    // The generic graph builder makes a CUDA Graph of the same nodes: the reduction is a
+    // kernel, a copy of its partials and a host join, and its value lands in `squares` as on
+    // the host.
+    let x = if cuda.is_available() {
+        View::<f64, 1, LayoutRight, CudaSpace>::from_slice("x", [n], &host)?
+    } else {
+        View::default() // no device memory without a device: an empty view
+    };
+    let squares = hoplite::graph::ReduceResult::<f64>::new();
+    let mut graph = hoplite::graph::create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+        g.parallel_reduce(
+            "sum of squares",
+            (on_gpu(x.extent(0)), (x.read(),)),
+            sum_of_squares::with(),
+            Sum::<f64>::new(),
+            squares.clone(),
+        );
+    })?;
+    match graph.submit() {
+        Ok(()) => println!("the sum of squares as a CUDA graph: {:?}", squares.get()),
+        Err(e) => println!("a CUDA graph of a reduce node, built without a device: {e}"),
+    }
     if !cuda.is_available() {
         let e = sum_of_squares_on(&cuda, &host).err();
         println!(
@@ -661,7 +684,6 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
         "the same function on Cuda: {} (the host's: {on_host})",
         sum_of_squares_on(&cuda, &host)?
     );
-    let x = View::<f64, 1, LayoutRight, CudaSpace>::from_slice("x", [n], &host)?;
     let (sum, t) = timed(3, || {
         parallel_reduce(
             "sum of squares",

@@ -111,12 +111,14 @@ pub use hoplite_numa::{self as numa, NumaSpace};
 /// `#[kernel]` kernels compiled with NVRTC and launched, reduced and scanned on the device,
 /// device fills and strided copies, CUDA Graphs (`cuda::graph::CudaGraph`), DAG streams
 /// (`cuda::dag::CudaDevice`), streams as dynamic-selection resources timed with CUDA events
-/// (`CudaBackend`) and GrCUDA-style raw kernels from CUDA C and a signature (`RawKernel`).
-/// Builds without CUDA; without a GPU its calls return typed errors. See [`hoplite_cuda`].
+/// (`CudaBackend`) and GrCUDA-style raw kernels from CUDA C and a signature (`RawKernel`,
+/// with its arguments as `RawArg`). Builds without CUDA; without a GPU its calls return typed
+/// errors. See [`hoplite_cuda`].
 #[cfg(feature = "cuda")]
 pub use hoplite_cuda::{
-    self as cuda, Cuda, CudaError, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, DeviceArg, device_count,
-    raw::RawKernel, select::CudaBackend,
+    self as cuda, Cuda, CudaError, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, device_count,
+    raw::{RawArg, RawKernel},
+    select::CudaBackend,
 };
 
 /// The execution space used when a launch names none: the most parallel enabled backend

@@ -5,11 +5,11 @@ use std::any::Any;
 use std::sync::Arc;
 
 use hoplite_core::TeamPolicy;
+use hoplite_core::device_kernel::DeviceKernelInfo;
 use hoplite_core::device_kernel::DeviceLaunch;
-use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo};
-use hoplite_graph::{DevicePolicy, NodeId, NodeKernel};
+use hoplite_graph::{DevicePolicy, NodeKernel};
 
-use super::{CudaGraph, Geometry, Work};
+use super::Geometry;
 use crate::dispatch::device_args;
 use crate::driver;
 use crate::geometry::{mdrange_geometry_in, range_geometry};
@@ -116,98 +116,9 @@ fn packed_node(k: DeviceKernelInfo, plan: NodePlan, args: &[DeviceArg]) -> Resul
     Ok(KernelNode::new(k, geometry, params, args))
 }
 
-impl CudaGraph {
-    fn kernel_node(
-        &mut self,
-        k: DeviceKernelInfo,
-        plan: NodePlan,
-        args: &[DeviceArg],
-        after: &[NodeId],
-    ) -> Result<NodeId, CudaError> {
-        let node = packed_node(k, plan, args)?;
-        self.push(Work::Kernel(Box::new(node)), after)
-    }
-
-    /// Adds a kernel node launching `K` (a `#[kernel]` `parallel_for` over a range) over
-    /// `range`, after the nodes `after`. The arguments are checked as
-    /// [`Cuda::launch_range`] checks them, now, without a device; the views stay alive as long
-    /// as the graph.
-    ///
-    /// ```
-    /// use hoplite::prelude::*;
-    /// use hoplite::{BoundWriter, kernel};
-    /// use hoplite_core::{LayoutLeft, View};
-    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
-    /// use hoplite_cuda::graph::CudaGraph;
-    ///
-    /// #[kernel]
-    /// fn ones(i: Idx<'_>, y: BoundWriter<'_, f64, 1>) {
-    ///     y.set(i, 1.0);
-    /// }
-    ///
-    /// let y: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
-    /// let mut graph = CudaGraph::new(&Cuda::default());
-    /// // A writer of extent 0 cannot take 10 indices: refused at once.
-    /// assert!(graph.kernel_range::<ones>(0..10, &[DeviceArg::write(&y)], &[]).is_err());
-    /// let node = graph.kernel_range::<ones>(0..0, &[DeviceArg::write(&y)], &[])?;
-    /// assert_eq!(node.0, 0);
-    /// # Ok::<(), hoplite_cuda::CudaError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As for [`Cuda::launch_range`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
-    /// that is not an earlier node, or a graph already instantiated.
-    pub fn kernel_range<K: DeviceKernel>(
-        &mut self,
-        range: std::ops::Range<usize>,
-        args: &[DeviceArg],
-        after: &[NodeId],
-    ) -> Result<NodeId, CudaError> {
-        let k = DeviceKernelInfo::of::<K>();
-        let plan = range_plan(&k, range)?;
-        self.kernel_node(k, plan, args, after)
-    }
-
-    /// Adds a kernel node launching `K` over an MDRange of rank `R`, as
-    /// [`kernel_range`](Self::kernel_range) does.
-    ///
-    /// # Errors
-    ///
-    /// As for [`kernel_range`](Self::kernel_range) and [`Cuda::launch_mdrange`].
-    pub fn kernel_mdrange<K: DeviceKernel, const R: usize>(
-        &mut self,
-        begins: [usize; R],
-        ends: [usize; R],
-        args: &[DeviceArg],
-        after: &[NodeId],
-    ) -> Result<NodeId, CudaError> {
-        let k = DeviceKernelInfo::of::<K>();
-        let plan = mdrange_plan(checked_mdrange_info::<R>(&k, begins, ends, args)?);
-        self.kernel_node(k, plan, args, after)
-    }
-
-    /// Adds a kernel node launching `K` over the league of teams of `policy` (its scratch
-    /// included), as [`kernel_range`](Self::kernel_range) does.
-    ///
-    /// # Errors
-    ///
-    /// As for [`kernel_range`](Self::kernel_range) and [`Cuda::launch_team`].
-    pub fn kernel_team<K: DeviceKernel>(
-        &mut self,
-        policy: &TeamPolicy<Cuda>,
-        args: &[DeviceArg],
-        after: &[NodeId],
-    ) -> Result<NodeId, CudaError> {
-        let k = DeviceKernelInfo::of::<K>();
-        let plan = team_plan(&k, policy, args)?;
-        self.kernel_node(k, plan, args, after)
-    }
-}
-
 /// The kernel node of a front-end graph node whose kernel is a `#[kernel]`'s `with` (a
-/// `then_parallel_for` of the generic builder), checked and packed as the explicit
-/// `kernel_*` nodes are; `None` for a closure.
+/// `then_parallel_for` of the generic builder), checked and packed as the eager launch is;
+/// `None` for a closure.
 pub(super) fn front_end_kernel_node(node: &dyn NodeKernel<Cuda>) -> Result<Option<KernelNode>, CudaError> {
     let mut made = None;
     node.describe_device_launch(&mut |launch, policy| made = Some(kernel_node_of(&launch, &policy)));

@@ -1,5 +1,5 @@
 //! Explicit graphs as CUDA Graphs: [`CudaGraph`] implements hoplite-graph's [`GraphBackend`]
-//! for `Cuda` and adds device-kernel nodes of its own.
+//! for `Cuda`, so the generic builder's graphs run as CUDA Graphs.
 //!
 //! Nodes map one to one onto explicit CUDA graph nodes: the root and `when_all` joins are
 //! empty nodes (`cuGraphAddEmptyNode`), host functions are host nodes (`cuGraphAddHostNode`;
@@ -35,7 +35,6 @@ use parking_lot::Mutex;
 
 use self::host::{HostPayload, SubmitList, run_host_node};
 use self::kernel::KernelNode;
-pub use self::reduce::GraphReduction;
 use self::reduce::{ReduceNode, add_reduction};
 use crate::driver::{self, GraphNode};
 use crate::geometry::{DeviceLimits, KernelResources, LaunchGeometry, fits};
@@ -73,22 +72,34 @@ struct Instantiated {
 /// A node of the front end that only stands for a join (its kind says so).
 struct Empty;
 
-/// An explicit graph on a `Cuda` instance, run as a CUDA Graph.
+/// An explicit graph on a `Cuda` instance, run as a CUDA Graph: the generic builder's graph
+/// (`create_graph_with(&cuda, CudaGraph::new(&cuda), ..)`), with the same nodes as on any
+/// space.
 ///
 /// ```
-/// use hoplite_cuda::Cuda;
+/// use hoplite::prelude::*;
+/// use hoplite::{BoundReader, kernel};
+/// use hoplite_core::{LayoutRight, View};
 /// use hoplite_cuda::graph::CudaGraph;
-/// use hoplite_graph::create_graph_with;
+/// use hoplite_cuda::{Cuda, CudaSpace};
+/// use hoplite_graph::{ReduceResult, create_graph_with};
+///
+/// #[kernel]
+/// fn total(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
+///     *acc += x.get(i);
+/// }
 ///
 /// let cuda = Cuda::default();
-/// let built = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
-///     let a = g.host("prepare", || {});
-///     a.then_host("report", || {});
-/// });
-/// let mut graph = built?;
+/// let x: View<f64, 1, LayoutRight, CudaSpace> = View::default();
+/// let sum = ReduceResult::new();
+/// let mut graph = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
+///     let prepare = g.host("prepare", || {});
+///     let all = RangePolicy::new(cuda.clone(), 0..x.extent(0));
+///     prepare.then_parallel_reduce("total", (all, (x.read(),)), total::with(), Sum::<f64>::new(), sum.clone());
+/// })?;
 /// match graph.submit() {
-///     Ok(()) => println!("ran as a CUDA graph"),
-///     Err(e) => println!("{e}"), // no device here
+///     Ok(()) => assert_eq!(sum.get(), Some(0.0)), // the sum of no element
+///     Err(e) => println!("{e}"),                  // no device here
 /// }
 /// # Ok::<(), hoplite_graph::GraphError>(())
 /// ```
@@ -155,34 +166,6 @@ impl CudaGraph {
         }
     }
 
-    /// Checks `after` and appends a node that waits for them.
-    fn push(&mut self, work: Work, after: &[NodeId]) -> Result<NodeId, CudaError> {
-        let id = self.nodes.len();
-        if self.instance.is_some() {
-            return Err(CudaError::InvalidGraph {
-                reason: "the graph is instantiated; add nodes before the first submit".into(),
-            });
-        }
-        if let Some(p) = after.iter().find(|p| p.0 >= id) {
-            return Err(CudaError::InvalidGraph {
-                reason: format!("node {id} cannot wait for node {}, which does not exist yet", p.0),
-            });
-        }
-        self.nodes.push(Node {
-            work,
-            preds: after.iter().map(|p| p.0).collect(),
-        });
-        Ok(NodeId(id))
-    }
-    /// Adds an empty node after `after` (a join).
-    ///
-    /// # Errors
-    ///
-    /// As for [`kernel_range`](Self::kernel_range)'s predecessors.
-    pub fn join(&mut self, after: &[NodeId]) -> Result<NodeId, CudaError> {
-        self.push(Work::Empty, after)
-    }
-
     /// Builds the CUDA graph and instantiates it: the device part of `instantiate`.
     fn build(&mut self) -> Result<(), CudaError> {
         if let Some(reason) = &self.invalid {
@@ -243,7 +226,7 @@ impl CudaGraph {
     }
 
     /// One launch of the executable on `on`'s stream, waited for; the first host node error.
-    fn launch(&self, on: &Cuda, nodes: Option<&GraphNodes<Cuda>>) -> Result<(), hoplite_core::Error> {
+    fn launch(&self, on: &Cuda, nodes: &GraphNodes<Cuda>) -> Result<(), hoplite_core::Error> {
         let _one = self.submitting.lock();
         let Some(instance) = &self.instance else {
             return Err(CudaError::InvalidGraph {
@@ -263,7 +246,7 @@ impl CudaGraph {
         }
         *self.errors.lock() = None;
         // The host nodes run from `nodes` until the launch returns.
-        let _lease = self.list.lease(nodes);
+        let _lease = self.list.lease(Some(nodes));
         // The kernels of a CUDA Graph run on the device with no host call per node: Kokkos
         // Tools connectors see the whole run as one region (it is waited for below).
         let _profiled = hoplite_core::profiling::ScopedRegion::new("hoplite::CudaGraph::launch");
@@ -405,43 +388,12 @@ impl GraphBackend<Cuda> for CudaGraph {
                 }
             }
         }
-        let result = self.launch(on.unwrap_or(&self.space), Some(nodes));
+        let result = self.launch(on.unwrap_or(&self.space), nodes);
         drop(held);
         result
     }
 
     fn execution_space(&self) -> &Cuda {
         &self.space
-    }
-}
-
-impl CudaGraph {
-    /// Instantiates the graph built with the `kernel_*` and [`join`](Self::join) methods
-    /// (graphs made by hoplite-graph's front end instantiate through it).
-    ///
-    /// # Errors
-    ///
-    /// [`CudaError::InvalidGraph`] for a structural problem; why the instance has no device;
-    /// NVRTC's and the driver's errors.
-    pub fn instantiate_now(&mut self) -> Result<(), CudaError> {
-        if self.instance.is_some() {
-            return Ok(());
-        }
-        self.build()
-    }
-
-    /// Runs the instantiated graph once on its instance's stream and waits for it. Host nodes
-    /// of a front-end node list run from the list a submit hands over, so a graph that has
-    /// them is submitted through [`GraphBackend::submit`]: here they report
-    /// [`CudaError::InvalidGraph`].
-    ///
-    /// # Errors
-    ///
-    /// As for [`instantiate_now`](Self::instantiate_now) when it was not instantiated; the
-    /// first failing host node; the driver's error.
-    pub fn run(&mut self) -> hoplite_core::Result<()> {
-        self.instantiate_now()?;
-        let space = self.space.clone();
-        self.launch(&space, None)
     }
 }

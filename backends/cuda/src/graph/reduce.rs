@@ -7,61 +7,25 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo};
-use hoplite_core::{IterationOrder, Reducer, ScanValue, TeamPolicy};
-use hoplite_graph::NodeId;
+use hoplite_core::device_kernel::DeviceKernelInfo;
+use hoplite_core::{Reducer, ScanValue};
 use parking_lot::Mutex;
 
+use super::Geometry;
 use super::kernel::KernelNode;
-use super::{CudaGraph, Geometry, Work};
+use crate::CudaError;
 use crate::driver::{self, CopyDirection, DeviceBuffer, Graph, GraphNode, PinnedBuffer};
-use crate::geometry::{LaunchGeometry, fits, mdrange_geometry_in, range_geometry};
-use crate::launch::{
-    DeviceArg, TeamLaunch, check_args, checked_mdrange, checked_range, checked_range_info,
-    reduce_mdrange_order, team_writer_ends,
-};
+use crate::geometry::{LaunchGeometry, fits, range_geometry};
+use crate::launch::{DeviceArg, check_args, checked_range_info};
 use crate::params::{IterationArgs, ParamBuffer, pack_reduction, pack_scan_args_info};
 use crate::reduce::{
-    DeviceReduceValue, decode, encode, exclusive_prefix, join_partials, partials_count, partials_geometry,
-    value_layout, walk_for,
+    DeviceReduceValue, decode, encode, exclusive_prefix, partials_count, partials_geometry, value_layout,
 };
-use crate::{Cuda, CudaError};
 
 /// Joins a reduction's partials (their device bytes, in thread order) and keeps the value;
 /// a scan replaces them with their exclusive prefixes.
 pub(super) trait PartialsJoin: Send + Sync {
     fn join(&self, partials: &mut [u8]) -> hoplite_core::Result<()>;
-}
-
-/// The join of a reducer `R`, storing into the slot a [`GraphReduction`] reads.
-struct Joiner<R: Reducer> {
-    reducer: R,
-    result: Arc<Mutex<Option<R::Value>>>,
-}
-
-impl<R> PartialsJoin for Joiner<R>
-where
-    R: Reducer + Send + Sync,
-    R::Value: DeviceReduceValue,
-{
-    fn join(&self, partials: &mut [u8]) -> hoplite_core::Result<()> {
-        let value = join_partials(&self.reducer, decode::<R::Value>(partials));
-        *self.result.lock() = Some(value);
-        Ok(())
-    }
-}
-
-/// The host step of a scan: each thread's chunk sum becomes its exclusive prefix, and the
-/// total is kept.
-struct Prefixer<T> {
-    total: Arc<Mutex<Option<T>>>,
-}
-
-impl<T: DeviceReduceValue + ScanValue + Sync> PartialsJoin for Prefixer<T> {
-    fn join(&self, partials: &mut [u8]) -> hoplite_core::Result<()> {
-        *self.total.lock() = Some(prefix_in_place::<T>(partials));
-        Ok(())
-    }
 }
 
 /// Replaces the chunk sums in `partials` with their exclusive prefixes; the total.
@@ -70,26 +34,6 @@ pub(super) fn prefix_in_place<T: DeviceReduceValue + ScanValue>(partials: &mut [
     let total = exclusive_prefix(&mut sums);
     partials.copy_from_slice(&encode(&sums));
     total
-}
-
-/// The value of a reduction node after the graph ran ([`CudaGraph::reduce_range`]).
-pub struct GraphReduction<V> {
-    result: Arc<Mutex<Option<V>>>,
-}
-
-impl<V: Clone> GraphReduction<V> {
-    /// The value the last run computed; `None` before the first run.
-    pub fn value(&self) -> Option<V> {
-        self.result.lock().clone()
-    }
-}
-
-impl<V: std::fmt::Debug> std::fmt::Debug for GraphReduction<V> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GraphReduction")
-            .field("value", &*self.result.lock())
-            .finish()
-    }
 }
 
 /// Device partials and the page-locked host copy of them, alive as long as the graph (no
@@ -145,273 +89,6 @@ pub(super) struct ReduceNode {
     joined_on_device: bool,
     buffers: Option<PartialsBuffers>,
     payload: Option<Box<JoinPayload>>,
-}
-
-impl CudaGraph {
-    /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over a range) over `range` with
-    /// `reducer`, after the nodes `after`. In the CUDA graph it is three nodes: the kernel
-    /// writing one partial per launched thread, a copy of the partials into page-locked host
-    /// memory, and a host node joining them in the fixed order (as [`Cuda::reduce_range`]
-    /// does). The returned [`GraphReduction`] holds the value of the last run; the returned
-    /// node is the join, so nodes after it see the value.
-    ///
-    /// ```
-    /// use hoplite::prelude::*;
-    /// use hoplite::{BoundReader, kernel};
-    /// use hoplite_core::{LayoutLeft, Sum, View};
-    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
-    /// use hoplite_cuda::graph::CudaGraph;
-    ///
-    /// #[kernel]
-    /// fn total(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
-    ///     *acc += x.get(i);
-    /// }
-    ///
-    /// let x: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
-    /// let mut graph = CudaGraph::new(&Cuda::default());
-    /// // The reducer must be the kernel's accumulator: refused at once.
-    /// assert!(graph.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f32>::new(), &[]).is_err());
-    /// let (_node, sum) = graph.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], Sum::<f64>::new(), &[])?;
-    /// match graph.run() {
-    ///     Ok(()) => assert_eq!(sum.value(), Some(0.0)),
-    ///     Err(e) => println!("{e}"), // no device here
-    /// }
-    /// # Ok::<(), hoplite_cuda::CudaError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As for [`Cuda::reduce_range`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
-    /// that is not an earlier node, or a graph already instantiated.
-    pub fn reduce_range<K: DeviceKernel, R>(
-        &mut self,
-        range: std::ops::Range<usize>,
-        args: &[DeviceArg],
-        reducer: R,
-        after: &[NodeId],
-    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
-    where
-        R: Reducer + Send + Sync + 'static,
-        R::Value: DeviceReduceValue,
-    {
-        let (begin, end) = checked_range::<K>(range)?;
-        self.reduce_node::<K, R>(
-            IterationArgs::Range { begin, end },
-            &[end],
-            args,
-            reducer,
-            Box::new(move |limits, _| Ok(range_geometry(limits, end - begin))),
-            after,
-        )
-    }
-
-    /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over an MDRange of rank `N`)
-    /// over `begins..ends` with `reducer`, after the nodes `after`, as
-    /// [`reduce_range`](Self::reduce_range) adds one: the kernel node with the eager
-    /// [`Cuda::reduce_mdrange`]'s geometry cut to the resident threads, the copy of the
-    /// partials and the host join in the fixed order (row-major index order for a reducer
-    /// that is not commutative, as the eager reduction joins it).
-    ///
-    /// ```
-    /// use hoplite::prelude::*;
-    /// use hoplite::{BoundReader, kernel};
-    /// use hoplite_core::{LayoutLeft, Sum, View};
-    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
-    /// use hoplite_cuda::graph::CudaGraph;
-    ///
-    /// #[kernel]
-    /// fn total2(i: MdIdx<'_, 2>, x: BoundReader<'_, f64, 2>, acc: &mut f64) {
-    ///     *acc += x.get(i);
-    /// }
-    ///
-    /// let x: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
-    /// let mut graph = CudaGraph::new(&Cuda::default());
-    /// // A range kernel's MDRange is refused at once, as the eager reduction refuses it.
-    /// assert!(graph.reduce_mdrange::<total2, _, 1>([0], [0], &[DeviceArg::read(&x)], Sum::<f64>::new(), &[]).is_err());
-    /// let (_node, sum) =
-    ///     graph.reduce_mdrange::<total2, _, 2>([0, 0], [0, 0], &[DeviceArg::read(&x)], Sum::<f64>::new(), &[])?;
-    /// match graph.run() {
-    ///     Ok(()) => assert_eq!(sum.value(), Some(0.0)),
-    ///     Err(e) => println!("{e}"), // no device here
-    /// }
-    /// # Ok::<(), hoplite_cuda::CudaError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As for [`Cuda::reduce_mdrange`]'s checks; [`CudaError::InvalidGraph`] for a
-    /// predecessor that is not an earlier node, or a graph already instantiated.
-    pub fn reduce_mdrange<K: DeviceKernel, R, const N: usize>(
-        &mut self,
-        begins: [usize; N],
-        ends: [usize; N],
-        args: &[DeviceArg],
-        reducer: R,
-        after: &[NodeId],
-    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
-    where
-        R: Reducer + Send + Sync + 'static,
-        R::Value: DeviceReduceValue,
-    {
-        let checked = checked_mdrange::<K, N>(begins, ends, args)?;
-        let (iteration, ends, (lengths, order)) =
-            reduce_mdrange_order(checked, walk_for(&reducer), IterationOrder::Right);
-        self.reduce_node::<K, R>(
-            iteration,
-            &ends,
-            args,
-            reducer,
-            Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order))),
-            after,
-        )
-    }
-
-    /// Adds a reduction: `K` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`) over the
-    /// league of `policy` (its team size and scratch included) with `reducer`, after the nodes
-    /// `after`, as [`reduce_range`](Self::reduce_range) adds one; every thread of every team
-    /// contributes its partial, as in [`Cuda::reduce_team`]. Writers as in
-    /// [`Cuda::launch_team`].
-    ///
-    /// ```
-    /// use hoplite::prelude::*;
-    /// use hoplite::{BoundReader, kernel};
-    /// use hoplite_core::{LayoutLeft, Sum, TeamPolicy, View};
-    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
-    /// use hoplite_cuda::graph::CudaGraph;
-    ///
-    /// #[kernel]
-    /// fn row_sums(m: &impl TeamMember, x: BoundReader<'_, f64, 2>, cols: usize, acc: &mut f64) {
-    ///     let row = m.league_rank();
-    ///     let mut k = m.team_rank();
-    ///     while k < cols {
-    ///         *acc += x.get([row, k]);
-    ///         k += m.team_size();
-    ///     }
-    /// }
-    ///
-    /// let cuda = Cuda::default();
-    /// let x: View<f64, 2, LayoutLeft, CudaSpace> = View::default();
-    /// let mut graph = CudaGraph::new(&cuda);
-    /// let policy = TeamPolicy::new(cuda.clone(), 0, 32);
-    /// // The reducer must be the kernel's accumulator: refused at once.
-    /// assert!(graph.reduce_team::<row_sums, _>(&policy, &[DeviceArg::read(&x), DeviceArg::scalar(0usize)], Sum::<f32>::new(), &[]).is_err());
-    /// let (_node, sum) =
-    ///     graph.reduce_team::<row_sums, _>(&policy, &[DeviceArg::read(&x), DeviceArg::scalar(0usize)], Sum::<f64>::new(), &[])?;
-    /// if graph.run().is_ok() {
-    ///     assert_eq!(sum.value(), Some(0.0));
-    /// }
-    /// # Ok::<(), hoplite_cuda::CudaError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As for [`Cuda::reduce_team`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
-    /// that is not an earlier node, or a graph already instantiated.
-    pub fn reduce_team<K: DeviceKernel, R>(
-        &mut self,
-        policy: &TeamPolicy<Cuda>,
-        args: &[DeviceArg],
-        reducer: R,
-        after: &[NodeId],
-    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
-    where
-        R: Reducer + Send + Sync + 'static,
-        R::Value: DeviceReduceValue,
-    {
-        let team = TeamLaunch::of::<K>(policy)?;
-        self.reduce_node::<K, R>(
-            team.iteration(),
-            &team_writer_ends(args, team.league),
-            args,
-            reducer,
-            Box::new(move |limits, resources| team.plan(limits, resources)),
-            after,
-        )
-    }
-
-    /// A reduction node of any iteration: packs and checks as the eager reduction does, cuts
-    /// `geometry` to the resident threads (a partial each, or one per block where the device
-    /// joins), and adds the node.
-    fn reduce_node<K: DeviceKernel, R>(
-        &mut self,
-        iteration: IterationArgs,
-        ends: &[u64],
-        args: &[DeviceArg],
-        reducer: R,
-        geometry: Geometry,
-        after: &[NodeId],
-    ) -> Result<(NodeId, GraphReduction<R::Value>), CudaError>
-    where
-        R: Reducer + Send + Sync + 'static,
-        R::Value: DeviceReduceValue,
-    {
-        let result = Arc::new(Mutex::new(None));
-        let k = DeviceKernelInfo::of::<K>();
-        let join = |reducer| -> Arc<dyn PartialsJoin> {
-            Arc::new(Joiner {
-                reducer,
-                result: result.clone(),
-            })
-        };
-        let node = reduction(k, iteration, ends, args, reducer, geometry, join)?;
-        let id = self.push(Work::Reduce(Box::new(node)), after)?;
-        Ok((id, GraphReduction { result }))
-    }
-
-    /// Adds a scan: `K` (a `#[kernel]` `parallel_scan` over a range of `T`) over `range`,
-    /// after the nodes `after`, as [`Cuda::scan_range`] runs it: a first kernel pass storing
-    /// each thread's chunk sum, a copy of the sums into page-locked host memory, a host node
-    /// replacing them with their exclusive prefix in thread order, a copy back, and the final
-    /// pass. The returned node is the final pass; the [`GraphReduction`] holds the last run's
-    /// total.
-    ///
-    /// ```
-    /// use hoplite::prelude::*;
-    /// use hoplite::{BoundReader, BoundWriter, kernel};
-    /// use hoplite_core::{LayoutLeft, View};
-    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
-    /// use hoplite_cuda::graph::CudaGraph;
-    ///
-    /// #[kernel]
-    /// fn prefix(i: Idx<'_>, y: BoundWriter<'_, i64, 1>, x: BoundReader<'_, i64, 1>, acc: &mut i64, is_final: bool) {
-    ///     *acc += x.get(i);
-    ///     if is_final {
-    ///         y.set(i, *acc);
-    ///     }
-    /// }
-    ///
-    /// let (x, y): (View<i64, 1, LayoutLeft, CudaSpace>, View<i64, 1, LayoutLeft, CudaSpace>) =
-    ///     (View::default(), View::default());
-    /// let mut graph = CudaGraph::new(&Cuda::default());
-    /// assert!(graph.scan_range::<prefix, i32>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[]).is_err());
-    /// let (_, total) = graph.scan_range::<prefix, i64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)], &[])?;
-    /// if graph.run().is_ok() {
-    ///     assert_eq!(total.value(), Some(0));
-    /// }
-    /// # Ok::<(), hoplite_cuda::CudaError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As for [`Cuda::scan_range`]'s checks; [`CudaError::InvalidGraph`] for a predecessor
-    /// that is not an earlier node, or a graph already instantiated.
-    pub fn scan_range<K: DeviceKernel, T>(
-        &mut self,
-        range: std::ops::Range<usize>,
-        args: &[DeviceArg],
-        after: &[NodeId],
-    ) -> Result<(NodeId, GraphReduction<T>), CudaError>
-    where
-        T: DeviceReduceValue + ScanValue + Sync,
-    {
-        let result = Arc::new(Mutex::new(None));
-        let join = Arc::new(Prefixer {
-            total: result.clone(),
-        });
-        let node = scan::<T>(DeviceKernelInfo::of::<K>(), range, args, join)?;
-        let id = self.push(Work::Reduce(Box::new(node)), after)?;
-        Ok((id, GraphReduction { result }))
-    }
 }
 
 /// A scan node of `k` over `range` whose host step is `join`: packs and checks as the eager

@@ -37,19 +37,11 @@ device_scalar!(bool => Bool, i32 => I32, i64 => I64, u32 => U32, u64 => U64, f32
 #[cfg(target_pointer_width = "64")]
 device_scalar!(usize => Usize, isize => Isize);
 
-/// One argument of a device launch, in the kernel's parameter order: a view handle (read or
-/// write) or a scalar. Built only from views of device memory, so a launch never hands the
-/// device an address it cannot use.
-///
-/// ```
-/// use hoplite_core::{LayoutLeft, View};
-/// use hoplite_cuda::{CudaSpace, DeviceArg};
-/// let a = DeviceArg::scalar(2.0f64);
-/// if let Ok(x) = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [10]) {
-///     let _args = [a, DeviceArg::write(&x)];
-/// }
-/// ```
-pub struct DeviceArg {
+/// One argument of a device launch, in the kernel's parameter order: a view handle, a unique
+/// token's lock words or a scalar, as `crate::dispatch` reads them from a launch's handles and
+/// captures (and [`RawArg`](crate::raw::RawArg) from a raw kernel's arguments). Built only
+/// from views of device memory, so a launch never hands the device an address it cannot use.
+pub(crate) struct DeviceArg {
     pub(crate) arg: KernelArg,
     /// For a writer: its extents, which the launch's iteration space must stay inside.
     pub(crate) writer_extents: Option<Vec<u64>>,
@@ -102,7 +94,7 @@ impl DeviceArg {
     }
 
     /// A reader of `view` (a `Reader` parameter).
-    pub fn read<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+    pub(crate) fn read<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
         view: &View<T, R, L, S>,
     ) -> DeviceArg {
         DeviceArg::handle(view, HandleAccess::Read)
@@ -110,7 +102,7 @@ impl DeviceArg {
 
     /// A writer of `view` (a `Writer` parameter): the launch checks that its iteration space
     /// lies inside the view's extents and that no other handle overlaps the view.
-    pub fn write<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+    pub(crate) fn write<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
         view: &View<T, R, L, S>,
     ) -> DeviceArg {
         DeviceArg::handle(view, HandleAccess::Write)
@@ -118,7 +110,7 @@ impl DeviceArg {
 
     /// An atomic handle of `view` (an `AtomicHandle` parameter): atomic updates anywhere in
     /// the view, each checked against its extents by the kernel.
-    pub fn atomic<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
+    pub(crate) fn atomic<T: DeviceScalar, const R: usize, L: ArrayLayout, S: DeviceAccessibleSpace>(
         view: &View<T, R, L, S>,
     ) -> DeviceArg {
         DeviceArg::handle(view, HandleAccess::Atomic)
@@ -139,16 +131,8 @@ impl DeviceArg {
         self.keep.clone()
     }
 
-    /// A team-slots handle of the rank-2 `view` (a `TeamSlots` parameter): each thread of a
-    /// team kernel at its own `[league rank, team rank]`, each access checked by the kernel.
-    pub fn team_slots<T: DeviceScalar, L: ArrayLayout, S: DeviceAccessibleSpace>(
-        view: &View<T, 2, L, S>,
-    ) -> DeviceArg {
-        DeviceArg::handle(view, HandleAccess::TeamSlots)
-    }
-
     /// A unique token's lock words at the device address `words` of GPU `device`, holding
-    /// `size` ids, kept alive by `keep` ([`DeviceArg::token`] builds it).
+    /// `size` ids, kept alive by `keep` (`crate::dispatch::token_arg` builds it).
     pub(crate) fn token_parts(
         words: u64,
         size: u64,
@@ -166,7 +150,7 @@ impl DeviceArg {
     }
 
     /// A scalar capture.
-    pub fn scalar(value: impl Into<ScalarArg>) -> DeviceArg {
+    pub(crate) fn scalar(value: impl Into<ScalarArg>) -> DeviceArg {
         DeviceArg {
             arg: KernelArg::Scalar(value.into()),
             writer_extents: None,

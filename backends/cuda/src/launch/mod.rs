@@ -1,13 +1,17 @@
-// Over 800 lines: the explicit launches (range, MDRange, team; for, reduce, scan) share one check, plan and pack path, with its unit tests beside it.
-//! Launching a [`DeviceKernel`] over a range or an MDRange on a [`Cuda`] instance: the
-//! module from the cache, loaded once per device; the geometry from [`crate::geometry`]; the
-//! parameters packed by [`crate::params`]; then `cuLaunchKernel` on the instance's stream.
+// Over 800 lines: the launches (range, MDRange, team; for, reduce, scan) share one check, plan and pack path, with its unit tests beside it.
+//! Launching a [`DeviceKernel`](hoplite_core::DeviceKernel) over a range, an MDRange or a
+//! league of teams on a [`Cuda`] instance, for the core's `parallel_for`, `parallel_reduce`
+//! and `parallel_scan` on a `Cuda` policy (`crate::dispatch` finds the kernel in the launch):
+//! the module from the cache, loaded once per device; the geometry from [`crate::geometry`];
+//! the parameters packed by [`crate::params`]; then `cuLaunchKernel` on the instance's
+//! stream. [`DeviceArg`] is the argument list every launch here checks and packs; raw kernels
+//! take it as [`RawArg`](crate::raw::RawArg).
 
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::Arc;
 
-use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo, HandleAccess};
+use hoplite_core::device_kernel::{DeviceKernelInfo, HandleAccess};
 use hoplite_core::{IterationOrder, Reducer, ScanValue, TeamPolicy};
 use parking_lot::Mutex;
 
@@ -28,7 +32,8 @@ use crate::{Cuda, CudaError};
 
 mod args;
 
-pub use self::args::{DeviceArg, DeviceScalar};
+pub(crate) use self::args::DeviceArg;
+pub use self::args::DeviceScalar;
 
 /// A kernel loaded on a device: the function and what it uses.
 pub(crate) struct Loaded {
@@ -36,7 +41,8 @@ pub(crate) struct Loaded {
     pub(crate) resources: KernelResources,
 }
 
-/// The kernel `k` loaded on `device`: compiled (or taken from the cache) and loaded once per device.
+/// The kernel `k` loaded on `device`: compiled (or taken from the cache) and loaded once per
+/// device.
 pub(crate) fn load_info(k: &DeviceKernelInfo, device: &Device) -> Result<Arc<Loaded>, CudaError> {
     load_source(device, k.source_hash, k.name, k.entry, k.cuda_source)
 }
@@ -170,48 +176,17 @@ pub(crate) fn check_args(
 }
 
 impl Cuda {
-    /// Launches `K` (a `#[kernel]` `parallel_for` over a `RangePolicy`) over `range` on this
-    /// instance's stream, with `args` in the kernel's parameter order. Returns once the launch
-    /// is queued; [`fence`](hoplite_core::ExecutionSpace::fence) waits for it (the views
-    /// passed are kept alive until then).
-    ///
-    /// ```
-    /// use hoplite::prelude::*;
-    /// use hoplite::{BoundReader, BoundWriter, kernel};
-    /// use hoplite_core::{ExecutionSpace, LayoutLeft, View};
-    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
-    ///
-    /// #[kernel]
-    /// fn twice(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>) {
-    ///     y.set(i, 2.0 * x.get(i));
-    /// }
-    ///
-    /// match Cuda::new() {
-    ///     Err(e) => println!("{e}"),
-    ///     Ok(cuda) => {
-    ///         let x = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("x", [100])?;
-    ///         let y = View::<f64, 1, LayoutLeft, CudaSpace>::without_initializing("y", [100])?;
-    ///         cuda.launch_range::<twice>(0..100, &[DeviceArg::write(&y), DeviceArg::read(&x)])?;
-    ///         cuda.fence()?;
-    ///     }
-    /// }
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
+    /// Launches the kernel `k` (a `#[kernel]` `parallel_for` over a `RangePolicy`, found at run
+    /// time in a launch on a `Cuda` policy) over `range` on this instance's stream, with `args` in
+    /// the kernel's parameter order. Returns once the launch is queued;
+    /// [`fence`](hoplite_core::ExecutionSpace::fence) waits for it (the views passed are kept alive
+    /// until then).
     ///
     /// # Errors
     ///
     /// Why this instance has no device; [`CudaError::InvalidLaunch`] for arguments that do
     /// not match the kernel or a writer that does not contain a non-empty range; NVRTC's
     /// errors; the driver's error.
-    pub fn launch_range<K: DeviceKernel>(
-        &self,
-        range: std::ops::Range<usize>,
-        args: &[DeviceArg],
-    ) -> Result<(), CudaError> {
-        self.launch_range_info(&DeviceKernelInfo::of::<K>(), range, args)
-    }
-
-    /// [`launch_range`](Self::launch_range) of the kernel `k`, which a launch found at run time.
     pub(crate) fn launch_range_info(
         &self,
         k: &DeviceKernelInfo,
@@ -225,23 +200,14 @@ impl Cuda {
         })
     }
 
-    /// Launches `K` (a `#[kernel]` `parallel_for` over an `MDRangePolicy` of rank `R`) over
-    /// `begins..ends` per dimension, as [`launch_range`](Self::launch_range) does.
+    /// Launches the kernel `k` (a `#[kernel]` `parallel_for` over an `MDRangePolicy` of rank `R`,
+    /// found at run time in a launch on a `Cuda` policy) over `begins..ends` per dimension, as
+    /// [`launch_range_info`](Self::launch_range_info) does.
     ///
     /// # Errors
     ///
-    /// As for [`launch_range`](Self::launch_range), and a dimension whose begin is past its
-    /// end.
-    pub fn launch_mdrange<K: DeviceKernel, const R: usize>(
-        &self,
-        begins: [usize; R],
-        ends: [usize; R],
-        args: &[DeviceArg],
-    ) -> Result<(), CudaError> {
-        self.launch_mdrange_info::<R>(&DeviceKernelInfo::of::<K>(), begins, ends, args)
-    }
-
-    /// [`launch_mdrange`](Self::launch_mdrange) of the kernel `k`, which a launch found at run time.
+    /// As for [`launch_range_info`](Self::launch_range_info), and a dimension whose begin is past
+    /// its end.
     pub(crate) fn launch_mdrange_info<const R: usize>(
         &self,
         k: &DeviceKernelInfo,
@@ -255,43 +221,21 @@ impl Cuda {
         })
     }
 
-    /// Launches `K` (a `#[kernel]` `parallel_for` over a `TeamPolicy`) over the policy's
-    /// league of teams of `policy.team_size()` threads (`TeamSize::Auto`: the size that
-    /// keeps the most threads resident with the policy's scratch, up to one any kernel fits;
-    /// [`auto_team_size`](crate::geometry::auto_team_size)). Both
-    /// scratch levels, per team and per thread, are the block's dynamic shared memory. Team
-    /// kernels store through atomic handles, into their team's row of a rank-2 writer, or at
-    /// their league rank of a rank-1 writer; such a writer must have an entry per team (all
-    /// writers of one launch of the same rank).
-    ///
-    /// ```
-    /// use hoplite_core::{PerTeam, PerThread, TeamPolicy, TeamSize};
-    /// use hoplite_cuda::Cuda;
-    /// let cuda = Cuda::default();
-    /// let policy = TeamPolicy::new(cuda.clone(), 128, TeamSize::Auto)
-    ///     .with_scratch_size(0, PerTeam(1024), PerThread(16));
-    /// match Cuda::new() {
-    ///     Err(e) => println!("{e}"),
-    ///     Ok(cuda) => println!("{} teams on {}", policy.league_size(), cuda.limits()?.arch()),
-    /// }
-    /// # Ok::<(), hoplite_cuda::CudaError>(())
-    /// ```
+    /// Launches the kernel `k` (a `#[kernel]` `parallel_for` over a `TeamPolicy`, found at run time
+    /// in a launch on a `Cuda` policy) over the policy's league of teams of `policy.team_size()`
+    /// threads (`TeamSize::Auto`: the size that keeps the most threads resident with the policy's
+    /// scratch, up to one any kernel fits; [`auto_team_size`](crate::geometry::auto_team_size)).
+    /// Both scratch levels, per team and per thread, are the block's dynamic shared memory. Team
+    /// kernels store through atomic handles, into their team's row of a rank-2 writer, or at their
+    /// league rank of a rank-1 writer; such a writer must have an entry per team (all writers of
+    /// one launch of the same rank).
     ///
     /// # Errors
     ///
-    /// As for [`launch_range`](Self::launch_range); a writer of rank above 2, of another rank
-    /// than the launch's other writers, or with fewer rows than the league; a team size of 0
-    /// or above the device's block limit; scratch at a level above 1, or more than the
-    /// device's shared memory per block.
-    pub fn launch_team<K: DeviceKernel>(
-        &self,
-        policy: &TeamPolicy<Cuda>,
-        args: &[DeviceArg],
-    ) -> Result<(), CudaError> {
-        self.launch_team_info(&DeviceKernelInfo::of::<K>(), policy, args)
-    }
-
-    /// [`launch_team`](Self::launch_team) of the kernel `k`, which a launch found at run time.
+    /// As for [`launch_range_info`](Self::launch_range_info); a writer of rank above 2, of another
+    /// rank than the launch's other writers, or with fewer rows than the league; a team size of 0
+    /// or above the device's block limit; scratch at a level above 1, or more than the device's
+    /// shared memory per block.
     pub(crate) fn launch_team_info(
         &self,
         k: &DeviceKernelInfo,
@@ -417,53 +361,17 @@ impl Cuda {
         partials.read_back(bytes, |host| join_partials(reducer, decode::<R::Value>(host)))
     }
 
-    /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over a `RangePolicy`) over `range`
-    /// on this instance's stream and returns the reducer's value: every launched thread
-    /// accumulates from `reducer.init()`, the host joins the partials in a fixed order (see
-    /// [`crate::reduce`]) and finalizes once. A reducer whose join is not commutative
+    /// Reduces with the kernel `k` (a `#[kernel]` `parallel_reduce` over a `RangePolicy`, found at
+    /// run time) over `range` on this instance's stream and returns the reducer's value: every
+    /// launched thread accumulates from `reducer.init()`, the host joins the partials in a fixed
+    /// order (see [`crate::reduce`]) and finalizes once. A reducer whose join is not commutative
     /// ([`Reducer::is_commutative`]) is joined in index order, as the core's axiom asks: each
     /// thread folds one contiguous block of the range. Waits for the launch.
     ///
-    /// ```
-    /// use hoplite::prelude::*;
-    /// use hoplite::{BoundReader, kernel};
-    /// use hoplite_core::{LayoutLeft, Sum, View};
-    /// use hoplite_cuda::{Cuda, CudaError, CudaSpace, DeviceArg};
-    ///
-    /// #[kernel]
-    /// fn total(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
-    ///     *acc += x.get(i);
-    /// }
-    ///
-    /// let x: View<f64, 1, LayoutLeft, CudaSpace> = View::default();
-    /// let cuda = Cuda::default();
-    /// // The reducer's value type must be the kernel's accumulator: refused before the device.
-    /// let e = cuda.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], &Sum::<f32>::new());
-    /// assert!(matches!(e, Err(CudaError::InvalidLaunch { .. })));
-    /// match cuda.reduce_range::<total, _>(0..0, &[DeviceArg::read(&x)], &Sum::<f64>::new()) {
-    ///     Ok(sum) => assert_eq!(sum, 0.0),
-    ///     Err(e) => println!("{e}"), // no device here
-    /// }
-    /// ```
-    ///
     /// # Errors
     ///
-    /// As for [`launch_range`](Self::launch_range), and [`CudaError::InvalidLaunch`] when the
-    /// kernel is not a reduction of the reducer's value type.
-    pub fn reduce_range<K: DeviceKernel, R>(
-        &self,
-        range: std::ops::Range<usize>,
-        args: &[DeviceArg],
-        reducer: &R,
-    ) -> Result<R::Value, CudaError>
-    where
-        R: Reducer,
-        R::Value: DeviceReduceValue,
-    {
-        self.reduce_range_info::<R>(&DeviceKernelInfo::of::<K>(), range, args, reducer)
-    }
-
-    /// [`reduce_range`](Self::reduce_range) of the kernel `k`, which a launch found at run time.
+    /// As for [`launch_range_info`](Self::launch_range_info), and [`CudaError::InvalidLaunch`] when
+    /// the kernel is not a reduction of the reducer's value type.
     pub(crate) fn reduce_range_info<R>(
         &self,
         k: &DeviceKernelInfo,
@@ -486,38 +394,16 @@ impl Cuda {
         )
     }
 
-    /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over an `MDRangePolicy` of rank `N`)
-    /// over `begins..ends`, as [`reduce_range`](Self::reduce_range) does. A reducer that is
-    /// not commutative is joined in row-major index order (the last index fastest, as an
-    /// `MDRangePolicy` without tiles visits its box).
+    /// Reduces with the kernel `k` (a `#[kernel]` `parallel_reduce` over an `MDRangePolicy` of rank
+    /// `N`, found at run time) over `begins..ends`, as
+    /// [`reduce_range_info`](Self::reduce_range_info) does. A reducer that is not commutative is
+    /// joined in row-major index order (the last index fastest, as an `MDRangePolicy` without tiles
+    /// visits its box).
     ///
     /// # Errors
     ///
-    /// As for [`reduce_range`](Self::reduce_range) and
-    /// [`launch_mdrange`](Self::launch_mdrange).
-    pub fn reduce_mdrange<K: DeviceKernel, R, const N: usize>(
-        &self,
-        begins: [usize; N],
-        ends: [usize; N],
-        args: &[DeviceArg],
-        reducer: &R,
-    ) -> Result<R::Value, CudaError>
-    where
-        R: Reducer,
-        R::Value: DeviceReduceValue,
-    {
-        self.reduce_mdrange_info::<R, N>(
-            &DeviceKernelInfo::of::<K>(),
-            begins,
-            ends,
-            args,
-            reducer,
-            IterationOrder::Right,
-        )
-    }
-
-    /// [`reduce_mdrange`](Self::reduce_mdrange) of the kernel `k`, which a launch found at run
-    /// time; a reducer that is not commutative joins in the order of nested loops in `visit`.
+    /// As for [`reduce_range_info`](Self::reduce_range_info) and
+    /// [`launch_mdrange_info`](Self::launch_mdrange_info).
     pub(crate) fn reduce_mdrange_info<R, const N: usize>(
         &self,
         k: &DeviceKernelInfo,
@@ -538,30 +424,17 @@ impl Cuda {
         })
     }
 
-    /// Reduces with `K` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`) over the
-    /// policy's league, as [`reduce_range`](Self::reduce_range) does; every thread of every
-    /// team contributes its partial. A reducer that is not commutative is joined as the host
-    /// backends join it: by contiguous runs of teams (one run per block), and within a run by
-    /// team rank. Writers and scratch as in
-    /// [`launch_team`](Self::launch_team).
+    /// Reduces with the kernel `k` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`, found at
+    /// run time) over the policy's league, as [`reduce_range_info`](Self::reduce_range_info) does;
+    /// every thread of every team contributes its partial. A reducer that is not commutative is
+    /// joined as the host backends join it: by contiguous runs of teams (one run per block), and
+    /// within a run by team rank. Writers and scratch as in
+    /// [`launch_team_info`](Self::launch_team_info).
     ///
     /// # Errors
     ///
-    /// As for [`reduce_range`](Self::reduce_range) and [`launch_team`](Self::launch_team).
-    pub fn reduce_team<K: DeviceKernel, R>(
-        &self,
-        policy: &TeamPolicy<Cuda>,
-        args: &[DeviceArg],
-        reducer: &R,
-    ) -> Result<R::Value, CudaError>
-    where
-        R: Reducer,
-        R::Value: DeviceReduceValue,
-    {
-        self.reduce_team_info::<R>(&DeviceKernelInfo::of::<K>(), policy, args, reducer)
-    }
-
-    /// [`reduce_team`](Self::reduce_team) of the kernel `k`, which a launch found at run time.
+    /// As for [`reduce_range_info`](Self::reduce_range_info) and
+    /// [`launch_team_info`](Self::launch_team_info).
     pub(crate) fn reduce_team_info<R>(
         &self,
         k: &DeviceKernelInfo,
@@ -584,50 +457,16 @@ impl Cuda {
         )
     }
 
-    /// Scans with `K` (a `#[kernel]` `parallel_scan` over a `RangePolicy`) over `range` and
-    /// returns the total. Two launches of the same geometry: the first stores each thread's
-    /// chunk sum, the host turns them into exclusive prefix sums in thread order
-    /// ([`exclusive_prefix`](crate::reduce::exclusive_prefix)), the second runs the final
+    /// Scans with the kernel `k` (a `#[kernel]` `parallel_scan` over a `RangePolicy`, found at run
+    /// time) over `range` and returns the total. Two launches of the same geometry: the first
+    /// stores each thread's chunk sum, the host turns them into exclusive prefix sums in thread
+    /// order ([`exclusive_prefix`](crate::reduce::exclusive_prefix)), the second runs the final
     /// pass from them. Waits for both.
-    ///
-    /// ```
-    /// use hoplite::prelude::*;
-    /// use hoplite::{BoundReader, BoundWriter, kernel};
-    /// use hoplite_core::{LayoutLeft, View};
-    /// use hoplite_cuda::{Cuda, CudaSpace, DeviceArg};
-    ///
-    /// #[kernel]
-    /// fn prefix(i: Idx<'_>, y: BoundWriter<'_, i64, 1>, x: BoundReader<'_, i64, 1>, acc: &mut i64, is_final: bool) {
-    ///     *acc += x.get(i);
-    ///     if is_final {
-    ///         y.set(i, *acc);
-    ///     }
-    /// }
-    ///
-    /// let (x, y): (View<i64, 1, LayoutLeft, CudaSpace>, View<i64, 1, LayoutLeft, CudaSpace>) =
-    ///     (View::default(), View::default());
-    /// match Cuda::default().scan_range::<prefix, i64>(0..0, &[DeviceArg::write(&y), DeviceArg::read(&x)]) {
-    ///     Ok(total) => assert_eq!(total, 0),
-    ///     Err(e) => println!("{e}"),
-    /// }
-    /// ```
     ///
     /// # Errors
     ///
-    /// As for [`launch_range`](Self::launch_range), and [`CudaError::InvalidLaunch`] when the
-    /// kernel is not a scan of `T`.
-    pub fn scan_range<K: DeviceKernel, T>(
-        &self,
-        range: std::ops::Range<usize>,
-        args: &[DeviceArg],
-    ) -> Result<T, CudaError>
-    where
-        T: DeviceReduceValue + ScanValue,
-    {
-        self.scan_range_info::<T>(&DeviceKernelInfo::of::<K>(), range, args)
-    }
-
-    /// [`scan_range`](Self::scan_range) of the kernel `k`, which a launch found at run time.
+    /// As for [`launch_range_info`](Self::launch_range_info), and [`CudaError::InvalidLaunch`] when
+    /// the kernel is not a scan of `T`.
     pub(crate) fn scan_range_info<T>(
         &self,
         k: &DeviceKernelInfo,
@@ -669,12 +508,7 @@ impl Cuda {
     }
 }
 
-#[cfg(feature = "graph")] // the graph's kernel nodes name their kernel by type
-pub(crate) fn checked_range<K: DeviceKernel>(range: std::ops::Range<usize>) -> Result<(u64, u64), CudaError> {
-    checked_range_info(&DeviceKernelInfo::of::<K>(), range)
-}
-
-/// [`checked_range`] for the kernel `k`.
+/// The bounds of `range` for the kernel `k`, or the error for a range that starts after it ends.
 pub(crate) fn checked_range_info(
     k: &DeviceKernelInfo,
     range: std::ops::Range<usize>,
@@ -708,17 +542,8 @@ pub(crate) fn index_order(args: &[DeviceArg]) -> IndexOrder {
 pub(crate) type CheckedMdRange = (IterationArgs, Vec<u64>, (Vec<u64>, IndexOrder));
 
 /// The iteration space (walked in the order `args` suggest, [`index_order`]), the ends and
-/// the geometry's lengths and order of an MDRange, or the dimension that starts after it ends.
-#[cfg(feature = "graph")] // the graph's kernel nodes name their kernel by type
-pub(crate) fn checked_mdrange<K: DeviceKernel, const R: usize>(
-    begins: [usize; R],
-    ends: [usize; R],
-    args: &[DeviceArg],
-) -> Result<CheckedMdRange, CudaError> {
-    checked_mdrange_info::<R>(&DeviceKernelInfo::of::<K>(), begins, ends, args)
-}
-
-/// [`checked_mdrange`] for the kernel `k`.
+/// the geometry's lengths and order of an MDRange of the kernel `k`, or the dimension that
+/// starts after it ends.
 pub(crate) fn checked_mdrange_info<const R: usize>(
     k: &DeviceKernelInfo,
     begins: [usize; R],
@@ -789,14 +614,9 @@ pub(crate) struct TeamLaunch {
 }
 
 impl TeamLaunch {
-    /// The launch `policy` describes for `K`. Team size and scratch are checked against the
-    /// device when the geometry is computed, not against the policy's host limits.
-    #[cfg(feature = "graph")] // the graph's kernel nodes name their kernel by type
-    pub(crate) fn of<K: DeviceKernel>(policy: &TeamPolicy<Cuda>) -> Result<TeamLaunch, CudaError> {
-        TeamLaunch::of_info(&DeviceKernelInfo::of::<K>(), policy)
-    }
-
-    /// [`of`](Self::of) for the kernel `k`.
+    /// The launch `policy` describes for the kernel `k`. Team size and scratch are checked
+    /// against the device when the geometry is computed, not against the policy's host
+    /// limits.
     pub(crate) fn of_info(k: &DeviceKernelInfo, policy: &TeamPolicy<Cuda>) -> Result<TeamLaunch, CudaError> {
         if let Some(level) = policy.invalid_scratch_level() {
             return Err(CudaError::InvalidLaunch {
