@@ -410,6 +410,10 @@ fn dot_and_trace_describe_the_dag() {
         text.contains("\"name\":\"copy\"") && text.contains("\"ph\":\"X\""),
         "{text}"
     );
+    assert!(
+        text.contains("\"thread_name\"") && text.contains("\"args\":{\"name\":\"stream "),
+        "each stream's row is named: {text}"
+    );
     let _ = std::fs::remove_file(&path);
     let e = ctx
         .write_trace("/nonexistent/dir/trace.json")
@@ -449,13 +453,17 @@ fn labels_with_control_characters_give_valid_dot_and_json() {
     let text = std::fs::read_to_string(&path).expect("read trace");
     let _ = std::fs::remove_file(&path);
     let trace: serde_json::Value = serde_json::from_str(&text).expect("the trace is JSON");
-    let names: Vec<&str> = trace["traceEvents"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .map(|e| e["name"].as_str().expect("a name"))
-        .collect();
-    assert_eq!(names, [label, "read"]);
+    let events = trace["traceEvents"].as_array().expect("events");
+    let names = |ph: &str| -> Vec<&str> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == ph)
+            .map(|e| e["name"].as_str().expect("a name"))
+            .collect()
+    };
+    assert_eq!(names("X"), [label, "read"]);
+    // The edge from the fill to the read is an arrow named after the view.
+    assert_eq!((names("s"), names("f")), (vec![label], vec![label]));
 }
 
 #[test]

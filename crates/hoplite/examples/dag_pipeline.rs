@@ -71,7 +71,17 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     );
     let trace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/dag_pipeline_trace.json");
     ctx.write_trace(&trace)?;
-    println!("trace of the run: {}", trace.display());
+    // The trace is Trace Event JSON with every dependency drawn as an arrow.
+    let events: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace)?)?;
+    let arrows = events["traceEvents"]
+        .as_array()
+        .map_or(0, |e| e.iter().filter(|e| e["ph"] == "f").count());
+    let edges: usize = parents.iter().map(Vec::len).sum();
+    assert_eq!(arrows, edges, "one arrow per dependency");
+    println!(
+        "trace of the run ({edges} dependencies as arrows): {}",
+        trace.display()
+    );
 
     // The same launches, eagerly, give the same energy.
     parallel_for(

@@ -4,7 +4,8 @@
 //! Each frame's energy is checked against the same launches made eagerly, and the two ways are
 //! timed.
 //!
-//! `cargo run --release --example graph_pipeline`
+//! `cargo run --release --example graph_pipeline` (a trace of the submits goes to
+//! `target/graph_pipeline_trace.json`; open it in ui.perfetto.dev)
 
 use std::time::Instant;
 
@@ -63,6 +64,9 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     })?;
     println!("{}", graph.to_dot());
 
+    // The submits traced by the built-in connector (not where KOKKOS_TOOLS_LIBS loaded a
+    // connector: a process has one).
+    let traced = hoplite::profiling::start_trace().is_ok();
     let t = Instant::now();
     let mut by_graph = Vec::with_capacity(frames);
     for _ in 0..frames {
@@ -70,6 +74,22 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         by_graph.push(result.get().ok_or("the energy node ran")?);
     }
     let t_graph = t.elapsed();
+    if traced {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/graph_pipeline_trace.json");
+        hoplite::profiling::write_trace(&path)?;
+        // The trace is Trace Event JSON with each kernel node once per submit.
+        let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+        let events = trace["traceEvents"].as_array().ok_or("a list of events")?;
+        for node in ["smooth", "derivative", "combine", "energy"] {
+            let runs = events
+                .iter()
+                .filter(|e| e["ph"] == "X" && e["name"] == node)
+                .count();
+            assert_eq!(runs, frames, "node `{node}` in the trace once per submit");
+        }
+        println!("trace of the submits: {}", path.display());
+    }
 
     let t = Instant::now();
     for (f, &want) in by_graph.iter().enumerate() {

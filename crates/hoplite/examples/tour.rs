@@ -3,7 +3,9 @@
 //! computed, and how long it took.
 //!
 //! Run it with `cargo run --release --example tour`; with `--features numa` it also tours the
-//! NUMA backend (which links the system's hwloc).
+//! NUMA backend (which links the system's hwloc). Names after `--` run only those sections:
+//! `profiling`, `views`, `backends`, `reductions`, `scans`, `mdrange`, `kernels`, `teams`,
+//! `tokens`, `graphs`, `selection`, `dag`, `numa`, `cuda`, `errors`.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -26,33 +28,66 @@ fn main() -> Result<()> {
     let _ = hoplite::print_configuration(&mut config, true);
     print!("{}", String::from_utf8_lossy(&config));
 
-    profiling()?;
-    views()?;
-    backends_side_by_side()?;
-    reductions()?;
-    scans()?;
-    md_range()?;
-    kernels()?;
-    teams()?;
-    unique_tokens()?;
-    if let Err(e) = graphs() {
+    // `cargo run --example tour -- graphs dag` runs only the sections named; no name runs all.
+    let chosen: Vec<String> = std::env::args().skip(1).collect();
+    let wanted = |section: &str| chosen.is_empty() || chosen.iter().any(|c| c == section);
+    if wanted("profiling") {
+        profiling()?;
+    }
+    if wanted("views") {
+        views()?;
+    }
+    if wanted("backends") {
+        backends_side_by_side()?;
+    }
+    if wanted("reductions") {
+        reductions()?;
+    }
+    if wanted("scans") {
+        scans()?;
+    }
+    if wanted("mdrange") {
+        md_range()?;
+    }
+    if wanted("kernels") {
+        kernels()?;
+    }
+    if wanted("teams") {
+        teams()?;
+    }
+    if wanted("tokens") {
+        unique_tokens()?;
+    }
+    if wanted("graphs")
+        && let Err(e) = graphs()
+    {
         println!("graphs failed: {e}");
     }
-    if let Err(e) = selection() {
+    if wanted("selection")
+        && let Err(e) = selection()
+    {
         println!("selection failed: {e}");
     }
-    if let Err(e) = implicit_dag() {
+    if wanted("dag")
+        && let Err(e) = implicit_dag()
+    {
         println!("implicit DAG failed: {e}");
     }
     #[cfg(feature = "numa")]
-    if let Err(e) = numa() {
+    if wanted("numa")
+        && let Err(e) = numa()
+    {
         println!("NUMA failed: {e}");
     }
     #[cfg(feature = "cuda")]
-    if let Err(e) = cuda() {
+    if wanted("cuda")
+        && let Err(e) = cuda()
+    {
         println!("CUDA failed: {e}");
     }
-    errors()?;
+    if wanted("errors") {
+        errors()?;
+    }
 
     // The connector writes its report now (it would at exit too).
     hoplite::finalize();
