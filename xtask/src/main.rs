@@ -453,6 +453,30 @@ fn test(args: &[String]) -> Result<(), String> {
     // read of a `#[kernel]`'s captures a device backend makes.
     install_miri()?;
     run_miri(MIRI_SUBSET)?;
+    // The facade and the CUDA backend documented as docs.rs builds them (their
+    // `package.metadata.docs.rs`: nightly, `--cfg docsrs`, which marks feature-gated items),
+    // with the nightly toolchain Miri brought.
+    Step::program(
+        "rustdoc as docs.rs builds it",
+        "rustup",
+        &[
+            "run",
+            "nightly",
+            "cargo",
+            "doc",
+            "-p",
+            "hoplite",
+            "-p",
+            "hoplite-cuda",
+            "--no-deps",
+            "--features",
+            "hoplite/cuda",
+            "--target-dir",
+            "target/docsrs",
+        ],
+    )
+    .env("RUSTDOCFLAGS", "--cfg docsrs -D warnings")
+    .run()?;
     mpi_steps(lint)?;
     println!(
         "xtask: all steps passed in {:.1} s",
@@ -469,6 +493,7 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
     ("example: teams", "teams", ""),
     ("example: dag_pipeline", "dag_pipeline", ""),
     ("example: graph_pipeline", "graph_pipeline", ""),
+    ("example: selection", "selection", ""),
     ("example: cuda_axpy", "cuda_axpy", "cuda"),
 ];
 

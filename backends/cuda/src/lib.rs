@@ -39,6 +39,8 @@
 //! println!("{}", String::from_utf8_lossy(&out)); // the device, or why there is none
 //! # Ok::<(), std::io::Error>(())
 //! ```
+// On docs.rs (`--cfg docsrs`, nightly): each feature-gated item says which feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "dag")]
 pub mod bandwidth;

@@ -15,6 +15,8 @@
 //! assert_eq!(dot, 332_833_500.0);
 //! # Ok::<(), hoplite::Error>(())
 //! ```
+// On docs.rs (`--cfg docsrs`, nightly): each feature-gated item says which feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// The README's example, compiled and run as a doctest so it cannot drift from the API.
 #[cfg(doctest)]
@@ -35,6 +37,11 @@ pub struct KernelsGuideDoctest;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/dag.md")]
 pub struct DagGuideDoctest;
+
+/// The dynamic selection guide's examples, run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/select.md")]
+pub struct SelectGuideDoctest;
 
 /// The profiling guide's examples, run as doctests.
 #[cfg(doctest)]
