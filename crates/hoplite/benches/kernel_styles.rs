@@ -29,7 +29,7 @@ use hoplite::dag::device::HostDevice;
 use hoplite::dag::{Context, ContextOptions};
 use hoplite::graph::{Graph, ReduceResult, create_graph};
 use hoplite::prelude::*;
-use hoplite::rayon::RayonTeamMember;
+use hoplite::rayon_backend::RayonTeamMember;
 use hoplite::serial::SerialTeamMember;
 use hoplite::{BoundReader, BoundWriter, ParallelFor, RayonSpace, Serial, kernel};
 

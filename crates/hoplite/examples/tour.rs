@@ -1338,7 +1338,7 @@ fn errors() -> Result<()> {
         println!("zero tile:          {e}");
     }
     // A thread count in the wrong unit starts nothing.
-    if let Err(e) = hoplite::RayonSpace::with_threads(hoplite::rayon::max_threads() + 1) {
+    if let Err(e) = hoplite::RayonSpace::with_threads(hoplite::rayon_backend::max_threads() + 1) {
         println!("too many threads:   {e}");
     }
     // The panic below is on purpose; keep the default hook from printing it.

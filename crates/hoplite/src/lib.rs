@@ -2,7 +2,8 @@
 //!
 //! Write a parallel algorithm once against a small set of concept traits, then run it on any
 //! enabled backend. This facade re-exports [`hoplite_core`], enables backends through cargo
-//! features (`serial` is on by default) and picks the [`DefaultExecutionSpace`].
+//! features (`serial` and `rayon` are on by default; `numa`, `cuda` and `mpi` are off) and
+//! picks the [`DefaultExecutionSpace`] (rayon when it is on, else serial).
 //!
 //! The launch functions here accept, besides any policy, a plain `usize` (`0..n`) or a
 //! `Range<usize>`, which run on the default execution space — the Kokkos
@@ -106,8 +107,10 @@ pub use hoplite_mpi as mpi;
 #[cfg(feature = "serial")]
 pub use hoplite_serial::{self as serial, Serial};
 
+// Named `rayon_backend`, not `rayon`: a glob import of the facade next to
+// `use rayon::prelude::*` would make `rayon` ambiguous (E0659).
 #[cfg(feature = "rayon")]
-pub use hoplite_rayon::{self as rayon, RayonSpace};
+pub use hoplite_rayon::{self as rayon_backend, RayonSpace};
 
 /// The NUMA backend (feature `numa`, off by default: it links the system's hwloc): a pool per
 /// NUMA node and memory bound to nodes. See [`hoplite_numa`].
