@@ -243,15 +243,16 @@ fn test(args: &[String]) -> Result<(), String> {
             )
             .env("RUSTDOCFLAGS", "-D warnings"),
         );
-        // The profiling hooks are compiled only with the core's `tracing` feature.
+        // The profiling hooks are compiled only with the core's `tracing` feature, the ndarray
+        // interop only with its `ndarray` feature.
         steps.push(Step::cargo(
-            "clippy (tracing feature)",
+            "clippy (tracing and ndarray features)",
             &[
                 "clippy",
                 "-p",
                 "hoplite-core",
                 "--features",
-                "tracing",
+                "tracing,ndarray",
                 "--all-targets",
                 "--",
                 "-D",
@@ -345,6 +346,30 @@ fn test(args: &[String]) -> Result<(), String> {
     steps.push(Step::cargo(
         "doc tests (cuda feature of the facade: the CUDA guide)",
         &["test", "-p", "hoplite", "--features", "cuda", "--doc"],
+    ));
+    steps.push(Step::cargo(
+        "tests (ndarray feature: the interop's unit tests)",
+        &[
+            "test",
+            "-p",
+            "hoplite-core",
+            "--features",
+            "ndarray",
+            "--lib",
+            "ndarray",
+        ],
+    ));
+    steps.push(Step::cargo(
+        "tests (ndarray feature: the interop's doc tests)",
+        &[
+            "test",
+            "-p",
+            "hoplite-core",
+            "--features",
+            "ndarray",
+            "--doc",
+            "ndarray",
+        ],
     ));
     steps.push(Step::cargo(
         "tests (tracing feature)",

@@ -13,6 +13,8 @@ pub mod copy;
 mod footprint;
 pub mod held;
 pub mod locked;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 mod transfer;
 
 use std::fmt;

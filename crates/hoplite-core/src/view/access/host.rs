@@ -43,6 +43,12 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> HostRead<
         })
     }
 
+    /// The view this guard borrows (for the ndarray interop).
+    #[cfg(feature = "ndarray")]
+    pub(crate) fn view(&self) -> &'v View<T, R, L, S> {
+        self.view
+    }
+
     /// The element at `index` (panics if out of bounds).
     pub fn get(&self, index: impl ViewIndex<R>) -> T {
         // SAFETY: `checked_element_ptr` points at an element inside the view; the shared borrow
@@ -80,6 +86,12 @@ impl<'v, T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> HostWrite
             borrow: view.borrow(AccessKind::Write)?,
             view,
         })
+    }
+
+    /// The view this guard borrows (for the ndarray interop).
+    #[cfg(feature = "ndarray")]
+    pub(crate) fn view(&self) -> &'v View<T, R, L, S> {
+        self.view
     }
 
     /// The element at `index` (panics if out of bounds).
