@@ -520,6 +520,7 @@ const EXAMPLES: &[(&str, &str, &str)] = &[
     ("example: graph_pipeline", "graph_pipeline", ""),
     ("example: selection", "selection", ""),
     ("example: cuda_axpy", "cuda_axpy", "cuda"),
+    ("example: numa_heat", "numa_heat", "numa"),
 ];
 
 /// hoplite-cuda's feature sets that `cargo xtask test` lints besides its defaults (which are

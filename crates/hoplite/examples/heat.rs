@@ -6,15 +6,11 @@
 //! `cargo run --release --example heat`
 
 use hoplite::prelude::*;
-use hoplite::{BoundReader, BoundWriter, LaunchSpace, LayoutRight, MemorySpace, SpaceAccessibility, kernel};
+use hoplite::{BoundReader, LaunchSpace, LayoutRight, MemorySpace, SpaceAccessibility, kernel};
 
-/// One Jacobi sweep of `u_t = alpha * laplacian(u)` at an interior point.
-#[kernel]
-fn sweep(ij: MdIdx<'_, 2>, next: BoundWriter<'_, f64, 2>, u: BoundReader<'_, f64, 2>, alpha: f64) {
-    let around =
-        u.neighbor(ij, [-1, 0]) + u.neighbor(ij, [1, 0]) + u.neighbor(ij, [0, -1]) + u.neighbor(ij, [0, 1]);
-    next.set(ij, u.get(ij) + alpha * (around - 4.0 * u.get(ij)));
-}
+#[path = "common/stencil.rs"]
+mod stencil;
+use stencil::sweep;
 
 /// The hottest point and the plate's total heat.
 #[kernel]
