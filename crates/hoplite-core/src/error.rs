@@ -331,6 +331,71 @@ pub enum Error {
         /// The device space's name, such as `"Cuda"`.
         space: &'static str,
     },
+    /// An error of one of hoplite's runtimes (an explicit graph, the implicit DAG, dynamic
+    /// selection) that is not an [`Error`] itself, converted so that `?` takes every hoplite
+    /// error into a [`Result`]; the runtime's typed error is the source
+    /// ([`RuntimeError::downcast_ref`]).
+    #[error("{runtime}: {source}")]
+    Runtime {
+        /// Which runtime: `"graph"`, `"DAG"` or `"selection"`.
+        runtime: &'static str,
+        /// The runtime's own error.
+        #[source]
+        source: RuntimeError,
+    },
+}
+
+/// A runtime's own error inside [`Error::Runtime`]: shared (so the error stays `Clone`), and
+/// compared by its message.
+///
+/// ```
+/// use hoplite_core::{Error, RuntimeError};
+/// #[derive(Debug)]
+/// struct Stalled;
+/// impl std::fmt::Display for Stalled {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("no progress")
+///     }
+/// }
+/// impl std::error::Error for Stalled {}
+/// let e = Error::Runtime { runtime: "DAG", source: RuntimeError::new(Stalled) };
+/// assert_eq!(e.to_string(), "DAG: no progress");
+/// let Error::Runtime { source, .. } = &e else { unreachable!() };
+/// assert!(source.downcast_ref::<Stalled>().is_some());
+/// ```
+#[derive(Debug, Clone)]
+pub struct RuntimeError(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl RuntimeError {
+    /// Wraps a runtime's error.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        RuntimeError(std::sync::Arc::new(error))
+    }
+
+    /// The runtime's error as its own type, if it is a `E`.
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.0.downcast_ref::<E>()
+    }
+}
+
+impl PartialEq for RuntimeError {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for RuntimeError {}
+
+impl std::fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for RuntimeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }
 
 fn dim_suffix(dim: Option<usize>) -> String {

@@ -52,7 +52,7 @@ pub use dispatch::{
     ReduceInto, ReduceKernel, ScanKernel, ValidatedPolicy, parallel_for, parallel_for_validated,
     parallel_reduce, parallel_reduce_into, parallel_reduce_validated, parallel_scan, parallel_scan_validated,
 };
-pub use error::{Error, IoError, Result};
+pub use error::{Error, IoError, Result, RuntimeError};
 pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};
 #[doc(hidden)]
 pub use kernel_token::device_token_on_host;

@@ -143,6 +143,31 @@ pub enum DagError {
     },
 }
 
+/// A DAG error as the core's [`hoplite_core::Error`], so that `?` takes it into a
+/// `hoplite::Result`: a core error as itself, a graph error as the graph's conversion gives
+/// it, any other as [`Error::Runtime`] (`runtime: "DAG"`) with the DAG error as its source.
+///
+/// [`Error::Runtime`]: hoplite_core::Error::Runtime
+///
+/// ```
+/// use hoplite_core::Error;
+/// use hoplite_dag::DagError;
+/// let e: Error = DagError::InvalidOptions("no device".into()).into();
+/// assert_eq!(e.to_string(), "DAG: invalid context options: no device");
+/// ```
+impl From<DagError> for hoplite_core::Error {
+    fn from(e: DagError) -> Self {
+        match e {
+            DagError::Core(core) => core,
+            DagError::Graph(graph) => graph.into(),
+            other => hoplite_core::Error::Runtime {
+                runtime: "DAG",
+                source: hoplite_core::RuntimeError::new(other),
+            },
+        }
+    }
+}
+
 impl DagError {
     /// The vertex whose failure this is (the failed ancestor for a skipped vertex).
     pub fn failed_vertex(&self) -> Option<&str> {

@@ -139,6 +139,31 @@ pub enum GraphError {
     Core(#[from] hoplite_core::Error),
 }
 
+/// A graph error as the core's [`hoplite_core::Error`], so that `?` takes it into a
+/// `hoplite::Result`: a core error as itself, any other as [`Error::Runtime`]
+/// (`runtime: "graph"`) with the graph error as its source.
+///
+/// [`Error::Runtime`]: hoplite_core::Error::Runtime
+///
+/// ```
+/// use hoplite_core::Error;
+/// use hoplite_graph::GraphError;
+/// let e: Error = GraphError::AlreadyInstantiated.into();
+/// let Error::Runtime { runtime: "graph", source } = &e else { panic!("{e:?}") };
+/// assert_eq!(source.downcast_ref::<GraphError>(), Some(&GraphError::AlreadyInstantiated));
+/// ```
+impl From<GraphError> for hoplite_core::Error {
+    fn from(e: GraphError) -> Self {
+        match e {
+            GraphError::Core(core) => core,
+            other => hoplite_core::Error::Runtime {
+                runtime: "graph",
+                source: hoplite_core::RuntimeError::new(other),
+            },
+        }
+    }
+}
+
 /// The two nodes of an unordered data race found at instantiation.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(

@@ -70,6 +70,29 @@ pub enum SelectError {
     Wait(String),
 }
 
+/// A selection error as the core's [`hoplite_core::Error`], so that `?` takes it into a
+/// `hoplite::Result`: a resource's core error as itself, any other as [`Error::Runtime`]
+/// (`runtime: "selection"`) with the selection error as its source.
+///
+/// [`Error::Runtime`]: hoplite_core::Error::Runtime
+///
+/// ```
+/// use hoplite_select::SelectError;
+/// let e: hoplite_core::Error = SelectError::NoResources { policy: "round-robin" }.into();
+/// assert!(e.to_string().starts_with("selection: "));
+/// ```
+impl From<SelectError> for hoplite_core::Error {
+    fn from(e: SelectError) -> Self {
+        match e {
+            SelectError::Resource(core) => core,
+            other => hoplite_core::Error::Runtime {
+                runtime: "selection",
+                source: hoplite_core::RuntimeError::new(other),
+            },
+        }
+    }
+}
+
 /// Why every resource was unavailable, for [`SelectError::NoResourceAvailable`].
 fn busy_reason(resources: usize, limit: Option<usize>) -> String {
     match limit {
