@@ -24,6 +24,8 @@ pub(crate) struct TrackedAllocation<S: MemorySpace> {
     /// owner, which frees it when dropped (or `None` once given back); `None` for memory the
     /// space allocated.
     adopted: Option<Option<Box<dyn std::any::Any + Send + Sync>>>,
+    /// The allocation of a null view: no memory, no record.
+    null: bool,
 }
 
 // SAFETY: the allocation is plain memory owned by this value; every access to its elements
@@ -57,6 +59,28 @@ impl<S: MemorySpace> TrackedAllocation<S> {
         owner: Box<dyn std::any::Any + Send + Sync>,
     ) -> Arc<Self> {
         Self::record(space, label, ptr, bytes, Some(Some(owner)))
+    }
+
+    /// The allocation of a null view (`View::default()`, Kokkos' default-constructed view): no
+    /// memory, no record and no profiling event; `ptr` (the view's dangling pointer, aligned
+    /// for its elements) is never read, since a null view has no element. Its id is still
+    /// unique, so front ends keep its accesses apart from every other view's.
+    pub(crate) fn null(space: S, ptr: NonNull<u8>) -> Arc<Self> {
+        Arc::new(TrackedAllocation {
+            ptr,
+            bytes: 0,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            label: Arc::from(""),
+            space,
+            borrows: BorrowTable::default(),
+            adopted: None,
+            null: true,
+        })
+    }
+
+    /// Whether this is a null view's allocation.
+    pub(crate) fn is_null(&self) -> bool {
+        self.null
     }
 
     /// Gives back the owner of adopted memory when this is the last reference to the
@@ -99,6 +123,7 @@ impl<S: MemorySpace> TrackedAllocation<S> {
             space,
             borrows: BorrowTable::default(),
             adopted,
+            null: false,
         })
     }
 
@@ -158,6 +183,9 @@ impl<S: MemorySpace> TrackedAllocation<S> {
 
 impl<S: MemorySpace> Drop for TrackedAllocation<S> {
     fn drop(&mut self) {
+        if self.null {
+            return; // nothing was allocated or recorded
+        }
         self.space.records().remove(self.id);
         crate::profiling::deallocate_data(
             self.space.profiling_name(),

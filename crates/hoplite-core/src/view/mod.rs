@@ -134,13 +134,42 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Eq for View<T
 /// let v: View<f64, 2> = View::default();
 /// assert_eq!((v.label(), v.extents(), v.is_empty()), ("", [0, 0], true));
 /// ```
+/// A null view (Kokkos' default-constructed view): label `""`, extents 0, no memory —
+/// [`data`](View::data) is null, [`use_count`](View::use_count) 0 and
+/// [`is_allocated`](View::is_allocated) false, for the view and its clones. It takes handles
+/// and launches over it run nothing. A rank-0 view has one element whatever its extents, so
+/// its default holds that element, allocated (unlike Kokkos, where reading it is undefined).
+///
+/// ```
+/// use hoplite_core::View;
+/// let null: View<f64, 2> = View::default();
+/// assert!(!null.is_allocated() && null.data().is_null());
+/// assert_eq!((null.use_count(), null.clone().use_count(), null.extents()), (0, 0, [0, 0]));
+/// let scalar: View<f64, 0> = View::default();
+/// assert!(scalar.is_allocated());
+/// ```
 impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> Default for View<T, R, L, S> {
     fn default() -> Self {
-        match Self::without_initializing_in(S::default(), "", [0; R]) {
-            Ok(view) => view,
-            // Zero bytes need no memory; a rank-0 view needs one element, and only running
-            // out of memory refuses that, which `Default` answers as `Box::default` does.
-            Err(_) => std::alloc::handle_alloc_error(std::alloc::Layout::new::<T>()),
+        if R == 0 {
+            return match Self::without_initializing_in(S::default(), "", [0; R]) {
+                Ok(view) => view,
+                // A rank-0 view needs one element, and only running out of memory refuses
+                // that, which `Default` answers as `Box::default` does.
+                Err(_) => std::alloc::handle_alloc_error(std::alloc::Layout::new::<T>()),
+            };
+        }
+        let extents = [0; R];
+        let mut strides = [0; R];
+        L::strides(&extents, &mut strides);
+        let ptr = NonNull::<T>::dangling();
+        View {
+            alloc: TrackedAllocation::null(S::default(), ptr.cast()),
+            ptr,
+            extents,
+            strides,
+            root_dims: std::array::from_fn(|d| d),
+            footprint: Footprint::whole(&extents),
+            _layout: PhantomData,
         }
     }
 }
@@ -461,12 +490,25 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
     /// # Ok::<(), hoplite_core::Error>(())
     /// ```
     pub fn use_count(&self) -> usize {
+        if self.alloc.is_null() {
+            return 0; // a null view shares no allocation (Kokkos)
+        }
         Arc::strong_count(&self.alloc)
     }
 
+    /// Whether the view has memory: false only for a null view ([`View::default`], Kokkos'
+    /// `is_allocated`).
+    pub fn is_allocated(&self) -> bool {
+        !self.alloc.is_null()
+    }
+
     /// The address of the first element (Kokkos `data()`), for interop and for finding the
-    /// allocation ([`AllocationRecords::find`](crate::space::AllocationRecords::find)). Dereferencing it is the caller's business.
+    /// allocation ([`AllocationRecords::find`](crate::space::AllocationRecords::find)); null for
+    /// a null view ([`View::default`]). Dereferencing it is the caller's business.
     pub fn data(&self) -> *const T {
+        if self.alloc.is_null() {
+            return std::ptr::null();
+        }
         self.ptr.as_ptr()
     }
 
@@ -672,6 +714,43 @@ fn check_injective<const R: usize>(label: &str, extents: &[usize; R], strides: &
 mod tests {
     use super::*;
     use crate::space::{LayoutLeft, LayoutStride};
+
+    #[test]
+    fn a_null_view_has_no_memory_and_still_takes_handles_and_host_guards() {
+        let null: View<f64, 2, LayoutLeft> = View::default();
+        let (copy, part): (View<f64, 2, LayoutLeft>, View<f64, 2, LayoutStride>) = (
+            null.clone(),
+            null.subview([Slice::Range(0..0), Slice::Range(0..0)])
+                .expect("an empty subview"),
+        );
+        for (allocated, data, uses) in [
+            (null.is_allocated(), null.data(), null.use_count()),
+            (copy.is_allocated(), copy.data(), copy.use_count()),
+            (part.is_allocated(), part.data(), part.use_count()),
+        ] {
+            assert!(!allocated && data.is_null());
+            assert_eq!(uses, 0);
+        }
+        assert_eq!(
+            (null.label(), null.len(), null.to_vec().expect("reads")),
+            ("", 0, vec![])
+        );
+        assert_eq!(null.host_read().expect("a guard").as_slice(), Some(&[][..]));
+        let (w, r) = (null.write(), copy.read());
+        assert!(
+            w.conflict().is_none() && r.conflict().is_none(),
+            "handles of no element never overlap"
+        );
+        // Two null views are different views: their accesses never meet.
+        let other: View<f64, 2, LayoutLeft> = View::default();
+        assert_ne!(null.allocation_key(), other.allocation_key());
+        assert!(!null.same_allocation(&other));
+        let fresh: View<f64, 2, LayoutLeft> = View::new("fresh", [0, 0]).expect("zero bytes");
+        assert!(
+            fresh.is_allocated() && !fresh.data().is_null(),
+            "an empty view made by `new` is allocated"
+        );
+    }
 
     #[test]
     fn strides_span_and_contiguity() {

@@ -52,7 +52,7 @@ where
         // pointer is non-null and aligned (for an empty view too); the strides are the view's,
         // non-negative and in elements, as ndarray counts them; the shared borrow this guard
         // holds keeps every writer away while the returned view, which borrows the guard, lives.
-        unsafe { ArrayView::from_shape_ptr(shape.strides(strides), view.data()) }
+        unsafe { ArrayView::from_shape_ptr(shape.strides(strides), view.ptr.as_ptr().cast_const()) }
     }
 }
 
@@ -73,7 +73,7 @@ where
     pub fn as_array_mut(&mut self) -> ArrayViewMut<'_, T, Dim<[Ix; R]>> {
         let view = self.view();
         let (shape, strides) = shape_of(view);
-        let ptr = view.data().cast_mut();
+        let ptr = view.ptr.as_ptr();
         // SAFETY: as in `as_array`; besides, the view's layouts give distinct elements distinct
         // addresses, and the exclusive borrow this guard holds, with `&mut self`, makes the
         // returned view the only access to them while it lives.
