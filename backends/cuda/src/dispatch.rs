@@ -340,6 +340,23 @@ macro_rules! with_device_values {
 #[cfg(feature = "graph")] // a CUDA Graph's reduce nodes type their reducers back the same way
 pub(crate) use with_device_values;
 
+/// Calls `$m!` with its arguments, then `;` and every value type a device scan produces.
+macro_rules! with_scan_values {
+    ($m:ident!($($args:tt)*)) => {
+        $m!($($args)*; i32, i64, u32, u64, f32, f64, usize, isize)
+    };
+}
+#[cfg(feature = "graph")] // a CUDA Graph's scan nodes type their values back the same way
+pub(crate) use with_scan_values;
+
+/// The error for a scan of a value type with no device layout.
+pub(crate) fn no_scan_value(kernel: &'static str, value: &str) -> crate::CudaError {
+    crate::CudaError::InvalidLaunch {
+        kernel,
+        reason: format!("a scan of `{value}`, which has no device layout; scan a numeric scalar"),
+    }
+}
+
 /// The error for a reduction into a value type with no device layout.
 pub(crate) fn no_device_value(kernel: &'static str, value: &str) -> crate::CudaError {
     crate::CudaError::InvalidLaunch {
@@ -452,7 +469,7 @@ unsafe impl ParallelScan<RangePolicy<Cuda>> for Cuda {
         let cuda = policy.space();
         let range = policy.begin()..policy.end();
         macro_rules! attempt {
-            ($($t:ty),*) => {$(
+            (; $($t:ty),*) => {$(
                 if typeid::of::<T>() == typeid::of::<$t>() {
                     let total: $t = cuda.scan_range_info::<$t>(&launch.kernel, range, &args)?;
                     // SAFETY: `T` is `$t` (equal type ids).
@@ -460,15 +477,8 @@ unsafe impl ParallelScan<RangePolicy<Cuda>> for Cuda {
                 }
             )*};
         }
-        attempt!(i32, i64, u32, u64, f32, f64, usize, isize);
-        Err(crate::CudaError::InvalidLaunch {
-            kernel: launch.kernel.name,
-            reason: format!(
-                "a scan of `{}`, which has no device layout; scan a numeric scalar",
-                std::any::type_name::<T>()
-            ),
-        }
-        .into())
+        with_scan_values!(attempt!());
+        Err(no_scan_value(launch.kernel.name, std::any::type_name::<T>()).into())
     }
 }
 

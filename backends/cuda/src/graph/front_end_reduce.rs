@@ -16,7 +16,7 @@ use super::Geometry;
 use super::host::SubmitList;
 use super::kernel::{checked_mdrange_of_any_rank, range_plan, team_plan};
 use super::reduce::{PartialsJoin, ReduceNode, prefix_in_place, reduction, scan};
-use crate::dispatch::{device_args, no_device_value, with_device_values};
+use crate::dispatch::{device_args, no_device_value, no_scan_value, with_device_values, with_scan_values};
 use crate::geometry::mdrange_geometry_in;
 use crate::launch::{DeviceArg, reduce_mdrange_order};
 use crate::params::IterationArgs;
@@ -163,21 +163,15 @@ fn reduction_of(
             });
         };
         macro_rules! scan_as {
-            ($($t:ty),*) => {$(
+            (; $($t:ty),*) => {$(
                 if result.value_type() == TypeId::of::<$t>() {
                     let join = Arc::new(FrontEndPrefixer::<$t> { id, list: list.clone(), value: PhantomData });
                     return scan::<$t>(k, range.begin()..range.end(), &args, join);
                 }
             )*};
         }
-        scan_as!(i32, i64, u32, u64, f32, f64, usize, isize);
-        return Err(CudaError::InvalidLaunch {
-            kernel: k.name,
-            reason: format!(
-                "a scan of `{}`, which has no device layout; scan a numeric scalar",
-                result.value_name()
-            ),
-        });
+        with_scan_values!(scan_as!());
+        return Err(no_scan_value(k.name, result.value_name()));
     };
     macro_rules! reduce_as {
         (; $($t:ty),*) => {$(
