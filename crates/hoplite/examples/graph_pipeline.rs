@@ -14,7 +14,7 @@ use hoplite::prelude::*;
 
 #[path = "common/filters.rs"]
 mod filters;
-use filters::{combine, derivative, energy, smooth};
+use filters::{combine, derivative, eager_energy, energy, smooth};
 
 /// Frame `f` of the signal.
 fn frame(f: usize, n: usize) -> Vec<f64> {
@@ -94,18 +94,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     for (f, &want) in by_graph.iter().enumerate() {
         x.copy_from_slice(&frame(f, n))?;
-        parallel_for("smooth", (all(), (low.write(), x.read())), smooth::with(8, n))?;
-        parallel_for(
-            "derivative",
-            (all(), (slope.write(), x.read())),
-            derivative::with(n),
-        )?;
-        parallel_for(
-            "combine",
-            (all(), (out.write(), low.read(), slope.read())),
-            combine::with(10.0),
-        )?;
-        let e = parallel_reduce("energy", (all(), (out.read(),)), energy::with(), Sum::new())?;
+        let e = eager_energy(&x, &low, &slope, &out)?;
         assert!(
             (e - want).abs() <= 1e-12 * want.abs().max(1.0),
             "frame {f}: graph {want}, eager {e}"

@@ -46,3 +46,28 @@ pub fn energy(i: Idx<'_>, x: BoundReader<'_, f64, 1>, acc: &mut f64) {
     let v = x.get(i);
     *acc += v * v;
 }
+
+/// The filters as eager launches on the default space, the reference both examples check
+/// against: `x` smoothed into `low` and differentiated into `slope`, the two combined into
+/// `out`, and `out`'s energy returned.
+pub fn eager_energy(
+    x: &View<f64, 1>,
+    low: &View<f64, 1>,
+    slope: &View<f64, 1>,
+    out: &View<f64, 1>,
+) -> hoplite::Result<f64> {
+    let n = x.extent(0);
+    let all = || RangePolicy::new(DefaultExecutionSpace::default(), 0..n);
+    parallel_for("smooth", (all(), (low.write(), x.read())), smooth::with(8, n))?;
+    parallel_for(
+        "derivative",
+        (all(), (slope.write(), x.read())),
+        derivative::with(n),
+    )?;
+    parallel_for(
+        "combine",
+        (all(), (out.write(), low.read(), slope.read())),
+        combine::with(10.0),
+    )?;
+    parallel_reduce("energy", (all(), (out.read(),)), energy::with(), Sum::new())
+}
