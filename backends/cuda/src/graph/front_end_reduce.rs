@@ -332,7 +332,7 @@ mod tests {
             .join(&mut encode(&partials))
             .expect_err("no node list is lent outside a submit");
         assert!(e.to_string().contains("without its graph's node list"), "{e}");
-        let lease = list.lease(Some(&nodes));
+        let lease = list.lease(&nodes);
         join.join(&mut encode(&partials)).expect("joins");
         let min = node.stored.lock().expect("stored");
         assert_eq!(
@@ -341,7 +341,7 @@ mod tests {
             "the first minimum, in partials order"
         );
         drop(lease);
-        let _lease = list.lease(Some(&nodes));
+        let _lease = list.lease(&nodes);
 
         // A join typed for another value finds the node's reducer does not match.
         let wrong = FrontEndJoin::<f64> {
@@ -362,7 +362,7 @@ mod tests {
             stored: Mutex::new(None),
         });
         let (nodes, list) = lent(node.clone());
-        let _lease = list.lease(Some(&nodes));
+        let _lease = list.lease(&nodes);
         let prefixer = FrontEndPrefixer::<i64> {
             id: 0,
             list: list.clone(),

@@ -53,8 +53,8 @@ impl Drop for ListLease<'_> {
 impl SubmitList {
     /// Lends `nodes` to the host nodes until the returned lease drops; the lease borrows
     /// `nodes`, so the list outlives every use a host node makes of it.
-    pub(super) fn lease<'a>(&'a self, nodes: Option<&'a GraphNodes<Cuda>>) -> ListLease<'a> {
-        *self.0.write() = nodes.map(|n| ListPtr(NonNull::from(n)));
+    pub(super) fn lease<'a>(&'a self, nodes: &'a GraphNodes<Cuda>) -> ListLease<'a> {
+        *self.0.write() = Some(ListPtr(NonNull::from(nodes)));
         ListLease(self)
     }
 

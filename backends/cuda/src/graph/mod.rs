@@ -246,7 +246,7 @@ impl CudaGraph {
         }
         *self.errors.lock() = None;
         // The host nodes run from `nodes` until the launch returns.
-        let _lease = self.list.lease(Some(nodes));
+        let _lease = self.list.lease(nodes);
         // The kernels of a CUDA Graph run on the device with no host call per node: Kokkos
         // Tools connectors see the whole run as one region (it is waited for below).
         let _profiled = hoplite_core::profiling::ScopedRegion::new("hoplite::CudaGraph::launch");
