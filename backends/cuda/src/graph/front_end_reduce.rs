@@ -220,7 +220,7 @@ fn reduction_over<V: DeviceReduceValue + 'static>(
                 Box::new(move |limits, _| Ok(mdrange_geometry_in(limits, &lengths, order)));
             (iteration, ends, geometry)
         }
-        DevicePolicy::Team(team) => team_plan(&k, team, args)?,
+        DevicePolicy::Team(team) => team_plan(&k, team)?,
     };
     let join = |_| -> Arc<dyn PartialsJoin> {
         Arc::new(FrontEndJoin::<V> {

@@ -96,13 +96,9 @@ fn mdrange_plan(checked: CheckedMdRange) -> NodePlan {
 }
 
 /// The plan of a node over the league of `policy`.
-pub(super) fn team_plan(
-    k: &DeviceKernelInfo,
-    policy: &TeamPolicy<Cuda>,
-    args: &[DeviceArg],
-) -> Result<NodePlan, CudaError> {
+pub(super) fn team_plan(k: &DeviceKernelInfo, policy: &TeamPolicy<Cuda>) -> Result<NodePlan, CudaError> {
     let team = TeamLaunch::of_info(k, policy)?;
-    let ends = team_writer_ends(args, team.league);
+    let ends = team_writer_ends(team.league);
     let iteration = team.iteration();
     let geometry: Geometry = Box::new(move |limits, resources| team.plan(limits, resources));
     Ok((iteration, ends, geometry))
@@ -136,7 +132,7 @@ fn kernel_node_of(
         DevicePolicy::MdRange { begin, end, .. } => {
             mdrange_plan(checked_mdrange_of_any_rank(k, begin, end, &args)?)
         }
-        DevicePolicy::Team(team_policy) => team_plan(k, team_policy, &args)?,
+        DevicePolicy::Team(team_policy) => team_plan(k, team_policy)?,
     };
     packed_node(*k, plan, &args)
 }

@@ -154,7 +154,14 @@ pub(crate) fn check_args(
         let Some(extents) = &a.writer_extents else {
             continue;
         };
-        if !empty && (extents.len() != ends.len() || extents.iter().zip(ends).any(|(e, end)| end > e)) {
+        // A team launch's writers of another rank than its league tokens' are checked per
+        // access by the kernel (see `team_writer_ends`).
+        let team = matches!(iteration, IterationArgs::Team { .. });
+        let indexed_by_tokens = !team || extents.len() == ends.len();
+        if !empty
+            && indexed_by_tokens
+            && (extents.len() != ends.len() || extents.iter().zip(ends).any(|(e, end)| end > e))
+        {
             return Err(invalid(format!(
                 "argument {k}: a writer of extents {extents:?} cannot take every index up to {ends:?}; launch over a range inside the view"
             )));
@@ -243,7 +250,7 @@ impl Cuda {
         args: &[DeviceArg],
     ) -> Result<(), CudaError> {
         let team = TeamLaunch::of_info(k, policy)?;
-        let ends = team_writer_ends(args, team.league);
+        let ends = team_writer_ends(team.league);
         self.launch_info(k, team.iteration(), &ends, args, move |limits, resources| {
             team.plan(limits, resources)
         })
@@ -450,7 +457,7 @@ impl Cuda {
         self.reduce_info::<R>(
             k,
             team.iteration(),
-            &team_writer_ends(args, team.league),
+            &team_writer_ends(team.league),
             args,
             reducer,
             move |limits, resources| team.plan(limits, resources),
@@ -590,16 +597,13 @@ pub(crate) fn reduce_mdrange_order(
     (iteration, ends, (lengths, order))
 }
 
-/// The iteration space a team launch's writers must contain: a team stores into its row of
-/// a rank-2 writer (`team_row`), or on one thread at its league rank of a rank-1 writer
-/// (`league_token().single()`), so a writer needs an entry per team (all writers of one
-/// launch of the same rank); the kernel checks each access.
-pub(crate) fn team_writer_ends(args: &[DeviceArg], league: u64) -> Vec<u64> {
-    let rank_one = args
-        .iter()
-        .filter_map(|a| a.writer_extents.as_ref())
-        .all(|extents| extents.len() == 1);
-    if rank_one { vec![league] } else { vec![league, 0] }
+/// The iteration space a team launch's rank-1 writers must contain: one thread of each team
+/// stores at its league rank (`league_token().single()`), so such a writer needs an entry per
+/// team. Writers of other ranks are indexed through `team_row` and the like, which the kernel
+/// checks per access, so [`check_args`] skips them, as the core's handle check skips handles
+/// whose rank is not its tokens'.
+pub(crate) fn team_writer_ends(league: u64) -> Vec<u64> {
+    vec![league]
 }
 
 /// What a team launch takes from its policy: the league, the team size the policy reports
@@ -836,8 +840,14 @@ mod tests {
             scratch: TeamScratch::default(),
             vector_length: 1,
         };
-        assert!(check_args("k", &league(0), &team_writer_ends(&marks, 0), &marks).is_ok());
-        assert!(check_args("k", &league(2), &team_writer_ends(&marks, 2), &marks).is_err());
+        assert!(check_args("k", &league(0), &team_writer_ends(0), &marks).is_ok());
+        // Rank-3 writers are indexed per access in a team launch, a rank-1 writer by league
+        // tokens: one of 2 entries takes a league of 2, not of 3, also beside a rank-2 writer.
+        assert!(check_args("k", &league(2), &team_writer_ends(2), &marks).is_ok());
+        let rows_and_sums = [writer(&[2, 5], (0x1000, 0x1050)), writer(&[2], (0x2000, 0x2010))];
+        assert!(check_args("k", &league(2), &team_writer_ends(2), &rows_and_sums).is_ok());
+        let e = check_args("k", &league(3), &team_writer_ends(3), &rows_and_sums).expect_err("short");
+        assert!(e.to_string().contains("argument 1"), "{e}");
 
         // Overlapping handles are refused whatever the iteration, as conflicting borrows are.
         let overlapping = [
