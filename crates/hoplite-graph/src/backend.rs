@@ -285,8 +285,12 @@ impl<S: ExecutionSpace> NodeKernel<S> for SharedNode<S> {
     fn device_result(&self) -> Option<&dyn crate::NodeResult> {
         self.0.device_result()
     }
-    fn hold_handles(&self) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
-        self.0.hold_handles()
+    unsafe fn hold_handles_in(
+        &self,
+        group: &hoplite_core::view::held::BorrowGroup,
+    ) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
+        // SAFETY: the caller's contract is the same.
+        unsafe { self.0.hold_handles_in(group) }
     }
 }
 

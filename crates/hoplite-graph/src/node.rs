@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use hoplite_core::device_kernel::{DeviceLaunch, DynReducer, device_launch_of};
 use hoplite_core::index::IndexBounds;
+use hoplite_core::view::held::BorrowGroup;
 use hoplite_core::{
     ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, LaunchSpec, ParallelFor, ParallelReduce,
     ParallelScan, Reducer, ScanValue, ValidatedPolicy, View, ViewValue, parallel_for_validated,
@@ -101,14 +102,28 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     fn device_result(&self) -> Option<&dyn NodeResult> {
         None
     }
-    /// The node's handles, borrowed as a run borrows them, until the returned value drops:
-    /// what a backend that runs the node's launch itself (a device graph) holds while the
-    /// launch may run. `None` for a node without handles.
+    /// The node's handles, borrowed in `group` until the returned value drops: what a
+    /// backend that runs the node's launch itself (a device graph) holds while the launch may
+    /// run. The handles of all of a graph's nodes are held at once, for the whole submit, so
+    /// they go into one group: a node that writes a view and a later node that reads it do
+    /// not refuse each other, while the host and other launches are kept out. `None` for a
+    /// node without handles.
     ///
     /// # Errors
     ///
-    /// A borrow conflict with a handle held elsewhere.
-    fn hold_handles(&self) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
+    /// A borrow conflict with a handle held outside `group`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`GraphArgs::attach_in`]: the caller never lets two conflicting handles of
+    /// `group` be used at the same time. A backend that runs each node after its
+    /// predecessors meets it for one submit's nodes, since the front end refused every pair of
+    /// conflicting nodes without a path between them before instantiation.
+    unsafe fn hold_handles_in(
+        &self,
+        group: &BorrowGroup,
+    ) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
+        let _ = group;
         Ok(None)
     }
     /// Runs this node and then each node of `rest`, in order, on the graph's instance,
@@ -344,8 +359,12 @@ where
     fn device_result(&self) -> Option<&dyn NodeResult> {
         self.pattern.device_result()
     }
-    fn hold_handles(&self) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
-        let args = <L::Args as GraphArgs>::attach(&self.views);
+    unsafe fn hold_handles_in(
+        &self,
+        group: &BorrowGroup,
+    ) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
+        // SAFETY: the caller's contract is `attach_in`'s.
+        let args = unsafe { <L::Args as GraphArgs>::attach_in(&self.views, group) };
         match args.conflict() {
             Some(e) => Err(e.clone()),
             None => Ok(Some(Box::new(args))),

@@ -30,6 +30,7 @@ mod reduce;
 
 use std::sync::Arc;
 
+use hoplite_core::view::held::BorrowGroup;
 use hoplite_graph::{Access, GraphBackend, GraphNodes, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
 
@@ -377,13 +378,20 @@ impl GraphBackend<Cuda> for CudaGraph {
 
     fn submit(&self, nodes: &GraphNodes<Cuda>, on: Option<&Cuda>) -> hoplite_core::Result<()> {
         // The front end's kernel nodes run here, not through their `run`: hold their handles'
-        // borrows, as a run would, until the graph has run (a launch waits for it).
+        // borrows until the graph has run (a launch waits for it), all in one group, since a
+        // node writing a view and a later node reading it are both held for the whole run.
+        let group = BorrowGroup::new();
         let mut held = Vec::new();
         if self.holds_handles {
             for entry in nodes.as_slice() {
-                if matches!(entry.kind(), NodeKind::For | NodeKind::Reduce | NodeKind::Scan)
-                    && let Some(handles) = entry.hold_handles()?
-                {
+                if !matches!(entry.kind(), NodeKind::For | NodeKind::Reduce | NodeKind::Scan) {
+                    continue;
+                }
+                // SAFETY: the graph runs each node after its predecessors (its edges are the
+                // list's), and the front end refused conflicting nodes without a path between
+                // them before instantiation, so no two conflicting handles of `group` are used
+                // at once; the handles are only held, and dropped after the launch returned.
+                if let Some(handles) = unsafe { entry.hold_handles_in(&group) }? {
                     held.push(handles);
                 }
             }

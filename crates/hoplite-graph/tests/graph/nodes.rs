@@ -114,3 +114,44 @@ fn nodes_keep_their_labels_and_drop_with_the_graph() {
         "each node's closure dropped once"
     );
 }
+
+/// What a device graph holds for a submit: every launch node's handles at once, in one borrow
+/// group, so a node writing `y` and the later node reading it do not refuse each other, while
+/// the host is kept out until the held handles drop, and a borrow held outside the group
+/// refuses the submit.
+#[test]
+fn a_submit_holds_every_launch_nodes_handles_in_one_group() {
+    let y: View<f64, 1> = View::new("y", [4]).expect("y");
+    let z: View<f64, 1> = View::new("z", [4]).expect("z");
+    let mut graph = create_graph(&Serial::default(), |g| {
+        g.parallel_for("produce", (4usize, (y.write(),)), |(i, (y,))| y.set(i, 1.0))
+            .then_parallel_for("consume", (4usize, (y.read(), z.write())), |(i, (y, z))| {
+                z.set(i, y.get(i))
+            });
+    })
+    .expect("graph");
+    let hold = |group: &hoplite_core::view::held::BorrowGroup| {
+        let mut held = Vec::new();
+        for entry in graph.nodes().as_slice() {
+            // SAFETY: the handles are only held, never used, and dropped before `group`.
+            if let Some(handles) = unsafe { entry.hold_handles_in(group) }? {
+                held.push(handles);
+            }
+        }
+        Ok::<_, Error>(held)
+    };
+    let group = hoplite_core::view::held::BorrowGroup::new();
+    let held = hold(&group).expect("a writer and a later reader of `y` share the group");
+    assert_eq!(held.len(), 2, "both launch nodes hold handles");
+    assert!(y.host_read().is_err(), "the held writer keeps the host out");
+    assert!(z.host_write().is_err(), "and so does the held writer of `z`");
+    drop(held);
+    assert!(y.host_read().is_ok() && z.host_write().is_ok());
+
+    let reader = y.read();
+    let e = hold(&hoplite_core::view::held::BorrowGroup::new()).expect_err("a reader outside the group");
+    assert!(matches!(e, Error::BorrowConflict { .. }), "{e:?}");
+    drop(reader);
+    graph.submit().expect("the graph still runs");
+    assert_eq!(z.to_vec().expect("z"), [1.0; 4]);
+}
