@@ -7,8 +7,9 @@
 //! * `<backend>-eager` — the same `#[kernel]`s with plain `parallel_for` / `parallel_reduce`.
 //!
 //! With `--features cuda` and a device, `cuda-hoplite` (a DAG over two CUDA streams),
-//! `cuda-sync` and `cuda-eager` (the core's launches on one `Cuda` instance) join them; without
-//! a device the CUDA rows say why they are skipped. Every run is checked once against its
+//! `cuda-sync` and `cuda-eager` (the core's launches on one `Cuda` instance) join them, at GPU
+//! sizes (`GPU`, 16x the host's data); without a device the CUDA rows say why they are
+//! skipped. Every run is checked once against its
 //! serial reference before it is timed.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -21,13 +22,40 @@ mod grcuda;
 
 use grcuda::{Dag, Eager, Launcher, bs, dl, hits, img, ml, vec};
 
+/// One size per benchmark: VEC's length, B&S's length and number of arrays, ML's rows,
+/// features and classes, HITS's vertices, degree and iterations, IMG's side, DL's side.
+struct Sizes {
+    vec: usize,
+    bs: (usize, usize),
+    ml: (usize, usize, usize),
+    hits: (usize, usize, usize),
+    img: usize,
+    dl: usize,
+}
+
 /// Sizes for a 2-core host: each run takes milliseconds, kernels dominate the launches.
-const VEC_N: usize = 1 << 20;
-const BS: (usize, usize) = (100_000, 10);
-const ML: (usize, usize, usize) = (20_000, 200, 10);
-const HITS: (usize, usize, usize) = (200_000, 3, 5);
-const IMG_N: usize = 1024;
-const DL_N: usize = 512;
+const HOST: Sizes = Sizes {
+    vec: 1 << 20,
+    bs: (100_000, 10),
+    ml: (20_000, 200, 10),
+    hits: (200_000, 3, 5),
+    img: 1024,
+    dl: 512,
+};
+
+/// Sizes for a GPU, 16x the host's data (4x the side for IMG and DL), in the range GrCUDA's
+/// drivers scale its benchmarks to (tens of millions of elements): a kernel moves tens to
+/// hundreds of megabytes, so on an H100 it runs for tens of microseconds or more and the
+/// launches no longer dominate.
+#[cfg(feature = "cuda")]
+const GPU: Sizes = Sizes {
+    vec: 1 << 24,
+    bs: (1_600_000, 10),
+    ml: (320_000, 200, 10),
+    hits: (3_200_000, 3, 5),
+    img: 4096,
+    dl: 2048,
+};
 
 fn dag<D: Device>(devices: Vec<D>, space: <D::Stream as Stream>::Space, execution: Execution) -> Dag<D> {
     Dag {
@@ -37,79 +65,80 @@ fn dag<D: Device>(devices: Vec<D>, space: <D::Stream as Stream>::Space, executio
 }
 
 macro_rules! bench_all {
-    ($c:expr, $S:ty, [$(($name:expr, $to:expr)),* $(,)?]) => {{
+    ($c:expr, $S:ty, $sizes:expr, [$(($name:expr, $to:expr)),* $(,)?]) => {{
         let c: &mut Criterion = $c;
+        let sizes: &Sizes = $sizes;
         {
             let mut g = c.benchmark_group("grcuda-vec");
             g.sample_size(10);
-            let want = vec::reference(VEC_N);
+            let want = vec::reference(sizes.vec);
             $({
                 let to = $to;
-                let b = vec::Buffers::<$S>::new(VEC_N).expect("buffers");
+                let b = vec::Buffers::<$S>::new(sizes.vec).expect("buffers");
                 vec::check(vec::run(&to, &b).expect("runs"), want);
-                g.bench_function(BenchmarkId::new($name, VEC_N), |it| it.iter(|| vec::run(&to, &b).expect("runs")));
+                g.bench_function(BenchmarkId::new($name, sizes.vec), |it| it.iter(|| vec::run(&to, &b).expect("runs")));
             })*
             g.finish();
         }
         {
             let mut g = c.benchmark_group("grcuda-bs");
             g.sample_size(10);
-            let want = bs::reference(BS.0);
+            let want = bs::reference(sizes.bs.0);
             $({
                 let to = $to;
-                let b = bs::Buffers::<$S>::new(BS.0, BS.1).expect("buffers");
+                let b = bs::Buffers::<$S>::new(sizes.bs.0, sizes.bs.1).expect("buffers");
                 bs::run(&to, &b).expect("runs");
                 bs::check(&b.result().expect("result"), &want);
-                g.bench_function(BenchmarkId::new($name, BS.0 * BS.1), |it| it.iter(|| bs::run(&to, &b).expect("runs")));
+                g.bench_function(BenchmarkId::new($name, sizes.bs.0 * sizes.bs.1), |it| it.iter(|| bs::run(&to, &b).expect("runs")));
             })*
             g.finish();
         }
         {
             let mut g = c.benchmark_group("grcuda-ml");
             g.sample_size(10);
-            let input = ml::Input::new(ML.0, ML.1, ML.2);
+            let input = ml::Input::new(sizes.ml.0, sizes.ml.1, sizes.ml.2);
             let want = ml::reference(&input);
             $({
                 let to = $to;
                 let b = ml::Buffers::<$S>::new(&input).expect("buffers");
                 ml::run(&to, &b).expect("runs");
                 b.result().expect("result").check(&want);
-                g.bench_function(BenchmarkId::new($name, ML.0), |it| it.iter(|| ml::run(&to, &b).expect("runs")));
+                g.bench_function(BenchmarkId::new($name, sizes.ml.0), |it| it.iter(|| ml::run(&to, &b).expect("runs")));
             })*
             g.finish();
         }
         {
             let mut g = c.benchmark_group("grcuda-hits");
             g.sample_size(10);
-            let input = hits::Input::new(HITS.0, HITS.1);
-            let want = hits::reference(&input, HITS.2);
+            let input = hits::Input::new(sizes.hits.0, sizes.hits.1);
+            let want = hits::reference(&input, sizes.hits.2);
             $({
                 let to = $to;
                 let b = hits::Buffers::<$S>::new(&input).expect("buffers");
-                hits::run(&to, &b, HITS.2).expect("runs");
+                hits::run(&to, &b, sizes.hits.2).expect("runs");
                 hits::check(&b.result().expect("result"), &want);
-                g.bench_function(BenchmarkId::new($name, HITS.0), |it| it.iter(|| hits::run(&to, &b, HITS.2).expect("runs")));
+                g.bench_function(BenchmarkId::new($name, sizes.hits.0), |it| it.iter(|| hits::run(&to, &b, sizes.hits.2).expect("runs")));
             })*
             g.finish();
         }
         {
             let mut g = c.benchmark_group("grcuda-img");
             g.sample_size(10);
-            let want = img::reference(IMG_N);
+            let want = img::reference(sizes.img);
             $({
                 let to = $to;
-                let b = img::Buffers::<$S>::new(IMG_N).expect("buffers");
+                let b = img::Buffers::<$S>::new(sizes.img).expect("buffers");
                 let sum = img::run(&to, &b).expect("runs");
                 to.finish().expect("finished");
                 img::check(&b.result().expect("result"), sum, &want);
-                g.bench_function(BenchmarkId::new($name, IMG_N), |it| it.iter(|| img::run(&to, &b).expect("runs")));
+                g.bench_function(BenchmarkId::new($name, sizes.img), |it| it.iter(|| img::run(&to, &b).expect("runs")));
             })*
             g.finish();
         }
         {
             let mut g = c.benchmark_group("grcuda-dl");
             g.sample_size(10);
-            let input = dl::Input::new(DL_N);
+            let input = dl::Input::new(sizes.dl);
             let want = dl::reference(&input);
             $({
                 let to = $to;
@@ -117,7 +146,7 @@ macro_rules! bench_all {
                 let out = dl::run(&to, &b).expect("runs");
                 to.finish().expect("finished");
                 dl::check(&b.features().expect("result"), out, &want);
-                g.bench_function(BenchmarkId::new($name, DL_N), |it| it.iter(|| dl::run(&to, &b).expect("runs")));
+                g.bench_function(BenchmarkId::new($name, sizes.dl), |it| it.iter(|| dl::run(&to, &b).expect("runs")));
             })*
             g.finish();
         }
@@ -129,6 +158,7 @@ fn host(c: &mut Criterion) {
     bench_all!(
         c,
         Serial,
+        &HOST,
         [
             (
                 "serial-hoplite",
@@ -147,6 +177,7 @@ fn host(c: &mut Criterion) {
     bench_all!(
         c,
         RayonSpace,
+        &HOST,
         [
             (
                 "rayon-hoplite",
@@ -174,6 +205,7 @@ fn cuda(c: &mut Criterion) {
     bench_all!(
         c,
         Cuda,
+        &GPU,
         [
             (
                 "cuda-hoplite",
