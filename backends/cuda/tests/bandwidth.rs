@@ -27,16 +27,31 @@ fn the_csv_is_what_hoplite_dag_loads() {
         "{csv}"
     );
     let m = BandwidthMatrix::from_csv(&csv, 2).expect("hoplite-dag reads it");
+    // GrCUDA's matrix: each value floored, then each link the mean of its two directions.
     for l in links {
+        let back = links
+            .iter()
+            .find(|b| b.from == l.to && b.to == l.from)
+            .expect("both directions are measured");
         assert_eq!(
-            m.bandwidth(l.from, l.to),
-            l.gb_per_s,
+            m.bandwidth(l.from, l.to).expect("in the matrix"),
+            (l.gb_per_s.floor() + back.gb_per_s.floor()) / 2.0,
             "{:?} -> {:?}",
             l.from,
             l.to
         );
     }
-    assert_eq!(m.bandwidth(cpu, cpu), 0.0, "host to host is not measured");
+    assert_eq!(
+        m.bandwidth(cpu, d0).expect("in the matrix"),
+        25.5,
+        "(25 + 26) / 2"
+    );
+    assert_eq!(m.bandwidth(d0, d1).expect("in the matrix"), 90.5, "(90 + 91) / 2");
+    assert_eq!(
+        m.bandwidth(cpu, cpu).expect("in the matrix"),
+        0.0,
+        "host to host is not measured"
+    );
 }
 
 #[test]

@@ -159,7 +159,7 @@ pub enum DeviceSelectionPolicy {
 }
 
 /// Link bandwidths between the devices and the host, `bandwidth(from, to)`, in any unit
-/// (GrCUDA's files use GB/s).
+/// (GrCUDA's files use GB/s): a `(devices + 1)²` matrix whose last row and column are the CPU.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BandwidthMatrix {
     devices: usize,
@@ -178,14 +178,60 @@ fn check_device_count(devices: usize) -> Result<(), DagError> {
     Ok(())
 }
 
+/// One link of a bandwidth file: `from -> to` (`None` is the CPU, `-1` in the file).
+struct CsvLink {
+    from: Option<usize>,
+    to: Option<usize>,
+    bandwidth: f64,
+}
+
+/// Parses the lines of a bandwidth file, the header skipped.
+fn csv_links(text: &str) -> Result<Vec<CsvLink>, DagError> {
+    let endpoint = |field: &str, line: usize| -> Result<Option<usize>, DagError> {
+        match field.trim().parse::<i64>() {
+            Ok(-1) => Ok(None),
+            Ok(i) if i >= 0 && (i as u64) < MAX_DEVICES as u64 => Ok(Some(i as usize)),
+            _ => Err(DagError::InvalidBandwidth(format!(
+                "line {line}: `{}` is not a device below {MAX_DEVICES} or -1 (the CPU)",
+                field.trim()
+            ))),
+        }
+    };
+    let mut links = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line_no = n + 1;
+        let line = line.trim();
+        if line.is_empty() || (n == 0 && line.to_ascii_lowercase().starts_with("from")) {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').collect();
+        let [from, to, bandwidth] = fields[..] else {
+            return Err(DagError::InvalidBandwidth(format!(
+                "line {line_no}: expected `From,To,Bandwidth`, got `{line}`"
+            )));
+        };
+        let (from, to) = (endpoint(from, line_no)?, endpoint(to, line_no)?);
+        let bandwidth: f64 = bandwidth.trim().parse().map_err(|_| {
+            DagError::InvalidBandwidth(format!("line {line_no}: `{}` is not a number", bandwidth.trim()))
+        })?;
+        if !bandwidth.is_finite() || bandwidth < 0.0 {
+            return Err(DagError::InvalidBandwidth(format!(
+                "line {line_no}: bandwidth {bandwidth} is not a finite value >= 0"
+            )));
+        }
+        links.push(CsvLink { from, to, bandwidth });
+    }
+    Ok(links)
+}
+
 impl BandwidthMatrix {
-    /// A matrix from rows: `rows[from][to]` for `devices` devices and then the CPU, so
-    /// `devices + 1` rows of `devices + 1` values.
+    /// A matrix from rows, taken as they are: `rows[from][to]` for `devices` devices and then
+    /// the CPU, so `devices + 1` rows of `devices + 1` values.
     ///
     /// ```
     /// use hoplite_dag::selection::{BandwidthMatrix, Location};
     /// let m = BandwidthMatrix::from_rows(&[vec![30.0, 45.0, 10.0], vec![45.0, 60.0, 20.0], vec![10.0, 20.0, 0.0]])?;
-    /// assert_eq!(m.bandwidth(Location::Cpu, Location::Device(1)), 20.0);
+    /// assert_eq!(m.bandwidth(Location::Cpu, Location::Device(1))?, 20.0);
     /// # Ok::<(), hoplite_dag::DagError>(())
     /// ```
     ///
@@ -214,58 +260,65 @@ impl BandwidthMatrix {
         })
     }
 
-    /// Parses GrCUDA's CSV format: a header `From,To,Bandwidth`, then one line per link, the
-    /// CPU written as `-1`. Links not listed have bandwidth 0 (unusable).
+    /// Builds the matrix GrCUDA builds from its bandwidth file: a header `From,To,Bandwidth`,
+    /// then one line per link, the CPU written as `-1`.
+    ///
+    /// * Each value is floored (GrCUDA smooths the measurement's noise so).
+    /// * Links between devices are made symmetric: both directions become the mean of the two
+    ///   (a direction the file does not list counts as 0, as in GrCUDA).
+    /// * Links with the CPU are symmetric too: GrCUDA reads `-1,d` lines and uses them both
+    ///   ways; a file that also lists `d,-1` (as `cargo xtask cuda-bandwidth` writes, from its
+    ///   two measured directions) gets the mean of the directions it lists.
+    /// * Links of devices at or past `devices` are left out, so a file measured on a machine
+    ///   with more GPUs serves a context that uses fewer. CPU to CPU is 0.
     ///
     /// ```
     /// use hoplite_dag::selection::{BandwidthMatrix, Location};
-    /// let m = BandwidthMatrix::from_csv("From,To,Bandwidth\n0,1,45\n-1,0,10\n", 2)?;
-    /// assert_eq!(m.bandwidth(Location::Device(0), Location::Device(1)), 45.0);
-    /// assert_eq!(m.bandwidth(Location::Cpu, Location::Device(0)), 10.0);
+    /// let m = BandwidthMatrix::from_csv("From,To,Bandwidth\n0,1,45.7\n1,0,40.2\n-1,0,10.9\n-1,1,12\n1,-1,14\n0,2,99\n", 2)?;
+    /// assert_eq!(m.bandwidth(Location::Device(0), Location::Device(1))?, 42.5);
+    /// assert_eq!(m.bandwidth(Location::Device(1), Location::Device(0))?, 42.5);
+    /// assert_eq!(m.bandwidth(Location::Device(0), Location::Cpu)?, 10.0);
+    /// assert_eq!(m.bandwidth(Location::Cpu, Location::Device(1))?, 13.0);
     /// # Ok::<(), hoplite_dag::DagError>(())
     /// ```
     ///
     /// # Errors
     ///
     /// [`DagError::InvalidBandwidth`] naming the line that is not `from,to,bandwidth` with
-    /// devices below `devices` (or -1) and a finite bandwidth >= 0, or for more than
+    /// devices below [`MAX_DEVICES`] (or -1) and a finite bandwidth >= 0, or for more than
     /// [`MAX_DEVICES`] devices.
     pub fn from_csv(text: &str, devices: usize) -> Result<Self, DagError> {
         check_device_count(devices)?;
         let side = devices + 1;
-        let mut values = vec![0.0; side * side];
-        let index = |field: &str, line: usize| -> Result<usize, DagError> {
-            match field.trim().parse::<i64>() {
-                Ok(-1) => Ok(devices),
-                Ok(i) if i >= 0 && (i as u64) < devices as u64 => Ok(i as usize),
-                _ => Err(DagError::InvalidBandwidth(format!(
-                    "line {line}: `{field}` is not a device below {devices} or -1 (the CPU)"
-                ))),
-            }
-        };
-        for (n, line) in text.lines().enumerate() {
-            let line_no = n + 1;
-            let line = line.trim();
-            if line.is_empty() || (n == 0 && line.to_ascii_lowercase().starts_with("from")) {
+        let cpu = devices;
+        // Per directed link: the floored value of its last line, if any.
+        let mut listed = vec![None::<f64>; side * side];
+        for link in csv_links(text)? {
+            if link.from.is_some_and(|d| d >= devices) || link.to.is_some_and(|d| d >= devices) {
                 continue;
             }
-            let fields: Vec<&str> = line.split(',').collect();
-            let [from, to, bw] = fields[..] else {
-                return Err(DagError::InvalidBandwidth(format!(
-                    "line {line_no}: expected `From,To,Bandwidth`, got `{line}`"
-                )));
-            };
-            let (from, to) = (index(from, line_no)?, index(to, line_no)?);
-            let bw: f64 = bw.trim().parse().map_err(|_| {
-                DagError::InvalidBandwidth(format!("line {line_no}: `{}` is not a number", bw.trim()))
-            })?;
-            if !bw.is_finite() || bw < 0.0 {
-                return Err(DagError::InvalidBandwidth(format!(
-                    "line {line_no}: bandwidth {bw} is not a finite value >= 0"
-                )));
-            }
-            values[from * side + to] = bw;
+            let (from, to) = (link.from.unwrap_or(cpu), link.to.unwrap_or(cpu));
+            listed[from * side + to] = Some(link.bandwidth.floor());
         }
+        let mut values = vec![0.0; side * side];
+        for i in 0..side {
+            for j in i..side {
+                let (ij, ji) = (listed[i * side + j], listed[j * side + i]);
+                let mean = if i == cpu || j == cpu {
+                    // The directions the file lists (GrCUDA's `-1,d` used both ways).
+                    match (ij, ji) {
+                        (Some(a), Some(b)) => (a + b) / 2.0,
+                        (Some(a), None) | (None, Some(a)) => a,
+                        (None, None) => 0.0,
+                    }
+                } else {
+                    (ij.unwrap_or(0.0) + ji.unwrap_or(0.0)) / 2.0
+                };
+                values[i * side + j] = mean;
+                values[j * side + i] = mean;
+            }
+        }
+        values[cpu * side + cpu] = 0.0;
         Ok(BandwidthMatrix { devices, values })
     }
 
@@ -285,28 +338,62 @@ impl BandwidthMatrix {
         self.devices
     }
 
-    fn slot(&self, at: Location) -> usize {
+    fn slot(&self, at: Location) -> Result<usize, DagError> {
         match at {
-            Location::Cpu => self.devices,
-            Location::Device(i) => i.min(self.devices),
+            Location::Cpu => Ok(self.devices),
+            Location::Device(i) if i < self.devices => Ok(i),
+            Location::Device(i) => Err(DagError::InvalidBandwidth(format!(
+                "device {i} is outside the bandwidth matrix of {} devices",
+                self.devices
+            ))),
         }
     }
 
     /// The bandwidth of the link `from -> to`.
-    pub fn bandwidth(&self, from: Location, to: Location) -> f64 {
-        self.values[self.slot(from) * (self.devices + 1) + self.slot(to)]
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::InvalidBandwidth`] for a device outside the matrix.
+    pub fn bandwidth(&self, from: Location, to: Location) -> Result<f64, DagError> {
+        Ok(self.values[self.slot(from)? * (self.devices + 1) + self.slot(to)?])
     }
 
-    /// The bandwidth to `to` from the best of `sources` (min-min: the fastest link) or from
-    /// the worst (min-max: the slowest link).
-    pub fn bandwidth_from(&self, sources: LocationSet, to: Location, fastest: bool) -> f64 {
-        let links = sources.iter().map(|s| self.bandwidth(s, to));
-        let best = if fastest {
-            links.fold(f64::NEG_INFINITY, f64::max)
-        } else {
-            links.fold(f64::INFINITY, f64::min)
-        };
-        if best.is_finite() { best } else { 0.0 }
+    /// The bandwidth at which data up to date at `sources` reaches `to`, as GrCUDA's
+    /// transfer-time policies estimate it: infinite when `to` already holds it (nothing moves),
+    /// else the fastest link from a source (`fastest`, min-min) or the slowest (min-max).
+    ///
+    /// ```
+    /// use hoplite_dag::selection::{BandwidthMatrix, Location, LocationSet};
+    /// let m = BandwidthMatrix::from_rows(&[vec![30.0, 45.0, 10.0], vec![45.0, 60.0, 20.0], vec![10.0, 20.0, 0.0]])?;
+    /// let at: LocationSet = [Location::Device(1), Location::Cpu].into_iter().collect();
+    /// assert_eq!(m.bandwidth_from(at, Location::Device(0), true)?, 45.0);
+    /// assert_eq!(m.bandwidth_from(at, Location::Device(0), false)?, 10.0);
+    /// assert_eq!(m.bandwidth_from(at, Location::Device(1), false)?, f64::INFINITY);
+    /// assert!(m.bandwidth_from(LocationSet::new(), Location::Device(0), true).is_err());
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::InvalidBandwidth`] when `sources` is empty (the data is up to date nowhere)
+    /// or a location is outside the matrix.
+    pub fn bandwidth_from(&self, sources: LocationSet, to: Location, fastest: bool) -> Result<f64, DagError> {
+        let target = self.slot(to)?;
+        if sources.is_empty() {
+            return Err(DagError::InvalidBandwidth(format!(
+                "data up to date nowhere cannot be moved to {to}"
+            )));
+        }
+        if sources.contains(to) {
+            return Ok(f64::INFINITY);
+        }
+        let side = self.devices + 1;
+        let mut best = if fastest { 0.0 } else { f64::INFINITY };
+        for source in sources.iter() {
+            let link = self.values[self.slot(source)? * side + target];
+            best = if fastest { best.max(link) } else { best.min(link) };
+        }
+        Ok(best)
     }
 }
 
@@ -409,11 +496,16 @@ impl DeviceSelector {
 
     /// Picks the device of a launch whose arguments are `args`, given each device's number of
     /// busy streams.
-    pub fn select(&mut self, args: &[ArgumentData], busy_streams: &[usize]) -> usize {
+    ///
+    /// # Errors
+    ///
+    /// For the transfer-time policies, [`DagError::InvalidBandwidth`] for an argument up to
+    /// date nowhere or at a device outside the matrix.
+    pub fn select(&mut self, args: &[ArgumentData], busy_streams: &[usize]) -> Result<usize, DagError> {
         if self.devices == 1 {
-            return 0;
+            return Ok(0);
         }
-        match self.policy {
+        Ok(match self.policy {
             DeviceSelectionPolicy::RoundRobin => self.round_robin(),
             DeviceSelectionPolicy::StreamAware => (0..self.devices)
                 .min_by_key(|&d| busy_streams.get(d).copied().unwrap_or(0))
@@ -421,7 +513,7 @@ impl DeviceSelector {
             DeviceSelectionPolicy::MinTransferSize => {
                 let present = self.present_bytes(args);
                 if !self.enough_data(args, &present) {
-                    return self.round_robin();
+                    return Ok(self.round_robin());
                 }
                 // The most bytes already there; the lowest index on ties.
                 let mut best = 0;
@@ -433,23 +525,23 @@ impl DeviceSelector {
                 best
             }
             DeviceSelectionPolicy::MinMinTransferTime | DeviceSelectionPolicy::MinMaxTransferTime => {
-                let present = self.present_bytes(args);
-                if !self.enough_data(args, &present) {
-                    return self.round_robin();
-                }
                 let fastest = self.policy == DeviceSelectionPolicy::MinMinTransferTime;
-                let times: Vec<f64> = (0..self.devices)
-                    .map(|d| self.transfer_time(args, d, fastest))
-                    .collect();
-                let mut best = 0;
-                for d in 1..self.devices {
-                    if times[d] < times[best] {
-                        best = d;
+                let present = self.present_bytes(args);
+                // GrCUDA's order: the least transfer time among the devices that hold enough
+                // of the data (lowest index on ties), else round robin.
+                let mut best: Option<(usize, f64)> = None;
+                for d in (0..self.devices).filter(|&d| self.holds_enough(args, present[d])) {
+                    let time = self.transfer_time(args, d, fastest)?;
+                    if best.is_none_or(|(_, t)| time < t) {
+                        best = Some((d, time));
                     }
                 }
-                best
+                match best {
+                    Some((d, _)) => d,
+                    None => self.round_robin(),
+                }
             }
-        }
+        })
     }
 
     /// Bytes of `args` already up to date on each device.
@@ -464,28 +556,47 @@ impl DeviceSelector {
             .collect()
     }
 
-    fn enough_data(&self, args: &[ArgumentData], present: &[usize]) -> bool {
+    /// Whether a device holding `present` of the launch's bytes holds more than the
+    /// threshold's share of them (GrCUDA's strict comparison; never for a launch of no bytes).
+    fn holds_enough(&self, args: &[ArgumentData], present: usize) -> bool {
         let total: usize = args.iter().map(|a| a.bytes).sum();
-        total > 0
-            && present
-                .iter()
-                .any(|&p| p > 0 && p as f64 >= self.threshold * total as f64)
+        total > 0 && present as f64 / total as f64 > self.threshold
     }
 
-    /// The estimated time to bring every argument not on `device` there.
-    pub fn transfer_time(&self, args: &[ArgumentData], device: usize, fastest: bool) -> f64 {
-        let Some(matrix) = &self.bandwidth else { return 0.0 };
+    fn enough_data(&self, args: &[ArgumentData], present: &[usize]) -> bool {
+        present.iter().any(|&p| self.holds_enough(args, p))
+    }
+
+    /// The estimated time to bring every argument to `device`: each argument's bytes over
+    /// the bandwidth [`BandwidthMatrix::bandwidth_from`] gives (no time for one already there,
+    /// an infinite one over a link of bandwidth 0). 0 without a matrix.
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::InvalidBandwidth`] for an argument up to date nowhere or at a location
+    /// outside the matrix, or a `device` outside it.
+    pub fn transfer_time(
+        &self,
+        args: &[ArgumentData],
+        device: usize,
+        fastest: bool,
+    ) -> Result<f64, DagError> {
+        let Some(matrix) = &self.bandwidth else {
+            return Ok(0.0);
+        };
         let to = Location::Device(device);
-        args.iter()
-            .filter(|a| !a.up_to_date.contains(to) && a.bytes > 0)
-            .map(|a| {
-                let bw = matrix.bandwidth_from(a.up_to_date, to, fastest);
-                if bw > 0.0 {
-                    a.bytes as f64 / bw
-                } else {
-                    f64::INFINITY
-                }
-            })
-            .sum()
+        let mut time = 0.0;
+        for a in args {
+            let bandwidth = matrix.bandwidth_from(a.up_to_date, to, fastest)?;
+            if bandwidth.is_infinite() || a.bytes == 0 {
+                continue;
+            }
+            time += if bandwidth > 0.0 {
+                a.bytes as f64 / bandwidth
+            } else {
+                f64::INFINITY
+            };
+        }
+        Ok(time)
     }
 }

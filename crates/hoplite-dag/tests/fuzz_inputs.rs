@@ -37,7 +37,8 @@ proptest! {
             for from in (0..devices).map(Location::Device).chain([Location::Cpu]) {
                 for to in (0..devices).map(Location::Device).chain([Location::Cpu]) {
                     let b = m.bandwidth(from, to);
-                    prop_assert!(b.is_finite() && b >= 0.0, "{from:?} -> {to:?}: {b}");
+                    prop_assert!(matches!(b, Ok(b) if b.is_finite() && b >= 0.0), "{from:?} -> {to:?}: {b:?}");
+                    prop_assert_eq!(b.ok(), m.bandwidth(to, from).ok(), "symmetric");
                 }
             }
         }

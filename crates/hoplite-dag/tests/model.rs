@@ -245,12 +245,14 @@ fn grcuda_bandwidths_and_choices() {
     let m = grcuda_matrix();
     let sources = at(&[Location::Device(1), Location::Cpu]);
     assert_eq!(
-        m.bandwidth_from(sources, Location::Device(0), false),
+        m.bandwidth_from(sources, Location::Device(0), false)
+            .expect("in the matrix"),
         10.0,
         "min-max"
     );
     assert_eq!(
-        m.bandwidth_from(sources, Location::Device(0), true),
+        m.bandwidth_from(sources, Location::Device(0), true)
+            .expect("in the matrix"),
         45.0,
         "min-min"
     );
@@ -268,6 +270,7 @@ fn grcuda_bandwidths_and_choices() {
         DeviceSelector::new(policy, 2, 0.1, Some(grcuda_matrix()))
             .expect("selector")
             .select(&args, &[0, 0])
+            .expect("a device")
     };
     assert_eq!(pick(DeviceSelectionPolicy::MinTransferSize), 0);
     assert_eq!(pick(DeviceSelectionPolicy::MinMinTransferTime), 0);
@@ -284,7 +287,9 @@ fn grcuda_bandwidths_and_choices() {
         DeviceSelectionPolicy::MinMaxTransferTime,
     ] {
         let mut s = DeviceSelector::new(policy, 2, 0.1, Some(grcuda_matrix())).expect("selector");
-        let seq: Vec<usize> = (0..3).map(|_| s.select(&cpu_only, &[0, 0])).collect();
+        let seq: Vec<usize> = (0..3)
+            .map(|_| s.select(&cpu_only, &[0, 0]).expect("a device"))
+            .collect();
         assert_eq!(seq, [0, 1, 0], "{policy:?}");
     }
 }
@@ -292,9 +297,13 @@ fn grcuda_bandwidths_and_choices() {
 #[test]
 fn stream_aware_picks_the_least_busy_device() {
     let mut s = DeviceSelector::new(DeviceSelectionPolicy::StreamAware, 3, 0.1, None).expect("selector");
-    assert_eq!(s.select(&[], &[2, 1, 3]), 1);
-    assert_eq!(s.select(&[], &[0, 1, 0]), 0, "lowest index on ties");
-    assert_eq!(s.select(&[], &[4, 4, 2]), 2);
+    assert_eq!(s.select(&[], &[2, 1, 3]).expect("a device"), 1);
+    assert_eq!(
+        s.select(&[], &[0, 1, 0]).expect("a device"),
+        0,
+        "lowest index on ties"
+    );
+    assert_eq!(s.select(&[], &[4, 4, 2]).expect("a device"), 2);
 }
 
 #[test]
@@ -312,10 +321,128 @@ fn the_threshold_decides_between_locality_and_round_robin() {
     ];
     let mut high =
         DeviceSelector::new(DeviceSelectionPolicy::MinTransferSize, 2, 0.1, None).expect("selector");
-    assert_eq!(high.select(&args, &[0, 0]), 0, "round robin starts at 0");
+    assert_eq!(
+        high.select(&args, &[0, 0]).expect("a device"),
+        0,
+        "round robin starts at 0"
+    );
     let mut low =
         DeviceSelector::new(DeviceSelectionPolicy::MinTransferSize, 2, 0.01, None).expect("selector");
-    assert_eq!(low.select(&args, &[0, 0]), 1);
+    assert_eq!(low.select(&args, &[0, 0]).expect("a device"), 1);
+}
+
+/// GrCUDA's matrix from its file: values floored, links between GPUs the mean of both
+/// directions (an unlisted direction counting 0), the CPU's `-1,d` links used both ways (the
+/// mean where `d,-1` is listed too), GPUs past the context's left out.
+#[test]
+fn a_bandwidth_file_becomes_grcudas_symmetric_floored_matrix() {
+    let csv = "From,To,Bandwidth\n\
+        0,1,45.9\n1,0,40.2\n\
+        0,2,30.5\n\
+        -1,0,10.7\n-1,1,11.2\n1,-1,14.9\n\
+        0,0,900.4\n\
+        3,0,7\n-1,3,7\n";
+    let m = BandwidthMatrix::from_csv(csv, 3).expect("csv");
+    let (d0, d1, d2, cpu) = (
+        Location::Device(0),
+        Location::Device(1),
+        Location::Device(2),
+        Location::Cpu,
+    );
+    let bw = |from, to| m.bandwidth(from, to).expect("in the matrix");
+    assert_eq!(bw(d0, d1), 42.5, "(45 + 40) / 2");
+    assert_eq!(bw(d1, d0), 42.5);
+    assert_eq!(
+        bw(d0, d2),
+        15.0,
+        "(30 + 0) / 2: the other direction is not listed"
+    );
+    assert_eq!(bw(d2, d0), 15.0);
+    assert_eq!(bw(d0, d0), 900.0);
+    assert_eq!((bw(cpu, d0), bw(d0, cpu)), (10.0, 10.0), "`-1,0` both ways");
+    assert_eq!((bw(cpu, d1), bw(d1, cpu)), (12.5, 12.5), "(11 + 14) / 2");
+    assert_eq!((bw(cpu, d2), bw(d2, cpu), bw(cpu, cpu)), (0.0, 0.0, 0.0));
+    // Device 3 is past the context's three: its lines are left out, and asking for it is an
+    // error rather than the CPU's slot.
+    let e = m.bandwidth(Location::Device(3), d0).expect_err("outside");
+    assert!(e.to_string().contains("device 3 is outside"), "{e}");
+    assert!(
+        m.bandwidth_from(LocationSet::only(cpu), Location::Device(3), true)
+            .is_err()
+    );
+    assert!(
+        m.bandwidth_from(LocationSet::only(Location::Device(3)), d0, true)
+            .is_err()
+    );
+    // Data up to date nowhere cannot be moved; data already there moves at no cost.
+    let e = m
+        .bandwidth_from(LocationSet::new(), d0, true)
+        .expect_err("nowhere");
+    assert!(e.to_string().contains("up to date nowhere"), "{e}");
+    assert_eq!(
+        m.bandwidth_from(at(&[d0, cpu]), d0, false).expect("there"),
+        f64::INFINITY
+    );
+
+    // A transfer-time selection refuses an argument up to date nowhere, and charges no time
+    // for an argument already on the device (min-max would otherwise take its slowest link).
+    let mut s = DeviceSelector::new(DeviceSelectionPolicy::MinMaxTransferTime, 3, 0.1, Some(m.clone()))
+        .expect("selector");
+    let nowhere = [
+        ArgumentData {
+            bytes: 8,
+            up_to_date: at(&[d1]),
+        },
+        ArgumentData {
+            bytes: 8,
+            up_to_date: LocationSet::new(),
+        },
+    ];
+    assert!(s.select(&nowhere, &[0, 0, 0]).is_err());
+    let on_d1 = [ArgumentData {
+        bytes: 100,
+        up_to_date: at(&[d1, cpu]),
+    }];
+    assert_eq!(s.transfer_time(&on_d1, 1, false).expect("time"), 0.0);
+    assert_eq!(s.transfer_time(&on_d1, 0, false).expect("time"), 100.0 / 10.0);
+    assert_eq!(s.transfer_time(&on_d1, 2, false).expect("time"), f64::INFINITY);
+    assert_eq!(s.select(&on_d1, &[0, 0, 0]).expect("a device"), 1);
+}
+
+/// The transfer-time policies choose among the devices that hold more than the threshold's
+/// share of the data, as GrCUDA does, not among all devices.
+#[test]
+fn transfer_time_policies_choose_among_devices_with_enough_data() {
+    // Device 0 holds 20% of the bytes behind a slow link; device 1 none of them, behind a
+    // fast one. Over all devices device 1 would win; GrCUDA keeps to device 0.
+    let m = BandwidthMatrix::from_rows(&[
+        vec![100.0, 1.0, 1.0],
+        vec![1.0, 100.0, 1000.0],
+        vec![1.0, 1000.0, 0.0],
+    ])
+    .expect("matrix");
+    let args = [
+        ArgumentData {
+            bytes: 20,
+            up_to_date: at(&[Location::Device(0)]),
+        },
+        ArgumentData {
+            bytes: 80,
+            up_to_date: at(&[Location::Cpu]),
+        },
+    ];
+    let mut s = DeviceSelector::new(DeviceSelectionPolicy::MinMinTransferTime, 2, 0.1, Some(m.clone()))
+        .expect("selector");
+    assert!(s.transfer_time(&args, 1, true).expect("time") < s.transfer_time(&args, 0, true).expect("time"));
+    assert_eq!(s.select(&args, &[0, 0]).expect("a device"), 0);
+    // At exactly the threshold's share a device does not hold enough (GrCUDA compares with
+    // `>`): round robin decides.
+    let mut at_share =
+        DeviceSelector::new(DeviceSelectionPolicy::MinMinTransferTime, 2, 0.2, Some(m)).expect("selector");
+    let picks: Vec<usize> = (0..2)
+        .map(|_| at_share.select(&args, &[0, 0]).expect("a device"))
+        .collect();
+    assert_eq!(picks, [0, 1]);
 }
 
 #[test]
@@ -335,7 +462,7 @@ fn bandwidth_csv_and_bad_options_are_typed_errors() {
         .expect("rows")
     );
     for bad in [
-        "From,To,Bandwidth\n0,2,1\n",
+        "From,To,Bandwidth\n0,-2,1\n",
         "0,1\n",
         "0,1,fast\n",
         "0,1,-3\n",

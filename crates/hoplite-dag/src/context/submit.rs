@@ -251,7 +251,8 @@ impl<D: Device> Context<D> {
     /// policy picks. A new stream is made on its device and added to the state.
     ///
     /// On `Ok(s)`, stream `s` exists in `state.streams`, `state.in_stream_order` and the
-    /// assigner. On `Err` (the device could not make a stream) no stream was added.
+    /// assigner. On `Err` (the device could not make a stream, or a transfer-time policy found
+    /// an argument up to date nowhere) no stream was added.
     fn assign_stream(
         &self,
         state: &mut State<D>,
@@ -286,7 +287,7 @@ impl<D: Device> Context<D> {
                 } else {
                     Vec::new()
                 };
-                let device = state.selector.select(&data, &busy);
+                let device = state.selector.select(&data, &busy)?;
                 state
                     .assigner
                     .free_or_new(device, self.devices[device].max_streams())
