@@ -467,9 +467,10 @@ impl<S: ExecutionSpace> Drop for HostStream<S> {
 }
 
 /// A host device: streams served by threads of their own, stream `k` on the device's
-/// instance `k`, and at most one stream per instance. Give a device as many instances as it
-/// should run kernels at once — for the rayon backend, `space.partition_space(n)` — so that
-/// kernels of different streams run on different pools.
+/// instance `k` (modulo their number), and by default at most one stream per instance
+/// ([`streams_per_instance`](Self::streams_per_instance) allows more). Give a device as many
+/// instances as it should run kernels at once — for the rayon backend,
+/// `space.partition_space(n)` — so that kernels of different streams run on different pools.
 ///
 /// ```
 /// use hoplite_dag::device::{Device, HostDevice, Stream, Event};
@@ -485,6 +486,8 @@ impl<S: ExecutionSpace> Drop for HostStream<S> {
 pub struct HostDevice<S: ExecutionSpace> {
     name: String,
     instances: Vec<S>,
+    /// Streams per instance ([`HostDevice::streams_per_instance`]), 1 by default.
+    per_instance: usize,
     made: AtomicUsize,
 }
 
@@ -503,8 +506,39 @@ impl<S: ExecutionSpace> HostDevice<S> {
         Ok(HostDevice {
             name: name.to_owned(),
             instances,
+            per_instance: 1,
             made: AtomicUsize::new(0),
         })
+    }
+
+    /// Lets the device make `streams` streams per instance instead of one: the streams of one
+    /// instance share its threads and take turns on its launch lock, so they give GrCUDA's
+    /// streams — each its own order, events between them, "always a new stream" making a
+    /// new one — but no more parallelism than the instance has. Streams go to the instances
+    /// in turn.
+    ///
+    /// ```
+    /// use hoplite_dag::device::{Device, HostDevice};
+    /// use hoplite_serial::Serial;
+    /// let device = HostDevice::new("cpu", vec![Serial::default()])?.streams_per_instance(4)?;
+    /// assert_eq!(device.max_streams(), Some(4));
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::InvalidOptions`] for zero streams, or more streams in all than a `usize`
+    /// counts.
+    pub fn streams_per_instance(mut self, streams: usize) -> Result<Self, DagError> {
+        if streams == 0 || self.instances.len().checked_mul(streams).is_none() {
+            return Err(DagError::InvalidOptions(format!(
+                "device `{}`: {streams} streams per instance; give at least one (and fewer than {} in all)",
+                self.name,
+                usize::MAX
+            )));
+        }
+        self.per_instance = streams;
+        Ok(self)
     }
 
     /// A device named `name` with `streams` streams, each on its own part of `space`
@@ -537,9 +571,11 @@ impl<S: ExecutionSpace> Device for HostDevice<S> {
     fn name(&self) -> String {
         self.name.clone()
     }
-    /// One per instance: two streams on one instance would take turns on its launch lock.
+    /// One per instance, unless [`HostDevice::streams_per_instance`] allowed more (two
+    /// streams on one instance take turns on its launch lock). A context reports the launches
+    /// the cap queued behind busy streams ([`Context::capped_launches`](crate::Context::capped_launches)).
     fn max_streams(&self) -> Option<usize> {
-        Some(self.instances.len())
+        Some(self.instances.len() * self.per_instance)
     }
     fn new_stream(&self) -> Result<HostStream<S>, DagError> {
         let k = self.made.fetch_add(1, Ordering::Relaxed);

@@ -64,6 +64,9 @@ pub struct StreamAssigner {
     streams: Vec<StreamState>,
     /// The stream of each unfinished launch, and whether a child already took it.
     placed: VertexTable<(usize, bool)>,
+    /// Launches that would have had a new stream but queued behind a busy one: their device
+    /// makes no more streams.
+    capped: usize,
 }
 
 impl StreamAssigner {
@@ -74,7 +77,23 @@ impl StreamAssigner {
             parent_policy,
             streams: Vec::new(),
             placed: VertexTable::default(),
+            capped: 0,
         }
+    }
+
+    /// How many launches queued behind a busy stream because their device had as many
+    /// streams as it runs at once ([`free_or_new`](Self::free_or_new)'s `limit`), where a
+    /// device without the limit would have been given a new stream.
+    ///
+    /// ```
+    /// use hoplite_dag::streams::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+    /// let mut streams = StreamAssigner::new(NewStreamPolicy::AlwaysNew, ParentStreamPolicy::Disjoint);
+    /// let s0 = streams.add_stream(0);
+    /// assert_eq!(streams.free_or_new(0, Some(1)), Assignment::Existing(s0));
+    /// assert_eq!(streams.capped(), 1);
+    /// ```
+    pub fn capped(&self) -> usize {
+        self.capped
     }
 
     /// The streams so far.
@@ -124,7 +143,7 @@ impl StreamAssigner {
     /// A stream on `device` for a launch that takes no parent's stream. A device that can run
     /// at most `limit` streams at once gets no more: the launch then queues behind the least
     /// busy of them (lowest index on ties).
-    pub fn free_or_new(&self, device: usize, limit: Option<usize>) -> Assignment {
+    pub fn free_or_new(&mut self, device: usize, limit: Option<usize>) -> Assignment {
         let mut on_device = self
             .streams
             .iter()
@@ -138,6 +157,7 @@ impl StreamAssigner {
         if limit.is_some_and(|l| on_device.clone().count() >= l.max(1))
             && let Some((s, _)) = on_device.by_ref().min_by_key(|(_, s)| s.busy)
         {
+            self.capped += 1;
             return Assignment::Existing(s);
         }
         Assignment::New {

@@ -976,3 +976,50 @@ fn one_held_borrow_per_view_and_kind_keeps_the_host_out_until_the_host_sees_the_
     }
     assert!(y.host_write().is_ok(), "done, and seen done");
 }
+
+/// A host device makes one stream per instance unless told otherwise, and the context reports
+/// each launch that asked for a new stream and queued behind a busy one instead; with
+/// `streams_per_instance`, "always a new stream" makes new streams on one instance, up to the
+/// new cap.
+#[test]
+fn streams_beyond_instances_are_allowed_or_reported() {
+    let options = || ContextOptions::default().new_stream(hoplite_dag::NewStreamPolicy::AlwaysNew);
+    let views: Vec<View<i64, 1>> = (0..4).map(|k| view(&format!("v{k}"))).collect();
+    let launch_all = |ctx: &Ctx| {
+        for (k, v) in views.iter().enumerate() {
+            ctx.launch("fill", (range(64), (v.write(),)), move |(i, (v,))| {
+                v.set(i, k as i64)
+            })
+            .expect("fill");
+        }
+        ctx.synchronize().expect("no failure");
+        for (k, v) in views.iter().enumerate() {
+            assert_eq!(ctx.read(v).expect("v").get([63]), k as i64);
+        }
+    };
+
+    let capped = Context::new(
+        vec![HostDevice::new("one", vec![Serial::default()]).expect("device")],
+        options(),
+    )
+    .expect("context");
+    launch_all(&capped);
+    assert_eq!((capped.stream_count(), capped.capped_launches()), (1, 3));
+
+    let device = HostDevice::new("one", vec![Serial::default()])
+        .expect("device")
+        .streams_per_instance(3)
+        .expect("three streams");
+    let ctx = Context::new(vec![device], options()).expect("context");
+    launch_all(&ctx);
+    assert_eq!((ctx.stream_count(), ctx.capped_launches()), (3, 1));
+    let streams: Vec<usize> = ctx.placements().iter().map(|p| p.1).collect();
+    assert_eq!(streams[..3], [0, 1, 2], "a new stream each, until the cap");
+
+    assert!(
+        HostDevice::new("one", vec![Serial::default()])
+            .expect("device")
+            .streams_per_instance(0)
+            .is_err()
+    );
+}

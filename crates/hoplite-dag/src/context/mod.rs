@@ -159,4 +159,29 @@ impl<D: Device> Context<D> {
     pub fn stream_count(&self) -> usize {
         self.state.lock().streams.len()
     }
+
+    /// How many launches queued behind a busy stream, though the stream policy asked for a
+    /// free or new one, because their device already had as many streams as it runs at once
+    /// ([`Device::max_streams`](crate::device::Device::max_streams); a
+    /// [`HostDevice`](crate::device::HostDevice) runs one per instance unless told
+    /// otherwise, see [`HostDevice::streams_per_instance`](crate::device::HostDevice::streams_per_instance)).
+    ///
+    /// ```
+    /// use hoplite_dag::device::HostDevice;
+    /// use hoplite_dag::{Context, ContextOptions, NewStreamPolicy};
+    /// use hoplite_core::{RangePolicy, View};
+    /// use hoplite_serial::Serial;
+    /// let one = HostDevice::new("cpu", vec![Serial::default()])?;
+    /// let ctx = Context::new(vec![one], ContextOptions::default().new_stream(NewStreamPolicy::AlwaysNew))?;
+    /// let (a, b): (View<f64, 1>, View<f64, 1>) = (View::new("a", [4])?, View::new("b", [4])?);
+    /// ctx.launch("a", (RangePolicy::new(Serial::default(), 0..4), (a.write(),)), |(i, (a,))| a.set(i, 1.0))?;
+    /// ctx.launch("b", (RangePolicy::new(Serial::default(), 0..4), (b.write(),)), |(i, (b,))| b.set(i, 2.0))?;
+    /// ctx.synchronize()?;
+    /// // One instance, one stream: the second launch asked for a new stream and queued instead.
+    /// assert_eq!((ctx.stream_count(), ctx.capped_launches()), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn capped_launches(&self) -> usize {
+        self.state.lock().assigner.capped()
+    }
 }
