@@ -9,6 +9,7 @@ use hoplite_core::ExecutionSpace;
 use crate::error::SelectError;
 use crate::generic_policy::{Logic, Selection};
 use crate::info::{InfoSet, Report, StartSlot};
+use crate::queue::ResourceQueues;
 
 /// Something that can block until its work is done: a resource whose submission group can be
 /// waited on, a value returned by a submitted function, a [`Submission`], a [`SubmissionGroup`].
@@ -242,7 +243,10 @@ pub trait Backend: Send + Sync + Sized {
     where
         Self: WaitAll,
     {
-        SubmissionGroup { backend: self }
+        SubmissionGroup {
+            backend: self,
+            queues: None,
+        }
     }
 
     /// Flushes deferred reports; called before each selection when
@@ -666,22 +670,36 @@ impl<L: Logic, B: Backend, W: fmt::Debug> fmt::Debug for Submission<'_, L, B, W>
 /// Exists only for backends that implement [`WaitAll`].
 pub struct SubmissionGroup<'b, B: WaitAll> {
     backend: &'b B,
+    /// The policy's queues of asynchronous submissions, drained before the backend waits.
+    queues: Option<&'b ResourceQueues>,
 }
 
-impl<B: WaitAll> SubmissionGroup<'_, B> {
-    /// Blocks until every submission made so far to the backend has completed.
+impl<'b, B: WaitAll> SubmissionGroup<'b, B> {
+    /// The group of a policy's backend and its asynchronous queues.
+    pub(crate) fn with_queues(backend: &'b B, queues: &'b ResourceQueues) -> Self {
+        SubmissionGroup {
+            backend,
+            queues: Some(queues),
+        }
+    }
+
+    /// Blocks until every submission made so far to the backend has completed, those queued
+    /// asynchronously ([`Policy::submit_async`](crate::Policy::submit_async)) included.
     ///
     /// # Errors
     ///
     /// The first error a resource reports.
     pub fn wait(&self) -> Result<(), SelectError> {
+        if let Some(queues) = self.queues {
+            queues.drain()?;
+        }
         self.backend.wait_all()
     }
 }
 
 impl<B: WaitAll> Wait for SubmissionGroup<'_, B> {
     fn wait(&self) -> Result<(), SelectError> {
-        self.backend.wait_all()
+        SubmissionGroup::wait(self)
     }
 }
 

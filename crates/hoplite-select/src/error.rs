@@ -68,6 +68,16 @@ pub enum SelectError {
     /// Waiting on a user resource failed; the message comes from its [`Wait`](crate::Wait) impl.
     #[error("waiting failed: {0}")]
     Wait(String),
+    /// An asynchronous submission could not be queued on its resource.
+    #[error(
+        "cannot queue on resource {index}: {reason}; submit with `submit` (on the calling thread) instead"
+    )]
+    QueueUnavailable {
+        /// The resource's index.
+        index: usize,
+        /// Why (the thread could not start, or has ended).
+        reason: String,
+    },
 }
 
 /// A selection error as the core's [`hoplite_core::Error`], so that `?` takes it into a

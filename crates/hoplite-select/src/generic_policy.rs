@@ -12,6 +12,7 @@ use crate::backend::{
 };
 use crate::error::SelectError;
 use crate::info::{InfoSet, Report};
+use crate::queue::{AsyncSubmission, ResourceQueues};
 
 /// How a policy chooses: the part that differs between round robin, fixed resource, dynamic
 /// load and auto-tune. [`Policy`] supplies the rest (resources, construction, submission).
@@ -96,6 +97,19 @@ pub trait KeyFor<F, A>: Logic {
 struct Ready<L: Logic, B> {
     backend: B,
     state: L::State,
+    /// One queue per resource for asynchronous submissions, each started at first use.
+    queues: ResourceQueues,
+}
+
+impl<L: Logic, B: Backend> Ready<L, B> {
+    fn new(logic: &L, backend: B) -> Self {
+        let resources = backend.resources().len();
+        Ready {
+            state: logic.new_state(resources),
+            queues: ResourceQueues::new(resources),
+            backend,
+        }
+    }
 }
 
 /// A selection policy over resources of type `R` held by backend `B` (by default the one
@@ -188,9 +202,8 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
     /// A policy with a configured logic over a ready-made backend.
     pub fn with_logic(logic: L, backend: B) -> Self {
         let policy = Self::deferred_with_logic(logic);
-        let state = policy.logic.new_state(backend.resources().len());
         // A fresh lock is empty, so `set` cannot fail here.
-        let _ = policy.ready.set(Ready { backend, state });
+        let _ = policy.ready.set(Ready::new(&policy.logic, backend));
         policy
     }
 
@@ -230,9 +243,8 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
     ///
     /// [`SelectError::AlreadyInitialized`] if the policy has its resources already.
     pub fn initialize_with_backend(&self, backend: B) -> Result<(), SelectError> {
-        let state = self.logic.new_state(backend.resources().len());
         self.ready
-            .set(Ready { backend, state })
+            .set(Ready::new(&self.logic, backend))
             .map_err(|_| SelectError::AlreadyInitialized { policy: L::NAME })
     }
 
@@ -329,7 +341,8 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
     where
         B: WaitAll,
     {
-        Ok(self.ready()?.backend.get_submission_group())
+        let ready = self.ready()?;
+        Ok(SubmissionGroup::with_queues(&ready.backend, &ready.queues))
     }
 
     /// Chooses a resource for submitting `f` with `args`, or `None` if none is available now.
@@ -494,6 +507,71 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
         let submission = self.submit(f, args)?;
         submission.wait()?;
         Ok(submission.unwrap())
+    }
+
+    /// Selects a resource as [`submit`](Self::submit) does, then queues `f(resource, args)`
+    /// on the resource's own queue and returns at once: the function runs on the queue's
+    /// thread (with a clone of the resource), after the functions queued on that resource
+    /// before it, and beside those of other resources — as a CPU queue runs what is
+    /// submitted to it. Round robin over two partitions of a pool thus runs two functions at
+    /// a time.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_reduce, RangePolicy, Sum};
+    /// use hoplite_rayon::RayonSpace;
+    /// use hoplite_select::RoundRobin;
+    /// let halves = RayonSpace::with_threads(2)?.partition_space(2)?;
+    /// let policy = RoundRobin::new(halves);
+    /// let sums: Vec<_> = (1..=4usize)
+    ///     .map(|k| policy.submit_async(move |half, ()| {
+    ///         parallel_reduce("sum", RangePolicy::new(half.clone(), 0..k * 100), |i, a| *a += *i, Sum::<usize>::new())
+    ///     }, ()))
+    ///     .collect::<Result<_, _>>()?;
+    /// let totals: Vec<usize> = sums.into_iter().map(|s| s.unwrap()?.map_err(Into::into))
+    ///     .collect::<Result<_, hoplite_select::SelectError>>()?;
+    /// assert_eq!(totals, [4950, 19900, 44850, 79800]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit); [`SelectError::QueueUnavailable`] if the resource's
+    /// queue cannot start a thread.
+    pub fn submit_async<F, A, W>(&self, f: F, args: A) -> Result<AsyncSubmission<'_, L, B, W>, SelectError>
+    where
+        L: KeyFor<F, A>,
+        R: Clone + Send + 'static,
+        F: FnOnce(&R, A) -> W + Send + 'static,
+        A: Send + 'static,
+        W: Send + 'static,
+    {
+        let selection = self.select(&f, &args)?;
+        AsyncSubmission::queue(selection, &self.ready()?.queues, f, args)
+    }
+
+    /// Like [`submit_async`](Self::submit_async), but `Ok(None)` when no resource is
+    /// available now.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotInitialized`], what the logic reports, or
+    /// [`SelectError::QueueUnavailable`].
+    pub fn try_submit_async<F, A, W>(
+        &self,
+        f: F,
+        args: A,
+    ) -> Result<Option<AsyncSubmission<'_, L, B, W>>, SelectError>
+    where
+        L: KeyFor<F, A>,
+        R: Clone + Send + 'static,
+        F: FnOnce(&R, A) -> W + Send + 'static,
+        A: Send + 'static,
+        W: Send + 'static,
+    {
+        match self.try_select(&f, &args)? {
+            Some(selection) => AsyncSubmission::queue(selection, &self.ready()?.queues, f, args).map(Some),
+            None => Ok(None),
+        }
     }
 }
 

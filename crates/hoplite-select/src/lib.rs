@@ -54,6 +54,7 @@ mod builtin_policies;
 mod error;
 mod generic_policy;
 mod info;
+mod queue;
 
 pub use backend::{
     Adapted, Backend, BackendFor, DefaultBackend, FromResources, SpaceBackend, Submission, SubmissionGroup,
@@ -66,6 +67,7 @@ pub use builtin_policies::{
 pub use error::SelectError;
 pub use generic_policy::{KeyFor, Logic, Policy, Selection};
 pub use info::{InfoSet, Report, StartSlot, Started, TaskCompletion, TaskSubmission, TaskTime};
+pub use queue::AsyncSubmission;
 
 /// Chooses a resource for submitting `f` with `args` (the function and arguments are the key
 /// an auto-tune policy chooses by). Submit to it with [`Selection::submit`].
@@ -176,6 +178,65 @@ where
     F: FnOnce(&R, A) -> W,
 {
     policy.submit_and_wait(f, args)
+}
+
+/// Queues `f(resource, args)` on the selected resource's own queue and returns at once; see
+/// [`Policy::submit_async`]. Submissions to different resources run at the same time, those
+/// to one resource in order.
+///
+/// # Errors
+///
+/// As [`Policy::submit_async`].
+///
+/// ```
+/// use hoplite_select::{submit_async, wait, RoundRobin};
+/// use hoplite_serial::Serial;
+/// let p = RoundRobin::new(vec![Serial::new(), Serial::new()]);
+/// let a = submit_async(&p, |_, x: u64| x * 2, 21)?;
+/// let b = submit_async(&p, |_, s: String| s.len(), "four".to_string())?;
+/// assert_eq!((a.index(), b.index()), (0, 1));
+/// wait(&p.get_submission_group()?)?;
+/// assert!(a.is_done() && b.is_done());
+/// assert_eq!((a.unwrap()?, b.unwrap()?), (42, 4));
+/// # Ok::<(), hoplite_select::SelectError>(())
+/// ```
+#[inline]
+pub fn submit_async<'p, L, R, B, F, A, W>(
+    policy: &'p Policy<L, R, B>,
+    f: F,
+    args: A,
+) -> Result<AsyncSubmission<'p, L, B, W>, SelectError>
+where
+    L: KeyFor<F, A>,
+    B: Backend<Resource = R>,
+    R: Clone + Send + 'static,
+    F: FnOnce(&R, A) -> W + Send + 'static,
+    A: Send + 'static,
+    W: Send + 'static,
+{
+    policy.submit_async(f, args)
+}
+
+/// Like [`submit_async`], but `Ok(None)` when no resource is available now.
+///
+/// # Errors
+///
+/// As [`Policy::try_submit_async`].
+#[inline]
+pub fn try_submit_async<'p, L, R, B, F, A, W>(
+    policy: &'p Policy<L, R, B>,
+    f: F,
+    args: A,
+) -> Result<Option<AsyncSubmission<'p, L, B, W>>, SelectError>
+where
+    L: KeyFor<F, A>,
+    B: Backend<Resource = R>,
+    R: Clone + Send + 'static,
+    F: FnOnce(&R, A) -> W + Send + 'static,
+    A: Send + 'static,
+    W: Send + 'static,
+{
+    policy.try_submit_async(f, args)
 }
 
 /// Waits on a submission, a submission group, a resource or a value that can wait.
