@@ -76,8 +76,9 @@ pub use team::{
 };
 pub use unique_token::{TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
 pub use view::{
-    AccessibleArgs, AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter,
-    HostRead, HostWrite, LaunchArgs, LockedAtomic, Lookup, PlaneRow, Reader, RowReader, Slice, TeamPlane,
+    AccessibleArgs, AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundScatter, BoundTeamSlots,
+    BoundWriter, HostRead, HostWrite, LaunchArgs, LockedAtomic, Lookup, PlaneRow, Reader, RowReader,
+    ScatterAccess, ScatterMax, ScatterMin, ScatterOp, ScatterProd, ScatterSum, ScatterView, Slice, TeamPlane,
     TeamRow, TeamSlots, View, ViewIndex, ViewValue, Writer, create_mirror_view, create_mirror_view_and_copy,
     deep_copy, deep_copy_fill,
 };

@@ -269,6 +269,7 @@ pub(crate) trait PointLoops: Sized {
     where
         Self: for<'it> Fn((Sh::Point<'it>, A::Bound<'it>)),
     {
+        let prepared = &A::for_this_thread(prepared);
         // SAFETY: the caller's contract; the bound handles carry the brand of the item they
         // are bound with, which does not outlive the kernel call.
         unsafe { share.visit(|item| self((item, A::bind(prepared)))) }
@@ -297,6 +298,7 @@ pub(crate) trait PointLoops: Sized {
     ) where
         Self: for<'it> Fn((Sh::Point<'it>, A::Bound<'it>), &mut R::Value),
     {
+        let prepared = &A::for_this_thread(prepared);
         // SAFETY: as in `for_args`.
         unsafe {
             fold_in_lanes(share, reducer, acc, |item, acc| {
@@ -326,6 +328,7 @@ pub(crate) trait PointLoops: Sized {
     ) where
         Self: for<'it> Fn((Sh::Point<'it>, A::Bound<'it>), &mut T, bool),
     {
+        let prepared = &A::for_this_thread(prepared);
         // SAFETY: as in `for_args`.
         unsafe { share.visit(|item| self((item, A::bind(prepared)), partial, is_final)) }
     }

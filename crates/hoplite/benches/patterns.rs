@@ -436,7 +436,42 @@ fn bin_of(i: usize) -> usize {
 /// A histogram of 10^7 samples into 256 bins on rayon, two ways: the documented unique-token
 /// idiom (`let id = tokens.guard();` per sample, then a plain update of the row of that id)
 /// as `rayon-hoplite`, against an array reduction (`Sum::<[u64; 256]>`) and the serial loop.
+/// The `histogram-scatter` group measures a `ScatterView` (`add` into the thread's private
+/// copy, then `contribute`) against the same array reduction.
 fn histogram(c: &mut Criterion) {
+    {
+        let mut group = c.benchmark_group("histogram-scatter");
+        group.sample_size(20);
+        let space = RayonSpace::default();
+        let bins: View<u64, 1> = View::new("bins", [BINS]).expect("bins");
+        let mut scatter = ScatterView::new(&bins);
+        group.bench_function(BenchmarkId::new("rayon-hoplite", SAMPLES), |b| {
+            b.iter(|| {
+                parallel_for(
+                    "histogram",
+                    (RangePolicy::new(space.clone(), 0..SAMPLES), (scatter.access(),)),
+                    |(i, (hist,))| hist.add(bin_of(*i), 1),
+                )
+                .expect("histogram");
+                scatter.contribute().expect("contribute");
+            })
+        });
+        group.bench_function(BenchmarkId::new("rayon-sum-array", SAMPLES), |b| {
+            b.iter(|| {
+                parallel_reduce(
+                    "histogram",
+                    RangePolicy::new(space.clone(), 0..SAMPLES),
+                    |i, acc: &mut [u64; BINS]| acc[bin_of(*i)] += 1,
+                    Sum::new(),
+                )
+                .expect("histogram")
+            })
+        });
+        group.finish();
+        let total: u64 = bins.to_vec().expect("bins").iter().sum();
+        assert_eq!(total % SAMPLES as u64, 0, "every run counted every sample");
+    }
+
     let mut group = c.benchmark_group("histogram-tokens");
     group.sample_size(10);
     let space = RayonSpace::default();

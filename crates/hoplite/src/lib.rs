@@ -360,7 +360,8 @@ pub mod prelude {
     };
     pub use hoplite_core::reducer::*;
     pub use hoplite_core::{
-        Complex, HostSpace, LayoutLeft, LayoutRight, LayoutStride, LockedAtomic, MemorySpace, Slice, View,
-        create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill, deep_copy_on,
+        Complex, HostSpace, LayoutLeft, LayoutRight, LayoutStride, LockedAtomic, MemorySpace, ScatterMax,
+        ScatterMin, ScatterProd, ScatterSum, ScatterView, Slice, View, create_mirror_view,
+        create_mirror_view_and_copy, deep_copy, deep_copy_fill, deep_copy_on,
     };
 }

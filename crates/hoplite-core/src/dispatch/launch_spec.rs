@@ -57,6 +57,7 @@ pub trait LaunchSpec {
         Self::Policy: PointPolicy,
         F: for<'it> Fn(Self::Item<'it>),
     {
+        let prepared = &Self::Args::for_this_thread(prepared);
         // SAFETY: the caller's contract.
         unsafe { share.visit(|item| kernel(Self::item(item, Self::Args::bind(prepared)))) }
     }
@@ -80,6 +81,7 @@ pub trait LaunchSpec {
         F: for<'it> Fn(Self::Item<'it>, &mut R::Value),
     {
         let _ = reducer;
+        let prepared = &Self::Args::for_this_thread(prepared);
         // SAFETY: the caller's contract.
         unsafe { share.visit(|item| kernel(Self::item(item, Self::Args::bind(prepared)), acc)) }
     }
@@ -101,6 +103,7 @@ pub trait LaunchSpec {
         Self::Policy: PointPolicy,
         F: for<'it> Fn(Self::Item<'it>, &mut T, bool),
     {
+        let prepared = &Self::Args::for_this_thread(prepared);
         // SAFETY: the caller's contract.
         unsafe { share.visit(|item| kernel(Self::item(item, Self::Args::bind(prepared)), partial, is_final)) }
     }

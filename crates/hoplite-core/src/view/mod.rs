@@ -24,9 +24,10 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 pub use access::{
-    AccessibleArgs, AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundTeamSlots, BoundWriter,
-    HostRead, HostWrite, LaunchArgs, Lookup, PlaneRow, Reader, RowReader, TeamPlane, TeamRow, TeamSlots,
-    ViewIndex, Writer,
+    AccessibleArgs, AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundScatter, BoundTeamSlots,
+    BoundWriter, HostRead, HostWrite, LaunchArgs, Lookup, PlaneRow, PreparedScatter, Reader, RowReader,
+    ScatterAccess, ScatterMax, ScatterMin, ScatterOp, ScatterProd, ScatterSum, ScatterView, TeamPlane,
+    TeamRow, TeamSlots, ViewIndex, Writer,
 };
 pub use copy::{create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill};
 pub use footprint::{AccessKind, Footprint, MAX_VIEW_RANK};

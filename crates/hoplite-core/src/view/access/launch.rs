@@ -26,7 +26,7 @@ use crate::view::ViewValue;
 )]
 pub trait LaunchArgs: Send + Sync {
     /// What the launch computes once per handle (addresses, strides, margins).
-    type Prepared: Send + Sync;
+    type Prepared: Send + Sync + Copy;
     /// The handles bound to a launch with brand `'it`.
     type Bound<'it>;
 
@@ -42,6 +42,19 @@ pub trait LaunchArgs: Send + Sync {
     /// launch's index space; the bound handles are used only with tokens of that launch (brand
     /// `'it`), and the launch hands each token to one iteration at a time.
     unsafe fn bind<'it>(prepared: &Self::Prepared) -> Self::Bound<'it>;
+
+    /// The prepared handles as the thread that runs one share of the launch uses them: called
+    /// on that thread, once, before the share's points are bound ([`PointSet::visit`](
+    /// crate::point_loop::PointSet::visit) runs a share on one thread). A handle with
+    /// per-thread state — a scatter view's private copy — resolves it here rather than at
+    /// every point; the default is `prepared` unchanged. Binding a `prepared` that did not
+    /// come through here (team launches, where one team's members may run on several
+    /// threads) stays correct: such a handle resolves its state at each access then.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn for_this_thread(prepared: &Self::Prepared) -> Self::Prepared {
+        *prepared
+    }
 
     /// Appends a description of every handle, in order, for a device backend (see
     /// [`DeviceLaunch`](crate::device_kernel::DeviceLaunch)). Handles a device cannot take
@@ -279,6 +292,13 @@ macro_rules! tuple_args {
                 #[allow(non_snake_case)]
                 let ($($name,)+) = self;
                 Ok(($($name.prepare(label, bounds)?,)+))
+            }
+
+            #[inline(always)]
+            fn for_this_thread(prepared: &Self::Prepared) -> Self::Prepared {
+                #[allow(non_snake_case)]
+                let ($($name,)+) = prepared;
+                ($(<$name as LaunchArgs>::for_this_thread($name),)+)
             }
 
             #[inline(always)]

@@ -7,6 +7,7 @@
 //! | [`AtomicHandle`]  | `h.atomic()`    | `fetch_add`, `fetch_min`, ... at any index         |
 //! | [`Lookup`]        | `t.lookup()`    | `get(i)` at any index, each checked; any launch range |
 //! | [`TeamSlots`]     | `p.team_slots()`| rank 2, team launches: `get`/`set` at the thread's `[league, team rank]` |
+//! | [`ScatterAccess`] | `ScatterView::new(&h).access()` | `add(i, v)` (or `min`, `max`, ...) at any index, into the thread's private copy; `contribute` folds the copies into `h` |
 //!
 //! Making a handle borrows the elements the view covers, like `RefCell` at kernel
 //! granularity: one writer, or many readers, or many atomic handles. A conflicting handle is
@@ -23,6 +24,7 @@ mod bound;
 mod handle;
 mod host;
 mod launch;
+mod scatter;
 mod team;
 mod tokens;
 
@@ -35,5 +37,9 @@ pub use handle::{AtomicHandle, Lookup, Reader, TeamSlots, Writer};
 pub(crate) use host::for_each_index;
 pub use host::{HostRead, HostWrite};
 pub use launch::{AccessibleArgs, LaunchArgs};
+pub use scatter::{
+    BoundScatter, PreparedScatter, ScatterAccess, ScatterMax, ScatterMin, ScatterOp, ScatterProd, ScatterSum,
+    ScatterView,
+};
 pub use team::{BoundTeamSlots, PlaneRow, TeamPlane, TeamRow};
 pub use tokens::{ReadIndex, Token, ViewIndex};
