@@ -60,11 +60,16 @@ pub mod streams;
 mod sync_prims;
 mod vertex_table;
 
-pub use context::{Context, ContextOptions, Execution, HISTORY_LIMIT, Pending, Vertex, VertexState};
+pub use context::{
+    Context, ContextOptions, DagSnapshot, Execution, HISTORY_LIMIT, Pending, Progress, StreamInfo, Vertex,
+    VertexInfo, VertexState,
+};
 pub use hoplite_core::IoError;
+pub use hoplite_core::view::AccessKind;
+pub use hoplite_graph::Access;
 pub use model::{DependencyPolicy, VertexId};
 pub use record::{Recorder, record};
-pub use selection::{BandwidthMatrix, DeviceSelectionPolicy, Location};
+pub use selection::{BandwidthMatrix, DeviceSelectionPolicy, Location, LocationSet};
 pub use streams::{NewStreamPolicy, ParentStreamPolicy};
 
 /// Errors of the implicit DAG runtime.

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use hoplite_core::{Error, RangePolicy, Slice, Sum, View};
 use hoplite_dag::device::HostDevice;
 use hoplite_dag::{
-    Context, ContextOptions, DagError, DeviceSelectionPolicy, Execution, ParentStreamPolicy, VertexState,
+    Context, ContextOptions, DagError, DeviceSelectionPolicy, Execution, Location, ParentStreamPolicy,
+    Progress, VertexState,
 };
 use hoplite_rayon::RayonSpace;
 use hoplite_serial::Serial;
@@ -1022,4 +1023,71 @@ fn streams_beyond_instances_are_allowed_or_reported() {
             .streams_per_instance(0)
             .is_err()
     );
+}
+
+/// A snapshot while a vertex is held running: its stream is busy and lists it and its child,
+/// the frontier holds both, parents and children name each other; after the gate opens and the
+/// context synchronizes, every stream is free, the frontier is empty and each view's
+/// locations are where GrCUDA would have them.
+#[test]
+fn a_snapshot_shows_the_frontier_streams_parents_children_and_locations() {
+    let ctx = context(2, ContextOptions::default());
+    let (x, y, z) = (view("x"), view("y"), view("z"));
+    let (open, held) = gate();
+    let started = Arc::new(AtomicBool::new(false));
+    let running = started.clone();
+    ctx.launch("produce", (range(64), (x.write(),)), move |(i, (x,))| {
+        running.store(true, Ordering::Release);
+        wait_until(&held);
+        x.set(i, *i as i64)
+    })
+    .expect("produce");
+    ctx.launch("consume", (range(64), (y.write(), x.read())), |(i, (y, x))| {
+        y.set(i, x.get(i) + 1)
+    })
+    .expect("consume");
+    ctx.launch("other", (range(64), (z.write(),)), |(i, (z,))| z.set(i, 7))
+        .expect("other");
+    wait_until(&started);
+
+    let snapshot = ctx.snapshot();
+    let (produce, consume) = (
+        snapshot.vertex(0).expect("produce"),
+        snapshot.vertex(1).expect("consume"),
+    );
+    assert_eq!(produce.progress, Progress::Running);
+    assert_eq!(consume.progress, Progress::Queued);
+    assert_eq!(consume.parents, [(0, "x".to_string())]);
+    assert_eq!(produce.children, [1]);
+    assert_eq!(
+        consume.stream, produce.stream,
+        "the child takes its parent's stream"
+    );
+    let busy = &snapshot.streams[produce.stream];
+    assert_eq!(busy.active, [0, 1]);
+    assert!(!busy.is_free() && snapshot.busy_streams().contains(&produce.stream));
+    assert!(snapshot.frontier.contains(&0) && snapshot.frontier.contains(&1));
+    assert_eq!(ctx.frontier(), snapshot.frontier);
+    // `x` is written on device 0's stream and read there: up to date on that device only.
+    let device = produce.device;
+    assert_eq!(
+        ctx.locations(&x).iter().collect::<Vec<_>>(),
+        [Location::Device(device)]
+    );
+
+    open.store(true, Ordering::Release);
+    ctx.synchronize().expect("no failure");
+    let done = ctx.snapshot();
+    assert!(
+        done.vertices.iter().all(|v| v.progress == Progress::Done),
+        "{done:?}"
+    );
+    assert!(done.frontier.is_empty() && done.busy_streams().is_empty());
+    assert_eq!(done.free_streams().len(), done.streams.len());
+    // A host read adds the CPU; a host write leaves the data on the CPU alone.
+    assert_eq!(ctx.read(&y).expect("y").get([5]), 6);
+    let y_at: Vec<Location> = ctx.locations(&y).iter().collect();
+    assert!(y_at.contains(&Location::Cpu) && y_at.len() == 2, "{y_at:?}");
+    ctx.write(&z).expect("z").set([0], 1);
+    assert_eq!(ctx.locations(&z).iter().collect::<Vec<_>>(), [Location::Cpu]);
 }

@@ -12,6 +12,7 @@ mod export;
 mod held;
 mod history;
 mod host;
+mod inspect;
 mod job;
 mod launch;
 #[cfg(all(test, loom))]
@@ -30,6 +31,7 @@ use hoplite_core::view::held::BorrowGroup;
 use rustc_hash::FxHashMap as HashMap;
 
 pub use history::HISTORY_LIMIT;
+pub use inspect::{DagSnapshot, Progress, StreamInfo, VertexInfo};
 pub use options::{ContextOptions, Execution};
 pub use vertex::{Pending, Vertex, VertexState};
 

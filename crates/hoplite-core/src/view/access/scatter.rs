@@ -361,8 +361,18 @@ unsafe fn free_copy<T>(copy: *mut UnsafeCell<T>, len: usize) {
 
 /// A view that many iterations update at arbitrary elements through thread-private copies,
 /// folded into the view by [`contribute`](Self::contribute) (Kokkos' `ScatterView` with the
-/// duplicated strategy; see the [module docs](self)). `Op` is how updates combine:
-/// [`ScatterSum`] (the default), [`ScatterProd`], [`ScatterMin`] or [`ScatterMax`].
+/// duplicated strategy). `Op` is how updates combine: [`ScatterSum`] (the default),
+/// [`ScatterProd`], [`ScatterMin`] or [`ScatterMax`].
+///
+/// Handed to a launch, the [`access`](Self::access) handle becomes a [`BoundScatter`] whose
+/// updates go into a private copy of the thread that runs the iteration, made at its first
+/// update and set to the operation's identity; no two threads share a copy, so an update is a
+/// plain load and store. `contribute` folds every copy into the target and resets the copies.
+/// The copies are per OS thread, so every host backend (serial, rayon, NUMA pools) runs it
+/// without backend code. Device kernels update views with
+/// [`atomic`](crate::View::atomic) handles instead (Kokkos' atomic strategy, the one it picks
+/// on GPUs): a scatter handle in a device launch is a compile error. Graph nodes and DAG
+/// vertices do not take scatter handles.
 ///
 /// ```
 /// use hoplite_core::{parallel_for, RangePolicy, ScatterMax, ScatterView, View};
