@@ -156,6 +156,9 @@ pub enum DeviceSelectionPolicy {
     /// The device whose total transfer time is least, each argument fetched from its slowest
     /// source (a pessimistic estimate).
     MinMaxTransferTime,
+    /// Always the first device (GrCUDA's single-GPU selection: a context that spreads nothing
+    /// over devices; launches pinned to a device still go there).
+    SingleDevice,
 }
 
 /// Link bandwidths between the devices and the host, `bandwidth(from, to)`, in any unit
@@ -484,7 +487,9 @@ impl DeviceSelector {
         self.devices > 1
             && !matches!(
                 self.policy,
-                DeviceSelectionPolicy::RoundRobin | DeviceSelectionPolicy::StreamAware
+                DeviceSelectionPolicy::RoundRobin
+                    | DeviceSelectionPolicy::StreamAware
+                    | DeviceSelectionPolicy::SingleDevice
             )
     }
 
@@ -492,6 +497,100 @@ impl DeviceSelector {
         let d = self.next_round_robin;
         self.next_round_robin = (d + 1) % self.devices;
         d
+    }
+
+    /// Round robin over `candidates` (sorted, at least one), as GrCUDA rotates over a list of
+    /// devices: the rotation's state indexes the sorted list and moves on by one.
+    fn round_robin_among(&mut self, sorted: &[usize]) -> usize {
+        let d = sorted[self.next_round_robin % sorted.len()];
+        self.next_round_robin = (self.next_round_robin + 1) % self.devices;
+        d
+    }
+
+    /// [`select`](Self::select) restricted to `candidates` (devices below the selector's
+    /// count; GrCUDA's `retrieve(vertex, devices)`, which its multi-GPU parent-stream policy
+    /// uses to choose among the devices of a launch's parents): round robin rotates over the
+    /// sorted candidates, stream aware takes the candidate with the fewest busy streams, and
+    /// the data-aware policies weigh only the candidates' data, falling back to round robin
+    /// among them. `SingleDevice` gives the first candidate.
+    ///
+    /// ```
+    /// use hoplite_dag::selection::{DeviceSelectionPolicy, DeviceSelector};
+    /// let mut rr = DeviceSelector::new(DeviceSelectionPolicy::RoundRobin, 4, 0.1, None)?;
+    /// let picks: Vec<usize> = (0..4).map(|_| rr.select_among(&[], &[], &[3, 1])).collect::<Result<_, _>>()?;
+    /// assert_eq!(picks, [1, 3, 1, 3]);
+    /// let mut aware = DeviceSelector::new(DeviceSelectionPolicy::StreamAware, 4, 0.1, None)?;
+    /// assert_eq!(aware.select_among(&[], &[0, 3, 1, 2], &[1, 3])?, 3);
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`DagError::InvalidOptions`] for no candidate or one past the selector's devices; the
+    /// transfer-time policies' errors, as for [`select`](Self::select).
+    pub fn select_among(
+        &mut self,
+        args: &[ArgumentData],
+        busy_streams: &[usize],
+        candidates: &[usize],
+    ) -> Result<usize, DagError> {
+        let mut sorted: Vec<usize> = candidates.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        match (sorted.first(), sorted.last()) {
+            (None, _) => {
+                return Err(DagError::InvalidOptions(
+                    "a device selection among no candidate device".into(),
+                ));
+            }
+            (_, Some(&last)) if last >= self.devices => {
+                return Err(DagError::InvalidOptions(format!(
+                    "candidate device {last} is past the context's {} devices",
+                    self.devices
+                )));
+            }
+            _ => {}
+        }
+        if sorted.len() == 1 {
+            return Ok(sorted[0]);
+        }
+        Ok(match self.policy {
+            DeviceSelectionPolicy::SingleDevice => sorted[0],
+            DeviceSelectionPolicy::RoundRobin => self.round_robin_among(&sorted),
+            DeviceSelectionPolicy::StreamAware => *sorted
+                .iter()
+                .min_by_key(|&&d| busy_streams.get(d).copied().unwrap_or(0))
+                .unwrap_or(&sorted[0]),
+            DeviceSelectionPolicy::MinTransferSize => {
+                let present = self.present_bytes(args);
+                if !sorted.iter().any(|&d| self.holds_enough(args, present[d])) {
+                    return Ok(self.round_robin_among(&sorted));
+                }
+                // The most bytes already there; the lowest index on ties.
+                let mut best = sorted[0];
+                for &d in &sorted[1..] {
+                    if present[d] > present[best] {
+                        best = d;
+                    }
+                }
+                best
+            }
+            DeviceSelectionPolicy::MinMinTransferTime | DeviceSelectionPolicy::MinMaxTransferTime => {
+                let fastest = self.policy == DeviceSelectionPolicy::MinMinTransferTime;
+                let present = self.present_bytes(args);
+                let mut best: Option<(usize, f64)> = None;
+                for &d in sorted.iter().filter(|&&d| self.holds_enough(args, present[d])) {
+                    let time = self.transfer_time(args, d, fastest)?;
+                    if best.is_none_or(|(_, t)| time < t) {
+                        best = Some((d, time));
+                    }
+                }
+                match best {
+                    Some((d, _)) => d,
+                    None => self.round_robin_among(&sorted),
+                }
+            }
+        })
     }
 
     /// Picks the device of a launch whose arguments are `args`, given each device's number of
@@ -506,6 +605,7 @@ impl DeviceSelector {
             return Ok(0);
         }
         Ok(match self.policy {
+            DeviceSelectionPolicy::SingleDevice => 0,
             DeviceSelectionPolicy::RoundRobin => self.round_robin(),
             DeviceSelectionPolicy::StreamAware => (0..self.devices)
                 .min_by_key(|&d| busy_streams.get(d).copied().unwrap_or(0))

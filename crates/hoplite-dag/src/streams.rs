@@ -22,6 +22,17 @@ pub enum ParentStreamPolicy {
     /// new stream: siblings run side by side.
     #[default]
     Disjoint,
+    /// As `Disjoint` over several devices, choosing the device first (GrCUDA's
+    /// `MULTIGPU_EARLY_DISJOINT`): the device selection policy picks the launch's device, then
+    /// the launch takes a parent's stream there that no other child took, else a free or new
+    /// stream on that device.
+    MultiGpuEarlyDisjoint,
+    /// As `Disjoint` over several devices, choosing among the parents' devices (GrCUDA's
+    /// `MULTIGPU_DISJOINT`): of the parents whose streams no other child took (the first per
+    /// device), the device selection policy picks the device, and the launch takes that
+    /// parent's stream; with no such parent, a free or new stream on the device the policy
+    /// picks.
+    MultiGpuDisjoint,
 }
 
 /// A stream of the assigner's view: its device and how many unfinished launches it holds.
@@ -136,8 +147,43 @@ impl StreamAssigner {
             .filter(|&&(s, _)| device.is_none_or(|d| self.streams[s].device == d));
         match self.parent_policy {
             ParentStreamPolicy::SameAsParent => placed.map(|&(s, _)| s).next(),
-            ParentStreamPolicy::Disjoint => placed.filter(|&&(_, taken)| !taken).map(|&(s, _)| s).next(),
+            ParentStreamPolicy::Disjoint
+            | ParentStreamPolicy::MultiGpuEarlyDisjoint
+            | ParentStreamPolicy::MultiGpuDisjoint => {
+                placed.filter(|&&(_, taken)| !taken).map(|&(s, _)| s).next()
+            }
         }
+    }
+
+    /// The parent-stream policy.
+    pub fn parent_policy(&self) -> ParentStreamPolicy {
+        self.parent_policy
+    }
+
+    /// The streams of `parents` (unfinished ones, in launch order) that no child took yet, the
+    /// first per device, as `(device, stream)` in parent order: the candidates of
+    /// [`ParentStreamPolicy::MultiGpuDisjoint`].
+    ///
+    /// ```
+    /// use hoplite_dag::streams::{NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+    /// let mut streams = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::MultiGpuDisjoint);
+    /// let (a, b, c) = (streams.add_stream(0), streams.add_stream(1), streams.add_stream(1));
+    /// streams.place(0, &[], a);
+    /// streams.place(1, &[], b);
+    /// streams.place(2, &[], c);
+    /// assert_eq!(streams.free_parent_streams(&[2, 1, 0]), [(1, c), (0, a)]);
+    /// streams.place(3, &[2], c); // a child takes vertex 2's stream
+    /// assert_eq!(streams.free_parent_streams(&[2, 1, 0]), [(1, b), (0, a)]);
+    /// ```
+    pub fn free_parent_streams(&self, parents: &[VertexId]) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = Vec::new();
+        for &(stream, taken) in parents.iter().filter_map(|&p| self.placed.get(p)) {
+            let device = self.streams[stream].device;
+            if !taken && !out.iter().any(|&(d, _)| d == device) {
+                out.push((device, stream));
+            }
+        }
+        out
     }
 
     /// A stream on `device` for a launch that takes no parent's stream. A device that can run

@@ -1091,3 +1091,76 @@ fn a_snapshot_shows_the_frontier_streams_parents_children_and_locations() {
     ctx.write(&z).expect("z").set([0], 1);
     assert_eq!(ctx.locations(&z).iter().collect::<Vec<_>>(), [Location::Cpu]);
 }
+
+/// GrCUDA's multi-GPU parent-stream policies: `MultiGpuDisjoint` chooses among the devices of
+/// the parents whose streams are free (here by where most of the data is) and takes that
+/// parent's stream; `MultiGpuEarlyDisjoint` chooses the device first and takes a parent's
+/// stream there; `SingleDevice` keeps everything on the first device.
+#[test]
+fn multi_gpu_parent_policies_choose_the_device_then_the_parent_stream() {
+    for policy in [
+        ParentStreamPolicy::MultiGpuDisjoint,
+        ParentStreamPolicy::MultiGpuEarlyDisjoint,
+    ] {
+        let ctx = context(
+            2,
+            ContextOptions::default()
+                .parent_stream(policy)
+                .device_selection(DeviceSelectionPolicy::MinTransferSize),
+        );
+        let big: View<i64, 1> = View::new("big", [4096]).expect("big");
+        let small: View<i64, 1> = View::new("small", [8]).expect("small");
+        let (open, held) = gate();
+        let (h1, h2) = (held.clone(), held);
+        // No data on a device yet: round robin puts the two producers on devices 0 and 1.
+        ctx.launch("big", (range(4096), (big.write(),)), move |(i, (b,))| {
+            wait_until(&h1);
+            b.set(i, 1)
+        })
+        .expect("big");
+        ctx.launch("small", (range(8), (small.write(),)), move |(i, (s,))| {
+            wait_until(&h2);
+            s.set(i, 2)
+        })
+        .expect("small");
+        // Reads both: the device holding `big` holds most of the bytes.
+        let out = view("out");
+        ctx.launch(
+            "both",
+            (range(8), (out.write(), big.read(), small.read())),
+            |(i, (o, b, s))| o.set(i, b.get(i) + s.get(i)),
+        )
+        .expect("both");
+        let snapshot = ctx.snapshot();
+        let (big_v, small_v, both) = (
+            &snapshot.vertices[0],
+            &snapshot.vertices[1],
+            &snapshot.vertices[2],
+        );
+        assert_ne!(
+            big_v.device, small_v.device,
+            "{policy:?}: round robin spread the producers"
+        );
+        assert_eq!(
+            both.device, big_v.device,
+            "{policy:?}: the device with most of the data"
+        );
+        assert_eq!(both.stream, big_v.stream, "{policy:?}: the parent's stream there");
+        open.store(true, Ordering::Release);
+        ctx.synchronize().expect("no failure");
+        assert_eq!(ctx.read(&out).expect("out").get([3]), 3);
+    }
+
+    let single = context(
+        3,
+        ContextOptions::default().device_selection(DeviceSelectionPolicy::SingleDevice),
+    );
+    let views: Vec<View<i64, 1>> = (0..4).map(|k| view(&format!("v{k}"))).collect();
+    for v in &views {
+        single
+            .launch("fill", (range(64), (v.write(),)), |(i, (v,))| v.set(i, 1))
+            .expect("fill");
+    }
+    single.synchronize().expect("no failure");
+    assert!(single.placements().iter().all(|&(device, _)| device == 0));
+}

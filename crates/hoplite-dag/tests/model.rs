@@ -662,3 +662,60 @@ proptest::proptest! {
         }
     }
 }
+
+/// Selection among candidate devices, as GrCUDA's `retrieve(vertex, devices)`: each policy
+/// keeps to the candidates, round robin rotates over them sorted, the data-aware ones weigh
+/// only their data and fall back to round robin among them.
+#[test]
+fn selection_among_candidates_keeps_to_them() {
+    let mut rr = DeviceSelector::new(DeviceSelectionPolicy::RoundRobin, 4, 0.1, None).expect("selector");
+    let picks: Vec<usize> = (0..5)
+        .map(|_| rr.select_among(&[], &[], &[2, 0, 2]).expect("a device"))
+        .collect();
+    assert_eq!(picks, [0, 2, 0, 2, 0]);
+    let mut aware = DeviceSelector::new(DeviceSelectionPolicy::StreamAware, 4, 0.1, None).expect("selector");
+    assert_eq!(
+        aware
+            .select_among(&[], &[0, 5, 2, 2], &[1, 2, 3])
+            .expect("a device"),
+        2
+    );
+    // Device 0 holds everything, but is no candidate: the most data among 1 and 3 is on 3.
+    let args = [
+        ArgumentData {
+            bytes: 100,
+            up_to_date: at(&[Location::Device(0), Location::Device(3)]),
+        },
+        ArgumentData {
+            bytes: 50,
+            up_to_date: at(&[Location::Device(0), Location::Device(1)]),
+        },
+    ];
+    let mut size =
+        DeviceSelector::new(DeviceSelectionPolicy::MinTransferSize, 4, 0.1, None).expect("selector");
+    assert_eq!(size.select_among(&args, &[], &[1, 3]).expect("a device"), 3);
+    assert_eq!(size.select(&args, &[]).expect("a device"), 0);
+    // Neither candidate holds more than the threshold: round robin among them.
+    let cpu_only = [ArgumentData {
+        bytes: 100,
+        up_to_date: at(&[Location::Cpu]),
+    }];
+    let picks: Vec<usize> = (0..3)
+        .map(|_| size.select_among(&cpu_only, &[], &[3, 1]).expect("a device"))
+        .collect();
+    assert_eq!(picks, [1, 3, 1]);
+    let mut single =
+        DeviceSelector::new(DeviceSelectionPolicy::SingleDevice, 4, 0.1, None).expect("selector");
+    assert_eq!(single.select(&args, &[]).expect("a device"), 0);
+    assert_eq!(single.select_among(&args, &[], &[3, 2]).expect("a device"), 2);
+    assert!(!single.needs_data());
+    // No candidate, or one past the devices, is a typed error.
+    assert!(matches!(
+        rr.select_among(&[], &[], &[]),
+        Err(hoplite_dag::DagError::InvalidOptions(_))
+    ));
+    assert!(matches!(
+        rr.select_among(&[], &[], &[1, 4]),
+        Err(hoplite_dag::DagError::InvalidOptions(_))
+    ));
+}

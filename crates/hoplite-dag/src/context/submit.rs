@@ -18,7 +18,7 @@ use super::{Context, Execution, SpaceOf, Vertex};
 use crate::device::{Device, Job, Stream};
 use crate::model::{Edges, Plan, VertexId};
 use crate::selection::{ArgumentData, DeviceSelectionPolicy, Location, LocationSet};
-use crate::streams::Assignment;
+use crate::streams::{Assignment, ParentStreamPolicy};
 use crate::sync_prims::{self, Mutex};
 use crate::{DagError, Result};
 
@@ -260,38 +260,48 @@ impl<D: Device> Context<D> {
         parents: &[VertexId],
         accesses: &[Access],
     ) -> Result<usize> {
-        let assignment = match state.assigner.parent_stream_on(parents, pin) {
-            Some(s) => Assignment::Existing(s),
-            None if let Some(device) = pin => state
-                .assigner
-                .free_or_new(device, self.devices[device].max_streams()),
-            None => {
-                // Only the data-aware policies look at where the arguments are.
-                let data: SmallVec<[ArgumentData; 8]> = if state.selector.needs_data() {
-                    accesses
-                        .iter()
-                        .map(|a| ArgumentData {
-                            bytes: a.bytes,
-                            up_to_date: state
-                                .locations
-                                .get(&a.allocation)
-                                .copied()
-                                .unwrap_or(LocationSet::only(Location::Cpu)),
-                        })
-                        .collect()
-                } else {
-                    SmallVec::new()
-                };
-                let busy = if state.selector.policy() == DeviceSelectionPolicy::StreamAware {
-                    state.assigner.busy_streams(self.devices.len())
-                } else {
-                    Vec::new()
-                };
-                let device = state.selector.select(&data, &busy)?;
-                state
-                    .assigner
-                    .free_or_new(device, self.devices[device].max_streams())
+        let multi_gpu = pin.is_none() && !parents.is_empty();
+        let assignment = match state.assigner.parent_policy() {
+            // The device first, then a parent's stream there or a stream of that device.
+            ParentStreamPolicy::MultiGpuEarlyDisjoint if multi_gpu => {
+                let device = self.select_device(state, accesses, None)?;
+                match state.assigner.parent_stream_on(parents, Some(device)) {
+                    Some(s) => Assignment::Existing(s),
+                    None => state
+                        .assigner
+                        .free_or_new(device, self.devices[device].max_streams()),
+                }
             }
+            // The best of the free parents' devices, and that parent's stream.
+            ParentStreamPolicy::MultiGpuDisjoint if multi_gpu => {
+                let free = state.assigner.free_parent_streams(parents);
+                if free.is_empty() {
+                    let device = self.select_device(state, accesses, None)?;
+                    state
+                        .assigner
+                        .free_or_new(device, self.devices[device].max_streams())
+                } else {
+                    let candidates: SmallVec<[usize; 4]> = free.iter().map(|&(d, _)| d).collect();
+                    let device = self.select_device(state, accesses, Some(&candidates))?;
+                    let stream = free
+                        .iter()
+                        .find(|&&(d, _)| d == device)
+                        .map_or(free[0].1, |&(_, s)| s);
+                    Assignment::Existing(stream)
+                }
+            }
+            _ => match state.assigner.parent_stream_on(parents, pin) {
+                Some(s) => Assignment::Existing(s),
+                None => {
+                    let device = match pin {
+                        Some(device) => device,
+                        None => self.select_device(state, accesses, None)?,
+                    };
+                    state
+                        .assigner
+                        .free_or_new(device, self.devices[device].max_streams())
+                }
+            },
         };
         Ok(match assignment {
             Assignment::Existing(s) => s,
@@ -301,6 +311,41 @@ impl<D: Device> Context<D> {
                 state.in_stream_order.push(VecDeque::new());
                 state.assigner.add_stream(device)
             }
+        })
+    }
+
+    /// The device the selection policy picks for a launch with `accesses`, among `candidates`
+    /// when given, else among all devices.
+    fn select_device(
+        &self,
+        state: &mut State<D>,
+        accesses: &[Access],
+        candidates: Option<&[usize]>,
+    ) -> Result<usize> {
+        // Only the data-aware policies look at where the arguments are.
+        let data: SmallVec<[ArgumentData; 8]> = if state.selector.needs_data() {
+            accesses
+                .iter()
+                .map(|a| ArgumentData {
+                    bytes: a.bytes,
+                    up_to_date: state
+                        .locations
+                        .get(&a.allocation)
+                        .copied()
+                        .unwrap_or(LocationSet::only(Location::Cpu)),
+                })
+                .collect()
+        } else {
+            SmallVec::new()
+        };
+        let busy = if state.selector.policy() == DeviceSelectionPolicy::StreamAware {
+            state.assigner.busy_streams(self.devices.len())
+        } else {
+            Vec::new()
+        };
+        Ok(match candidates {
+            Some(candidates) => state.selector.select_among(&data, &busy, candidates)?,
+            None => state.selector.select(&data, &busy)?,
         })
     }
 
