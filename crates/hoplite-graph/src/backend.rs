@@ -217,6 +217,8 @@ pub struct NodeEntry<S: ExecutionSpace> {
     /// every node, without a virtual call each).
     pub(crate) kind: NodeKind,
     pub(crate) work: Option<usize>,
+    /// Whether the node runs on an instance of its own ([`NodeKernel::own_instance`]).
+    pub(crate) own: bool,
 }
 
 // SAFETY: an entry owns its node as a `Box<dyn NodeKernel<S>>` would (it is the only pointer
@@ -284,6 +286,9 @@ impl<S: ExecutionSpace> NodeKernel<S> for SharedNode<S> {
     }
     fn device_result(&self) -> Option<&dyn crate::NodeResult> {
         self.0.device_result()
+    }
+    fn own_instance(&self) -> Option<&S> {
+        self.0.own_instance()
     }
     unsafe fn hold_handles_in(
         &self,
@@ -368,13 +373,14 @@ impl<S: ExecutionSpace> GraphNodes<S> {
         // Made in place in the arena (`alloc_with`), not moved there from the stack.
         let node: &mut T = self.arena.alloc_with(make);
         // Statically dispatched here (`T` is known): instantiation reads the copies.
-        let (kind, work) = (node.kind(), node.work());
+        let (kind, work, own) = (node.kind(), node.work(), node.own_instance().is_some());
         self.accessing += usize::from(!node.accesses().is_empty());
         let node: &mut (dyn NodeKernel<S> + 'static) = node;
         self.nodes.push(NodeEntry {
             node: NonNull::from(node),
             kind,
             work,
+            own,
         });
         self.pred_list.extend_from_slice(preds);
         self.pred_starts.push(self.pred_list.len());
@@ -550,6 +556,9 @@ enum Step {
     Inline(Vec<usize>),
     /// A large kernel, a team launch or a host function, with the whole instance.
     Alone(usize),
+    /// Nodes of one wave of which some run on instances of their own: each on a thread of its
+    /// own at the same time, so that the instances work side by side.
+    Apart(Vec<usize>),
 }
 
 /// How a submit runs one node: [`NodeKernel::run`] or [`NodeKernel::run_on`].
@@ -566,6 +575,9 @@ struct Plan {
     /// The concurrent schedule, computed at instantiation on a concurrent instance, and
     /// otherwise at the first submit on one (a serial graph never needs it).
     schedule: OnceLock<Schedule>,
+    /// Whether a node runs on an instance of its own: the graph then runs by waves on any
+    /// instance, so that nodes of a wave on different instances run at the same time.
+    apart: bool,
 }
 
 /// The concurrent schedule: the nodes with work, wave by wave.
@@ -620,6 +632,7 @@ impl<S: ExecutionSpace> HostGraph<S> {
             plan: Plan {
                 runs: Vec::new(),
                 schedule: OnceLock::new(),
+                apart: false,
             },
         }
     }
@@ -690,7 +703,8 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
         let current = AtomicUsize::new(0);
         // While a Kokkos Tools connector is loaded, nodes run one after another on this thread:
         // connectors that keep one stack of kernels need each node's begin and end together.
-        if !Self::by_waves(space) || hoplite_core::profiling::tools_loaded() {
+        let waves = Self::by_waves(space) || (self.plan.apart && space.synchronous_launches());
+        if !waves || hoplite_core::profiling::tools_loaded() {
             return Self::guarded(nodes, &current, || self.run_in_order(nodes, space, run, &current));
         }
         Self::guarded(nodes, &current, || {
@@ -701,10 +715,46 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> HostGraph<S> {
                     Step::Inline(ids) if ids.len() > 1 => Self::run_inline(nodes, space, ids, run, &current)?,
                     Step::Inline(ids) => Self::run_sequential(nodes, ids.iter().copied(), run, &current)?,
                     Step::Alone(n) => Self::run_sequential(nodes, [*n], run, &current)?,
+                    Step::Apart(ids) => Self::run_apart(nodes, ids, run)?,
                 }
             }
             Ok(())
         })
+    }
+
+    /// Runs `ids` at the same time, each on a thread of its own (the first on this one), so
+    /// that nodes on instances of their own run side by side. Every node runs even if another
+    /// fails; the error of the lowest node id is returned.
+    fn run_apart<R: RunNode<S>>(nodes: &GraphNodes<S>, ids: &[usize], run: &R) -> hoplite_core::Result<()> {
+        let run_one = |n: usize| {
+            let node = &nodes.nodes[n];
+            catch_unwind(AssertUnwindSafe(|| run(&**node)))
+                .unwrap_or_else(|payload| Err(hoplite_core::Error::from_panic(node.label(), payload)))
+                .err()
+                .map(|e| (n, e))
+        };
+        let Some((&first, rest)) = ids.split_first() else {
+            return Ok(());
+        };
+        let errors: Vec<(usize, hoplite_core::Error)> = std::thread::scope(|scope| {
+            let others: Vec<_> = rest.iter().map(|&n| scope.spawn(move || run_one(n))).collect();
+            let mut errors: Vec<_> = run_one(first).into_iter().collect();
+            for (handle, &n) in others.into_iter().zip(rest) {
+                // `run_one` catches the node's panic; a join error would be a panic outside it.
+                match handle.join() {
+                    Ok(error) => errors.extend(error),
+                    Err(payload) => errors.push((
+                        n,
+                        hoplite_core::Error::from_panic(nodes.nodes[n].label(), payload),
+                    )),
+                }
+            }
+            errors
+        });
+        match errors.into_iter().min_by_key(|(n, _)| *n) {
+            Some((_, e)) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Runs `ids` at the same time: one launch on `space`, one node per iteration. Every node
@@ -790,17 +840,25 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
                 _ => runs.push(n..n + 1),
             }
         }
+        let apart = self.space.synchronous_launches() && nodes.nodes.iter().any(|n| n.own);
         let schedule = OnceLock::new();
-        if Self::by_waves(&self.space) {
+        if Self::by_waves(&self.space) || apart {
             let _ = schedule.set(schedule_of(nodes));
         }
-        self.plan = Plan { runs, schedule };
+        self.plan = Plan {
+            runs,
+            schedule,
+            apart,
+        };
         Ok(())
     }
 
     fn submit(&self, nodes: &GraphNodes<S>, on: Option<&S>) -> hoplite_core::Result<()> {
         match on {
-            None if self.space.concurrency() <= 1 && self.space.synchronous_launches() => {
+            None if !self.plan.apart
+                && self.space.concurrency() <= 1
+                && self.space.synchronous_launches() =>
+            {
                 self.run_pass(nodes)
             }
             None => self.submit_with(nodes, &self.space, &|node: &dyn NodeKernel<S>| node.run()),
@@ -913,7 +971,8 @@ impl WavePlanner {
     fn wave<S: ExecutionSpace>(&mut self, wave: &[usize], entries: &[NodeEntry<S>]) {
         // A wave of one node (every wave of a chain) never runs nodes together.
         if let [n] = *wave {
-            if entries[n].work.is_some_and(|k| k < INLINE_MAX_WORK) {
+            // A node on an instance of its own runs there, not nested in a launch here.
+            if !entries[n].own && entries[n].work.is_some_and(|k| k < INLINE_MAX_WORK) {
                 self.inline.push(n);
             } else {
                 flush(&mut self.steps, &mut self.inline);
@@ -933,7 +992,7 @@ impl WavePlanner {
         let mut shared_work = 0usize;
         for &n in wave {
             match work(n) {
-                Some(k) if k < SHARE_MAX_WORK => {
+                Some(k) if k < SHARE_MAX_WORK && !entries[n].own => {
                     self.shared.push(n);
                     shared_work += k;
                 }
@@ -954,7 +1013,11 @@ impl WavePlanner {
         }
         if !self.rest.is_empty() {
             flush(&mut self.steps, &mut self.inline);
-            self.steps.extend(self.rest.iter().copied().map(Step::Alone));
+            if self.rest.len() > 1 && self.rest.iter().any(|&n| entries[n].own) {
+                self.steps.push(Step::Apart(self.rest.clone()));
+            } else {
+                self.steps.extend(self.rest.iter().copied().map(Step::Alone));
+            }
         }
     }
 }

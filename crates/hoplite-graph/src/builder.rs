@@ -333,9 +333,10 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         Node::new(self.state, id)
     }
 
-    /// Splits the launch, moves its policy to the graph's instance and validates it there —
-    /// the only validation a run on that instance needs. A bad policy is remembered and
-    /// returned by `create_graph` (`None` here).
+    /// Splits the launch, moves its policy to the graph's instance (unless it names an
+    /// instance of its own) and validates it there — the only validation a run on that
+    /// instance needs. A bad policy is remembered and returned by `create_graph` (`None`
+    /// here). The flag says whether the policy keeps an instance of its own.
     // Inlined into each `then_*`: the launch then stays in registers instead of being copied
     // through the stack into a separate function (the copy showed in profiles of construction).
     #[inline(always)]
@@ -343,25 +344,19 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         state: &mut State<S>,
         label: &str,
         launch: L,
-    ) -> Option<(ValidatedPolicy<L::Policy>, L::Args)> {
+    ) -> Option<(ValidatedPolicy<L::Policy>, bool, L::Args)> {
         let (policy, args) = launch.into_parts();
-        // Every node runs on the graph's instance. A policy that names another instance
-        // explicitly would be silently moved: refuse it. The default instance is what a plain
-        // size or range gets, so it means "no instance chosen".
-        if *policy.space() != state.space && *policy.space() != S::default() {
-            state.fail(GraphError::ForeignInstance {
-                node: label.to_owned(),
-            });
-            return None;
-        }
-        // A policy already on the graph's instance (the usual case) is validated as it is.
-        let policy = if *policy.space() == state.space {
+        // The default instance is what a plain size or range gets, so it means "no instance
+        // chosen": such a policy moves to the graph's instance. Any other instance is the
+        // node's own, as Kokkos lets a node's policy name one: the node runs there.
+        let own_instance = *policy.space() != state.space && *policy.space() != S::default();
+        let policy = if *policy.space() == state.space || own_instance {
             policy
         } else {
             policy.on_instance(&state.space)
         };
         match ValidatedPolicy::new(label, policy) {
-            Ok(policy) => Some((policy, args)),
+            Ok(policy) => Some((policy, own_instance, args)),
             Err(e) => {
                 state.fail(e.into());
                 None
@@ -384,7 +379,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         // user code runs), so nothing can reach the state while it is borrowed.
         let mut state = self.state.borrow_mut();
         match Self::launch_parts(&mut state, label, launch) {
-            Some((policy, args)) => {
+            Some((policy, own_instance, args)) => {
                 // The node keeps the handles' views, not the handles (and their borrows).
                 let views = args.detach();
                 let record = |views: &_, out: &mut Vec<Access>| {
@@ -395,6 +390,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
                     make(NodeParts {
                         label,
                         policy,
+                        own_instance,
                         views,
                         accesses,
                     })

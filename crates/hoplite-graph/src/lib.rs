@@ -56,9 +56,11 @@
 //! A node's policy moves to the graph's instance and is validated once, when the node is made
 //! (an invalid policy is the error of [`create_graph`]); runs on that instance do not check it
 //! again. [`Graph::submit_on`] another instance validates the moved policies there. A policy
-//! may name the graph's instance or the default one (what a plain size or range gets); one
-//! that names any other instance is refused with [`GraphError::ForeignInstance`] rather than
-//! silently moved.
+//! that names the default instance (what a plain size or range gets) means "no instance
+//! chosen" and moves so. A policy that names another instance of the graph's space keeps it,
+//! as in Kokkos (diamonds and fan-ins spread over instances): the node is validated and runs
+//! there, after its predecessors, whatever instance the graph is submitted on, and on the
+//! host backend the nodes of one wave on different instances run at the same time.
 //!
 //! # Data
 //!
@@ -113,15 +115,6 @@ pub enum GraphError {
         "the graph is already instantiated (by an earlier `instantiate` or its first `submit`); instantiate a graph at most once"
     )]
     AlreadyInstantiated,
-    /// A node's policy names an execution-space instance other than the graph's (and not the
-    /// default instance): every node runs on the graph's instance, so it would be moved.
-    #[error(
-        "graph node `{node}`: its policy names another instance than the graph's; every node runs on the graph's instance (or the one given to `submit_on`), so build the policy on the graph's instance or make a graph per instance"
-    )]
-    ForeignInstance {
-        /// The node's label.
-        node: String,
-    },
     /// A node added to a [`GraphNodes`] list directly names a predecessor that is not an
     /// earlier node (the front end never does).
     #[error("node {node} cannot wait for node {predecessor}: a predecessor is an earlier node")]

@@ -88,6 +88,13 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     ///
     /// As for [`run`](Self::run), plus a policy that is invalid on `space`.
     fn run_on(&self, space: &S) -> hoplite_core::Result<()>;
+    /// The instance the node's policy names, when it names its own (another instance of the
+    /// graph's space than the graph's, as Kokkos allows): the node runs there, whatever
+    /// instance the graph is submitted on. `None` for a node that runs on the graph's
+    /// instance.
+    fn own_instance(&self) -> Option<&S> {
+        None
+    }
     /// For a device backend that builds its own launches from the nodes (a CUDA Graph): calls
     /// `f` with the node's launch as the device runs it and the node's policy, if the node's
     /// kernel is a `#[kernel]`'s `with` (see [`hoplite_core::device_kernel`]); returns whether
@@ -242,6 +249,8 @@ fn bounds_len(bounds: &IndexBounds) -> usize {
 pub(crate) struct NodeParts<L: LaunchSpec<Args: GraphArgs>> {
     pub(crate) label: ArenaStr,
     pub(crate) policy: ValidatedPolicy<L::Policy>,
+    /// Whether the policy names an instance of its own (see `NodeKernel::own_instance`).
+    pub(crate) own_instance: bool,
     pub(crate) views: <L::Args as GraphArgs>::Views,
     pub(crate) accesses: ArenaSlice<Access>,
 }
@@ -252,6 +261,8 @@ pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
     /// In the node list's arena (see `GraphNodes::push_labelled`).
     pub(crate) label: ArenaStr,
     pub(crate) policy: ValidatedPolicy<L::Policy>,
+    /// Whether the policy names an instance of its own (see `NodeKernel::own_instance`).
+    pub(crate) own_instance: bool,
     pub(crate) views: <L::Args as GraphArgs>::Views,
     /// In the node list's arena (see `GraphNodes::push_recorded`).
     pub(crate) accesses: ArenaSlice<Access>,
@@ -267,6 +278,7 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
         LaunchNode {
             label: parts.label,
             policy: parts.policy,
+            own_instance: parts.own_instance,
             views: parts.views,
             accesses: parts.accesses,
             kernel,
@@ -343,7 +355,14 @@ where
         P::run_with(self, &self.policy)
     }
     fn run_on(&self, space: &S) -> hoplite_core::Result<()> {
+        if self.own_instance {
+            // A node on an instance of its own stays there.
+            return P::run_with(self, &self.policy);
+        }
         P::run_with(self, &self.policy_on(space)?)
+    }
+    fn own_instance(&self) -> Option<&S> {
+        self.own_instance.then(|| self.policy.policy().space())
     }
     fn describe_device_launch(&self, f: &mut dyn FnMut(DeviceLaunch<'_>, DevicePolicy<'_, S>)) -> bool {
         // Fresh handles, only to describe their views; they are released on return.

@@ -1115,6 +1115,46 @@ fn graphs() -> std::result::Result<(), Box<dyn std::error::Error>> {
     if let Err(e) = race {
         println!("unordered host writer: {e}");
     }
+
+    // A node's policy may name another instance of the graph's space, as in Kokkos: the two
+    // branches of this diamond run on the pool's two partitions, at the same time.
+    let halves = space.partition_space(2)?;
+    let (left, right) = (
+        View::<f64, 1>::new("left", [n])?,
+        View::<f64, 1>::new("right", [n])?,
+    );
+    let mut diamond = create_graph(&space, |g| {
+        let start = g.host("start", || {});
+        let l = start.then_parallel_for(
+            "left half",
+            (
+                RangePolicy::new(halves[0].clone(), 0..n),
+                (left.write(), x.read()),
+            ),
+            |(i, (l, x))| l.set(i, x.get(i) + 1.0),
+        );
+        let r = start.then_parallel_for(
+            "right half",
+            (
+                RangePolicy::new(halves[1].clone(), 0..n),
+                (right.write(), x.read()),
+            ),
+            |(i, (r, x))| r.set(i, x.get(i) - 1.0),
+        );
+        g.when_all([l.erase(), r.erase()]).then_host("join", || {});
+    })?;
+    diamond.submit()?;
+    let own = diamond
+        .nodes()
+        .as_slice()
+        .iter()
+        .filter(|n| n.own_instance().is_some())
+        .count();
+    println!(
+        "a diamond with {own} nodes on partitions of their own: left[0] + right[0] = {} (2 x[0] = {})",
+        left.to_vec()?[0] + right.to_vec()?[0],
+        2.0 * x.to_vec()?[0]
+    );
     Ok(())
 }
 
@@ -1193,6 +1233,24 @@ fn implicit_dag() -> std::result::Result<(), Box<dyn std::error::Error>> {
     )?;
     run(&|| pipeline(&fresh, &interior, &images))?;
     println!("the inferred DAG:\n{}", fresh.to_dot().trim_end());
+    // Inspection as GrCUDA users debug: the vertices with parents and children, the frontier,
+    // the streams, and where a view is up to date.
+    let snapshot = fresh.snapshot();
+    if let Some(join) = snapshot.vertices.iter().max_by_key(|v| v.parents.len()) {
+        let parents: Vec<&str> = join
+            .parents
+            .iter()
+            .filter_map(|(p, _)| snapshot.vertex(*p).map(|v| v.label.as_str()))
+            .collect();
+        println!(
+            "snapshot: {} vertices on {} streams, frontier {:?}; `{}` waits for {parents:?}; the output is up to date at {:?}",
+            snapshot.vertices.len(),
+            snapshot.streams.len(),
+            snapshot.frontier,
+            join.label,
+            fresh.locations(&images.out)
+        );
+    }
     let trace = std::env::temp_dir().join("hoplite-dag-trace.json");
     fresh.write_trace(&trace)?;
     println!(

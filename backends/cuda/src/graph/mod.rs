@@ -302,6 +302,19 @@ impl GraphBackend<Cuda> for CudaGraph {
             );
             self.invalid(reason);
         }
+        // A node on an instance of its own (another stream) runs in the graph like the others:
+        // a CUDA graph is launched on one stream, its nodes ordered by its edges. A node on
+        // another GPU would need a multi-device graph, which is not built here.
+        if let Some(own) = node.own_instance()
+            && let (Ok(node_gpu), Ok(graph_gpu)) = (own.device(), self.space.device())
+            && node_gpu != graph_gpu
+        {
+            let reason = format!(
+                "node `{}` runs on GPU {node_gpu}, the graph on GPU {graph_gpu}; a CUDA graph runs on one GPU: make a graph per GPU",
+                node.label()
+            );
+            self.invalid(reason);
+        }
         let work = match node.kind() {
             NodeKind::Root | NodeKind::Aggregate => Work::Empty,
             NodeKind::Host => Work::Host(Box::new(HostPayload {

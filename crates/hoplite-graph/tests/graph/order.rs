@@ -392,15 +392,17 @@ fn graphs_are_send_and_policies_move_to_the_graphs_instance() {
     .expect("graph");
     graph.submit().expect("submit");
     assert_eq!(seen.count(), 2);
-    // A policy that names another instance would be moved silently: refused, naming the node.
+    // A policy that names another instance keeps it: the node runs there.
     let s = seen.clone();
-    let e = create_graph(&space, |g| {
+    let mut elsewhere = create_graph(&space, |g| {
         g.parallel_for("where", RangePolicy::new(other.clone(), 0..1), move |_i| s.hit());
     })
-    .expect_err("a foreign instance");
+    .expect("a node on another instance");
+    elsewhere.submit().expect("submit");
+    assert_eq!(seen.count(), 3);
     assert!(
-        matches!(&e, hoplite_graph::GraphError::ForeignInstance { node } if node == "where"),
-        "{e}"
+        elsewhere.nodes().as_slice()[1].own_instance() == Some(&other),
+        "the node keeps its instance"
     );
     // On the graph's own instance it is fine.
     let s = seen.clone();
@@ -409,7 +411,84 @@ fn graphs_are_send_and_policies_move_to_the_graphs_instance() {
     })
     .expect("graph");
     own.submit().expect("submit");
-    assert_eq!(seen.count(), 3);
+    assert_eq!(seen.count(), 4);
+}
+
+/// Kokkos lets a node's policy name another instance of the graph's space: the node is
+/// validated on that instance (a team of two does not fit a one-thread partition, though it
+/// fits the graph's two-thread pool), and the two branches of a diamond on two partitions run
+/// at the same time (each waits until the other has started, so it finishes only if they
+/// overlap), after the root and before the join, also when the graph is submitted elsewhere.
+#[test]
+fn nodes_on_instances_of_their_own_are_validated_and_run_there_side_by_side() {
+    let space = RayonSpace::with_threads(2).expect("pool");
+    let parts = RayonSpace::with_threads(2)
+        .expect("pool")
+        .partition_space(2)
+        .expect("two partitions");
+    let e = create_graph(&space, |g| {
+        g.parallel_for("team", TeamPolicy::new(parts[0].clone(), 1, 2), |_m| {});
+    })
+    .expect_err("a team of two on a one-thread partition");
+    assert!(
+        matches!(e, GraphError::Core(Error::TeamSizeTooLarge { .. })),
+        "{e:?}"
+    );
+
+    let started = [Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false))];
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let wait_for = |flag: &AtomicBool| {
+        let start = std::time::Instant::now();
+        while !flag.load(Ordering::Acquire) {
+            if start.elapsed() > std::time::Duration::from_secs(20) {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+        true
+    };
+    let mut graph = create_graph(&space, |g| {
+        let first = {
+            let order = order.clone();
+            g.host("first", move || order.lock().expect("order").push("first"))
+        };
+        let branch = |k: usize| {
+            let (mine, other, order) = (started[k].clone(), started[1 - k].clone(), order.clone());
+            first.then_parallel_for(
+                if k == 0 { "left" } else { "right" },
+                RangePolicy::new(parts[k].clone(), 0..1),
+                move |_i| {
+                    mine.store(true, Ordering::Release);
+                    let overlapped = wait_for(&other);
+                    order
+                        .lock()
+                        .expect("order")
+                        .push(if overlapped { "overlapped" } else { "alone" });
+                },
+            )
+        };
+        let (left, right) = (branch(0), branch(1));
+        let order = order.clone();
+        g.when_all([left.erase(), right.erase()])
+            .then_host("join", move || order.lock().expect("order").push("join"));
+    })
+    .expect("graph");
+    for round in 0..2 {
+        for flag in &started {
+            flag.store(false, Ordering::Release);
+        }
+        order.lock().expect("order").clear();
+        if round == 0 {
+            graph.submit().expect("submit");
+        } else {
+            graph.submit_on(&parts[0]).expect("submit on a partition");
+        }
+        assert_eq!(
+            *order.lock().expect("order"),
+            ["first", "overlapped", "overlapped", "join"],
+            "round {round}"
+        );
+    }
 }
 
 mod parking_lot_free {
