@@ -83,6 +83,99 @@ pub trait Logic: Send + Sync {
     fn report(&self, state: &Self::State, index: usize, ticket: &Self::Ticket, report: Report) {
         let _ = (state, index, ticket, report);
     }
+
+    /// What [`submit`](crate::submit) does with a policy of this logic (oneDPL lets a policy
+    /// define its own `submit`). The default is [`Policy::default_submit`]: select, then
+    /// submit through the backend.
+    ///
+    /// # Errors
+    ///
+    /// As [`Policy::default_submit`].
+    #[inline]
+    fn submit<'p, R, B, F, A, W>(
+        policy: &'p Policy<Self, R, B>,
+        f: F,
+        args: A,
+    ) -> Result<Submission<'p, Self, B, W>, SelectError>
+    where
+        Self: KeyFor<F, A> + Sized,
+        B: Backend<Resource = R>,
+        F: FnOnce(&R, A) -> W,
+    {
+        policy.default_submit(f, args)
+    }
+
+    /// What [`try_submit`](crate::try_submit) does with a policy of this logic. The default
+    /// is [`Policy::default_try_submit`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Policy::default_try_submit`].
+    #[inline]
+    fn try_submit<'p, R, B, F, A, W>(
+        policy: &'p Policy<Self, R, B>,
+        f: F,
+        args: A,
+    ) -> Result<Option<Submission<'p, Self, B, W>>, SelectError>
+    where
+        Self: KeyFor<F, A> + Sized,
+        B: Backend<Resource = R>,
+        F: FnOnce(&R, A) -> W,
+    {
+        policy.default_try_submit(f, args)
+    }
+
+    /// What [`submit_and_wait`](crate::submit_and_wait) does with a policy of this logic: a
+    /// logic that knows a cheaper way to wait for one submission than submitting and waiting
+    /// on it overrides this. The default is [`Policy::default_submit_and_wait`].
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use hoplite_select::{submit_and_wait, KeyFor, Logic, Policy, SelectError, Backend};
+    /// use hoplite_serial::Serial;
+    /// /// Always the first resource; counts the submissions it waited on.
+    /// #[derive(Default)]
+    /// struct First(AtomicUsize);
+    /// impl Logic for First {
+    ///     const NAME: &'static str = "first";
+    ///     type Infos = ();
+    ///     type State = ();
+    ///     type Ticket = ();
+    ///     type Key = ();
+    ///     fn new_state(&self, _resources: usize) {}
+    ///     fn try_select(&self, _: &(), _: usize, _: ()) -> Result<Option<(usize, ())>, SelectError> {
+    ///         Ok(Some((0, ())))
+    ///     }
+    ///     fn submit_and_wait<R, B, F, A, W>(policy: &Policy<Self, R, B>, f: F, args: A) -> Result<W, SelectError>
+    ///     where
+    ///         B: Backend<Resource = R>,
+    ///         F: FnOnce(&R, A) -> W,
+    ///     {
+    ///         policy.logic().0.fetch_add(1, Ordering::Relaxed);
+    ///         policy.default_submit_and_wait(f, args)
+    ///     }
+    /// }
+    /// impl<F, A> KeyFor<F, A> for First {
+    ///     fn key(_: &F, _: &A) {}
+    /// }
+    /// let p: Policy<First, Serial> = Policy::new(vec![Serial::new()]);
+    /// assert_eq!(submit_and_wait(&p, |_, x: u8| x * 2, 21)?, 42);
+    /// assert_eq!(p.logic().0.load(Ordering::Relaxed), 1);
+    /// # Ok::<(), SelectError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Policy::default_submit_and_wait`].
+    #[inline]
+    fn submit_and_wait<R, B, F, A, W>(policy: &Policy<Self, R, B>, f: F, args: A) -> Result<W, SelectError>
+    where
+        Self: KeyFor<F, A> + Sized,
+        B: Backend<Resource = R>,
+        F: FnOnce(&R, A) -> W,
+    {
+        policy.default_submit_and_wait(f, args)
+    }
 }
 
 /// The key a logic derives from the submitted function (type `F`) and its arguments (`A`).
@@ -462,7 +555,9 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
     }
 
     /// Selects a resource and submits `f(resource, args)` to it; waits while no resource is
-    /// available, as [`select`](Self::select) does.
+    /// available, as [`select`](Self::select) does. What the logic's
+    /// [`Logic::submit`] does: [`default_submit`](Self::default_submit) unless the logic
+    /// customizes it.
     ///
     /// # Errors
     ///
@@ -473,11 +568,27 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
         L: KeyFor<F, A>,
         F: FnOnce(&R, A) -> W,
     {
+        L::submit(self, f, args)
+    }
+
+    /// The generic `submit`: [`select`](Self::select), then the backend's submission. A
+    /// logic that customizes [`Logic::submit`] may call it.
+    ///
+    /// # Errors
+    ///
+    /// As [`select`](Self::select).
+    #[inline]
+    pub fn default_submit<F, A, W>(&self, f: F, args: A) -> Result<Submission<'_, L, B, W>, SelectError>
+    where
+        L: KeyFor<F, A>,
+        F: FnOnce(&R, A) -> W,
+    {
         let selection = self.select(&f, &args)?;
         Ok(selection.submit(f, args))
     }
 
-    /// Like [`submit`](Self::submit), but `Ok(None)` when no resource is available now.
+    /// Like [`submit`](Self::submit), but `Ok(None)` when no resource is available now (the
+    /// logic's [`Logic::try_submit`]).
     ///
     /// # Errors
     ///
@@ -488,18 +599,52 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
         L: KeyFor<F, A>,
         F: FnOnce(&R, A) -> W,
     {
+        L::try_submit(self, f, args)
+    }
+
+    /// The generic `try_submit`: [`try_select`](Self::try_select), then the backend's
+    /// submission.
+    ///
+    /// # Errors
+    ///
+    /// [`SelectError::NotInitialized`], or what the logic reports.
+    #[inline]
+    pub fn default_try_submit<F, A, W>(
+        &self,
+        f: F,
+        args: A,
+    ) -> Result<Option<Submission<'_, L, B, W>>, SelectError>
+    where
+        L: KeyFor<F, A>,
+        F: FnOnce(&R, A) -> W,
+    {
         Ok(self
             .try_select(&f, &args)?
             .map(|selection| selection.submit(f, args)))
     }
 
-    /// Submits, waits for the submission and returns what `f` returned.
+    /// Submits, waits for the submission and returns what `f` returned (the logic's
+    /// [`Logic::submit_and_wait`]).
     ///
     /// # Errors
     ///
     /// As [`submit`](Self::submit), and what waiting reports.
     #[inline]
     pub fn submit_and_wait<F, A, W>(&self, f: F, args: A) -> Result<W, SelectError>
+    where
+        L: KeyFor<F, A>,
+        F: FnOnce(&R, A) -> W,
+    {
+        L::submit_and_wait(self, f, args)
+    }
+
+    /// The generic `submit_and_wait`: [`submit`](Self::submit), wait, unwrap.
+    ///
+    /// # Errors
+    ///
+    /// As [`submit`](Self::submit), and what waiting reports.
+    #[inline]
+    pub fn default_submit_and_wait<F, A, W>(&self, f: F, args: A) -> Result<W, SelectError>
     where
         L: KeyFor<F, A>,
         F: FnOnce(&R, A) -> W,

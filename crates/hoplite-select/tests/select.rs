@@ -646,3 +646,113 @@ fn a_lazy_reporting_backend_is_flushed_before_each_selection() {
     assert_eq!(got, ['a', 'b', 'a']);
     assert_eq!(p.backend().expect("ready").flushes.load(Ordering::Relaxed), 3);
 }
+
+/// A logic may customize `submit`, `try_submit` and `submit_and_wait` one by one (oneDPL
+/// lets a policy define each): the free functions and the policy's methods go through them,
+/// and the customizations can fall back to the generic path.
+#[test]
+fn a_logic_customizes_each_submit_function_on_its_own() {
+    /// Round robin over the resources, with a budget: `try_submit` finds nothing once it is
+    /// spent, `submit` spends it, `submit_and_wait` runs the function on resource 1 directly.
+    #[derive(Default)]
+    struct Budget {
+        left: AtomicUsize,
+        waited: AtomicUsize,
+    }
+    impl Logic for Budget {
+        const NAME: &'static str = "budget";
+        type Infos = ();
+        type State = AtomicUsize;
+        type Ticket = ();
+        type Key = ();
+        fn new_state(&self, _resources: usize) -> AtomicUsize {
+            AtomicUsize::new(0)
+        }
+        fn try_select(
+            &self,
+            next: &AtomicUsize,
+            resources: usize,
+            _: (),
+        ) -> Result<Option<(usize, ())>, SelectError> {
+            Ok(Some((next.fetch_add(1, Ordering::Relaxed) % resources, ())))
+        }
+        fn submit<'p, R, B, F, A, W>(
+            policy: &'p Policy<Self, R, B>,
+            f: F,
+            args: A,
+        ) -> Result<hoplite_select::Submission<'p, Self, B, W>, SelectError>
+        where
+            B: Backend<Resource = R>,
+            F: FnOnce(&R, A) -> W,
+        {
+            policy.logic().left.fetch_sub(1, Ordering::Relaxed);
+            policy.default_submit(f, args)
+        }
+        fn try_submit<'p, R, B, F, A, W>(
+            policy: &'p Policy<Self, R, B>,
+            f: F,
+            args: A,
+        ) -> Result<Option<hoplite_select::Submission<'p, Self, B, W>>, SelectError>
+        where
+            B: Backend<Resource = R>,
+            F: FnOnce(&R, A) -> W,
+        {
+            if policy.logic().left.load(Ordering::Relaxed) == 0 {
+                return Ok(None);
+            }
+            policy.default_try_submit(f, args)
+        }
+        fn submit_and_wait<R, B, F, A, W>(
+            policy: &Policy<Self, R, B>,
+            f: F,
+            args: A,
+        ) -> Result<W, SelectError>
+        where
+            B: Backend<Resource = R>,
+            F: FnOnce(&R, A) -> W,
+        {
+            policy.logic().waited.fetch_add(1, Ordering::Relaxed);
+            let resources = policy.resources()?;
+            Ok(f(&resources[1], args))
+        }
+    }
+    impl<F, A> hoplite_select::KeyFor<F, A> for Budget {
+        fn key(_: &F, _: &A) {}
+    }
+    let logic = Budget {
+        left: AtomicUsize::new(2),
+        waited: AtomicUsize::new(0),
+    };
+    let spaces = serials(3);
+    let ids: Vec<_> = spaces.iter().map(Serial::instance_id).collect();
+    let policy: Policy<Budget, Serial> = Policy::with_logic(logic, SpaceBackend::from_resources(spaces));
+    assert_eq!(
+        submit(&policy, |s, ()| s.instance_id(), ())
+            .expect("submit")
+            .unwrap(),
+        ids[0]
+    );
+    assert_eq!(
+        try_submit(&policy, |s, ()| s.instance_id(), ())
+            .expect("no error")
+            .expect("budget left")
+            .unwrap(),
+        ids[1]
+    );
+    assert_eq!(
+        policy
+            .submit(|s, ()| s.instance_id(), ())
+            .expect("submit")
+            .unwrap(),
+        ids[2]
+    );
+    assert!(
+        try_submit(&policy, |_, ()| (), ()).expect("no error").is_none(),
+        "budget spent"
+    );
+    assert_eq!(
+        submit_and_wait(&policy, |s, ()| s.instance_id(), ()).expect("ran"),
+        ids[1]
+    );
+    assert_eq!(policy.logic().waited.load(Ordering::Relaxed), 1);
+}
