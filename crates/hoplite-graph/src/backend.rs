@@ -7,7 +7,7 @@ use std::fmt;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bumpalo::Bump;
@@ -622,7 +622,14 @@ struct Schedule {
 pub struct HostGraph<S: ExecutionSpace> {
     space: S,
     plan: Plan,
+    /// Identifies the graph in traces (unique in the process).
+    trace_id: u64,
+    /// Submits so far, numbering them in traces.
+    submits: AtomicU64,
 }
+
+/// The next graph's trace id.
+static NEXT_TRACE_ID: AtomicU64 = AtomicU64::new(1);
 
 impl<S: ExecutionSpace> HostGraph<S> {
     /// An empty graph on `space`.
@@ -634,6 +641,8 @@ impl<S: ExecutionSpace> HostGraph<S> {
                 schedule: OnceLock::new(),
                 apart: false,
             },
+            trace_id: NEXT_TRACE_ID.fetch_add(1, Ordering::Relaxed),
+            submits: AtomicU64::new(0),
         }
     }
 
@@ -665,13 +674,32 @@ impl<S: ExecutionSpace> HostGraph<S> {
         current: &AtomicUsize,
     ) -> hoplite_core::Result<()> {
         let fence_hosts = !space.synchronous_launches();
+        // Under the built-in trace, each node's run is recorded with its edges.
+        let traced = hoplite_core::profiling::tracing_graphs();
+        let submit = self.submits.fetch_add(1, Ordering::Relaxed);
         for n in self.plan.runs.iter().flat_map(Range::clone) {
             current.store(n, Ordering::Relaxed);
             let node = &nodes.nodes[n];
             if fence_hosts && node.kind == NodeKind::Host {
                 space.fence()?;
             }
-            run(&**node)?;
+            if !traced {
+                run(&**node)?;
+                continue;
+            }
+            let start = std::time::Instant::now();
+            let result = run(&**node);
+            let predecessors = work_predecessors(nodes, n);
+            hoplite_core::profiling::trace_graph_node(hoplite_core::profiling::GraphNodeRun {
+                graph: self.trace_id,
+                submit,
+                node: n,
+                label: node.label(),
+                predecessors: &predecessors,
+                start,
+                end: std::time::Instant::now(),
+            });
+            result?;
         }
         Ok(())
     }
@@ -857,7 +885,8 @@ impl<S: ExecutionSpace + ParallelFor<RangePolicy<S>>> GraphBackend<S> for HostGr
         match on {
             None if !self.plan.apart
                 && self.space.concurrency() <= 1
-                && self.space.synchronous_launches() =>
+                && self.space.synchronous_launches()
+                && !hoplite_core::profiling::tools_loaded() =>
             {
                 self.run_pass(nodes)
             }
@@ -888,6 +917,26 @@ impl<S: ExecutionSpace> HostGraph<S> {
 
 /// The concurrent schedule of `nodes`: waves (a node's wave is one past the last wave of its
 /// predecessors), then the steps that run them.
+/// The nodes with work that node `n` waits for, looking through the joins and the root
+/// (trivial nodes), in id order: the edges a trace draws.
+fn work_predecessors<S: ExecutionSpace>(nodes: &GraphNodes<S>, n: usize) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut pending: Vec<usize> = nodes.preds(NodeId(n)).iter().map(|p| p.0).collect();
+    while let Some(p) = pending.pop() {
+        if !seen.insert(p) {
+            continue;
+        }
+        if nodes.nodes[p].kind.is_trivial() {
+            pending.extend(nodes.preds(NodeId(p)).iter().map(|q| q.0));
+        } else {
+            found.push(p);
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
 fn schedule_of<S: ExecutionSpace>(nodes: &GraphNodes<S>) -> Schedule {
     let entries = nodes.as_slice();
     // Ids are a topological order: a node is added after its predecessors. A trivial

@@ -78,16 +78,24 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         let path =
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/graph_pipeline_trace.json");
         hoplite::profiling::write_trace(&path)?;
-        // The trace is Trace Event JSON with each kernel node once per submit.
+        // The trace is Trace Event JSON with each kernel node's kernel once per submit, each
+        // node's run once per submit, and each of the graph's five edges (load to both
+        // filters, both to combine through the join, combine to energy) as an arrow per submit.
         let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
         let events = trace["traceEvents"].as_array().ok_or("a list of events")?;
+        let count = |pred: &dyn Fn(&serde_json::Value) -> bool| events.iter().filter(|e| pred(e)).count();
         for node in ["smooth", "derivative", "combine", "energy"] {
-            let runs = events
-                .iter()
-                .filter(|e| e["ph"] == "X" && e["name"] == node)
-                .count();
-            assert_eq!(runs, frames, "node `{node}` in the trace once per submit");
+            let kernels = count(&|e| e["ph"] == "X" && e["name"] == node && e["cat"] != "graph_node");
+            assert_eq!(kernels, frames, "kernel `{node}` in the trace once per submit");
         }
+        assert_eq!(
+            count(&|e| e["cat"] == "graph_node"),
+            5 * frames,
+            "every node's run"
+        );
+        let arrows = count(&|e| e["ph"] == "s" && e["cat"] == "graph_edge");
+        assert_eq!(arrows, 5 * frames, "an arrow per edge and submit");
+        assert_eq!(count(&|e| e["ph"] == "f" && e["cat"] == "graph_edge"), arrows);
         println!("trace of the submits: {}", path.display());
     }
 

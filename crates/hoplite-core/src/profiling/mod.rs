@@ -117,6 +117,56 @@ pub fn start_trace() -> Result<()> {
     tools::install_trace(None)
 }
 
+/// One run of a graph node, for the built-in trace ([`trace_graph_node`]).
+#[derive(Clone, Copy, Debug)]
+pub struct GraphNodeRun<'a> {
+    /// The graph (an id unique in the process).
+    pub graph: u64,
+    /// The submit of the graph this run belongs to.
+    pub submit: u64,
+    /// The node's id in its graph.
+    pub node: usize,
+    /// The node's label.
+    pub label: &'a str,
+    /// The nodes with work it waits for (through joins), by id.
+    pub predecessors: &'a [usize],
+    /// When the run began.
+    pub start: std::time::Instant,
+    /// When it ended.
+    pub end: std::time::Instant,
+}
+
+/// Whether [`trace_graph_node`] records anything (the built-in trace connector is on): a
+/// graph runtime measures its nodes' runs only then.
+pub fn tracing_graphs() -> bool {
+    tools_loaded() && trace::recording()
+}
+
+/// Records a graph node's run in the built-in trace ([`start_trace`]): a slice named by the
+/// node on the running thread's row (category `graph_node`, with graph, submit and node in
+/// `args`), and a flow arrow from each predecessor's run in the same submit, so a graph's
+/// edges show as arrows, as the DAG's do. Kokkos Tools connectors get no such callback (the
+/// interface carries no dependencies); without the built-in trace this does nothing.
+///
+/// ```
+/// use std::time::Instant;
+/// use hoplite_core::profiling::{start_trace, trace_graph_node, write_trace, GraphNodeRun};
+/// start_trace()?;
+/// let t = Instant::now();
+/// fn run(node: usize, predecessors: &[usize], start: Instant) -> GraphNodeRun<'_> {
+///     GraphNodeRun { graph: 1, submit: 0, node, label: "step", predecessors, start, end: Instant::now() }
+/// }
+/// trace_graph_node(run(1, &[], t));
+/// trace_graph_node(run(2, &[1], t));
+/// write_trace(std::env::temp_dir().join("graph-node-doc.json"))?;
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+pub fn trace_graph_node(run: GraphNodeRun<'_>) {
+    if tools_loaded() {
+        trace::graph_node(&run);
+    }
+}
+
 /// Writes what the built-in trace connector recorded so far ([`start_trace`]) to `path` as
 /// Trace Event Format JSON (an empty trace when it is not recording).
 ///

@@ -48,6 +48,10 @@ struct Recorder {
     live: HashMap<String, i64>,
     /// The names of the profile sections, by id.
     sections: Vec<String>,
+    /// Each graph node run recorded, by graph, submit and node: its row, start and end, for
+    /// the flow arrows of the edges to its successors.
+    graph_nodes: HashMap<(u64, u64, usize), (u64, f64, f64)>,
+    next_flow: u64,
 }
 
 static RECORDER: Mutex<Option<Recorder>> = Mutex::new(None);
@@ -158,6 +162,50 @@ pub(crate) fn start(path: Option<PathBuf>) {
         copies: HashMap::new(),
         live: HashMap::new(),
         sections: Vec::new(),
+        graph_nodes: HashMap::new(),
+        next_flow: 1,
+    });
+}
+
+/// Whether the built-in connector is recording.
+pub(crate) fn recording() -> bool {
+    RECORDER.lock().is_some()
+}
+
+/// Records one run of a graph node: a complete event on the running thread's row, and a flow
+/// arrow from the end of each predecessor's run in the same submit to its start.
+pub(crate) fn graph_node(run: &super::GraphNodeRun<'_>) {
+    with(|r| {
+        let at = |t: Instant| t.saturating_duration_since(r.start).as_secs_f64() * 1e6;
+        let (start, end) = (at(run.start), at(run.end).max(at(run.start)));
+        let row = r.thread_row();
+        r.events.push(format!(
+            r#"{{"ph":"X","name":{},"cat":"graph_node","pid":1,"tid":{row},"ts":{start:.3},"dur":{:.3},"args":{{"graph":{},"submit":{},"node":{}}}}}"#,
+            json_string(run.label),
+            end - start,
+            run.graph,
+            run.submit,
+            run.node
+        ));
+        for &pred in run.predecessors {
+            let Some(&(pred_row, pred_start, pred_end)) = r.graph_nodes.get(&(run.graph, run.submit, pred))
+            else {
+                continue;
+            };
+            let flow = r.next_flow;
+            r.next_flow += 1;
+            // The arrow leaves inside the predecessor's slice, just before its end, and binds
+            // to the enclosing slice at the successor's start.
+            let from = (pred_end - 0.001).max(pred_start);
+            r.events.push(format!(
+                r#"{{"ph":"s","name":"graph edge","cat":"graph_edge","id":{flow},"pid":1,"tid":{pred_row},"ts":{from:.3}}}"#
+            ));
+            r.events.push(format!(
+                r#"{{"ph":"f","bp":"e","name":"graph edge","cat":"graph_edge","id":{flow},"pid":1,"tid":{row},"ts":{start:.3}}}"#
+            ));
+        }
+        r.graph_nodes
+            .insert((run.graph, run.submit, run.node), (row, start, end));
     });
 }
 
