@@ -408,6 +408,8 @@ pub struct DeviceSelector {
     threshold: f64,
     bandwidth: Option<BandwidthMatrix>,
     next_round_robin: usize,
+    /// Every device, `0..devices`: the candidates of [`select`](Self::select).
+    all: Box<[usize]>,
 }
 
 impl DeviceSelector {
@@ -464,6 +466,7 @@ impl DeviceSelector {
             threshold,
             bandwidth,
             next_round_robin: 0,
+            all: (0..devices).collect(),
         })
     }
 
@@ -491,12 +494,6 @@ impl DeviceSelector {
                     | DeviceSelectionPolicy::StreamAware
                     | DeviceSelectionPolicy::SingleDevice
             )
-    }
-
-    fn round_robin(&mut self) -> usize {
-        let d = self.next_round_robin;
-        self.next_round_robin = (d + 1) % self.devices;
-        d
     }
 
     /// Round robin over `candidates` (sorted, at least one), as GrCUDA rotates over a list of
@@ -551,12 +548,23 @@ impl DeviceSelector {
             }
             _ => {}
         }
+        self.choose(args, busy_streams, &sorted)
+    }
+
+    /// The policy's choice among `sorted` (candidates in increasing order, at least one, all
+    /// below the devices' count).
+    fn choose(
+        &mut self,
+        args: &[ArgumentData],
+        busy_streams: &[usize],
+        sorted: &[usize],
+    ) -> Result<usize, DagError> {
         if sorted.len() == 1 {
             return Ok(sorted[0]);
         }
         Ok(match self.policy {
             DeviceSelectionPolicy::SingleDevice => sorted[0],
-            DeviceSelectionPolicy::RoundRobin => self.round_robin_among(&sorted),
+            DeviceSelectionPolicy::RoundRobin => self.round_robin_among(sorted),
             DeviceSelectionPolicy::StreamAware => *sorted
                 .iter()
                 .min_by_key(|&&d| busy_streams.get(d).copied().unwrap_or(0))
@@ -564,7 +572,7 @@ impl DeviceSelector {
             DeviceSelectionPolicy::MinTransferSize => {
                 let present = self.present_bytes(args);
                 if !sorted.iter().any(|&d| self.holds_enough(args, present[d])) {
-                    return Ok(self.round_robin_among(&sorted));
+                    return Ok(self.round_robin_among(sorted));
                 }
                 // The most bytes already there; the lowest index on ties.
                 let mut best = sorted[0];
@@ -578,6 +586,8 @@ impl DeviceSelector {
             DeviceSelectionPolicy::MinMinTransferTime | DeviceSelectionPolicy::MinMaxTransferTime => {
                 let fastest = self.policy == DeviceSelectionPolicy::MinMinTransferTime;
                 let present = self.present_bytes(args);
+                // GrCUDA's order: the least transfer time among the devices that hold enough
+                // of the data (lowest index on ties), else round robin.
                 let mut best: Option<(usize, f64)> = None;
                 for &d in sorted.iter().filter(|&&d| self.holds_enough(args, present[d])) {
                     let time = self.transfer_time(args, d, fastest)?;
@@ -587,7 +597,7 @@ impl DeviceSelector {
                 }
                 match best {
                     Some((d, _)) => d,
-                    None => self.round_robin_among(&sorted),
+                    None => self.round_robin_among(sorted),
                 }
             }
         })
@@ -601,47 +611,11 @@ impl DeviceSelector {
     /// For the transfer-time policies, [`DagError::InvalidBandwidth`] for an argument up to
     /// date nowhere or at a device outside the matrix.
     pub fn select(&mut self, args: &[ArgumentData], busy_streams: &[usize]) -> Result<usize, DagError> {
-        if self.devices == 1 {
-            return Ok(0);
-        }
-        Ok(match self.policy {
-            DeviceSelectionPolicy::SingleDevice => 0,
-            DeviceSelectionPolicy::RoundRobin => self.round_robin(),
-            DeviceSelectionPolicy::StreamAware => (0..self.devices)
-                .min_by_key(|&d| busy_streams.get(d).copied().unwrap_or(0))
-                .unwrap_or(0),
-            DeviceSelectionPolicy::MinTransferSize => {
-                let present = self.present_bytes(args);
-                if !self.enough_data(args, &present) {
-                    return Ok(self.round_robin());
-                }
-                // The most bytes already there; the lowest index on ties.
-                let mut best = 0;
-                for d in 1..self.devices {
-                    if present[d] > present[best] {
-                        best = d;
-                    }
-                }
-                best
-            }
-            DeviceSelectionPolicy::MinMinTransferTime | DeviceSelectionPolicy::MinMaxTransferTime => {
-                let fastest = self.policy == DeviceSelectionPolicy::MinMinTransferTime;
-                let present = self.present_bytes(args);
-                // GrCUDA's order: the least transfer time among the devices that hold enough
-                // of the data (lowest index on ties), else round robin.
-                let mut best: Option<(usize, f64)> = None;
-                for d in (0..self.devices).filter(|&d| self.holds_enough(args, present[d])) {
-                    let time = self.transfer_time(args, d, fastest)?;
-                    if best.is_none_or(|(_, t)| time < t) {
-                        best = Some((d, time));
-                    }
-                }
-                match best {
-                    Some((d, _)) => d,
-                    None => self.round_robin(),
-                }
-            }
-        })
+        // Every device is a candidate; the list is the selector's own, lent for the call.
+        let all = std::mem::take(&mut self.all);
+        let chosen = self.choose(args, busy_streams, &all);
+        self.all = all;
+        chosen
     }
 
     /// Bytes of `args` already up to date on each device.
@@ -661,10 +635,6 @@ impl DeviceSelector {
     fn holds_enough(&self, args: &[ArgumentData], present: usize) -> bool {
         let total: usize = args.iter().map(|a| a.bytes).sum();
         total > 0 && present as f64 / total as f64 > self.threshold
-    }
-
-    fn enough_data(&self, args: &[ArgumentData], present: &[usize]) -> bool {
-        present.iter().any(|&p| self.holds_enough(args, p))
     }
 
     /// The estimated time to bring every argument to `device`: each argument's bytes over

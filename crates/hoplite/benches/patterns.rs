@@ -433,6 +433,17 @@ fn bin_of(i: usize) -> usize {
     (i.wrapping_mul(0x9e37_79b9) >> 7) % BINS
 }
 
+/// The baseline of both histogram groups: the histogram as a reduction value.
+fn array_histogram(space: &RayonSpace) -> [u64; BINS] {
+    parallel_reduce(
+        "histogram",
+        RangePolicy::new(space.clone(), 0..SAMPLES),
+        |i, acc: &mut [u64; BINS]| acc[bin_of(*i)] += 1,
+        Sum::new(),
+    )
+    .expect("histogram")
+}
+
 /// A histogram of 10^7 samples into 256 bins on rayon, two ways: the documented unique-token
 /// idiom (`let id = tokens.guard();` per sample, then a plain update of the row of that id)
 /// as `rayon-hoplite`, against an array reduction (`Sum::<[u64; 256]>`) and the serial loop.
@@ -457,15 +468,7 @@ fn histogram(c: &mut Criterion) {
             })
         });
         group.bench_function(BenchmarkId::new("rayon-sum-array", SAMPLES), |b| {
-            b.iter(|| {
-                parallel_reduce(
-                    "histogram",
-                    RangePolicy::new(space.clone(), 0..SAMPLES),
-                    |i, acc: &mut [u64; BINS]| acc[bin_of(*i)] += 1,
-                    Sum::new(),
-                )
-                .expect("histogram")
-            })
+            b.iter(|| array_histogram(&space))
         });
         group.finish();
         let total: u64 = bins.to_vec().expect("bins").iter().sum();
@@ -492,15 +495,7 @@ fn histogram(c: &mut Criterion) {
         })
     });
     group.bench_function(BenchmarkId::new("rayon-sum-array", SAMPLES), |b| {
-        b.iter(|| {
-            parallel_reduce(
-                "histogram",
-                RangePolicy::new(space.clone(), 0..SAMPLES),
-                |i, acc: &mut [u64; BINS]| acc[bin_of(*i)] += 1,
-                Sum::new(),
-            )
-            .expect("histogram")
-        })
+        b.iter(|| array_histogram(&space))
     });
     group.bench_function(BenchmarkId::new("rayon-serial-loop", SAMPLES), |b| {
         b.iter(|| {
