@@ -11,6 +11,7 @@
 //! functions queued before have run).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
@@ -173,6 +174,8 @@ impl<W> Completion<W> {
 pub struct AsyncSubmission<'p, L: Logic, B: Backend, W> {
     selection: Selection<'p, L, B>,
     completion: Arc<Completion<W>>,
+    /// Whether the time the function ran was reported (once, at the first wait).
+    timed: AtomicBool,
 }
 
 impl<'p, L: Logic, B: Backend, W: Send + 'static> AsyncSubmission<'p, L, B, W> {
@@ -204,6 +207,7 @@ impl<'p, L: Logic, B: Backend, W: Send + 'static> AsyncSubmission<'p, L, B, W> {
         Ok(AsyncSubmission {
             selection,
             completion,
+            timed: AtomicBool::new(false),
         })
     }
 
@@ -228,7 +232,9 @@ impl<'p, L: Logic, B: Backend, W: Send + 'static> AsyncSubmission<'p, L, B, W> {
                     .selection
                     .backend()
                     .wait_submission(self.selection.resource(), value);
-                self.selection.report(Report::TaskTime(*ran));
+                if !self.timed.swap(true, Ordering::AcqRel) {
+                    self.selection.report(Report::TaskTime(*ran));
+                }
                 waited
             }
             Some((Err(payload), _)) => Err(panicked(payload)),
