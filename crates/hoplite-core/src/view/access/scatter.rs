@@ -243,15 +243,11 @@ impl<T: ViewValue> Copies<T> {
         // SAFETY: `copy` points to `len` elements this view owns until it drops (freed only in
         // `Drop`, which needs the view, while a bound handle borrows it; the cache holds it
         // under this view's id, which no other copies ever get); `k < len` (checked by the
-        // caller). Only the thread holding the copy's slot touches it while launches run —
-        // no two live threads hold one slot, a thread runs one update at a time and `update`
-        // calls out to nothing while it holds the element — and `contribute`/`reset` touch it
-        // only with the view borrowed exclusively, after the launches that updated it returned
-        // (which orders their threads' stores before).
-        unsafe {
-            let element = &mut *(*copy.add(k)).get();
-            Op::combine(element, value);
-        }
+        // caller). Only the thread holding the copy's slot touches it while launches run (no
+        // two live threads hold one slot), and `contribute`/`reset` touch it only with the view
+        // borrowed exclusively, after the launches that updated it returned (which orders
+        // their threads' stores before).
+        unsafe { combine_at::<T, Op>((*copy.add(k)).get(), value) }
     }
 
     /// The calling thread's copy, made if this is its first update, and remembered as its
@@ -335,6 +331,22 @@ impl<T> Drop for Copies<T> {
             }
         }
     }
+}
+
+/// `*element = *element op value`, with no reference to the element held while the
+/// operation (user code, which might start a nested launch that updates the same copy on
+/// this thread) runs: the value is copied out, combined and written back.
+///
+/// # Safety
+///
+/// `element` points to a live element that no other thread accesses during the call.
+#[inline(always)]
+unsafe fn combine_at<T: ViewValue, Op: ScatterOp<T>>(element: *mut T, value: T) {
+    // SAFETY: the caller's contract; `T: Copy`, so reading leaves the element as it is.
+    let mut current = unsafe { element.read() };
+    Op::combine(&mut current, value);
+    // SAFETY: as above.
+    unsafe { element.write(current) };
 }
 
 /// Elements of padding on each side of a copy: at least 128 bytes, so that two threads'
@@ -600,7 +612,7 @@ impl<T: ViewValue, const R: usize, Op: ScatterOp<T>> BoundScatter<'_, T, R, Op> 
             // iteration belongs to, which this thread runs (`PointSet::visit` runs a share on
             // one thread), alive while the access handle borrows the scatter view; `k` is
             // inside it. No other thread touches it while launches run (see `Copies::update`).
-            unsafe { Op::combine(&mut *(*p.own.add(k)).get(), value) };
+            unsafe { combine_at::<T, Op>((*p.own.add(k)).get(), value) };
             return;
         }
         // SAFETY: the access handle borrows the scatter view for the launch, so its copies
