@@ -146,6 +146,13 @@ impl Cuda {
         Ok(self.stream()?.device.limits)
     }
 
+    /// The limits policies are validated against: the device's, or without one sm_70's (the
+    /// oldest architecture hoplite compiles for), so that validation passes what any GPU
+    /// would and the launch reports the missing driver or device.
+    fn policy_limits(&self) -> DeviceLimits {
+        self.limits().unwrap_or(DeviceLimits::SM_70)
+    }
+
     /// Waits for the stream, then drops what finished launches kept alive.
     ///
     /// # Errors
@@ -234,34 +241,33 @@ impl ExecutionSpace for Cuda {
             .max(1)
     }
 
+    /// The GPU's block limit; without a device, sm_70's (every GPU hoplite runs on allows
+    /// it), so that a team policy is validated as on any GPU and its launch then reports the
+    /// missing driver or device, rather than a team size above 0.
     fn max_team_size(&self) -> usize {
-        self.limits()
-            .map(|l| l.max_threads_per_block as usize)
-            .unwrap_or(0)
+        self.policy_limits().max_threads_per_block as usize
     }
 
     /// `TeamSize::Auto` on a GPU: the size that keeps the most threads resident with the
     /// policy's scratch, up to the size any kernel's registers fit
     /// ([`auto_team_size`](crate::geometry::auto_team_size); 64 without scratch on sm_70 to
     /// sm_90), not the block limit: a block of 1024 threads holds a multiprocessor alone and
-    /// does not fit a kernel of more than 64 registers. 0 without a device, as
+    /// does not fit a kernel of more than 64 registers. Without a device, sm_70's, as
     /// `max_team_size`.
     fn recommended_team_size(&self, scratch: &[(usize, usize)]) -> usize {
         let scratch = crate::geometry::team_scratch(scratch);
-        self.limits()
-            .map(|l| crate::geometry::auto_team_size(&l, scratch) as usize)
-            .unwrap_or(0)
+        crate::geometry::auto_team_size(&self.policy_limits(), scratch) as usize
     }
 
     fn max_vector_length(&self) -> usize {
-        self.limits().map(|l| l.warp_size as usize).unwrap_or(1).max(1)
+        (self.policy_limits().warp_size as usize).max(1)
     }
 
     fn max_scratch_size(&self, level: usize) -> usize {
         match level {
             // Both levels live in the block's dynamic shared memory (their sum is checked
             // against it when the launch's geometry is computed).
-            0 | 1 => self.limits().map(|l| l.shared_per_block_optin).unwrap_or(0),
+            0 | 1 => self.policy_limits().shared_per_block_optin,
             _ => 0,
         }
     }

@@ -180,6 +180,23 @@ fn the_same_generic_launches_run_on_serial_rayon_and_cuda() {
             )
             .expect_err("no device");
             assert!(matches!(e, Error::Device { space: "Cuda", .. }), "{e}");
+            // So does a team launch, of the recommended size or of one any GPU allows, with
+            // scratch: the policy is validated as on any GPU, and the launch then says the
+            // device is missing, not that the team is too large.
+            let u: View<f64, 2, LayoutRight, CudaSpace> = View::default();
+            for teams in [
+                TeamPolicy::new(Cuda::default(), 4, TeamSize::Auto),
+                TeamPolicy::new(Cuda::default(), 4, 256).with_scratch_size(0, PerTeam(4096), PerThread(0)),
+            ] {
+                let e = parallel_reduce(
+                    "rows",
+                    (teams, (u.read(),)),
+                    team_total::with::<Cuda>(0),
+                    Sum::new(),
+                )
+                .expect_err("no device");
+                assert!(matches!(e, Error::Device { space: "Cuda", .. }), "{e}");
+            }
             println!("skipped the device half: needs a CUDA device ({why})");
             return;
         }

@@ -154,14 +154,15 @@ pub(crate) fn check_args(
         let Some(extents) = &a.writer_extents else {
             continue;
         };
-        // A team launch's writers of another rank than its league tokens' are checked per
-        // access by the kernel (see `team_writer_ends`).
-        let team = matches!(iteration, IterationArgs::Team { .. });
-        let indexed_by_tokens = !team || extents.len() == ends.len();
-        if !empty
-            && indexed_by_tokens
-            && (extents.len() != ends.len() || extents.iter().zip(ends).any(|(e, end)| end > e))
-        {
+        // A team launch's writers need the league along their first dimension, whatever
+        // their rank (see `team_writer_ends`); other launches' writers contain every index.
+        let contained = match iteration {
+            IterationArgs::Team { .. } => extents
+                .first()
+                .is_some_and(|&rows| ends.first().is_none_or(|&league| league <= rows)),
+            _ => extents.len() == ends.len() && extents.iter().zip(ends).all(|(e, end)| end <= e),
+        };
+        if !empty && !contained {
             return Err(invalid(format!(
                 "argument {k}: a writer of extents {extents:?} cannot take every index up to {ends:?}; launch over a range inside the view"
             )));
@@ -597,11 +598,13 @@ pub(crate) fn reduce_mdrange_order(
     (iteration, ends, (lengths, order))
 }
 
-/// The iteration space a team launch's rank-1 writers must contain: one thread of each team
-/// stores at its league rank (`league_token().single()`), so such a writer needs an entry per
-/// team. Writers of other ranks are indexed through `team_row` and the like, which the kernel
-/// checks per access, so [`check_args`] skips them, as the core's handle check skips handles
-/// whose rank is not its tokens'.
+/// The iteration space a team launch's writers must contain: the league, along their first
+/// dimension. A team stores into its row or plane of a writer (`team_row`, `team_plane`,
+/// indexed by the league rank) or at its league rank of a rank-1 writer
+/// (`league_token().single()`), so every writer needs an entry per team there; its other
+/// dimensions are checked per access by the kernel. Checked before the launch, because a
+/// failed check inside a device kernel traps, which ends the process's use of the device,
+/// where the host's panic only fails the launch.
 pub(crate) fn team_writer_ends(league: u64) -> Vec<u64> {
     vec![league]
 }
@@ -841,13 +844,18 @@ mod tests {
             vector_length: 1,
         };
         assert!(check_args("k", &league(0), &team_writer_ends(0), &marks).is_ok());
-        // Rank-3 writers are indexed per access in a team launch, a rank-1 writer by league
-        // tokens: one of 2 entries takes a league of 2, not of 3, also beside a rank-2 writer.
-        assert!(check_args("k", &league(2), &team_writer_ends(2), &marks).is_ok());
+        // Every writer needs the league along its first dimension, whatever its rank: a
+        // rank-3 writer of one plane does not take a league of 2; a rank-2 writer of 2 rows
+        // and a rank-1 writer of 2 entries take a league of 2 together, not of 3.
+        let e = check_args("k", &league(2), &team_writer_ends(2), &marks).expect_err("one plane");
+        assert!(e.to_string().contains("argument 0"), "{e}");
         let rows_and_sums = [writer(&[2, 5], (0x1000, 0x1050)), writer(&[2], (0x2000, 0x2010))];
         assert!(check_args("k", &league(2), &team_writer_ends(2), &rows_and_sums).is_ok());
         let e = check_args("k", &league(3), &team_writer_ends(3), &rows_and_sums).expect_err("short");
-        assert!(e.to_string().contains("argument 1"), "{e}");
+        assert!(e.to_string().contains("argument 0"), "{e}");
+        let sums_first = [writer(&[2], (0x2000, 0x2010)), writer(&[3, 5], (0x1000, 0x1078))];
+        let e = check_args("k", &league(3), &team_writer_ends(3), &sums_first).expect_err("short");
+        assert!(e.to_string().contains("argument 0"), "{e}");
 
         // Overlapping handles are refused whatever the iteration, as conflicting borrows are.
         let overlapping = [
