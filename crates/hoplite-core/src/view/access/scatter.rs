@@ -419,13 +419,8 @@ impl<T: ViewValue, const R: usize, Op: ScatterOp<T>, L: ArrayLayout, S: HostAcce
     /// [`contribute`](Self::contribute) folds the updates into them). No copy exists until a
     /// thread's first update.
     pub fn new(target: &View<T, R, L, S>) -> Self {
-        let extents = target.extents();
         let mut strides = [0; R];
-        let mut stride = 1usize;
-        for d in (0..R).rev() {
-            strides[d] = stride;
-            stride = stride.saturating_mul(extents[d]);
-        }
+        LayoutRight::strides(&target.extents(), &mut strides);
         ScatterView {
             target: target.clone(),
             copies: Copies::new(target.len()),
@@ -601,12 +596,7 @@ impl<T: ViewValue, const R: usize, Op: ScatterOp<T>> BoundScatter<'_, T, R, Op> 
             // while the access handle borrows it.
             out_of_bounds(unsafe { &*p.label }, index, p.extents, None);
         }
-        // Rank 1: the copy is the index itself (its one stride is 1).
-        let k = if R == 1 {
-            index[0]
-        } else {
-            index.iter().zip(&p.strides).map(|(i, s)| i * s).sum()
-        };
+        let k = LayoutRight::offset(&p.strides, &index);
         if !p.own.is_null() {
             // SAFETY: `own` is the copy of the thread that resolved it for the share this
             // iteration belongs to, which this thread runs (`PointSet::visit` runs a share on
