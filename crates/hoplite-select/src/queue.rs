@@ -127,9 +127,10 @@ fn start_worker(index: usize) -> Result<Worker, SelectError> {
     })
 }
 
-/// What a queued function left: its value or its panic, and how long it ran.
+/// What a queued function left: its value or its panic (as the core's `KernelPanicked`), and
+/// how long it ran.
 struct Completion<W> {
-    outcome: Mutex<Option<(std::thread::Result<W>, Duration)>>,
+    outcome: Mutex<Option<(Result<W, hoplite_core::Error>, Duration)>>,
     done: Condvar,
 }
 
@@ -141,13 +142,13 @@ impl<W> Completion<W> {
         }
     }
 
-    fn set(&self, outcome: std::thread::Result<W>, ran: Duration) {
+    fn set(&self, outcome: Result<W, hoplite_core::Error>, ran: Duration) {
         *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some((outcome, ran));
         self.done.notify_all();
     }
 
     /// Blocks until the function has run; returns the lock on what it left.
-    fn wait(&self) -> std::sync::MutexGuard<'_, Option<(std::thread::Result<W>, Duration)>> {
+    fn wait(&self) -> std::sync::MutexGuard<'_, Option<(Result<W, hoplite_core::Error>, Duration)>> {
         let guard = self.outcome.lock().unwrap_or_else(PoisonError::into_inner);
         self.done
             .wait_while(guard, |outcome| outcome.is_none())
@@ -200,7 +201,8 @@ impl<'p, L: Logic, B: Backend, W: Send + 'static> AsyncSubmission<'p, L, B, W> {
             selection.index(),
             Box::new(move || {
                 let start = Instant::now();
-                let outcome = catch_unwind(AssertUnwindSafe(|| f(&resource, args)));
+                let outcome = catch_unwind(AssertUnwindSafe(|| f(&resource, args)))
+                    .map_err(|payload| hoplite_core::Error::from_panic("submitted function", payload));
                 done.set(outcome, start.elapsed());
             }),
         )?;
@@ -237,7 +239,7 @@ impl<'p, L: Logic, B: Backend, W: Send + 'static> AsyncSubmission<'p, L, B, W> {
                 }
                 waited
             }
-            Some((Err(payload), _)) => Err(panicked(payload)),
+            Some((Err(panic), _)) => Err(SelectError::Resource(panic.clone())),
             None => Ok(()),
         };
         drop(outcome);
@@ -260,7 +262,7 @@ impl<'p, L: Logic, B: Backend, W: Send + 'static> AsyncSubmission<'p, L, B, W> {
             .take();
         match taken {
             Some((Ok(value), _)) => Ok(value),
-            Some((Err(payload), _)) => Err(panicked(&payload)),
+            Some((Err(panic), _)) => Err(SelectError::Resource(panic)),
             None => Err(SelectError::Wait(
                 "the submission's value was already taken".into(),
             )),
@@ -276,19 +278,6 @@ impl<'p, L: Logic, B: Backend, W: Send + 'static> AsyncSubmission<'p, L, B, W> {
     pub fn resource(&self) -> &'p B::Resource {
         self.selection.resource()
     }
-}
-
-/// The error of a queued function that panicked.
-fn panicked(payload: &Box<dyn std::any::Any + Send>) -> SelectError {
-    let message = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".into());
-    SelectError::Resource(hoplite_core::Error::KernelPanicked {
-        label: "submitted function".into(),
-        message,
-    })
 }
 
 impl<L: Logic, B: Backend, W: Send + 'static> Wait for AsyncSubmission<'_, L, B, W> {
