@@ -7,9 +7,10 @@ use std::ops::Deref;
 use hoplite_core::ExecutionSpace;
 
 use crate::error::SelectError;
-use crate::generic_policy::{Logic, Selection};
+use crate::generic_policy::Logic;
 use crate::info::{InfoSet, Report, StartSlot};
 use crate::queue::ResourceQueues;
+use crate::selection::Selection;
 
 /// Something that can block until its work is done: a resource whose submission group can be
 /// waited on, a value returned by a submitted function, a [`Submission`], a [`SubmissionGroup`].

@@ -13,8 +13,9 @@ use crossbeam_utils::CachePadded;
 
 use crate::backend::{Backend, BackendFor, Submission};
 use crate::error::SelectError;
-use crate::generic_policy::{KeyFor, Logic, Policy, Selection};
+use crate::generic_policy::{KeyFor, Logic, Policy};
 use crate::info::{Report, TaskCompletion, TaskSubmission, TaskTime};
+use crate::selection::Selection;
 
 /// Round robin: resources in order, cyclically, one shared counter for all threads. Asks for
 /// no execution info, so backends do no instrumentation for it.

@@ -4,7 +4,6 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::backend::{
@@ -13,6 +12,7 @@ use crate::backend::{
 use crate::error::SelectError;
 use crate::info::{InfoSet, Report};
 use crate::queue::{AsyncSubmission, ResourceQueues};
+use crate::selection::Selection;
 
 /// How a policy chooses: the part that differs between round robin, fixed resource, dynamic
 /// load and auto-tune. [`Policy`] supplies the rest (resources, construction, submission).
@@ -463,15 +463,8 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
             ready.backend.lazy_report();
         }
         let choice = self.logic.try_select(&ready.state, count, key)?;
-        Ok(choice.map(|(index, ticket)| Selection {
-            logic: &self.logic,
-            backend: &ready.backend,
-            state: &ready.state,
-            index,
-            ticket,
-            scratch: Default::default(),
-            open: AtomicBool::new(false),
-        }))
+        Ok(choice
+            .map(|(index, ticket)| Selection::new(&self.logic, &ready.backend, &ready.state, index, ticket)))
     }
 
     /// Chooses a resource for submitting `f` with `args`, waiting while none is available
@@ -736,112 +729,5 @@ impl<L: Logic + Default, R: Send + Sync> Policy<L, R, DefaultBackend<R>> {
     /// ```
     pub fn from_values(values: Vec<R>) -> Self {
         Self::with_backend(DefaultBackend::from_resources(values))
-    }
-}
-
-/// One choice of resource by a policy (the seed's *Selection*): the resource, the policy's
-/// ticket for the reports about it, and the backend's scratch space.
-///
-/// ```
-/// use hoplite_select::{select, RoundRobin};
-/// use hoplite_serial::Serial;
-/// let p = RoundRobin::new(vec![Serial::new(), Serial::new()]);
-/// let f = |s: &Serial, ()| s.instance_id();
-/// let sel = select(&p, &f, &())?;
-/// assert_eq!(sel.index(), 0);
-/// assert_eq!(sel.submit(f, ()).unwrap(), p.resources()?[0].instance_id());
-/// # Ok::<(), hoplite_select::SelectError>(())
-/// ```
-pub struct Selection<'p, L: Logic, B: Backend> {
-    logic: &'p L,
-    backend: &'p B,
-    state: &'p L::State,
-    index: usize,
-    ticket: L::Ticket,
-    scratch: B::Scratch<L::Infos>,
-    /// Reported as submitted and not yet as completed.
-    open: AtomicBool,
-}
-
-impl<L: Logic, B: Backend> Drop for Selection<'_, L, B> {
-    /// Reports the completion of a submitted task that was not waited on (it was unwrapped or
-    /// dropped, or its function panicked), so that counts of unfinished work never leak.
-    #[inline(always)]
-    fn drop(&mut self) {
-        if <L::Infos as InfoSet>::TASK_COMPLETION && *self.open.get_mut() {
-            self.logic
-                .report(self.state, self.index, &self.ticket, Report::TaskCompletion);
-        }
-    }
-}
-
-impl<'p, L: Logic, B: Backend> Selection<'p, L, B> {
-    /// Index of the selected resource.
-    #[inline(always)]
-    pub fn index(&self) -> usize {
-        self.index
-    }
-
-    /// The selected resource (the seed's `unwrap(selection)`).
-    #[inline(always)]
-    pub fn resource(&self) -> &'p B::Resource {
-        &self.backend.resources()[self.index]
-    }
-
-    /// The backend that holds the resource.
-    #[inline(always)]
-    pub fn backend(&self) -> &'p B {
-        self.backend
-    }
-
-    /// Reports execution info about this selection to the policy. Infos the policy did not ask
-    /// for are dropped (decided at compile time).
-    ///
-    /// A [`Report::TaskSubmission`] opens the selection; the first [`Report::TaskCompletion`]
-    /// after it closes it and later ones are dropped, and a selection still open when it is
-    /// dropped reports its completion then. So a backend that reports submissions gets each
-    /// completion reported exactly once — also when the submitted function panics.
-    #[inline(always)]
-    pub fn report(&self, report: Report) {
-        let forward = match report {
-            Report::TaskSubmission => {
-                self.open.store(true, Ordering::Release);
-                true
-            }
-            Report::TaskCompletion => self.open.swap(false, Ordering::AcqRel),
-            Report::TaskTime(_) => true,
-        };
-        if <L::Infos as InfoSet>::wants(&report) && forward {
-            self.logic.report(self.state, self.index, &self.ticket, report);
-        }
-    }
-
-    /// The backend's scratch space for this selection.
-    #[inline(always)]
-    pub fn scratch(&self) -> &B::Scratch<L::Infos> {
-        &self.scratch
-    }
-
-    /// The backend's scratch space for this selection, to fill in
-    /// [`instrument_before`](Backend::instrument_before).
-    #[inline(always)]
-    pub fn scratch_mut(&mut self) -> &mut B::Scratch<L::Infos> {
-        &mut self.scratch
-    }
-
-    /// Submits `f(resource, args)` to the selected resource through the backend.
-    #[inline(always)]
-    pub fn submit<A, W>(self, f: impl FnOnce(&B::Resource, A) -> W, args: A) -> Submission<'p, L, B, W> {
-        let backend = self.backend;
-        backend.submit(self, f, args)
-    }
-}
-
-impl<L: Logic, B: Backend> fmt::Debug for Selection<'_, L, B> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Selection")
-            .field("policy", &L::NAME)
-            .field("index", &self.index)
-            .finish()
     }
 }

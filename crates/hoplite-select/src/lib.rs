@@ -55,6 +55,7 @@ mod error;
 mod generic_policy;
 mod info;
 mod queue;
+mod selection;
 
 pub use backend::{
     Adapted, Backend, BackendFor, DefaultBackend, FromResources, SpaceBackend, Submission, SubmissionGroup,
@@ -65,9 +66,10 @@ pub use builtin_policies::{
     LoadLogic, NoKey, RoundRobin, RoundRobinLogic, TuneKey, TuneKeyOf, TuneLogic, TuneState,
 };
 pub use error::SelectError;
-pub use generic_policy::{KeyFor, Logic, Policy, Selection};
+pub use generic_policy::{KeyFor, Logic, Policy};
 pub use info::{InfoSet, Report, StartSlot, Started, TaskCompletion, TaskSubmission, TaskTime};
 pub use queue::AsyncSubmission;
+pub use selection::Selection;
 
 /// Chooses a resource for submitting `f` with `args` (the function and arguments are the key
 /// an auto-tune policy chooses by). Submit to it with [`Selection::submit`].

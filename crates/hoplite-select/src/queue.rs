@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Wait};
 use crate::error::SelectError;
-use crate::generic_policy::{Logic, Selection};
+use crate::generic_policy::Logic;
 use crate::info::Report;
+use crate::selection::Selection;
 
 /// A function queued on a resource's thread.
 type Job = Box<dyn FnOnce() + Send>;
