@@ -67,21 +67,9 @@ impl<D: Device> Context<D> {
     /// Start and end of every vertex that ran, since the context was made: `(label, device,
     /// stream, start, end)` in launch order.
     pub fn timings(&self) -> Vec<(String, usize, usize, Duration, Duration)> {
-        let state = self.state.lock();
-        state
-            .history
-            .iter()
-            .filter_map(|r| {
-                let (_, start, end) = r.progress(&state.live);
-                let (start, end) = (start?, end?);
-                Some((
-                    r.label.to_string(),
-                    r.device,
-                    r.stream,
-                    start.saturating_duration_since(self.epoch),
-                    end.saturating_duration_since(self.epoch),
-                ))
-            })
+        self.traced_vertices()
+            .into_iter()
+            .map(|v| (v.label, v.device, v.stream, v.start, v.end))
             .collect()
     }
 
