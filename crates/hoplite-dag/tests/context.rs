@@ -1067,7 +1067,10 @@ fn a_snapshot_shows_the_frontier_streams_parents_children_and_locations() {
     assert_eq!(busy.active, [0, 1]);
     assert!(!busy.is_free() && snapshot.busy_streams().contains(&produce.stream));
     assert!(snapshot.frontier.contains(&0) && snapshot.frontier.contains(&1));
-    assert_eq!(ctx.frontier(), snapshot.frontier);
+    // "other" may finish between the two looks; the held pair is in both.
+    let frontier = ctx.frontier();
+    assert!(frontier.contains(&0) && frontier.contains(&1), "{frontier:?}");
+    assert!(frontier.iter().all(|v| snapshot.frontier.contains(v)));
     // `x` is written on device 0's stream and read there: up to date on that device only.
     let device = produce.device;
     assert_eq!(
