@@ -3,10 +3,11 @@
 //!
 //! The folder (default `target/gpu-bundle`):
 //!
-//! * `tests/` — the release test binaries of hoplite-cuda: its unit tests and every
-//!   integration test, among them the one-launch API (`one_launch`), the conformance suite's
-//!   kernels on Cuda (`conformance`), graphs, the DAG, tokens, reductions, raw kernels (not the
-//!   compile-fail cases, which need cargo and the sources);
+//! * `tests/` — the release test binaries of hoplite-cuda (its unit tests and every
+//!   integration test) and hoplite's GrCUDA test (`test-grcuda`), among them the one-launch
+//!   API (`one_launch`), the conformance suite's kernels on Cuda (`conformance`), graphs, the
+//!   DAG, tokens, reductions, raw kernels (not the compile-fail cases, which need cargo and
+//!   the sources);
 //! * `benches/cuda` — the CUDA benchmark (launch overhead, graph replay, reductions);
 //! * `benches/grcuda` — GrCUDA's six benchmarks, whose `cuda-*` rows run on the GPU;
 //! * `examples/tour` — the tour built with `--features cuda`;
@@ -42,7 +43,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             other => return Err(format!("unknown option `{other}` for `gpu-bundle`")),
         }
     }
-    let tests = build(&[
+    let mut tests = build(&[
         "test",
         "-p",
         "hoplite-cuda",
@@ -52,6 +53,20 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--no-run",
         "--message-format=json-render-diagnostics",
     ])?;
+    // GrCUDA's six on CUDA streams and their replays as CUDA Graphs, checked against the
+    // serial references.
+    tests.extend(build(&[
+        "test",
+        "-p",
+        "hoplite",
+        "--features",
+        "cuda",
+        "--release",
+        "--test",
+        "grcuda",
+        "--no-run",
+        "--message-format=json-render-diagnostics",
+    ])?);
     let mut benches = build(&[
         "bench",
         "-p",

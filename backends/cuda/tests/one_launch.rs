@@ -493,19 +493,9 @@ mod graph {
                 (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * b.abs().max(1.0),
                 _ => false,
             };
-            assert!(
-                close(totals.dot.get(), want_dot),
-                "submit {submit}: dot"
-            );
-            assert!(
-                close(totals.rows.get(), want_rows),
-                "submit {submit}: rows"
-            );
-            assert_eq!(
-                totals.scan.get(),
-                want_scan,
-                "submit {submit}: scan total"
-            );
+            assert!(close(totals.dot.get(), want_dot), "submit {submit}: dot");
+            assert!(close(totals.rows.get(), want_rows), "submit {submit}: rows");
+            assert_eq!(totals.scan.get(), want_scan, "submit {submit}: scan total");
             assert_eq!(
                 offsets.to_vec().expect("downloads"),
                 want,

@@ -68,7 +68,7 @@ pub use hoplite_core::IoError;
 pub use hoplite_core::view::AccessKind;
 pub use hoplite_graph::Access;
 pub use model::{DependencyPolicy, VertexId};
-pub use record::{Recorder, record};
+pub use record::{Recorder, record, record_with};
 pub use selection::{BandwidthMatrix, DeviceSelectionPolicy, Location, LocationSet};
 pub use streams::{NewStreamPolicy, ParentStreamPolicy};
 

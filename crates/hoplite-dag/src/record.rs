@@ -6,7 +6,8 @@ use hoplite_core::{
     ScanValue,
 };
 use hoplite_graph::{
-    Access, Graph, GraphArgs, GraphBuilder, GraphLaunch, NodeRef, ReduceTarget, create_graph,
+    Access, Graph, GraphArgs, GraphBackend, GraphBuilder, GraphLaunch, HostGraph, NodeRef, ReduceTarget,
+    create_graph_with,
 };
 
 use crate::Result;
@@ -134,7 +135,39 @@ where
     S: ExecutionSpace + ParallelFor<RangePolicy<S>>,
     F: for<'b, 'g> FnOnce(&mut Recorder<'b, 'g, S>),
 {
-    Ok(create_graph(space, |g| {
+    record_with(space, HostGraph::new(space.clone()), policy, build)
+}
+
+/// [`record`] into the graph of a chosen backend (as
+/// [`create_graph_with`](hoplite_graph::create_graph_with) builds one): a backend's own
+/// graphs, such as a CUDA Graph on a `Cuda` instance, replay the recorded launches without
+/// host work between them.
+///
+/// ```
+/// use hoplite_core::{RangePolicy, View};
+/// use hoplite_dag::{DependencyPolicy, record_with};
+/// use hoplite_graph::HostGraph;
+/// use hoplite_serial::Serial;
+/// let space = Serial::default();
+/// let x = View::<f64, 1>::new("x", [4])?;
+/// let mut graph = record_with(&space, HostGraph::new(space.clone()), DependencyPolicy::WithConst, |r| {
+///     r.launch("fill", (RangePolicy::new(space.clone(), 0..4), (x.write(),)), |(i, (x,))| x.set(i, 1.0));
+/// })?;
+/// graph.submit()?;
+/// assert_eq!(x.to_vec()?, [1.0; 4]);
+/// # Ok::<(), hoplite_dag::DagError>(())
+/// ```
+///
+/// # Errors
+///
+/// As for [`record`].
+pub fn record_with<S, B, F>(space: &S, backend: B, policy: DependencyPolicy, build: F) -> Result<Graph<S>>
+where
+    S: ExecutionSpace,
+    B: GraphBackend<S> + 'static,
+    F: for<'b, 'g> FnOnce(&mut Recorder<'b, 'g, S>),
+{
+    Ok(create_graph_with(space, backend, |g| {
         let mut recorder = Recorder {
             builder: g,
             model: DependencyModel::new(policy),

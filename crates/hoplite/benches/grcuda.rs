@@ -4,17 +4,22 @@
 //!   both launch on the whole pool, see docs/dag.md);
 //! * `rayon-partitions` — async, each of two streams on its half of the pool's threads;
 //! * `<backend>-sync` — the same DAG with `Execution::Sync` (every launch waits);
-//! * `<backend>-eager` — the same `#[kernel]`s with plain `parallel_for` / `parallel_reduce`.
+//! * `<backend>-eager` — the same `#[kernel]`s with plain `parallel_for` / `parallel_reduce`;
+//! * `<backend>-replay` — the same launches recorded once (`hoplite::dag::record_with`) into an
+//!   explicit graph whose edges are the DAG's inferred dependencies, then replayed: a host
+//!   graph, or on CUDA a CUDA Graph of kernel and reduction nodes. HITS has no replay row: it
+//!   reads its norms on the host between launches.
 //!
 //! With `--features cuda` and a device, `cuda-hoplite` (a DAG over two CUDA streams),
-//! `cuda-sync` and `cuda-eager` (the core's launches on one `Cuda` instance) join them, at GPU
-//! sizes (`GPU`, 16x the host's data); without a device the CUDA rows say why they are
-//! skipped. Every run is checked once against its
-//! serial reference before it is timed.
+//! `cuda-sync`, `cuda-eager` (the core's launches on one `Cuda` instance) and `cuda-replay`
+//! join them, at GPU sizes (`GPU`, 16x the host's data); without a device the CUDA rows say
+//! why they are skipped. Every run is checked once against its serial reference before it is
+//! timed.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use hoplite::dag::device::{Device, HostDevice, Stream};
 use hoplite::dag::{Context, ContextOptions, Execution};
+use hoplite::graph::HostGraph;
 use hoplite::{RayonSpace, Serial};
 
 #[path = "common/grcuda/mod.rs"]
@@ -57,6 +62,19 @@ const GPU: Sizes = Sizes {
     dl: 2048,
 };
 
+/// Runs the setup, check and measurement of a replay row; a failure (a graph the backend
+/// refuses, a wrong result) is printed and skips the row, so the other rows still run.
+fn replay_row(name: &str, row: impl FnOnce()) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(row)) {
+        let why = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        println!("{name}: the replay row failed and is skipped: {why}");
+    }
+}
+
 fn dag<D: Device>(devices: Vec<D>, space: <D::Stream as Stream>::Space, execution: Execution) -> Dag<D> {
     Dag {
         ctx: Context::new(devices, ContextOptions::default().execution(execution)).expect("context"),
@@ -65,7 +83,8 @@ fn dag<D: Device>(devices: Vec<D>, space: <D::Stream as Stream>::Space, executio
 }
 
 macro_rules! bench_all {
-    ($c:expr, $S:ty, $sizes:expr, [$(($name:expr, $to:expr)),* $(,)?]) => {{
+    ($c:expr, $S:ty, $sizes:expr, [$(($name:expr, $to:expr)),* $(,)?], replay: ($replay:expr, $space:expr, $backend:expr)) => {{
+        let replay_name: &str = $replay;
         let c: &mut Criterion = $c;
         let sizes: &Sizes = $sizes;
         {
@@ -75,9 +94,19 @@ macro_rules! bench_all {
             $({
                 let to = $to;
                 let b = vec::Buffers::<$S>::new(sizes.vec).expect("buffers");
-                vec::check(vec::run(&to, &b).expect("runs"), want);
-                g.bench_function(BenchmarkId::new($name, sizes.vec), |it| it.iter(|| vec::run(&to, &b).expect("runs")));
+                vec::check(vec::run(&to, &b).expect("runs").get().expect("a sum"), want);
+                g.bench_function(BenchmarkId::new($name, sizes.vec), |it| it.iter(|| vec::run(&to, &b).expect("runs").get().expect("a sum")));
             })*
+            replay_row(replay_name, || {
+                let b = vec::Buffers::<$S>::new(sizes.vec).expect("buffers");
+                let (mut graph, sum) = grcuda::record(&$space, $backend, |r| vec::run(r, &b)).expect("records");
+                graph.submit().expect("replays");
+                vec::check(sum.replayed().expect("a sum"), want);
+                g.bench_function(BenchmarkId::new(replay_name, sizes.vec), |it| it.iter(|| {
+                    graph.submit().expect("replays");
+                    sum.replayed()
+                }));
+            });
             g.finish();
         }
         {
@@ -91,6 +120,13 @@ macro_rules! bench_all {
                 bs::check(&b.result().expect("result"), &want);
                 g.bench_function(BenchmarkId::new($name, sizes.bs.0 * sizes.bs.1), |it| it.iter(|| bs::run(&to, &b).expect("runs")));
             })*
+            replay_row(replay_name, || {
+                let b = bs::Buffers::<$S>::new(sizes.bs.0, sizes.bs.1).expect("buffers");
+                let (mut graph, ()) = grcuda::record(&$space, $backend, |r| bs::run(r, &b)).expect("records");
+                graph.submit().expect("replays");
+                bs::check(&b.result().expect("result"), &want);
+                g.bench_function(BenchmarkId::new(replay_name, sizes.bs.0 * sizes.bs.1), |it| it.iter(|| graph.submit().expect("replays")));
+            });
             g.finish();
         }
         {
@@ -105,6 +141,13 @@ macro_rules! bench_all {
                 b.result().expect("result").check(&want);
                 g.bench_function(BenchmarkId::new($name, sizes.ml.0), |it| it.iter(|| ml::run(&to, &b).expect("runs")));
             })*
+            replay_row(replay_name, || {
+                let b = ml::Buffers::<$S>::new(&input).expect("buffers");
+                let (mut graph, ()) = grcuda::record(&$space, $backend, |r| ml::run(r, &b)).expect("records");
+                graph.submit().expect("replays");
+                b.result().expect("result").check(&want);
+                g.bench_function(BenchmarkId::new(replay_name, sizes.ml.0), |it| it.iter(|| graph.submit().expect("replays")));
+            });
             g.finish();
         }
         {
@@ -119,6 +162,7 @@ macro_rules! bench_all {
                 hits::check(&b.result().expect("result"), &want);
                 g.bench_function(BenchmarkId::new($name, sizes.hits.0), |it| it.iter(|| hits::run(&to, &b, sizes.hits.2).expect("runs")));
             })*
+            println!("grcuda-hits/{replay_name}: skipped: HITS reads its norms on the host between launches, which a recorded graph cannot");
             g.finish();
         }
         {
@@ -128,11 +172,21 @@ macro_rules! bench_all {
             $({
                 let to = $to;
                 let b = img::Buffers::<$S>::new(sizes.img).expect("buffers");
-                let sum = img::run(&to, &b).expect("runs");
+                let sum = img::run(&to, &b).expect("runs").get().expect("a sum");
                 to.finish().expect("finished");
                 img::check(&b.result().expect("result"), sum, &want);
-                g.bench_function(BenchmarkId::new($name, sizes.img), |it| it.iter(|| img::run(&to, &b).expect("runs")));
+                g.bench_function(BenchmarkId::new($name, sizes.img), |it| it.iter(|| img::run(&to, &b).expect("runs").get().expect("a sum")));
             })*
+            replay_row(replay_name, || {
+                let b = img::Buffers::<$S>::new(sizes.img).expect("buffers");
+                let (mut graph, sum) = grcuda::record(&$space, $backend, |r| img::run(r, &b)).expect("records");
+                graph.submit().expect("replays");
+                img::check(&b.result().expect("result"), sum.replayed().expect("a sum"), &want);
+                g.bench_function(BenchmarkId::new(replay_name, sizes.img), |it| it.iter(|| {
+                    graph.submit().expect("replays");
+                    sum.replayed()
+                }));
+            });
             g.finish();
         }
         {
@@ -143,11 +197,21 @@ macro_rules! bench_all {
             $({
                 let to = $to;
                 let b = dl::Buffers::<$S>::new(&input).expect("buffers");
-                let out = dl::run(&to, &b).expect("runs");
+                let out = dl::run(&to, &b).expect("runs").get().expect("an output");
                 to.finish().expect("finished");
                 dl::check(&b.features().expect("result"), out, &want);
-                g.bench_function(BenchmarkId::new($name, sizes.dl), |it| it.iter(|| dl::run(&to, &b).expect("runs")));
+                g.bench_function(BenchmarkId::new($name, sizes.dl), |it| it.iter(|| dl::run(&to, &b).expect("runs").get().expect("an output")));
             })*
+            replay_row(replay_name, || {
+                let b = dl::Buffers::<$S>::new(&input).expect("buffers");
+                let (mut graph, out) = grcuda::record(&$space, $backend, |r| dl::run(r, &b)).expect("records");
+                graph.submit().expect("replays");
+                dl::check(&b.features().expect("result"), out.replayed().expect("an output"), &want);
+                g.bench_function(BenchmarkId::new(replay_name, sizes.dl), |it| it.iter(|| {
+                    graph.submit().expect("replays");
+                    out.replayed()
+                }));
+            });
             g.finish();
         }
     }};
@@ -169,7 +233,8 @@ fn host(c: &mut Criterion) {
                 dag(vec![serial()], Serial::default(), Execution::Sync)
             ),
             ("serial-eager", Eager(Serial::default())),
-        ]
+        ],
+        replay: ("serial-replay", Serial::default(), HostGraph::new(Serial::default()))
     );
     let space = RayonSpace::default();
     let pool = || HostDevice::new("cpu", vec![space.clone(); 2]).expect("device");
@@ -189,7 +254,8 @@ fn host(c: &mut Criterion) {
             ),
             ("rayon-sync", dag(vec![pool()], space.clone(), Execution::Sync)),
             ("rayon-eager", Eager(space.clone())),
-        ]
+        ],
+        replay: ("rayon-replay", space.clone(), HostGraph::new(space.clone()))
     );
 }
 
@@ -197,6 +263,7 @@ fn host(c: &mut Criterion) {
 fn cuda(c: &mut Criterion) {
     use hoplite::Cuda;
     use hoplite::cuda::dag::CudaDevice;
+    use hoplite::cuda::graph::CudaGraph;
     let device = |k: usize| CudaDevice::new(0, k);
     if let Err(e) = device(2) {
         println!("grcuda: the cuda rows are skipped: {e}");
@@ -220,7 +287,8 @@ fn cuda(c: &mut Criterion) {
                 dag(vec![device(1).expect("device")], Cuda::default(), Execution::Sync)
             ),
             ("cuda-eager", Eager(Cuda::default())),
-        ]
+        ],
+        replay: ("cuda-replay", Cuda::default(), CudaGraph::new(&Cuda::default()))
     );
 }
 

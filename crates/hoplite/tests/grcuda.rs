@@ -1,14 +1,16 @@
 //! GrCUDA's six benchmarks (`benches/common/grcuda`) at small sizes, through the implicit DAG
 //! on every backend built here: serial streams, partitions of a rayon pool, CUDA streams (with
 //! `--features cuda`; without a device each CUDA test says it is skipped and why), and eagerly
-//! on rayon. Each result is checked against the benchmark's serial reference.
+//! on rayon; and the five without host reads between launches recorded into a graph and
+//! replayed. Each result is checked against the benchmark's serial reference.
 
 #[path = "../benches/common/grcuda/mod.rs"]
 mod grcuda;
 
-use grcuda::{BenchError, Dag, Eager, Launcher, bs, dl, hits, img, ml, vec};
+use grcuda::{BenchError, Dag, Eager, Launcher, bs, dl, hits, img, ml, record, vec};
 use hoplite::dag::device::HostDevice;
 use hoplite::dag::{Context, ContextOptions};
+use hoplite::graph::{GraphBackend, HostGraph};
 use hoplite::{LaunchSpace, RayonSpace, Serial};
 
 /// The small sizes: every benchmark's full DAG, each test well under a second.
@@ -25,7 +27,7 @@ const DL_N: usize = 64;
 /// Runs all six on `to` and checks each against its reference.
 fn all_six<S: LaunchSpace, L: Launcher<S>>(to: &L) -> Result<(), BenchError> {
     let b = vec::Buffers::<S>::new(VEC_N)?;
-    vec::check(vec::run(to, &b)?, vec::reference(VEC_N));
+    vec::check(vec::run(to, &b)?.get()?, vec::reference(VEC_N));
 
     let b = bs::Buffers::<S>::new(BS_N, BS_M)?;
     bs::run(to, &b)?;
@@ -42,16 +44,80 @@ fn all_six<S: LaunchSpace, L: Launcher<S>>(to: &L) -> Result<(), BenchError> {
     hits::check(&b.result()?, &hits::reference(&input, HITS_ITERATIONS));
 
     let b = img::Buffers::<S>::new(IMG_N)?;
-    let sum = img::run(to, &b)?;
+    let sum = img::run(to, &b)?.get()?;
     to.finish()?;
     img::check(&b.result()?, sum, &img::reference(IMG_N));
 
     let input = dl::Input::new(DL_N);
     let b = dl::Buffers::<S>::new(&input)?;
-    let out = dl::run(to, &b)?;
+    let out = dl::run(to, &b)?.get()?;
     to.finish()?;
     dl::check(&b.features()?, out, &dl::reference(&input));
     Ok(())
+}
+
+/// Records the five benchmarks that read no value between their launches (HITS reads its
+/// norms) into graphs of `backend()` on `space`, replays each twice and checks the second
+/// replay: a replay recomputes everything from the inputs, which it leaves as they were.
+fn five_replayed<S: LaunchSpace, B: GraphBackend<S> + 'static>(
+    space: &S,
+    backend: impl Fn() -> B,
+) -> Result<(), BenchError> {
+    let b = vec::Buffers::<S>::new(VEC_N)?;
+    let (mut graph, sum) = record(space, backend(), |r| vec::run(r, &b))?;
+    assert!(sum.replayed().is_none(), "no value before a replay");
+    graph.submit()?;
+    graph.submit()?;
+    vec::check(sum.get()?, vec::reference(VEC_N));
+
+    let b = bs::Buffers::<S>::new(BS_N, BS_M)?;
+    let (mut graph, ()) = record(space, backend(), |r| bs::run(r, &b))?;
+    graph.submit()?;
+    graph.submit()?;
+    bs::check(&b.result()?, &bs::reference(BS_N));
+
+    let input = ml::Input::new(ML.0, ML.1, ML.2);
+    let b = ml::Buffers::<S>::new(&input)?;
+    let (mut graph, ()) = record(space, backend(), |r| ml::run(r, &b))?;
+    graph.submit()?;
+    graph.submit()?;
+    b.result()?.check(&ml::reference(&input));
+
+    let b = img::Buffers::<S>::new(IMG_N)?;
+    let (mut graph, sum) = record(space, backend(), |r| img::run(r, &b))?;
+    graph.submit()?;
+    graph.submit()?;
+    img::check(&b.result()?, sum.get()?, &img::reference(IMG_N));
+
+    let input = dl::Input::new(DL_N);
+    let b = dl::Buffers::<S>::new(&input)?;
+    let (mut graph, out) = record(space, backend(), |r| dl::run(r, &b))?;
+    graph.submit()?;
+    graph.submit()?;
+    dl::check(&b.features()?, out.get()?, &dl::reference(&input));
+    Ok(())
+}
+
+#[test]
+fn five_recorded_and_replayed_as_graphs_match_the_reference() {
+    let serial = Serial::default();
+    five_replayed(&serial, || HostGraph::new(serial.clone())).expect("serial graphs");
+    let rayon = RayonSpace::default();
+    five_replayed(&rayon, || HostGraph::new(rayon.clone())).expect("rayon graphs");
+}
+
+/// HITS reads its norms between launches: recording it is refused with the reason, rather
+/// than replaying a graph without its divisions' values.
+#[test]
+fn a_recorded_benchmark_that_reads_a_value_between_launches_is_refused() {
+    let input = hits::Input::new(HITS_N, HITS_DEGREE);
+    let b = hits::Buffers::<Serial>::new(&input).expect("buffers");
+    let serial = Serial::default();
+    let e = record(&serial, HostGraph::new(serial.clone()), |r| hits::run(r, &b, 1))
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("before its graph is submitted"), "{e}");
 }
 
 #[test]
@@ -97,6 +163,23 @@ fn the_six_on_cuda_streams_match_the_reference() {
         space: Cuda::default(),
     };
     all_six(&to).expect("runs");
+}
+
+/// The five replayable benchmarks recorded into CUDA Graphs of the generic builder's
+/// kernel and reduction nodes.
+#[cfg(feature = "cuda")]
+#[test]
+fn five_recorded_as_cuda_graphs_match_the_reference() {
+    use hoplite::Cuda;
+    use hoplite::cuda::graph::CudaGraph;
+    let cuda = match Cuda::new() {
+        Ok(c) => c,
+        Err(e) => {
+            println!("skipped: CUDA graphs need a device ({e})");
+            return;
+        }
+    };
+    five_replayed(&cuda, || CudaGraph::new(&cuda)).expect("CUDA graphs");
 }
 
 /// One DAG device per NUMA node of a synthetic two-node machine (hwloc's description, so the

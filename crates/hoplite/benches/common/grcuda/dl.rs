@@ -2,7 +2,7 @@
 //! ReLU (stride 2), a mean pooling and a second convolution; a concatenation joins the
 //! branches and a dense layer of one output (a dot product) ends the network.
 
-use super::{BenchError, DeviceView, Launcher, Rng, upload, zeros};
+use super::{BenchError, Deferred, DeviceView, Launcher, Rng, upload, zeros};
 use hoplite::prelude::*;
 use hoplite::{BoundLookup, BoundReader, BoundWriter, LaunchSpace, MDRangePolicy, MdIdx, kernel};
 
@@ -189,8 +189,8 @@ impl<S: LaunchSpace> Buffers<S> {
     }
 }
 
-/// The eight launches; returns the network's output.
-pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<f64, BenchError> {
+/// The eight launches; returns the network's output (read it with `Deferred::get`).
+pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<Deferred<f64>, BenchError> {
     let s = b.shape;
     for (label, br) in [("x", &b.x), ("y", &b.y)] {
         to.launch(
@@ -229,8 +229,7 @@ pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<f64
         (all, (b.z.read(), b.dense.read())),
         dense::with(),
         Sum::new(),
-    )?
-    .get()
+    )
 }
 
 /// The serial reference: the concatenated features and the output.

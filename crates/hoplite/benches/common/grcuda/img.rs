@@ -3,7 +3,7 @@
 //! `common/image.rs` (the `image-pipeline` benchmark's closures) as `#[kernel]`s, over the
 //! interior 3 pixels from every edge.
 
-use super::{BenchError, DeviceView, Launcher, upload, zeros};
+use super::{BenchError, Deferred, DeviceView, Launcher, upload, zeros};
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, LaunchSpace, MDRangePolicy, MdIdx, kernel};
 
@@ -126,8 +126,8 @@ impl<S: LaunchSpace> Buffers<S> {
     }
 }
 
-/// The eleven launches; returns the sum of the result.
-pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<f64, BenchError> {
+/// The eleven launches; returns the sum of the result (read it with `Deferred::get`).
+pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<Deferred<f64>, BenchError> {
     let n = b.n;
     let inner = MDRangePolicy::new(to.space(), [3, 3], [n - 3, n - 3]);
     let [bs, bl, bu, ss, sl, mask, unsharp, combined, out] = &b.planes[..] else {
@@ -185,8 +185,7 @@ pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<f64
         ),
         combine_edges::with(),
     )?;
-    to.reduce("sum", (inner, (out.read(),)), plane_sum::with(), Sum::new())?
-        .get()
+    to.reduce("sum", (inner, (out.read(),)), plane_sum::with(), Sum::new())
 }
 
 /// The serial reference: the result plane (zero outside the interior) and its sum.

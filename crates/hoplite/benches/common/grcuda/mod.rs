@@ -19,9 +19,11 @@
 
 #![allow(dead_code)]
 
+use std::cell::RefCell;
+
 use hoplite::dag::device::{Device, Stream};
-use hoplite::dag::{Context, Pending};
-use hoplite::graph::GraphLaunch;
+use hoplite::dag::{Context, DependencyPolicy, Pending, Recorder, record_with};
+use hoplite::graph::{Graph, GraphBackend, GraphLaunch, ReduceResult};
 use hoplite::prelude::*;
 use hoplite::{
     ExecutionSpace, IntoLaunch, LaunchSpace, LaunchSpec, LayoutRight, ParallelFor, ParallelReduce, Reducer,
@@ -49,7 +51,7 @@ pub trait Launcher<S: LaunchSpace> {
     fn launch<L, F>(&self, label: &str, launch: L, kernel: F) -> Result<(), BenchError>
     where
         L: IntoLaunch<S>,
-        L::Launch: GraphLaunch<S> + 'static,
+        L::Launch: GraphLaunch<S> + IntoLaunch<S, Launch = L::Launch> + 'static,
         S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static;
 
@@ -63,7 +65,7 @@ pub trait Launcher<S: LaunchSpace> {
     ) -> Result<Deferred<R::Value>, BenchError>
     where
         L: IntoLaunch<S>,
-        L::Launch: GraphLaunch<S> + 'static,
+        L::Launch: GraphLaunch<S> + IntoLaunch<S, Launch = L::Launch> + 'static,
         S: ParallelReduce<<L::Launch as LaunchSpec>::Policy>,
         R: Reducer + Send + Sync + 'static,
         R::Value: Send + 'static,
@@ -73,20 +75,36 @@ pub trait Launcher<S: LaunchSpace> {
     fn finish(&self) -> Result<(), BenchError>;
 }
 
-/// A reduction's value: known already (eager) or pending on a DAG vertex.
+/// A reduction's value: known already (eager), pending on a DAG vertex, or stored by each
+/// replay of a recorded graph.
 pub enum Deferred<T> {
     /// An eager launch's value.
     Ready(T),
     /// A DAG vertex's value.
     Pending(Pending<T>),
+    /// A recorded reduction node's value, as the last replay stored it.
+    Replayed(ReduceResult<T>),
 }
 
-impl<T> Deferred<T> {
+impl<T: Clone> Deferred<T> {
     /// The value, once its launch has run.
     pub fn get(self) -> Result<T, BenchError> {
         match self {
             Deferred::Ready(v) => Ok(v),
             Deferred::Pending(p) => Ok(p.get()?),
+            Deferred::Replayed(target) => target.get().ok_or_else(|| {
+                "a recorded reduction has no value before its graph is submitted: read it after a replay"
+                    .into()
+            }),
+        }
+    }
+
+    /// The value the last replay of a recorded graph stored (a recorded reduction may be read
+    /// after every submit); `None` for the other kinds, whose value is read once.
+    pub fn replayed(&self) -> Option<T> {
+        match self {
+            Deferred::Replayed(target) => target.get(),
+            _ => None,
         }
     }
 }
@@ -102,7 +120,7 @@ impl<S: LaunchSpace> Launcher<S> for Eager<S> {
     fn launch<L, F>(&self, label: &str, launch: L, kernel: F) -> Result<(), BenchError>
     where
         L: IntoLaunch<S>,
-        L::Launch: GraphLaunch<S> + 'static,
+        L::Launch: GraphLaunch<S> + IntoLaunch<S, Launch = L::Launch> + 'static,
         S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
     {
@@ -122,7 +140,7 @@ impl<S: LaunchSpace> Launcher<S> for Eager<S> {
     ) -> Result<Deferred<R::Value>, BenchError>
     where
         L: IntoLaunch<S>,
-        L::Launch: GraphLaunch<S> + 'static,
+        L::Launch: GraphLaunch<S> + IntoLaunch<S, Launch = L::Launch> + 'static,
         S: ParallelReduce<<L::Launch as LaunchSpec>::Policy>,
         R: Reducer + Send + Sync + 'static,
         R::Value: Send + 'static,
@@ -160,7 +178,7 @@ where
     fn launch<L, F>(&self, label: &str, launch: L, kernel: F) -> Result<(), BenchError>
     where
         L: IntoLaunch<S>,
-        L::Launch: GraphLaunch<S> + 'static,
+        L::Launch: GraphLaunch<S> + IntoLaunch<S, Launch = L::Launch> + 'static,
         S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
         F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
     {
@@ -177,7 +195,7 @@ where
     ) -> Result<Deferred<R::Value>, BenchError>
     where
         L: IntoLaunch<S>,
-        L::Launch: GraphLaunch<S> + 'static,
+        L::Launch: GraphLaunch<S> + IntoLaunch<S, Launch = L::Launch> + 'static,
         S: ParallelReduce<<L::Launch as LaunchSpec>::Policy>,
         R: Reducer + Send + Sync + 'static,
         R::Value: Send + 'static,
@@ -191,6 +209,82 @@ where
     fn finish(&self) -> Result<(), BenchError> {
         Ok(self.ctx.synchronize()?)
     }
+}
+
+/// Launches recorded into an explicit graph (`hoplite::dag::record_with`) with the edges a
+/// context would infer: the DAG's scheduling paid once, each replay costs one graph submit.
+/// A reduction's value is known only after a replay ([`Deferred::Replayed`]), so a benchmark
+/// that reads one between its launches (HITS's norms) cannot be recorded.
+pub struct Recording<'r, 'b, 'g, S: ExecutionSpace> {
+    recorder: RefCell<&'r mut Recorder<'b, 'g, S>>,
+    space: S,
+}
+
+impl<S: LaunchSpace> Launcher<S> for Recording<'_, '_, '_, S> {
+    fn space(&self) -> S {
+        self.space.clone()
+    }
+
+    fn launch<L, F>(&self, label: &str, launch: L, kernel: F) -> Result<(), BenchError>
+    where
+        L: IntoLaunch<S>,
+        L::Launch: GraphLaunch<S> + IntoLaunch<S, Launch = L::Launch> + 'static,
+        S: ParallelFor<<L::Launch as LaunchSpec>::Policy>,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>) + Send + Sync + 'static,
+    {
+        self.recorder.borrow_mut().launch(label, launch, kernel);
+        Ok(())
+    }
+
+    fn reduce<L, F, R>(
+        &self,
+        label: &str,
+        launch: L,
+        kernel: F,
+        reducer: R,
+    ) -> Result<Deferred<R::Value>, BenchError>
+    where
+        L: IntoLaunch<S>,
+        L::Launch: GraphLaunch<S> + IntoLaunch<S, Launch = L::Launch> + 'static,
+        S: ParallelReduce<<L::Launch as LaunchSpec>::Policy>,
+        R: Reducer + Send + Sync + 'static,
+        R::Value: Send + 'static,
+        F: for<'it> Fn(<L::Launch as LaunchSpec>::Item<'it>, &mut R::Value) + Send + Sync + 'static,
+    {
+        let target = ReduceResult::new();
+        self.recorder
+            .borrow_mut()
+            .reduce(label, launch, kernel, reducer, target.clone());
+        Ok(Deferred::Replayed(target))
+    }
+
+    fn finish(&self) -> Result<(), BenchError> {
+        Ok(())
+    }
+}
+
+/// Records what `run` launches on `space` into a graph of `backend` (the host's generic
+/// graph, or a backend's own such as a CUDA Graph); returns the graph and what `run`
+/// returned (recorded reductions, read after each submit).
+pub fn record<S, B, O>(
+    space: &S,
+    backend: B,
+    run: impl FnOnce(&Recording<'_, '_, '_, S>) -> Result<O, BenchError>,
+) -> Result<(Graph<S>, O), BenchError>
+where
+    S: LaunchSpace,
+    B: GraphBackend<S> + 'static,
+{
+    let mut out = None;
+    let graph = record_with(space, backend, DependencyPolicy::WithConst, |r| {
+        let recording = Recording {
+            recorder: RefCell::new(r),
+            space: space.clone(),
+        };
+        out = Some(run(&recording));
+    })?;
+    let out = out.ok_or("the recording did not run")??;
+    Ok((graph, out))
 }
 
 /// A deterministic generator (xorshift64*), so every backend and the reference see one input.

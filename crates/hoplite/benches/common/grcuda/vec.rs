@@ -1,6 +1,6 @@
 //! VEC (GrCUDA b1): `x1 = x²` and `y1 = y²` side by side, then `Σ (x1 - y1)`.
 
-use super::{BenchError, DeviceView, Launcher, upload, zeros};
+use super::{BenchError, Deferred, DeviceView, Launcher, upload, zeros};
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, LaunchSpace, kernel};
 
@@ -46,8 +46,8 @@ impl<S: LaunchSpace> Buffers<S> {
     }
 }
 
-/// The three launches; returns the sum.
-pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<f64, BenchError> {
+/// The three launches; returns the sum (read it with `Deferred::get`).
+pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<Deferred<f64>, BenchError> {
     let all = RangePolicy::new(to.space(), 0..b.x.extent(0));
     to.launch(
         "square x",
@@ -64,8 +64,7 @@ pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<f64
         (all, (b.x1.read(), b.y1.read())),
         difference_sum::with(),
         Sum::new(),
-    )?
-    .get()
+    )
 }
 
 /// The serial reference.
