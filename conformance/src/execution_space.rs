@@ -3,8 +3,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use hoplite_core::BoundAtomic;
 use hoplite_core::device_kernel::DeviceKernelInfo;
-use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     BoundReader, BoundWriter, Idx, LAnd, MDRangePolicy, RangePolicy, Sum, TeamPolicy, TeamSize, View,
     parallel_for, parallel_reduce, parallel_scan,

@@ -15,8 +15,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use hoplite_core::BoundAtomic;
 use hoplite_core::device_kernel::DeviceKernelInfo;
-use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     BoundReader, BoundWriter, Error, Idx, RangePolicy, Sum, View, parallel_for, parallel_reduce,
     parallel_scan,

@@ -4,8 +4,8 @@
 //! Every check runs on every space: `#[kernel]`s count the visits of each point through
 //! atomic handles of views in the space's own memory, reduce, and mark points through writers.
 
+use hoplite_core::BoundAtomic;
 use hoplite_core::device_kernel::DeviceKernelInfo;
-use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     BoundReader, BoundWriter, IterationOrder, MDRangePolicy, MdIdx, Sum, parallel_for, parallel_reduce,
 };
@@ -225,7 +225,7 @@ where
     Weights: Weighed<R>,
 {
     let mut want = 0i64;
-    hoplite_core::policy::for_each_point(begin, end, Right, |p| want += weight(p));
+    hoplite_core::for_each_point(begin, end, Right, |p| want += weight(p));
     for order in ORDERS {
         for tiles in [None, Some(tiles)] {
             let mut policy = MDRangePolicy::new(space.clone(), begin, end).with_iteration(order.0, order.1);

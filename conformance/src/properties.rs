@@ -353,7 +353,7 @@ where
 /// point of the box.
 fn md_by_loop<const R: usize>(case: &MdCase<R>) -> (i64, Vec<u32>) {
     let mut sum = 0i64;
-    hoplite_core::policy::for_each_point(case.begin, case.end, IterationOrder::Right, |p| {
+    hoplite_core::for_each_point(case.begin, case.end, IterationOrder::Right, |p| {
         sum += md_weight(p)
     });
     (sum, inside(case.begin, case.end))

@@ -7,8 +7,8 @@
 
 use std::ops::Range;
 
+use hoplite_core::BoundAtomic;
 use hoplite_core::device_kernel::DeviceKernelInfo;
-use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     Custom, Idx, MDRangePolicy, MdIdx, RangePolicy, Schedule, Sum, TeamMember, TeamPolicy, parallel_for,
     parallel_reduce, parallel_scan,

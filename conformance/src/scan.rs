@@ -8,8 +8,8 @@
 use std::fmt::Debug;
 use std::ops::Range;
 
+use hoplite_core::BoundAtomic;
 use hoplite_core::device_kernel::DeviceKernelInfo;
-use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     BoundReader, BoundWriter, Idx, RangePolicy, ScanValue, Schedule, ViewValue, parallel_scan,
 };

@@ -14,9 +14,9 @@
 //! that are not device scalars (a `String` broadcast, `Custom` reducers in `team_reduce`) and
 //! team planes.
 
+use hoplite_core::BoundAtomic;
 use hoplite_core::device_kernel::DeviceKernelInfo;
-use hoplite_core::index::team_owner;
-use hoplite_core::view::access::BoundAtomic;
+use hoplite_core::team_owner;
 use hoplite_core::{
     BoundTeamSlots, BoundWriter, Custom, Error, ExecutionSpace, Max, NestedLevel, PerTeam, PerThread,
     Schedule, Sum, TeamMember, TeamPolicy, TeamSize, TeamThreadRange, TeamVectorRange, ThreadVectorRange,

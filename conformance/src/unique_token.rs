@@ -7,7 +7,7 @@
 //! the host checks use what only host pools offer (`try_acquire`, ids held outside launches,
 //! the global scope).
 
-use hoplite_core::view::access::BoundAtomic;
+use hoplite_core::BoundAtomic;
 use hoplite_core::{
     BoundWriter, Error, Idx, KernelToken, RangePolicy, TeamMember, TeamPolicy, UniqueToken, View,
     parallel_for,

@@ -7,8 +7,8 @@
 //! must be refused hands its kernel a writer `ran` of a view that is not part of the refusal:
 //! the kernel marks it at every token it runs, so a mark left behind is an iteration that ran.
 
+use hoplite_core::BoundAtomic;
 use hoplite_core::device_kernel::DeviceKernelInfo;
-use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     BoundLookup, BoundReader, BoundWriter, Error, Idx, IterationOrder, LayoutLeft, LayoutRight,
     MDRangePolicy, MdIdx, MemorySpace, RangePolicy, Slice, Sum, View, parallel_for, parallel_reduce,

@@ -12,11 +12,11 @@ use std::io;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
-use hoplite_core::error::drop_panic_payload;
+use hoplite_core::drop_panic_payload;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use hoplite_core::policy::for_each_point;
+use hoplite_core::for_each_point;
 use hoplite_core::{
     ExecutionSpace, ForKernel, HostSpace, Idx, LayoutRight, MDRangePolicy, MdIdx, NestedLevel, ParallelFor,
     ParallelReduce, ParallelScan, RangePolicy, ReduceKernel, Reducer, Result, SCRATCH_LEVELS, ScanKernel,

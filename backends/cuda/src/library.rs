@@ -8,8 +8,8 @@
 //! a view of that carrier type (same pointer, extents and strides).
 
 use hoplite_core::device_kernel::{DeviceKernelInfo, HandleAccess, ScalarType};
-use hoplite_core::view::access::{BoundReader, BoundWriter};
 use hoplite_core::{ArrayLayout, Idx, MdIdx, View};
+use hoplite_core::{BoundReader, BoundWriter};
 use hoplite_macros::kernel;
 
 use crate::launch::DeviceArg;

@@ -12,7 +12,7 @@
 
 use std::ptr::NonNull;
 
-use hoplite_core::space::AllocationRecords;
+use hoplite_core::AllocationRecords;
 use hoplite_core::{Error, HostAccessibleSpace, HostSpace, MemorySpace, MemorySpaceAccess, Result};
 
 use crate::driver::{self, MemoryKind};

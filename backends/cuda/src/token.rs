@@ -13,7 +13,7 @@
 //!
 //! ```
 //! use hoplite::prelude::*;
-//! use hoplite::view::access::BoundAtomic;
+//! use hoplite::BoundAtomic;
 //! use hoplite::{BoundReader, kernel};
 //! use hoplite_core::{KernelToken, LayoutRight, RangePolicy, View, parallel_for};
 //! use hoplite_cuda::{Cuda, CudaSpace};
@@ -205,7 +205,7 @@ mod tests {
         DeviceIteration, DeviceKernel, DeviceParam, DevicePattern, ScalarType,
     };
 
-    use hoplite_core::DeviceToken;
+    use hoplite_core::device_kernel::DeviceToken;
     use hoplite_core::device_kernel::DeviceTokenArg;
 
     use crate::dispatch::token_arg;

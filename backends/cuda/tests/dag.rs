@@ -37,10 +37,10 @@ fn cuda_streams_keep_the_stream_axioms() {
 /// `#[kernel]` launches as DAG vertices on CUDA streams: `ctx.launch` with the handles of device
 /// views, as on every backend.
 mod kernel_vertices {
+    use hoplite::BoundAtomic;
     use hoplite::prelude::*;
-    use hoplite::view::access::BoundAtomic;
     use hoplite::{BoundReader, BoundWriter, kernel};
-    use hoplite_core::view::AccessKind;
+    use hoplite_core::AccessKind;
     use hoplite_core::{LayoutRight, View};
     use hoplite_cuda::dag::CudaDevice;
     use hoplite_cuda::{Cuda, CudaSpace};

@@ -3,7 +3,7 @@
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundTeamSlots, BoundWriter, kernel};
-use hoplite_core::view::access::BoundAtomic;
+use hoplite_core::BoundAtomic;
 use hoplite_core::{ExecutionSpace, LayoutRight, MemorySpace, View};
 use hoplite_core::{PerTeam, PerThread, TeamPolicy, TeamSize};
 use hoplite_cuda::{

@@ -5,7 +5,7 @@
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
-use hoplite_core::DeviceKernel;
+use hoplite_core::device_kernel::DeviceKernel;
 use hoplite_core::device_kernel::{DeviceIteration, DeviceParam, DevicePattern};
 use hoplite_cuda::CudaError;
 use hoplite_cuda::nvrtc::{CacheHit, ModuleCache, Nvrtc};
@@ -111,7 +111,7 @@ fn kernels_compile_and_are_cached_in_memory_and_on_disk() {
 #[kernel]
 pub fn token_rows(
     i: Idx<'_>,
-    rows: hoplite::view::access::BoundAtomic<'_, u64, 1>,
+    rows: hoplite::BoundAtomic<'_, u64, 1>,
     x: BoundReader<'_, u32, 1>,
     tokens: &impl UniqueToken,
     nbins: usize,

@@ -457,7 +457,14 @@ mod graph {
         let serial = Serial::default();
         // `axpy` updates `y` in place, so each submit's dot differs: the serial graph is
         // submitted as often as the CUDA one, and submit k is compared with serial submit k.
-        let wants: Vec<(Vec<i64>, Option<f64>, Option<f64>, Option<i64>)> = {
+        /// What one serial submit leaves: the prefixes and the three reduction values.
+        struct Submitted {
+            offsets: Vec<i64>,
+            dot: Option<f64>,
+            rows: Option<f64>,
+            scan: Option<i64>,
+        }
+        let wants: Vec<Submitted> = {
             let y = View::<f64, 1, LayoutRight>::from_slice("y", [N], &y_values()).expect("fills");
             let x = View::<f64, 1, LayoutRight>::from_slice("x", [N], &x_values()).expect("fills");
             let u = View::<f64, 2, LayoutRight>::from_slice("u", GRID, &u_values()).expect("fills");
@@ -471,8 +478,12 @@ mod graph {
             (0..2)
                 .map(|_| {
                     graph.submit().expect("runs on serial");
-                    let offsets = offsets.to_vec().expect("reads");
-                    (offsets, totals.dot.get(), totals.rows.get(), totals.scan.get())
+                    Submitted {
+                        offsets: offsets.to_vec().expect("reads"),
+                        dot: totals.dot.get(),
+                        rows: totals.rows.get(),
+                        scan: totals.scan.get(),
+                    }
                 })
                 .collect()
         };
@@ -487,18 +498,18 @@ mod graph {
             pipeline_nodes(g, &cuda, &y, &x, &u, &counts, &offsets, &totals, true);
         })
         .expect("builds");
-        for (submit, (want, want_dot, want_rows, want_scan)) in wants.into_iter().enumerate() {
+        for (submit, want) in wants.into_iter().enumerate() {
             graph.submit().expect("runs as a CUDA graph");
             let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
                 (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * b.abs().max(1.0),
                 _ => false,
             };
-            assert!(close(totals.dot.get(), want_dot), "submit {submit}: dot");
-            assert!(close(totals.rows.get(), want_rows), "submit {submit}: rows");
-            assert_eq!(totals.scan.get(), want_scan, "submit {submit}: scan total");
+            assert!(close(totals.dot.get(), want.dot), "submit {submit}: dot");
+            assert!(close(totals.rows.get(), want.rows), "submit {submit}: rows");
+            assert_eq!(totals.scan.get(), want.scan, "submit {submit}: scan total");
             assert_eq!(
                 offsets.to_vec().expect("downloads"),
-                want,
+                want.offsets,
                 "submit {submit}: prefixes"
             );
         }

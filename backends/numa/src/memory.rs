@@ -25,7 +25,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Once, OnceLock};
 
-use hoplite_core::space::AllocationRecords;
+use hoplite_core::AllocationRecords;
 use hoplite_core::{
     ArrayLayout, Error, HostAccessibleSpace, HostSpace, MemorySpace, MemorySpaceAccess, Result, View,
     ViewValue,

@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use hoplite_core::error::drop_panic_payload;
+use hoplite_core::drop_panic_payload;
 use hoplite_select::{Backend, BackendFor, FromResources, InfoSet, SelectError, Wait, WaitAll, wait_each};
 use parking_lot::{Condvar, Mutex};
 

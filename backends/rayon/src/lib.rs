@@ -194,7 +194,7 @@ pub(crate) type StartHook = Arc<dyn Fn(WorkerThread) + Send + Sync>;
 pub(crate) fn run_start_hook(hook: &StartHook, thread: WorkerThread) {
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(thread)));
     if let Err(payload) = ran {
-        hoplite_core::error::drop_panic_payload(payload);
+        hoplite_core::drop_panic_payload(payload);
     }
 }
 
@@ -464,7 +464,7 @@ impl RayonSpace {
     pub fn spawn(&self, f: impl FnOnce() + Send + 'static) -> io::Result<()> {
         let guarded = move || {
             if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-                hoplite_core::error::drop_panic_payload(payload);
+                hoplite_core::drop_panic_payload(payload);
             }
         };
         match self.rayon_pool() {

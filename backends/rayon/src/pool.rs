@@ -36,7 +36,7 @@ use std::sync::TryLockError;
 use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
-use hoplite_core::error::drop_panic_payload;
+use hoplite_core::drop_panic_payload;
 
 use crate::barrier::{CpuHints, SpinWait, is_poison_echo, lock};
 use crate::context::{self, InKernel};
@@ -64,7 +64,7 @@ pub(crate) trait Job: Sync {
 pub(crate) fn run_participant<J: Job + ?Sized>(job: &J, rank: usize) -> Option<Payload> {
     // Unique tokens look first at the id of the thread's rank: the threads of one launch
     // then take and give back ids on cache lines of their own.
-    let _preferred = hoplite_core::unique_token::prefer_id(rank);
+    let _preferred = hoplite_core::prefer_id(rank);
     match catch_unwind(AssertUnwindSafe(|| job.run(rank))) {
         Ok(()) => None,
         Err(payload) => {

@@ -8,7 +8,7 @@
 use std::io;
 use std::ptr::NonNull;
 
-use hoplite_core::space::AllocationRecords;
+use hoplite_core::AllocationRecords;
 use hoplite_core::{
     ArrayLayout, ExecutionSpace, ForKernel, HostSpace, LayoutRight, MemorySpace, ParallelFor,
     RangePolicy, Result,

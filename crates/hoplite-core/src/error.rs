@@ -444,7 +444,7 @@ impl Error {
 /// }
 /// # std::panic::set_hook(Box::new(|_| {}));
 /// let payload = std::panic::catch_unwind(|| std::panic::panic_any(Nasty)).unwrap_err();
-/// hoplite_core::error::drop_panic_payload(payload); // returns normally
+/// hoplite_core::drop_panic_payload(payload); // returns normally
 /// ```
 pub fn drop_panic_payload(payload: Box<dyn std::any::Any + Send>) {
     if let Err(second) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(payload))) {

@@ -318,7 +318,7 @@ impl Add<usize> for TeamIdx<'_> {
 /// index alone, never on a loop's range.
 ///
 /// ```
-/// use hoplite_core::index::team_owner;
+/// use hoplite_core::team_owner;
 /// assert_eq!([0, 15, 16, 31, 32].map(|j| team_owner(j, 2, 16)), [0, 0, 1, 1, 0]);
 /// ```
 #[inline(always)]

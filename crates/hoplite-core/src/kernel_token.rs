@@ -10,7 +10,7 @@
 //! Generic code gets the right kind from the space with [`KernelTokenSpace`]:
 //!
 //! ```
-//! use hoplite_core::view::access::BoundAtomic;
+//! use hoplite_core::BoundAtomic;
 //! use hoplite_core::{parallel_for, Idx, KernelToken, KernelTokenSpace, RangePolicy, UniqueToken, View};
 //! use hoplite_macros::kernel;
 //! use hoplite_serial::Serial;

@@ -28,32 +28,37 @@
 //! # Ok::<(), hoplite_core::Error>(())
 //! ```
 
+// One path per item: the concepts live in private modules and are re-exported here, at the
+// crate root, deliberately; the public modules are namespaces of their own (what device
+// backends, runtimes and tools use), whose items are not also at the root.
 pub mod device_kernel;
-pub mod dispatch;
+mod dispatch;
 pub mod dot;
-pub mod error;
-pub mod index;
+mod error;
+mod index;
 mod kernel_token;
-pub mod parallel_copy;
+mod parallel_copy;
 pub mod point_loop;
-pub mod policy;
+mod policy;
 pub mod profiling;
-pub mod reducer;
-pub mod space;
+mod reducer;
+mod space;
 mod sync_prims;
-pub mod team;
-pub mod unique_token;
-pub mod view;
+mod team;
+mod unique_token;
+mod view;
 
-pub use device_kernel::DeviceKernel;
-pub use device_kernel::DeviceToken;
+/// Hooks for runtimes that order launches themselves (the implicit DAG, explicit graphs):
+/// allocation identity, borrow groups and held borrows.
+pub use view::held;
+
 pub use dispatch::{
     ForKernel, FullSpace, IntoLaunch, LaunchSpace, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan,
     ReduceInto, ReduceKernel, ScanKernel, ValidatedPolicy, parallel_for, parallel_for_validated,
     parallel_reduce, parallel_reduce_into, parallel_reduce_validated, parallel_scan, parallel_scan_validated,
 };
-pub use error::{Error, IoError, Result, RuntimeError};
-pub use index::{Idx, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx};
+pub use error::{Error, IoError, Result, RuntimeError, drop_panic_payload};
+pub use index::{Idx, IndexBounds, LeagueIdx, LeagueToken, MdIdx, TeamIdx, TeamSlotIdx, team_owner};
 #[doc(hidden)]
 pub use kernel_token::device_token_on_host;
 pub use kernel_token::{DeviceUniqueToken, KernelToken, KernelTokenSpace, NoHostToken};
@@ -62,23 +67,30 @@ pub use kernel_token::{DeviceUniqueToken, KernelToken, KernelTokenSpace, NoHostT
 pub use num_complex::{self, Complex};
 pub use parallel_copy::deep_copy_on;
 pub use policy::{
-    DEFAULT_LINE_TILE, ExecutionPolicy, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK, MDRangePolicy, PerTeam,
-    PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize, VectorLength,
+    DEFAULT_LINE_TILE, ExecutionPolicy, IntoPolicy, IterationOrder, MAX_MDRANGE_RANK, MDRangePolicy, MdBound,
+    PerTeam, PerThread, RangePolicy, SCRATCH_LEVELS, Schedule, TeamPolicy, TeamSize, TileShare, Tiling,
+    VectorLength, for_each_point,
 };
 pub use reducer::*;
 pub use space::{
-    ArrayLayout, ExecutionSpace, HostAccessibleSpace, HostSpace, LayoutLeft, LayoutRight, LayoutStride,
-    MAX_PARTITIONS, MemorySpace, MemorySpaceAccess, SpaceAccessibility, check_partition_count,
+    AllocationRecord, AllocationRecords, ArrayLayout, ExecutionSpace, HostAccessibleSpace, HostSpace,
+    LayoutLeft, LayoutRight, LayoutStride, MAX_PARTITIONS, MemorySpace, MemorySpaceAccess,
+    SpaceAccessibility, check_partition_count,
 };
 pub use team::{
     NestedBounds, NestedLevel, ScratchBuffer, ScratchElement, ScratchPad, ScratchSlice, TeamMember,
     TeamThreadRange, TeamVectorRange, ThreadVectorRange,
 };
-pub use unique_token::{TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace};
+pub use unique_token::{
+    PreferredId, TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace, prefer_id,
+};
+pub use view::access::{
+    BoundAtomic, PreparedAtomic, PreparedReader, PreparedScatter, PreparedWriter, ReadIndex, Token,
+};
 pub use view::{
-    AccessibleArgs, AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundScatter, BoundTeamSlots,
-    BoundWriter, HostRead, HostWrite, LaunchArgs, LockedAtomic, Lookup, PlaneRow, Reader, RowReader,
-    ScatterAccess, ScatterMax, ScatterMin, ScatterOp, ScatterProd, ScatterSum, ScatterView, Slice, TeamPlane,
-    TeamRow, TeamSlots, View, ViewIndex, ViewValue, Writer, create_mirror_view, create_mirror_view_and_copy,
-    deep_copy, deep_copy_fill,
+    AccessKind, AccessibleArgs, AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundScatter,
+    BoundTeamSlots, BoundWriter, Footprint, HostRead, HostWrite, LaunchArgs, LockedAtomic, LockedCell,
+    Lookup, MAX_VIEW_RANK, PlaneRow, Reader, RowReader, ScatterAccess, ScatterMax, ScatterMin, ScatterOp,
+    ScatterProd, ScatterSum, ScatterView, Slice, TeamPlane, TeamRow, TeamSlots, View, ViewIndex, ViewValue,
+    Writer, create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill,
 };

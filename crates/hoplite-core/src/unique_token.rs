@@ -268,7 +268,7 @@ fn preferred_id() -> usize {
 /// launch, so the threads of one launch prefer different ids.
 ///
 /// ```
-/// use hoplite_core::unique_token::prefer_id;
+/// use hoplite_core::prefer_id;
 /// use hoplite_core::{TokenPool, UniqueToken};
 /// let pool = TokenPool::new(4, "Example")?;
 /// let _rank = prefer_id(2);

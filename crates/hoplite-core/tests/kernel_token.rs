@@ -3,8 +3,8 @@
 use hoplite_macros::kernel;
 use hoplite_serial::Serial;
 
+use hoplite_core::BoundAtomic;
 use hoplite_core::device_kernel::device_launch_of;
-use hoplite_core::view::access::BoundAtomic;
 use hoplite_core::{
     DeviceUniqueToken, Error, HostSpace, Idx, KernelTokenSpace, RangePolicy, TokenPool, UniqueToken, View,
     parallel_for,

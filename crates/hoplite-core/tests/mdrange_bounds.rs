@@ -1,7 +1,7 @@
 //! MDRange bounds and origins of every integer type: what cannot be represented is refused
 //! with a typed error, never saturated into a different box.
 
-use hoplite_core::policy::for_each_point;
+use hoplite_core::for_each_point;
 use hoplite_core::{Error, ExecutionPolicy, IterationOrder, MDRangePolicy};
 use hoplite_serial::Serial;
 

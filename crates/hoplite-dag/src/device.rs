@@ -366,7 +366,7 @@ fn serve<S: ExecutionSpace>(queue: &Queue<S>, space: &S) {
 /// alive whatever the work does, so every later event still completes.
 fn caught(work: impl FnOnce()) {
     if let Err(payload) = catch_unwind(AssertUnwindSafe(work)) {
-        hoplite_core::error::drop_panic_payload(payload);
+        hoplite_core::drop_panic_payload(payload);
     }
 }
 

@@ -64,8 +64,8 @@ pub use context::{
     Context, ContextOptions, DagSnapshot, Execution, HISTORY_LIMIT, Pending, Progress, StreamInfo, Vertex,
     VertexInfo, VertexState,
 };
+pub use hoplite_core::AccessKind;
 pub use hoplite_core::IoError;
-pub use hoplite_core::view::AccessKind;
 pub use hoplite_graph::Access;
 pub use model::{DependencyPolicy, VertexId};
 pub use record::{Recorder, record, record_with};

@@ -14,8 +14,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use hoplite_core::view::AccessKind;
-use hoplite_core::view::held::AllocationKey;
+use hoplite_core::AccessKind;
+use hoplite_core::held::AllocationKey;
 use hoplite_graph::Access;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;

@@ -495,7 +495,7 @@ fn bandwidth_csv_and_bad_options_are_typed_errors() {
 /// every frontier vertex, in launch order. The model indexes active accesses by allocation
 /// instead; it must give the same edges (parents and views) and the same frontier.
 mod reference {
-    use hoplite_core::view::AccessKind;
+    use hoplite_core::AccessKind;
     use hoplite_dag::model::{DependencyPolicy, Edge, VertexId};
     use hoplite_graph::Access;
     use std::collections::HashMap;
@@ -625,7 +625,7 @@ proptest::proptest! {
         steps in proptest::collection::vec(step(), 1..60),
         no_const in proptest::prelude::any::<bool>(),
     ) {
-        use hoplite_core::view::AccessKind;
+        use hoplite_core::AccessKind;
         let policy = if no_const { DependencyPolicy::NoConst } else { DependencyPolicy::WithConst };
         let (x, y, _) = views();
         let parts: Vec<[View<f64, 1>; 4]> = [&x, &y]

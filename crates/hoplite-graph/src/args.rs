@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use hoplite_core::view::held::{AllocationKey, BorrowGroup, GroupedHandle, HeldBorrow};
-use hoplite_core::view::{AccessKind, Footprint};
+use hoplite_core::held::{AllocationKey, BorrowGroup, GroupedHandle, HeldBorrow};
+use hoplite_core::{AccessKind, Footprint};
 use hoplite_core::{
     ArrayLayout, AtomicHandle, AtomicValue, ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, HostRead,
     HostWrite, IterationOrder, LaunchArgs, LaunchSpec, Lookup, MDRangePolicy, MemorySpace, RangePolicy,
@@ -47,7 +47,7 @@ impl Access {
     ///
     /// ```
     /// use hoplite_core::View;
-    /// use hoplite_core::view::AccessKind;
+    /// use hoplite_core::AccessKind;
     /// use hoplite_graph::Access;
     ///
     /// let x: View<f64, 1> = View::new("x", [4])?;
@@ -123,7 +123,7 @@ pub trait GraphArgs: LaunchArgs + Sized + 'static {
     fn record(views: &Self::Views, out: &mut Vec<Access>);
     /// Makes handles of the same kinds in borrow `group`: checked against every borrow
     /// outside the group, not against the group's other handles (see
-    /// [`BorrowGroup`](hoplite_core::view::held::BorrowGroup)). A runtime that orders
+    /// [`BorrowGroup`](hoplite_core::held::BorrowGroup)). A runtime that orders
     /// launches itself holds them from the moment it accepts a launch until the launch ends.
     ///
     /// # Safety

@@ -292,7 +292,7 @@ impl<S: ExecutionSpace> NodeKernel<S> for SharedNode<S> {
     }
     unsafe fn hold_handles_in(
         &self,
-        group: &hoplite_core::view::held::BorrowGroup,
+        group: &hoplite_core::held::BorrowGroup,
     ) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
         // SAFETY: the caller's contract is the same.
         unsafe { self.0.hold_handles_in(group) }

@@ -2,10 +2,10 @@
 
 use std::fmt::{self, Write as _};
 
+use hoplite_core::AccessKind;
 use hoplite_core::ExecutionSpace;
 use hoplite_core::dot;
-use hoplite_core::view::AccessKind;
-use hoplite_core::view::held::AllocationKey;
+use hoplite_core::held::AllocationKey;
 use rustc_hash::FxHashMap;
 
 use crate::Access;

@@ -7,9 +7,9 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
+use hoplite_core::IndexBounds;
 use hoplite_core::device_kernel::{DeviceLaunch, DynReducer, device_launch_of};
-use hoplite_core::index::IndexBounds;
-use hoplite_core::view::held::BorrowGroup;
+use hoplite_core::held::BorrowGroup;
 use hoplite_core::{
     ExecutionPolicy, ExecutionSpace, HostAccessibleSpace, LaunchSpec, ParallelFor, ParallelReduce,
     ParallelScan, Reducer, ScanValue, ValidatedPolicy, View, ViewValue, parallel_for_validated,
@@ -441,7 +441,7 @@ impl<T: ViewValue, L: hoplite_core::ArrayLayout, S: HostAccessibleSpace> ReduceT
         Some(Access {
             allocation: self.allocation_key(),
             footprint: self.footprint(),
-            kind: hoplite_core::view::AccessKind::Write,
+            kind: hoplite_core::AccessKind::Write,
             view: Arc::from(self.label()),
             bytes: std::mem::size_of::<T>(),
             location: None,

@@ -8,7 +8,7 @@ mod kernels;
 
 use std::path::PathBuf;
 
-use hoplite::DeviceKernel;
+use hoplite::device_kernel::DeviceKernel;
 use hoplite::device_kernel::DeviceKernelInfo;
 use hoplite_kernel_check::nvrtc::{NVRTC_ENV, Nvrtc, PTXAS_ENV, PtxasReport, ptxas};
 use kernels::*;

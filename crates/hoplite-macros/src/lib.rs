@@ -567,7 +567,7 @@ fn bound_type(krate: &Path, handle: &Handle) -> TokenStream2 {
         HandleKind::Lookup => quote!(#krate::BoundLookup<'it, #element, #rank, #layout>),
         HandleKind::Writer => quote!(#krate::BoundWriter<'it, #element, #rank, #layout>),
         HandleKind::TeamSlots => quote!(#krate::BoundTeamSlots<'it, #element, #layout>),
-        HandleKind::Atomic => quote!(#krate::view::access::BoundAtomic<'it, #element, #rank, #layout>),
+        HandleKind::Atomic => quote!(#krate::BoundAtomic<'it, #element, #rank, #layout>),
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use hoplite_core::view::LaunchArgs;
+use hoplite_core::LaunchArgs;
 use hoplite_core::{ArrayLayout, HostAccessibleSpace, LayoutStride, RangePolicy, Slice, View, ViewValue};
 use hoplite_dag::device::{Device, Stream};
 use hoplite_dag::{Context, Vertex, VertexState};

@@ -672,7 +672,7 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
     {
         Ok(ptx) => println!(
             "the reduce entry `{}` compiles to {} bytes of PTX for compute_90",
-            <sum_of_squares as hoplite::DeviceKernel>::ENTRY,
+            <sum_of_squares as hoplite::device_kernel::DeviceKernel>::ENTRY,
             ptx.len()
         ),
         Err(e) => println!("PTX size not shown: {e}"),
@@ -1006,7 +1006,7 @@ fn unique_tokens() -> Result<()> {
 #[hoplite::kernel]
 fn private_row_histogram(
     i: Idx<'_>,
-    rows: hoplite::view::access::BoundAtomic<'_, u64, 1>,
+    rows: hoplite::BoundAtomic<'_, u64, 1>,
     tokens: &impl UniqueToken,
     bins: usize,
 ) {

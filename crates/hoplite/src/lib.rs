@@ -65,8 +65,24 @@ compile_error!("hoplite needs at least one backend feature: enable `rayon` or `s
 
 pub use hoplite_core::*;
 
+/// The core's launch functions, generic over the execution space: for code written for any
+/// backend (`fn run<S: LaunchSpace>(..)`), where the root's [`parallel_for`](crate::parallel_for())
+/// and its siblings take the default space and plain `usize` ranges.
+///
+/// ```
+/// use hoplite::{LaunchSpace, RangePolicy, Serial, Sum};
+/// fn total<S: LaunchSpace>(space: S, n: usize) -> hoplite::Result<usize> {
+///     hoplite::dispatch::parallel_reduce("total", RangePolicy::new(space, 0..n), |i, acc| *acc += *i, Sum::new())
+/// }
+/// assert_eq!(total(Serial::default(), 10)?, 45);
+/// # Ok::<(), hoplite::Error>(())
+/// ```
+pub mod dispatch {
+    pub use hoplite_core::{parallel_for, parallel_reduce, parallel_reduce_into, parallel_scan};
+}
+
 /// Single-source kernels: `#[kernel]` keeps a function as a native kernel and translates it to
-/// CUDA C (see `docs/kernels.md` and [`DeviceKernel`]).
+/// CUDA C (see `docs/kernels.md` and [`DeviceKernel`](device_kernel::DeviceKernel)).
 ///
 /// ```
 /// use hoplite::prelude::*;
@@ -358,7 +374,12 @@ pub mod prelude {
         TeamVectorRange, ThreadVectorRange, UniqueToken, UniqueTokenSpace, VectorLength, parallel_for,
         parallel_reduce, parallel_reduce_into, parallel_scan,
     };
-    pub use hoplite_core::reducer::*;
+    // The reducers and their value traits (every item of the core's reducer module).
+    pub use hoplite_core::{
+        BAnd, BOr, BitIdentity, Custom, FirstLoc, LAnd, LOr, LastLoc, Location, Max, MaxFirstLoc, MaxLoc,
+        Min, MinFirstLoc, MinLoc, MinMax, MinMaxFirstLastLoc, MinMaxLoc, MinMaxLocScalar, MinMaxScalar,
+        MinMaxValue, Prod, ProdValue, ReductionIdentity, ScanValue, Sum, SumValue, ValLoc,
+    };
     pub use hoplite_core::{
         Complex, HostSpace, LayoutLeft, LayoutRight, LayoutStride, LockedAtomic, MemorySpace, ScatterMax,
         ScatterMin, ScatterProd, ScatterSum, ScatterView, Slice, View, create_mirror_view,

@@ -1,9 +1,10 @@
 //! `#[kernel]` functions as native kernels: the same launches as closures, on serial and
 //! rayon, give the same results as the closures.
 
+use hoplite::device_kernel::DeviceKernel;
 use hoplite::device_kernel::{DeviceIteration, DeviceParam, DevicePattern, HandleAccess, ScalarType};
 use hoplite::prelude::*;
-use hoplite::{BoundReader, BoundWriter, DeviceKernel, RayonSpace, Serial, kernel};
+use hoplite::{BoundReader, BoundWriter, RayonSpace, Serial, kernel};
 
 #[kernel]
 fn triad(

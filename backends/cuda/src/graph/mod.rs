@@ -30,7 +30,7 @@ mod reduce;
 
 use std::sync::Arc;
 
-use hoplite_core::view::held::BorrowGroup;
+use hoplite_core::held::BorrowGroup;
 use hoplite_graph::{Access, GraphBackend, GraphNodes, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
 

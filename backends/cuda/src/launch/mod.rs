@@ -1,5 +1,5 @@
 // Over 800 lines: the launches (range, MDRange, team; for, reduce, scan) share one check, plan and pack path, with its unit tests beside it.
-//! Launching a [`DeviceKernel`](hoplite_core::DeviceKernel) over a range, an MDRange or a
+//! Launching a [`DeviceKernel`](hoplite_core::device_kernel::DeviceKernel) over a range, an MDRange or a
 //! league of teams on a [`Cuda`] instance, for the core's `parallel_for`, `parallel_reduce`
 //! and `parallel_scan` on a `Cuda` policy (`crate::dispatch` finds the kernel in the launch):
 //! the module from the cache, loaded once per device; the geometry from [`crate::geometry`];

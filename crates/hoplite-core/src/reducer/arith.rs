@@ -16,7 +16,7 @@ use crate::device_kernel::DeviceJoin;
 /// Sum reduction: identity [`ReductionIdentity::sum`] (`0`), join `dst += src`.
 ///
 /// ```
-/// use hoplite_core::reducer::{Reducer, Sum};
+/// use hoplite_core::{Reducer, Sum};
 ///
 /// let r = Sum::<i64>::new();
 /// let mut a = r.init();
@@ -35,7 +35,7 @@ commutative_reducer! {
 /// `dst *= src`.
 ///
 /// ```
-/// use hoplite_core::reducer::{Prod, Reducer};
+/// use hoplite_core::{Prod, Reducer};
 ///
 /// let r = Prod::<f64>::new();
 /// let mut a = r.init();
@@ -56,7 +56,7 @@ commutative_reducer! {
 /// own types.
 ///
 /// ```
-/// use hoplite_core::reducer::{Reducer, Sum};
+/// use hoplite_core::{Reducer, Sum};
 /// let r = Sum::<[f64; 3]>::new();
 /// let mut a = r.init();
 /// r.join(&mut a, [1.0, 2.0, 3.0]);

@@ -21,7 +21,7 @@ fn no_finalize<V>(_: &mut V) {}
 /// `join` is associative (it may rely on `dst` covering the lower indices).
 ///
 /// ```
-/// use hoplite_core::reducer::{Custom, Reducer};
+/// use hoplite_core::{Custom, Reducer};
 ///
 /// // Concatenation: associative but not commutative.
 /// let r = Custom::new(Vec::new, |dst: &mut Vec<u32>, src| dst.extend(src));

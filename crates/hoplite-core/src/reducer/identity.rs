@@ -15,7 +15,7 @@
 /// `<T as ReductionIdentity>::min()`.
 ///
 /// ```
-/// use hoplite_core::reducer::ReductionIdentity;
+/// use hoplite_core::ReductionIdentity;
 ///
 /// assert_eq!(<i32 as ReductionIdentity>::min(), i32::MAX);
 /// assert_eq!(<f64 as ReductionIdentity>::max(), f64::NEG_INFINITY);
@@ -80,7 +80,7 @@ float_identities!(f32, f64);
 /// `true` and `bor` is `false`, matching `&=` / `|=` on `bool`).
 ///
 /// ```
-/// use hoplite_core::reducer::BitIdentity;
+/// use hoplite_core::BitIdentity;
 ///
 /// assert_eq!(u8::band(), 0xff);
 /// assert_eq!(i32::band(), -1);

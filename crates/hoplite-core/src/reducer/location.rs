@@ -50,7 +50,7 @@ impl<T: PartialOrd, I: Location> ValLoc<T, I> {
     /// index, whatever order the updates come in).
     ///
     /// ```
-    /// use hoplite_core::reducer::{MinLoc, Reducer, ValLoc};
+    /// use hoplite_core::{MinLoc, Reducer, ValLoc};
     ///
     /// let mut acc = MinLoc::<f64>::new().init();
     /// acc.update_min(2.0, 5);
@@ -147,7 +147,7 @@ val_loc_reducer! {
     /// index regardless of how the range was split.
     ///
     /// ```
-    /// use hoplite_core::reducer::{MinLoc, Reducer, ValLoc};
+    /// use hoplite_core::{MinLoc, Reducer, ValLoc};
     ///
     /// let r = MinLoc::<i32>::new();
     /// let mut a = ValLoc { val: 1, loc: Some(4) };
@@ -205,7 +205,7 @@ impl<T: Copy + PartialOrd, I: Location> MinMaxLocScalar<T, I> {
     /// both sides.
     ///
     /// ```
-    /// use hoplite_core::reducer::{MinMaxLoc, Reducer};
+    /// use hoplite_core::{MinMaxLoc, Reducer};
     ///
     /// let mut acc = MinMaxLoc::<i32>::new().init();
     /// for (i, x) in [2, 9, 1, 9, 1].into_iter().enumerate() {
@@ -224,7 +224,7 @@ impl<T: Copy + PartialOrd, I: Location> MinMaxLocScalar<T, I> {
     /// (like C++ `std::minmax_element`).
     ///
     /// ```
-    /// use hoplite_core::reducer::{MinMaxFirstLastLoc, Reducer};
+    /// use hoplite_core::{MinMaxFirstLastLoc, Reducer};
     ///
     /// let mut acc = MinMaxFirstLastLoc::<i32>::new().init();
     /// for (i, x) in [2, 9, 1, 9, 1].into_iter().enumerate() {
@@ -372,7 +372,7 @@ index_loc_reducer! {
     /// the present indices.
     ///
     /// ```
-    /// use hoplite_core::reducer::{FirstLoc, Reducer};
+    /// use hoplite_core::{FirstLoc, Reducer};
     ///
     /// let x = [1, 4, 6, 3, 8];
     /// let r = FirstLoc::new();

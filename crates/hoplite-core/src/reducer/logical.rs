@@ -49,7 +49,7 @@ commutative_reducer! {
 /// join `dst &= src`.
 ///
 /// ```
-/// use hoplite_core::reducer::{BAnd, Reducer};
+/// use hoplite_core::{BAnd, Reducer};
 ///
 /// let r = BAnd::<u8>::new();
 /// let mut a = r.init();

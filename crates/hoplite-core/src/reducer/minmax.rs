@@ -17,7 +17,7 @@ use crate::device_kernel::DeviceJoin;
 /// for every non-NaN value.
 ///
 /// ```
-/// use hoplite_core::reducer::{Min, Reducer};
+/// use hoplite_core::{Min, Reducer};
 ///
 /// let r = Min::<f64>::new();
 /// let mut a = r.init();
@@ -42,7 +42,7 @@ commutative_reducer! {
 /// for every non-NaN value.
 ///
 /// ```
-/// use hoplite_core::reducer::{Max, Reducer};
+/// use hoplite_core::{Max, Reducer};
 ///
 /// let r = Max::<i32>::new();
 /// let mut a = r.init();
@@ -79,7 +79,7 @@ impl<T: Copy + PartialOrd> MinMaxScalar<T> {
     /// Folds one value into both sides (what a kernel calls per element).
     ///
     /// ```
-    /// use hoplite_core::reducer::{MinMax, Reducer};
+    /// use hoplite_core::{MinMax, Reducer};
     ///
     /// let mut acc = MinMax::<i32>::new().init();
     /// for x in [3, -1, 4] {

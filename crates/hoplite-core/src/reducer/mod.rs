@@ -66,7 +66,7 @@
 //! from `init`, joined in index order, then finalized.
 //!
 //! ```
-//! use hoplite_core::reducer::{MinLoc, Reducer, ValLoc};
+//! use hoplite_core::{MinLoc, Reducer, ValLoc};
 //!
 //! let x = [3.0, -1.0, 4.0, -1.0, 5.0];
 //! let r = MinLoc::<f64>::new();
@@ -121,7 +121,7 @@ use crate::device_kernel::DeviceJoin;
 /// # Implementing a reducer
 ///
 /// ```
-/// use hoplite_core::reducer::Reducer;
+/// use hoplite_core::Reducer;
 ///
 /// /// Counts and sums the values; `finalize` turns the sum into the mean.
 /// struct Mean;

@@ -26,7 +26,7 @@ impl AccessKind {
     /// handle".
     ///
     /// ```
-    /// use hoplite_core::view::AccessKind;
+    /// use hoplite_core::AccessKind;
     /// assert_eq!(AccessKind::Write.noun(), "writer");
     /// ```
     pub fn noun(self) -> &'static str {

@@ -49,7 +49,7 @@ use crate::view::{AccessKind, Footprint, View, ViewValue};
 ///
 /// ```
 /// use hoplite_core::View;
-/// use hoplite_core::view::held::{BorrowGroup, GroupedHandle};
+/// use hoplite_core::held::{BorrowGroup, GroupedHandle};
 /// let x: View<f64, 1> = View::new("x", [4])?;
 /// let group = BorrowGroup::new();
 /// let mut held = None;
@@ -243,7 +243,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
 ///
 /// ```
 /// use hoplite_core::{View, Writer};
-/// use hoplite_core::view::held::{BorrowGroup, GroupedHandle};
+/// use hoplite_core::held::{BorrowGroup, GroupedHandle};
 /// let x: View<f64, 1> = View::new("x", [4])?;
 /// let group = BorrowGroup::new();
 /// // SAFETY: the two writers are never used (they are only held).
@@ -299,7 +299,7 @@ pub trait GroupedHandle: Sized + sealed::Sealed {
     ///
     /// ```
     /// use hoplite_core::{AtomicHandle, TeamSlots, View};
-    /// use hoplite_core::view::held::{BorrowGroup, GroupedHandle};
+    /// use hoplite_core::held::{BorrowGroup, GroupedHandle};
     /// let x: View<u32, 2> = View::new("x", [2, 2])?;
     /// let group = BorrowGroup::new();
     /// // SAFETY: the handles are only held, never used.
@@ -327,7 +327,7 @@ pub trait GroupedHandle: Sized + sealed::Sealed {
     ///
     /// ```
     /// use hoplite_core::{View, Writer};
-    /// use hoplite_core::view::held::{BorrowGroup, GroupedHandle};
+    /// use hoplite_core::held::{BorrowGroup, GroupedHandle};
     /// let x: View<f64, 1> = View::new("x", [4])?;
     /// let group = BorrowGroup::new();
     /// // SAFETY: the handles are only held, never used.

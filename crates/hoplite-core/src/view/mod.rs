@@ -25,9 +25,9 @@ use std::sync::Arc;
 
 pub use access::{
     AccessibleArgs, AtomicHandle, AtomicValue, BoundLookup, BoundReader, BoundScatter, BoundTeamSlots,
-    BoundWriter, HostRead, HostWrite, LaunchArgs, Lookup, PlaneRow, PreparedScatter, Reader, RowReader,
-    ScatterAccess, ScatterMax, ScatterMin, ScatterOp, ScatterProd, ScatterSum, ScatterView, TeamPlane,
-    TeamRow, TeamSlots, ViewIndex, Writer,
+    BoundWriter, HostRead, HostWrite, LaunchArgs, Lookup, PlaneRow, Reader, RowReader, ScatterAccess,
+    ScatterMax, ScatterMin, ScatterOp, ScatterProd, ScatterSum, ScatterView, TeamPlane, TeamRow, TeamSlots,
+    ViewIndex, Writer,
 };
 pub use copy::{create_mirror_view, create_mirror_view_and_copy, deep_copy, deep_copy_fill};
 pub use footprint::{AccessKind, Footprint, MAX_VIEW_RANK};

@@ -1,6 +1,6 @@
 //! Unit tests of the reducers' values, identities and joins, without a launch.
 
-use hoplite_core::reducer::*;
+use hoplite_core::*;
 use std::fmt::Debug;
 
 const DATA: [i32; 8] = [3, -1, 4, -1, 5, 9, -2, 6];

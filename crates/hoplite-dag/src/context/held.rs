@@ -1,8 +1,8 @@
 //! The borrows the context holds for its vertices' handles, one per allocation, elements and
 //! access kind, and the launch-time hook (`LaunchSlots`) through which handles take them.
 
-use hoplite_core::view::held::{AllocationKey, BorrowGroup, HeldBorrow};
-use hoplite_core::view::{AccessKind, Footprint};
+use hoplite_core::held::{AllocationKey, BorrowGroup, HeldBorrow};
+use hoplite_core::{AccessKind, Footprint};
 use hoplite_graph::HeldBorrows;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;

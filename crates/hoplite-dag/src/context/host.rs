@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use hoplite_core::view::AccessKind;
+use hoplite_core::AccessKind;
 use hoplite_core::{ArrayLayout, HostAccessibleSpace, HostRead, HostWrite, View, ViewValue};
 use hoplite_graph::Access;
 

@@ -135,7 +135,7 @@ impl<D: Device> Context<D> {
     /// ```
     pub fn task<A, F>(&self, label: &str, args: A, work: F) -> Result<Vertex>
     where
-        A: GraphArgs + hoplite_core::view::LaunchArgs + 'static,
+        A: GraphArgs + hoplite_core::LaunchArgs + 'static,
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&A) -> hoplite_core::Result<()> + Send + 'static,
     {
@@ -170,7 +170,7 @@ impl<D: Device> Context<D> {
     /// ```
     pub fn task_on<A, F>(&self, label: &str, args: A, work: F) -> Result<Vertex>
     where
-        A: GraphArgs + hoplite_core::view::LaunchArgs + 'static,
+        A: GraphArgs + hoplite_core::LaunchArgs + 'static,
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {
@@ -206,7 +206,7 @@ impl<D: Device> Context<D> {
     /// ```
     pub fn task_on_device<A, F>(&self, label: &str, device: usize, args: A, work: F) -> Result<Vertex>
     where
-        A: GraphArgs + hoplite_core::view::LaunchArgs + 'static,
+        A: GraphArgs + hoplite_core::LaunchArgs + 'static,
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {
@@ -217,7 +217,7 @@ impl<D: Device> Context<D> {
     /// device `pin`, if given).
     fn task_at<A, F>(&self, label: &str, pin: Option<usize>, args: A, work: F) -> Result<Vertex>
     where
-        A: GraphArgs + hoplite_core::view::LaunchArgs + 'static,
+        A: GraphArgs + hoplite_core::LaunchArgs + 'static,
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {

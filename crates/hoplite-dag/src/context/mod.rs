@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hoplite_core::ParallelFor;
-use hoplite_core::view::held::BorrowGroup;
+use hoplite_core::held::BorrowGroup;
 use rustc_hash::FxHashMap as HashMap;
 
 pub use history::HISTORY_LIMIT;

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use hoplite_core::view::held::AllocationKey;
+use hoplite_core::held::AllocationKey;
 use hoplite_graph::Access;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use hoplite_core::view::AccessKind;
+use hoplite_core::AccessKind;
 use hoplite_core::{ExecutionPolicy, ValidatedPolicy};
 use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
 use smallvec::SmallVec;
@@ -492,8 +492,8 @@ struct Planned {
 
 #[cfg(test)]
 mod tests {
+    use hoplite_core::AccessKind;
     use hoplite_core::View;
-    use hoplite_core::view::AccessKind;
     use hoplite_serial::Serial;
 
     use super::*;

@@ -130,7 +130,7 @@ fn a_submit_holds_every_launch_nodes_handles_in_one_group() {
             });
     })
     .expect("graph");
-    let hold = |group: &hoplite_core::view::held::BorrowGroup| {
+    let hold = |group: &hoplite_core::held::BorrowGroup| {
         let mut held = Vec::new();
         for entry in graph.nodes().as_slice() {
             // SAFETY: the handles are only held, never used, and dropped before `group`.
@@ -140,7 +140,7 @@ fn a_submit_holds_every_launch_nodes_handles_in_one_group() {
         }
         Ok::<_, Error>(held)
     };
-    let group = hoplite_core::view::held::BorrowGroup::new();
+    let group = hoplite_core::held::BorrowGroup::new();
     let held = hold(&group).expect("a writer and a later reader of `y` share the group");
     assert_eq!(held.len(), 2, "both launch nodes hold handles");
     assert!(y.host_read().is_err(), "the held writer keeps the host out");
@@ -149,7 +149,7 @@ fn a_submit_holds_every_launch_nodes_handles_in_one_group() {
     assert!(y.host_read().is_ok() && z.host_write().is_ok());
 
     let reader = y.read();
-    let e = hold(&hoplite_core::view::held::BorrowGroup::new()).expect_err("a reader outside the group");
+    let e = hold(&hoplite_core::held::BorrowGroup::new()).expect_err("a reader outside the group");
     assert!(matches!(e, Error::BorrowConflict { .. }), "{e:?}");
     drop(reader);
     graph.submit().expect("the graph still runs");

@@ -55,8 +55,8 @@ use hoplite_abi::{
     DeviceIteration, DeviceJoin, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess, HandleArg,
     IndexOrder, IterationArgs, KernelArg, ParamBuffer, ReduceWalk, ScalarType, TokenArg, device_join_for,
 };
+use hoplite_core::AllocationRecords;
 use hoplite_core::device_kernel::{DeviceHandle, DeviceLaunch, DeviceTokenArg};
-use hoplite_core::space::AllocationRecords;
 use hoplite_core::{
     DeviceUniqueToken, Error, ExecutionSpace, HostSpace, KernelTokenSpace, MemorySpace, Reducer, Result,
     ScanValue, SpaceAccessibility,

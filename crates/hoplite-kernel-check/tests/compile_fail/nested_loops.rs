@@ -1,6 +1,6 @@
 use hoplite::prelude::*;
 use hoplite::kernel;
-use hoplite::view::access::BoundAtomic;
+use hoplite::BoundAtomic;
 
 #[kernel]
 fn early_out(m: &impl TeamMember, out: BoundAtomic<'_, f64, 1>, n: usize) {

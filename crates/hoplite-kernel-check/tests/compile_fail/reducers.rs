@@ -1,6 +1,6 @@
 use hoplite::prelude::*;
 use hoplite::kernel;
-use hoplite::view::access::BoundAtomic;
+use hoplite::BoundAtomic;
 use hoplite::BoundReader;
 
 // Locations in team and nested reductions are not translated yet.

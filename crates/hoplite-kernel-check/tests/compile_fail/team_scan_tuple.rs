@@ -1,6 +1,6 @@
 use hoplite::prelude::*;
 use hoplite::kernel;
-use hoplite::view::access::BoundAtomic;
+use hoplite::BoundAtomic;
 
 #[kernel]
 fn scanned(m: &impl TeamMember, out: BoundAtomic<'_, usize, 1>) {

@@ -1,6 +1,6 @@
 use hoplite::prelude::*;
 use hoplite::kernel;
-use hoplite::view::access::BoundAtomic;
+use hoplite::BoundAtomic;
 
 // An id that is never given back: the host pool would lose it for good.
 #[kernel]

@@ -15,8 +15,9 @@ mod walks;
 use std::path::PathBuf;
 
 use hoplite::device_kernel::DeviceJoin;
+use hoplite::device_kernel::DeviceKernel;
 use hoplite::prelude::*;
-use hoplite::{DeviceKernel, RayonSpace, Serial};
+use hoplite::{RayonSpace, Serial};
 use hoplite_kernel_check::{Grid, HostArray, HostModule, Outcome, Scratch, Value, host_compiler};
 use kernels::*;
 

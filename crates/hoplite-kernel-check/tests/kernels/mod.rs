@@ -5,8 +5,8 @@
 
 use hoplite::prelude::*;
 use hoplite::{BoundLookup, BoundReader, BoundTeamSlots, BoundWriter, kernel};
+use hoplite_core::BoundAtomic;
 use hoplite_core::ValLoc;
-use hoplite_core::view::access::BoundAtomic;
 
 #[kernel]
 pub fn triad(
