@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hoplite_dag::selection::Location;
+use hoplite_dag::Location;
 
 use crate::CudaError;
 use crate::driver::{self, Device, DeviceBuffer, PinnedBuffer, Stream, TimingEvent};
@@ -49,7 +49,7 @@ pub fn gb_per_s(bytes: u64, copies: u32, elapsed: Duration) -> f64 {
 ///
 /// ```
 /// use hoplite_cuda::bandwidth::{bandwidth_csv, BandwidthLink};
-/// use hoplite_dag::selection::{BandwidthMatrix, Location};
+/// use hoplite_dag::{BandwidthMatrix, Location};
 /// let csv = bandwidth_csv(&[
 ///     BandwidthLink { from: Location::Cpu, to: Location::Device(0), gb_per_s: 24.5 },
 ///     BandwidthLink { from: Location::Device(0), to: Location::Device(0), gb_per_s: 1500.0 },

@@ -8,7 +8,7 @@
 //! streams as hoplite-select resources timed with CUDA events (`select`) — those three behind
 //! the cargo features of the same names, below —, GrCUDA-style
 //! raw kernels from CUDA C and a signature ([`raw`]), unique tokens for device kernels
-//! ([`token`]) and peer access between GPUs ([`can_access_peer`], [`Cuda::enable_peer_access`]).
+//! ([`CudaUniqueToken`]) and peer access between GPUs ([`can_access_peer`], [`Cuda::enable_peer_access`]).
 //!
 //! The crate builds and its tests run on machines without CUDA: the driver (`libcuda`) and
 //! NVRTC are loaded at run time, every driver call sits behind the check that the library is
@@ -64,7 +64,7 @@ pub mod reduce;
 #[cfg(feature = "select")]
 pub mod select;
 mod space;
-pub mod token;
+mod token;
 
 pub use error::CudaError;
 pub use launch::DeviceScalar;
@@ -74,7 +74,7 @@ pub use memory::{
 pub use mirror::{HostTransferSpace, create_mirror_view, create_mirror_view_and_copy, create_mirror_view_in};
 pub use peer::can_access_peer;
 pub use space::Cuda;
-pub use token::CudaUniqueToken;
+pub use token::{CudaUniqueToken, device_token_size, lock_words};
 
 /// Whether the CUDA driver library can be loaded on this machine (a GPU may still be
 /// missing: [`Cuda::new`] says).

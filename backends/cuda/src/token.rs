@@ -63,7 +63,7 @@ use crate::{Cuda, CudaError, CudaSpace};
 ///
 /// ```
 /// use hoplite_cuda::geometry::DeviceLimits;
-/// use hoplite_cuda::token::device_token_size;
+/// use hoplite_cuda::device_token_size;
 /// assert_eq!(device_token_size(&DeviceLimits::SM_90), 132 * 2048);
 /// ```
 pub fn device_token_size(limits: &DeviceLimits) -> usize {
@@ -73,7 +73,7 @@ pub fn device_token_size(limits: &DeviceLimits) -> usize {
 /// The `u32` lock words of a token of `size` ids: one bit per id.
 ///
 /// ```
-/// use hoplite_cuda::token::lock_words;
+/// use hoplite_cuda::lock_words;
 /// assert_eq!((lock_words(1), lock_words(32), lock_words(33)), (1, 1, 2));
 /// ```
 pub fn lock_words(size: usize) -> usize {

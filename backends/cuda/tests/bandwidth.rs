@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use hoplite_cuda::CudaError;
 use hoplite_cuda::bandwidth::{BandwidthLink, bandwidth_csv, gb_per_s, measure_bandwidth};
-use hoplite_dag::selection::{BandwidthMatrix, Location};
+use hoplite_dag::{BandwidthMatrix, Location};
 
 #[test]
 fn the_csv_is_what_hoplite_dag_loads() {

@@ -8,7 +8,7 @@ use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundTeamSlots, kernel};
 use hoplite_core::BoundAtomic;
 use hoplite_core::{LayoutRight, RangePolicy, View, parallel_for};
-use hoplite_cuda::token::device_token_size;
+use hoplite_cuda::device_token_size;
 use hoplite_cuda::{Cuda, CudaError, CudaSpace};
 
 /// A histogram with one private row of `nbins` counters per token id.

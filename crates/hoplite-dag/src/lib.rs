@@ -25,9 +25,9 @@
 //!
 //! # Layers
 //!
-//! 1. [`model`], [`selection`] and [`streams`]: the dependency computation, the five device
-//!    selection policies and the stream policies as pure code over descriptions (exact tests,
-//!    no threads).
+//! 1. The model ([`DependencyModel`], [`DeviceSelector`], [`StreamAssigner`]): the dependency
+//!    computation, the five device selection policies and the stream policies as pure code
+//!    over descriptions (exact tests, no threads).
 //! 2. [`device`]: the [`Stream`](device::Stream) and [`Device`](device::Device) traits
 //!    (enqueue, record an event, wait for an event in the stream, synchronize, is idle) and
 //!    the host implementation, whose streams are in-order queues served by threads of their
@@ -53,10 +53,10 @@
 pub mod conformance;
 mod context;
 pub mod device;
-pub mod model;
+mod model;
 mod record;
-pub mod selection;
-pub mod streams;
+mod selection;
+mod streams;
 mod sync_prims;
 mod vertex_table;
 
@@ -67,10 +67,14 @@ pub use context::{
 pub use hoplite_core::AccessKind;
 pub use hoplite_core::IoError;
 pub use hoplite_graph::Access;
-pub use model::{DependencyPolicy, VertexId};
+// GrCUDA's scheduling model, usable on its own (as the context uses it): the dependency
+// model, device selection and stream assignment.
+pub use model::{DependencyModel, DependencyPolicy, Edge, Edges, Plan, VertexId};
 pub use record::{Recorder, record, record_with};
-pub use selection::{BandwidthMatrix, DeviceSelectionPolicy, Location, LocationSet};
-pub use streams::{NewStreamPolicy, ParentStreamPolicy};
+pub use selection::{
+    ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location, LocationSet, MAX_DEVICES,
+};
+pub use streams::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner, StreamState};
 
 /// Errors of the implicit DAG runtime.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

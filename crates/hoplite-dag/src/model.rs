@@ -162,7 +162,7 @@ const EMPTY_ENTRIES_LIMIT: usize = 1 << 12;
 /// The dependency model: vertices still unfinished, their active sets and the frontier.
 ///
 /// ```
-/// use hoplite_dag::model::{DependencyModel, DependencyPolicy};
+/// use hoplite_dag::{DependencyModel, DependencyPolicy};
 /// # use hoplite_core::View;
 /// # use hoplite_graph::{Access, GraphArgs};
 /// # fn accesses<A: GraphArgs>(a: A) -> Vec<Access> { let mut v = Vec::new(); A::record(&a.detach(), &mut v); v }
@@ -386,7 +386,7 @@ impl DependencyModel {
     /// allocates a list nor copies its accesses from one list to another.
     ///
     /// ```
-    /// use hoplite_dag::model::{DependencyModel, DependencyPolicy};
+    /// use hoplite_dag::{DependencyModel, DependencyPolicy};
     /// let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
     /// assert!(dag.access_list().is_empty());
     /// ```

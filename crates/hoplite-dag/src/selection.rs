@@ -36,7 +36,7 @@ pub const MAX_DEVICES: usize = 127;
 /// that tracking where each view is up to date allocates nothing per launch.
 ///
 /// ```
-/// use hoplite_dag::selection::{Location, LocationSet};
+/// use hoplite_dag::{Location, LocationSet};
 /// let mut at = LocationSet::only(Location::Cpu);
 /// at.insert(Location::Device(2));
 /// assert!(at.contains(Location::Device(2)) && !at.contains(Location::Device(0)));
@@ -232,7 +232,7 @@ impl BandwidthMatrix {
     /// the CPU, so `devices + 1` rows of `devices + 1` values.
     ///
     /// ```
-    /// use hoplite_dag::selection::{BandwidthMatrix, Location};
+    /// use hoplite_dag::{BandwidthMatrix, Location};
     /// let m = BandwidthMatrix::from_rows(&[vec![30.0, 45.0, 10.0], vec![45.0, 60.0, 20.0], vec![10.0, 20.0, 0.0]])?;
     /// assert_eq!(m.bandwidth(Location::Cpu, Location::Device(1))?, 20.0);
     /// # Ok::<(), hoplite_dag::DagError>(())
@@ -276,7 +276,7 @@ impl BandwidthMatrix {
     ///   with more GPUs serves a context that uses fewer. CPU to CPU is 0.
     ///
     /// ```
-    /// use hoplite_dag::selection::{BandwidthMatrix, Location};
+    /// use hoplite_dag::{BandwidthMatrix, Location};
     /// let m = BandwidthMatrix::from_csv("From,To,Bandwidth\n0,1,45.7\n1,0,40.2\n-1,0,10.9\n-1,1,12\n1,-1,14\n0,2,99\n", 2)?;
     /// assert_eq!(m.bandwidth(Location::Device(0), Location::Device(1))?, 42.5);
     /// assert_eq!(m.bandwidth(Location::Device(1), Location::Device(0))?, 42.5);
@@ -366,7 +366,7 @@ impl BandwidthMatrix {
     /// else the fastest link from a source (`fastest`, min-min) or the slowest (min-max).
     ///
     /// ```
-    /// use hoplite_dag::selection::{BandwidthMatrix, Location, LocationSet};
+    /// use hoplite_dag::{BandwidthMatrix, Location, LocationSet};
     /// let m = BandwidthMatrix::from_rows(&[vec![30.0, 45.0, 10.0], vec![45.0, 60.0, 20.0], vec![10.0, 20.0, 0.0]])?;
     /// let at: LocationSet = [Location::Device(1), Location::Cpu].into_iter().collect();
     /// assert_eq!(m.bandwidth_from(at, Location::Device(0), true)?, 45.0);
@@ -479,7 +479,7 @@ impl DeviceSelector {
     /// arguments when it does not (round robin, stream aware, or a single device).
     ///
     /// ```
-    /// use hoplite_dag::selection::{DeviceSelectionPolicy, DeviceSelector};
+    /// use hoplite_dag::{DeviceSelectionPolicy, DeviceSelector};
     /// let round_robin = DeviceSelector::new(DeviceSelectionPolicy::RoundRobin, 2, 0.1, None)?;
     /// assert!(!round_robin.needs_data());
     /// let by_size = DeviceSelector::new(DeviceSelectionPolicy::MinTransferSize, 2, 0.1, None)?;
@@ -512,7 +512,7 @@ impl DeviceSelector {
     /// among them. `SingleDevice` gives the first candidate.
     ///
     /// ```
-    /// use hoplite_dag::selection::{DeviceSelectionPolicy, DeviceSelector};
+    /// use hoplite_dag::{DeviceSelectionPolicy, DeviceSelector};
     /// let mut rr = DeviceSelector::new(DeviceSelectionPolicy::RoundRobin, 4, 0.1, None)?;
     /// let picks: Vec<usize> = (0..4).map(|_| rr.select_among(&[], &[], &[3, 1])).collect::<Result<_, _>>()?;
     /// assert_eq!(picks, [1, 3, 1, 3]);

@@ -97,7 +97,7 @@ impl StreamAssigner {
     /// device without the limit would have been given a new stream.
     ///
     /// ```
-    /// use hoplite_dag::streams::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+    /// use hoplite_dag::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
     /// let mut streams = StreamAssigner::new(NewStreamPolicy::AlwaysNew, ParentStreamPolicy::Disjoint);
     /// let s0 = streams.add_stream(0);
     /// assert_eq!(streams.free_or_new(0, Some(1)), Assignment::Existing(s0));
@@ -133,7 +133,7 @@ impl StreamAssigner {
     /// (a launch that must run there).
     ///
     /// ```
-    /// use hoplite_dag::streams::{NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+    /// use hoplite_dag::{NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
     /// let mut streams = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::SameAsParent);
     /// let on_0 = streams.add_stream(0);
     /// streams.place(0, &[], on_0);
@@ -165,7 +165,7 @@ impl StreamAssigner {
     /// [`ParentStreamPolicy::MultiGpuDisjoint`].
     ///
     /// ```
-    /// use hoplite_dag::streams::{NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+    /// use hoplite_dag::{NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
     /// let mut streams = StreamAssigner::new(NewStreamPolicy::Reuse, ParentStreamPolicy::MultiGpuDisjoint);
     /// let (a, b, c) = (streams.add_stream(0), streams.add_stream(1), streams.add_stream(1));
     /// streams.place(0, &[], a);

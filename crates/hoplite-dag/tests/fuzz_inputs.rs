@@ -3,7 +3,7 @@
 //! (proptest's default case count); `PROPTEST_CASES=100000 cargo test -p hoplite-dag --test
 //! fuzz_inputs` runs longer.
 
-use hoplite_dag::selection::{BandwidthMatrix, Location};
+use hoplite_dag::{BandwidthMatrix, Location};
 use proptest::prelude::*;
 
 /// Lines that look like GrCUDA's CSV: numbers, signs, separators, spaces, junk.

@@ -1,11 +1,11 @@
 //! Layer 1, exactly: dependency sets, stream assignment and device selection, with no threads.
 
 use hoplite_core::{Slice, View};
-use hoplite_dag::model::{DependencyModel, DependencyPolicy, VertexId};
-use hoplite_dag::selection::{
+use hoplite_dag::{
     ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location, LocationSet,
 };
-use hoplite_dag::streams::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+use hoplite_dag::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
+use hoplite_dag::{DependencyModel, DependencyPolicy, VertexId};
 use hoplite_graph::{Access, GraphArgs};
 
 fn acc<A: GraphArgs>(args: A) -> Vec<Access> {
@@ -496,7 +496,7 @@ fn bandwidth_csv_and_bad_options_are_typed_errors() {
 /// instead; it must give the same edges (parents and views) and the same frontier.
 mod reference {
     use hoplite_core::AccessKind;
-    use hoplite_dag::model::{DependencyPolicy, Edge, VertexId};
+    use hoplite_dag::{DependencyPolicy, Edge, VertexId};
     use hoplite_graph::Access;
     use std::collections::HashMap;
 

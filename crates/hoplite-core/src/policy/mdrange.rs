@@ -508,7 +508,7 @@ fn to_array<const R: usize>(what: &str, s: &[usize]) -> Result<[usize; R]> {
 /// The helper every host backend uses to walk one MDRange tile.
 ///
 /// ```
-/// use hoplite_core::{policy::for_each_point, IterationOrder};
+/// use hoplite_core::{for_each_point, IterationOrder};
 /// let mut seen = Vec::new();
 /// for_each_point([0, 0], [2, 2], IterationOrder::Left, |p| seen.push(p));
 /// assert_eq!(seen, [[0, 0], [1, 0], [0, 1], [1, 1]]);
