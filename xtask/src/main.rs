@@ -259,6 +259,21 @@ fn test(args: &[String]) -> Result<(), String> {
                 "warnings",
             ],
         ));
+        // The report types' serde derives (core, graph, DAG) only with the `serde` feature.
+        steps.push(Step::cargo(
+            "clippy (serde feature)",
+            &[
+                "clippy",
+                "-p",
+                "hoplite-dag",
+                "--features",
+                "serde",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ));
         // The facade's NUMA section (the tour's) is compiled only with its `numa` feature.
         steps.push(Step::cargo(
             "clippy (numa feature)",
@@ -382,6 +397,10 @@ fn test(args: &[String]) -> Result<(), String> {
             "--test",
             "tracing",
         ],
+    ));
+    steps.push(Step::cargo(
+        "tests (serde feature: reports through JSON)",
+        &["test", "-p", "hoplite-dag", "--features", "serde", "--test", "serde"],
     ));
     // Every #[kernel] through NVRTC (compute_90) and ptxas (sm_90), from pip wheels.
     let mut nvrtc = Step::cargo(

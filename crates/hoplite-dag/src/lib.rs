@@ -62,7 +62,7 @@ mod vertex_table;
 
 pub use context::{
     Context, ContextOptions, DagSnapshot, Execution, HISTORY_LIMIT, Pending, Progress, StreamInfo, Vertex,
-    VertexInfo, VertexState,
+    VertexInfo, VertexState, VertexTiming,
 };
 pub use hoplite_core::AccessKind;
 pub use hoplite_core::IoError;

@@ -403,7 +403,8 @@ fn dot_and_trace_describe_the_dag() {
     assert!(dot.contains("fill\\ndevice 0 stream 0 | done"), "{dot}");
     let timings = ctx.timings();
     assert_eq!(timings.len(), 2);
-    assert!(timings[1].3 >= timings[0].4, "copy starts after fill ends");
+    assert!(timings[1].start >= timings[0].end, "copy starts after fill ends");
+    assert_eq!(timings[1].parents, [(0, "x".to_string())]);
     let path = std::env::temp_dir().join(format!("hoplite-dag-trace-{}.json", std::process::id()));
     ctx.write_trace(&path).expect("trace");
     let text = std::fs::read_to_string(&path).expect("read trace");

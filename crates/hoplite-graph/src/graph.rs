@@ -1,16 +1,14 @@
 //! The execution phase: [`Graph`], made by [`create_graph`](crate::create_graph).
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use hoplite_core::AccessKind;
 use hoplite_core::ExecutionSpace;
-use hoplite_core::dot;
 use hoplite_core::held::AllocationKey;
 use rustc_hash::FxHashMap;
 
 use crate::Access;
 use crate::backend::{GraphBackend, GraphNodes, NodeId};
-use crate::node::NodeKind;
 use crate::{GraphError, Result, UnorderedRace};
 
 /// A graph ready to run: it has no way to add nodes. [`submit`](Self::submit) runs it on its
@@ -304,62 +302,5 @@ impl<S: ExecutionSpace> Graph<S> {
             }
         }
         None
-    }
-
-    /// The graph in Graphviz DOT: one vertex per node labelled with its label, pattern and
-    /// accesses (`W y`, `R x`, `A hist`), one edge per dependency.
-    ///
-    /// ```
-    /// use hoplite_graph::create_graph;
-    /// use hoplite_serial::Serial;
-    /// let graph = create_graph(&Serial::default(), |g| {
-    ///     g.host("load", || {}).then_host("solve", || {});
-    /// })?;
-    /// let dot = graph.to_dot();
-    /// assert!(dot.starts_with("digraph"));
-    /// assert!(dot.contains("load") && dot.contains("n1 -> n2"));
-    /// # Ok::<(), hoplite_graph::GraphError>(())
-    /// ```
-    pub fn to_dot(&self) -> String {
-        let mut out = String::from("digraph hoplite_graph {\n  node [shape=box];\n");
-        for (i, node) in self.nodes.as_slice().iter().enumerate() {
-            let kind = node.kind();
-            let mut label = dot::escape(node.label());
-            if !matches!(kind, NodeKind::Root | NodeKind::Aggregate) {
-                label.push_str("\\n");
-                label.push_str(kind.name());
-            }
-            let accesses: Vec<String> = node
-                .accesses()
-                .iter()
-                .map(|a| {
-                    let k = match a.kind {
-                        AccessKind::Read => "R",
-                        AccessKind::Write => "W",
-                        AccessKind::Atomic => "A",
-                    };
-                    format!("{k} {}", dot::escape(&a.view))
-                })
-                .collect();
-            if !accesses.is_empty() {
-                label.push_str("\\n");
-                label.push_str(&accesses.join(", "));
-            }
-            let shape = match kind {
-                NodeKind::Root => ", shape=circle",
-                NodeKind::Aggregate => ", shape=diamond",
-                NodeKind::Host => ", shape=hexagon",
-                _ => "",
-            };
-            // Writing to a String cannot fail.
-            let _ = writeln!(out, "  n{i} [label=\"{label}\"{shape}];");
-        }
-        for i in 0..self.nodes.len() {
-            for p in self.nodes.preds(NodeId(i)) {
-                let _ = writeln!(out, "  n{} -> n{i};", p.0);
-            }
-        }
-        out.push_str("}\n");
-        out
     }
 }

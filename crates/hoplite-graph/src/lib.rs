@@ -90,6 +90,7 @@ mod backend;
 mod builder;
 mod graph;
 mod node;
+mod structure;
 
 use std::cell::RefCell;
 
@@ -103,6 +104,7 @@ pub use backend::{
 pub use builder::{GraphBuilder, Node, NodeRef, WhenAll};
 pub use graph::Graph;
 pub use node::{NodeKernel, NodeKind, NodeResult, ReduceResult, ReduceTarget};
+pub use structure::{GraphNodeInfo, GraphStructure, NodeAccess};
 
 use builder::State;
 

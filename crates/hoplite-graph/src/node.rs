@@ -22,6 +22,7 @@ use crate::backend::{ArenaSlice, ArenaStr, NodeEntry};
 
 /// What a node does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum NodeKind {
     /// The root every graph starts from (no work).
     Root,

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 /// How a handle uses an allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum AccessKind {
     /// Loads only; shared with other readers.
     Read,

@@ -64,12 +64,44 @@ impl<D: Device> Context<D> {
         out
     }
 
-    /// Start and end of every vertex that ran, since the context was made: `(label, device,
-    /// stream, start, end)` in launch order.
-    pub fn timings(&self) -> Vec<(String, usize, usize, Duration, Duration)> {
-        self.traced_vertices()
-            .into_iter()
-            .map(|v| (v.label, v.device, v.stream, v.start, v.end))
+    /// When and where every vertex the context remembers ran, with its parents, in launch
+    /// order (vertices still queued or running are left out); times since the context was
+    /// made. With the `serde` feature the list serializes (JSON through `serde_json`).
+    ///
+    /// ```
+    /// use hoplite_core::{RangePolicy, View};
+    /// use hoplite_dag::device::HostDevice;
+    /// use hoplite_dag::{Context, ContextOptions};
+    /// use hoplite_serial::Serial;
+    /// let ctx = Context::new(vec![HostDevice::new("cpu", vec![Serial::default()])?], ContextOptions::default())?;
+    /// let (x, y) = (View::<f64, 1>::new("x", [4])?, View::<f64, 1>::new("y", [4])?);
+    /// let range = RangePolicy::new(Serial::default(), 0..4);
+    /// ctx.launch("fill", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 1.0))?;
+    /// ctx.launch("copy", (range, (y.write(), x.read())), |(i, (y, x))| y.set(i, x.get(i)))?;
+    /// ctx.synchronize()?;
+    /// let t = ctx.timings();
+    /// assert_eq!((t[1].label.as_str(), t[1].parents.as_slice()), ("copy", &[(0, "x".to_string())][..]));
+    /// assert!(t[1].start >= t[0].end);
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    pub fn timings(&self) -> Vec<VertexTiming> {
+        let state = self.state.lock();
+        state
+            .history
+            .iter()
+            .filter_map(|r| {
+                let (_, start, end) = r.progress(&state.live);
+                let (start, end) = (start?, end?);
+                Some(VertexTiming {
+                    id: r.id,
+                    label: r.label.to_string(),
+                    device: r.device,
+                    stream: r.stream,
+                    start: start.saturating_duration_since(self.epoch),
+                    end: end.saturating_duration_since(self.epoch),
+                    parents: r.edges.iter().map(|e| (e.parent, e.view.to_string())).collect(),
+                })
+            })
             .collect()
     }
 
@@ -85,47 +117,34 @@ impl<D: Device> Context<D> {
     pub fn write_trace(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let devices: Vec<String> = self.devices.iter().map(|d| d.name()).collect();
-        let mut text = chrome_trace(&self.traced_vertices(), &devices).to_string();
+        let mut text = chrome_trace(&self.timings(), &devices).to_string();
         text.push('\n');
         std::fs::write(path, text).map_err(|e| DagError::Io {
             path: path.to_path_buf(),
             source: e.into(),
         })
     }
-
-    /// The vertices that ran, with their dependencies, for [`write_trace`](Self::write_trace).
-    fn traced_vertices(&self) -> Vec<TracedVertex> {
-        let state = self.state.lock();
-        state
-            .history
-            .iter()
-            .filter_map(|r| {
-                let (_, start, end) = r.progress(&state.live);
-                let (start, end) = (start?, end?);
-                Some(TracedVertex {
-                    id: r.id,
-                    label: r.label.to_string(),
-                    device: r.device,
-                    stream: r.stream,
-                    start: start.saturating_duration_since(self.epoch),
-                    end: end.saturating_duration_since(self.epoch),
-                    parents: r.edges.iter().map(|e| (e.parent, e.view.to_string())).collect(),
-                })
-            })
-            .collect()
-    }
 }
 
-/// A vertex that ran, as a trace shows it.
-struct TracedVertex {
-    id: VertexId,
-    label: String,
-    device: usize,
-    stream: usize,
-    start: Duration,
-    end: Duration,
+/// When a vertex ran, where, and after which vertices ([`Context::timings`]); what the
+/// Chrome trace shows of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct VertexTiming {
+    /// Its id (launch order).
+    pub id: VertexId,
+    /// The launch's label.
+    pub label: String,
+    /// The device it ran on.
+    pub device: usize,
+    /// The stream it ran on (the context's numbering, over all devices).
+    pub stream: usize,
+    /// When its kernel started, since the context was made.
+    pub start: Duration,
+    /// When its kernel ended, since the context was made.
+    pub end: Duration,
     /// Each parent and the view through which the vertex depends on it.
-    parents: Vec<(VertexId, String)>,
+    pub parents: Vec<(VertexId, String)>,
 }
 
 /// The Chrome trace of `vertices` on the devices named `devices`: a process per device and a
@@ -134,7 +153,7 @@ struct TracedVertex {
 /// bound to the child's slice at its start) per dependency whose parent is in the trace too,
 /// named after the view, so Perfetto draws the DAG's edges as arrows. Times in microseconds;
 /// serde_json writes the strings, so every label is valid JSON whatever it holds.
-fn chrome_trace(vertices: &[TracedVertex], devices: &[String]) -> Value {
+fn chrome_trace(vertices: &[VertexTiming], devices: &[String]) -> Value {
     let micros = |d: Duration| d.as_secs_f64() * 1e6;
     let mut events = Vec::new();
     let rows: BTreeSet<(usize, usize)> = vertices.iter().map(|v| (v.device, v.stream)).collect();
@@ -152,7 +171,7 @@ fn chrome_trace(vertices: &[TracedVertex], devices: &[String]) -> Value {
             "args": {"name": format!("stream {stream}")},
         }));
     }
-    let by_id: HashMap<VertexId, &TracedVertex> = vertices.iter().map(|v| (v.id, v)).collect();
+    let by_id: HashMap<VertexId, &VertexTiming> = vertices.iter().map(|v| (v.id, v)).collect();
     let mut flow = 0u64;
     for v in vertices {
         let parents: Vec<VertexId> = v.parents.iter().map(|(p, _)| *p).collect();
@@ -203,14 +222,14 @@ mod tests {
     /// Vertex `k` labelled `labels[k]` on device `k % 2`, stream `k`, 1.5 µs from `k` µs,
     /// after vertex `k - 1` through a view named after its label, and vertex 0 after one the
     /// trace does not have.
-    fn chain(labels: &[String]) -> Vec<TracedVertex> {
+    fn chain(labels: &[String]) -> Vec<VertexTiming> {
         labels
             .iter()
             .enumerate()
             .map(|(k, l)| {
                 let start = Duration::from_nanos(1_000 * k as u64 + 7);
                 let parent = if k == 0 { 1_000 } else { k - 1 };
-                TracedVertex {
+                VertexTiming {
                     id: k,
                     label: l.clone(),
                     device: k % 2,

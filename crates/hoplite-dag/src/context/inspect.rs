@@ -11,6 +11,7 @@ use crate::selection::{Location, LocationSet};
 
 /// How far a vertex has come, as the context last saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Progress {
     /// Waiting in its stream.
     Queued,
@@ -35,6 +36,7 @@ impl Progress {
 
 /// One vertex of a [`DagSnapshot`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct VertexInfo {
     /// Its id (launch order).
     pub id: VertexId,
@@ -54,6 +56,7 @@ pub struct VertexInfo {
 
 /// One stream of a [`DagSnapshot`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct StreamInfo {
     /// The device it belongs to.
     pub device: usize,
@@ -70,6 +73,7 @@ impl StreamInfo {
 
 /// A context's state at one moment ([`Context::snapshot`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DagSnapshot {
     /// The vertices the context remembers (the last [`HISTORY_LIMIT`](crate::HISTORY_LIMIT)),
     /// in launch order.

@@ -30,6 +30,7 @@ use hoplite_core::ParallelFor;
 use hoplite_core::held::BorrowGroup;
 use rustc_hash::FxHashMap as HashMap;
 
+pub use export::VertexTiming;
 pub use history::HISTORY_LIMIT;
 pub use inspect::{DagSnapshot, Progress, StreamInfo, VertexInfo};
 pub use options::{ContextOptions, Execution};
