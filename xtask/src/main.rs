@@ -400,7 +400,15 @@ fn test(args: &[String]) -> Result<(), String> {
     ));
     steps.push(Step::cargo(
         "tests (serde feature: reports through JSON)",
-        &["test", "-p", "hoplite-dag", "--features", "serde", "--test", "serde"],
+        &[
+            "test",
+            "-p",
+            "hoplite-dag",
+            "--features",
+            "serde",
+            "--test",
+            "serde",
+        ],
     ));
     // Every #[kernel] through NVRTC (compute_90) and ptxas (sm_90), from pip wheels.
     let mut nvrtc = Step::cargo(

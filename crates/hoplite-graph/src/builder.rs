@@ -116,7 +116,20 @@ impl<'g, S: ExecutionSpace> GraphBuilder<'g, S> {
         }
     }
 
-    /// The root node every node descends from.
+    /// The root node every node descends from: where a graph's first nodes hang.
+    ///
+    /// ```
+    /// use hoplite_graph::create_graph;
+    /// use hoplite_serial::Serial;
+    /// let graph = create_graph(&Serial::default(), |g| {
+    ///     let root = g.root();
+    ///     root.then_host("left", || {});
+    ///     root.then_host("right", || {});
+    /// })?;
+    /// let nodes = graph.structure().nodes;
+    /// assert_eq!((nodes[1].predecessors.as_slice(), nodes[2].predecessors.as_slice()), (&[0][..], &[0][..]));
+    /// # Ok::<(), hoplite_graph::GraphError>(())
+    /// ```
     pub fn root(&self) -> NodeRef<'g, S> {
         self.root
     }

@@ -215,7 +215,24 @@ where
     create_graph_with(space, HostGraph::new(space.clone()), build)
 }
 
-/// As [`create_graph`] with a given backend implementation (a device backend's graphs).
+/// As [`create_graph`] with a given backend implementation (a device backend's graphs, such
+/// as `CudaGraph` on a `Cuda` instance; here the generic host one).
+///
+/// ```
+/// use hoplite_core::{RangePolicy, View};
+/// use hoplite_graph::{HostGraph, create_graph_with};
+/// use hoplite_serial::Serial;
+/// let space = Serial::default();
+/// let y: View<u32, 1> = View::new("y", [4])?;
+/// let mut graph = create_graph_with(&space, HostGraph::new(space.clone()), |g| {
+///     g.root()
+///         .then_parallel_for("inc", (RangePolicy::new(space.clone(), 0..4), (y.write(),)), |(i, (y,))| y.set(i, y.get(i) + 1));
+/// })?;
+/// graph.submit()?;
+/// graph.submit()?;
+/// assert_eq!(y.to_vec()?, [2; 4]);
+/// # Ok::<(), hoplite_graph::GraphError>(())
+/// ```
 ///
 /// # Errors
 ///

@@ -552,6 +552,17 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
     /// [`Logic::submit`] does: [`default_submit`](Self::default_submit) unless the logic
     /// customizes it.
     ///
+    /// ```
+    /// use hoplite_select::RoundRobin;
+    /// use hoplite_serial::Serial;
+    /// let p = RoundRobin::new(vec![Serial::new(), Serial::new()]);
+    /// let a = p.submit(|_, x: u32| x * 2, 21)?;
+    /// let b = p.submit(|_, x: u32| x + 1, 1)?;
+    /// assert_eq!((a.index(), b.index()), (0, 1), "round robin over the two");
+    /// assert_eq!((a.unwrap(), b.unwrap()), (42, 2));
+    /// # Ok::<(), hoplite_select::SelectError>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`select`](Self::select).
@@ -582,6 +593,15 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
 
     /// Like [`submit`](Self::submit), but `Ok(None)` when no resource is available now (the
     /// logic's [`Logic::try_submit`]).
+    ///
+    /// ```
+    /// use hoplite_select::RoundRobin;
+    /// use hoplite_serial::Serial;
+    /// let p = RoundRobin::new(vec![Serial::new()]);
+    /// let done = p.try_submit(|_, ()| 7, ())?.expect("round robin always has a resource");
+    /// assert_eq!(done.unwrap(), 7);
+    /// # Ok::<(), hoplite_select::SelectError>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -618,6 +638,14 @@ impl<L: Logic, R, B: Backend<Resource = R>> Policy<L, R, B> {
 
     /// Submits, waits for the submission and returns what `f` returned (the logic's
     /// [`Logic::submit_and_wait`]).
+    ///
+    /// ```
+    /// use hoplite_select::DynamicLoad;
+    /// use hoplite_serial::Serial;
+    /// let least_loaded = DynamicLoad::new(vec![Serial::new(), Serial::new()]);
+    /// assert_eq!(least_loaded.submit_and_wait(|_, n: u64| (1..=n).sum::<u64>(), 10)?, 55);
+    /// # Ok::<(), hoplite_select::SelectError>(())
+    /// ```
     ///
     /// # Errors
     ///

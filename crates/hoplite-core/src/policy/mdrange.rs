@@ -104,6 +104,19 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
     /// Tokens and views index from 0; a box with negative lower bounds (ghost cells of a
     /// stencil: `[-1, -1]..[128, 32]`) names the logical index of the views' element 0 with
     /// [`with_origin`](Self::with_origin), and its tokens are then `logical - origin`.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, MDRangePolicy, View};
+    /// use hoplite_serial::Serial;
+    /// let grid: View<f64, 2> = View::new("grid", [3, 4])?;
+    /// let policy = MDRangePolicy::new(Serial::default(), [0, 0], [3, 4]);
+    /// parallel_for("fill", (policy, (grid.write(),)), |(ij, (grid,))| {
+    ///     let [i, j] = ij.get();
+    ///     grid.set(ij, (10 * i + j) as f64);
+    /// })?;
+    /// assert_eq!(grid.host_read()?.get([2, 3]), 23.0);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
     pub fn new<B: MdBound>(space: S, begin: [B; R], end: [B; R]) -> Self {
         let () = Self::RANK_OK;
         let logical = [begin.map(MdBound::to_i128), end.map(MdBound::to_i128)];

@@ -34,6 +34,16 @@ pub struct RangePolicy<S: ExecutionSpace> {
 
 impl<S: ExecutionSpace> RangePolicy<S> {
     /// The range `range` on the instance `space`.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_reduce, RangePolicy, Sum};
+    /// use hoplite_serial::Serial;
+    /// let policy = RangePolicy::new(Serial::default(), 10..20);
+    /// assert_eq!((policy.begin(), policy.end(), policy.len()), (10, 20, 10));
+    /// let total = parallel_reduce("sum", policy, |i, acc: &mut usize| *acc += *i, Sum::new())?;
+    /// assert_eq!(total, (10..20).sum::<usize>());
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
     pub fn new(space: S, range: Range<usize>) -> Self {
         RangePolicy {
             space,

@@ -75,7 +75,24 @@ pub struct TeamPolicy<S: ExecutionSpace> {
 }
 
 impl<S: ExecutionSpace> TeamPolicy<S> {
-    /// `league_size` teams of `team_size` threads on `space`.
+    /// `league_size` teams of `team_size` threads on `space` (a number, or
+    /// [`TeamSize::Auto`] for the backend's choice).
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, Sum, TeamMember, TeamPolicy, TeamSize, TeamThreadRange, View};
+    /// use hoplite_serial::Serial;
+    /// let sums: View<u64, 1> = View::new("sums", [4])?;
+    /// // One team per row of a 4 x 8 matrix of ones; each team sums its row.
+    /// let policy = TeamPolicy::new(Serial::default(), 4, TeamSize::Auto);
+    /// parallel_for("rows", (policy, (sums.write(),)), |(team, (sums,))| {
+    ///     let row = TeamThreadRange::new(team, 8).parallel_reduce(|_, acc: &mut u64| *acc += 1, Sum::new());
+    ///     if let Some(i) = team.league_token().single() {
+    ///         sums.set(i, row);
+    ///     }
+    /// })?;
+    /// assert_eq!(sums.to_vec()?, [8; 4]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
     pub fn new(space: S, league_size: usize, team_size: impl Into<TeamSize>) -> Self {
         TeamPolicy {
             space,

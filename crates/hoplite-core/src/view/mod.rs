@@ -191,6 +191,16 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> View<
     /// (Kokkos' unmanaged views over user memory are [`from_vec`](View::from_vec) and
     /// [`into_vec`](View::into_vec) here: a view is shared and `'static`, so it owns its
     /// memory rather than borrowing it.)
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// let v: View<i32, 2> = View::from_slice("v", [2, 3], &[1, 2, 3, 4, 5, 6])?;
+    /// let guard = v.host_read()?;
+    /// assert_eq!(guard.get([1, 0]), 4);
+    /// assert_eq!(guard.as_slice(), Some(&[1, 2, 3, 4, 5, 6][..]));
+    /// assert!(v.host_write().is_err(), "a reader is out");
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
     pub fn host_read(&self) -> Result<HostRead<'_, T, R, L, S>> {
         const {
             assert!(
@@ -202,6 +212,18 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: HostAccessibleSpace> View<
     }
 
     /// Borrows the view exclusively for writing on the host.
+    ///
+    /// ```
+    /// use hoplite_core::View;
+    /// let v: View<f64, 1> = View::new("v", [3])?;
+    /// {
+    ///     let mut guard = v.host_write()?;
+    ///     guard.set([2], 1.5);
+    ///     assert!(v.host_read().is_err(), "the writer is exclusive");
+    /// }
+    /// assert_eq!(v.to_vec()?, [0.0, 0.0, 1.5]);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
     pub fn host_write(&self) -> Result<HostWrite<'_, T, R, L, S>> {
         const {
             assert!(

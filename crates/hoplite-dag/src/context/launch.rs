@@ -23,6 +23,22 @@ impl<D: Device> Context<D> {
     /// Launches a `parallel_for` as a vertex: `(policy, (y.write(), x.read()))` and the other
     /// shapes of eager launches. Returns at once in async mode.
     ///
+    /// ```
+    /// use hoplite_core::{RangePolicy, Sum, View};
+    /// use hoplite_dag::device::HostDevice;
+    /// use hoplite_dag::{Context, ContextOptions};
+    /// use hoplite_serial::Serial;
+    /// let ctx = Context::new(vec![HostDevice::new("cpu", vec![Serial::default(); 2])?], ContextOptions::default())?;
+    /// let (x, y) = (View::<i64, 1>::new("x", [100])?, View::<i64, 1>::new("y", [100])?);
+    /// let range = RangePolicy::new(Serial::default(), 0..100);
+    /// let fill = ctx.launch("fill", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 1))?;
+    /// ctx.launch("copy", (range, (y.write(), x.read())), |(i, (y, x))| y.set(i, x.get(i)))?;
+    /// fill.wait()?; // this vertex only
+    /// ctx.synchronize()?; // every vertex
+    /// assert_eq!(y.to_vec()?, [1; 100]);
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// An invalid policy, a handle whose view is borrowed outside the context (a host guard,
@@ -44,6 +60,21 @@ impl<D: Device> Context<D> {
 
     /// Launches a `parallel_reduce` as a vertex; the result's [`Pending::get`] waits for that
     /// vertex only.
+    ///
+    /// ```
+    /// use hoplite_core::{RangePolicy, Sum, View};
+    /// use hoplite_dag::device::HostDevice;
+    /// use hoplite_dag::{Context, ContextOptions};
+    /// use hoplite_serial::Serial;
+    /// let ctx = Context::new(vec![HostDevice::new("cpu", vec![Serial::default(); 2])?], ContextOptions::default())?;
+    /// let (x, y) = (View::<i64, 1>::new("x", [100])?, View::<i64, 1>::new("y", [100])?);
+    /// let range = RangePolicy::new(Serial::default(), 0..100);
+    /// ctx.launch("fill", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 2))?;
+    /// let total = ctx.reduce("sum", (range, (x.read(),)), |(i, (x,)), acc: &mut i64| *acc += x.get(i), Sum::new())?;
+    /// assert_eq!(total.get()?, 200);
+    /// # let _ = &y;
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
     ///
     /// # Errors
     ///
@@ -77,6 +108,28 @@ impl<D: Device> Context<D> {
 
     /// Launches a `parallel_scan` as a vertex (Kokkos scan kernel `(i, partial, is_final)`);
     /// the result's [`Pending::get`] gives the total.
+    ///
+    /// ```
+    /// use hoplite_core::{RangePolicy, Sum, View};
+    /// use hoplite_dag::device::HostDevice;
+    /// use hoplite_dag::{Context, ContextOptions};
+    /// use hoplite_serial::Serial;
+    /// let ctx = Context::new(vec![HostDevice::new("cpu", vec![Serial::default(); 2])?], ContextOptions::default())?;
+    /// let (x, y) = (View::<i64, 1>::new("x", [100])?, View::<i64, 1>::new("y", [100])?);
+    /// let range = RangePolicy::new(Serial::default(), 0..100);
+    /// ctx.launch("ones", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 1))?;
+    /// // An exclusive prefix sum of `x` into `y`.
+    /// let total = ctx.scan("prefix", (range, (y.write(), x.read())), |(i, (y, x)), partial: &mut i64, last| {
+    ///     if last {
+    ///         y.set(i, *partial);
+    ///     }
+    ///     *partial += x.get(i);
+    /// })?;
+    /// assert_eq!(total.get()?, 100);
+    /// assert_eq!(ctx.read(&y)?.get([10]), 10);
+    /// # let _ = Sum::<i64>::new();
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
     ///
     /// # Errors
     ///

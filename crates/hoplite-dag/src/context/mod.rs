@@ -101,6 +101,21 @@ pub struct Context<D: Device> {
 impl<D: Device> Context<D> {
     /// A context over `devices` with `options`.
     ///
+    /// ```
+    /// use hoplite_core::{RangePolicy, Sum, View};
+    /// use hoplite_dag::device::HostDevice;
+    /// use hoplite_dag::{Context, ContextOptions};
+    /// use hoplite_serial::Serial;
+    /// let ctx = Context::new(vec![HostDevice::new("cpu", vec![Serial::default(); 2])?], ContextOptions::default())?;
+    /// let (x, y) = (View::<i64, 1>::new("x", [100])?, View::<i64, 1>::new("y", [100])?);
+    /// let range = RangePolicy::new(Serial::default(), 0..100);
+    /// ctx.launch("iota", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, *i as i64))?;
+    /// // Reads `x`: runs after `iota`, inferred from the handles.
+    /// ctx.launch("double", (range, (y.write(), x.read())), |(i, (y, x))| y.set(i, 2 * x.get(i)))?;
+    /// assert_eq!(ctx.read(&y)?.get([99]), 198); // waits for `double` only
+    /// # Ok::<(), hoplite_dag::DagError>(())
+    /// ```
+    ///
     /// # Errors
     ///
     /// [`DagError::InvalidOptions`](crate::DagError::InvalidOptions) for no device, a threshold
