@@ -481,6 +481,25 @@ into_launch_alone! {
     impl[S2: ExecutionSpace] TeamPolicy<S2>;
 }
 
+/// A policy by reference launches a copy of it (see [`IntoPolicy`]'s impls for references):
+/// `parallel_for("step", &policy, ..)` in a loop, with no `.clone()` per launch.
+macro_rules! into_launch_by_reference {
+    ($(impl[$($g:tt)*] $t:ty;)*) => {$(
+        impl<'p, S: ExecutionSpace, $($g)*> IntoLaunch<S> for &'p $t {
+            type Launch = $t;
+            fn into_launch(self) -> $t {
+                self.clone()
+            }
+        }
+    )*};
+}
+
+into_launch_by_reference! {
+    impl[S2: ExecutionSpace] RangePolicy<S2>;
+    impl[S2: ExecutionSpace, const R: usize] MDRangePolicy<S2, R>;
+    impl[S2: ExecutionSpace] TeamPolicy<S2>;
+}
+
 impl<S: ExecutionSpace, P: IntoPolicy<S>, A: AccessibleArgs<<P::Policy as ExecutionPolicy>::Space>>
     IntoLaunch<S> for (P, A)
 {

@@ -111,6 +111,25 @@ impl<S: ExecutionSpace, P: ExecutionPolicy> IntoPolicy<S> for P {
     }
 }
 
+/// A policy by reference: the launch takes a copy (policies are cheap to clone: the space is
+/// a handle), so one policy serves many launches without `.clone()` at each.
+macro_rules! into_policy_by_reference {
+    ($(impl[$($g:tt)*] $t:ty;)*) => {$(
+        impl<S: ExecutionSpace, $($g)*> IntoPolicy<S> for &$t {
+            type Policy = $t;
+            fn into_policy(self) -> $t {
+                self.clone()
+            }
+        }
+    )*};
+}
+
+into_policy_by_reference! {
+    impl[S2: ExecutionSpace] RangePolicy<S2>;
+    impl[S2: ExecutionSpace, const R: usize] MDRangePolicy<S2, R>;
+    impl[S2: ExecutionSpace] TeamPolicy<S2>;
+}
+
 impl<S: ExecutionSpace> IntoPolicy<S> for usize {
     type Policy = RangePolicy<S>;
     fn into_policy(self) -> RangePolicy<S> {
