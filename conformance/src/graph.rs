@@ -21,7 +21,7 @@ use hoplite_core::{
     BoundReader, BoundWriter, Error, Idx, RangePolicy, Sum, View, parallel_for, parallel_reduce,
     parallel_scan,
 };
-use hoplite_graph::{GraphError, NodeRef, ReduceResult, create_graph};
+use hoplite_graph::{GraphError, GraphSpace, NodeRef, ReduceResult, create_graph};
 use hoplite_macros::kernel;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -197,7 +197,7 @@ impl HostRuns {
 /// The clock is an atomic counter in the space's memory: a kernel iteration takes a tick with
 /// `fetch_add` and keeps the node's first and last tick with `fetch_min` and `fetch_max`. A
 /// host function reads the clock (`to_vec`) and records its [`Moment`] on the host.
-fn run_dag<S: LaunchSpace>(space: &S, nodes: &[DagNode]) -> Result<(), TestCaseError> {
+fn run_dag<S: LaunchSpace + GraphSpace>(space: &S, nodes: &[DagNode]) -> Result<(), TestCaseError> {
     let n = nodes.len();
     let clock = SpaceView::<S, u64, 1>::from_slice("dag clock", [1], &[1]).map_err(launch_failed)?;
     let first = SpaceView::<S, u64, 1>::new("dag first ticks", [n]).map_err(launch_failed)?;
@@ -288,7 +288,9 @@ fn run_dag<S: LaunchSpace>(space: &S, nodes: &[DagNode]) -> Result<(), TestCaseE
 /// On random DAGs (kernels of every size class, host nodes, joins of any width), each submit
 /// runs every node exactly once and every node after all its predecessors, three submits in a
 /// row.
-pub fn random_dags_run_every_node_once_after_its_predecessors<S: LaunchSpace>(space: &S) -> Outcome {
+pub fn random_dags_run_every_node_once_after_its_predecessors<S: LaunchSpace + GraphSpace>(
+    space: &S,
+) -> Outcome {
     check(axiom!(), || property(dag(), |nodes| run_dag(space, &nodes)))
 }
 
@@ -297,7 +299,7 @@ pub fn random_dags_run_every_node_once_after_its_predecessors<S: LaunchSpace>(sp
 ///
 /// The rank-0 view is a host view on every space: a reduce node stores its result from the
 /// host, after the reduction, as a `ReduceResult` does.
-pub fn reduce_and_scan_nodes_match_eager_launches<S: LaunchSpace>(space: &S) -> Outcome {
+pub fn reduce_and_scan_nodes_match_eager_launches<S: LaunchSpace + GraphSpace>(space: &S) -> Outcome {
     check(axiom!(), || {
         let n = 5000;
         let data: Vec<i64> = (0..n).map(|i| (i as i64 * 7919) % 101 - 50).collect();
@@ -366,7 +368,9 @@ pub fn reduce_and_scan_nodes_match_eager_launches<S: LaunchSpace>(space: &S) -> 
 /// graph, its views and the space stay usable, and the next submit runs every node. The node
 /// that panics is a host node, the one kind of node that can panic on every space (a device
 /// kernel cannot); kernel nodes that panic on host spaces are the graph crate's own tests.
-pub fn a_panicking_node_fails_its_submit_and_the_graph_runs_again<S: LaunchSpace>(space: &S) -> Outcome {
+pub fn a_panicking_node_fails_its_submit_and_the_graph_runs_again<S: LaunchSpace + GraphSpace>(
+    space: &S,
+) -> Outcome {
     check(axiom!(), || {
         let y = SpaceView::<S, f64, 1>::new("graph y", [64])?;
         let boom = Arc::new(AtomicBool::new(true));
@@ -413,7 +417,9 @@ pub fn a_panicking_node_fails_its_submit_and_the_graph_runs_again<S: LaunchSpace
 /// The kernel and host node that race share a host view: a host node reaches only memory the
 /// host does (its guards are host reads and writes), and a refused graph never launches, so
 /// that view never reaches the space. The other views are in the space's memory.
-pub fn unordered_conflicting_nodes_are_refused_at_instantiation<S: LaunchSpace>(space: &S) -> Outcome {
+pub fn unordered_conflicting_nodes_are_refused_at_instantiation<S: LaunchSpace + GraphSpace>(
+    space: &S,
+) -> Outcome {
     check(axiom!(), || {
         let range = RangePolicy::new(space.clone(), 0..8);
         let shared: View<f64, 1> = View::new("graph race shared", [8])?;
@@ -485,7 +491,7 @@ pub fn unordered_conflicting_nodes_are_refused_at_instantiation<S: LaunchSpace>(
 
 /// Checks that `graph` is refused at instantiation as an unordered race between the nodes
 /// `pair` (in either order), and that it does not run.
-fn refused_naming<S: LaunchSpace>(
+fn refused_naming<S: LaunchSpace + GraphSpace>(
     graph: &mut hoplite_graph::Graph<S>,
     pair: [&str; 2],
     what: &str,
@@ -508,7 +514,9 @@ fn refused_naming<S: LaunchSpace>(
 
 /// A view the host holds a handle to makes the submit fail with `BorrowConflict`, without
 /// touching the view; once the host lets go, the same graph runs.
-pub fn a_borrow_held_by_the_host_fails_the_submit_then_it_runs<S: LaunchSpace>(space: &S) -> Outcome {
+pub fn a_borrow_held_by_the_host_fails_the_submit_then_it_runs<S: LaunchSpace + GraphSpace>(
+    space: &S,
+) -> Outcome {
     check(axiom!(), || {
         let y = SpaceView::<S, u64, 1>::new("graph held y", [16])?;
         let range = RangePolicy::new(space.clone(), 0..16);

@@ -79,6 +79,8 @@ pub mod views;
 /// Everything the suite launches on a space, in one bound: the core's [`FullSpace`], which
 /// every conforming backend is and backend-generic application code uses too.
 pub use hoplite_core::{FullSpace, LaunchSpace};
+/// What the graph checks need of a space: its own graph implementation (`create_graph`).
+pub use hoplite_graph::GraphSpace;
 
 /// A view in the memory of the space `S` (`S::MemorySpace`): where the portable checks keep
 /// their data, made with `from_slice` or `new` and read back with `to_vec` on every backend.
@@ -182,7 +184,7 @@ impl<S> fmt::Debug for Check<S> {
 }
 
 /// Every check of the suite, in the order of the modules.
-pub fn checks<S: FullSpace>() -> Vec<Check<S>> {
+pub fn checks<S: FullSpace + GraphSpace>() -> Vec<Check<S>> {
     crate::__for_each_check!(__registry! { S })
 }
 
@@ -198,7 +200,7 @@ pub fn checks<S: FullSpace>() -> Vec<Check<S>> {
 /// assert!(portable.len() <= ALL_CHECKS.len());
 /// assert!(portable.iter().all(|c| run_check(c, &space).is_ok()));
 /// ```
-pub fn portable_checks<S: LaunchSpace>() -> Vec<Check<S>> {
+pub fn portable_checks<S: LaunchSpace + GraphSpace>() -> Vec<Check<S>> {
     crate::__for_each_check!(__portable_registry! { S })
 }
 
@@ -254,7 +256,7 @@ pub fn run_check<S>(check: &Check<S>, space: &S) -> Outcome {
 }
 
 /// Runs every check on `space` and returns the failures (empty when the space conforms).
-pub fn run_all<S: FullSpace>(space: &S) -> Vec<Failure> {
+pub fn run_all<S: FullSpace + GraphSpace>(space: &S) -> Vec<Failure> {
     checks::<S>()
         .iter()
         .filter_map(|check| run_check(check, space).err())

@@ -16,7 +16,7 @@ use std::io;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use hoplite_conformance::{Failure, FullSpace, reducer, run_all, scan};
+use hoplite_conformance::{Failure, FullSpace, GraphSpace, reducer, run_all, scan};
 use hoplite_core::{
     ExecutionSpace, ForKernel, HostSpace, Idx, LayoutRight, MDRangePolicy, MdIdx, ParallelFor,
     ParallelReduce, ParallelScan, PerTeam, PerThread, RangePolicy, ReduceKernel, Reducer, Result,
@@ -305,7 +305,7 @@ impl<const F: u8> UniqueTokenSpace for Mutant<F> {
 }
 
 /// The axioms the whole suite reports broken on `space`.
-fn broken<S: FullSpace>(space: &S) -> Vec<&'static str> {
+fn broken<S: FullSpace + GraphSpace>(space: &S) -> Vec<&'static str> {
     let failures: Vec<Failure> = run_all(space);
     failures.iter().map(|f| f.axiom).collect()
 }

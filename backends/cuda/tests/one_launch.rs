@@ -542,6 +542,23 @@ mod graph {
         let e = closures.submit().expect_err("a GPU runs no closures");
         assert!(e.to_string().contains("#[kernel]"), "{e}");
 
+        // `create_graph` on a `Cuda` instance builds the same CUDA Graph: the closure is refused
+        // by the CUDA graph (when the node is added, reported at the first submit), not by an
+        // eager launch of a host graph's node.
+        let mut default_backend = create_graph(&cuda, |g| {
+            g.root()
+                .then_parallel_for("closure", RangePolicy::new(cuda.clone(), 0..4), |_i| {});
+        })
+        .expect("construction");
+        let e = default_backend
+            .submit()
+            .expect_err("a GPU runs no closures")
+            .to_string();
+        assert!(
+            e.contains("CUDA graph: node `closure` is a parallel_for of a closure"),
+            "{e}"
+        );
+
         // So is a kernel whose writer cannot hold the range: checked when the node is added.
         let mut short = create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
             g.root().then_parallel_for(
@@ -564,7 +581,9 @@ mod graph {
             }
         };
         let expected = run(&Serial::default()).expect("runs on serial");
-        for as_cuda_graph in [true, false] {
+        // Through `create_graph_with(.., CudaGraph::new(..))` and through `create_graph`, which
+        // picks the same CUDA Graph for a `Cuda` instance.
+        for explicit_backend in [true, false] {
             let y =
                 View::<f64, 1, LayoutRight, CudaSpace>::from_slice("y", [N], &y_values()).expect("uploads");
             let x =
@@ -576,7 +595,7 @@ mod graph {
                     axpy::with(0.5),
                 );
             };
-            let mut graph = if as_cuda_graph {
+            let mut graph = if explicit_backend {
                 create_graph_with(&cuda, CudaGraph::new(&cuda), build)
             } else {
                 create_graph(&cuda, build)
@@ -586,7 +605,7 @@ mod graph {
             assert_eq!(
                 y.to_vec().expect("downloads"),
                 expected.y,
-                "as a CUDA graph: {as_cuda_graph}"
+                "backend named explicitly: {explicit_backend}"
             );
         }
     }

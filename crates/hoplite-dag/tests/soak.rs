@@ -8,9 +8,10 @@
 //! ignored by default: `cargo test --release -p hoplite-dag --test soak -- --ignored
 //! --nocapture` (it prints each run's peak resident memory).
 
-use hoplite_core::{Error, ExecutionSpace, ParallelFor, RangePolicy, View};
+use hoplite_core::{Error, ParallelFor, RangePolicy, View};
 use hoplite_dag::device::HostDevice;
 use hoplite_dag::{Context, ContextOptions, Execution, Vertex, VertexState};
+use hoplite_graph::GraphSpace;
 use hoplite_rayon::RayonSpace;
 use hoplite_serial::Serial;
 
@@ -67,7 +68,7 @@ fn quiet_injected_panics() {
     });
 }
 
-fn soak<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: S, vertices: usize, seed: u64) {
+fn soak<S: GraphSpace + ParallelFor<RangePolicy<S>>>(space: S, vertices: usize, seed: u64) {
     quiet_injected_panics();
     let device = HostDevice::new("host", vec![space.clone(); 4]).expect("device");
     let ctx = Context::new(
@@ -170,7 +171,7 @@ fn soak<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: S, vertices: usi
 
 /// Submits one vertex of `plan`: a kernel over the two views (panicking when told to), or a
 /// failing host task.
-fn submit<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
+fn submit<S: GraphSpace + ParallelFor<RangePolicy<S>>>(
     ctx: &Context<HostDevice<S>>,
     space: &S,
     views: &[View<u64, 1>],

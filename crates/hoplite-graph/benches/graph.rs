@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
-use hoplite_core::{ExecutionSpace, ParallelFor, RangePolicy, View, parallel_for};
-use hoplite_graph::{Graph, NodeRef, create_graph};
+use hoplite_core::{ParallelFor, RangePolicy, View, parallel_for};
+use hoplite_graph::{Graph, GraphSpace, NodeRef, create_graph};
 use hoplite_rayon::RayonSpace;
 use hoplite_serial::Serial;
 
@@ -57,7 +57,7 @@ fn counters(nodes: usize) -> Vec<Arc<Counter>> {
     (0..nodes).map(|_| Arc::new(Counter::default())).collect()
 }
 
-fn chain<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc<Counter>]) -> Graph<S> {
+fn chain<S: GraphSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc<Counter>]) -> Graph<S> {
     let mut graph = create_graph(space, |g| {
         let mut last: NodeRef<'_, S> = g.root();
         for hit in hits {
@@ -72,7 +72,7 @@ fn chain<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc
     graph
 }
 
-fn fanout<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc<Counter>]) -> Graph<S> {
+fn fanout<S: GraphSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc<Counter>]) -> Graph<S> {
     let mut graph = create_graph(space, |g| {
         let mut from = g.root();
         for half in hits.chunks(WIDTH) {
@@ -94,10 +94,7 @@ fn fanout<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Ar
 
 /// A chain whose nodes each take a writer handle: every run re-borrows the view, as an eager
 /// launch does.
-fn chain_with_handles<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
-    space: &S,
-    y: &View<u64, 1>,
-) -> Graph<S> {
+fn chain_with_handles<S: GraphSpace + ParallelFor<RangePolicy<S>>>(space: &S, y: &View<u64, 1>) -> Graph<S> {
     let mut graph = create_graph(space, |g| {
         let mut last: NodeRef<'_, S> = g.root();
         for _ in 0..CHAIN {
@@ -115,7 +112,7 @@ fn chain_with_handles<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
     graph
 }
 
-fn eager<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc<Counter>]) {
+fn eager<S: GraphSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc<Counter>]) {
     for hit in hits {
         let h: &Counter = hit;
         parallel_for("tiny", RangePolicy::new(space.clone(), 0..1), |_i| h.bump()).expect("launch");
@@ -126,7 +123,7 @@ fn eager<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S, hits: &[Arc
 /// operator list, a plugin table): each launch is one indirect call that cannot inline.
 type EagerLaunch = Box<dyn Fn() -> hoplite_core::Result<()>>;
 
-fn eager_launch_list<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
+fn eager_launch_list<S: GraphSpace + ParallelFor<RangePolicy<S>>>(
     space: &S,
     hits: &[Arc<Counter>],
 ) -> Vec<EagerLaunch> {
@@ -159,7 +156,7 @@ fn bench_runs(g: &mut BenchmarkGroup<'_, WallTime>, prefix: &str, name: &str, mu
     });
 }
 
-fn bench_space<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterion, prefix: &str, space: S) {
+fn bench_space<S: GraphSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterion, prefix: &str, space: S) {
     let hits = counters(CHAIN);
     debug_assert_eq!(CHAIN, 2 * WIDTH, "both shapes have 64 nodes");
     for (name, make) in [
@@ -201,7 +198,7 @@ fn bench_space<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterio
 }
 
 /// Builds and instantiates a chain of `BUILD` nodes.
-fn build_chain<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S) -> Graph<S> {
+fn build_chain<S: GraphSpace + ParallelFor<RangePolicy<S>>>(space: &S) -> Graph<S> {
     let mut graph = create_graph(space, |g| {
         let mut last: NodeRef<'_, S> = g.root();
         for k in 0..BUILD {
@@ -218,7 +215,7 @@ fn build_chain<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S) -> Gr
 }
 
 /// Builds and instantiates `BUILD - 1` nodes after the root, joined by one `when_all`.
-fn build_fanout<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S) -> Graph<S> {
+fn build_fanout<S: GraphSpace + ParallelFor<RangePolicy<S>>>(space: &S) -> Graph<S> {
     let mut graph = create_graph(space, |g| {
         let nodes: Vec<NodeRef<'_, S>> = (0..BUILD - 1)
             .map(|k| {
@@ -236,10 +233,7 @@ fn build_fanout<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(space: &S) -> G
 }
 
 /// As [`build_chain`], every node writing `y`.
-fn build_chain_views<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
-    space: &S,
-    y: &View<u64, 1>,
-) -> Graph<S> {
+fn build_chain_views<S: GraphSpace + ParallelFor<RangePolicy<S>>>(space: &S, y: &View<u64, 1>) -> Graph<S> {
     let mut graph = create_graph(space, |g| {
         let mut last: NodeRef<'_, S> = g.root();
         for _ in 0..BUILD {
@@ -258,10 +252,7 @@ fn build_chain_views<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
 }
 
 /// As [`build_fanout`], every node reading `x`.
-fn build_fanout_views<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
-    space: &S,
-    x: &View<u64, 1>,
-) -> Graph<S> {
+fn build_fanout_views<S: GraphSpace + ParallelFor<RangePolicy<S>>>(space: &S, x: &View<u64, 1>) -> Graph<S> {
     let mut graph = create_graph(space, |g| {
         let nodes: Vec<NodeRef<'_, S>> = (0..BUILD - 1)
             .map(|_| {
@@ -282,7 +273,7 @@ fn build_fanout_views<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(
     graph
 }
 
-fn bench_build<S: ExecutionSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterion, prefix: &str, space: S) {
+fn bench_build<S: GraphSpace + ParallelFor<RangePolicy<S>>>(c: &mut Criterion, prefix: &str, space: S) {
     let views: View<u64, 1> = View::new("v", [1]).expect("v");
     let mut g = group(c, "graph-build-1000");
     g.bench_function(BenchmarkId::new(format!("{prefix}-chain"), BUILD), |b| {

@@ -94,7 +94,7 @@ mod structure;
 
 use std::cell::RefCell;
 
-use hoplite_core::{ExecutionSpace, ParallelFor, RangePolicy};
+use hoplite_core::{ExecutionSpace, HostAccessibleSpace, ParallelFor, RangePolicy};
 
 pub use args::{Access, DevicePolicy, GraphArgs, GraphLaunch, GraphPolicy, HeldBorrows, HostArgs};
 pub use backend::{
@@ -192,8 +192,38 @@ impl GraphError {
 /// `Result` with [`GraphError`].
 pub type Result<T, E = GraphError> = std::result::Result<T, E>;
 
-/// Builds a graph on `space` with the generic host backend [`HostGraph`]: `build` adds the
-/// nodes; the graph is returned once it is done.
+/// An execution space's own graph implementation: what [`create_graph`] builds on its
+/// instances (Kokkos' `create_graph(exec, ..)` makes a graph of the instance's backend).
+/// Every space whose memory the host reaches gets the generic host implementation,
+/// [`HostGraph`]; a device backend implements it with its own (`Cuda`: a CUDA Graph).
+///
+/// ```
+/// use hoplite_graph::{GraphSpace, HostGraph};
+/// use hoplite_serial::Serial;
+/// let backend: HostGraph<Serial> = Serial::default().graph_backend();
+/// # let _ = backend;
+/// ```
+pub trait GraphSpace: ExecutionSpace {
+    /// The graph implementation.
+    type Backend: GraphBackend<Self> + 'static;
+    /// A graph implementation for a graph on this instance.
+    fn graph_backend(&self) -> Self::Backend;
+}
+
+impl<S> GraphSpace for S
+where
+    S: ExecutionSpace + ParallelFor<RangePolicy<S>>,
+    S::MemorySpace: HostAccessibleSpace,
+{
+    type Backend = HostGraph<S>;
+    fn graph_backend(&self) -> HostGraph<S> {
+        HostGraph::new(self.clone())
+    }
+}
+
+/// Builds a graph on `space` with the space's own graph implementation ([`GraphSpace`]: the
+/// generic host backend [`HostGraph`] on host spaces, a CUDA Graph on `Cuda`): `build` adds
+/// the nodes; the graph is returned once it is done.
 ///
 /// ```
 /// use hoplite_graph::create_graph;
@@ -209,10 +239,10 @@ pub type Result<T, E = GraphError> = std::result::Result<T, E>;
 /// the closure needs no `?`).
 pub fn create_graph<S, F>(space: &S, build: F) -> Result<Graph<S>>
 where
-    S: ExecutionSpace + ParallelFor<RangePolicy<S>>,
+    S: GraphSpace,
     F: for<'g> FnOnce(&GraphBuilder<'g, S>),
 {
-    create_graph_with(space, HostGraph::new(space.clone()), build)
+    create_graph_with(space, space.graph_backend(), build)
 }
 
 /// As [`create_graph`] with a given backend implementation (a device backend's graphs, such

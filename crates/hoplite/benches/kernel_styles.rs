@@ -27,7 +27,7 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hoplite::dag::device::HostDevice;
 use hoplite::dag::{Context, ContextOptions};
-use hoplite::graph::{Graph, ReduceResult, create_graph};
+use hoplite::graph::{Graph, GraphSpace, ReduceResult, create_graph};
 use hoplite::prelude::*;
 use hoplite::rayon_backend::RayonTeamMember;
 use hoplite::serial::SerialTeamMember;
@@ -268,7 +268,7 @@ fn stencil<S, const R: usize, E, St, N, K>(
     named: N,
     with: K,
 ) where
-    S: FullSpace + ParallelFor<MDRangePolicy<S, R>>,
+    S: FullSpace + GraphSpace + ParallelFor<MDRangePolicy<S, R>>,
     E: for<'it> Fn((MdIdx<'it, R>, SweepArgs<'it, R>)) + Copy + Send + Sync,
     St: for<'it> Fn((MdIdx<'it, R>, SweepArgs<'it, R>)) + Send + Sync,
     N: for<'it> Fn((MdIdx<'it, R>, SweepArgs<'it, R>)) + Copy + Send + Sync,
@@ -334,7 +334,7 @@ fn stencil<S, const R: usize, E, St, N, K>(
 }
 
 /// The 2-D stencil in every style on one backend.
-fn stencil_2d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
+fn stencil_2d<S: FullSpace + GraphSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
     stencil(
         g,
         be,
@@ -355,7 +355,7 @@ fn stencil_2d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S
 }
 
 /// The 3-D stencil in every style on one backend.
-fn stencil_3d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
+fn stencil_3d<S: FullSpace + GraphSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
     stencil(
         g,
         be,
@@ -376,7 +376,7 @@ fn stencil_3d<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S
 }
 
 /// Axpy, one launch per iteration, in every style on one backend.
-fn axpy_styles<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
+fn axpy_styles<S: FullSpace + GraphSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
     let (x, y) = (ones("x", [LEN]), ones("y", [LEN]));
     let range = RangePolicy::new(be.space.clone(), 0..LEN);
     let a = AXPY_A;
@@ -424,7 +424,7 @@ fn axpy_styles<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<
 }
 
 /// Dot, one reduction per iteration (its result read on the host), in every style.
-fn dot_styles<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
+fn dot_styles<S: FullSpace + GraphSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>) {
     let (x, y) = (ones("x", [LEN]), ones("y", [LEN]));
     let range = RangePolicy::new(be.space.clone(), 0..LEN);
     g.bench_function(be.id("eager-closure", LEN), |bench| {
@@ -508,7 +508,7 @@ fn dot_styles<S: FullSpace>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S
 /// function for this backend's team member type.
 fn gemv_styles<S, N>(g: &mut BenchmarkGroup<'_, WallTime>, be: &Backend<S>, named: N)
 where
-    S: FullSpace,
+    S: FullSpace + GraphSpace,
     N: for<'it> Fn((&'it S::TeamMember<'it>, GemvArgs<'it>)) + Send + Sync + 'static,
 {
     let (a, x, y) = (ones("A", [ROWS, COLS]), ones("x", [COLS]), ones("y", [ROWS]));

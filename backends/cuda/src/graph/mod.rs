@@ -31,7 +31,7 @@ mod reduce;
 use std::sync::Arc;
 
 use hoplite_core::held::BorrowGroup;
-use hoplite_graph::{Access, GraphBackend, GraphNodes, NodeId, NodeKernel, NodeKind};
+use hoplite_graph::{Access, GraphBackend, GraphNodes, GraphSpace, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
 
 use self::host::{HostPayload, SubmitList, run_host_node};
@@ -133,6 +133,15 @@ impl std::fmt::Debug for CudaGraph {
             .field("nodes", &self.nodes.len())
             .field("instantiated", &self.instance.is_some())
             .finish()
+    }
+}
+
+/// `create_graph(&cuda, ..)` builds a CUDA Graph, as Kokkos' `create_graph` on a `Cuda`
+/// instance does: the same builder code as on the host backends.
+impl GraphSpace for Cuda {
+    type Backend = CudaGraph;
+    fn graph_backend(&self) -> CudaGraph {
+        CudaGraph::new(self)
     }
 }
 

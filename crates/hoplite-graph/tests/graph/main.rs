@@ -8,8 +8,8 @@ use hoplite_core::{
     TeamPolicy, View,
 };
 use hoplite_graph::{
-    Access, GraphError, GraphNodes, NodeId, NodeKernel, NodeKind, NodeRef, ReduceResult, SEQUENCE_MAX,
-    WAVE_MIN_WORK, create_graph,
+    Access, GraphError, GraphNodes, GraphSpace, NodeId, NodeKernel, NodeKind, NodeRef, ReduceResult,
+    SEQUENCE_MAX, WAVE_MIN_WORK, create_graph,
 };
 use hoplite_rayon::RayonSpace;
 use hoplite_serial::Serial;
@@ -26,7 +26,7 @@ use order::*;
 
 /// What the tests need of a space.
 trait Space:
-    ExecutionSpace
+    GraphSpace
     + ParallelFor<RangePolicy<Self>>
     + ParallelReduce<RangePolicy<Self>>
     + ParallelScan<RangePolicy<Self>>
@@ -34,7 +34,7 @@ trait Space:
 }
 
 impl<S> Space for S where
-    S: ExecutionSpace
+    S: GraphSpace
         + ParallelFor<RangePolicy<S>>
         + ParallelReduce<RangePolicy<S>>
         + ParallelScan<RangePolicy<S>>
