@@ -542,9 +542,9 @@ mod graph {
         let e = closures.submit().expect_err("a GPU runs no closures");
         assert!(e.to_string().contains("#[kernel]"), "{e}");
 
-        // `create_graph` on a `Cuda` instance builds the same CUDA Graph: the closure is refused
-        // by the CUDA graph (when the node is added, reported at the first submit), not by an
-        // eager launch of a host graph's node.
+        // `create_graph` on a `Cuda` instance builds the host graph (`GraphSpace for Cuda`),
+        // whose nodes run as eager launches: the closure is refused by the launch, not by a
+        // CUDA graph.
         let mut default_backend = create_graph(&cuda, |g| {
             g.root()
                 .then_parallel_for("closure", RangePolicy::new(cuda.clone(), 0..4), |_i| {});
@@ -555,7 +555,7 @@ mod graph {
             .expect_err("a GPU runs no closures")
             .to_string();
         assert!(
-            e.contains("CUDA graph: node `closure` is a parallel_for of a closure"),
+            e.contains("`closure`: `Cuda` runs only `#[kernel]` kernels") && !e.contains("CUDA graph"),
             "{e}"
         );
 
@@ -581,8 +581,8 @@ mod graph {
             }
         };
         let expected = run(&Serial::default()).expect("runs on serial");
-        // Through `create_graph_with(.., CudaGraph::new(..))` and through `create_graph`, which
-        // picks the same CUDA Graph for a `Cuda` instance.
+        // As a CUDA Graph (`create_graph_with(.., CudaGraph::new(..))`) and through
+        // `create_graph`, whose host graph runs the nodes as eager launches.
         for explicit_backend in [true, false] {
             let y =
                 View::<f64, 1, LayoutRight, CudaSpace>::from_slice("y", [N], &y_values()).expect("uploads");
@@ -605,7 +605,7 @@ mod graph {
             assert_eq!(
                 y.to_vec().expect("downloads"),
                 expected.y,
-                "backend named explicitly: {explicit_backend}"
+                "as a CUDA graph: {explicit_backend}"
             );
         }
     }
