@@ -488,7 +488,7 @@ macro_rules! into_launch_by_reference {
         impl<'p, S: ExecutionSpace, $($g)*> IntoLaunch<S> for &'p $t {
             type Launch = $t;
             fn into_launch(self) -> $t {
-                self.clone()
+                IntoPolicy::<S>::into_policy(self)
             }
         }
     )*};
