@@ -318,6 +318,8 @@ impl Barrier {
             self.wake_all();
             return true;
         }
+        // A thread of the team may wait for the token id this one parked.
+        hoplite_core::return_parked_id();
         let done = || self.generation.load(Ordering::Acquire) != generation;
         let mut spin = SpinWait::new(Self::SPIN, Self::BUSY).beside(peer_here);
         loop {

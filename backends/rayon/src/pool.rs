@@ -60,11 +60,12 @@ pub(crate) trait Job: Sync {
     fn abort(&self, _rank: usize) {}
 }
 
-/// Runs `rank` of `job`, returning its panic if it panicked (after calling `abort`).
-pub(crate) fn run_participant<J: Job + ?Sized>(job: &J, rank: usize) -> Option<Payload> {
+/// Runs `rank` of `job`'s `ranks`, returning its panic if it panicked (after calling `abort`).
+pub(crate) fn run_participant<J: Job + ?Sized>(job: &J, rank: usize, ranks: usize) -> Option<Payload> {
     // Unique tokens look first at the id of the thread's rank: the threads of one launch
-    // then take and give back ids on cache lines of their own.
-    let _preferred = hoplite_core::prefer_id(rank);
+    // then take and give back ids on cache lines of their own, and an id the thread gives
+    // back stays parked for its next acquire until the share ends.
+    let _preferred = hoplite_core::lease_rank_id(rank, ranks);
     match catch_unwind(AssertUnwindSafe(|| job.run(rank))) {
         Ok(()) => None,
         Err(payload) => {
@@ -94,7 +95,8 @@ pub(crate) fn pick_panic(payloads: impl IntoIterator<Item = Payload>) -> Option<
 
 /// The type-erased head of a published job.
 struct JobHeader {
-    run: unsafe fn(*const JobHeader, usize) -> Option<Payload>,
+    /// Runs (rank, ranks) of the job.
+    run: unsafe fn(*const JobHeader, usize, usize) -> Option<Payload>,
 }
 
 /// A job together with its erased entry point; `header` is the first field, so a pointer to
@@ -110,12 +112,12 @@ struct JobCell<'a, J> {
 /// # Safety
 ///
 /// `header` points to the header of a live `JobCell<'_, J>` with this very `J`.
-unsafe fn run_erased<J: Job>(header: *const JobHeader, rank: usize) -> Option<Payload> {
+unsafe fn run_erased<J: Job>(header: *const JobHeader, rank: usize, ranks: usize) -> Option<Payload> {
     // SAFETY: the caller guarantees `header` is the first field of a live `JobCell<J>`
     // (`repr(C)`, so the cell starts at its header, and the pointer was made from a reference
     // to the whole cell, so it may read all of it).
     let job = unsafe { (*header.cast::<JobCell<'_, J>>()).job };
-    run_participant(job, rank)
+    run_participant(job, rank, ranks)
 }
 
 /// State shared by the caller and the workers of one hot team.
@@ -227,7 +229,7 @@ fn worker_main(
             // pointer and released the epoch, so `header` is the current job's header. That
             // job stays alive until this worker decrements `pending` below (see the module
             // docs), and `run` is the entry point made for exactly that job's type.
-            unsafe { ((*header).run)(header, rank) }
+            unsafe { ((*header).run)(header, rank, shared.sleeping.len() + 1) }
         };
         if let Some(payload) = payload {
             shared.record_panic(payload);
@@ -323,6 +325,8 @@ impl HotTeam {
 
     /// Takes the launch lock, waiting for a launch of another thread to finish.
     pub(crate) fn lock(&self) -> LaunchGuard<'_> {
+        // The running launch's threads may wait for the token id this thread parked.
+        hoplite_core::return_parked_id();
         self.locked(lock(&self.launch))
     }
 
@@ -354,7 +358,7 @@ impl HotTeam {
         let workers = self.handles.len();
         if workers == 0 {
             let _in = InKernel::enter(shared.instance, preferred_global);
-            if let Some(payload) = run_participant(job, 0) {
+            if let Some(payload) = run_participant(job, 0, 1) {
                 resume_unwind(payload);
             }
             return;
@@ -383,7 +387,7 @@ impl HotTeam {
         }
         let own = {
             let _in = InKernel::enter(shared.instance, preferred_global);
-            run_participant(job, 0)
+            run_participant(job, 0, workers + 1)
         };
         self.wait_workers(me, peer_here);
         // Every worker is done with `cell`; it may now go out of scope.

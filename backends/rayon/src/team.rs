@@ -268,7 +268,7 @@ fn run_nested<J: Job>(space: &RayonSpace, job: &J, n: usize) {
                 .name(format!("hoplite-rayon-{id}-nested{rank}"))
                 .spawn_scoped(s, move || {
                     let _in = InKernel::enter(id, None);
-                    run_participant(job, rank)
+                    run_participant(job, rank, n)
                 });
             match spawned {
                 Ok(handle) => helpers.push(handle),
@@ -284,7 +284,7 @@ fn run_nested<J: Job>(space: &RayonSpace, job: &J, n: usize) {
                 job.abort(rank);
             }
         } else {
-            payloads.extend(run_participant(job, 0));
+            payloads.extend(run_participant(job, 0, n));
         }
         for helper in helpers {
             match helper.join() {

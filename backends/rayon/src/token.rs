@@ -70,6 +70,10 @@ impl UniqueToken for RayonGlobalToken {
     }
 
     fn try_acquire(&self) -> Option<usize> {
+        // The id this thread gave back last in its share, still held for it.
+        if let Some(id) = self.ids.take_parked() {
+            return Some(id);
+        }
         if let Some(id) = context::preferred_global()
             && self.ids.try_claim(id)
         {

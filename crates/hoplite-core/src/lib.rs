@@ -82,7 +82,8 @@ pub use team::{
     TeamThreadRange, TeamVectorRange, ThreadVectorRange,
 };
 pub use unique_token::{
-    PreferredId, TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace, prefer_id,
+    PreferredId, TeamTokenGuard, TokenGuard, TokenPool, UniqueToken, UniqueTokenSpace, lease_rank_id,
+    prefer_id, return_parked_id,
 };
 pub use view::access::{
     BoundAtomic, PreparedAtomic, PreparedReader, PreparedScatter, PreparedWriter, ReadIndex, Token,

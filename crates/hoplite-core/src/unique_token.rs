@@ -21,7 +21,9 @@ use crate::space::ExecutionSpace;
 /// 1. Every id returned by `acquire` or `try_acquire` is in `[0, size())`.
 /// 2. No two live ids (acquired and not yet released) of one token — or of clones of it — are
 ///    equal.
-/// 3. `try_acquire` returns `None` only when `size()` ids are live.
+/// 3. `try_acquire` returns `None` only when `size()` ids are live, or held for threads of a
+///    running launch that gave them back and take them again ([`lease_rank_id`]: the id of a
+///    thread's rank stays with it until its share ends or it waits for another thread).
 /// 4. `acquire` waits until an id is free. Holding `size()` ids on one thread and asking for
 ///    another therefore never returns, as in Kokkos; use `try_acquire` where that can happen.
 ///
@@ -157,6 +159,7 @@ impl<T: UniqueToken> std::ops::Deref for TokenGuard<'_, T> {
 }
 
 impl<T: UniqueToken> Drop for TokenGuard<'_, T> {
+    #[inline(always)]
     fn drop(&mut self) {
         self.token.release(self.id);
     }
@@ -216,7 +219,9 @@ impl<T: UniqueToken> fmt::Debug for TokenGuard<'_, T> {
 /// at most 256 ids keeps every id on a cache line of its own: threads that take and give back
 /// their own ids touch only lines no other thread writes, so the documented histogram idiom
 /// (`let id = tokens.guard();` per element) costs an uncontended atomic per element instead of
-/// a cache line passed between cores. Larger pools keep one bit per id.
+/// a cache line passed between cores. Larger pools keep one bit per id. Inside a share a host
+/// backend runs with [`lease_rank_id`], not even that: the id of the thread's rank, once
+/// released, stays parked for it, and the next acquire takes it back from thread-local state.
 #[derive(Clone)]
 pub struct TokenPool {
     inner: Arc<PoolInner>,
@@ -247,6 +252,60 @@ thread_local! {
     static PREFERRED: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
+/// No rank: the thread is not running a share with a lease ([`lease_rank_id`]).
+const NO_RANK: usize = usize::MAX;
+
+/// While a thread runs its share of a launch as rank `rank` of `ranks` ([`lease_rank_id`]), the
+/// id `rank` it gives back to a pool of at least `ranks` ids stays held for it ("parked"), so
+/// its next acquire from that pool takes it back without an atomic: the id is the thread's by
+/// right (as Kokkos' thread-id tokens), since no other rank of the launch prefers it.
+struct Lease {
+    /// The thread's rank in the launch whose share it runs, [`NO_RANK`] outside one.
+    rank: Cell<usize>,
+    /// The number of ranks of that launch: only pools of at least as many ids are leased.
+    ranks: Cell<usize>,
+    /// The leased pool: a strong reference from `Arc::into_raw`, or null.
+    pool: Cell<*const PoolInner>,
+    /// Where id `rank` of `pool` is: [`NOT_LEASED`], [`PARKED`] or [`LENT`].
+    state: Cell<u8>,
+}
+
+/// The lease has not seen id `rank` of its pool (or none is bound): it may be free or held.
+const NOT_LEASED: u8 = 0;
+/// Id `rank` was released by this thread and stays held for it.
+const PARKED: u8 = 1;
+/// Id `rank` was taken back from the lease and is held by its taker.
+const LENT: u8 = 2;
+
+thread_local! {
+    static LEASE: Lease = const {
+        Lease {
+            rank: Cell::new(NO_RANK),
+            ranks: Cell::new(0),
+            pool: Cell::new(std::ptr::null()),
+            state: Cell::new(NOT_LEASED),
+        }
+    };
+}
+
+impl Lease {
+    /// Gives the parked id back to its pool and drops the lease's reference to the pool.
+    fn close(&self) {
+        let pool = self.pool.replace(std::ptr::null());
+        let parked = self.state.replace(NOT_LEASED) == PARKED;
+        if pool.is_null() {
+            return;
+        }
+        // SAFETY: `pool` came from `Arc::into_raw` in `TokenPool::park_first` and was not
+        // turned back since (the cell held it until the `replace` above), so this takes back
+        // that one strong reference.
+        let pool = unsafe { Arc::from_raw(pool) };
+        if parked {
+            pool.free(self.rank.get());
+        }
+    }
+}
+
 /// Hands threads without a preferred id distinct ones, in turn.
 static NEXT_PREFERRED: AtomicUsize = AtomicUsize::new(0);
 
@@ -265,7 +324,8 @@ fn preferred_id() -> usize {
 /// Makes `id` the calling thread's preferred token id until the guard drops (the previous
 /// preference comes back then). A hint only: it decides where [`TokenPool`] looks first, never
 /// which ids are free. Host backends call it with a thread's rank while it runs its share of a
-/// launch, so the threads of one launch prefer different ids.
+/// launch, so the threads of one launch prefer different ids. An id the thread had parked
+/// ([`lease_rank_id`]) goes back to its pool, and none is parked until the guard drops.
 ///
 /// ```
 /// use hoplite_core::prefer_id;
@@ -277,8 +337,71 @@ fn preferred_id() -> usize {
 /// # Ok::<(), hoplite_core::Error>(())
 /// ```
 pub fn prefer_id(id: usize) -> PreferredId {
+    scope(id, NO_RANK, 0)
+}
+
+/// [`prefer_id`]`(rank)` for a thread that runs its share of a launch as rank `rank` of
+/// `ranks`, which also leases id `rank` to it: in a [`TokenPool`] of at least `ranks` ids, the
+/// id `rank` the thread releases stays held for it until its next acquire there (no atomic
+/// either way) or until the guard drops. That makes the per-element idiom
+/// (`let id = tokens.guard();` in a kernel) cost a few loads and stores of the thread's own
+/// state. Host backends call it around each thread's share; before a thread waits for other
+/// threads of the launch (a team barrier), it calls [`return_parked_id`].
+///
+/// ```
+/// use hoplite_core::{lease_rank_id, TokenPool, UniqueToken};
+/// let pool = TokenPool::new(4, "Example")?;
+/// let share = lease_rank_id(1, 2);
+/// let id = pool.acquire();
+/// assert_eq!(id, 1, "the rank's own id");
+/// pool.release(id);
+/// assert_eq!(pool.live(), 1, "parked for this thread's next acquire");
+/// assert_eq!(pool.acquire(), 1);
+/// pool.release(1);
+/// drop(share);
+/// assert_eq!(pool.live(), 0, "the share's end gives it back");
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+pub fn lease_rank_id(rank: usize, ranks: usize) -> PreferredId {
+    if rank >= ranks {
+        return prefer_id(rank);
+    }
+    scope(rank, rank, ranks)
+}
+
+/// Gives the id the calling thread parked ([`lease_rank_id`]) back to its pool. Backends call
+/// it before a thread waits for other threads of its launch, which may be waiting for that id.
+///
+/// ```
+/// use hoplite_core::{lease_rank_id, return_parked_id, TokenPool, UniqueToken};
+/// let pool = TokenPool::new(2, "Example")?;
+/// let _share = lease_rank_id(0, 2);
+/// pool.release(pool.acquire());
+/// assert_eq!(pool.live(), 1);
+/// return_parked_id();
+/// assert_eq!(pool.live(), 0);
+/// # Ok::<(), hoplite_core::Error>(())
+/// ```
+#[inline]
+pub fn return_parked_id() {
+    LEASE.with(|l| {
+        if l.state.get() == PARKED {
+            l.close();
+        }
+    });
+}
+
+/// Opens a preference scope, with a lease of `rank` of `ranks` (or none for [`NO_RANK`]).
+fn scope(preferred: usize, rank: usize, ranks: usize) -> PreferredId {
+    // An enclosing scope's parked id goes back: this thread may now wait for threads (those
+    // of a nested launch) that want it.
+    let enclosing = LEASE.with(|l| {
+        l.close();
+        (l.rank.replace(rank), l.ranks.replace(ranks))
+    });
     PreferredId {
-        previous: PREFERRED.replace(id),
+        previous: PREFERRED.replace(preferred),
+        enclosing,
     }
 }
 
@@ -286,11 +409,19 @@ pub fn prefer_id(id: usize) -> PreferredId {
 #[must_use = "the preference lasts as long as the guard"]
 pub struct PreferredId {
     previous: usize,
+    /// The enclosing scope's lease (rank, ranks), restored with nothing parked.
+    enclosing: (usize, usize),
 }
 
 impl Drop for PreferredId {
     fn drop(&mut self) {
         PREFERRED.set(self.previous);
+        let (rank, ranks) = self.enclosing;
+        LEASE.with(|l| {
+            l.close();
+            l.rank.set(rank);
+            l.ranks.set(ranks);
+        });
     }
 }
 
@@ -370,6 +501,110 @@ impl TokenPool {
         }
     }
 
+    /// Takes back the id the calling thread parked in this pool, if it did (see
+    /// [`lease_rank_id`]): no atomic, the id stayed held while parked.
+    ///
+    /// ```
+    /// use hoplite_core::{lease_rank_id, TokenPool, UniqueToken};
+    /// let pool = TokenPool::new(4, "Example")?;
+    /// let _share = lease_rank_id(3, 4);
+    /// let id = pool.acquire();
+    /// pool.release(id);
+    /// assert_eq!(pool.take_parked(), Some(3));
+    /// assert_eq!(pool.take_parked(), None, "taken");
+    /// pool.release(3);
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    #[inline]
+    pub fn take_parked(&self) -> Option<usize> {
+        let me = Arc::as_ptr(&self.inner);
+        // Small closures, so each `with` inlines to one thread-local access.
+        let (pool, state) = LEASE.with(|l| (l.pool.get(), l.state.get()));
+        if pool == me && state == PARKED {
+            LEASE.with(|l| {
+                l.state.set(LENT);
+                Some(l.rank.get())
+            })
+        } else {
+            None
+        }
+    }
+
+    /// `acquire` when nothing is parked: the preferred id, any free one, else wait.
+    #[inline(never)]
+    fn acquire_unparked(&self) -> usize {
+        if let Some(id) = self.try_acquire() {
+            return id;
+        }
+        // About to wait: an id this thread parked (of any pool) goes back first, so a thread
+        // waiting for it is not kept waiting on this one.
+        return_parked_id();
+        let backoff = Backoff::new();
+        loop {
+            if let Some(id) = self.try_acquire() {
+                return id;
+            }
+            if backoff.is_completed() {
+                std::thread::yield_now();
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+
+    /// Parks the released `id` in the calling thread's lease instead of freeing it, when the
+    /// thread runs a share with a lease of `id` ([`lease_rank_id`]) and this pool is large
+    /// enough; `false` if it did not.
+    #[inline(always)]
+    fn park(&self, id: usize) -> bool {
+        let me = Arc::as_ptr(&self.inner);
+        let (pool, state, rank) = LEASE.with(|l| (l.pool.get(), l.state.get(), l.rank.get()));
+        // A lent id is held (the double-release check `free` makes is that only held ids go
+        // back): it parks again with two thread-local stores.
+        if pool == me && state == LENT && id == rank {
+            LEASE.with(|l| l.state.set(PARKED));
+            return true;
+        }
+        self.release_unparked(id);
+        false
+    }
+
+    /// `release` of an id `park` did not take back at once: parked after all, or freed.
+    #[inline(never)]
+    fn release_unparked(&self, id: usize) {
+        if !LEASE.with(|l| self.park_first(l, id)) {
+            self.inner.free(id);
+        }
+    }
+
+    /// `park` for anything but the release of the id the lease lent.
+    #[cold]
+    #[inline(never)]
+    fn park_first(&self, lease: &Lease, id: usize) -> bool {
+        let me = Arc::as_ptr(&self.inner);
+        let rank = lease.rank.get();
+        if id != rank {
+            return false;
+        }
+        if lease.pool.get() == me && lease.state.get() == PARKED {
+            panic!("unique token id {id} released but not held");
+        }
+        // Packed pools (over 256 ids) are never leased: their words are shared by many ids,
+        // and the lease is for the small pools each thread of a launch takes its id from.
+        let spread = matches!(self.inner.ids, Ids::Spread(_));
+        if !spread || self.inner.size < lease.ranks.get() || !self.inner.is_held(id) {
+            return false;
+        }
+        // First park of this pool in the share: the lease keeps the pool alive (a kernel may
+        // drop its last handle to it) until the share ends.
+        if lease.pool.get() != me {
+            lease.close();
+            lease.pool.set(Arc::into_raw(Arc::clone(&self.inner)));
+        }
+        lease.state.set(PARKED);
+        true
+    }
+
     /// Claims a free id in `ids` (clipped to the pool's size), if any: the calling thread's
     /// preferred id when it lies in `ids` and is free, else the lowest free one from there on,
     /// wrapping around.
@@ -392,6 +627,45 @@ impl TokenPool {
         match &self.inner.ids {
             Ids::Spread(_) => (start..hi).chain(lo..start).find(|&id| self.try_claim(id)),
             Ids::Packed(words) => claim_packed(words, start, hi).or_else(|| claim_packed(words, lo, start)),
+        }
+    }
+}
+
+impl PoolInner {
+    /// Marks `id` free in the pool's words.
+    ///
+    /// # Panics
+    ///
+    /// If `id` is out of range or not held.
+    #[inline]
+    fn free(&self, id: usize) {
+        assert!(
+            id < self.size,
+            "unique token id {id} is out of range 0..{}",
+            self.size
+        );
+        let held = match &self.ids {
+            Ids::Spread(ids) => {
+                // Only the holder gives an id back, so a load and a store suffice (no locked
+                // instruction): a second release of the same id is seen here as a free id.
+                let held = ids[id].0.load(Ordering::Relaxed);
+                ids[id].0.store(false, Ordering::Release);
+                held
+            }
+            Ids::Packed(words) => {
+                let mask = 1u64 << (id % 64);
+                words[id / 64].fetch_and(!mask, Ordering::Release) & mask != 0
+            }
+        };
+        assert!(held, "unique token id {id} released but not held");
+    }
+
+    /// Whether `id` is marked held (a relaxed look, for the double-release check).
+    #[inline(always)]
+    fn is_held(&self, id: usize) -> bool {
+        match &self.ids {
+            Ids::Spread(ids) => ids[id].0.load(Ordering::Relaxed),
+            Ids::Packed(words) => words[id / 64].load(Ordering::Relaxed) & (1u64 << (id % 64)) != 0,
         }
     }
 }
@@ -440,6 +714,9 @@ impl UniqueToken for TokenPool {
 
     #[inline]
     fn try_acquire(&self) -> Option<usize> {
+        if let Some(id) = self.take_parked() {
+            return Some(id);
+        }
         // The preferred id first, without the range arithmetic.
         let size = self.inner.size;
         let home = preferred_id() % size;
@@ -450,26 +727,17 @@ impl UniqueToken for TokenPool {
     }
 
     #[inline]
+    fn acquire(&self) -> usize {
+        match self.take_parked() {
+            Some(id) => id,
+            None => self.acquire_unparked(),
+        }
+    }
+
+    #[inline(always)]
     fn release(&self, id: usize) {
-        assert!(
-            id < self.inner.size,
-            "unique token id {id} is out of range 0..{}",
-            self.inner.size
-        );
-        let held = match &self.inner.ids {
-            Ids::Spread(ids) => {
-                // Only the holder gives an id back, so a load and a store suffice (no locked
-                // instruction): a second release of the same id is seen here as a free id.
-                let held = ids[id].0.load(Ordering::Relaxed);
-                ids[id].0.store(false, Ordering::Release);
-                held
-            }
-            Ids::Packed(words) => {
-                let mask = 1u64 << (id % 64);
-                words[id / 64].fetch_and(!mask, Ordering::Release) & mask != 0
-            }
-        };
-        assert!(held, "unique token id {id} released but not held");
+        // Parked at once, or parked or freed out of line (kept small to inline into loops).
+        self.park(id);
     }
 }
 
