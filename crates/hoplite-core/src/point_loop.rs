@@ -272,7 +272,13 @@ pub(crate) trait PointLoops: Sized {
         let prepared = &A::for_this_thread(prepared);
         // SAFETY: the caller's contract; the bound handles carry the brand of the item they
         // are bound with, which does not outlive the kernel call.
-        unsafe { share.visit(|item| self((item, A::bind(prepared)))) }
+        unsafe {
+            if A::UNROLL {
+                share.visit_lanes(|item, _| self((item, A::bind(prepared))));
+            } else {
+                share.visit(|item| self((item, A::bind(prepared))));
+            }
+        }
     }
 
     /// Folds the kernel over every point of `share` into `acc` (a launch without handles),

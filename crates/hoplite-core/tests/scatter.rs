@@ -195,3 +195,26 @@ fn threads_past_the_private_copies_share_one() {
         [300 / 8 + 1, 38, 38, 38, 37, 37, 37, 37]
     );
 }
+
+/// The point loop of a scatter launch runs unrolled: ranges of every length, and starting
+/// anywhere, still visit each index once.
+#[test]
+fn unrolled_scatter_loops_visit_every_index_of_uneven_ranges_once() {
+    let bytes = samples(1_100);
+    for (lo, hi) in [(0, 0), (0, 1), (0, 3), (2, 7), (5, 1_010), (1, 1_100)] {
+        let mut want = [0u64; 256];
+        for &b in &bytes[lo..hi] {
+            want[b as usize] += 1;
+        }
+        let bins: View<u64, 1> = View::new("bins", [256]).expect("bins");
+        let mut scatter = ScatterView::new(&bins);
+        parallel_for(
+            "histogram",
+            (RangePolicy::new(Serial::default(), lo..hi), (scatter.access(),)),
+            |(i, (hist,))| hist.add(bytes[*i] as usize, 1),
+        )
+        .expect("launch");
+        scatter.contribute().expect("contribute");
+        assert_eq!(bins.to_vec().expect("bins"), want, "range {lo}..{hi}");
+    }
+}

@@ -56,6 +56,13 @@ pub trait LaunchArgs: Send + Sync {
         *prepared
     }
 
+    /// Whether point loops over these handles run unrolled ([`PointSet::visit_lanes`](
+    /// crate::point_loop::PointSet::visit_lanes)): for handles whose accesses are short
+    /// read-modify-writes with a bounds check (a scatter view's update), which the compiler
+    /// does not unroll by itself. Other loops keep the plain form the vectorizer sees best.
+    #[doc(hidden)]
+    const UNROLL: bool = false;
+
     /// Appends a description of every handle, in order, for a device backend (see
     /// [`DeviceLaunch`](crate::device_kernel::DeviceLaunch)). Handles a device cannot take
     /// describe nothing, so that a device launch of them reports a parameter mismatch.
@@ -287,6 +294,8 @@ macro_rules! tuple_args {
         impl<$($name: LaunchArgs),+> LaunchArgs for ($($name,)+) {
             type Prepared = ($($name::Prepared,)+);
             type Bound<'it> = ($($name::Bound<'it>,)+);
+
+            const UNROLL: bool = false $(|| $name::UNROLL)+;
 
             fn prepare(&self, label: &str, bounds: &IndexBounds) -> Result<Self::Prepared> {
                 #[allow(non_snake_case)]

@@ -541,6 +541,8 @@ impl<T: ViewValue, const R: usize, Op: ScatterOp<T>> LaunchArgs for ScatterAcces
     type Prepared = PreparedScatter<T, R>;
     type Bound<'it> = BoundScatter<'it, T, R, Op>;
 
+    const UNROLL: bool = true;
+
     fn prepare(&self, _label: &str, _bounds: &IndexBounds) -> Result<Self::Prepared> {
         // Updates are checked per element; the copies belong to the scatter view alone.
         Ok(self.prepared)
