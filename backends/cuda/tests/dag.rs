@@ -41,12 +41,12 @@ mod kernel_vertices {
     use hoplite::prelude::*;
     use hoplite::{BoundReader, BoundWriter, kernel};
     use hoplite_core::AccessKind;
+    use hoplite_core::held::Access;
     use hoplite_core::{LayoutRight, View};
     use hoplite_cuda::dag::CudaDevice;
     use hoplite_cuda::{Cuda, CudaSpace};
     use hoplite_dag::device::HostDevice;
     use hoplite_dag::{Context, ContextOptions, DagError};
-    use hoplite_graph::Access;
 
     type Device<T> = View<T, 1, LayoutRight, CudaSpace>;
 

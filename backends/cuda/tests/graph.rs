@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
+use hoplite_core::held::Access;
 use hoplite_core::{ArrayLayout, LayoutLeft, LayoutRight, MDRangePolicy, TeamPolicy, View};
 use hoplite_cuda::copy_to_device;
 use hoplite_cuda::graph::CudaGraph;
 use hoplite_cuda::{Cuda, CudaSpace, copy_to_host};
 use hoplite_graph::{
-    Access, Graph, GraphBackend, GraphBuilder, GraphNodes, NodeId, NodeKernel, NodeKind, ReduceResult,
+    Graph, GraphBackend, GraphBuilder, GraphNodes, NodeId, NodeKernel, NodeKind, ReduceResult,
     create_graph_with,
 };
 

@@ -48,9 +48,44 @@ mod team;
 mod unique_token;
 mod view;
 
-/// Hooks for runtimes that order launches themselves (the implicit DAG, explicit graphs):
-/// allocation identity, borrow groups and held borrows.
-pub use view::held;
+pub mod held {
+    //! Hooks for runtimes that order launches themselves (the implicit DAG, explicit graphs):
+    //! recorded launches, the allocation identity they compare accesses by, borrow groups and
+    //! held borrows — what such a runtime needs from views beyond the handles of an eager
+    //! launch.
+    //!
+    //! **Allocation identity.** A front end that records launches instead of running them keeps a
+    //! node's views and access kinds ([`AccessKind`](crate::AccessKind)) rather than its handles, and makes fresh
+    //! handles each time the node runs. To tell whether two recorded accesses touch the same
+    //! memory it needs to compare allocations across views of any element type, rank and layout,
+    //! which [`View::same_allocation`](crate::View::same_allocation) cannot do once the views are type-erased.
+    //! [`View::allocation_key`](crate::View::allocation_key) gives a plain key for that; together
+    //! with [`View::footprint`](crate::View::footprint) it
+    //! says exactly which elements two accesses share.
+    //!
+    //! **Borrow groups.** The DAG runtime must also keep the views of launches it has accepted but
+    //! not yet finished borrowed — so that the host cannot touch them behind its back — while the
+    //! launches' own borrows overlap. A [`BorrowGroup`] does that: the handles made in one group
+    //! ([`GroupedHandle::new_in`]) or moved into it ([`GroupedHandle::into_group`]) are checked
+    //! against every borrow outside the group and against none inside it; the runtime promises,
+    //! by calling those `unsafe fn`s, to order the group's conflicting handles itself.
+    //!
+    //! **Held borrows.** Such a runtime can also hold one borrow per view and access kind for all
+    //! its pending launches ([`HeldBorrow`]) and give it to each launch's handles
+    //! ([`GroupedHandle::into_held`]), which then hold none of their own: the view is borrowed once
+    //! for as long as launches use it, and a launch's end touches no borrow table.
+    //!
+    //! **Recorded launches.** A runtime keeps a launch's handles as their views
+    //! ([`RecordedArgs::detach`]), lists the accesses they make ([`Access`]) to order launches by
+    //! their data, and makes handles afresh for each run, in a group or on held borrows.
+    //!
+    //! **Runtime hooks.** These operations on handles are the methods of [`GroupedHandle`], a trait
+    //! of this module, so that the handles' own documentation shows only what kernels and users
+    //! do with them; a runtime imports the trait.
+
+    pub use crate::view::held::{AllocationKey, BorrowGroup, GroupedHandle, HeldBorrow};
+    pub use crate::view::recorded::{Access, HeldBorrows, RecordedArgs};
+}
 
 pub use dispatch::{
     ForKernel, FullSpace, IntoLaunch, LaunchSpace, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan,

@@ -66,7 +66,7 @@ pub use context::{
 };
 pub use hoplite_core::AccessKind;
 pub use hoplite_core::IoError;
-pub use hoplite_graph::Access;
+pub use hoplite_core::held::Access;
 // GrCUDA's scheduling model, usable on its own (as the context uses it): the dependency
 // model, device selection and stream assignment.
 pub use model::{DependencyModel, DependencyPolicy, Edge, Edges, Plan, VertexId};

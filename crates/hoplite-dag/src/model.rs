@@ -15,8 +15,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use hoplite_core::AccessKind;
+use hoplite_core::held::Access;
 use hoplite_core::held::AllocationKey;
-use hoplite_graph::Access;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
@@ -164,8 +164,8 @@ const EMPTY_ENTRIES_LIMIT: usize = 1 << 12;
 /// ```
 /// use hoplite_dag::{DependencyModel, DependencyPolicy};
 /// # use hoplite_core::View;
-/// # use hoplite_graph::{Access, GraphArgs};
-/// # fn accesses<A: GraphArgs>(a: A) -> Vec<Access> { let mut v = Vec::new(); A::record(&a.detach(), &mut v); v }
+/// # use hoplite_core::held::{Access, RecordedArgs};
+/// # fn accesses<A: RecordedArgs>(a: A) -> Vec<Access> { let mut v = Vec::new(); A::record(&a.detach(), &mut v); v }
 /// let x: View<f64, 1> = View::new("x", [8])?;
 /// let mut dag = DependencyModel::new(DependencyPolicy::WithConst);
 /// let (a, _) = dag.add(accesses(x.write()));

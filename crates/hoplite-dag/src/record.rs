@@ -1,13 +1,13 @@
 //! Capture: launches written as for a context become an explicit graph whose edges are the
 //! inferred dependencies — implicit dependencies once, graph launch cost on every replay.
 
+use hoplite_core::held::{Access, RecordedArgs};
 use hoplite_core::{
     ExecutionSpace, IntoLaunch, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, RangePolicy, Reducer,
     ScanValue,
 };
 use hoplite_graph::{
-    Access, Graph, GraphArgs, GraphBackend, GraphBuilder, GraphLaunch, HostGraph, NodeRef, ReduceTarget,
-    create_graph_with,
+    Graph, GraphBackend, GraphBuilder, GraphLaunch, HostGraph, NodeRef, ReduceTarget, create_graph_with,
 };
 
 use crate::Result;
@@ -37,7 +37,7 @@ impl<'b, 'g, S: ExecutionSpace> Recorder<'b, 'g, S> {
         }
     }
 
-    fn accesses<L: LaunchSpec<Args: GraphArgs>>(launch: &L) -> Vec<Access> {
+    fn accesses<L: LaunchSpec<Args: RecordedArgs>>(launch: &L) -> Vec<Access> {
         let mut accesses = Vec::new();
         launch.args().record_handles(&mut accesses);
         accesses

@@ -1,14 +1,14 @@
 //! Layer 1, exactly: dependency sets, stream assignment and device selection, with no threads.
 
+use hoplite_core::held::{Access, RecordedArgs};
 use hoplite_core::{Slice, View};
 use hoplite_dag::{
     ArgumentData, BandwidthMatrix, DeviceSelectionPolicy, DeviceSelector, Location, LocationSet,
 };
 use hoplite_dag::{Assignment, NewStreamPolicy, ParentStreamPolicy, StreamAssigner};
 use hoplite_dag::{DependencyModel, DependencyPolicy, VertexId};
-use hoplite_graph::{Access, GraphArgs};
 
-fn acc<A: GraphArgs>(args: A) -> Vec<Access> {
+fn acc<A: RecordedArgs>(args: A) -> Vec<Access> {
     let mut out = Vec::new();
     A::record(&args.detach(), &mut out);
     out
@@ -496,8 +496,8 @@ fn bandwidth_csv_and_bad_options_are_typed_errors() {
 /// instead; it must give the same edges (parents and views) and the same frontier.
 mod reference {
     use hoplite_core::AccessKind;
+    use hoplite_core::held::Access;
     use hoplite_dag::{DependencyPolicy, Edge, VertexId};
-    use hoplite_graph::Access;
     use std::collections::HashMap;
 
     /// An unfinished vertex: its accesses, which of them are active, its parents.

@@ -14,9 +14,9 @@ use bumpalo::Bump;
 use hoplite_core::{ExecutionSpace, Idx, ParallelFor, RangePolicy};
 use parking_lot::Mutex;
 
-use crate::args::Access;
 use crate::builder::empty_node;
 use crate::node::{NodeKernel, NodeKind};
+use hoplite_core::held::Access;
 
 /// The position of a node in its graph; the root is `NodeId(0)` and a node's predecessors
 /// always have smaller ids (a topological order by construction).

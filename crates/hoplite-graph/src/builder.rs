@@ -16,12 +16,13 @@ use hoplite_core::{
 };
 
 use crate::GraphError;
-use crate::args::{Access, GraphArgs, GraphLaunch, GraphPolicy as _, HostArgs};
+use crate::args::{GraphLaunch, HostArgs};
 use crate::backend::{ArenaSlice, ArenaStr, GraphBackend, GraphNodes, NodeId};
 use crate::node::{
     EmptyNode, ForPattern, HostNode, LaunchNode, NodeKernel, NodeKind, NodeParts, ReducePattern,
     ReduceResult, ReduceTarget, ScanPattern,
 };
+use hoplite_core::held::{Access, RecordedArgs};
 
 /// The invariant brand of one graph's construction phase.
 type Brand<'g> = PhantomData<fn(&'g ()) -> &'g ()>;
@@ -366,7 +367,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
         let policy = if *policy.space() == state.space || own_instance {
             policy
         } else {
-            policy.on_instance(&state.space)
+            policy.clone().with_space(state.space.clone())
         };
         match ValidatedPolicy::new(label, policy) {
             Ok(policy) => Some((policy, own_instance, args)),
@@ -396,7 +397,7 @@ impl<'g, S: ExecutionSpace> NodeRef<'g, S> {
                 // The node keeps the handles' views, not the handles (and their borrows).
                 let views = args.detach();
                 let record = |views: &_, out: &mut Vec<Access>| {
-                    <L::Args as GraphArgs>::record(views, out);
+                    <L::Args as RecordedArgs>::record(views, out);
                     out.extend(extra);
                 };
                 let make = |label, views, accesses| {

@@ -7,9 +7,9 @@ use hoplite_core::ExecutionSpace;
 use hoplite_core::held::AllocationKey;
 use rustc_hash::FxHashMap;
 
-use crate::Access;
 use crate::backend::{GraphBackend, GraphNodes, NodeId};
 use crate::{GraphError, Result, UnorderedRace};
+use hoplite_core::held::Access;
 
 /// A graph ready to run: it has no way to add nodes. [`submit`](Self::submit) runs it on its
 /// instance, any number of times; the first submit instantiates it unless

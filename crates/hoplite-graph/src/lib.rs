@@ -96,7 +96,7 @@ use std::cell::RefCell;
 
 use hoplite_core::{ExecutionSpace, HostAccessibleSpace, ParallelFor, RangePolicy};
 
-pub use args::{Access, DevicePolicy, GraphArgs, GraphLaunch, GraphPolicy, HeldBorrows, HostArgs};
+pub use args::{DevicePolicy, GraphLaunch, GraphPolicy, HostArgs};
 pub use backend::{
     GraphBackend, GraphNodes, HostGraph, INLINE_MAX_WORK, NodeEntry, NodeId, SEQUENCE_MAX, SHARE_MAX_WORK,
     WAVE_MIN_WORK,

@@ -17,8 +17,9 @@ use hoplite_core::{
 };
 use parking_lot::Mutex;
 
-use crate::args::{Access, DevicePolicy, GraphArgs, GraphPolicy, HostArgs};
+use crate::args::{DevicePolicy, GraphPolicy, HostArgs};
 use crate::backend::{ArenaSlice, ArenaStr, NodeEntry};
+use hoplite_core::held::{Access, RecordedArgs};
 
 /// What a node does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,7 +124,7 @@ pub trait NodeKernel<S: ExecutionSpace>: Send + Sync {
     ///
     /// # Safety
     ///
-    /// As for [`GraphArgs::attach_in`]: the caller never lets two conflicting handles of
+    /// As for [`RecordedArgs::attach_in`]: the caller never lets two conflicting handles of
     /// `group` be used at the same time. A backend that runs each node after its
     /// predecessors meets it for one submit's nodes, since the front end refused every pair of
     /// conflicting nodes without a path between them before instantiation.
@@ -247,31 +248,31 @@ fn bounds_len(bounds: &IndexBounds) -> usize {
 
 /// What every launch node is made of, whatever its pattern: the label and accesses in the node
 /// list's arena, the validated policy and the views of the handles.
-pub(crate) struct NodeParts<L: LaunchSpec<Args: GraphArgs>> {
+pub(crate) struct NodeParts<L: LaunchSpec<Args: RecordedArgs>> {
     pub(crate) label: ArenaStr,
     pub(crate) policy: ValidatedPolicy<L::Policy>,
     /// Whether the policy names an instance of its own (see `NodeKernel::own_instance`).
     pub(crate) own_instance: bool,
-    pub(crate) views: <L::Args as GraphArgs>::Views,
+    pub(crate) views: <L::Args as RecordedArgs>::Views,
     pub(crate) accesses: ArenaSlice<Access>,
 }
 
 /// A kernel launch recorded in a graph: validated policy, views of the handles, kernel,
 /// pattern.
-pub(crate) struct LaunchNode<L: LaunchSpec<Args: GraphArgs>, F, P> {
+pub(crate) struct LaunchNode<L: LaunchSpec<Args: RecordedArgs>, F, P> {
     /// In the node list's arena (see `GraphNodes::push_labelled`).
     pub(crate) label: ArenaStr,
     pub(crate) policy: ValidatedPolicy<L::Policy>,
     /// Whether the policy names an instance of its own (see `NodeKernel::own_instance`).
     pub(crate) own_instance: bool,
-    pub(crate) views: <L::Args as GraphArgs>::Views,
+    pub(crate) views: <L::Args as RecordedArgs>::Views,
     /// In the node list's arena (see `GraphNodes::push_recorded`).
     pub(crate) accesses: ArenaSlice<Access>,
     pub(crate) kernel: F,
     pub(crate) pattern: P,
 }
 
-impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
+impl<L: LaunchSpec<Args: RecordedArgs>, F, P> LaunchNode<L, F, P> {
     // Inlined into the arena's `alloc_with`, so the node is written in place rather than
     // built on the stack and copied.
     #[inline(always)]
@@ -294,7 +295,7 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
         &self,
         dispatch: impl FnOnce(&L::Args) -> hoplite_core::Result<T>,
     ) -> hoplite_core::Result<T> {
-        let args = <L::Args as GraphArgs>::attach(&self.views);
+        let args = <L::Args as RecordedArgs>::attach(&self.views);
         dispatch(&args)
     }
 
@@ -305,7 +306,10 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
         S: ExecutionSpace,
         L::Policy: GraphPolicy<S>,
     {
-        ValidatedPolicy::new(self.label.as_str(), self.policy.policy().on_instance(space))
+        ValidatedPolicy::new(
+            self.label.as_str(),
+            self.policy.policy().clone().with_space(space.clone()),
+        )
     }
 
     fn work(&self) -> Option<usize> {
@@ -316,7 +320,7 @@ impl<L: LaunchSpec<Args: GraphArgs>, F, P> LaunchNode<L, F, P> {
 /// What sets one launch node apart from another: its pattern's kind and how the pattern
 /// dispatches the kernel (and stores a result). Everything else a [`NodeKernel`] does is the
 /// same for every pattern, in the one impl for [`LaunchNode`].
-pub(crate) trait LaunchPattern<L: LaunchSpec<Args: GraphArgs>, F>: Sized + Send + Sync {
+pub(crate) trait LaunchPattern<L: LaunchSpec<Args: RecordedArgs>, F>: Sized + Send + Sync {
     /// The kind of the nodes of this pattern.
     const KIND: NodeKind;
 
@@ -336,7 +340,7 @@ pub(crate) trait LaunchPattern<L: LaunchSpec<Args: GraphArgs>, F>: Sized + Send 
 impl<S, L, F, P> NodeKernel<S> for LaunchNode<L, F, P>
 where
     S: ExecutionSpace,
-    L: LaunchSpec<Policy: GraphPolicy<S>, Args: GraphArgs> + 'static,
+    L: LaunchSpec<Policy: GraphPolicy<S>, Args: RecordedArgs> + 'static,
     F: Send + Sync,
     P: LaunchPattern<L, F>,
 {
@@ -367,7 +371,7 @@ where
     }
     fn describe_device_launch(&self, f: &mut dyn FnMut(DeviceLaunch<'_>, DevicePolicy<'_, S>)) -> bool {
         // Fresh handles, only to describe their views; they are released on return.
-        let args = <L::Args as GraphArgs>::attach(&self.views);
+        let args = <L::Args as RecordedArgs>::attach(&self.views);
         let mut handles = Vec::new();
         hoplite_core::LaunchArgs::device_handles(&args, &mut handles);
         let Some(launch) = device_launch_of(&self.kernel, handles) else {
@@ -384,7 +388,7 @@ where
         group: &BorrowGroup,
     ) -> hoplite_core::Result<Option<Box<dyn std::any::Any>>> {
         // SAFETY: the caller's contract is `attach_in`'s.
-        let args = unsafe { <L::Args as GraphArgs>::attach_in(&self.views, group) };
+        let args = unsafe { <L::Args as RecordedArgs>::attach_in(&self.views, group) };
         match args.conflict() {
             Some(e) => Err(e.clone()),
             None => Ok(Some(Box::new(args))),
@@ -397,7 +401,7 @@ pub(crate) struct ForPattern;
 
 impl<L, F> LaunchPattern<L, F> for ForPattern
 where
-    L: LaunchSpec<Args: GraphArgs>,
+    L: LaunchSpec<Args: RecordedArgs>,
     <L::Policy as ExecutionPolicy>::Space: ParallelFor<L::Policy>,
     F: for<'it> Fn(L::Item<'it>) + Send + Sync,
 {
@@ -526,7 +530,7 @@ pub(crate) struct ReducePattern<R, Tg> {
 
 impl<L, F, R, Tg> LaunchPattern<L, F> for ReducePattern<R, Tg>
 where
-    L: LaunchSpec<Args: GraphArgs>,
+    L: LaunchSpec<Args: RecordedArgs>,
     <L::Policy as ExecutionPolicy>::Space: ParallelReduce<L::Policy>,
     R: Reducer<Value: 'static> + Send + Sync,
     Tg: ReduceTarget<R::Value>,
@@ -564,7 +568,7 @@ pub(crate) struct ScanPattern<T, Tg> {
 
 impl<L, F, T, Tg> LaunchPattern<L, F> for ScanPattern<T, Tg>
 where
-    L: LaunchSpec<Args: GraphArgs>,
+    L: LaunchSpec<Args: RecordedArgs>,
     <L::Policy as ExecutionPolicy>::Space: ParallelScan<L::Policy>,
     T: ScanValue,
     Tg: ReduceTarget<T>,

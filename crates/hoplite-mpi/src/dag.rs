@@ -11,10 +11,11 @@
 use std::sync::Arc;
 
 use hoplite_core::LaunchArgs;
+use hoplite_core::held::RecordedArgs;
 use hoplite_core::{ArrayLayout, HostAccessibleSpace, LayoutStride, RangePolicy, Slice, View, ViewValue};
 use hoplite_dag::device::{Device, Stream};
 use hoplite_dag::{Context, Vertex, VertexState};
-use hoplite_graph::{GraphArgs, GraphLaunch};
+use hoplite_graph::GraphLaunch;
 use parking_lot::Mutex;
 
 use crate::comm::Comm;
@@ -73,7 +74,7 @@ fn comm_task<Dv, A, F>(ctx: &Context<Dv>, label: &str, args: A, op: F) -> Result
 where
     Dv: Device,
     <Dv::Stream as Stream>::Space: Default,
-    A: GraphArgs + LaunchArgs + 'static,
+    A: RecordedArgs + LaunchArgs + 'static,
     (RangePolicy<<Dv::Stream as Stream>::Space>, A): GraphLaunch<
             <Dv::Stream as Stream>::Space,
             Policy = RangePolicy<<Dv::Stream as Stream>::Space>,

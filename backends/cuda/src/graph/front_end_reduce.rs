@@ -236,8 +236,9 @@ fn reduction_over<V: DeviceReduceValue + 'static>(
 mod tests {
     use std::any::Any;
 
+    use hoplite_core::held::Access;
     use hoplite_core::{MinLoc, ValLoc};
-    use hoplite_graph::{Access, GraphNodes, NodeKind};
+    use hoplite_graph::{GraphNodes, NodeKind};
     use parking_lot::Mutex;
 
     use super::*;

@@ -30,8 +30,9 @@ mod reduce;
 
 use std::sync::Arc;
 
+use hoplite_core::held::Access;
 use hoplite_core::held::BorrowGroup;
-use hoplite_graph::{Access, GraphBackend, GraphNodes, GraphSpace, NodeId, NodeKernel, NodeKind};
+use hoplite_graph::{GraphBackend, GraphNodes, GraphSpace, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
 
 use self::host::{HostPayload, SubmitList, run_host_node};

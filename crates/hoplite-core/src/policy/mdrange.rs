@@ -260,12 +260,6 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
         self
     }
 
-    /// Runs the same box on another instance.
-    pub fn with_space(mut self, space: S) -> Self {
-        self.space = space;
-        self
-    }
-
     /// The same box, tiles (set or default), iteration orders, schedule and reduction mode on
     /// an instance of another space, visiting the same tiles in the same order.
     ///
@@ -586,6 +580,10 @@ unsafe impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy
 
     fn space(&self) -> &S {
         &self.space
+    }
+    fn with_space(mut self, space: S) -> Self {
+        self.space = space;
+        self
     }
 
     fn index_bounds(&self) -> IndexBounds {

@@ -82,6 +82,19 @@ pub unsafe trait ExecutionPolicy: Clone + Send + Sync + Debug {
     const KIND: &'static str;
     /// The instance this policy launches on.
     fn space(&self) -> &Self::Space;
+    /// The same policy on another instance of its space: how a runtime that records launches
+    /// (a graph node, a DAG vertex) runs one on the instance it picks.
+    ///
+    /// ```
+    /// use hoplite_core::{ExecutionPolicy, RangePolicy};
+    /// use hoplite_serial::Serial;
+    /// let (first, second) = (Serial::new(), Serial::new());
+    /// let on_first = RangePolicy::new(first.clone(), 0..100).with_chunk_size(10);
+    /// let on_second = on_first.clone().with_space(second.clone());
+    /// assert!(on_second.space() == &second && on_second.space() != &first);
+    /// assert_eq!((on_second.begin(), on_second.end(), on_second.chunk_size()), (0, 100, Some(10)));
+    /// ```
+    fn with_space(self, space: Self::Space) -> Self;
     /// Checks the policy against its space's limits; `label` names the launch in the error.
     fn validate(&self, label: &str) -> Result<()>;
     /// The index space the launch's tokens cover, to check view handles against once.

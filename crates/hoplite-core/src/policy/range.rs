@@ -83,12 +83,6 @@ impl<S: ExecutionSpace> RangePolicy<S> {
         self
     }
 
-    /// Runs the same range on another instance.
-    pub fn with_space(mut self, space: S) -> Self {
-        self.space = space;
-        self
-    }
-
     /// The same range, chunk size, schedule and reduction mode on an instance of another space:
     /// how a backend that runs its launches on another backend's instances hands a policy on.
     ///
@@ -155,6 +149,10 @@ unsafe impl<S: ExecutionSpace> ExecutionPolicy for RangePolicy<S> {
 
     fn space(&self) -> &S {
         &self.space
+    }
+    fn with_space(mut self, space: S) -> Self {
+        self.space = space;
+        self
     }
 
     fn index_bounds(&self) -> IndexBounds {

@@ -142,12 +142,6 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
         self
     }
 
-    /// Runs the same league on another instance.
-    pub fn with_space(mut self, space: S) -> Self {
-        self.space = space;
-        self
-    }
-
     /// The same league, team size (as asked for: `Auto` is resolved by the new space), vector
     /// length, scratch, chunk size and schedule on an instance of another space.
     ///
@@ -260,6 +254,10 @@ unsafe impl<S: ExecutionSpace> ExecutionPolicy for TeamPolicy<S> {
 
     fn space(&self) -> &S {
         &self.space
+    }
+    fn with_space(mut self, space: S) -> Self {
+        self.space = space;
+        self
     }
 
     fn index_bounds(&self) -> IndexBounds {

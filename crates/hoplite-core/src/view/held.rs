@@ -1,30 +1,5 @@
-//! Borrows held by a runtime that orders launches itself, and the allocation identity it
-//! compares accesses by: what the implicit DAG runtime (and, for the identity and held
-//! borrows, explicit graphs) needs from views beyond the handles of an eager launch.
-//!
-//! **Allocation identity.** A front end that records launches instead of running them keeps a
-//! node's views and access kinds ([`AccessKind`]) rather than its handles, and makes fresh
-//! handles each time the node runs. To tell whether two recorded accesses touch the same
-//! memory it needs to compare allocations across views of any element type, rank and layout,
-//! which [`View::same_allocation`] cannot do once the views are type-erased.
-//! [`View::allocation_key`] gives a plain key for that; together with [`View::footprint`] it
-//! says exactly which elements two accesses share.
-//!
-//! **Borrow groups.** The DAG runtime must also keep the views of launches it has accepted but
-//! not yet finished borrowed — so that the host cannot touch them behind its back — while the
-//! launches' own borrows overlap. A [`BorrowGroup`] does that: the handles made in one group
-//! ([`GroupedHandle::new_in`]) or moved into it ([`GroupedHandle::into_group`]) are checked
-//! against every borrow outside the group and against none inside it; the runtime promises,
-//! by calling those `unsafe fn`s, to order the group's conflicting handles itself.
-//!
-//! **Held borrows.** Such a runtime can also hold one borrow per view and access kind for all
-//! its pending launches ([`HeldBorrow`]) and give it to each launch's handles
-//! ([`GroupedHandle::into_held`]), which then hold none of their own: the view is borrowed once
-//! for as long as launches use it, and a launch's end touches no borrow table.
-//!
-//! **Runtime hooks.** These operations on handles are the methods of [`GroupedHandle`], a trait
-//! of this module, so that the handles' own documentation shows only what kernels and users
-//! do with them; a runtime imports the trait.
+//! Borrows held by a runtime that orders launches itself, and allocation identity; public
+//! through [`crate::held`], whose documentation explains them.
 
 use std::fmt;
 use std::num::NonZeroU64;
@@ -282,7 +257,7 @@ impl Default for BorrowGroup {
 /// [`Lookup`](crate::Lookup), [`Writer`](crate::Writer), [`TeamSlots`](crate::TeamSlots),
 /// [`AtomicHandle`](crate::AtomicHandle)): making a handle in a [`BorrowGroup`], and moving a
 /// handle's borrow into a group or a [`HeldBorrow`]. A runtime that orders launches itself
-/// (the implicit DAG, through the graph crate's `GraphArgs`) uses them; kernels and eager
+/// (the implicit DAG, through the core's `held::RecordedArgs`) uses them; kernels and eager
 /// launches never do, which is why they are not methods of the handles themselves.
 ///
 /// Sealed: only the core's handles implement it, since runtimes rely on what its methods do to

@@ -15,6 +15,7 @@ pub mod held;
 pub mod locked;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
+pub(crate) mod recorded;
 mod transfer;
 
 use std::fmt;

@@ -1,9 +1,9 @@
 //! The borrows the context holds for its vertices' handles, one per allocation, elements and
 //! access kind, and the launch-time hook (`LaunchSlots`) through which handles take them.
 
+use hoplite_core::held::HeldBorrows;
 use hoplite_core::held::{AllocationKey, BorrowGroup, HeldBorrow};
 use hoplite_core::{AccessKind, Footprint};
-use hoplite_graph::HeldBorrows;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
@@ -16,7 +16,7 @@ const HELD_LIMIT: usize = 64;
 
 /// The borrows the context holds for the handles of its vertices: one per allocation,
 /// elements and access kind, whatever the number of vertices that use it. A launch's handles
-/// rely on them (`GraphArgs::into_held`) instead of borrowing their views for the vertex, so a
+/// rely on them (`RecordedArgs::into_held`) instead of borrowing their views for the vertex, so a
 /// view many pending launches use is borrowed once, and a vertex's end, on its stream's
 /// thread, touches no borrow table (where the launching thread's next borrow of the same view
 /// met it on the table's lock, one lock per handle per vertex on each side).
@@ -145,7 +145,7 @@ impl Drop for HeldSlots {
 }
 
 /// The held-borrow slots of one launch: the context's slots, lent to the launch's handles
-/// while they take their borrows (`GraphArgs::into_held`), and which of them they took.
+/// while they take their borrows (`RecordedArgs::into_held`), and which of them they took.
 pub(super) struct LaunchSlots<'a> {
     pub(super) slots: &'a mut HeldSlots,
     pub(super) group: &'a BorrowGroup,

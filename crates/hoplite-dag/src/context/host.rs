@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use hoplite_core::AccessKind;
+use hoplite_core::held::Access;
 use hoplite_core::{ArrayLayout, HostAccessibleSpace, HostRead, HostWrite, View, ViewValue};
-use hoplite_graph::Access;
 
 use super::Context;
 use super::held::HeldSlots;

@@ -6,12 +6,13 @@
 
 use std::sync::Arc;
 
+use hoplite_core::held::RecordedArgs;
 use hoplite_core::profiling;
 use hoplite_core::{
     ExecutionPolicy, IntoLaunch, LaunchSpec, ParallelFor, ParallelReduce, ParallelScan, RangePolicy, Reducer,
     ScanValue, parallel_for_validated, parallel_reduce_validated, parallel_scan_validated,
 };
-use hoplite_graph::{GraphArgs, GraphLaunch};
+use hoplite_graph::GraphLaunch;
 
 use super::vertex::end_finished_borrows;
 use super::{Context, Pending, SpaceOf, Vertex};
@@ -188,7 +189,7 @@ impl<D: Device> Context<D> {
     /// ```
     pub fn task<A, F>(&self, label: &str, args: A, work: F) -> Result<Vertex>
     where
-        A: GraphArgs + hoplite_core::LaunchArgs + 'static,
+        A: RecordedArgs + hoplite_core::LaunchArgs + 'static,
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&A) -> hoplite_core::Result<()> + Send + 'static,
     {
@@ -223,7 +224,7 @@ impl<D: Device> Context<D> {
     /// ```
     pub fn task_on<A, F>(&self, label: &str, args: A, work: F) -> Result<Vertex>
     where
-        A: GraphArgs + hoplite_core::LaunchArgs + 'static,
+        A: RecordedArgs + hoplite_core::LaunchArgs + 'static,
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {
@@ -259,7 +260,7 @@ impl<D: Device> Context<D> {
     /// ```
     pub fn task_on_device<A, F>(&self, label: &str, device: usize, args: A, work: F) -> Result<Vertex>
     where
-        A: GraphArgs + hoplite_core::LaunchArgs + 'static,
+        A: RecordedArgs + hoplite_core::LaunchArgs + 'static,
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {
@@ -270,7 +271,7 @@ impl<D: Device> Context<D> {
     /// device `pin`, if given).
     fn task_at<A, F>(&self, label: &str, pin: Option<usize>, args: A, work: F) -> Result<Vertex>
     where
-        A: GraphArgs + hoplite_core::LaunchArgs + 'static,
+        A: RecordedArgs + hoplite_core::LaunchArgs + 'static,
         (RangePolicy<SpaceOf<D>>, A): GraphLaunch<SpaceOf<D>, Policy = RangePolicy<SpaceOf<D>>, Args = A>,
         F: FnOnce(&SpaceOf<D>, &A) -> hoplite_core::Result<()> + Send + 'static,
     {

@@ -4,8 +4,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use hoplite_core::held::Access;
 use hoplite_core::held::AllocationKey;
-use hoplite_graph::Access;
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 

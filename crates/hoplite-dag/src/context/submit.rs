@@ -5,8 +5,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use hoplite_core::AccessKind;
+use hoplite_core::held::{Access, RecordedArgs};
 use hoplite_core::{ExecutionPolicy, ValidatedPolicy};
-use hoplite_graph::{Access, GraphArgs, GraphLaunch, GraphPolicy};
+use hoplite_graph::GraphLaunch;
 use smallvec::SmallVec;
 
 use super::held::{HeldSlots, LaunchSlots};
@@ -101,7 +102,10 @@ impl<D: Device> Context<D> {
             Ok(stream) => stream,
             Err(e) => return taken.refuse(&mut held, e),
         };
-        let policy = match ValidatedPolicy::new(label, policy.on_instance(state.streams[stream].space())) {
+        let policy = match ValidatedPolicy::new(
+            label,
+            policy.clone().with_space(state.streams[stream].space().clone()),
+        ) {
             Ok(policy) => policy,
             Err(e) => return taken.refuse(&mut held, e.into()),
         };
@@ -155,7 +159,7 @@ impl<D: Device> Context<D> {
     /// On `Ok`, no two handles of the launch conflict, and every slot a handle took is in
     /// `Taken::used`. On `Err`, no slot is left taken for the launch and the handles are
     /// dropped.
-    fn take_borrows<A: GraphArgs>(
+    fn take_borrows<A: RecordedArgs>(
         &self,
         state: &mut State<D>,
         held: &mut HeldSlots,
@@ -163,7 +167,7 @@ impl<D: Device> Context<D> {
     ) -> Result<Taken<A>> {
         // Recorded into a list a finished vertex left, which the model then keeps.
         let mut accesses = state.model.access_list();
-        GraphArgs::record_handles(&args, &mut accesses);
+        RecordedArgs::record_handles(&args, &mut accesses);
         let handle_count = accesses.len();
         // Handles in the group are not checked against each other: two of this launch that
         // conflict (`(x.write(), x.read())`) are refused here, as an eager launch refuses them.
@@ -189,7 +193,7 @@ impl<D: Device> Context<D> {
             // are never used again); a refused launch drops its handles unused before its slots
             // are released. `held` stays locked until the vertex is a user of its slots, so no
             // host wait ends them in between.
-            let handles = unsafe { GraphArgs::into_held(args, &self.group, &mut launch_slots) };
+            let handles = unsafe { RecordedArgs::into_held(args, &self.group, &mut launch_slots) };
             (handles, launch_slots.used, launch_slots.asked)
         };
         let taken = Taken {
@@ -200,7 +204,7 @@ impl<D: Device> Context<D> {
             // a borrow when dropped, so the vertex's job keeps them, to be dropped here.
             all_held: asked == handle_count,
         };
-        if let Some(conflict) = GraphArgs::conflict(&taken.handles) {
+        if let Some(conflict) = RecordedArgs::conflict(&taken.handles) {
             let e = DagError::Core(conflict.clone());
             return taken.refuse(held, e);
         }

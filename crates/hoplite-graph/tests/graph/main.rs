@@ -3,13 +3,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use hoplite_core::held::Access;
 use hoplite_core::{
     Error, ExecutionSpace, ParallelFor, ParallelReduce, ParallelScan, Prod, RangePolicy, Slice, Sum,
     TeamPolicy, View,
 };
 use hoplite_graph::{
-    Access, GraphError, GraphNodes, GraphSpace, NodeId, NodeKernel, NodeKind, NodeRef, ReduceResult,
-    SEQUENCE_MAX, WAVE_MIN_WORK, create_graph,
+    GraphError, GraphNodes, GraphSpace, NodeId, NodeKernel, NodeKind, NodeRef, ReduceResult, SEQUENCE_MAX,
+    WAVE_MIN_WORK, create_graph,
 };
 use hoplite_rayon::RayonSpace;
 use hoplite_serial::Serial;

@@ -6,7 +6,7 @@
 use hoplite::AccessibleArgs;
 use hoplite::dag::Context;
 use hoplite::dag::device::HostDevice;
-use hoplite::graph::GraphArgs;
+use hoplite::held::RecordedArgs;
 use hoplite::prelude::*;
 
 /// The pipeline's error: a launch's or the DAG's.
@@ -22,7 +22,7 @@ pub trait Launcher<S: FullSpace> {
         kernel: F,
     ) -> Result<(), PipelineError>
     where
-        A: GraphArgs + AccessibleArgs<S>,
+        A: RecordedArgs + AccessibleArgs<S>,
         F: for<'it> Fn((MdIdx<'it, 2>, A::Bound<'it>)) + Send + Sync + 'static;
 
     /// The sum of `plane` over `interior`, waited for.
@@ -35,7 +35,7 @@ pub struct Eager;
 impl<S: FullSpace> Launcher<S> for Eager {
     fn run<A, F>(&self, label: &str, launch: (MDRangePolicy<S, 2>, A), kernel: F) -> Result<(), PipelineError>
     where
-        A: GraphArgs + AccessibleArgs<S>,
+        A: RecordedArgs + AccessibleArgs<S>,
         F: for<'it> Fn((MdIdx<'it, 2>, A::Bound<'it>)) + Send + Sync + 'static,
     {
         Ok(parallel_for(label, launch, kernel)?)
@@ -54,7 +54,7 @@ impl<S: FullSpace> Launcher<S> for Eager {
 impl<S: FullSpace> Launcher<S> for Context<HostDevice<S>> {
     fn run<A, F>(&self, label: &str, launch: (MDRangePolicy<S, 2>, A), kernel: F) -> Result<(), PipelineError>
     where
-        A: GraphArgs + AccessibleArgs<S>,
+        A: RecordedArgs + AccessibleArgs<S>,
         F: for<'it> Fn((MdIdx<'it, 2>, A::Bound<'it>)) + Send + Sync + 'static,
     {
         self.launch(label, launch, kernel)?;
