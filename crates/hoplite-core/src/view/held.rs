@@ -212,7 +212,7 @@ impl<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace> View<T, R, L,
 }
 
 /// A set of borrows that are checked against every borrow outside the set and against none
-/// inside it (see the [module documentation](self)). Each group is distinct from every other
+/// inside it (see the [module documentation](crate::held)). Each group is distinct from every other
 /// group of the process; making one is harmless, only the `unsafe` constructors of handles in
 /// a group ([`GroupedHandle::new_in`]) carry an obligation.
 ///
