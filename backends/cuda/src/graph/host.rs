@@ -1,30 +1,17 @@
-//! Host nodes of a [`CudaGraph`](super::CudaGraph): the payload each host node's function
-//! gets, and the node list of the submit in progress that the function runs the front end's
-//! node from.
+//! The node list of the submit in progress of a [`CudaGraph`](super::CudaGraph), which its
+//! host nodes (run on the submitting thread between stages) and its reductions' joins (host
+//! nodes of the CUDA graphs) run the front end's nodes from.
 
-use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 use hoplite_graph::{GraphNodes, NodeKernel};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
 use crate::{Cuda, CudaError};
 
-/// What a host node's function gets: where its node is and where its error goes. Boxed, so its
-/// address stays the same while the graph's executable may call it.
-///
-/// The node itself lives in the graph's node list ([`GraphNodes`]), which owns its nodes: the
-/// payload names it by id, and reaches it through the list of the submit in progress.
-pub(super) struct HostPayload {
-    pub(super) id: usize,
-    pub(super) list: Arc<SubmitList>,
-    pub(super) errors: Arc<Mutex<Option<hoplite_core::Error>>>,
-}
-
-/// The node list of the submit in progress, for the host nodes: set by `launch` from the list
-/// its submit borrows, and cleared before the launch returns.
+/// The node list of the submit in progress: set by `launch` from the list its submit borrows,
+/// and cleared before the launch returns.
 #[derive(Default)]
 pub(super) struct SubmitList(RwLock<Option<ListPtr>>);
 
@@ -58,8 +45,8 @@ impl SubmitList {
         ListLease(self)
     }
 
-    /// Runs node `id` of the lent list.
-    fn run(&self, id: usize) -> hoplite_core::Result<()> {
+    /// Runs node `id` of the lent list, its panic caught as the node's error.
+    pub(super) fn run(&self, id: usize) -> hoplite_core::Result<()> {
         self.with_node(id, |node| {
             catch_unwind(AssertUnwindSafe(|| node.run()))
                 .unwrap_or_else(|p| Err(hoplite_core::Error::from_panic(node.label(), p)))
@@ -91,21 +78,5 @@ impl SubmitList {
             .into());
         };
         f(&**node)
-    }
-}
-
-/// The host function of every host node.
-pub(super) unsafe extern "C" fn run_host_node(user_data: *mut c_void) {
-    // SAFETY: `user_data` is the address of a `HostPayload` boxed in the graph's nodes, which
-    // outlive the executable graph (dropped after `cuGraphExecDestroy`, and every launch is
-    // waited for before a submit returns); the payload is only read.
-    let payload = unsafe { &*user_data.cast::<HostPayload>() };
-    // A panic must not unwind into the driver's thread (`SubmitList::run` catches the node's).
-    let result = payload.list.run(payload.id);
-    if let Err(e) = result {
-        let mut slot = payload.errors.lock();
-        if slot.is_none() {
-            *slot = Some(e);
-        }
     }
 }

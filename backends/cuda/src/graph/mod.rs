@@ -1,17 +1,21 @@
 //! Explicit graphs as CUDA Graphs: [`CudaGraph`] implements hoplite-graph's [`GraphBackend`]
 //! for `Cuda`, so the generic builder's graphs run as CUDA Graphs.
 //!
-//! Nodes map one to one onto explicit CUDA graph nodes: the root and `when_all` joins are
-//! empty nodes (`cuGraphAddEmptyNode`), host functions are host nodes (`cuGraphAddHostNode`;
-//! the driver runs them on a thread of its own and they make no CUDA call), and the builder's
-//! `#[kernel]` launches (`then_parallel_for`) are kernel nodes (`cuGraphAddKernelNode`), with
-//! their parameters packed and checked as an eager launch's. The builder's reductions and
+//! Device nodes map one to one onto explicit CUDA graph nodes: the root and `when_all` joins
+//! are empty nodes (`cuGraphAddEmptyNode`) and the builder's `#[kernel]` launches
+//! (`then_parallel_for`) are kernel nodes (`cuGraphAddKernelNode`), with their parameters
+//! packed and checked as an eager launch's. The front end's host functions run on the
+//! submitting thread between CUDA graphs: a graph with host nodes is cut into *stages*
+//! ([`stages`]), each one CUDA graph of device nodes followed by the host nodes that come
+//! after it, so a host node runs while no kernel node holds its views (a host function may
+//! read any view, `to_vec` included) and a failing host node stops every stage after it, as
+//! on the host graph. A graph without host nodes is one CUDA graph. The builder's reductions and
 //! scans of `#[kernel]`s (`then_parallel_reduce`, `then_parallel_scan_into`) are a kernel
 //! node writing partials, a copy of them to page-locked memory and a host node that joins them
 //! with the node's own reducer in the eager reduction's fixed order and stores the value where
 //! the node stores it (for a scan: the prefixes, a copy back and the final pass).
-//! `instantiate` builds and instantiates the graph once; every submit is one `cuGraphLaunch` on
-//! a stream, then waits for it. A `Cuda` front-end graph has no closure launches (a GPU runs no
+//! `instantiate` builds and instantiates the graphs once; every submit is one `cuGraphLaunch`
+//! per stage on a stream, each waited for. A `Cuda` front-end graph has no closure launches (a GPU runs no
 //! closures), so no node needs stream capture; such a node is refused with a typed error.
 //!
 //! Everything up to `instantiate` is checked without a device: node ids, predecessors that
@@ -19,9 +23,9 @@
 //!
 //! The module is split by node kind: `kernel` holds the `#[kernel]` nodes, `reduce` the
 //! reductions and scans with their partials and host join, `front_end_reduce` the builder's
-//! reduce and scan nodes on top of it, and `host` the host nodes with the node list they run
-//! from; this file holds the graph, its build and launch, and the `GraphBackend`
-//! implementation.
+//! reduce and scan nodes on top of it, and `host` the node list of the submit in progress that
+//! host nodes and reduction joins run from; this file holds the graph, its stages, build and
+//! launch, and the `GraphBackend` implementation.
 
 mod front_end_reduce;
 mod host;
@@ -35,7 +39,7 @@ use hoplite_core::held::BorrowGroup;
 use hoplite_graph::{GraphBackend, GraphNodes, GraphSpace, NodeId, NodeKernel, NodeKind};
 use parking_lot::Mutex;
 
-use self::host::{HostPayload, SubmitList, run_host_node};
+use self::host::SubmitList;
 use self::kernel::KernelNode;
 use self::reduce::{ReduceNode, add_reduction};
 use crate::driver::{self, GraphNode};
@@ -48,8 +52,9 @@ type Geometry =
 enum Work {
     /// The root, a join, or an empty launch.
     Empty,
-    /// A host function of the front end.
-    Host(Box<HostPayload>),
+    /// A host function of the front end, run on the submitting thread after its stage's
+    /// CUDA graph.
+    Host,
     /// A device kernel.
     Kernel(Box<KernelNode>),
     /// A device reduction (kernel, copy of the partials to the host, join on the host) or
@@ -62,13 +67,44 @@ struct Node {
     preds: Vec<usize>,
 }
 
-/// The instantiated graph and its executable, destroyed together (the executable first, as
-/// the fields are dropped in order) once no launch is in flight: every submit waits for its
-/// launch.
+/// The instantiated graphs of every stage, with the device they were built on.
 struct Instantiated {
+    /// Per stage, its CUDA graph (none for a stage without device nodes) and, in id order,
+    /// the host nodes that run after it.
+    stages: Vec<(Option<Segment>, Vec<usize>)>,
+    device: Arc<driver::Device>,
+}
+
+/// One stage's CUDA graph and its executable, destroyed together (the executable first, as
+/// the fields are dropped in order) once no launch is in flight: every submit waits for its
+/// launches.
+struct Segment {
     exec: driver::GraphExec,
     _graph: driver::Graph,
-    device: Arc<driver::Device>,
+    /// The front end's launches in it, whose handles a submit holds while it runs.
+    launches: Vec<usize>,
+}
+
+/// The stage of each node, for nodes given in id order as (is a host node, predecessors):
+/// a host node runs in the stage of its latest predecessor, after that stage's CUDA graph; a
+/// device node runs in the CUDA graph of the stage of its latest predecessor, or of the next
+/// stage if that predecessor is a host node. Every node's stage is at least its predecessors'
+/// and a device node's is past its host predecessors', so running the stages in order, each
+/// graph before its host nodes (in id order), keeps every edge.
+fn stages<'a>(nodes: impl IntoIterator<Item = (bool, &'a [usize])>) -> Vec<usize> {
+    let mut stage: Vec<usize> = Vec::new();
+    let mut host: Vec<bool> = Vec::new();
+    for (is_host, preds) in nodes {
+        let after = preds
+            .iter()
+            .filter(|&&p| p < stage.len())
+            .map(|&p| stage[p] + usize::from(host[p] && !is_host))
+            .max()
+            .unwrap_or(0);
+        stage.push(after);
+        host.push(is_host);
+    }
+    stage
 }
 
 /// A node of the front end that only stands for a join (its kind says so).
@@ -140,12 +176,13 @@ impl std::fmt::Debug for CudaGraph {
 /// `create_graph(&cuda, ..)` builds the generic host graph, whose nodes run as the eager
 /// `Cuda` launches, one by one, in the graph's order: it keeps every graph axiom of the
 /// conformance suite. A [`CudaGraph`] (`create_graph_with(&cuda, CudaGraph::new(&cuda), ..)`)
-/// runs the whole graph as one CUDA graph launch, about eight times cheaper per node, but
-/// keeps two of them only in part, which is why it is not the default (measured on an H100,
-/// where the suite's graph checks failed as CUDA Graphs): its kernel nodes' borrows are held
-/// for the whole submit, so a host node that reads a view a kernel node uses (`to_vec` in a
-/// host function) meets a borrow conflict; and a host node's panic cannot stop the kernel
-/// nodes after it, which the device runs anyway (the submit still returns the panic).
+/// runs the graph as one CUDA graph launch per stage, about eight times cheaper per node. On
+/// an H100 the suite's graph checks failed twice with it as the default, when a submit was
+/// one CUDA graph with the host nodes inside it: its kernel nodes' borrows were held for the
+/// whole submit, so a host node that read a view a kernel node used (`to_vec` in a host
+/// function) met a borrow conflict, and a host node's panic could not stop the kernel nodes
+/// after it. Stages answer both; until the suite has passed with them on a device, the host
+/// graph stays the default.
 impl GraphSpace for Cuda {
     type Backend = hoplite_graph::HostGraph<Cuda>;
     fn graph_backend(&self) -> hoplite_graph::HostGraph<Cuda> {
@@ -192,15 +229,55 @@ impl CudaGraph {
             });
         }
         let device = self.space.stream()?.device.clone();
+        let stage = stages(
+            self.nodes
+                .iter()
+                .map(|n| (matches!(n.work, Work::Host), n.preds.as_slice())),
+        );
+        let count = stage.iter().max().map_or(1, |last| last + 1);
+        let mut built = Vec::with_capacity(count);
+        for s in 0..count {
+            let hosts: Vec<usize> = (0..self.nodes.len())
+                .filter(|&i| stage[i] == s && matches!(self.nodes[i].work, Work::Host))
+                .collect();
+            built.push((self.build_stage(&device, &stage, s)?, hosts));
+        }
+        self.instance = Some(Instantiated {
+            stages: built,
+            device,
+        });
+        Ok(())
+    }
+
+    /// Builds and instantiates the CUDA graph of stage `s`'s device nodes (none if it has no
+    /// device node). Predecessors of earlier stages have run when the stage starts, so only
+    /// edges within the stage become graph edges.
+    fn build_stage(
+        &mut self,
+        device: &Arc<driver::Device>,
+        stage: &[usize],
+        s: usize,
+    ) -> Result<Option<Segment>, CudaError> {
+        let members: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| stage[i] == s && !matches!(self.nodes[i].work, Work::Host))
+            .collect();
+        if members.is_empty() {
+            return Ok(None);
+        }
         // Owns the graph from here, so an error below destroys it.
         let mut graph = driver::Graph::new(device.clone())?;
-        let mut handles: Vec<GraphNode> = Vec::with_capacity(self.nodes.len());
-        for node in &mut self.nodes {
-            let deps: Vec<GraphNode> = node.preds.iter().map(|&p| handles[p]).collect();
+        let mut handles: Vec<Option<GraphNode>> = vec![None; self.nodes.len()];
+        let mut launches = Vec::new();
+        for &i in &members {
+            let node = &mut self.nodes[i];
+            let deps: Vec<GraphNode> = node.preds.iter().filter_map(|&p| handles[p]).collect();
+            if matches!(node.work, Work::Kernel(_) | Work::Reduce(_)) {
+                launches.push(i);
+            }
             let handle = match &mut node.work {
                 Work::Kernel(k) => {
                     k.check_devices(device.ordinal)?;
-                    let loaded = k.load(&device)?;
+                    let loaded = k.load(device)?;
                     match (k.geometry)(&device.limits, &loaded.resources)? {
                         None => graph.add_empty(&deps)?, // an empty iteration space
                         Some(g) => {
@@ -222,28 +299,24 @@ impl CudaGraph {
                         }
                     }
                 }
-                Work::Host(payload) => {
-                    let data = std::ptr::from_ref::<HostPayload>(payload).cast_mut().cast();
-                    // SAFETY: the function is `run_host_node`, which makes no CUDA call and
-                    // catches panics, and its data is a boxed payload that outlives the
-                    // executable.
-                    unsafe { graph.add_host(&deps, run_host_node, data) }?
-                }
+                // Not a member: host nodes run on the submitting thread.
+                Work::Host => continue,
                 Work::Empty => graph.add_empty(&deps)?,
-                Work::Reduce(r) => add_reduction(r, &device, &mut graph, &deps, &self.errors)?,
+                Work::Reduce(r) => add_reduction(r, device, &mut graph, &deps, &self.errors)?,
             };
-            handles.push(handle);
+            handles[i] = Some(handle);
         }
         let exec = graph.instantiate()?;
-        self.instance = Some(Instantiated {
+        Ok(Some(Segment {
             exec,
             _graph: graph,
-            device,
-        });
-        Ok(())
+            launches,
+        }))
     }
 
-    /// One launch of the executable on `on`'s stream, waited for; the first host node error.
+    /// One submit on `on`'s stream: per stage, the stage's CUDA graph with its launches'
+    /// handles held (launched and waited for), then its host nodes on this thread. The first
+    /// error ends the submit: a failed host node or reduction join, or a refused borrow.
     fn launch(&self, on: &Cuda, nodes: &GraphNodes<Cuda>) -> Result<(), hoplite_core::Error> {
         let _one = self.submitting.lock();
         let Some(instance) = &self.instance else {
@@ -263,16 +336,56 @@ impl CudaGraph {
             .into());
         }
         *self.errors.lock() = None;
-        // The host nodes run from `nodes` until the launch returns.
+        // Reduction joins and host nodes run from `nodes` until the submit returns.
         let _lease = self.list.lease(nodes);
         // The kernels of a CUDA Graph run on the device with no host call per node: Kokkos
-        // Tools connectors see the whole run as one region (it is waited for below).
+        // Tools connectors see each stage as part of one region.
         let _profiled = hoplite_core::profiling::ScopedRegion::new("hoplite::CudaGraph::launch");
-        // SAFETY: `exec` is the instantiated graph of this device; the stream is live; the
-        // graph's kernels use views kept alive by the graph and its host nodes payloads the
-        // graph owns; the launch is waited for below before anything is released.
-        unsafe { instance.exec.launch(stream) }?;
+        for (segment, hosts) in &instance.stages {
+            if let Some(segment) = segment {
+                self.launch_segment(segment, stream, nodes)?;
+            }
+            for &id in hosts {
+                self.list.run(id)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches one stage's CUDA graph and waits for it, holding the handles of its launches
+    /// until it has run.
+    fn launch_segment(
+        &self,
+        segment: &Segment,
+        stream: &driver::Stream,
+        nodes: &GraphNodes<Cuda>,
+    ) -> Result<(), hoplite_core::Error> {
+        // The front end's launches run here, not through their `run`: their handles' borrows
+        // are held until the stage has run, all in one group, since a node writing a view and
+        // a later node of the stage reading it are both held for the whole stage.
+        let group = BorrowGroup::new();
+        let mut held = Vec::new();
+        if self.holds_handles {
+            for &id in &segment.launches {
+                let Some(entry) = nodes.as_slice().get(id) else {
+                    continue;
+                };
+                // SAFETY: the graph runs each node after its predecessors (its edges are the
+                // list's), and the front end refused conflicting nodes without a path between
+                // them before instantiation, so no two conflicting handles of `group` are used
+                // at once; the handles are only held, and dropped after the stage has run.
+                if let Some(handles) = unsafe { entry.hold_handles_in(&group) }? {
+                    held.push(handles);
+                }
+            }
+        }
+        // SAFETY: `exec` is an instantiated graph of this device (checked by the caller); the
+        // stream is live; the graph's kernels use views kept alive by the graph (and, for the
+        // front end's launches, held above), and its reduction joins payloads the graph owns;
+        // the launch is waited for below before anything is released.
+        unsafe { segment.exec.launch(stream) }?;
         stream.synchronize()?;
+        drop(held);
         match self.errors.lock().take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -334,11 +447,7 @@ impl GraphBackend<Cuda> for CudaGraph {
         }
         let work = match node.kind() {
             NodeKind::Root | NodeKind::Aggregate => Work::Empty,
-            NodeKind::Host => Work::Host(Box::new(HostPayload {
-                id: id.0,
-                list: self.list.clone(),
-                errors: self.errors.clone(),
-            })),
+            NodeKind::Host => Work::Host,
             NodeKind::For => match kernel::front_end_kernel_node(&**node) {
                 Ok(Some(kernel)) => {
                     self.holds_handles = true;
@@ -407,31 +516,101 @@ impl GraphBackend<Cuda> for CudaGraph {
     }
 
     fn submit(&self, nodes: &GraphNodes<Cuda>, on: Option<&Cuda>) -> hoplite_core::Result<()> {
-        // The front end's kernel nodes run here, not through their `run`: hold their handles'
-        // borrows until the graph has run (a launch waits for it), all in one group, since a
-        // node writing a view and a later node reading it are both held for the whole run.
-        let group = BorrowGroup::new();
-        let mut held = Vec::new();
-        if self.holds_handles {
-            for entry in nodes.as_slice() {
-                if !matches!(entry.kind(), NodeKind::For | NodeKind::Reduce | NodeKind::Scan) {
-                    continue;
-                }
-                // SAFETY: the graph runs each node after its predecessors (its edges are the
-                // list's), and the front end refused conflicting nodes without a path between
-                // them before instantiation, so no two conflicting handles of `group` are used
-                // at once; the handles are only held, and dropped after the launch returned.
-                if let Some(handles) = unsafe { entry.hold_handles_in(&group) }? {
-                    held.push(handles);
-                }
-            }
-        }
-        let result = self.launch(on.unwrap_or(&self.space), nodes);
-        drop(held);
-        result
+        self.launch(on.unwrap_or(&self.space), nodes)
     }
 
     fn execution_space(&self) -> &Cuda {
         &self.space
+    }
+}
+
+#[cfg(test)]
+mod stage_tests {
+    use super::stages;
+
+    /// The stages of nodes given as (is a host node, predecessors).
+    fn of(nodes: &[(bool, &[usize])]) -> Vec<usize> {
+        stages(nodes.iter().map(|&(host, preds)| (host, preds)))
+    }
+
+    /// Whether running the stages in order, each CUDA graph before its host nodes in id
+    /// order, runs every node after its predecessors.
+    fn keeps_edges(nodes: &[(bool, Vec<usize>)], stage: &[usize]) -> bool {
+        // A node's position in the run: its stage, the graph (0) before the host nodes (1),
+        // then its id (host nodes run in id order; within a graph the edges order them).
+        let place = |i: usize| (stage[i], usize::from(nodes[i].0), i);
+        nodes.iter().enumerate().all(|(n, (host, preds))| {
+            preds.iter().all(|&p| {
+                let (before, after) = (place(p), place(n));
+                if *host || nodes[p].0 {
+                    before < after
+                } else {
+                    // Two device nodes: the same graph (an edge there) or a later stage.
+                    before.0 <= after.0
+                }
+            })
+        })
+    }
+
+    #[test]
+    fn a_graph_without_host_nodes_is_one_stage() {
+        assert_eq!(
+            of(&[(false, &[]), (false, &[0]), (false, &[0]), (false, &[1, 2])]),
+            [0; 4]
+        );
+    }
+
+    #[test]
+    fn device_nodes_after_a_host_node_go_to_the_next_stage() {
+        // kernel -> host -> kernel -> host -> kernel
+        let chain = of(&[
+            (false, &[]),
+            (true, &[0]),
+            (false, &[1]),
+            (true, &[2]),
+            (false, &[3]),
+        ]);
+        assert_eq!(chain, [0, 0, 1, 1, 2]);
+        // A host node after a host node stays in its stage; a kernel beside the host node
+        // (not after it) stays in the first.
+        let wide = of(&[
+            (false, &[]),
+            (true, &[0]),
+            (true, &[1]),
+            (false, &[0]),
+            (false, &[2, 3]),
+        ]);
+        assert_eq!(wide, [0, 0, 0, 0, 1]);
+        // A host node waiting for a kernel of stage 1 runs after stage 1's graph.
+        let late = of(&[(true, &[]), (false, &[0]), (true, &[1])]);
+        assert_eq!(late, [0, 1, 1]);
+    }
+
+    #[test]
+    fn random_graphs_keep_every_edge() {
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..500 {
+            let n = 1 + (next() % 24) as usize;
+            let nodes: Vec<(bool, Vec<usize>)> = (0..n)
+                .map(|i| {
+                    let host = next() % 3 == 0;
+                    let preds = (0..i).filter(|_| next() % 4 == 0).collect();
+                    (host, preds)
+                })
+                .collect();
+            let stage = stages(nodes.iter().map(|(host, preds)| (*host, preds.as_slice())));
+            assert!(keeps_edges(&nodes, &stage), "{nodes:?} staged as {stage:?}");
+            let hosts_in_chain = nodes.iter().filter(|(host, _)| *host).count();
+            assert!(
+                stage.iter().all(|&s| s <= hosts_in_chain),
+                "at most one stage per host node"
+            );
+        }
     }
 }
