@@ -35,17 +35,23 @@ fi
 
 total_failed=0
 failures=""
-for bin in tests/*; do
-    name=$(basename "$bin")
-    left=$(( DEADLINE - $(date +%s) ))
-    limit=$(( left < PER_TEST ? left : PER_TEST ))
+# run_test NAME BINARY [VAR=VALUE]: one test binary (in the environment VAR=VALUE), one row.
+run_test() {
+    local name=$1 bin=$2 setting=${3:-}
+    local left=$(( DEADLINE - $(date +%s) ))
+    local limit=$(( left < PER_TEST ? left : PER_TEST ))
     if [ "$limit" -le 0 ]; then
         echo "| $name | - | - | - | not run: out of time |" >> "$REPORT"
-        continue
+        return
     fi
     # One test thread (device tests share the GPU); --nocapture keeps each skip's reason.
-    timeout "$limit" "$bin" --test-threads=1 --nocapture > "logs/$name.log" 2>&1
-    rc=$?
+    if [ -n "$setting" ]; then
+        env "$setting" timeout "$limit" "$bin" --test-threads=1 --nocapture > "logs/$name.log" 2>&1
+    else
+        timeout "$limit" "$bin" --test-threads=1 --nocapture > "logs/$name.log" 2>&1
+    fi
+    local rc=$?
+    local summary passed failed ignored exit_note names
     summary=$(grep '^test result:' "logs/$name.log" | tail -1)
     passed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) passed.*/\1/p')
     failed=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
@@ -58,7 +64,15 @@ for bin in tests/*; do
         names=$(awk '/^failures:$/ { n++; list = ""; next } n >= 2 && /^    / { list = list " " $1 } END { print list }' "logs/$name.log")
         failures="$failures [$name:${names:- $exit_note}]"
     fi
+}
+for bin in tests/*; do
+    run_test "$(basename "$bin")" "$bin"
 done
+# The suite once more with `create_graph(&cuda, ..)` building CUDA graphs (in stages) instead
+# of the host graph: what must pass before CUDA graphs become Cuda's default.
+if [ -x tests/test-conformance ]; then
+    run_test "test-conformance-cuda-graphs" tests/test-conformance HOPLITE_CUDA_GRAPHS=device
+fi
 {
     echo
     echo "Skipped checks (each prints why):"

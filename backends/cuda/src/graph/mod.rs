@@ -173,20 +173,85 @@ impl std::fmt::Debug for CudaGraph {
     }
 }
 
-/// `create_graph(&cuda, ..)` builds the generic host graph, whose nodes run as the eager
-/// `Cuda` launches, one by one, in the graph's order: it keeps every graph axiom of the
-/// conformance suite. A [`CudaGraph`] (`create_graph_with(&cuda, CudaGraph::new(&cuda), ..)`)
-/// runs the graph as one CUDA graph launch per stage, about eight times cheaper per node. On
-/// an H100 the suite's graph checks failed twice with it as the default, when a submit was
-/// one CUDA graph with the host nodes inside it: its kernel nodes' borrows were held for the
-/// whole submit, so a host node that read a view a kernel node used (`to_vec` in a host
-/// function) met a borrow conflict, and a host node's panic could not stop the kernel nodes
-/// after it. Stages answer both; until the suite has passed with them on a device, the host
-/// graph stays the default.
+/// `create_graph(&cuda, ..)` builds a [`CudaGraphBackend`]: the generic host graph, whose nodes
+/// run as the eager `Cuda` launches, one by one, in the graph's order, which keeps every graph
+/// axiom of the conformance suite; or, with `HOPLITE_CUDA_GRAPHS=device` in the environment, a
+/// [`CudaGraph`] (what `create_graph_with(&cuda, CudaGraph::new(&cuda), ..)` always builds),
+/// which runs the graph as one CUDA graph launch per stage, about eight times cheaper per
+/// node. On an H100 the suite's graph checks failed twice with CUDA graphs as the default,
+/// when a submit was one CUDA graph with the host nodes inside it: its kernel nodes' borrows
+/// were held for the whole submit, so a host node that read a view a kernel node used
+/// (`to_vec` in a host function) met a borrow conflict, and a host node's panic could not stop
+/// the kernel nodes after it. Stages answer both; until the suite has passed with them on a
+/// device (the GPU bundle runs it both ways), the host graph stays the default.
 impl GraphSpace for Cuda {
-    type Backend = hoplite_graph::HostGraph<Cuda>;
-    fn graph_backend(&self) -> hoplite_graph::HostGraph<Cuda> {
-        hoplite_graph::HostGraph::new(self.clone())
+    type Backend = CudaGraphBackend;
+    fn graph_backend(&self) -> CudaGraphBackend {
+        let device = std::env::var("HOPLITE_CUDA_GRAPHS").is_ok_and(|v| v == "device");
+        if device {
+            CudaGraphBackend::Device(CudaGraph::new(self))
+        } else {
+            CudaGraphBackend::Host(hoplite_graph::HostGraph::new(self.clone()))
+        }
+    }
+}
+
+/// The graph implementation `create_graph(&cuda, ..)` picks ([`GraphSpace`] for `Cuda`): the
+/// host graph, or a [`CudaGraph`] when `HOPLITE_CUDA_GRAPHS=device`.
+///
+/// ```
+/// use hoplite_cuda::Cuda;
+/// use hoplite_cuda::graph::CudaGraphBackend;
+/// use hoplite_graph::GraphSpace;
+/// // Without the variable, the host graph.
+/// if std::env::var_os("HOPLITE_CUDA_GRAPHS").is_none() {
+///     assert!(matches!(Cuda::default().graph_backend(), CudaGraphBackend::Host(_)));
+/// }
+/// ```
+#[derive(Debug)]
+pub enum CudaGraphBackend {
+    /// The generic host graph: every node an eager `Cuda` launch.
+    Host(hoplite_graph::HostGraph<Cuda>),
+    /// A CUDA graph per stage.
+    Device(CudaGraph),
+}
+
+impl GraphBackend<Cuda> for CudaGraphBackend {
+    fn create_root_node(&mut self) -> Arc<dyn NodeKernel<Cuda>> {
+        match self {
+            CudaGraphBackend::Host(g) => g.create_root_node(),
+            CudaGraphBackend::Device(g) => g.create_root_node(),
+        }
+    }
+    fn add_node(&mut self, nodes: &GraphNodes<Cuda>, id: NodeId) {
+        match self {
+            CudaGraphBackend::Host(g) => g.add_node(nodes, id),
+            CudaGraphBackend::Device(g) => g.add_node(nodes, id),
+        }
+    }
+    fn create_aggregate(&mut self, predecessors: &[NodeId]) -> Arc<dyn NodeKernel<Cuda>> {
+        match self {
+            CudaGraphBackend::Host(g) => g.create_aggregate(predecessors),
+            CudaGraphBackend::Device(g) => g.create_aggregate(predecessors),
+        }
+    }
+    fn instantiate(&mut self, nodes: &GraphNodes<Cuda>) -> hoplite_core::Result<()> {
+        match self {
+            CudaGraphBackend::Host(g) => g.instantiate(nodes),
+            CudaGraphBackend::Device(g) => g.instantiate(nodes),
+        }
+    }
+    fn submit(&self, nodes: &GraphNodes<Cuda>, on: Option<&Cuda>) -> hoplite_core::Result<()> {
+        match self {
+            CudaGraphBackend::Host(g) => g.submit(nodes, on),
+            CudaGraphBackend::Device(g) => g.submit(nodes, on),
+        }
+    }
+    fn execution_space(&self) -> &Cuda {
+        match self {
+            CudaGraphBackend::Host(g) => g.execution_space(),
+            CudaGraphBackend::Device(g) => g.execution_space(),
+        }
     }
 }
 
