@@ -73,6 +73,13 @@ done
 if [ -x tests/test-conformance ]; then
     run_test "test-conformance-cuda-graphs" tests/test-conformance HOPLITE_CUDA_GRAPHS=device
 fi
+# The launch tests once more with launches that return once queued (backends/cuda/src/
+# pending.rs): what must pass before `Cuda` launches stop waiting by default.
+for name in test-one_launch test-conformance test-dag test-graph test-grcuda; do
+    if [ -x "tests/$name" ]; then
+        run_test "$name-async" "tests/$name" HOPLITE_CUDA_LAUNCHES=async
+    fi
+done
 {
     echo
     echo "Skipped checks (each prints why):"

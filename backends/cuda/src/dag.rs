@@ -104,7 +104,11 @@ impl Stream for CudaStream {
     }
 
     fn enqueue(&self, work: Work<Cuda>) {
-        self.host.enqueue(work);
+        // The stream's events order its launches against other streams' (asynchronous
+        // launches need no table of queued launches here, see `crate::pending`).
+        self.host.enqueue(Box::new(move |cuda: &Cuda| {
+            crate::pending::ordered_by_dag(|| work(cuda))
+        }));
     }
 
     fn record_event(&self) -> CudaEvent {

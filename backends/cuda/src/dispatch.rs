@@ -16,10 +16,13 @@
 //! error. Host views reach every launch at compile time; here they are refused with a typed
 //! error naming the view (a GPU that addresses host memory is a later step).
 //!
-//! These launches wait for the device before they return. In the core's borrow model a
-//! launch's handles, and the borrows of its views, end when the call returns, so the device
-//! must be done with the views by then; the next step is asynchronous launches whose borrows
-//! last until the instance is fenced. For overlap today, launch through the DAG runtime, which
+//! These launches wait for the device before they return, unless `HOPLITE_CUDA_LAUNCHES=async`
+//! is set: then a `parallel_for` returns once its kernel is queued, and `crate::pending` says
+//! what keeps that safe although the core's borrows end when the call returns (the views'
+//! allocations live until the instance's next fence, the host's copies wait for queued
+//! kernels, a conflicting launch on another instance waits for the one queued). Reductions
+//! and scans always wait (they return the value), as do launches with managed memory or
+//! unique tokens. For overlap with waiting launches, launch through the DAG runtime, which
 //! runs vertices on streams of their own.
 
 use std::any::{Any, TypeId};
@@ -181,25 +184,56 @@ fn handle_arg(kernel: &'static str, handle: &DeviceHandle<'_>) -> std::result::R
         writer_extents: writer.then(|| handle.extents.clone()),
         bytes: Some((ptr, ptr + handle.span_bytes)),
         device: Some(device),
-        // The launch waits for the device before its handles (and views) are released.
-        keep: None,
+        // Kept by the instance until its next fence: an asynchronous launch returns before
+        // the device has run it (see `crate::pending`).
+        keep: Some(handle.owner.clone()),
     })
 }
 
-/// Runs `launch` on `cuda`, then waits for it (see the module docs).
-fn run_and_wait(
+/// Runs `launch` on `cuda`: waits for it, or, with asynchronous launches
+/// (`HOPLITE_CUDA_LAUNCHES=async`, see `crate::pending`), queues it after the conflicting
+/// launches of other instances and returns. Launches with managed-memory views or unique
+/// tokens always wait.
+fn run_launch(
     cuda: &Cuda,
+    device: &DeviceLaunch<'_>,
+    args: &[DeviceArg],
     launch: impl FnOnce() -> std::result::Result<(), crate::CudaError>,
 ) -> Result<()> {
-    launch()?;
-    cuda.fence()
+    let managed = device
+        .handles
+        .iter()
+        .any(|h| h.space.downcast_ref::<CudaUVMSpace>().is_some());
+    if !crate::pending::asynchronous() || managed || !device.tokens.is_empty() {
+        launch()?;
+        return cuda.fence();
+    }
+    if crate::pending::in_dag_stream() {
+        return Ok(launch()?);
+    }
+    let accesses: Vec<crate::pending::Access> = args.iter().filter_map(queued_access).collect();
+    Ok(cuda.queue_launch(&accesses, launch)?)
+}
+
+/// The device bytes a launch argument touches and whether it writes them (atomic handles
+/// count as writes), for the table of queued launches.
+fn queued_access(arg: &DeviceArg) -> Option<crate::pending::Access> {
+    let (lo, hi) = arg.bytes?;
+    let writes = match &arg.arg {
+        KernelArg::Handle(h) => h.access != hoplite_core::device_kernel::HandleAccess::Read,
+        _ => true,
+    };
+    Some(crate::pending::Access { lo, hi, writes })
 }
 
 // SAFETY: the kernel is never called on the host. The device runs the `#[kernel]`'s entry,
 // whose `DeviceKernel` contract keeps its stores at the launch's own points (or checked
 // against the extents passed); `launch_range_info` checks every writer contains the range and
-// overlaps no other handle, and every view is on the instance's GPU; `run_and_wait` returns
-// only once the device finished, so no access outlives the call.
+// overlaps no other handle, and every view is on the instance's GPU; `run_launch` returns
+// once the device finished, or, asynchronously, with the views' allocations kept alive by the
+// instance until its next fence, the launch queued after every conflicting launch of another
+// instance and recorded for those to come, and the host's copies ordered after it by the
+// driver (see `crate::pending`).
 unsafe impl ParallelFor<RangePolicy<Cuda>> for Cuda {
     fn parallel_for<K: ForKernel<RangePolicy<Cuda>>>(
         &self,
@@ -210,7 +244,7 @@ unsafe impl ParallelFor<RangePolicy<Cuda>> for Cuda {
         let launch = device_launch(label, kernel.device_launch())?;
         let args = device_args(&launch)?;
         let cuda = policy.space();
-        run_and_wait(cuda, || {
+        run_launch(cuda, &launch, &args, || {
             cuda.launch_range_info(&launch.kernel, policy.begin()..policy.end(), &args)
         })
     }
@@ -227,7 +261,7 @@ unsafe impl<const R: usize> ParallelFor<MDRangePolicy<Cuda, R>> for Cuda {
         let launch = device_launch(label, kernel.device_launch())?;
         let args = device_args(&launch)?;
         let cuda = policy.space();
-        run_and_wait(cuda, || {
+        run_launch(cuda, &launch, &args, || {
             cuda.launch_mdrange_info::<R>(&launch.kernel, policy.begin(), policy.end(), &args)
         })
     }
@@ -245,7 +279,9 @@ unsafe impl ParallelFor<TeamPolicy<Cuda>> for Cuda {
         let launch = device_launch(label, kernel.device_launch())?;
         let args = device_args(&launch)?;
         let cuda = policy.space();
-        run_and_wait(cuda, || cuda.launch_team_info(&launch.kernel, policy, &args))
+        run_launch(cuda, &launch, &args, || {
+            cuda.launch_team_info(&launch.kernel, policy, &args)
+        })
     }
 }
 

@@ -59,6 +59,7 @@ mod mirror;
 pub mod nvrtc;
 pub mod params;
 mod peer;
+mod pending;
 pub mod raw;
 pub mod reduce;
 #[cfg(feature = "select")]

@@ -3,13 +3,14 @@
 use std::any::Any;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use hoplite_core::{ExecutionSpace, LayoutLeft, Result, check_partition_count};
 use parking_lot::Mutex;
 
 use crate::driver::{self, Device, Stream};
 use crate::geometry::DeviceLimits;
+use crate::pending::{Access, MAX_QUEUED, Pending};
 use crate::{CudaError, CudaSpace};
 
 /// An instance: a stream (or why there is none), and what its queued launches use.
@@ -160,12 +161,41 @@ impl Cuda {
     /// Why this instance has no device, or the asynchronous failure of a launch.
     pub fn synchronize(&self) -> std::result::Result<(), CudaError> {
         // Only what was queued before the synchronization may go: another thread's launch
-        // that lands in between keeps its views until the next one.
+        // that lands in between keeps its views (and its recorded accesses) until the next.
+        let mark = queued_launches().mark();
         let finished = std::mem::take(&mut *self.inner.keep_alive.lock());
         self.stream()?.synchronize()?;
+        queued_launches().forget(self.inner.number, mark);
         drop(finished);
         Ok(())
     }
+
+    /// Queues a launch asynchronously (see `crate::pending`): first waits for the instances
+    /// whose queued launches conflict with `accesses`, then `launch` queues it, then its
+    /// accesses are recorded. Fences this instance once it has too many queued.
+    pub(crate) fn queue_launch(
+        &self,
+        accesses: &[Access],
+        launch: impl FnOnce() -> std::result::Result<(), CudaError>,
+    ) -> std::result::Result<(), CudaError> {
+        let table = queued_launches();
+        for (_, other) in table.conflicts(self.inner.number, accesses) {
+            if let Some(inner) = other.upgrade() {
+                Cuda { inner }.synchronize()?;
+            }
+        }
+        launch()?;
+        if table.record(self.inner.number, &Arc::downgrade(&self.inner), accesses) > MAX_QUEUED {
+            self.synchronize()?;
+        }
+        Ok(())
+    }
+}
+
+/// The process's table of accesses of queued asynchronous launches, by instance.
+fn queued_launches() -> &'static Pending<Weak<Instance>> {
+    static TABLE: OnceLock<Pending<Weak<Instance>>> = OnceLock::new();
+    TABLE.get_or_init(Pending::default)
 }
 
 impl Drop for Instance {
@@ -173,9 +203,11 @@ impl Drop for Instance {
         // The views queued launches use must outlive them: wait for the stream before the
         // kept values (and so possibly their memory) are dropped. An error here was already
         // reported by the launch or would be by a fence; nothing is left to tell.
+        let mark = queued_launches().mark();
         if let Ok(stream) = &self.stream {
             let _ = stream.synchronize();
         }
+        queued_launches().forget(self.number, mark);
         self.keep_alive.get_mut().clear();
     }
 }

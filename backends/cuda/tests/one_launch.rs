@@ -610,3 +610,58 @@ mod graph {
         }
     }
 }
+
+/// Launches on two instances that touch the same view, and a view dropped right after its
+/// launch: correct whether launches wait (the default) or return once queued
+/// (`HOPLITE_CUDA_LAUNCHES=async`, which the GPU bundle runs this binary with too): the
+/// second instance waits for the first's queued writes, the dropped view lives until its
+/// launch has run, and the host's reads see every queued launch's stores.
+#[test]
+fn launches_on_two_instances_order_their_conflicts_and_keep_dropped_views_alive() {
+    let (a, b) = match (Cuda::new(), Cuda::new()) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            println!("skipped: needs a CUDA device ({e})");
+            return;
+        }
+    };
+    let n = 1 << 20;
+    let device_view = |label: &str, value: f64| {
+        let v: View<f64, 1, LayoutRight, CudaSpace> = View::new(label, [n]).expect("device memory");
+        v.copy_from_slice(&vec![value; n]).expect("upload");
+        v
+    };
+    let (x, y, z) = (
+        device_view("x", 1.0),
+        device_view("y", 0.0),
+        device_view("z", 0.0),
+    );
+    for _ in 0..10 {
+        parallel_for(
+            "y += 2x",
+            (RangePolicy::new(a.clone(), 0..n), (y.write(), x.read())),
+            axpy::with(2.0),
+        )
+        .expect("launch on a");
+    }
+    // Reads what `a`'s queued launches write: waits for them first.
+    parallel_for(
+        "z += y",
+        (RangePolicy::new(b.clone(), 0..n), (z.write(), y.read())),
+        axpy::with(1.0),
+    )
+    .expect("launch on b");
+    {
+        let dropped = device_view("dropped", 3.0);
+        parallel_for(
+            "z += dropped",
+            (RangePolicy::new(b.clone(), 0..n), (z.write(), dropped.read())),
+            axpy::with(1.0),
+        )
+        .expect("launch on b");
+    }
+    assert_eq!(z.to_vec().expect("z"), vec![23.0; n]);
+    assert_eq!(y.to_vec().expect("y"), vec![20.0; n]);
+    a.fence().expect("fence a");
+    b.fence().expect("fence b");
+}

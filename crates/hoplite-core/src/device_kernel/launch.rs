@@ -50,6 +50,9 @@ pub struct DeviceHandle<'a> {
     pub span_bytes: u64,
     /// The view's memory space, for the backend to find the device it belongs to.
     pub space: &'a dyn Any,
+    /// The view's allocation: while a clone of it lives, the memory at `data` does. A backend
+    /// whose launches return before the device has run them keeps it until then.
+    pub owner: std::sync::Arc<dyn Any + Send + Sync>,
 }
 
 /// A device token's lock words as a device backend passes them: see

@@ -107,6 +107,7 @@ fn device_handle<T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace>(
         strides: view.strides().iter().map(|&s| s as u64).collect(),
         span_bytes: (view.span() * size_of::<T>()) as u64,
         space: view.space(),
+        owner: view.alloc.clone(),
     }
 }
 

@@ -1,0 +1,213 @@
+//! Asynchronous launches: which device accesses of `Cuda` launches may still be running, so
+//! that a launch on another instance that conflicts with one of them waits for it first.
+//!
+//! With `HOPLITE_CUDA_LAUNCHES=async` in the environment, a `parallel_for` on a `Cuda`
+//! instance returns once its kernel is queued on the instance's stream, as in Kokkos. What
+//! keeps that safe under the core's borrow model, where a launch's borrows end when it
+//! returns:
+//!
+//! - *Lifetimes.* The launch keeps its views' allocations (`DeviceHandle::owner`) in the
+//!   instance until its next fence, so a view dropped meanwhile stays allocated.
+//! - *The host.* Host copies of device memory (`to_vec`, `deep_copy`, `copy_to_host`, ...) are
+//!   the driver's synchronous copies on the legacy default stream, which wait for the work
+//!   queued on every instance's (blocking) stream: the host sees every queued launch's stores
+//!   and never writes under a running kernel.
+//! - *Other instances.* Launches on one instance run in stream order. A launch on another
+//!   instance that touches bytes a queued launch writes (or writes bytes it reads) first waits
+//!   for that instance ([`Pending::conflicts`], then a fence of it). A launch records its
+//!   accesses after it is queued but before it returns, so before its borrows end: a
+//!   conflicting launch, which needs those borrows ended, always finds the record.
+//!
+//! Launches that keep waiting before they return: reductions and scans (their value), and
+//! launches with managed-memory views (the host reaches those without a copy) or unique tokens.
+
+use parking_lot::Mutex;
+
+/// Whether `Cuda` launches return before their kernel has run (`HOPLITE_CUDA_LAUNCHES=async`).
+pub(crate) fn asynchronous() -> bool {
+    static ASYNC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ASYNC.get_or_init(|| std::env::var("HOPLITE_CUDA_LAUNCHES").is_ok_and(|v| v == "async"))
+}
+
+thread_local! {
+    /// Whether the launches of this thread are ordered by an implicit-DAG stream (its CUDA
+    /// events), which also holds their views borrowed until they have run.
+    static DAG_ORDERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `work` as a DAG stream's work: its asynchronous launches skip the table of queued
+/// launches, since the DAG orders conflicting vertices by events and holds their views
+/// borrowed (a conflicting eager launch elsewhere is refused) until they have run.
+pub(crate) fn ordered_by_dag<T>(work: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            DAG_ORDERED.with(|d| d.set(self.0));
+        }
+    }
+    let _reset = Reset(DAG_ORDERED.with(|d| d.replace(true)));
+    work()
+}
+
+/// Whether the calling thread runs a DAG stream's work ([`ordered_by_dag`]).
+pub(crate) fn in_dag_stream() -> bool {
+    DAG_ORDERED.with(std::cell::Cell::get)
+}
+
+/// One device access of a queued launch: bytes `lo..hi` of device memory, written or only
+/// read, by a launch on instance `instance`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Access {
+    pub(crate) lo: u64,
+    pub(crate) hi: u64,
+    pub(crate) writes: bool,
+}
+
+impl Access {
+    fn conflicts_with(&self, other: &Access) -> bool {
+        (self.writes || other.writes) && self.lo < other.hi && other.lo < self.hi
+    }
+}
+
+/// The accesses of queued launches, per instance (by the instance's number, with `W`, what
+/// fences it), until the instance is fenced.
+#[derive(Debug)]
+pub(crate) struct Pending<W> {
+    inner: Mutex<Queued<W>>,
+}
+
+#[derive(Debug)]
+struct Queued<W> {
+    /// (instance, what fences it, the access, the record's sequence number).
+    entries: Vec<(u64, W, Access, u64)>,
+    /// The next record's sequence number.
+    next: u64,
+}
+
+impl<W> Default for Pending<W> {
+    fn default() -> Self {
+        Pending {
+            inner: Mutex::new(Queued {
+                entries: Vec::new(),
+                next: 0,
+            }),
+        }
+    }
+}
+
+/// Past this many accesses queued on one instance, a launch fences it first, which keeps the
+/// table (and the views the instance keeps alive) bounded for a program that never fences.
+pub(crate) const MAX_QUEUED: usize = 4096;
+
+impl<W: Clone> Pending<W> {
+    /// What fences each instance other than `instance` with a queued access that conflicts
+    /// with one of `accesses`, each once, in the order first seen.
+    pub(crate) fn conflicts(&self, instance: u64, accesses: &[Access]) -> Vec<(u64, W)> {
+        let queued = self.inner.lock();
+        let mut found: Vec<(u64, W)> = Vec::new();
+        for (other, fence, access, _) in &queued.entries {
+            if *other != instance
+                && !found.iter().any(|(i, _)| i == other)
+                && accesses.iter().any(|a| a.conflicts_with(access))
+            {
+                found.push((*other, fence.clone()));
+            }
+        }
+        found
+    }
+
+    /// Records `accesses` of a launch just queued on `instance` (fenced through `fence`),
+    /// merging an access already recorded for the same bytes (a written range stays written).
+    /// Returns how many accesses the instance now has queued.
+    pub(crate) fn record(&self, instance: u64, fence: &W, accesses: &[Access]) -> usize {
+        let mut queued = self.inner.lock();
+        let seq = queued.next;
+        queued.next += 1;
+        for access in accesses {
+            let same = queued
+                .entries
+                .iter_mut()
+                .find(|(i, _, a, _)| *i == instance && a.lo == access.lo && a.hi == access.hi);
+            match same {
+                Some((_, _, a, s)) => {
+                    a.writes |= access.writes;
+                    *s = seq;
+                }
+                None => queued.entries.push((instance, fence.clone(), *access, seq)),
+            }
+        }
+        queued.entries.iter().filter(|(i, ..)| *i == instance).count()
+    }
+
+    /// The mark a fence takes before it waits: the records made before it are of launches
+    /// queued before the wait.
+    pub(crate) fn mark(&self) -> u64 {
+        self.inner.lock().next
+    }
+
+    /// Forgets `instance`'s accesses recorded before `mark`: the instance was fenced after
+    /// the mark was taken, so those launches have run.
+    pub(crate) fn forget(&self, instance: u64, mark: u64) {
+        self.inner
+            .lock()
+            .entries
+            .retain(|(i, _, _, seq)| *i != instance || *seq >= mark);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Access, Pending};
+
+    fn read(lo: u64, hi: u64) -> Access {
+        Access {
+            lo,
+            hi,
+            writes: false,
+        }
+    }
+    fn write(lo: u64, hi: u64) -> Access {
+        Access { lo, hi, writes: true }
+    }
+    fn ids(found: Vec<(u64, &'static str)>) -> Vec<u64> {
+        found.into_iter().map(|(i, _)| i).collect()
+    }
+
+    #[test]
+    fn only_other_instances_with_overlapping_writes_conflict() {
+        let pending = Pending::default();
+        pending.record(1, &"one", &[write(0, 100), read(200, 300)]);
+        pending.record(2, &"two", &[read(100, 200)]);
+        // The same instance never waits for itself: its stream orders its launches.
+        assert!(pending.conflicts(1, &[write(0, 100), write(200, 300)]).is_empty());
+        assert_eq!(pending.conflicts(1, &[write(0, 300)]), [(2, "two")]);
+        // Reads beside reads, and bytes next to each other, do not conflict.
+        assert!(pending.conflicts(3, &[read(200, 300), read(100, 200)]).is_empty());
+        assert!(pending.conflicts(3, &[write(300, 400)]).is_empty());
+        // A read of written bytes, a write of read bytes; each instance once, with its fence.
+        assert_eq!(pending.conflicts(3, &[read(50, 60), read(70, 80)]), [(1, "one")]);
+        assert_eq!(ids(pending.conflicts(3, &[write(150, 250)])), [1, 2]);
+        assert_eq!(ids(pending.conflicts(2, &[write(150, 250)])), [1]);
+    }
+
+    #[test]
+    fn records_merge_per_range_and_a_fence_forgets_what_came_before_its_mark() {
+        let pending = Pending::default();
+        assert_eq!(pending.record(1, &"one", &[read(0, 8)]), 1);
+        assert_eq!(pending.record(1, &"one", &[read(0, 8), read(8, 16)]), 2);
+        assert_eq!(ids(pending.conflicts(2, &[write(0, 4)])), [1]);
+        // A later write of a range read before keeps it written.
+        assert_eq!(pending.record(1, &"one", &[write(8, 16)]), 2);
+        assert_eq!(ids(pending.conflicts(2, &[read(8, 9)])), [1]);
+        assert_eq!(pending.record(2, &"two", &[read(100, 108)]), 1);
+        let mark = pending.mark();
+        // A launch queued on instance 1 after the fence's mark stays recorded.
+        pending.record(1, &"one", &[write(40, 48)]);
+        pending.forget(1, mark);
+        assert!(pending.conflicts(3, &[write(0, 16)]).is_empty());
+        assert_eq!(ids(pending.conflicts(3, &[read(40, 41)])), [1]);
+        assert_eq!(ids(pending.conflicts(3, &[write(100, 101)])), [2]);
+        pending.forget(1, pending.mark());
+        assert!(pending.conflicts(3, &[read(40, 41)]).is_empty());
+    }
+}
