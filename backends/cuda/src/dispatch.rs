@@ -208,11 +208,24 @@ fn run_launch(
         launch()?;
         return cuda.fence();
     }
+    let accesses: Vec<crate::pending::Access> = args.iter().filter_map(queued_access).collect();
     if crate::pending::in_dag_stream() {
+        // Ordered against the DAG's other vertices by its events, and against queued eager
+        // launches here; not recorded: the DAG holds the views until the vertex has run.
+        cuda.wait_for_queued(&accesses)?;
         return Ok(launch()?);
     }
-    let accesses: Vec<crate::pending::Access> = args.iter().filter_map(queued_access).collect();
     Ok(cuda.queue_launch(&accesses, launch)?)
+}
+
+/// Before a launch that waits for its value (a reduction, a scan): with asynchronous launches,
+/// fences the other instances whose queued launches conflict with its arguments.
+fn after_queued_conflicts(cuda: &Cuda, args: &[DeviceArg]) -> Result<()> {
+    if !crate::pending::asynchronous() {
+        return Ok(());
+    }
+    let accesses: Vec<crate::pending::Access> = args.iter().filter_map(queued_access).collect();
+    Ok(cuda.wait_for_queued(&accesses)?)
 }
 
 /// The device bytes a launch argument touches and whether it writes them (atomic handles
@@ -435,6 +448,7 @@ unsafe impl ParallelReduce<RangePolicy<Cuda>> for Cuda {
         let launch = device_launch(label, kernel.device_launch())?;
         let args = device_args(&launch)?;
         let cuda = policy.space();
+        after_queued_conflicts(cuda, &args)?;
         let range = policy.begin()..policy.end();
         with_device_values!(reduce_as_device_value!(reducer, |retyped: V| cuda
             .reduce_range_info::<Retyped<'_, R, V>>(
@@ -460,6 +474,7 @@ unsafe impl<const N: usize> ParallelReduce<MDRangePolicy<Cuda, N>> for Cuda {
         let args = device_args(&launch)?;
         check_join_order(launch.kernel.name, policy, reducer)?;
         let cuda = policy.space();
+        after_queued_conflicts(cuda, &args)?;
         with_device_values!(reduce_as_device_value!(reducer, |retyped: V| cuda
             .reduce_mdrange_info::<Retyped<'_, R, V>, N>(
                 &launch.kernel,
@@ -485,6 +500,7 @@ unsafe impl ParallelReduce<TeamPolicy<Cuda>> for Cuda {
         let launch = device_launch(label, kernel.device_launch())?;
         let args = device_args(&launch)?;
         let cuda = policy.space();
+        after_queued_conflicts(cuda, &args)?;
         with_device_values!(reduce_as_device_value!(reducer, |retyped: V| cuda
             .reduce_team_info::<Retyped<'_, R, V>>(&launch.kernel, policy, &args, &retyped)));
         Err(no_device_value(launch.kernel.name, std::any::type_name::<R::Value>()).into())
@@ -503,6 +519,7 @@ unsafe impl ParallelScan<RangePolicy<Cuda>> for Cuda {
         let launch = device_launch(label, kernel.device_launch())?;
         let args = device_args(&launch)?;
         let cuda = policy.space();
+        after_queued_conflicts(cuda, &args)?;
         let range = policy.begin()..policy.end();
         macro_rules! attempt {
             (; $($t:ty),*) => {$(

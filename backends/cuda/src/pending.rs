@@ -20,6 +20,10 @@
 //!
 //! Launches that keep waiting before they return: reductions and scans (their value), and
 //! launches with managed-memory views (the host reaches those without a copy) or unique tokens.
+//! Reductions and scans, a CUDA graph's stages (which wait for every queued launch of other
+//! instances) and DAG streams' launches (ordered among themselves by the DAG's events, and
+//! not recorded: the DAG holds their views until they have run) wait for the conflicting
+//! queued launches first too.
 
 use parking_lot::Mutex;
 
@@ -35,9 +39,11 @@ thread_local! {
     static DAG_ORDERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Runs `work` as a DAG stream's work: its asynchronous launches skip the table of queued
-/// launches, since the DAG orders conflicting vertices by events and holds their views
-/// borrowed (a conflicting eager launch elsewhere is refused) until they have run.
+/// Runs `work` as a DAG stream's work: its asynchronous launches wait for the conflicting
+/// queued launches of other instances but are not recorded in the table, since the DAG orders
+/// conflicting vertices by events and holds their views borrowed (a conflicting eager launch
+/// elsewhere is refused) until they have run.
+#[cfg(feature = "dag")]
 pub(crate) fn ordered_by_dag<T>(work: impl FnOnce() -> T) -> T {
     struct Reset(bool);
     impl Drop for Reset {

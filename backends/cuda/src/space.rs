@@ -178,19 +178,30 @@ impl Cuda {
         accesses: &[Access],
         launch: impl FnOnce() -> std::result::Result<(), CudaError>,
     ) -> std::result::Result<(), CudaError> {
-        let table = queued_launches();
-        for (_, other) in table.conflicts(self.inner.number, accesses) {
-            if let Some(inner) = other.upgrade() {
-                Cuda { inner }.synchronize()?;
-            }
-        }
+        self.wait_for_queued(accesses)?;
         launch()?;
-        if table.record(self.inner.number, &Arc::downgrade(&self.inner), accesses) > MAX_QUEUED {
+        let queued = queued_launches().record(self.inner.number, &Arc::downgrade(&self.inner), accesses);
+        if queued > MAX_QUEUED || self.inner.keep_alive.lock().len() > MAX_KEPT {
             self.synchronize()?;
         }
         Ok(())
     }
+
+    /// Fences every other instance with a queued asynchronous launch that conflicts with
+    /// `accesses` (see `crate::pending`): what a launch that touches them waits for first.
+    pub(crate) fn wait_for_queued(&self, accesses: &[Access]) -> std::result::Result<(), CudaError> {
+        for (_, other) in queued_launches().conflicts(self.inner.number, accesses) {
+            if let Some(inner) = other.upgrade() {
+                Cuda { inner }.synchronize()?;
+            }
+        }
+        Ok(())
+    }
 }
+
+/// Past this many values kept alive by an instance's queued launches, a launch fences it:
+/// a program that never fences keeps a bounded number of views alive.
+const MAX_KEPT: usize = 1 << 16;
 
 /// The process's table of accesses of queued asynchronous launches, by instance.
 fn queued_launches() -> &'static Pending<Weak<Instance>> {

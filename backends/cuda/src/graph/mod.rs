@@ -408,7 +408,7 @@ impl CudaGraph {
         let _profiled = hoplite_core::profiling::ScopedRegion::new("hoplite::CudaGraph::launch");
         for (segment, hosts) in &instance.stages {
             if let Some(segment) = segment {
-                self.launch_segment(segment, stream, nodes)?;
+                self.launch_segment(segment, on, stream, nodes)?;
             }
             for &id in hosts {
                 self.list.run(id)?;
@@ -422,6 +422,7 @@ impl CudaGraph {
     fn launch_segment(
         &self,
         segment: &Segment,
+        on: &Cuda,
         stream: &driver::Stream,
         nodes: &GraphNodes<Cuda>,
     ) -> Result<(), hoplite_core::Error> {
@@ -443,6 +444,17 @@ impl CudaGraph {
                     held.push(handles);
                 }
             }
+        }
+        // With asynchronous launches, eager launches queued on other instances may still
+        // touch the stage's views: wait for every one of them (the graph's byte ranges are
+        // its kernels' parameters, so all queued launches count as conflicting).
+        if crate::pending::asynchronous() {
+            let everything = crate::pending::Access {
+                lo: 0,
+                hi: u64::MAX,
+                writes: true,
+            };
+            on.wait_for_queued(&[everything])?;
         }
         // SAFETY: `exec` is an instantiated graph of this device (checked by the caller); the
         // stream is live; the graph's kernels use views kept alive by the graph (and, for the
