@@ -104,8 +104,8 @@ impl Stream for CudaStream {
     }
 
     fn enqueue(&self, work: Work<Cuda>) {
-        // The stream's events order its launches against other streams' (asynchronous
-        // launches need no table of queued launches here, see `crate::pending`).
+        // The stream's events order its launches against other streams', so its asynchronous
+        // launches are not recorded in the table of queued launches (see `crate::pending`).
         self.host.enqueue(Box::new(move |cuda: &Cuda| {
             crate::pending::ordered_by_dag(|| work(cuda))
         }));
