@@ -57,17 +57,7 @@ pub trait UniqueToken: Clone + Send + Sync {
 
     /// An id nobody else holds, waiting (spinning, then yielding) until one is free.
     fn acquire(&self) -> usize {
-        let backoff = Backoff::new();
-        loop {
-            if let Some(id) = self.try_acquire() {
-                return id;
-            }
-            if backoff.is_completed() {
-                std::thread::yield_now();
-            } else {
-                backoff.snooze();
-            }
-        }
+        wait_for_id(self)
     }
 
     /// Acquires one id for a whole team (Kokkos' team-level `acquire`): team rank 0 acquires
@@ -114,6 +104,21 @@ pub trait UniqueToken: Clone + Send + Sync {
         TokenGuard {
             id: self.acquire(),
             token: self,
+        }
+    }
+}
+
+/// Asks `token` for an id until one is free, spinning, then yielding.
+fn wait_for_id<T: UniqueToken>(token: &T) -> usize {
+    let backoff = Backoff::new();
+    loop {
+        if let Some(id) = token.try_acquire() {
+            return id;
+        }
+        if backoff.is_completed() {
+            std::thread::yield_now();
+        } else {
+            backoff.snooze();
         }
     }
 }
@@ -539,17 +544,7 @@ impl TokenPool {
         // About to wait: an id this thread parked (of any pool) goes back first, so a thread
         // waiting for it is not kept waiting on this one.
         return_parked_id();
-        let backoff = Backoff::new();
-        loop {
-            if let Some(id) = self.try_acquire() {
-                return id;
-            }
-            if backoff.is_completed() {
-                std::thread::yield_now();
-            } else {
-                backoff.snooze();
-            }
-        }
+        wait_for_id(self)
     }
 
     /// Parks the released `id` in the calling thread's lease instead of freeing it, when the

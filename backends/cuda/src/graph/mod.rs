@@ -6,7 +6,7 @@
 //! (`then_parallel_for`) are kernel nodes (`cuGraphAddKernelNode`), with their parameters
 //! packed and checked as an eager launch's. The front end's host functions run on the
 //! submitting thread between CUDA graphs: a graph with host nodes is cut into *stages*
-//! ([`stages`]), each one CUDA graph of device nodes followed by the host nodes that come
+//! (`stages` below), each one CUDA graph of device nodes followed by the host nodes that come
 //! after it, so a host node runs while no kernel node holds its views (a host function may
 //! read any view, `to_vec` included) and a failing host node stops every stage after it, as
 //! on the host graph. A graph without host nodes is one CUDA graph. The builder's reductions and
