@@ -817,6 +817,29 @@ mod tests {
     }
 
     #[test]
+    fn a_leased_id_parks_between_guards_and_keeps_its_pool_until_the_share_ends() {
+        let share = lease_rank_id(1, 2);
+        let pool = TokenPool::new(2, "test").expect("pool");
+        assert_eq!(*pool.guard(), 1, "the rank's own id");
+        assert_eq!(pool.live(), 1, "parked for the next guard");
+        {
+            let outer = pool.guard();
+            let inner = pool.guard();
+            assert_eq!((*outer, *inner), (1, 0), "a nested guard takes another id");
+        }
+        assert_eq!(pool.live(), 1, "id 0 went back, id 1 parked again");
+        let twice = std::panic::catch_unwind(|| pool.release(1));
+        assert!(twice.is_err(), "releasing the parked id is a double release");
+        // The lease holds the pool: dropping the last handle keeps it until the share ends,
+        // which gives the parked id back.
+        let weak = Arc::downgrade(&pool.inner);
+        drop(pool);
+        assert!(weak.upgrade().is_some_and(|inner| inner.is_held(1)));
+        drop(share);
+        assert!(weak.upgrade().is_none(), "the share's end let the pool go");
+    }
+
+    #[test]
     fn double_release_is_caught() {
         let pool = TokenPool::new(2, "test").expect("size 2");
         let id = pool.acquire();
