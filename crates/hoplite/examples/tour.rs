@@ -677,6 +677,18 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ),
         Err(e) => println!("PTX size not shown: {e}"),
     }
+    // Launches wait for their kernel unless `HOPLITE_CUDA_LAUNCHES=async`: then they return
+    // once it is queued, the views kept alive until the next fence and conflicting launches
+    // of other instances ordered after it.
+    let queued = std::env::var("HOPLITE_CUDA_LAUNCHES").is_ok_and(|v| v == "async");
+    println!(
+        "Cuda launches {}",
+        if queued {
+            "return once their kernel is queued (HOPLITE_CUDA_LAUNCHES=async)"
+        } else {
+            "wait for their kernel (HOPLITE_CUDA_LAUNCHES=async makes them return once it is queued)"
+        }
+    );
     // The same launch as on every host backend; a GPU runs `#[kernel]`s, never closures.
     let on_gpu = |n: usize| RangePolicy::new(cuda.clone(), 0..n);
     if let Err(e) = parallel_reduce(
@@ -710,13 +722,15 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
     println!("the generic sum of squares on the host: {on_host}");
     // The generic graph builder makes a CUDA Graph of the same nodes: the reduction is a
     // kernel, a copy of its partials and a host join, and its value lands in `squares` as on
-    // the host.
+    // the host. The host node after it cuts the graph into two stages: the CUDA graph, then
+    // the host function on this thread, which sees the value.
     let x = if cuda.is_available() {
         View::<f64, 1, LayoutRight, CudaSpace>::from_slice("x", [n], &host)?
     } else {
         View::default() // no device memory without a device: an empty view
     };
     let squares = hoplite::graph::ReduceResult::<f64>::new();
+    let seen = squares.clone();
     let mut graph = hoplite::graph::create_graph_with(&cuda, CudaGraph::new(&cuda), |g| {
         g.parallel_reduce(
             "sum of squares",
@@ -724,7 +738,10 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
             sum_of_squares::with(),
             Sum::<f64>::new(),
             squares.clone(),
-        );
+        )
+        .then_host("report", move || {
+            println!("a host node after the reduce node sees {:?}", seen.get());
+        });
     })?;
     match graph.submit() {
         Ok(()) => println!("the sum of squares as a CUDA graph: {:?}", squares.get()),
