@@ -55,13 +55,13 @@ pub(crate) fn ordered_by_dag<T>(work: impl FnOnce() -> T) -> T {
     work()
 }
 
-/// Whether the calling thread runs a DAG stream's work ([`ordered_by_dag`]).
+/// Whether the calling thread runs a DAG stream's work (`ordered_by_dag`).
 pub(crate) fn in_dag_stream() -> bool {
     DAG_ORDERED.with(std::cell::Cell::get)
 }
 
-/// One device access of a queued launch: bytes `lo..hi` of device memory, written or only
-/// read, by a launch on instance `instance`.
+/// One device access of a launch: bytes `lo..hi` of device memory, written (atomic updates
+/// included) or only read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Access {
     pub(crate) lo: u64,
