@@ -213,7 +213,8 @@ fn run_launch(
         // Ordered against the DAG's other vertices by its events, and against queued eager
         // launches here; not recorded: the DAG holds the views until the vertex has run.
         cuda.wait_for_queued(&accesses)?;
-        return Ok(launch()?);
+        launch()?;
+        return Ok(cuda.bound_kept()?);
     }
     Ok(cuda.queue_launch(&accesses, launch)?)
 }

@@ -181,7 +181,15 @@ impl Cuda {
         self.wait_for_queued(accesses)?;
         launch()?;
         let queued = queued_launches().record(self.inner.number, &Arc::downgrade(&self.inner), accesses);
-        if queued > MAX_QUEUED || self.inner.keep_alive.lock().len() > MAX_KEPT {
+        if queued > MAX_QUEUED {
+            self.synchronize()?;
+        }
+        self.bound_kept()
+    }
+
+    /// Fences the instance if its queued launches keep too many views alive (see `MAX_KEPT`).
+    pub(crate) fn bound_kept(&self) -> std::result::Result<(), CudaError> {
+        if self.inner.keep_alive.lock().len() > MAX_KEPT {
             self.synchronize()?;
         }
         Ok(())
