@@ -196,10 +196,12 @@ impl RecordedArgs for () {
     fn record_handles(&self, _out: &mut Vec<Access>) {}
 }
 
+/// `RecordedArgs` for one handle type: `[impl generics] handle type, views type, the view's
+/// method that makes the handle, its access kind`.
 macro_rules! handle_args {
-    ($handle:ident, $bound:ident, $space:ident, $make:ident, $kind:expr) => {
-        impl<T: $bound, const R: usize, L: ArrayLayout, S: $space> RecordedArgs for $handle<T, R, L, S> {
-            type Views = View<T, R, L, S>;
+    ([$($generics:tt)*] $handle:ty, $views:ty, $make:ident, $kind:expr) => {
+        impl<$($generics)*> RecordedArgs for $handle {
+            type Views = $views;
             fn detach(self) -> Self::Views {
                 self.view().clone()
             }
@@ -224,7 +226,7 @@ macro_rules! handle_args {
                 unsafe { <Self as GroupedHandle>::into_held(self, group, slot) }
             }
             fn conflict(&self) -> Option<&Error> {
-                $handle::conflict(self)
+                <$handle>::conflict(self)
             }
             fn record_handles(&self, out: &mut Vec<Access>) {
                 out.push(Access::of_view(self.view(), $kind));
@@ -233,45 +235,18 @@ macro_rules! handle_args {
     };
 }
 
-handle_args!(Reader, ViewValue, MemorySpace, read, AccessKind::Read);
-handle_args!(Lookup, ViewValue, MemorySpace, lookup, AccessKind::Read);
-handle_args!(Writer, ViewValue, MemorySpace, write, AccessKind::Write);
-
-impl<T: ViewValue, L: ArrayLayout, S: MemorySpace> RecordedArgs for TeamSlots<T, L, S> {
-    type Views = View<T, 2, L, S>;
-    fn detach(self) -> Self::Views {
-        self.view().clone()
-    }
-    fn attach(views: &Self::Views) -> Self {
-        views.team_slots()
-    }
-    fn record(views: &Self::Views, out: &mut Vec<Access>) {
-        out.push(Access::of_view(views, AccessKind::Write));
-    }
-    unsafe fn attach_in(views: &Self::Views, group: &BorrowGroup) -> Self {
-        // SAFETY: the caller's contract is that of `GroupedHandle::new_in`.
-        unsafe { <Self as GroupedHandle>::new_in(views, group) }
-    }
-    unsafe fn into_group(self, group: &BorrowGroup) -> Self {
-        // SAFETY: the caller's contract is that of `GroupedHandle::into_group`.
-        unsafe { <Self as GroupedHandle>::into_group(self, group) }
-    }
-    unsafe fn into_held(self, group: &BorrowGroup, held: &mut dyn HeldBorrows) -> Self {
-        let view = self.view();
-        let slot = held.slot(view.allocation_key(), AccessKind::Write, &view.footprint());
-        // SAFETY: the caller's contract is that of `into_held`.
-        unsafe { <Self as GroupedHandle>::into_held(self, group, slot) }
-    }
-    fn conflict(&self) -> Option<&Error> {
-        TeamSlots::conflict(self)
-    }
-    fn record_handles(&self, out: &mut Vec<Access>) {
-        out.push(Access::of_view(self.view(), AccessKind::Write));
-    }
-}
+handle_args!([T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    Reader<T, R, L, S>, View<T, R, L, S>, read, AccessKind::Read);
+handle_args!([T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    Lookup<T, R, L, S>, View<T, R, L, S>, lookup, AccessKind::Read);
+handle_args!([T: ViewValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    Writer<T, R, L, S>, View<T, R, L, S>, write, AccessKind::Write);
+handle_args!([T: ViewValue, L: ArrayLayout, S: MemorySpace]
+    TeamSlots<T, L, S>, View<T, 2, L, S>, team_slots, AccessKind::Write);
 // Of views in any memory space, as for the other handles: a launch binds the atomic handles of
 // device views too (only a host node's guards need the host to reach the memory).
-handle_args!(AtomicHandle, AtomicValue, MemorySpace, atomic, AccessKind::Atomic);
+handle_args!([T: AtomicValue, const R: usize, L: ArrayLayout, S: MemorySpace]
+    AtomicHandle<T, R, L, S>, View<T, R, L, S>, atomic, AccessKind::Atomic);
 
 macro_rules! tuple_args {
     ($($name:ident),+) => {
