@@ -1,7 +1,9 @@
 //! `grcuda-*`: GrCUDA's six scheduler benchmarks (`common/grcuda`), per backend:
 //!
-//! * `<backend>-hoplite` — the implicit DAG, async: two streams (on rayon, two streams that
-//!   both launch on the whole pool, see docs/dag.md);
+//! * `<backend>-hoplite` — the implicit DAG, async: two serial streams; on rayon one stream on
+//!   the whole pool (the device's default of one stream per instance);
+//! * `rayon-two-streams` — async, two streams that both launch on the whole pool (they take
+//!   turns on its launch lock, see docs/dag.md);
 //! * `rayon-partitions` — async, each of two streams on its half of the pool's threads;
 //! * `<backend>-sync` — the same DAG with `Execution::Sync` (every launch waits);
 //! * `<backend>-eager` — the same `#[kernel]`s with plain `parallel_for` / `parallel_reduce`;
@@ -237,7 +239,11 @@ fn host(c: &mut Criterion) {
         replay: ("serial-replay", Serial::default(), HostGraph::new(Serial::default()))
     );
     let space = RayonSpace::default();
-    let pool = || HostDevice::new("cpu", vec![space.clone(); 2]).expect("device");
+    // One stream on the pool (a host device's default: one stream per instance). The pool
+    // runs one launch at a time, so a second stream on it adds no parallelism, only the
+    // hand-over of its launch lock between two stream threads (`rayon-two-streams`).
+    let pool = || HostDevice::new("cpu", vec![space.clone()]).expect("device");
+    let two_streams = || HostDevice::new("cpu", vec![space.clone(); 2]).expect("device");
     let parts = || HostDevice::partitioned("cpu", &space, 2).expect("device");
     bench_all!(
         c,
@@ -247,6 +253,10 @@ fn host(c: &mut Criterion) {
             (
                 "rayon-hoplite",
                 dag(vec![pool()], space.clone(), Execution::Async)
+            ),
+            (
+                "rayon-two-streams",
+                dag(vec![two_streams()], space.clone(), Execution::Async)
             ),
             (
                 "rayon-partitions",
