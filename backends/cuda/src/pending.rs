@@ -18,6 +18,11 @@
 //!   accesses after it is queued but before it returns, so before its borrows end: a
 //!   conflicting launch, which needs those borrows ended, always finds the record.
 //!
+//! - *Events.* A launch on an instance that waited for another instance's event
+//!   ([`Cuda::wait_event`](crate::Cuda::wait_event)) is ordered after the launches queued
+//!   there before the event was recorded: the table skips those records for it
+//!   ([`Pending::order_after`]), so hand-placed events order streams without a fence.
+//!
 //! Launches that keep waiting before they return: reductions and scans (their value), and
 //! launches with managed-memory views (the host reaches those without a copy) or unique tokens.
 //! Reductions and scans, a CUDA graph's stages (which wait for every queued launch of other
@@ -88,6 +93,10 @@ struct Queued<W> {
     entries: Vec<(u64, W, Access, u64)>,
     /// The next record's sequence number.
     next: u64,
+    /// (waiter, instance, mark): launches queued on `waiter` from now on come after the
+    /// records of `instance` older than `mark` (the waiter's stream waited for an event
+    /// recorded there then). At most one per pair, with the latest mark.
+    ordered: Vec<(u64, u64, u64)>,
 }
 
 impl<W> Default for Pending<W> {
@@ -96,6 +105,7 @@ impl<W> Default for Pending<W> {
             inner: Mutex::new(Queued {
                 entries: Vec::new(),
                 next: 0,
+                ordered: Vec::new(),
             }),
         }
     }
@@ -111,8 +121,13 @@ impl<W: Clone> Pending<W> {
     pub(crate) fn conflicts(&self, instance: u64, accesses: &[Access]) -> Vec<(u64, W)> {
         let queued = self.inner.lock();
         let mut found: Vec<(u64, W)> = Vec::new();
-        for (other, fence, access, _) in &queued.entries {
+        for (other, fence, access, seq) in &queued.entries {
+            let after_event = queued
+                .ordered
+                .iter()
+                .any(|&(w, i, mark)| w == instance && i == *other && *seq < mark);
             if *other != instance
+                && !after_event
                 && !found.iter().any(|(i, _)| i == other)
                 && accesses.iter().any(|a| a.conflicts_with(access))
             {
@@ -143,6 +158,33 @@ impl<W: Clone> Pending<W> {
             }
         }
         queued.entries.iter().filter(|(i, ..)| *i == instance).count()
+    }
+
+    /// Orders the launches queued on `waiter` from now on after `instance`'s records older
+    /// than `mark`: `waiter`'s stream waits for an event recorded on `instance` after `mark`
+    /// was taken.
+    pub(crate) fn order_after(&self, waiter: u64, instance: u64, mark: u64) {
+        if waiter == instance {
+            return;
+        }
+        let mut queued = self.inner.lock();
+        match queued
+            .ordered
+            .iter_mut()
+            .find(|(w, i, _)| *w == waiter && *i == instance)
+        {
+            Some((_, _, m)) => *m = (*m).max(mark),
+            None => queued.ordered.push((waiter, instance, mark)),
+        }
+    }
+
+    /// Forgets everything of `instance`, which is gone: its records and the orders it is in.
+    pub(crate) fn forget_instance(&self, instance: u64) {
+        let mut queued = self.inner.lock();
+        queued.entries.retain(|(i, ..)| *i != instance);
+        queued
+            .ordered
+            .retain(|(w, i, _)| *w != instance && *i != instance);
     }
 
     /// The mark a fence takes before it waits: the records made before it are of launches
@@ -215,5 +257,31 @@ mod tests {
         assert_eq!(ids(pending.conflicts(3, &[write(100, 101)])), [2]);
         pending.forget(1, pending.mark());
         assert!(pending.conflicts(3, &[read(40, 41)]).is_empty());
+    }
+
+    #[test]
+    fn a_wait_for_an_event_orders_only_the_waiter_after_the_launches_before_the_event() {
+        let pending = Pending::default();
+        pending.record(1, &"one", &[write(0, 8)]);
+        // Instance 2 waits for an event of instance 1 recorded now.
+        let mark = pending.mark();
+        pending.order_after(2, 1, mark);
+        // A launch queued on 1 after the event is not covered by it.
+        pending.record(1, &"one", &[write(16, 24)]);
+        assert!(pending.conflicts(2, &[read(0, 8)]).is_empty());
+        assert_eq!(ids(pending.conflicts(2, &[read(16, 24)])), [1]);
+        // Nobody else is ordered by 2's wait.
+        assert_eq!(ids(pending.conflicts(3, &[read(0, 8)])), [1]);
+        // A later launch on 1 over the same bytes moves the record past the event.
+        pending.record(1, &"one", &[write(0, 8)]);
+        assert_eq!(ids(pending.conflicts(2, &[read(0, 8)])), [1]);
+        // A later event covers it; an older mark does not undo that.
+        pending.order_after(2, 1, pending.mark());
+        pending.order_after(2, 1, mark);
+        assert!(pending.conflicts(2, &[read(0, 24)]).is_empty());
+        // Waiting for one's own event orders nothing new; a gone instance is forgotten.
+        pending.order_after(1, 1, pending.mark());
+        pending.forget_instance(1);
+        assert!(pending.conflicts(3, &[write(0, 24)]).is_empty());
     }
 }

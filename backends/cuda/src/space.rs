@@ -170,6 +170,57 @@ impl Cuda {
         Ok(())
     }
 
+    /// Records an event on this instance's stream, after everything queued on it so far
+    /// (`cuEventRecord`): another instance can wait for it ([`wait_event`](Self::wait_event)),
+    /// the host too ([`StreamEvent::synchronize`]). What CUDA programs order streams by, and
+    /// what a hand-written multi-stream pipeline uses where the implicit DAG would infer the
+    /// same order.
+    ///
+    /// ```
+    /// use hoplite_cuda::Cuda;
+    /// let run = || -> Result<(), hoplite_cuda::CudaError> {
+    ///     let (a, b) = (Cuda::new()?, Cuda::new()?);
+    ///     // ... launches on `a` ...
+    ///     let done = a.record_event()?;
+    ///     b.wait_event(&done)?; // launches on `b` from now on run after those on `a`
+    ///     done.synchronize()
+    /// };
+    /// if let Err(e) = run() {
+    ///     println!("{e}"); // no device here
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Why this instance has no device, or the driver's error.
+    pub fn record_event(&self) -> std::result::Result<StreamEvent, CudaError> {
+        let stream = self.stream()?;
+        let event = driver::Event::new(stream.device.clone())?;
+        // Taken before the record: every launch recorded in the table before it was queued
+        // before the event (see `Pending::order_after`).
+        let mark = queued_launches().mark();
+        event.record(stream)?;
+        Ok(StreamEvent {
+            event: Arc::new(event),
+            instance: self.inner.number,
+            mark,
+        })
+    }
+
+    /// Makes the work queued on this instance from now on wait, on the device, for `event`
+    /// (`cuStreamWaitEvent`); the host does not wait. An asynchronous launch here then no
+    /// longer fences the event's instance for the launches queued there before the event
+    /// (see [`record_event`](Self::record_event)).
+    ///
+    /// # Errors
+    ///
+    /// Why this instance has no device, or the driver's error.
+    pub fn wait_event(&self, event: &StreamEvent) -> std::result::Result<(), CudaError> {
+        self.stream()?.wait_event(&event.event)?;
+        queued_launches().order_after(self.inner.number, event.instance, event.mark);
+        Ok(())
+    }
+
     /// Queues a launch asynchronously (see `crate::pending`): first waits for the instances
     /// whose queued launches conflict with `accesses`, then `launch` queues it, then its
     /// accesses are recorded. Fences this instance once it has too many queued.
@@ -222,12 +273,52 @@ impl Drop for Instance {
         // The views queued launches use must outlive them: wait for the stream before the
         // kept values (and so possibly their memory) are dropped. An error here was already
         // reported by the launch or would be by a fence; nothing is left to tell.
-        let mark = queued_launches().mark();
         if let Ok(stream) = &self.stream {
             let _ = stream.synchronize();
         }
-        queued_launches().forget(self.number, mark);
+        queued_launches().forget_instance(self.number);
         self.keep_alive.get_mut().clear();
+    }
+}
+
+/// A point in a [`Cuda`] instance's stream ([`Cuda::record_event`]): complete once the work
+/// queued there before it has run on the device.
+#[derive(Clone)]
+pub struct StreamEvent {
+    event: Arc<driver::Event>,
+    /// The number of the instance it was recorded on.
+    instance: u64,
+    /// The table's mark when it was recorded (see `Pending::order_after`).
+    mark: u64,
+}
+
+impl std::fmt::Debug for StreamEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamEvent")
+            .field("instance", &self.instance)
+            .field("complete", &self.is_complete())
+            .finish()
+    }
+}
+
+impl StreamEvent {
+    /// Whether the work before the event has finished (an error, such as a failed launch,
+    /// counts as finished: nothing will complete later).
+    pub fn is_complete(&self) -> bool {
+        !self.event.is_pending()
+    }
+
+    /// Blocks the host until the work before the event has finished
+    /// (`cuEventSynchronize`).
+    ///
+    /// # Errors
+    ///
+    /// The driver's error, such as a failed launch's.
+    pub fn synchronize(&self) -> std::result::Result<(), CudaError> {
+        self.event.synchronize()?;
+        // Those launches have run: nobody needs to wait for them any more.
+        queued_launches().forget(self.instance, self.mark);
+        Ok(())
     }
 }
 

@@ -618,19 +618,9 @@ mod graph {
 /// launch has run, and the host's reads see every queued launch's stores.
 #[test]
 fn launches_on_two_instances_order_their_conflicts_and_keep_dropped_views_alive() {
-    let (a, b) = match (Cuda::new(), Cuda::new()) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => {
-            println!("skipped: needs a CUDA device ({e})");
-            return;
-        }
-    };
+    let Some((a, b)) = two_instances() else { return };
     let n = 1 << 20;
-    let device_view = |label: &str, value: f64| {
-        let v: View<f64, 1, LayoutRight, CudaSpace> = View::new(label, [n]).expect("device memory");
-        v.copy_from_slice(&vec![value; n]).expect("upload");
-        v
-    };
+    let device_view = |label: &str, value: f64| filled(label, n, value);
     let (x, y, z) = (
         device_view("x", 1.0),
         device_view("y", 0.0),
@@ -664,4 +654,67 @@ fn launches_on_two_instances_order_their_conflicts_and_keep_dropped_views_alive(
     assert_eq!(y.to_vec().expect("y"), vec![20.0; n]);
     a.fence().expect("fence a");
     b.fence().expect("fence b");
+}
+
+/// Streams ordered by hand: an event recorded on one instance after its launches, waited for
+/// by another, orders the second instance's launches after them on the device (where the
+/// asynchronous launches would otherwise fence the first instance from the host); the host
+/// waits for the event, and an event recorded on an idle instance is complete at once.
+#[test]
+fn an_event_waited_for_on_another_instance_orders_its_launches() {
+    let Some((a, b)) = two_instances() else { return };
+    let n = 1 << 20;
+    let device_view = |label: &str, value: f64| filled(label, n, value);
+    let (x, y, z) = (
+        device_view("x", 1.0),
+        device_view("y", 0.0),
+        device_view("z", 0.0),
+    );
+    for round in 1..=3 {
+        for _ in 0..10 {
+            parallel_for(
+                "y += 2x",
+                (RangePolicy::new(a.clone(), 0..n), (y.write(), x.read())),
+                axpy::with(2.0),
+            )
+            .expect("launch on a");
+        }
+        let written = a.record_event().expect("an event");
+        b.wait_event(&written).expect("b waits");
+        parallel_for(
+            "z += y",
+            (RangePolicy::new(b.clone(), 0..n), (z.write(), y.read())),
+            axpy::with(1.0),
+        )
+        .expect("launch on b");
+        let read = b.record_event().expect("an event");
+        read.synchronize().expect("the host waits");
+        assert!(read.is_complete() && written.is_complete());
+        // y after `round` rounds is 20 * round; z sums y after each.
+        let want: f64 = (1..=round).map(|r| 20.0 * f64::from(r)).sum();
+        assert_eq!(z.to_vec().expect("z"), vec![want; n], "round {round}");
+    }
+    let idle = a.record_event().expect("an event");
+    idle.synchronize().expect("the host waits");
+    assert!(idle.is_complete());
+    a.fence().expect("fence a");
+    b.fence().expect("fence b");
+}
+
+/// Two instances of device 0, or `None` after saying why the test is skipped.
+fn two_instances() -> Option<(Cuda, Cuda)> {
+    match (Cuda::new(), Cuda::new()) {
+        (Ok(a), Ok(b)) => Some((a, b)),
+        (Err(e), _) | (_, Err(e)) => {
+            println!("skipped: needs a CUDA device ({e})");
+            None
+        }
+    }
+}
+
+/// A device view of `n` elements, each `value`.
+fn filled(label: &str, n: usize, value: f64) -> View<f64, 1, LayoutRight, CudaSpace> {
+    let v: View<f64, 1, LayoutRight, CudaSpace> = View::new(label, [n]).expect("device memory");
+    v.copy_from_slice(&vec![value; n]).expect("upload");
+    v
 }

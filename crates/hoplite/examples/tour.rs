@@ -772,6 +772,28 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
         "the generic token histogram on the GPU (one id per resident thread): {:?}",
         token_histogram_on(&cuda, 100_000, 16)?
     );
+    // Two streams ordered by hand, as CUDA programs order them: `b` waits on the device for
+    // the event recorded on `a` after its launch (cuEventRecord, cuStreamWaitEvent), so its
+    // reduction reads what `a` wrote.
+    let (a, b) = (Cuda::new()?, Cuda::new()?);
+    let scaled = View::<f64, 1, LayoutRight, CudaSpace>::new("scaled", [n])?;
+    parallel_for(
+        "scaled = 2x + sqrt(x)",
+        (
+            RangePolicy::new(a.clone(), 0..n),
+            (scaled.write(), x.read(), x.read()),
+        ),
+        scaled_sum::with(2.0),
+    )?;
+    let written = a.record_event()?;
+    b.wait_event(&written)?;
+    let total = parallel_reduce(
+        "sum of squares after the event",
+        (RangePolicy::new(b.clone(), 0..n), (scaled.read(),)),
+        sum_of_squares::with(),
+        Sum::<f64>::new(),
+    )?;
+    println!("a launch on stream a, its event, then a reduction on stream b: {total}");
     Ok(())
 }
 

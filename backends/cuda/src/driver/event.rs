@@ -11,20 +11,16 @@ use crate::CudaError;
 /// A CUDA event without timing (`CU_EVENT_DISABLE_TIMING`, the cheapest kind), destroyed when
 /// dropped: recorded on a stream, it completes when the work queued before it has; another
 /// stream can wait for it on the device ([`Stream::wait_event`]).
-#[cfg(feature = "dag")]
 pub(crate) struct Event {
     raw: sys::CUevent,
     device: Arc<Device>,
 }
 
-#[cfg(feature = "dag")]
 // SAFETY: an event handle may be used from any thread; every use binds its device's context.
 unsafe impl Send for Event {}
-#[cfg(feature = "dag")]
 // SAFETY: as for `Send`; the driver synchronizes concurrent calls on one event.
 unsafe impl Sync for Event {}
 
-#[cfg(feature = "dag")]
 impl Event {
     /// A new event of `device`, not yet recorded.
     pub(crate) fn new(device: Arc<Device>) -> Result<Event, CudaError> {
@@ -75,7 +71,6 @@ impl Event {
     }
 }
 
-#[cfg(feature = "dag")]
 impl Drop for Event {
     fn drop(&mut self) {
         if self.device.bind().is_ok() {
@@ -86,6 +81,7 @@ impl Drop for Event {
     }
 }
 
+#[cfg(any(feature = "dag", feature = "select"))]
 /// A CUDA event with timing enabled, recorded on a stream when made: two of them on one
 /// stream bound the device time of the work queued between them.
 pub(crate) struct TimingEvent {
@@ -93,11 +89,14 @@ pub(crate) struct TimingEvent {
     device: Arc<Device>,
 }
 
+#[cfg(any(feature = "dag", feature = "select"))]
 // SAFETY: an event handle may be used from any thread; every use binds its device's context.
 unsafe impl Send for TimingEvent {}
+#[cfg(any(feature = "dag", feature = "select"))]
 // SAFETY: as for `Send`; the driver synchronizes concurrent calls on one event.
 unsafe impl Sync for TimingEvent {}
 
+#[cfg(any(feature = "dag", feature = "select"))]
 impl TimingEvent {
     /// A timing event recorded on `stream` after the work queued on it so far.
     pub(crate) fn record(stream: &Stream) -> Result<TimingEvent, CudaError> {
@@ -142,6 +141,7 @@ impl TimingEvent {
     }
 }
 
+#[cfg(any(feature = "dag", feature = "select"))]
 impl Drop for TimingEvent {
     fn drop(&mut self) {
         if self.device.bind().is_ok() {
@@ -155,6 +155,7 @@ impl Drop for TimingEvent {
 /// The driver's milliseconds (a float with about half a microsecond of resolution) as a
 /// `Duration`; a negative or non-finite value, which the driver never gives for events
 /// recorded in order, becomes zero.
+#[cfg(any(test, feature = "dag", feature = "select"))]
 pub(crate) fn milliseconds(ms: f32) -> std::time::Duration {
     if ms.is_finite() && ms > 0.0 {
         std::time::Duration::from_secs_f64(f64::from(ms) / 1000.0)

@@ -11,7 +11,6 @@
 //! copies memory; `module` loads kernels and launches them; `graph` owns CUDA graphs and their
 //! executables. Code outside the module calls these wrappers, not `sys`.
 
-#[cfg(any(feature = "dag", feature = "select"))]
 mod event;
 #[cfg(feature = "graph")]
 mod graph;
@@ -25,7 +24,6 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-#[cfg(feature = "dag")]
 pub(crate) use self::event::Event;
 #[cfg(any(feature = "dag", feature = "select"))]
 pub(crate) use self::event::TimingEvent;

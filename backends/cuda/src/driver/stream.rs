@@ -6,9 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-#[cfg(feature = "dag")]
-use super::Event;
-use super::{Device, DeviceBuffer, PinnedBuffer, check};
+use super::{Device, DeviceBuffer, Event, PinnedBuffer, check};
 use crate::CudaError;
 
 /// A stream of a device, destroyed when dropped.
@@ -64,7 +62,6 @@ impl Stream {
 
     /// Makes the work queued on the stream after this wait for `event` on the device
     /// (`cuStreamWaitEvent`); the host does not wait. An event never recorded orders nothing.
-    #[cfg(feature = "dag")]
     pub(crate) fn wait_event(&self, event: &Event) -> Result<(), CudaError> {
         self.device.bind()?;
         // SAFETY: both handles are live; a stream may wait for an event of any context; flags
