@@ -13,8 +13,9 @@
 //!   reads its norms on the host between launches.
 //!
 //! With `--features cuda` and a device, `cuda-hoplite` (a DAG over two CUDA streams),
-//! `cuda-sync`, `cuda-eager` (the core's launches on one `Cuda` instance) and `cuda-replay`
-//! join them, at GPU sizes (`GPU`, 16x the host's data); without a device the CUDA rows say
+//! `cuda-sync`, `cuda-eager` (the core's launches on one `Cuda` instance), `cuda-replay` and
+//! `cuda-streams` (the hand-written baseline: two `Cuda` instances, each benchmark's launches
+//! placed on them with events by hand, `common/grcuda/streams.rs`; all but HITS) join them, at GPU sizes (`GPU`, 16x the host's data); without a device the CUDA rows say
 //! why they are skipped. Every run is checked once against its serial reference before it is
 //! timed.
 
@@ -85,7 +86,7 @@ fn dag<D: Device>(devices: Vec<D>, space: <D::Stream as Stream>::Space, executio
 }
 
 macro_rules! bench_all {
-    ($c:expr, $S:ty, $sizes:expr, [$(($name:expr, $to:expr)),* $(,)?], replay: ($replay:expr, $space:expr, $backend:expr)) => {{
+    ($c:expr, $S:ty, $sizes:expr, [$(($name:expr, $to:expr)),* $(,)?], replay: ($replay:expr, $space:expr, $backend:expr) $(, streams: ($streams_name:expr, $streams:expr))?) => {{
         let replay_name: &str = $replay;
         let c: &mut Criterion = $c;
         let sizes: &Sizes = $sizes;
@@ -99,6 +100,11 @@ macro_rules! bench_all {
                 vec::check(vec::run(&to, &b).expect("runs").get().expect("a sum"), want);
                 g.bench_function(BenchmarkId::new($name, sizes.vec), |it| it.iter(|| vec::run(&to, &b).expect("runs").get().expect("a sum")));
             })*
+            $(if let Some(to) = ($streams)(vec::schedule()) {
+                let b = vec::Buffers::<$S>::new(sizes.vec).expect("buffers");
+                vec::check(vec::run(&to, &b).expect("runs").get().expect("a sum"), want);
+                g.bench_function(BenchmarkId::new($streams_name, sizes.vec), |it| it.iter(|| vec::run(&to, &b).expect("runs").get().expect("a sum")));
+            })?
             replay_row(replay_name, || {
                 let b = vec::Buffers::<$S>::new(sizes.vec).expect("buffers");
                 let (mut graph, sum) = grcuda::record(&$space, $backend, |r| vec::run(r, &b)).expect("records");
@@ -122,6 +128,12 @@ macro_rules! bench_all {
                 bs::check(&b.result().expect("result"), &want);
                 g.bench_function(BenchmarkId::new($name, sizes.bs.0 * sizes.bs.1), |it| it.iter(|| bs::run(&to, &b).expect("runs")));
             })*
+            $(if let Some(to) = ($streams)(bs::schedule(sizes.bs.1)) {
+                let b = bs::Buffers::<$S>::new(sizes.bs.0, sizes.bs.1).expect("buffers");
+                bs::run(&to, &b).expect("runs");
+                bs::check(&b.result().expect("result"), &want);
+                g.bench_function(BenchmarkId::new($streams_name, sizes.bs.0 * sizes.bs.1), |it| it.iter(|| bs::run(&to, &b).expect("runs")));
+            })?
             replay_row(replay_name, || {
                 let b = bs::Buffers::<$S>::new(sizes.bs.0, sizes.bs.1).expect("buffers");
                 let (mut graph, ()) = grcuda::record(&$space, $backend, |r| bs::run(r, &b)).expect("records");
@@ -143,6 +155,12 @@ macro_rules! bench_all {
                 b.result().expect("result").check(&want);
                 g.bench_function(BenchmarkId::new($name, sizes.ml.0), |it| it.iter(|| ml::run(&to, &b).expect("runs")));
             })*
+            $(if let Some(to) = ($streams)(ml::schedule()) {
+                let b = ml::Buffers::<$S>::new(&input).expect("buffers");
+                ml::run(&to, &b).expect("runs");
+                b.result().expect("result").check(&want);
+                g.bench_function(BenchmarkId::new($streams_name, sizes.ml.0), |it| it.iter(|| ml::run(&to, &b).expect("runs")));
+            })?
             replay_row(replay_name, || {
                 let b = ml::Buffers::<$S>::new(&input).expect("buffers");
                 let (mut graph, ()) = grcuda::record(&$space, $backend, |r| ml::run(r, &b)).expect("records");
@@ -179,6 +197,13 @@ macro_rules! bench_all {
                 img::check(&b.result().expect("result"), sum, &want);
                 g.bench_function(BenchmarkId::new($name, sizes.img), |it| it.iter(|| img::run(&to, &b).expect("runs").get().expect("a sum")));
             })*
+            $(if let Some(to) = ($streams)(img::schedule()) {
+                let b = img::Buffers::<$S>::new(sizes.img).expect("buffers");
+                let sum = img::run(&to, &b).expect("runs").get().expect("a sum");
+                to.finish().expect("finished");
+                img::check(&b.result().expect("result"), sum, &want);
+                g.bench_function(BenchmarkId::new($streams_name, sizes.img), |it| it.iter(|| img::run(&to, &b).expect("runs").get().expect("a sum")));
+            })?
             replay_row(replay_name, || {
                 let b = img::Buffers::<$S>::new(sizes.img).expect("buffers");
                 let (mut graph, sum) = grcuda::record(&$space, $backend, |r| img::run(r, &b)).expect("records");
@@ -204,6 +229,13 @@ macro_rules! bench_all {
                 dl::check(&b.features().expect("result"), out, &want);
                 g.bench_function(BenchmarkId::new($name, sizes.dl), |it| it.iter(|| dl::run(&to, &b).expect("runs").get().expect("an output")));
             })*
+            $(if let Some(to) = ($streams)(dl::schedule()) {
+                let b = dl::Buffers::<$S>::new(&input).expect("buffers");
+                let out = dl::run(&to, &b).expect("runs").get().expect("an output");
+                to.finish().expect("finished");
+                dl::check(&b.features().expect("result"), out, &want);
+                g.bench_function(BenchmarkId::new($streams_name, sizes.dl), |it| it.iter(|| dl::run(&to, &b).expect("runs").get().expect("an output")));
+            })?
             replay_row(replay_name, || {
                 let b = dl::Buffers::<$S>::new(&input).expect("buffers");
                 let (mut graph, out) = grcuda::record(&$space, $backend, |r| dl::run(r, &b)).expect("records");
@@ -298,7 +330,8 @@ fn cuda(c: &mut Criterion) {
             ),
             ("cuda-eager", Eager(Cuda::default())),
         ],
-        replay: ("cuda-replay", Cuda::default(), CudaGraph::new(&Cuda::default()))
+        replay: ("cuda-replay", Cuda::default(), CudaGraph::new(&Cuda::default())),
+        streams: ("cuda-streams", |schedule| grcuda::streams::Streams::new(schedule).ok())
     );
 }
 

@@ -120,6 +120,57 @@ fn a_recorded_benchmark_that_reads_a_value_between_launches_is_refused() {
     assert!(e.contains("before its graph is submitted"), "{e}");
 }
 
+/// The parents the implicit DAG infers for each launch of one run of `run` (a fresh context on
+/// serial streams).
+fn inferred_parents(run: impl FnOnce(&Dag<HostDevice<Serial>>) -> Result<(), BenchError>) -> Vec<Vec<usize>> {
+    let device = HostDevice::new("serial", vec![Serial::default(); 2]).expect("device");
+    let to = Dag {
+        ctx: Context::new(vec![device], ContextOptions::default()).expect("context"),
+        space: Serial::default(),
+    };
+    run(&to).expect("runs");
+    to.finish().expect("finishes");
+    to.ctx.parents()
+}
+
+/// The hand-written two-stream schedules (the CUDA baseline `cuda-streams`) order every
+/// dependency the DAG infers from the same launches' handles, and a schedule missing an
+/// event is caught.
+#[test]
+fn hand_written_schedules_order_every_dependency_the_dag_infers() {
+    let parents = inferred_parents(|to| {
+        let b = vec::Buffers::<Serial>::new(VEC_N)?;
+        vec::run(to, &b)?.get()?;
+        Ok(())
+    });
+    assert_eq!(vec::schedule().covers(&parents), Ok(()));
+    let missing = grcuda::streams::Schedule::new(&[(0, &[]), (1, &[]), (0, &[])]);
+    assert_eq!(
+        missing.covers(&parents),
+        Err("launch 2 may start before its parent 1".to_owned())
+    );
+
+    let parents = inferred_parents(|to| bs::run(to, &bs::Buffers::<Serial>::new(BS_N, BS_M)?));
+    assert_eq!(bs::schedule(BS_M).covers(&parents), Ok(()));
+
+    let input = ml::Input::new(ML.0, ML.1, ML.2);
+    let parents = inferred_parents(|to| ml::run(to, &ml::Buffers::<Serial>::new(&input)?));
+    assert_eq!(ml::schedule().covers(&parents), Ok(()));
+
+    let parents = inferred_parents(|to| {
+        img::run(to, &img::Buffers::<Serial>::new(IMG_N)?)?.get()?;
+        Ok(())
+    });
+    assert_eq!(img::schedule().covers(&parents), Ok(()));
+
+    let input = dl::Input::new(DL_N);
+    let parents = inferred_parents(|to| {
+        dl::run(to, &dl::Buffers::<Serial>::new(&input)?)?.get()?;
+        Ok(())
+    });
+    assert_eq!(dl::schedule().covers(&parents), Ok(()));
+}
+
 #[test]
 fn the_six_on_serial_streams_match_the_reference() {
     let device = HostDevice::new("serial", vec![Serial::default(); 2]).expect("device");
@@ -163,6 +214,62 @@ fn the_six_on_cuda_streams_match_the_reference() {
         space: Cuda::default(),
     };
     all_six(&to).expect("runs");
+}
+
+/// The hand-written baseline: five benchmarks (HITS reads values between its launches and has
+/// no schedule) on two `Cuda` instances by their schedules, events placed by hand.
+#[cfg(feature = "cuda")]
+#[test]
+fn five_on_hand_placed_cuda_streams_match_the_reference() {
+    use grcuda::streams::Streams;
+    let streams = |schedule| match Streams::new(schedule) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            println!("skipped: hand-placed CUDA streams need a device ({e})");
+            None
+        }
+    };
+    let Some(to) = streams(vec::schedule()) else {
+        return;
+    };
+    let b = vec::Buffers::new(VEC_N).expect("buffers");
+    vec::check(
+        vec::run(&to, &b).and_then(|s| s.get()).expect("runs"),
+        vec::reference(VEC_N),
+    );
+    // A second run starts the schedule over.
+    vec::check(
+        vec::run(&to, &b).and_then(|s| s.get()).expect("runs"),
+        vec::reference(VEC_N),
+    );
+
+    let Some(to) = streams(bs::schedule(BS_M)) else {
+        return;
+    };
+    let b = bs::Buffers::new(BS_N, BS_M).expect("buffers");
+    bs::run(&to, &b).expect("runs");
+    bs::check(&b.result().expect("result"), &bs::reference(BS_N));
+
+    let Some(to) = streams(ml::schedule()) else { return };
+    let input = ml::Input::new(ML.0, ML.1, ML.2);
+    let b = ml::Buffers::new(&input).expect("buffers");
+    ml::run(&to, &b).expect("runs");
+    b.result().expect("result").check(&ml::reference(&input));
+
+    let Some(to) = streams(img::schedule()) else {
+        return;
+    };
+    let b = img::Buffers::new(IMG_N).expect("buffers");
+    let sum = img::run(&to, &b).and_then(|s| s.get()).expect("runs");
+    to.finish().expect("finishes");
+    img::check(&b.result().expect("result"), sum, &img::reference(IMG_N));
+
+    let Some(to) = streams(dl::schedule()) else { return };
+    let input = dl::Input::new(DL_N);
+    let b = dl::Buffers::new(&input).expect("buffers");
+    let out = dl::run(&to, &b).and_then(|s| s.get()).expect("runs");
+    to.finish().expect("finishes");
+    dl::check(&b.features().expect("features"), out, &dl::reference(&input));
 }
 
 /// The five replayable benchmarks recorded into CUDA Graphs of the generic builder's

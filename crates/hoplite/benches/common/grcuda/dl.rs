@@ -2,6 +2,7 @@
 //! ReLU (stride 2), a mean pooling and a second convolution; a concatenation joins the
 //! branches and a dense layer of one output (a dot product) ends the network.
 
+use super::streams::Schedule;
 use super::{BenchError, Deferred, DeviceView, Launcher, Rng, upload, zeros};
 use hoplite::prelude::*;
 use hoplite::{BoundLookup, BoundReader, BoundWriter, LaunchSpace, MDRangePolicy, MdIdx, kernel};
@@ -187,6 +188,21 @@ impl<S: LaunchSpace> Buffers<S> {
     pub fn features(&self) -> Result<Vec<f32>, BenchError> {
         Ok(self.z.to_vec()?)
     }
+}
+
+/// The hand-written placement of [`run`]'s launches on two streams: a branch on each, the
+/// concatenation and the dense layer after the other branch's last convolution.
+pub fn schedule() -> Schedule {
+    Schedule::new(&[
+        (0, &[]),  // conv 1 x
+        (0, &[]),  // pool x
+        (0, &[]),  // conv 2 x
+        (1, &[]),  // conv 1 y
+        (1, &[]),  // pool y
+        (1, &[]),  // conv 2 y
+        (0, &[5]), // concat
+        (0, &[]),  // dense
+    ])
 }
 
 /// The eight launches; returns the network's output (read it with `Deferred::get`).

@@ -3,6 +3,7 @@
 //! `common/image.rs` (the `image-pipeline` benchmark's closures) as `#[kernel]`s, over the
 //! interior 3 pixels from every edge.
 
+use super::streams::Schedule;
 use super::{BenchError, Deferred, DeviceView, Launcher, upload, zeros};
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, LaunchSpace, MDRangePolicy, MdIdx, kernel};
@@ -124,6 +125,24 @@ impl<S: LaunchSpace> Buffers<S> {
     pub fn result(&self) -> Result<Vec<f32>, BenchError> {
         Ok(self.planes[8].to_vec()?)
     }
+}
+
+/// The hand-written placement of [`run`]'s launches on two streams: the small blur, its sobel
+/// and the unsharp mask on one; the large blur, its sobel and the mask on the other, where the
+/// combines and the sum follow.
+pub fn schedule() -> Schedule {
+    Schedule::new(&[
+        (0, &[]),  // blur small
+        (1, &[]),  // blur large
+        (0, &[]),  // blur unsharp
+        (0, &[]),  // sobel small
+        (1, &[]),  // sobel large
+        (1, &[]),  // extend
+        (0, &[]),  // unsharpen
+        (1, &[6]), // combine
+        (1, &[3]), // combine small
+        (1, &[]),  // sum
+    ])
 }
 
 /// The eleven launches; returns the sum of the result (read it with `Deferred::get`).

@@ -2,6 +2,7 @@
 //! rows of `f` integer features and `c` classes. The two branches (five kernels each) run side
 //! by side; an argmax of their summed probabilities joins them.
 
+use super::streams::Schedule;
 use super::{BenchError, DeviceView, Launcher, Rng, upload, zeros};
 use hoplite::prelude::*;
 use hoplite::{BoundLookup, BoundReader, BoundWriter, LaunchSpace, MDRangePolicy, MdIdx, kernel};
@@ -244,6 +245,24 @@ impl<S: LaunchSpace> Buffers<S> {
             classes: self.out.to_vec()?,
         })
     }
+}
+
+/// The hand-written placement of [`run`]'s launches on two streams: naive Bayes on one, ridge
+/// regression on the other, the argmax after the ridge softmax.
+pub fn schedule() -> Schedule {
+    Schedule::new(&[
+        (1, &[]),  // rr stats
+        (1, &[]),  // rr standardize
+        (0, &[]),  // nb scores
+        (1, &[]),  // rr scores
+        (0, &[]),  // nb max
+        (0, &[]),  // nb log-sum-exp
+        (1, &[]),  // rr intercept
+        (0, &[]),  // nb posterior
+        (0, &[]),  // nb softmax
+        (1, &[]),  // rr softmax
+        (0, &[9]), // argmax
+    ])
 }
 
 /// The eleven launches, then a wait for all.

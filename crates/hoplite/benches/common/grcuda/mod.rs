@@ -34,6 +34,7 @@ pub mod dl;
 pub mod hits;
 pub mod img;
 pub mod ml;
+pub mod streams;
 pub mod vec;
 
 /// A benchmark's error: a launch's, the DAG's, or a view's.

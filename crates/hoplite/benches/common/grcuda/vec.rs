@@ -1,5 +1,6 @@
 //! VEC (GrCUDA b1): `x1 = x²` and `y1 = y²` side by side, then `Σ (x1 - y1)`.
 
+use super::streams::Schedule;
 use super::{BenchError, Deferred, DeviceView, Launcher, upload, zeros};
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, LaunchSpace, kernel};
@@ -44,6 +45,12 @@ impl<S: LaunchSpace> Buffers<S> {
             y1: zeros::<_, 1, S>("y1", [n])?,
         })
     }
+}
+
+/// The hand-written placement of [`run`]'s launches on two streams: the squares side by
+/// side, the sum after the other stream's square.
+pub fn schedule() -> Schedule {
+    Schedule::new(&[(0, &[]), (1, &[]), (0, &[1])])
 }
 
 /// The three launches; returns the sum (read it with `Deferred::get`).
