@@ -114,21 +114,21 @@ mod cuda {
             })
         }
 
-        /// The instance the next launch goes to, once it waits for the events its step names;
-        /// a run with more launches than the schedule's steps is refused.
+        /// The instance the next launch goes to, once it waits for the events its step names.
+        /// The launch after the last step starts the schedule over (a run that returns a
+        /// reduction's value ends without `finish`), so a schedule must have exactly as many
+        /// steps as its run has launches, which `Schedule::covers` checks against the DAG on
+        /// the host; an empty schedule refuses every launch.
         fn next(&self) -> Result<(usize, &Cuda), BenchError> {
-            // A run that returns a reduction's value ends without `finish`: the next launch
-            // after the last step starts the schedule over.
             if self.events.borrow().len() == self.schedule.0.len() {
                 self.events.borrow_mut().clear();
             }
             let k = self.events.borrow().len();
-            let step = self.schedule.0.get(k).ok_or_else(|| {
-                format!(
-                    "launch {k} is past the schedule's {} steps",
-                    self.schedule.0.len()
-                )
-            })?;
+            let step = self
+                .schedule
+                .0
+                .get(k)
+                .ok_or_else(|| format!("launch {k}: the schedule has no step for it"))?;
             let to = &self.streams[step.stream];
             for &j in &step.after {
                 if let Some(Some(event)) = self.events.borrow().get(j) {
