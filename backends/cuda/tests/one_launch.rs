@@ -618,22 +618,11 @@ mod graph {
 /// launch has run, and the host's reads see every queued launch's stores.
 #[test]
 fn launches_on_two_instances_order_their_conflicts_and_keep_dropped_views_alive() {
-    let Some((a, b)) = two_instances() else { return };
     let n = 1 << 20;
-    let device_view = |label: &str, value: f64| filled(label, n, value);
-    let (x, y, z) = (
-        device_view("x", 1.0),
-        device_view("y", 0.0),
-        device_view("z", 0.0),
-    );
-    for _ in 0..10 {
-        parallel_for(
-            "y += 2x",
-            (RangePolicy::new(a.clone(), 0..n), (y.write(), x.read())),
-            axpy::with(2.0),
-        )
-        .expect("launch on a");
-    }
+    let Some((a, b, [x, y, z])) = two_instances_with_xyz(n) else {
+        return;
+    };
+    add_twice_ten_times(&a, &y, &x);
     // Reads what `a`'s queued launches write: waits for them first.
     parallel_for(
         "z += y",
@@ -642,7 +631,7 @@ fn launches_on_two_instances_order_their_conflicts_and_keep_dropped_views_alive(
     )
     .expect("launch on b");
     {
-        let dropped = device_view("dropped", 3.0);
+        let dropped = filled("dropped", n, 3.0);
         parallel_for(
             "z += dropped",
             (RangePolicy::new(b.clone(), 0..n), (z.write(), dropped.read())),
@@ -662,23 +651,12 @@ fn launches_on_two_instances_order_their_conflicts_and_keep_dropped_views_alive(
 /// waits for the event, and an event recorded on an idle instance is complete at once.
 #[test]
 fn an_event_waited_for_on_another_instance_orders_its_launches() {
-    let Some((a, b)) = two_instances() else { return };
     let n = 1 << 20;
-    let device_view = |label: &str, value: f64| filled(label, n, value);
-    let (x, y, z) = (
-        device_view("x", 1.0),
-        device_view("y", 0.0),
-        device_view("z", 0.0),
-    );
+    let Some((a, b, [x, y, z])) = two_instances_with_xyz(n) else {
+        return;
+    };
     for round in 1..=3 {
-        for _ in 0..10 {
-            parallel_for(
-                "y += 2x",
-                (RangePolicy::new(a.clone(), 0..n), (y.write(), x.read())),
-                axpy::with(2.0),
-            )
-            .expect("launch on a");
-        }
+        add_twice_ten_times(&a, &y, &x);
         let written = a.record_event().expect("an event");
         b.wait_event(&written).expect("b waits");
         parallel_for(
@@ -701,10 +679,18 @@ fn an_event_waited_for_on_another_instance_orders_its_launches() {
     b.fence().expect("fence b");
 }
 
-/// Two instances of device 0, or `None` after saying why the test is skipped.
-fn two_instances() -> Option<(Cuda, Cuda)> {
+/// A vector in device memory.
+type DeviceVector = View<f64, 1, LayoutRight, CudaSpace>;
+
+/// Two instances of device 0 and device views `x` (all 1), `y` and `z` (all 0) of `n`
+/// elements, or `None` after saying why the test is skipped.
+fn two_instances_with_xyz(n: usize) -> Option<(Cuda, Cuda, [DeviceVector; 3])> {
     match (Cuda::new(), Cuda::new()) {
-        (Ok(a), Ok(b)) => Some((a, b)),
+        (Ok(a), Ok(b)) => Some((
+            a,
+            b,
+            [filled("x", n, 1.0), filled("y", n, 0.0), filled("z", n, 0.0)],
+        )),
         (Err(e), _) | (_, Err(e)) => {
             println!("skipped: needs a CUDA device ({e})");
             None
@@ -713,8 +699,20 @@ fn two_instances() -> Option<(Cuda, Cuda)> {
 }
 
 /// A device view of `n` elements, each `value`.
-fn filled(label: &str, n: usize, value: f64) -> View<f64, 1, LayoutRight, CudaSpace> {
-    let v: View<f64, 1, LayoutRight, CudaSpace> = View::new(label, [n]).expect("device memory");
+fn filled(label: &str, n: usize, value: f64) -> DeviceVector {
+    let v = DeviceVector::new(label, [n]).expect("device memory");
     v.copy_from_slice(&vec![value; n]).expect("upload");
     v
+}
+
+/// Queues `y += 2x` ten times on `a` (launches that write `y` for another instance to wait for).
+fn add_twice_ten_times(a: &Cuda, y: &DeviceVector, x: &DeviceVector) {
+    for _ in 0..10 {
+        parallel_for(
+            "y += 2x",
+            (RangePolicy::new(a.clone(), 0..x.extent(0)), (y.write(), x.read())),
+            axpy::with(2.0),
+        )
+        .expect("launch on a");
+    }
 }
