@@ -19,11 +19,12 @@
 //! why they are skipped. Every run is checked once against its serial reference before it is
 //! timed.
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, criterion_group, criterion_main};
 use hoplite::dag::device::{Device, HostDevice, Stream};
 use hoplite::dag::{Context, ContextOptions, Execution};
 use hoplite::graph::HostGraph;
-use hoplite::{RayonSpace, Serial};
+use hoplite::{LaunchSpace, RayonSpace, Serial};
 
 #[path = "common/grcuda/mod.rs"]
 mod grcuda;
@@ -85,6 +86,84 @@ fn dag<D: Device>(devices: Vec<D>, space: <D::Stream as Stream>::Space, executio
     }
 }
 
+/// The criterion group the rows of one benchmark go to.
+type Group<'c> = BenchmarkGroup<'c, WallTime>;
+
+/// VEC's row `name` on `to`: checked once against `want`, then timed.
+fn vec_row<S: LaunchSpace, L: Launcher<S>>(g: &mut Group<'_>, name: &str, to: &L, n: usize, want: f64) {
+    let b = vec::Buffers::<S>::new(n).expect("buffers");
+    vec::check(vec::run(to, &b).expect("runs").get().expect("a sum"), want);
+    g.bench_function(BenchmarkId::new(name, n), |it| {
+        it.iter(|| vec::run(to, &b).expect("runs").get().expect("a sum"))
+    });
+}
+
+/// B&S's row `name` on `to`: `m` arrays of `n`, checked once against `want`, then timed.
+fn bs_row<S: LaunchSpace, L: Launcher<S>>(
+    g: &mut Group<'_>,
+    name: &str,
+    to: &L,
+    (n, m): (usize, usize),
+    want: &[f64],
+) {
+    let b = bs::Buffers::<S>::new(n, m).expect("buffers");
+    bs::run(to, &b).expect("runs");
+    bs::check(&b.result().expect("result"), want);
+    g.bench_function(BenchmarkId::new(name, n * m), |it| {
+        it.iter(|| bs::run(to, &b).expect("runs"))
+    });
+}
+
+/// ML's row `name` on `to` (`rows`: the input's), checked once against `want`, then timed.
+fn ml_row<S: LaunchSpace, L: Launcher<S>>(
+    g: &mut Group<'_>,
+    name: &str,
+    to: &L,
+    (input, rows): (&ml::Input, usize),
+    want: &ml::Output,
+) {
+    let b = ml::Buffers::<S>::new(input).expect("buffers");
+    ml::run(to, &b).expect("runs");
+    b.result().expect("result").check(want);
+    g.bench_function(BenchmarkId::new(name, rows), |it| {
+        it.iter(|| ml::run(to, &b).expect("runs"))
+    });
+}
+
+/// IMG's row `name` on `to`: checked once against `want`, then timed.
+fn img_row<S: LaunchSpace, L: Launcher<S>>(
+    g: &mut Group<'_>,
+    name: &str,
+    to: &L,
+    n: usize,
+    want: &(Vec<f32>, f64),
+) {
+    let b = img::Buffers::<S>::new(n).expect("buffers");
+    let sum = img::run(to, &b).expect("runs").get().expect("a sum");
+    to.finish().expect("finished");
+    img::check(&b.result().expect("result"), sum, want);
+    g.bench_function(BenchmarkId::new(name, n), |it| {
+        it.iter(|| img::run(to, &b).expect("runs").get().expect("a sum"))
+    });
+}
+
+/// DL's row `name` on `to` (`side`: the input's), checked once against `want`, then timed.
+fn dl_row<S: LaunchSpace, L: Launcher<S>>(
+    g: &mut Group<'_>,
+    name: &str,
+    to: &L,
+    (input, side): (&dl::Input, usize),
+    want: &(Vec<f32>, f64),
+) {
+    let b = dl::Buffers::<S>::new(input).expect("buffers");
+    let out = dl::run(to, &b).expect("runs").get().expect("an output");
+    to.finish().expect("finished");
+    dl::check(&b.features().expect("result"), out, want);
+    g.bench_function(BenchmarkId::new(name, side), |it| {
+        it.iter(|| dl::run(to, &b).expect("runs").get().expect("an output"))
+    });
+}
+
 macro_rules! bench_all {
     ($c:expr, $S:ty, $sizes:expr, [$(($name:expr, $to:expr)),* $(,)?], replay: ($replay:expr, $space:expr, $backend:expr) $(, streams: ($streams_name:expr, $streams:expr))?) => {{
         let replay_name: &str = $replay;
@@ -94,16 +173,9 @@ macro_rules! bench_all {
             let mut g = c.benchmark_group("grcuda-vec");
             g.sample_size(10);
             let want = vec::reference(sizes.vec);
-            $({
-                let to = $to;
-                let b = vec::Buffers::<$S>::new(sizes.vec).expect("buffers");
-                vec::check(vec::run(&to, &b).expect("runs").get().expect("a sum"), want);
-                g.bench_function(BenchmarkId::new($name, sizes.vec), |it| it.iter(|| vec::run(&to, &b).expect("runs").get().expect("a sum")));
-            })*
+            $(vec_row::<$S, _>(&mut g, $name, &$to, sizes.vec, want);)*
             $(if let Some(to) = ($streams)(vec::schedule()) {
-                let b = vec::Buffers::<$S>::new(sizes.vec).expect("buffers");
-                vec::check(vec::run(&to, &b).expect("runs").get().expect("a sum"), want);
-                g.bench_function(BenchmarkId::new($streams_name, sizes.vec), |it| it.iter(|| vec::run(&to, &b).expect("runs").get().expect("a sum")));
+                vec_row(&mut g, $streams_name, &to, sizes.vec, want);
             })?
             replay_row(replay_name, || {
                 let b = vec::Buffers::<$S>::new(sizes.vec).expect("buffers");
@@ -121,18 +193,9 @@ macro_rules! bench_all {
             let mut g = c.benchmark_group("grcuda-bs");
             g.sample_size(10);
             let want = bs::reference(sizes.bs.0);
-            $({
-                let to = $to;
-                let b = bs::Buffers::<$S>::new(sizes.bs.0, sizes.bs.1).expect("buffers");
-                bs::run(&to, &b).expect("runs");
-                bs::check(&b.result().expect("result"), &want);
-                g.bench_function(BenchmarkId::new($name, sizes.bs.0 * sizes.bs.1), |it| it.iter(|| bs::run(&to, &b).expect("runs")));
-            })*
+            $(bs_row::<$S, _>(&mut g, $name, &$to, sizes.bs, &want);)*
             $(if let Some(to) = ($streams)(bs::schedule(sizes.bs.1)) {
-                let b = bs::Buffers::<$S>::new(sizes.bs.0, sizes.bs.1).expect("buffers");
-                bs::run(&to, &b).expect("runs");
-                bs::check(&b.result().expect("result"), &want);
-                g.bench_function(BenchmarkId::new($streams_name, sizes.bs.0 * sizes.bs.1), |it| it.iter(|| bs::run(&to, &b).expect("runs")));
+                bs_row(&mut g, $streams_name, &to, sizes.bs, &want);
             })?
             replay_row(replay_name, || {
                 let b = bs::Buffers::<$S>::new(sizes.bs.0, sizes.bs.1).expect("buffers");
@@ -148,18 +211,9 @@ macro_rules! bench_all {
             g.sample_size(10);
             let input = ml::Input::new(sizes.ml.0, sizes.ml.1, sizes.ml.2);
             let want = ml::reference(&input);
-            $({
-                let to = $to;
-                let b = ml::Buffers::<$S>::new(&input).expect("buffers");
-                ml::run(&to, &b).expect("runs");
-                b.result().expect("result").check(&want);
-                g.bench_function(BenchmarkId::new($name, sizes.ml.0), |it| it.iter(|| ml::run(&to, &b).expect("runs")));
-            })*
+            $(ml_row::<$S, _>(&mut g, $name, &$to, (&input, sizes.ml.0), &want);)*
             $(if let Some(to) = ($streams)(ml::schedule()) {
-                let b = ml::Buffers::<$S>::new(&input).expect("buffers");
-                ml::run(&to, &b).expect("runs");
-                b.result().expect("result").check(&want);
-                g.bench_function(BenchmarkId::new($streams_name, sizes.ml.0), |it| it.iter(|| ml::run(&to, &b).expect("runs")));
+                ml_row(&mut g, $streams_name, &to, (&input, sizes.ml.0), &want);
             })?
             replay_row(replay_name, || {
                 let b = ml::Buffers::<$S>::new(&input).expect("buffers");
@@ -189,20 +243,9 @@ macro_rules! bench_all {
             let mut g = c.benchmark_group("grcuda-img");
             g.sample_size(10);
             let want = img::reference(sizes.img);
-            $({
-                let to = $to;
-                let b = img::Buffers::<$S>::new(sizes.img).expect("buffers");
-                let sum = img::run(&to, &b).expect("runs").get().expect("a sum");
-                to.finish().expect("finished");
-                img::check(&b.result().expect("result"), sum, &want);
-                g.bench_function(BenchmarkId::new($name, sizes.img), |it| it.iter(|| img::run(&to, &b).expect("runs").get().expect("a sum")));
-            })*
+            $(img_row::<$S, _>(&mut g, $name, &$to, sizes.img, &want);)*
             $(if let Some(to) = ($streams)(img::schedule()) {
-                let b = img::Buffers::<$S>::new(sizes.img).expect("buffers");
-                let sum = img::run(&to, &b).expect("runs").get().expect("a sum");
-                to.finish().expect("finished");
-                img::check(&b.result().expect("result"), sum, &want);
-                g.bench_function(BenchmarkId::new($streams_name, sizes.img), |it| it.iter(|| img::run(&to, &b).expect("runs").get().expect("a sum")));
+                img_row(&mut g, $streams_name, &to, sizes.img, &want);
             })?
             replay_row(replay_name, || {
                 let b = img::Buffers::<$S>::new(sizes.img).expect("buffers");
@@ -221,20 +264,9 @@ macro_rules! bench_all {
             g.sample_size(10);
             let input = dl::Input::new(sizes.dl);
             let want = dl::reference(&input);
-            $({
-                let to = $to;
-                let b = dl::Buffers::<$S>::new(&input).expect("buffers");
-                let out = dl::run(&to, &b).expect("runs").get().expect("an output");
-                to.finish().expect("finished");
-                dl::check(&b.features().expect("result"), out, &want);
-                g.bench_function(BenchmarkId::new($name, sizes.dl), |it| it.iter(|| dl::run(&to, &b).expect("runs").get().expect("an output")));
-            })*
+            $(dl_row::<$S, _>(&mut g, $name, &$to, (&input, sizes.dl), &want);)*
             $(if let Some(to) = ($streams)(dl::schedule()) {
-                let b = dl::Buffers::<$S>::new(&input).expect("buffers");
-                let out = dl::run(&to, &b).expect("runs").get().expect("an output");
-                to.finish().expect("finished");
-                dl::check(&b.features().expect("result"), out, &want);
-                g.bench_function(BenchmarkId::new($streams_name, sizes.dl), |it| it.iter(|| dl::run(&to, &b).expect("runs").get().expect("an output")));
+                dl_row(&mut g, $streams_name, &to, (&input, sizes.dl), &want);
             })?
             replay_row(replay_name, || {
                 let b = dl::Buffers::<$S>::new(&input).expect("buffers");
