@@ -2,6 +2,9 @@
 //! comes back equal: timings, snapshots, graph structures.
 #![cfg(feature = "serde")]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use hoplite_core::{AccessKind, RangePolicy, View};
 use hoplite_dag::device::HostDevice;
 use hoplite_dag::{Context, ContextOptions, DagSnapshot, DependencyPolicy, Progress, VertexTiming, record};
@@ -23,12 +26,22 @@ fn timings_and_snapshots_go_through_json_unchanged() {
         View::<f64, 1>::new("y", [8]).expect("y"),
     );
     let range = RangePolicy::new(Serial::default(), 0..8);
-    ctx.launch("fill", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 2.0))
-        .expect("fill");
+    // The fill waits until the copy is launched: a fill that finished first would be retired
+    // before the copy's launch, which then records no edge to it.
+    let copy_launched = Arc::new(AtomicBool::new(false));
+    let gate = copy_launched.clone();
+    ctx.launch("fill", (range.clone(), (x.write(),)), move |(i, (x,))| {
+        while !gate.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        x.set(i, 2.0)
+    })
+    .expect("fill");
     ctx.launch("copy", (range, (y.write(), x.read())), |(i, (y, x))| {
         y.set(i, x.get(i))
     })
     .expect("copy");
+    copy_launched.store(true, Ordering::Release);
     ctx.synchronize().expect("ran");
 
     let timings = ctx.timings();
