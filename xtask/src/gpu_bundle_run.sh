@@ -76,9 +76,12 @@ done
 if [ -x tests/test-conformance ]; then
     run_test "test-conformance-cuda-graphs" tests/test-conformance HOPLITE_CUDA_GRAPHS=device
 fi
-# The launch tests once more with launches that return once queued (backends/cuda/src/
-# pending.rs): what must pass before `Cuda` launches stop waiting by default.
-for name in test-one_launch test-conformance test-dag test-graph test-grcuda; do
+# The tests of launches and of the stream work ordered with them (fills, copies, mirrors,
+# raw kernels, reductions, tokens, peers) once more with launches that return once queued
+# (backends/cuda/src/pending.rs): what must pass before `Cuda` launches stop waiting by
+# default. The most telling first, in case time runs out.
+for name in test-one_launch test-conformance test-dag test-graph test-grcuda test-reduce \
+    test-mirror test-library test-raw test-token test-peer lib-hoplite_cuda; do
     if [ -x "tests/$name" ]; then
         run_test "$name-async" "tests/$name" HOPLITE_CUDA_LAUNCHES=async
     fi

@@ -190,25 +190,34 @@ fn handle_arg(kernel: &'static str, handle: &DeviceHandle<'_>) -> std::result::R
     })
 }
 
-/// Runs `launch` on `cuda`: waits for it, or, with asynchronous launches
-/// (`HOPLITE_CUDA_LAUNCHES=async`, see `crate::pending`), queues it after the conflicting
-/// launches of other instances and returns. Launches with managed-memory views or unique
-/// tokens always wait.
+/// Runs `launch` on `cuda` after the conflicting work queued on other instances (see
+/// `crate::pending`): waits for it, or, with asynchronous launches
+/// (`HOPLITE_CUDA_LAUNCHES=async`), queues it and returns. Launches with managed-memory views
+/// (the host reaches those without a copy), unique tokens, or views of another GPU (whose host
+/// copies are not ordered after this stream) wait in both modes.
 fn run_launch(
     cuda: &Cuda,
     device: &DeviceLaunch<'_>,
     args: &[DeviceArg],
     launch: impl FnOnce() -> std::result::Result<(), crate::CudaError>,
 ) -> Result<()> {
+    let accesses: Vec<crate::pending::Access> = args.iter().filter_map(DeviceArg::access).collect();
+    if !crate::pending::asynchronous() {
+        cuda.wait_for_queued(&accesses)?;
+        launch()?;
+        return cuda.fence();
+    }
     let managed = device
         .handles
         .iter()
         .any(|h| h.space.downcast_ref::<CudaUVMSpace>().is_some());
-    if !crate::pending::asynchronous() || managed || !device.tokens.is_empty() {
+    let here = cuda.device().ok();
+    let peer = args.iter().any(|a| a.device.is_some_and(|d| Some(d) != here));
+    if managed || peer || !device.tokens.is_empty() {
+        cuda.wait_for_queued(&accesses)?;
         launch()?;
         return cuda.fence();
     }
-    let accesses: Vec<crate::pending::Access> = args.iter().filter_map(queued_access).collect();
     if crate::pending::in_dag_stream() {
         // Ordered against the DAG's other vertices by its events, and against queued eager
         // launches here; not recorded: the DAG holds the views until the vertex has run.
@@ -219,25 +228,11 @@ fn run_launch(
     Ok(cuda.queue_launch(&accesses, launch)?)
 }
 
-/// Before a launch that waits for its value (a reduction, a scan): with asynchronous launches,
-/// fences the other instances whose queued launches conflict with its arguments.
+/// Before a launch that waits for its value (a reduction, a scan): fences the other instances
+/// whose queued work conflicts with its arguments.
 fn after_queued_conflicts(cuda: &Cuda, args: &[DeviceArg]) -> Result<()> {
-    if !crate::pending::asynchronous() {
-        return Ok(());
-    }
-    let accesses: Vec<crate::pending::Access> = args.iter().filter_map(queued_access).collect();
+    let accesses: Vec<crate::pending::Access> = args.iter().filter_map(DeviceArg::access).collect();
     Ok(cuda.wait_for_queued(&accesses)?)
-}
-
-/// The device bytes a launch argument touches and whether it writes them (atomic handles
-/// count as writes), for the table of queued launches.
-fn queued_access(arg: &DeviceArg) -> Option<crate::pending::Access> {
-    let (lo, hi) = arg.bytes?;
-    let writes = match &arg.arg {
-        KernelArg::Handle(h) => h.access != hoplite_core::device_kernel::HandleAccess::Read,
-        _ => true,
-    };
-    Some(crate::pending::Access { lo, hi, writes })
 }
 
 // SAFETY: the kernel is never called on the host. The device runs the `#[kernel]`'s entry,

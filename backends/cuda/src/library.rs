@@ -13,6 +13,7 @@ use hoplite_core::{BoundReader, BoundWriter};
 use hoplite_macros::kernel;
 
 use crate::launch::DeviceArg;
+use crate::pending::Access;
 use crate::reduce::DeviceReduceValue;
 use crate::{Cuda, CudaError, DeviceAccessibleSpace, DeviceScalar};
 
@@ -93,7 +94,10 @@ fn ends<const R: usize, const N: usize>(extents: [usize; R]) -> [usize; N] {
 impl Cuda {
     /// Sets every element of the device view `view` to `value` on this instance's stream (the
     /// device `deep_copy(view, value)`), any layout and strides, ranks 1 to 3. Returns once
-    /// the fill is queued; [`fence`](hoplite_core::ExecutionSpace::fence) waits for it.
+    /// the fill is queued, after the conflicting work queued on other instances;
+    /// [`fence`](hoplite_core::ExecutionSpace::fence) waits for it, and so does another
+    /// instance's later work on the view (a fill of another GPU's view, through peer access,
+    /// waits for itself).
     ///
     /// ```
     /// use hoplite_core::{LayoutRight, View};
@@ -128,42 +132,66 @@ impl Cuda {
             _ => DeviceArg::scalar(u64::from_le_bytes(bits)),
         };
         let args = [dst, value];
+        let accesses: Vec<Access> = args.iter().filter_map(DeviceArg::access).collect();
         let e = view.extents();
-        match (element, R) {
-            (ScalarType::Bool, 1) => {
-                self.launch_range_info(&DeviceKernelInfo::of::<fill_b8_1>(), 0..e[0], &args)
+        self.queue_work(&accesses, &[view.space().device_ordinal()], || {
+            match (element, R) {
+                (ScalarType::Bool, 1) => {
+                    self.launch_range_info(&DeviceKernelInfo::of::<fill_b8_1>(), 0..e[0], &args)
+                }
+                (ScalarType::Bool, 2) => self.launch_mdrange_info::<2>(
+                    &DeviceKernelInfo::of::<fill_b8_2>(),
+                    [0; 2],
+                    ends(e),
+                    &args,
+                ),
+                (ScalarType::Bool, _) => self.launch_mdrange_info::<3>(
+                    &DeviceKernelInfo::of::<fill_b8_3>(),
+                    [0; 3],
+                    ends(e),
+                    &args,
+                ),
+                (ScalarType::U32, 1) => {
+                    self.launch_range_info(&DeviceKernelInfo::of::<fill_b32_1>(), 0..e[0], &args)
+                }
+                (ScalarType::U32, 2) => self.launch_mdrange_info::<2>(
+                    &DeviceKernelInfo::of::<fill_b32_2>(),
+                    [0; 2],
+                    ends(e),
+                    &args,
+                ),
+                (ScalarType::U32, _) => self.launch_mdrange_info::<3>(
+                    &DeviceKernelInfo::of::<fill_b32_3>(),
+                    [0; 3],
+                    ends(e),
+                    &args,
+                ),
+                (_, 1) => self.launch_range_info(&DeviceKernelInfo::of::<fill_b64_1>(), 0..e[0], &args),
+                (_, 2) => self.launch_mdrange_info::<2>(
+                    &DeviceKernelInfo::of::<fill_b64_2>(),
+                    [0; 2],
+                    ends(e),
+                    &args,
+                ),
+                (_, _) => self.launch_mdrange_info::<3>(
+                    &DeviceKernelInfo::of::<fill_b64_3>(),
+                    [0; 3],
+                    ends(e),
+                    &args,
+                ),
             }
-            (ScalarType::Bool, 2) => {
-                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<fill_b8_2>(), [0; 2], ends(e), &args)
-            }
-            (ScalarType::Bool, _) => {
-                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<fill_b8_3>(), [0; 3], ends(e), &args)
-            }
-            (ScalarType::U32, 1) => {
-                self.launch_range_info(&DeviceKernelInfo::of::<fill_b32_1>(), 0..e[0], &args)
-            }
-            (ScalarType::U32, 2) => {
-                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<fill_b32_2>(), [0; 2], ends(e), &args)
-            }
-            (ScalarType::U32, _) => {
-                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<fill_b32_3>(), [0; 3], ends(e), &args)
-            }
-            (_, 1) => self.launch_range_info(&DeviceKernelInfo::of::<fill_b64_1>(), 0..e[0], &args),
-            (_, 2) => {
-                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<fill_b64_2>(), [0; 2], ends(e), &args)
-            }
-            (_, _) => {
-                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<fill_b64_3>(), [0; 3], ends(e), &args)
-            }
-        }
+        })
     }
 
     /// Copies the device view `src` into the device view `dst` on this instance's stream:
     /// same element type and extents, any layouts and strides (subviews, transposes), ranks 1
-    /// to 3. Returns once the copy is queued;
-    /// [`fence`](hoplite_core::ExecutionSpace::fence) waits for it.
+    /// to 3. Returns once the copy is queued, after the conflicting work queued on other
+    /// instances; [`fence`](hoplite_core::ExecutionSpace::fence) waits for it, and so does
+    /// another instance's later work on either view.
     ///
-    /// Between two GPUs (one of them this instance's), contiguous views with the same element
+    /// Between two GPUs (one of them this instance's), the copy waits for itself before it
+    /// returns (the other GPU's host copies are not ordered after this stream); contiguous
+    /// views with the same element
     /// order are copied with `cuMemcpyPeerAsync`, which needs no peer access (the driver
     /// stages the copy where the GPUs have no peer path); other layouts go through the copy
     /// kernel, which takes the other GPU's view after
@@ -217,14 +245,17 @@ impl Cuda {
             DeviceArg::handle_as(dst, HandleAccess::Write, element),
             DeviceArg::handle_as(src, HandleAccess::Read, element),
         ];
+        let accesses: Vec<Access> = args.iter().filter_map(DeviceArg::access).collect();
         let same_order = dst.is_contiguous() && src.is_contiguous() && dst.strides() == src.strides();
         let [to, from] = [dst.space().device_ordinal(), src.space().device_ordinal()];
         if let Ok(instance) = self.device()
             && copies_between_peers(instance, to, from, same_order)
         {
-            return self.copy_between_peers(&args, to, from, dst.len() * size_of::<T>());
+            return self.queue_work(&accesses, &[to, from], || {
+                self.copy_between_peers(&args, to, from, dst.len() * size_of::<T>())
+            });
         }
-        match (element, R) {
+        self.queue_work(&accesses, &[to, from], || match (element, R) {
             (ScalarType::Bool, 1) => {
                 self.launch_range_info(&DeviceKernelInfo::of::<copy_b8_1>(), 0..e[0], &args)
             }
@@ -250,7 +281,7 @@ impl Cuda {
             (_, _) => {
                 self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<copy_b64_3>(), [0; 3], ends(e), &args)
             }
-        }
+        })
     }
 }
 

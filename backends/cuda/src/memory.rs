@@ -42,7 +42,20 @@ fn allocate_kind(
         space,
         reason,
     };
-    let ptr = driver::allocate(kind, ordinal, bytes).map_err(|e| fail(e.to_string()))?;
+    // Views dropped while queued launches still used them are freed at their instance's next
+    // fence: when memory runs short, fence those instances and try once more, as a CUDA
+    // free would have waited for the device (see `crate::pending`).
+    let ptr = match driver::allocate(kind, ordinal, bytes) {
+        Ok(ptr) => ptr,
+        Err(first) if crate::pending::release_kept() => {
+            driver::allocate(kind, ordinal, bytes).map_err(|e| {
+                fail(format!(
+                    "{e} (also after waiting for the queued launches that kept dropped views; first: {first})"
+                ))
+            })?
+        }
+        Err(e) => return Err(fail(e.to_string())),
+    };
     let Some(ptr) = NonNull::new(ptr).filter(|p| (p.as_ptr() as usize).is_multiple_of(ALIGN)) else {
         // SAFETY: `ptr` came from `allocate(kind, ordinal, _)` just above and is not used again.
         unsafe { driver::free(kind, ordinal, ptr) };

@@ -21,6 +21,7 @@ use hoplite_core::profiling::{CopySide, DeepCopyScope};
 use hoplite_core::{ArrayLayout, HostAccessibleSpace, HostSpace, MemorySpace, View};
 
 use crate::driver;
+use crate::pending::Access;
 use crate::{Cuda, CudaError, CudaHostPinnedSpace, DeviceAccessibleSpace, DeviceScalar};
 
 /// Host memory a stream-ordered copy may use, and whether it is page-locked.
@@ -213,18 +214,28 @@ fn borrowed(label: &str, conflict: &hoplite_core::Error) -> CudaError {
 }
 
 impl Cuda {
-    /// Ends a copy queued on `stream` with host memory of `H`: from or into page-locked memory
-    /// it runs on after this returns, so `keep` (the host view's handle and the device view)
-    /// stays alive until the next fence; with pageable memory the copy is waited for now.
-    fn end_transfer<H: HostTransferSpace>(
+    /// Runs `copy`, which queues a copy on `stream` with host memory of `H` touching
+    /// `device_bytes` of the device view, after the conflicting work queued on other instances,
+    /// and ends it: from or into page-locked memory it runs on after this returns, so `keep`
+    /// (the host view's handle and the device view) stays alive until the next fence, and the
+    /// copy is recorded as queued work ([`Cuda::queue_work`]); with pageable memory the copy
+    /// is waited for now.
+    fn transfer<H: HostTransferSpace>(
         &self,
         stream: &driver::Stream,
+        device_bytes: Access,
         keep: [Arc<dyn Any + Send + Sync>; 2],
+        copy: impl FnOnce() -> Result<(), CudaError>,
     ) -> Result<(), CudaError> {
         if H::PAGE_LOCKED {
-            self.inner.keep_alive.lock().extend(keep);
-            Ok(())
+            self.queue_work(&[device_bytes], &[stream.device.ordinal], || {
+                copy()?;
+                self.inner.keep_alive.lock().extend(keep);
+                Ok(())
+            })
         } else {
+            self.wait_for_queued(&[device_bytes])?;
+            copy()?;
             stream.synchronize()
         }
     }
@@ -293,21 +304,22 @@ impl Cuda {
         }
         let stream = self.transfer_stream(dst.label(), dst.space().device_ordinal())?;
         let _profiled = profile_transfer(dst, src, bytes);
-        // SAFETY: `dst` is a contiguous device view of `bytes` bytes in the context of the
-        // device its space names, the stream's (checked just above); `src` is `bytes` contiguous bytes of host memory that no host
-        // writer touches while `reader` is held: until the synchronization below (pageable
-        // memory), or until the next fence, which drops the reader and the views kept alive
-        // (page-locked memory, which the copy engine reads after this returns).
-        unsafe {
-            driver::copy_to_device_async(stream, dst.data() as usize as u64, src.data().cast(), bytes)
-        }?;
-        self.end_transfer::<H>(
-            stream,
-            [
-                Arc::new(reader) as Arc<dyn Any + Send + Sync>,
-                Arc::new(dst.clone()),
-            ],
-        )
+        let device_bytes = Access::bytes(dst.data() as usize as u64, bytes as u64, true);
+        let keep = [
+            Arc::new(reader) as Arc<dyn Any + Send + Sync>,
+            Arc::new(dst.clone()),
+        ];
+        self.transfer::<H>(stream, device_bytes, keep, || {
+            // SAFETY: `dst` is a contiguous device view of `bytes` bytes in the context of the
+            // device its space names, the stream's (checked just above); `src` is `bytes`
+            // contiguous bytes of host memory that no host writer touches while `reader` is
+            // held: until `transfer`'s synchronization (pageable memory), or until the next
+            // fence, which drops the reader and the views kept alive (page-locked memory,
+            // which the copy engine reads after this returns).
+            unsafe {
+                driver::copy_to_device_async(stream, dst.data() as usize as u64, src.data().cast(), bytes)
+            }
+        })
     }
 
     /// Copies the device view `src` into the host view `dst` (same extents and layout, both
@@ -353,26 +365,26 @@ impl Cuda {
         }
         let stream = self.transfer_stream(src.label(), src.space().device_ordinal())?;
         let _profiled = profile_transfer(dst, src, bytes);
-        // SAFETY: `src` is a contiguous device view of `bytes` bytes in the stream's device's
-        // context (checked just above);
-        // `dst` is `bytes` contiguous bytes of host memory that no other handle reads or
-        // writes while `writer` is held: until the synchronization below, or until the next
-        // fence (page-locked memory). The bytes written are values of `T` (device views hold
-        // values of their element type, which `DeviceScalar` gives `T`'s representation).
-        unsafe {
-            driver::copy_to_host_async(
-                stream,
-                dst.data().cast_mut().cast(),
-                src.data() as usize as u64,
-                bytes,
-            )
-        }?;
-        self.end_transfer::<H>(
-            stream,
-            [
-                Arc::new(writer) as Arc<dyn Any + Send + Sync>,
-                Arc::new(src.clone()),
-            ],
-        )
+        let device_bytes = Access::bytes(src.data() as usize as u64, bytes as u64, false);
+        let keep = [
+            Arc::new(writer) as Arc<dyn Any + Send + Sync>,
+            Arc::new(src.clone()),
+        ];
+        self.transfer::<H>(stream, device_bytes, keep, || {
+            // SAFETY: `src` is a contiguous device view of `bytes` bytes in the stream's
+            // device's context (checked just above); `dst` is `bytes` contiguous bytes of host
+            // memory that no other handle reads or writes while `writer` is held: until
+            // `transfer`'s synchronization, or until the next fence (page-locked memory). The
+            // bytes written are values of `T` (device views hold values of their element
+            // type, which `DeviceScalar` gives `T`'s representation).
+            unsafe {
+                driver::copy_to_host_async(
+                    stream,
+                    dst.data().cast_mut().cast(),
+                    src.data() as usize as u64,
+                    bytes,
+                )
+            }
+        })
     }
 }

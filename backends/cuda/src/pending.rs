@@ -1,41 +1,101 @@
-//! Asynchronous launches: which device accesses of `Cuda` launches may still be running, so
-//! that a launch on another instance that conflicts with one of them waits for it first.
+//! Queued device work: which device accesses of work queued on `Cuda` instances may still be
+//! running, so that work on another instance that conflicts with one of them waits for it
+//! first.
 //!
 //! With `HOPLITE_CUDA_LAUNCHES=async` in the environment, a `parallel_for` on a `Cuda`
-//! instance returns once its kernel is queued on the instance's stream, as in Kokkos. What
-//! keeps that safe under the core's borrow model, where a launch's borrows end when it
-//! returns:
+//! instance returns once its kernel is queued on the instance's stream, as in Kokkos. Stream
+//! work other than the core's launches is queued in either mode: [`Cuda::fill`](crate::Cuda::fill),
+//! [`Cuda::copy`](crate::Cuda::copy), raw kernels and the mirrors' copies from or into
+//! page-locked memory (`Cuda::queue_work`). What keeps that safe under the core's borrow
+//! model, where a launch's borrows end when it returns:
 //!
-//! - *Lifetimes.* The launch keeps its views' allocations (`DeviceHandle::owner`) in the
+//! - *Lifetimes.* Queued work keeps its views' allocations (`DeviceHandle::owner`) in the
 //!   instance until its next fence, so a view dropped meanwhile stays allocated.
-//! - *The host.* Host copies of device memory (`to_vec`, `deep_copy`, `copy_to_host`, ...) are
-//!   the driver's synchronous copies on the legacy default stream, which wait for the work
-//!   queued on every instance's (blocking) stream: the host sees every queued launch's stores
-//!   and never writes under a running kernel.
-//! - *Other instances.* Launches on one instance run in stream order. A launch on another
-//!   instance that touches bytes a queued launch writes (or writes bytes it reads) first waits
-//!   for that instance ([`Pending::conflicts`], then a fence of it). A launch records its
-//!   accesses after it is queued but before it returns, so before its borrows end: a
-//!   conflicting launch, which needs those borrows ended, always finds the record.
-//!
-//! - *Events.* A launch on an instance that waited for another instance's event
-//!   ([`Cuda::wait_event`](crate::Cuda::wait_event)) is ordered after the launches queued
-//!   there before the event was recorded: the table skips those records for it
+//! - *Memory.* Views dropped while queued work uses them are freed at the instance's next
+//!   fence; an allocation that fails while instances keep such views fences them all and
+//!   tries once more ([`release_kept`]), as a CUDA free would have waited for the device.
+//! - *The host.* The core's host copies of device memory (`to_vec`, `copy_from_slice`,
+//!   `copy_to_host`, ...) are the driver's synchronous copies on the legacy default stream of
+//!   the memory's GPU, which wait for the work queued on every (blocking) stream of that GPU:
+//!   the host sees every queued launch's stores and never writes under a running kernel.
+//!   Work that reaches another GPU's memory (peer access) is not on that GPU's streams, so it
+//!   waits for itself before it returns.
+//! - *Other instances.* Work on one instance runs in stream order. Work on another instance
+//!   that touches bytes queued work writes (or writes bytes it reads) first waits for that
+//!   instance ([`Pending::conflicts`], then a fence of it). Queued work records its accesses
+//!   after it is queued but before it returns, so before its borrows end: a conflicting
+//!   launch, which needs those borrows ended, always finds the record.
+//! - *Events.* Work on an instance that waited for another instance's event
+//!   ([`Cuda::wait_event`](crate::Cuda::wait_event)) is ordered after the work queued there
+//!   before the event was recorded: the table skips those records for it
 //!   ([`Pending::order_after`]), so hand-placed events order streams without a fence.
 //!
-//! Launches that keep waiting before they return: reductions and scans (their value), and
-//! launches with managed-memory views (the host reaches those without a copy) or unique tokens.
-//! Reductions and scans, a CUDA graph's stages (which wait for every queued launch of other
-//! instances) and DAG streams' launches (ordered among themselves by the DAG's events, and
-//! not recorded: the DAG holds their views until they have run) wait for the conflicting
-//! queued launches first too.
+//! Launches that keep waiting before they return: every launch in the default mode,
+//! reductions and scans (their value), and launches with managed-memory views (the host
+//! reaches those without a copy), unique tokens or views of another GPU. All of them, a CUDA
+//! graph's stages (which wait for all queued work of other instances) and DAG streams'
+//! launches (ordered among themselves by the DAG's events, and not recorded: the DAG holds
+//! their views until they have run) wait for the conflicting queued work first.
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
-/// Whether `Cuda` launches return before their kernel has run (`HOPLITE_CUDA_LAUNCHES=async`).
+/// Whether `Cuda` launches return before their kernel has run (`HOPLITE_CUDA_LAUNCHES=async`),
+/// read once per process. Any other value than `async` or `sync` is reported once on
+/// standard error and taken as `sync`, so that a misspelt setting does not pass unnoticed.
 pub(crate) fn asynchronous() -> bool {
     static ASYNC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ASYNC.get_or_init(|| std::env::var("HOPLITE_CUDA_LAUNCHES").is_ok_and(|v| v == "async"))
+    *ASYNC.get_or_init(|| launch_mode(std::env::var("HOPLITE_CUDA_LAUNCHES").ok().as_deref()))
+}
+
+/// The launch mode a `HOPLITE_CUDA_LAUNCHES` value asks for (see [`asynchronous`]).
+fn launch_mode(value: Option<&str>) -> bool {
+    match value {
+        Some("async") => true,
+        None | Some("sync") => false,
+        Some(other) => {
+            eprintln!(
+                "hoplite-cuda: HOPLITE_CUDA_LAUNCHES={other:?} is neither `async` nor `sync`; launches wait for their kernels (`sync`)"
+            );
+            false
+        }
+    }
+}
+
+/// An instance whose queued work may keep views alive: what [`release_kept`] fences.
+pub(crate) trait Keeper: Send + Sync {
+    /// Waits for the instance's queued work and drops what it kept alive; whether it kept
+    /// anything.
+    fn release(&self) -> bool;
+}
+
+/// The instances that may keep views alive, each once (`register_keeper`).
+fn keepers() -> &'static Mutex<Vec<std::sync::Weak<dyn Keeper>>> {
+    static KEEPERS: std::sync::OnceLock<Mutex<Vec<std::sync::Weak<dyn Keeper>>>> = std::sync::OnceLock::new();
+    KEEPERS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// Registers an instance for [`release_kept`], forgetting the instances that are gone.
+pub(crate) fn register_keeper(keeper: std::sync::Weak<dyn Keeper>) {
+    let mut all = keepers().lock();
+    all.retain(|k| k.strong_count() > 0);
+    all.push(keeper);
+}
+
+/// Fences every live instance that keeps views alive for its queued work, so that the views
+/// dropped meanwhile are freed: what an allocation that failed does before it tries again.
+/// Whether anything was released.
+pub(crate) fn release_kept() -> bool {
+    // The list is copied out so that no lock is held while streams are waited for.
+    let live: Vec<std::sync::Arc<dyn Keeper>> = keepers()
+        .lock()
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    let mut released = false;
+    for keeper in live {
+        released |= keeper.release();
+    }
+    released
 }
 
 thread_local! {
@@ -75,6 +135,15 @@ pub(crate) struct Access {
 }
 
 impl Access {
+    /// The `len` bytes from device address `lo`.
+    pub(crate) fn bytes(lo: u64, len: u64, writes: bool) -> Access {
+        Access {
+            lo,
+            hi: lo.saturating_add(len),
+            writes,
+        }
+    }
+
     fn conflicts_with(&self, other: &Access) -> bool {
         (self.writes || other.writes) && self.lo < other.hi && other.lo < self.hi
     }
@@ -85,6 +154,8 @@ impl Access {
 #[derive(Debug)]
 pub(crate) struct Pending<W> {
     inner: Mutex<Queued<W>>,
+    /// Notified when an instance is forgotten (`forget_instance`).
+    forgotten: Condvar,
 }
 
 #[derive(Debug)]
@@ -107,6 +178,7 @@ impl<W> Default for Pending<W> {
                 next: 0,
                 ordered: Vec::new(),
             }),
+            forgotten: Condvar::new(),
         }
     }
 }
@@ -168,6 +240,16 @@ impl<W: Clone> Pending<W> {
             return;
         }
         let mut queued = self.inner.lock();
+        // Only records older than the mark are skipped, and every later record is newer:
+        // without such a record now, the order would never matter (and would stay forever
+        // for an instance already gone).
+        if !queued
+            .entries
+            .iter()
+            .any(|(i, _, _, seq)| *i == instance && *seq < mark)
+        {
+            return;
+        }
         match queued
             .ordered
             .iter_mut()
@@ -185,6 +267,16 @@ impl<W: Clone> Pending<W> {
         queued
             .ordered
             .retain(|(w, i, _)| *w != instance && *i != instance);
+        self.forgotten.notify_all();
+    }
+
+    /// Blocks until `instance` has nothing recorded: an instance that is being dropped (no
+    /// longer reachable to fence) waits for its stream, then forgets its records.
+    pub(crate) fn wait_until_forgotten(&self, instance: u64) {
+        let mut queued = self.inner.lock();
+        while queued.entries.iter().any(|(i, ..)| *i == instance) {
+            self.forgotten.wait(&mut queued);
+        }
     }
 
     /// The mark a fence takes before it waits: the records made before it are of launches
@@ -196,10 +288,13 @@ impl<W: Clone> Pending<W> {
     /// Forgets `instance`'s accesses recorded before `mark`: the instance was fenced after
     /// the mark was taken, so those launches have run.
     pub(crate) fn forget(&self, instance: u64, mark: u64) {
-        self.inner
-            .lock()
+        let mut queued = self.inner.lock();
+        queued
             .entries
             .retain(|(i, _, _, seq)| *i != instance || *seq >= mark);
+        // An order is about records older than its mark: once none is left, it is done.
+        let Queued { entries, ordered, .. } = &mut *queued;
+        ordered.retain(|&(_, i, m)| entries.iter().any(|(e, _, _, seq)| *e == i && *seq < m));
     }
 }
 
@@ -257,6 +352,66 @@ mod tests {
         assert_eq!(ids(pending.conflicts(3, &[write(100, 101)])), [2]);
         pending.forget(1, pending.mark());
         assert!(pending.conflicts(3, &[read(40, 41)]).is_empty());
+    }
+
+    #[test]
+    fn the_launch_mode_is_async_only_when_asked_for() {
+        assert!(super::launch_mode(Some("async")));
+        assert!(!super::launch_mode(Some("sync")));
+        assert!(!super::launch_mode(None));
+        // A misspelt value is reported and launches wait.
+        assert!(!super::launch_mode(Some("ASYNC")));
+    }
+
+    #[test]
+    fn an_order_is_kept_only_while_records_before_its_mark_are() {
+        let pending: Pending<&str> = Pending::default();
+        // Nothing recorded on 1 before the mark: the order would never matter.
+        pending.order_after(2, 1, pending.mark());
+        assert!(pending.inner.lock().ordered.is_empty());
+        pending.record(1, &"one", &[write(0, 8)]);
+        pending.order_after(2, 1, pending.mark());
+        assert_eq!(pending.inner.lock().ordered.len(), 1);
+        // The fence that forgets the records before the mark ends the order too.
+        pending.forget(1, pending.mark());
+        assert!(pending.inner.lock().ordered.is_empty());
+    }
+
+    #[test]
+    fn a_wait_for_an_instance_being_dropped_returns_once_it_is_forgotten() {
+        let pending: std::sync::Arc<Pending<&str>> = std::sync::Arc::default();
+        pending.record(1, &"one", &[write(0, 8)]);
+        let waiter = {
+            let pending = pending.clone();
+            std::thread::spawn(move || pending.wait_until_forgotten(1))
+        };
+        // The waiter blocks until the instance is forgotten, whenever it got there.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(!waiter.is_finished(), "the instance still has its record");
+        pending.forget_instance(1);
+        waiter.join().expect("the waiter returns");
+        // An instance with nothing recorded does not block.
+        pending.wait_until_forgotten(7);
+    }
+
+    #[test]
+    fn release_kept_asks_every_live_keeper_and_forgets_the_gone() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Counting(AtomicUsize);
+        impl super::Keeper for Counting {
+            fn release(&self) -> bool {
+                self.0.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+        }
+        let live = std::sync::Arc::new(Counting(AtomicUsize::new(0)));
+        let gone = std::sync::Arc::new(Counting(AtomicUsize::new(0)));
+        let (live_weak, gone_weak) = (std::sync::Arc::downgrade(&live), std::sync::Arc::downgrade(&gone));
+        super::register_keeper(live_weak);
+        super::register_keeper(gone_weak);
+        drop(gone);
+        assert!(super::release_kept());
+        assert_eq!(live.0.load(Ordering::Relaxed), 1);
     }
 
     #[test]

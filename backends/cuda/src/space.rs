@@ -77,13 +77,18 @@ impl Cuda {
 
     fn from_stream(stream: std::result::Result<Stream, CudaError>) -> Cuda {
         static INSTANCES: AtomicU64 = AtomicU64::new(0);
-        Cuda {
-            inner: Arc::new(Instance {
-                stream,
-                keep_alive: Mutex::new(Vec::new()),
-                number: INSTANCES.fetch_add(1, Ordering::Relaxed),
-            }),
+        let has_stream = stream.is_ok();
+        let inner = Arc::new(Instance {
+            stream,
+            keep_alive: Mutex::new(Vec::new()),
+            number: INSTANCES.fetch_add(1, Ordering::Relaxed),
+        });
+        if has_stream {
+            // Only an instance with a stream queues work that keeps views alive.
+            let weak: Weak<Instance> = Arc::downgrade(&inner);
+            crate::pending::register_keeper(weak);
         }
+        Cuda { inner }
     }
 
     /// The stream, or why this instance has none.
@@ -162,12 +167,7 @@ impl Cuda {
     pub fn synchronize(&self) -> std::result::Result<(), CudaError> {
         // Only what was queued before the synchronization may go: another thread's launch
         // that lands in between keeps its views (and its recorded accesses) until the next.
-        let mark = queued_launches().mark();
-        let finished = std::mem::take(&mut *self.inner.keep_alive.lock());
-        self.stream()?.synchronize()?;
-        queued_launches().forget(self.inner.number, mark);
-        drop(finished);
-        Ok(())
+        self.inner.synchronize()
     }
 
     /// Records an event on this instance's stream, after everything queued on it so far
@@ -221,6 +221,34 @@ impl Cuda {
         Ok(())
     }
 
+    /// Queues stream work that is not one of the core's launches (the library's fill and copy,
+    /// raw kernels, the mirrors' stream copies), touching `accesses` in the memory of the GPUs
+    /// `devices`, in either launch mode: ordered like an asynchronous launch (see
+    /// `crate::pending`, [`queue_launch`](Self::queue_launch)), so that another instance's
+    /// work on the same bytes waits for it; work that reaches another GPU's memory waits for
+    /// itself (that GPU's host copies are not ordered after this stream).
+    pub(crate) fn queue_work(
+        &self,
+        accesses: &[Access],
+        devices: &[usize],
+        work: impl FnOnce() -> std::result::Result<(), CudaError>,
+    ) -> std::result::Result<(), CudaError> {
+        let here = self.device().ok();
+        if devices.iter().any(|&d| Some(d) != here) {
+            self.wait_for_queued(accesses)?;
+            work()?;
+            return self.synchronize();
+        }
+        if crate::pending::in_dag_stream() {
+            // A DAG vertex: ordered by the DAG's events, which hold its views (see
+            // `crate::pending::ordered_by_dag`).
+            self.wait_for_queued(accesses)?;
+            work()?;
+            return self.bound_kept();
+        }
+        self.queue_launch(accesses, work)
+    }
+
     /// Queues a launch asynchronously (see `crate::pending`): first waits for the instances
     /// whose queued launches conflict with `accesses`, then `launch` queues it, then its
     /// accesses are recorded. Fences this instance once it has too many queued.
@@ -249,12 +277,48 @@ impl Cuda {
     /// Fences every other instance with a queued asynchronous launch that conflicts with
     /// `accesses` (see `crate::pending`): what a launch that touches them waits for first.
     pub(crate) fn wait_for_queued(&self, accesses: &[Access]) -> std::result::Result<(), CudaError> {
-        for (_, other) in queued_launches().conflicts(self.inner.number, accesses) {
-            if let Some(inner) = other.upgrade() {
-                Cuda { inner }.synchronize()?;
+        for (number, other) in queued_launches().conflicts(self.inner.number, accesses) {
+            match other.upgrade() {
+                Some(inner) => inner.synchronize()?,
+                // Being dropped: its `Drop` waits for its stream, then forgets its records.
+                None => queued_launches().wait_until_forgotten(number),
             }
         }
         Ok(())
+    }
+}
+
+impl Instance {
+    /// Waits for the stream, then drops what finished launches kept alive and forgets their
+    /// records ([`Cuda::synchronize`]).
+    fn synchronize(&self) -> std::result::Result<(), CudaError> {
+        // Only what was queued before the synchronization may go: another thread's launch
+        // that lands in between keeps its views (and its recorded accesses) until the next.
+        let mark = queued_launches().mark();
+        let finished = std::mem::take(&mut *self.keep_alive.lock());
+        if let Err(e) = self
+            .stream
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(Stream::synchronize)
+        {
+            // Nothing is known to have finished: the queued launches keep their views.
+            self.keep_alive.lock().extend(finished);
+            return Err(e);
+        }
+        queued_launches().forget(self.number, mark);
+        drop(finished);
+        Ok(())
+    }
+}
+
+impl crate::pending::Keeper for Instance {
+    fn release(&self) -> bool {
+        if self.keep_alive.lock().is_empty() {
+            return false;
+        }
+        // An error leaves the values kept; the allocation that asked reports its own error.
+        self.synchronize().is_ok()
     }
 }
 

@@ -10,7 +10,9 @@ use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::{
     Error, LaunchSpace, LayoutRight, MDRangePolicy, MemorySpace, SpaceAccessibility, TeamPolicy, TeamSize,
 };
-use hoplite_cuda::{Cuda, CudaSpace};
+use hoplite_cuda::{
+    Cuda, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, create_mirror_view, create_mirror_view_in,
+};
 use hoplite_serial::Serial;
 
 #[kernel]
@@ -675,6 +677,79 @@ fn an_event_waited_for_on_another_instance_orders_its_launches() {
     let idle = a.record_event().expect("an event");
     idle.synchronize().expect("the host waits");
     assert!(idle.is_complete());
+    a.fence().expect("fence a");
+    b.fence().expect("fence b");
+}
+
+/// Stream work of every kind on one instance after conflicting work queued on another, in
+/// either launch mode: a fill after queued reads of what it writes, a launch after a queued
+/// fill, a copy, mirror copies into pageable and page-locked memory, an upload from
+/// page-locked memory, a reduction and a launch with managed memory each see the other
+/// instance's work done first, and their own work is waited for by the next conflicting
+/// launch elsewhere (the values would mix otherwise: each step changes every element).
+#[test]
+fn stream_work_of_every_kind_waits_for_conflicting_work_of_another_instance() {
+    let n = 1 << 20;
+    let Some((a, b, [x, y, z])) = two_instances_with_xyz(n) else {
+        return;
+    };
+    let add = |on: &Cuda, label: &str, to: &DeviceVector, from: &DeviceVector| {
+        parallel_for(
+            label,
+            (RangePolicy::new(on.clone(), 0..n), (to.write(), from.read())),
+            axpy::with(1.0),
+        )
+        .expect("a launch")
+    };
+    // y = 20 on `a`, read there into z; `b`'s fill of y waits for the read, and `a`'s next
+    // read of y for the fill.
+    add_twice_ten_times(&a, &y, &x);
+    add(&a, "z += y", &z, &y);
+    b.fill(&y, 5.0).expect("fill on b");
+    add(&a, "z += y", &z, &y);
+    assert_eq!(z.to_vec().expect("z"), vec![25.0; n], "fill");
+    // y = 25 on `a`; `b` copies it into z and into the host.
+    add_twice_ten_times(&a, &y, &x);
+    b.copy(&z, &y).expect("copy on b");
+    let pageable = create_mirror_view(&y).expect("a host mirror");
+    b.deep_copy_to_host(&pageable, &y).expect("download on b");
+    assert_eq!(
+        pageable.to_vec().expect("mirror"),
+        vec![25.0; n],
+        "pageable download"
+    );
+    // `a` writes z after `b`'s queued copy wrote it: z = 45; `b` downloads it, page-locked.
+    add_twice_ten_times(&a, &z, &x);
+    let pinned = create_mirror_view_in(CudaHostPinnedSpace, &z).expect("a pinned mirror");
+    b.deep_copy_to_host(&pinned, &z).expect("download on b");
+    b.fence().expect("fence b");
+    assert_eq!(pinned.to_vec().expect("mirror"), vec![45.0; n], "pinned download");
+    // `a` uploads 3 into x from page-locked memory; `b` reads it: y = 28.
+    let threes = create_mirror_view_in(CudaHostPinnedSpace, &x).expect("a pinned mirror");
+    threes.host_write().expect("the host writes it").fill(3.0);
+    a.deep_copy_to_device(&x, &threes).expect("upload on a");
+    add(&b, "y += x", &y, &x);
+    assert_eq!(y.to_vec().expect("y"), vec![28.0; n], "upload");
+    // y = 88 on `a`; `b` reduces x . y.
+    add_twice_ten_times(&a, &y, &x);
+    let dot = parallel_reduce(
+        "x . y",
+        (RangePolicy::new(b.clone(), 0..n), (x.read(), y.read())),
+        dot::with(),
+        Sum::new(),
+    )
+    .expect("a reduction on b");
+    assert_eq!(dot, 3.0 * 88.0 * n as f64, "reduction");
+    // y = 148 on `a`; `b` adds it into managed memory.
+    add_twice_ten_times(&a, &y, &x);
+    let managed = View::<f64, 1, LayoutRight, CudaUVMSpace>::new("managed", [n]).expect("managed memory");
+    parallel_for(
+        "managed += y",
+        (RangePolicy::new(b.clone(), 0..n), (managed.write(), y.read())),
+        axpy::with(1.0),
+    )
+    .expect("launch on b");
+    assert_eq!(managed.to_vec().expect("managed"), vec![148.0; n], "managed");
     a.fence().expect("fence a");
     b.fence().expect("fence b");
 }

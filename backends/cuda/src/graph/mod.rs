@@ -445,17 +445,15 @@ impl CudaGraph {
                 }
             }
         }
-        // With asynchronous launches, eager launches queued on other instances may still
-        // touch the stage's views: wait for every one of them (the graph's byte ranges are
-        // its kernels' parameters, so all queued launches count as conflicting).
-        if crate::pending::asynchronous() {
-            let everything = crate::pending::Access {
-                lo: 0,
-                hi: u64::MAX,
-                writes: true,
-            };
-            on.wait_for_queued(&[everything])?;
-        }
+        // Work queued on other instances (asynchronous launches, fills, copies) may still
+        // touch the stage's views: wait for all of it (the graph's byte ranges are its
+        // kernels' parameters, so all queued work counts as conflicting).
+        let everything = crate::pending::Access {
+            lo: 0,
+            hi: u64::MAX,
+            writes: true,
+        };
+        on.wait_for_queued(&[everything])?;
         // SAFETY: `exec` is an instantiated graph of this device (checked by the caller); the
         // stream is live; the graph's kernels use views kept alive by the graph (and, for the
         // front end's launches, held above), and its reduction joins payloads the graph owns;

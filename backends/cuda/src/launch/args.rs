@@ -126,6 +126,17 @@ impl DeviceArg {
         }
     }
 
+    /// The device bytes the argument touches and whether it writes them (atomic handles and
+    /// token words count as writes), for the table of queued launches (`crate::pending`).
+    pub(crate) fn access(&self) -> Option<crate::pending::Access> {
+        let (lo, hi) = self.bytes?;
+        let writes = match &self.arg {
+            KernelArg::Handle(h) => h.access != HandleAccess::Read,
+            _ => true,
+        };
+        Some(crate::pending::Access { lo, hi, writes })
+    }
+
     /// What keeps the argument's view alive while the device may use it.
     pub(crate) fn keep(&self) -> Option<Arc<dyn Any + Send + Sync>> {
         self.keep.clone()

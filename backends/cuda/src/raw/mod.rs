@@ -412,7 +412,9 @@ fn check_geometry(kernel: &'static str, g: &LaunchGeometry) -> Result<(), CudaEr
 impl Cuda {
     /// Launches a raw kernel with `geometry` (grid, block, dynamic shared memory) on this
     /// instance's stream, with `args` in the signature's order. Returns once the launch is
-    /// queued; the views passed are kept alive until the next fence.
+    /// queued, after the conflicting work queued on other instances (another instance's later
+    /// work on its views waits for it in turn); the views passed are kept alive until the
+    /// next fence.
     ///
     /// ```
     /// use hoplite_cuda::geometry::LaunchGeometry;
@@ -489,17 +491,22 @@ impl Cuda {
             function: loaded.function,
             geometry,
         };
-        // SAFETY: `params` was packed by `kernel.pack` against the signature, and the
-        // compiled entry was checked to take parameters of exactly those sizes in that order
-        // (`kernel.ptx`); every pointer is the address of a live device view of the pointer's
-        // element type, kept alive below until the next fence; every written view overlaps no
-        // other view; the kernel stays inside those views by the caller's promise.
-        unsafe { plan.launch(&mut params) }?;
-        self.inner
-            .keep_alive
-            .lock()
-            .extend(args.iter().filter_map(DeviceArg::keep));
-        Ok(())
+        let accesses: Vec<crate::pending::Access> = args.iter().filter_map(DeviceArg::access).collect();
+        let devices: Vec<usize> = args.iter().filter_map(|a| a.device).collect();
+        self.queue_work(&accesses, &devices, || {
+            // SAFETY: `params` was packed by `kernel.pack` against the signature, and the
+            // compiled entry was checked to take parameters of exactly those sizes in that
+            // order (`kernel.ptx`); every pointer is the address of a live device view of the
+            // pointer's element type, kept alive below until the next fence; every written
+            // view overlaps no other view; the kernel stays inside those views by the
+            // caller's promise.
+            unsafe { plan.launch(&mut params) }?;
+            self.inner
+                .keep_alive
+                .lock()
+                .extend(args.iter().filter_map(DeviceArg::keep));
+            Ok(())
+        })
     }
 
     /// Launches a raw kernel with one thread per element: `ceil(n / 256)` blocks of 256
