@@ -427,6 +427,12 @@ fn work_of(bounds: &IndexBounds) -> Option<usize> {
 pub trait ReduceTarget<V>: Send + Sync + 'static {
     /// Stores the result of one run.
     ///
+    /// A backend may call it on a thread of its own while the submitting thread waits for the
+    /// submit: a CUDA graph calls it from the driver's host-function thread, inside the
+    /// graph's run. So a store must not wait for the submitting thread (a lock it holds) nor
+    /// call the CUDA API (CUDA forbids that in a host function); storing into host memory,
+    /// as the built-in targets do, is what it is for.
+    ///
     /// # Errors
     ///
     /// A borrow conflict on a target view.
