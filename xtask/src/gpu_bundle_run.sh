@@ -38,9 +38,11 @@ fi
 
 total_failed=0
 failures=""
-# run_test NAME BINARY [VAR=VALUE]: one test binary (in the environment VAR=VALUE), one row.
+# run_test NAME BINARY [VAR=VALUE ...]: one test binary (with VAR=VALUE ... in its
+# environment), one row.
 run_test() {
-    local name=$1 bin=$2 setting=${3:-}
+    local name=$1 bin=$2
+    shift 2
     local left=$(( DEADLINE - $(date +%s) ))
     local limit=$(( left < PER_TEST ? left : PER_TEST ))
     if [ "$limit" -le 0 ]; then
@@ -48,11 +50,7 @@ run_test() {
         return
     fi
     # One test thread (device tests share the GPU); --nocapture keeps each skip's reason.
-    if [ -n "$setting" ]; then
-        env "$setting" timeout "$limit" "$bin" --test-threads=1 --nocapture > "logs/$name.log" 2>&1
-    else
-        timeout "$limit" "$bin" --test-threads=1 --nocapture > "logs/$name.log" 2>&1
-    fi
+    env "$@" timeout "$limit" "$bin" --test-threads=1 --nocapture > "logs/$name.log" 2>&1
     local rc=$?
     local summary passed failed ignored exit_note names
     summary=$(grep '^test result:' "logs/$name.log" | tail -1)
@@ -86,6 +84,11 @@ for name in test-one_launch test-conformance test-dag test-graph test-grcuda tes
         run_test "$name-async" "tests/$name" HOPLITE_CUDA_LAUNCHES=async
     fi
 done
+# Both defaults-to-be at once: CUDA graphs among queued asynchronous launches.
+if [ -x tests/test-conformance ]; then
+    run_test "test-conformance-cuda-graphs-async" tests/test-conformance HOPLITE_CUDA_GRAPHS=device \
+        HOPLITE_CUDA_LAUNCHES=async
+fi
 {
     echo
     echo "Skipped checks (each prints why):"
