@@ -754,6 +754,29 @@ fn stream_work_of_every_kind_waits_for_conflicting_work_of_another_instance() {
     b.fence().expect("fence b");
 }
 
+/// An instance dropped on another thread with its launches still queued: a conflicting
+/// launch elsewhere waits for them, whether it finds the instance alive (and fences it) or
+/// being dropped (and waits until its drop has waited for its stream).
+#[test]
+fn a_launch_waits_for_the_queued_work_of_an_instance_being_dropped() {
+    let n = 1 << 20;
+    for round in 0..5 {
+        let Some((a, b, [x, y, z])) = two_instances_with_xyz(n) else {
+            return;
+        };
+        add_twice_ten_times(&a, &y, &x);
+        let dropper = std::thread::spawn(move || drop(a));
+        parallel_for(
+            "z += y",
+            (RangePolicy::new(b.clone(), 0..n), (z.write(), y.read())),
+            axpy::with(1.0),
+        )
+        .expect("launch on b");
+        dropper.join().expect("the drop returns");
+        assert_eq!(z.to_vec().expect("z"), vec![20.0; n], "round {round}");
+    }
+}
+
 /// A vector in device memory.
 type DeviceVector = View<f64, 1, LayoutRight, CudaSpace>;
 
