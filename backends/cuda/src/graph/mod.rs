@@ -348,12 +348,25 @@ impl CudaGraph {
             (kind, n.preds.as_slice())
         }));
         let count = stage.iter().max().map_or(1, |last| last + 1);
+        // Each stage's device nodes and host nodes, in id order, from one pass.
+        let mut members: Vec<(Vec<usize>, Vec<usize>)> = vec![(Vec::new(), Vec::new()); count];
+        for (i, node) in self.nodes.iter().enumerate() {
+            let (device_nodes, host_nodes) = &mut members[stage[i]];
+            if matches!(node.work, Work::Host) {
+                host_nodes.push(i);
+            } else {
+                device_nodes.push(i);
+            }
+        }
+        // The graph node of each node of the stage being built; reset after each stage.
+        let mut handles: Vec<Option<GraphNode>> = vec![None; self.nodes.len()];
         let mut built = Vec::with_capacity(count);
-        for s in 0..count {
-            let hosts: Vec<usize> = (0..self.nodes.len())
-                .filter(|&i| stage[i] == s && matches!(self.nodes[i].work, Work::Host))
-                .collect();
-            built.push((self.build_stage(&device, &stage, s)?, hosts));
+        for (device_nodes, hosts) in members {
+            let segment = self.build_stage(&device, &device_nodes, &mut handles)?;
+            for &i in &device_nodes {
+                handles[i] = None;
+            }
+            built.push((segment, hosts));
         }
         self.instance = Some(Instantiated {
             stages: built,
@@ -362,26 +375,23 @@ impl CudaGraph {
         Ok(())
     }
 
-    /// Builds and instantiates the CUDA graph of stage `s`'s device nodes (none if it has no
-    /// device node). Predecessors of earlier stages have run when the stage starts, so only
-    /// edges within the stage become graph edges.
+    /// Builds and instantiates the CUDA graph of one stage's device nodes, `members` in id
+    /// order (none if there are none). Predecessors of earlier stages have run when the stage
+    /// starts, so only edges within the stage become graph edges: `handles` holds the graph
+    /// nodes of this stage's members only (`None` everywhere else).
     fn build_stage(
         &mut self,
         device: &Arc<driver::Device>,
-        stage: &[usize],
-        s: usize,
+        members: &[usize],
+        handles: &mut [Option<GraphNode>],
     ) -> Result<Option<Segment>, CudaError> {
-        let members: Vec<usize> = (0..self.nodes.len())
-            .filter(|&i| stage[i] == s && !matches!(self.nodes[i].work, Work::Host))
-            .collect();
         if members.is_empty() {
             return Ok(None);
         }
         // Owns the graph from here, so an error below destroys it.
         let mut graph = driver::Graph::new(device.clone())?;
-        let mut handles: Vec<Option<GraphNode>> = vec![None; self.nodes.len()];
         let mut launches = Vec::new();
-        for &i in &members {
+        for &i in members {
             let node = &mut self.nodes[i];
             let deps: Vec<GraphNode> = node.preds.iter().filter_map(|&p| handles[p]).collect();
             if matches!(node.work, Work::Kernel(_) | Work::Reduce(_)) {
