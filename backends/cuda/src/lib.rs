@@ -106,3 +106,18 @@ pub fn driver_present() -> bool {
 pub fn device_count() -> Result<usize, CudaError> {
     Ok(driver::driver()?.device_count)
 }
+
+/// What the environment setting `name` (its value `value`) chooses between `on` and `off`,
+/// unset meaning `off`: any other value is reported on standard error, saying that it is
+/// taken as `off` (`off_means`), so that a misspelt setting does not pass unnoticed.
+pub(crate) fn switch_setting(name: &str, value: Option<&str>, [on, off]: [&str; 2], off_means: &str) -> bool {
+    match value {
+        Some(v) if v == on => true,
+        None => false,
+        Some(v) if v == off => false,
+        Some(other) => {
+            eprintln!("hoplite-cuda: {name}={other:?} is neither `{on}` nor `{off}`; {off_means} (`{off}`)");
+            false
+        }
+    }
+}

@@ -49,16 +49,12 @@ pub(crate) fn asynchronous() -> bool {
 
 /// The launch mode a `HOPLITE_CUDA_LAUNCHES` value asks for (see [`asynchronous`]).
 fn launch_mode(value: Option<&str>) -> bool {
-    match value {
-        Some("async") => true,
-        None | Some("sync") => false,
-        Some(other) => {
-            eprintln!(
-                "hoplite-cuda: HOPLITE_CUDA_LAUNCHES={other:?} is neither `async` nor `sync`; launches wait for their kernels (`sync`)"
-            );
-            false
-        }
-    }
+    crate::switch_setting(
+        "HOPLITE_CUDA_LAUNCHES",
+        value,
+        ["async", "sync"],
+        "launches wait for their kernels",
+    )
 }
 
 /// An instance whose queued work may keep views alive: what [`release_kept`] fences.

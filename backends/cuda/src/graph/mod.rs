@@ -229,16 +229,12 @@ fn device_graphs() -> bool {
 
 /// The graph backend a `HOPLITE_CUDA_GRAPHS` value asks for: CUDA graphs or not.
 fn graph_mode(value: Option<&str>) -> bool {
-    match value {
-        Some("device") => true,
-        None | Some("host") => false,
-        Some(other) => {
-            eprintln!(
-                "hoplite-cuda: HOPLITE_CUDA_GRAPHS={other:?} is neither `device` nor `host`; `create_graph` on Cuda builds the host graph"
-            );
-            false
-        }
-    }
+    crate::switch_setting(
+        "HOPLITE_CUDA_GRAPHS",
+        value,
+        ["device", "host"],
+        "`create_graph` on Cuda builds the host graph",
+    )
 }
 
 /// The graph implementation `create_graph(&cuda, ..)` picks ([`GraphSpace`] for `Cuda`): the
