@@ -165,8 +165,6 @@ impl Cuda {
     ///
     /// Why this instance has no device, or the asynchronous failure of a launch.
     pub fn synchronize(&self) -> std::result::Result<(), CudaError> {
-        // Only what was queued before the synchronization may go: another thread's launch
-        // that lands in between keeps its views (and its recorded accesses) until the next.
         self.inner.synchronize()
     }
 
