@@ -202,6 +202,12 @@ fn run_launch(
     launch: impl FnOnce() -> std::result::Result<(), crate::CudaError>,
 ) -> Result<()> {
     let accesses: Vec<crate::pending::Access> = args.iter().filter_map(DeviceArg::access).collect();
+    // Named in the error of a later wait that finds it failed on the device.
+    let launch = || {
+        launch()?;
+        cuda.note_queued(device.kernel.name);
+        Ok(())
+    };
     if !crate::pending::asynchronous() {
         cuda.wait_for_queued(&accesses)?;
         launch()?;

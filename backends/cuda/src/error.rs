@@ -156,6 +156,21 @@ pub enum CudaError {
         /// The nested loops' order (the policy's inner order).
         order: String,
     },
+    /// Work queued on an instance that failed on the device after the call that queued it had
+    /// returned (a fault such as an illegal address, which CUDA reports at the next wait),
+    /// found when the instance was waited for: names the instance and the last work queued
+    /// on it, which is where to look first.
+    #[error(
+        "the work queued on Cuda instance {instance} failed on the device (the last queued: `{last}`; run it under `compute-sanitizer` to find the faulting kernel): {error}"
+    )]
+    QueuedWork {
+        /// The instance's number in the process (from 0).
+        instance: u64,
+        /// The kernel (or `fill`, `copy`, `deep_copy_to_device`, ...) queued last.
+        last: &'static str,
+        /// The driver's error.
+        error: Box<CudaError>,
+    },
     /// A host transfer whose sizes do not match.
     #[error("copy of `{label}`: {reason}")]
     Transfer {
@@ -172,5 +187,36 @@ impl From<CudaError> for hoplite_core::Error {
             space: "Cuda",
             reason: e.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CudaError;
+
+    #[test]
+    fn a_failure_found_at_a_wait_names_the_instance_and_the_last_queued_work() {
+        let fault = CudaError::Driver {
+            call: "cuStreamSynchronize",
+            code: 700,
+            name: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+            description: "an illegal memory access was encountered".into(),
+        };
+        let e = CudaError::QueuedWork {
+            instance: 3,
+            last: "axpy",
+            error: Box::new(fault),
+        };
+        let message = e.to_string();
+        for part in [
+            "instance 3",
+            "`axpy`",
+            "compute-sanitizer",
+            "CUDA_ERROR_ILLEGAL_ADDRESS",
+        ] {
+            assert!(message.contains(part), "{message}");
+        }
+        let core: hoplite_core::Error = e.into();
+        assert!(core.to_string().contains("`axpy`"), "{core}");
     }
 }

@@ -134,7 +134,7 @@ impl Cuda {
         let args = [dst, value];
         let accesses: Vec<Access> = args.iter().filter_map(DeviceArg::access).collect();
         let e = view.extents();
-        self.queue_work(&accesses, &[view.space().device_ordinal()], || {
+        self.queue_work("fill", &accesses, &[view.space().device_ordinal()], || {
             match (element, R) {
                 (ScalarType::Bool, 1) => {
                     self.launch_range_info(&DeviceKernelInfo::of::<fill_b8_1>(), 0..e[0], &args)
@@ -251,11 +251,11 @@ impl Cuda {
         if let Ok(instance) = self.device()
             && copies_between_peers(instance, to, from, same_order)
         {
-            return self.queue_work(&accesses, &[to, from], || {
+            return self.queue_work("copy", &accesses, &[to, from], || {
                 self.copy_between_peers(&args, to, from, dst.len() * size_of::<T>())
             });
         }
-        self.queue_work(&accesses, &[to, from], || match (element, R) {
+        self.queue_work("copy", &accesses, &[to, from], || match (element, R) {
             (ScalarType::Bool, 1) => {
                 self.launch_range_info(&DeviceKernelInfo::of::<copy_b8_1>(), 0..e[0], &args)
             }

@@ -222,13 +222,14 @@ impl Cuda {
     /// is waited for now.
     fn transfer<H: HostTransferSpace>(
         &self,
+        what: &'static str,
         stream: &driver::Stream,
         device_bytes: Access,
         keep: [Arc<dyn Any + Send + Sync>; 2],
         copy: impl FnOnce() -> Result<(), CudaError>,
     ) -> Result<(), CudaError> {
         if H::PAGE_LOCKED {
-            self.queue_work(&[device_bytes], &[stream.device.ordinal], || {
+            self.queue_work(what, &[device_bytes], &[stream.device.ordinal], || {
                 copy()?;
                 self.inner.keep_alive.lock().extend(keep);
                 Ok(())
@@ -309,7 +310,7 @@ impl Cuda {
             Arc::new(reader) as Arc<dyn Any + Send + Sync>,
             Arc::new(dst.clone()),
         ];
-        self.transfer::<H>(stream, device_bytes, keep, || {
+        self.transfer::<H>("deep_copy_to_device", stream, device_bytes, keep, || {
             // SAFETY: `dst` is a contiguous device view of `bytes` bytes in the context of the
             // device its space names, the stream's (checked just above); `src` is `bytes`
             // contiguous bytes of host memory that no host writer touches while `reader` is
@@ -370,7 +371,7 @@ impl Cuda {
             Arc::new(writer) as Arc<dyn Any + Send + Sync>,
             Arc::new(src.clone()),
         ];
-        self.transfer::<H>(stream, device_bytes, keep, || {
+        self.transfer::<H>("deep_copy_to_host", stream, device_bytes, keep, || {
             // SAFETY: `src` is a contiguous device view of `bytes` bytes in the stream's
             // device's context (checked just above); `dst` is `bytes` contiguous bytes of host
             // memory that no other handle reads or writes while `writer` is held: until

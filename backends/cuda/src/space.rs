@@ -22,6 +22,9 @@ pub(crate) struct Instance {
     pub(crate) keep_alive: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
     /// The instance's number in the process, from 0: its Kokkos Tools instance id is one more.
     number: u64,
+    /// The kernel (or library work) queued last, named in the error of a wait that finds
+    /// queued work failed ([`CudaError::QueuedWork`]).
+    last_queued: Mutex<Option<&'static str>>,
 }
 
 /// The CUDA execution space: each instance is a stream of a device, and work submitted to it
@@ -82,6 +85,7 @@ impl Cuda {
             stream,
             keep_alive: Mutex::new(Vec::new()),
             number: INSTANCES.fetch_add(1, Ordering::Relaxed),
+            last_queued: Mutex::new(None),
         });
         if has_stream {
             // Only an instance with a stream queues work that keeps views alive.
@@ -221,16 +225,22 @@ impl Cuda {
 
     /// Queues stream work that is not one of the core's launches (the library's fill and copy,
     /// raw kernels, the mirrors' stream copies), touching `accesses` in the memory of the GPUs
-    /// `devices`, in either launch mode: ordered like an asynchronous launch (see
+    /// `devices`, in either launch mode (`what` names it in errors): ordered like an asynchronous launch (see
     /// `crate::pending`, [`queue_launch`](Self::queue_launch)), so that another instance's
     /// work on the same bytes waits for it; work that reaches another GPU's memory waits for
     /// itself (that GPU's host copies are not ordered after this stream).
     pub(crate) fn queue_work(
         &self,
+        what: &'static str,
         accesses: &[Access],
         devices: &[usize],
         work: impl FnOnce() -> std::result::Result<(), CudaError>,
     ) -> std::result::Result<(), CudaError> {
+        let work = || {
+            work()?;
+            self.note_queued(what);
+            Ok(())
+        };
         let here = self.device().ok();
         if devices.iter().any(|&d| Some(d) != here) {
             self.wait_for_queued(accesses)?;
@@ -245,6 +255,12 @@ impl Cuda {
             return self.bound_kept();
         }
         self.queue_launch(accesses, work)
+    }
+
+    /// Notes `what` (a kernel's name, or the library work's) as the last work queued here, for
+    /// the error of a wait that finds queued work failed ([`CudaError::QueuedWork`]).
+    pub(crate) fn note_queued(&self, what: &'static str) {
+        *self.inner.last_queued.lock() = Some(what);
     }
 
     /// Queues a launch asynchronously (see `crate::pending`): first waits for the instances
@@ -294,16 +310,26 @@ impl Instance {
         // that lands in between keeps its views (and its recorded accesses) until the next.
         let mark = queued_launches().mark();
         let finished = std::mem::take(&mut *self.keep_alive.lock());
-        if let Err(e) = self
-            .stream
-            .as_ref()
-            .map_err(Clone::clone)
-            .and_then(Stream::synchronize)
-        {
+        let stream = match &self.stream {
+            Ok(stream) => stream,
+            Err(e) => {
+                self.keep_alive.lock().extend(finished);
+                return Err(e.clone());
+            }
+        };
+        if let Err(e) = stream.synchronize() {
             // Nothing is known to have finished: the queued launches keep their views.
             self.keep_alive.lock().extend(finished);
-            return Err(e);
+            return Err(match *self.last_queued.lock() {
+                Some(last) => CudaError::QueuedWork {
+                    instance: self.number,
+                    last,
+                    error: Box::new(e),
+                },
+                None => e,
+            });
         }
+        *self.last_queued.lock() = None;
         queued_launches().forget(self.number, mark);
         drop(finished);
         Ok(())

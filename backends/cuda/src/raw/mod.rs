@@ -493,7 +493,7 @@ impl Cuda {
         };
         let accesses: Vec<crate::pending::Access> = args.iter().filter_map(DeviceArg::access).collect();
         let devices: Vec<usize> = args.iter().filter_map(|a| a.device).collect();
-        self.queue_work(&accesses, &devices, || {
+        self.queue_work(kernel.name, &accesses, &devices, || {
             // SAFETY: `params` was packed by `kernel.pack` against the signature, and the
             // compiled entry was checked to take parameters of exactly those sizes in that
             // order (`kernel.ptx`); every pointer is the address of a live device view of the
