@@ -78,7 +78,7 @@ fi
 # raw kernels, reductions, tokens, peers) once more with launches that return once queued
 # (backends/cuda/src/pending.rs): what must pass before `Cuda` launches stop waiting by
 # default. The most telling first, in case time runs out.
-for name in test-one_launch test-conformance test-dag test-graph test-grcuda test-reduce \
+for name in test-queued_work test-one_launch test-conformance test-dag test-graph test-grcuda test-reduce \
     test-mirror test-library test-raw test-token test-peer lib-hoplite_cuda; do
     if [ -x "tests/$name" ]; then
         run_test "$name-async" "tests/$name" HOPLITE_CUDA_LAUNCHES=async

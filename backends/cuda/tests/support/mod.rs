@@ -1,6 +1,6 @@
-//! What several of the CUDA backend's test binaries share: a `#[kernel]` launched through the
-//! one launch, a non-commutative reducer of index runs, and how a launch reports the missing
-//! driver or device.
+//! What several of the CUDA backend's test binaries share: `#[kernel]`s (`axpy`, `dot`,
+//! `scale`) and one launched through the one launch, a non-commutative reducer of index runs,
+//! and how a launch reports the missing driver or device.
 
 // Each test binary uses part of this.
 #![allow(dead_code)]
@@ -9,6 +9,18 @@ use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, kernel};
 use hoplite_core::{Custom, LayoutRight, View};
 use hoplite_cuda::{Cuda, CudaSpace};
+
+/// `y += a x`.
+#[kernel]
+pub fn axpy(i: Idx<'_>, y: BoundWriter<'_, f64, 1>, x: BoundReader<'_, f64, 1>, a: f64) {
+    y.set(i, a * x.get(i) + y.get(i));
+}
+
+/// The dot product `x . y`.
+#[kernel]
+pub fn dot(i: Idx<'_>, x: BoundReader<'_, f64, 1>, y: BoundReader<'_, f64, 1>, acc: &mut f64) {
+    *acc += x.get(i) * y.get(i);
+}
 
 /// `y = a x`.
 #[kernel]
