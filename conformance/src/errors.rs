@@ -236,6 +236,45 @@ pub fn zero_chunk_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     })
 }
 
+/// A desired occupancy outside 1 to 100 percent is `Error::InvalidOccupancy` naming the
+/// launch and the percentage, for range, MDRange and team policies; nothing runs.
+pub fn occupancy_outside_1_to_100_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let err = refused_range(
+            "occupancy0",
+            RangePolicy::new(space.clone(), 0..10).with_desired_occupancy(0),
+            10,
+        )?;
+        is(
+            "range occupancy 0%",
+            matches!(&err, Error::InvalidOccupancy { label, percent: 0 } if label == "occupancy0"),
+            &err,
+        )?;
+        mentions(&err.to_string(), &["`occupancy0`", "0%", "1 to 100"])?;
+        let err = refused_box(
+            "occupancy101",
+            MDRangePolicy::new(space.clone(), [0, 0], [4, 5]).with_desired_occupancy(101),
+            [4, 5],
+        )?;
+        is(
+            "MDRange occupancy 101%",
+            matches!(&err, Error::InvalidOccupancy { percent: 101, .. }),
+            &err,
+        )?;
+        let err = refused_team(
+            "team-occupancy255",
+            TeamPolicy::new(space.clone(), 3, 1).with_desired_occupancy(255),
+            3,
+            1,
+        )?;
+        is(
+            "team occupancy 255%",
+            matches!(&err, Error::InvalidOccupancy { label, percent: 255 } if label == "team-occupancy255"),
+            &err,
+        )
+    })
+}
+
 /// A tile extent of 0 is `Error::ZeroTile` naming the dimension.
 pub fn zero_tile_is_rejected<S: LaunchSpace>(space: &S) -> Outcome {
     check(axiom!(), || {

@@ -421,6 +421,7 @@ macro_rules! __for_each_check {
                     chunked_schedules_visit_every_index_exactly_once,
                     conversions_visit_the_same_points,
                     schedule_does_not_change_results,
+                    desired_occupancy_does_not_change_results,
                 }
                 host {
                 }
@@ -562,6 +563,7 @@ macro_rules! __for_each_check {
                 portable {
                     reversed_range_is_rejected,
                     zero_chunk_is_rejected,
+                    occupancy_outside_1_to_100_is_rejected,
                     zero_tile_is_rejected,
                     zero_team_size_is_rejected,
                     bad_vector_length_is_rejected,

@@ -1,5 +1,6 @@
-//! The `ExecutionPolicy` axioms for `RangePolicy`: exactly once, scheduling does not change
-//! results, and the conversions to `MDRangePolicy<_, 1>` and `TeamPolicy`.
+//! The `ExecutionPolicy` axioms for `RangePolicy`: exactly once, scheduling (and a desired
+//! occupancy) does not change results, and the conversions to `MDRangePolicy<_, 1>` and
+//! `TeamPolicy`.
 //!
 //! Every check is counted or computed by `#[kernel]`s in the space's own memory (exactly once
 //! through atomic handles; the order of joins through a `Custom` reducer whose `i64` value
@@ -18,7 +19,7 @@ use hoplite_macros::kernel;
 use crate::reducer::{NO_RUN, extend_run, join_runs, show_run, sum_x_i64};
 use crate::scan::prefix_sum_i64;
 use crate::util::{SCHEDULES, int_data, same};
-use crate::{LaunchSpace, Outcome, SpaceView, check};
+use crate::{Failure, LaunchSpace, Outcome, SpaceView, check};
 
 /// The `#[kernel]`s of this module's portable checks (the NVRTC test compiles each).
 pub(crate) const DEVICE_KERNELS: &[fn() -> DeviceKernelInfo] = &[
@@ -97,14 +98,20 @@ pub fn chunked_schedules_visit_every_index_exactly_once<S: LaunchSpace>(space: &
     })
 }
 
-/// Axiom 3: schedule and chunk size change only how work is distributed: an integer sum,
-/// an order-sensitive concatenation of the indices (kept as the run it spells, see
-/// `reducer::custom_join_keeps_index_order`) and a scan give the same results for all of them.
-pub fn schedule_does_not_change_results<S: LaunchSpace>(space: &S) -> Outcome {
-    check(axiom!(), || {
-        let n = 10_007;
+/// Data over `0..n` in the space's memory and what a sum, an order-sensitive concatenation of
+/// the indices (kept as the run it spells, see `reducer::custom_join_keeps_index_order`) and an
+/// inclusive scan of it give in a serial loop: what every range policy over `0..n` must give.
+struct SumRunScan<S: LaunchSpace> {
+    n: usize,
+    x: SpaceView<S, i64, 1>,
+    out: SpaceView<S, i64, 1>,
+    want_sum: i64,
+    want_prefix: Vec<i64>,
+}
+
+impl<S: LaunchSpace> SumRunScan<S> {
+    fn new(n: usize) -> Result<Self, Failure> {
         let data = int_data(n);
-        let want_sum: i64 = data.iter().sum();
         let want_prefix: Vec<i64> = data
             .iter()
             .scan(0, |acc, v| {
@@ -112,37 +119,92 @@ pub fn schedule_does_not_change_results<S: LaunchSpace>(space: &S) -> Outcome {
                 Some(*acc)
             })
             .collect();
-        let x = SpaceView::<S, i64, 1>::from_slice("x", [n], &data)?;
-        let out = SpaceView::<S, i64, 1>::new("prefix", [n])?;
+        Ok(SumRunScan {
+            n,
+            x: SpaceView::<S, i64, 1>::from_slice("x", [n], &data)?,
+            out: SpaceView::<S, i64, 1>::new("prefix", [n])?,
+            want_sum: data.iter().sum(),
+            want_prefix,
+        })
+    }
+
+    /// Fails unless `policy` (over `0..n`) gives the serial loop's sum, run and prefix sums.
+    fn check(&self, policy: RangePolicy<S>, what: &str) -> Outcome {
+        let (n, x, out) = (self.n, &self.x, &self.out);
+        let sum = parallel_reduce(
+            "sum",
+            (policy.clone(), (x.read(),)),
+            sum_x_i64::with(),
+            Sum::new(),
+        )?;
+        ensure_eq!(sum, self.want_sum, "Sum<i64> with {what}");
         let concat = Custom::new(|| NO_RUN, join_runs);
-        let want_run = n as i64;
+        let run = parallel_reduce("concat", policy.clone(), extend_run::with(), &concat)?;
+        ensure!(
+            run == n as i64,
+            "concatenated indices with {what}: {}, expected 0..{n}",
+            show_run(run)
+        );
+        let total = parallel_scan(
+            "scan",
+            (policy, (out.write(), x.read())),
+            prefix_sum_i64::with(true),
+        )?;
+        ensure_eq!(total, self.want_sum, "scan total with {what}");
+        same(&out.to_vec()?, &self.want_prefix, || {
+            format!("inclusive prefix sums with {what}")
+        })
+    }
+}
+
+/// Axiom 3: schedule and chunk size change only how work is distributed: an integer sum,
+/// an order-sensitive concatenation of the indices and a scan give the same results for all
+/// of them.
+pub fn schedule_does_not_change_results<S: LaunchSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let n = 10_007;
+        let expected = SumRunScan::<S>::new(n)?;
         for (schedule, chunk) in SCHEDULES {
             let mut policy = RangePolicy::new(space.clone(), 0..n).with_schedule(schedule);
             if let Some(c) = chunk {
                 policy = policy.with_chunk_size(c);
             }
-            let what = format!("{schedule:?} schedule, chunk {chunk:?}");
-            let sum = parallel_reduce(
-                "sum",
-                (policy.clone(), (x.read(),)),
-                sum_x_i64::with(),
-                Sum::new(),
-            )?;
-            ensure_eq!(sum, want_sum, "Sum<i64> with {what}");
-            let run = parallel_reduce("concat", policy.clone(), extend_run::with(), &concat)?;
-            ensure!(
-                run == want_run,
-                "concatenated indices with {what}: {}, expected 0..{n}",
-                show_run(run)
+            expected.check(policy, &format!("{schedule:?} schedule, chunk {chunk:?}"))?;
+        }
+        Ok(())
+    })
+}
+
+/// Axiom 3 for a desired occupancy (`with_desired_occupancy`): a device that launches only
+/// that share of its resident blocks still visits every index exactly once and gives the same
+/// sum, order-sensitive concatenation and scan; the conversions to `MDRangePolicy<_, 1>` and
+/// `TeamPolicy` carry it, and those launches visit every point and league rank once too.
+/// At 1% a GPU launches a few blocks whose threads walk the range many times over.
+pub fn desired_occupancy_does_not_change_results<S: LaunchSpace>(space: &S) -> Outcome {
+    check(axiom!(), || {
+        let n = 100_003;
+        let expected = SumRunScan::<S>::new(n)?;
+        for percent in [1, 37, 100] {
+            let what = format!("a desired occupancy of {percent}%");
+            let policy = RangePolicy::new(space.clone(), 0..n).with_desired_occupancy(percent);
+            visits_once(policy.clone(), 0..n, &what)?;
+            expected.check(policy.clone(), &what)?;
+            let md = MDRangePolicy::<S, 1>::from(policy.clone());
+            let team = TeamPolicy::try_from(policy)?;
+            ensure_eq!(
+                (md.desired_occupancy(), team.desired_occupancy()),
+                (Some(percent), Some(percent)),
+                "the desired occupancy of the converted MDRange and team policies"
             );
-            let total = parallel_scan(
-                "scan",
-                (policy, (out.write(), x.read())),
-                prefix_sum_i64::with(true),
+            let counts = SpaceView::<S, u32, 2>::new("occupancy-visits", [2, n])?;
+            parallel_for("as-md", (md, (counts.atomic(),)), count_point_in_row::with(0))?;
+            parallel_for(
+                "as-team",
+                (team, (counts.atomic(),)),
+                count_league_rank_in_row::with::<S>(1),
             )?;
-            ensure_eq!(total, want_sum, "scan total with {what}");
-            same(&out.to_vec()?, &want_prefix, || {
-                format!("inclusive prefix sums with {what}")
+            same(&counts.to_vec()?, &vec![1u32; 2 * n], || {
+                format!("visits of the MDRange and team launches with {what}")
             })?;
         }
         Ok(())

@@ -260,7 +260,12 @@ unsafe impl ParallelFor<RangePolicy<Cuda>> for Cuda {
         let args = device_args(&launch)?;
         let cuda = policy.space();
         run_launch(cuda, &launch, &args, || {
-            cuda.launch_range_info(&launch.kernel, policy.begin()..policy.end(), &args)
+            cuda.launch_range_info(
+                &launch.kernel,
+                policy.begin()..policy.end(),
+                &args,
+                policy.desired_occupancy(),
+            )
         })
     }
 }
@@ -277,7 +282,13 @@ unsafe impl<const R: usize> ParallelFor<MDRangePolicy<Cuda, R>> for Cuda {
         let args = device_args(&launch)?;
         let cuda = policy.space();
         run_launch(cuda, &launch, &args, || {
-            cuda.launch_mdrange_info::<R>(&launch.kernel, policy.begin(), policy.end(), &args)
+            cuda.launch_mdrange_info::<R>(
+                &launch.kernel,
+                policy.begin(),
+                policy.end(),
+                &args,
+                policy.desired_occupancy(),
+            )
         })
     }
 }
@@ -457,7 +468,8 @@ unsafe impl ParallelReduce<RangePolicy<Cuda>> for Cuda {
                 &launch.kernel,
                 range.clone(),
                 &args,
-                &retyped
+                &retyped,
+                policy.desired_occupancy()
             )));
         Err(no_device_value(launch.kernel.name, std::any::type_name::<R::Value>()).into())
     }
@@ -480,11 +492,9 @@ unsafe impl<const N: usize> ParallelReduce<MDRangePolicy<Cuda, N>> for Cuda {
         with_device_values!(reduce_as_device_value!(reducer, |retyped: V| cuda
             .reduce_mdrange_info::<Retyped<'_, R, V>, N>(
                 &launch.kernel,
-                policy.begin(),
-                policy.end(),
+                policy,
                 &args,
-                &retyped,
-                policy.inner_order()
+                &retyped
             )));
         Err(no_device_value(launch.kernel.name, std::any::type_name::<R::Value>()).into())
     }
@@ -526,7 +536,8 @@ unsafe impl ParallelScan<RangePolicy<Cuda>> for Cuda {
         macro_rules! attempt {
             (; $($t:ty),*) => {$(
                 if typeid::of::<T>() == typeid::of::<$t>() {
-                    let total: $t = cuda.scan_range_info::<$t>(&launch.kernel, range, &args)?;
+                    let total: $t =
+                        cuda.scan_range_info::<$t>(&launch.kernel, range, &args, policy.desired_occupancy())?;
                     // SAFETY: `T` is `$t` (equal type ids).
                     return Ok(unsafe { same(total) });
                 }

@@ -443,6 +443,60 @@ pub fn fits(limits: &DeviceLimits, g: &LaunchGeometry) -> bool {
         && (g.shared_bytes as usize) <= limits.shared_per_block_optin
 }
 
+/// `grid` with at most `budget` blocks in all (and at least one along each axis): x keeps
+/// what it can first, then y, then z. Entries walk their space with grid-stride loops (or
+/// blocks sized from the grid), so any such grid still covers it.
+///
+/// ```
+/// use hoplite_cuda::geometry::cap_grid;
+/// assert_eq!(cap_grid([1000, 40, 1], 300), [300, 1, 1]);
+/// assert_eq!(cap_grid([10, 40, 3], 300), [10, 30, 1]);
+/// assert_eq!(cap_grid([10, 4, 1], 300), [10, 4, 1]);
+/// ```
+pub fn cap_grid(grid: [u32; 3], budget: u64) -> [u32; 3] {
+    let mut budget = budget.max(1);
+    grid.map(|extent| {
+        let kept = u64::from(extent).min(budget).max(1);
+        budget = (budget / kept).max(1);
+        u32::try_from(kept).unwrap_or(u32::MAX)
+    })
+}
+
+/// `g` cut to `percent` of the blocks of its shape the device keeps resident at once
+/// (`sm_count` times [`blocks_per_sm`] for the kernel's `resources`), rounded up and at least
+/// one block: what a policy's `with_desired_occupancy(percent)` launches (Kokkos
+/// `DesiredOccupancy`). The rest of the device stays free for kernels of other streams; the
+/// launched threads walk the whole iteration space. A percentage above 100 is taken as 100
+/// (the policy's check refuses it before a launch).
+///
+/// ```
+/// use hoplite_cuda::geometry::{occupancy_geometry, range_geometry, DeviceLimits, KernelResources};
+/// let limits = DeviceLimits::SM_90;
+/// let light = KernelResources { registers_per_thread: 32, static_shared: 0 };
+/// let g = range_geometry(&limits, 1 << 24).expect("not empty");
+/// assert_eq!(g.grid[0], 65536);
+/// // 132 SMs x 8 resident blocks of 256 threads = 1056 blocks at full occupancy.
+/// assert_eq!(occupancy_geometry(&limits, &light, g, 100).grid[0], 1056);
+/// assert_eq!(occupancy_geometry(&limits, &light, g, 25).grid[0], 264);
+/// ```
+pub fn occupancy_geometry(
+    limits: &DeviceLimits,
+    resources: &KernelResources,
+    g: LaunchGeometry,
+    percent: u8,
+) -> LaunchGeometry {
+    let threads = u32::try_from(g.block_threads()).unwrap_or(u32::MAX);
+    // A block that fits no multiprocessor is refused by the launch; count one so the cap
+    // stays defined.
+    let per_sm = blocks_per_sm(limits, resources, threads, g.shared_bytes as usize).max(1);
+    let resident = u64::from(limits.sm_count.max(1)) * u64::from(per_sm);
+    let budget = (resident * u64::from(percent.clamp(1, 100))).div_ceil(100);
+    LaunchGeometry {
+        grid: cap_grid(g.grid, budget),
+        ..g
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -659,5 +713,73 @@ mod tests {
             .expect("valid")
             .expect("non-empty");
         assert_eq!(g.shared_bytes, 24 + 16 + 32 * (8 + 8));
+    }
+
+    #[test]
+    fn a_desired_occupancy_cuts_the_grid_to_its_share_of_the_resident_blocks() {
+        let light = KernelResources {
+            registers_per_thread: 32,
+            static_shared: 0,
+        };
+        let heavy = KernelResources {
+            registers_per_thread: 128,
+            static_shared: 16 * 1024,
+        };
+        for l in ALL {
+            for k in [light, heavy] {
+                let mut shapes: Vec<LaunchGeometry> = [1u64, 1000, 1 << 24, 1 << 40]
+                    .into_iter()
+                    .filter_map(|n| range_geometry(&l, n))
+                    .collect();
+                shapes.extend(mdrange_geometry(&l, &[1 << 12, 1 << 12, 1 << 12]));
+                shapes.extend(mdrange_geometry(&l, &[3, 1 << 20]));
+                shapes.extend(team_geometry(&l, &k, 1 << 30, 128, TeamScratch::default()).expect("valid"));
+                for g in shapes {
+                    let threads = u32::try_from(g.block_threads()).expect("a block");
+                    let resident = u64::from(l.sm_count) * u64::from(blocks_per_sm(&l, &k, threads, 0));
+                    let blocks = |g: &LaunchGeometry| g.grid.iter().map(|&e| u64::from(e)).product::<u64>();
+                    let mut last = 0;
+                    for percent in [1, 25, 50, 99, 100] {
+                        let cut = occupancy_geometry(&l, &k, g, percent);
+                        let budget = (resident * u64::from(percent)).div_ceil(100);
+                        assert_eq!((cut.block, cut.shared_bytes), (g.block, g.shared_bytes));
+                        assert!(fits(&l, &cut), "{cut:?}");
+                        assert!(blocks(&cut) <= budget.max(1), "{percent}% of {g:?}: {cut:?}");
+                        assert!((0..3).all(|a| cut.grid[a] <= g.grid[a]), "{cut:?} within {g:?}");
+                        // A grid within the budget is kept as it is.
+                        if blocks(&g) <= budget {
+                            assert_eq!(cut, g);
+                        }
+                        assert!(blocks(&cut) >= last, "more blocks for a larger share");
+                        last = blocks(&cut);
+                    }
+                    // Out-of-range shares are clamped (the policy refuses them before a launch).
+                    assert_eq!(occupancy_geometry(&l, &k, g, 0), occupancy_geometry(&l, &k, g, 1));
+                    assert_eq!(
+                        occupancy_geometry(&l, &k, g, 200),
+                        occupancy_geometry(&l, &k, g, 100)
+                    );
+                }
+            }
+        }
+        // A range of 2^24 on an H100 (132 SMs, 8 resident blocks of 256 light threads each):
+        // 65536 blocks uncut, 1056 at 100% (one wave), 11 at 1%.
+        let g = range_geometry(&DeviceLimits::SM_90, 1 << 24).expect("not empty");
+        let at = |p| occupancy_geometry(&DeviceLimits::SM_90, &light, g, p).grid;
+        assert_eq!(
+            (g.grid, at(100), at(1)),
+            ([65536, 1, 1], [1056, 1, 1], [11, 1, 1])
+        );
+    }
+
+    #[test]
+    fn a_capped_grid_keeps_x_first_and_never_drops_an_axis() {
+        assert_eq!(cap_grid([5, 6, 7], 0), [1, 1, 1]);
+        assert_eq!(cap_grid([5, 6, 7], 1000), [5, 6, 7]);
+        assert_eq!(cap_grid([5, 6, 7], 60), [5, 6, 2]);
+        assert_eq!(
+            cap_grid([u32::MAX, 65535, 65535], u64::MAX),
+            [u32::MAX, 65535, 65535]
+        );
     }
 }

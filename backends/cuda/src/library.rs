@@ -7,7 +7,7 @@
 //! [`Cuda::copy`] pick the kernel from the element size and the rank and hand the view to it as
 //! a view of that carrier type (same pointer, extents and strides).
 
-use hoplite_core::device_kernel::{DeviceKernelInfo, HandleAccess, ScalarType};
+use hoplite_core::device_kernel::{DeviceKernel, DeviceKernelInfo, HandleAccess, ScalarType};
 use hoplite_core::{ArrayLayout, Idx, MdIdx, View};
 use hoplite_core::{BoundReader, BoundWriter};
 use hoplite_macros::kernel;
@@ -91,7 +91,27 @@ fn ends<const R: usize, const N: usize>(extents: [usize; R]) -> [usize; N] {
     out
 }
 
+/// The kernel `K` as the launches find it.
+fn info<K: DeviceKernel>() -> DeviceKernelInfo {
+    DeviceKernelInfo::of::<K>()
+}
+
 impl Cuda {
+    /// Launches the kernel of `kernels` (for ranks 1, 2 and 3) over the whole of a view of
+    /// extents `e`.
+    fn launch_whole<const R: usize>(
+        &self,
+        kernels: &[DeviceKernelInfo; 3],
+        e: [usize; R],
+        args: &[DeviceArg],
+    ) -> Result<(), CudaError> {
+        match R {
+            1 => self.launch_range_info(&kernels[0], 0..e[0], args, None),
+            2 => self.launch_mdrange_info::<2>(&kernels[1], [0; 2], ends(e), args, None),
+            _ => self.launch_mdrange_info::<3>(&kernels[2], [0; 3], ends(e), args, None),
+        }
+    }
+
     /// Sets every element of the device view `view` to `value` on this instance's stream (the
     /// device `deep_copy(view, value)`), any layout and strides, ranks 1 to 3. Returns once
     /// the fill is queued, after the conflicting work queued on other instances;
@@ -135,51 +155,12 @@ impl Cuda {
         let accesses: Vec<Access> = args.iter().filter_map(DeviceArg::access).collect();
         let e = view.extents();
         self.queue_work("fill", &accesses, &[view.space().device_ordinal()], || {
-            match (element, R) {
-                (ScalarType::Bool, 1) => {
-                    self.launch_range_info(&DeviceKernelInfo::of::<fill_b8_1>(), 0..e[0], &args)
-                }
-                (ScalarType::Bool, 2) => self.launch_mdrange_info::<2>(
-                    &DeviceKernelInfo::of::<fill_b8_2>(),
-                    [0; 2],
-                    ends(e),
-                    &args,
-                ),
-                (ScalarType::Bool, _) => self.launch_mdrange_info::<3>(
-                    &DeviceKernelInfo::of::<fill_b8_3>(),
-                    [0; 3],
-                    ends(e),
-                    &args,
-                ),
-                (ScalarType::U32, 1) => {
-                    self.launch_range_info(&DeviceKernelInfo::of::<fill_b32_1>(), 0..e[0], &args)
-                }
-                (ScalarType::U32, 2) => self.launch_mdrange_info::<2>(
-                    &DeviceKernelInfo::of::<fill_b32_2>(),
-                    [0; 2],
-                    ends(e),
-                    &args,
-                ),
-                (ScalarType::U32, _) => self.launch_mdrange_info::<3>(
-                    &DeviceKernelInfo::of::<fill_b32_3>(),
-                    [0; 3],
-                    ends(e),
-                    &args,
-                ),
-                (_, 1) => self.launch_range_info(&DeviceKernelInfo::of::<fill_b64_1>(), 0..e[0], &args),
-                (_, 2) => self.launch_mdrange_info::<2>(
-                    &DeviceKernelInfo::of::<fill_b64_2>(),
-                    [0; 2],
-                    ends(e),
-                    &args,
-                ),
-                (_, _) => self.launch_mdrange_info::<3>(
-                    &DeviceKernelInfo::of::<fill_b64_3>(),
-                    [0; 3],
-                    ends(e),
-                    &args,
-                ),
-            }
+            let kernels = match element {
+                ScalarType::Bool => [info::<fill_b8_1>(), info::<fill_b8_2>(), info::<fill_b8_3>()],
+                ScalarType::U32 => [info::<fill_b32_1>(), info::<fill_b32_2>(), info::<fill_b32_3>()],
+                _ => [info::<fill_b64_1>(), info::<fill_b64_2>(), info::<fill_b64_3>()],
+            };
+            self.launch_whole(&kernels, e, &args)
         })
     }
 
@@ -255,32 +236,13 @@ impl Cuda {
                 self.copy_between_peers(&args, to, from, dst.len() * size_of::<T>())
             });
         }
-        self.queue_work("copy", &accesses, &[to, from], || match (element, R) {
-            (ScalarType::Bool, 1) => {
-                self.launch_range_info(&DeviceKernelInfo::of::<copy_b8_1>(), 0..e[0], &args)
-            }
-            (ScalarType::Bool, 2) => {
-                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<copy_b8_2>(), [0; 2], ends(e), &args)
-            }
-            (ScalarType::Bool, _) => {
-                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<copy_b8_3>(), [0; 3], ends(e), &args)
-            }
-            (ScalarType::U32, 1) => {
-                self.launch_range_info(&DeviceKernelInfo::of::<copy_b32_1>(), 0..e[0], &args)
-            }
-            (ScalarType::U32, 2) => {
-                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<copy_b32_2>(), [0; 2], ends(e), &args)
-            }
-            (ScalarType::U32, _) => {
-                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<copy_b32_3>(), [0; 3], ends(e), &args)
-            }
-            (_, 1) => self.launch_range_info(&DeviceKernelInfo::of::<copy_b64_1>(), 0..e[0], &args),
-            (_, 2) => {
-                self.launch_mdrange_info::<2>(&DeviceKernelInfo::of::<copy_b64_2>(), [0; 2], ends(e), &args)
-            }
-            (_, _) => {
-                self.launch_mdrange_info::<3>(&DeviceKernelInfo::of::<copy_b64_3>(), [0; 3], ends(e), &args)
-            }
+        let kernels = match element {
+            ScalarType::Bool => [info::<copy_b8_1>(), info::<copy_b8_2>(), info::<copy_b8_3>()],
+            ScalarType::U32 => [info::<copy_b32_1>(), info::<copy_b32_2>(), info::<copy_b32_3>()],
+            _ => [info::<copy_b64_1>(), info::<copy_b64_2>(), info::<copy_b64_3>()],
+        };
+        self.queue_work("copy", &accesses, &[to, from], || {
+            self.launch_whole(&kernels, e, &args)
         })
     }
 }

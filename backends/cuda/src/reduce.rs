@@ -39,7 +39,7 @@ use hoplite_core::device_kernel::{DevicePattern, ScalarType};
 use hoplite_core::{MinMaxLocScalar, MinMaxScalar, Reducer, ScanValue, ValLoc};
 
 use crate::DeviceScalar;
-use crate::geometry::{DeviceLimits, LaunchGeometry};
+use crate::geometry::{DeviceLimits, LaunchGeometry, cap_grid};
 
 /// The device layouts of reduced values and the joins the device applies: the device ABI's.
 pub use hoplite_abi::{ReduceWalk, ValueLayout, device_join_for, value_layout};
@@ -232,14 +232,11 @@ impl<T: DeviceReduceValue + DeviceScalar> DeviceReduceValue for MinMaxLocScalar<
 /// ```
 pub fn partials_geometry(limits: &DeviceLimits, g: LaunchGeometry) -> LaunchGeometry {
     let resident_threads = u64::from(limits.sm_count.max(1)) * u64::from(limits.max_threads_per_sm.max(1));
-    let mut budget = (resident_threads / g.block_threads().max(1)).max(1);
-    let mut grid = g.grid;
-    for extent in &mut grid {
-        let kept = u64::from(*extent).min(budget).max(1);
-        *extent = u32::try_from(kept).unwrap_or(u32::MAX);
-        budget = (budget / kept).max(1);
+    let budget = resident_threads / g.block_threads().max(1);
+    LaunchGeometry {
+        grid: cap_grid(g.grid, budget),
+        ..g
     }
-    LaunchGeometry { grid, ..g }
 }
 
 /// The number of partials a launch of `g` writes: one per block where the device joins each

@@ -45,6 +45,16 @@ pub enum Error {
         /// Label of the launch.
         label: String,
     },
+    /// A desired occupancy outside 1 to 100 percent.
+    #[error(
+        "`{label}`: desired occupancy {percent}%; it is a share of the device from 1 to 100 percent (leave it unset for the whole device)"
+    )]
+    InvalidOccupancy {
+        /// Label of the launch.
+        label: String,
+        /// The percentage asked for.
+        percent: u8,
+    },
     /// A multi-dimensional argument has the wrong number of entries for the policy's rank.
     #[error("{what}: rank mismatch, expected {expected} entries (the policy's rank) but got {found}")]
     RankMismatch {

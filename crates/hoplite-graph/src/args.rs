@@ -44,9 +44,31 @@ pub enum DevicePolicy<'p, S: ExecutionSpace> {
         /// ([`MDRangePolicy::visits_in_nested_order`]): where a reducer that is not
         /// commutative may join in a device's order.
         nested_order: bool,
+        /// The desired occupancy ([`MDRangePolicy::desired_occupancy`]).
+        occupancy: Option<u8>,
     },
     /// A team policy.
     Team(&'p TeamPolicy<S>),
+}
+
+impl<S: ExecutionSpace> DevicePolicy<'_, S> {
+    /// The share of the device's resident blocks the launch may fill, in percent, if the
+    /// policy asked for one (`with_desired_occupancy`).
+    ///
+    /// ```
+    /// use hoplite_core::RangePolicy;
+    /// use hoplite_graph::GraphPolicy;
+    /// use hoplite_serial::Serial;
+    /// let p = RangePolicy::new(Serial::default(), 0..64).with_desired_occupancy(40);
+    /// assert_eq!(p.device_policy().desired_occupancy(), Some(40));
+    /// ```
+    pub fn desired_occupancy(&self) -> Option<u8> {
+        match self {
+            DevicePolicy::Range(range) => range.desired_occupancy(),
+            DevicePolicy::MdRange { occupancy, .. } => *occupancy,
+            DevicePolicy::Team(team) => team.desired_occupancy(),
+        }
+    }
 }
 
 impl<S: ExecutionSpace> GraphPolicy<S> for RangePolicy<S> {
@@ -64,6 +86,7 @@ impl<S: ExecutionSpace, const R: usize> GraphPolicy<S> for MDRangePolicy<S, R> {
             outer_order: self.outer_order(),
             inner_order: self.inner_order(),
             nested_order: self.visits_in_nested_order(),
+            occupancy: self.desired_occupancy(),
         }
     }
 }

@@ -794,6 +794,35 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
         Sum::<f64>::new(),
     )?;
     println!("a launch on stream a, its event, then a reduction on stream b: {total}");
+    // Two independent launches that each ask for half the device's resident blocks (Kokkos'
+    // DesiredOccupancy): neither fills the GPU, so where launches return once queued
+    // (HOPLITE_CUDA_LAUNCHES=async) the one on stream b runs beside the one on stream a
+    // instead of after it; their threads walk the whole range either way.
+    let other = View::<f64, 1, LayoutRight, CudaSpace>::new("other", [n])?;
+    let t0 = Instant::now();
+    parallel_for(
+        "half the device on a",
+        (
+            RangePolicy::new(a.clone(), 0..n).with_desired_occupancy(50),
+            (scaled.write(), x.read(), x.read()),
+        ),
+        scaled_sum::with(3.0),
+    )?;
+    parallel_for(
+        "half the device on b",
+        (
+            RangePolicy::new(b.clone(), 0..n).with_desired_occupancy(50),
+            (other.write(), x.read(), x.read()),
+        ),
+        scaled_sum::with(1.0),
+    )?;
+    a.fence()?;
+    b.fence()?;
+    let halves = (scaled.to_vec()?[n - 1], other.to_vec()?[n - 1]);
+    println!(
+        "two launches at 50% occupancy on streams a and b: last elements {halves:?} in {}",
+        ms(t0.elapsed())
+    );
     Ok(())
 }
 
@@ -1452,9 +1481,14 @@ fn errors() -> Result<()> {
     if let Err(e) = parallel_for("big-teams", too_big, |_| {}) {
         println!("team too large:     {e}");
     }
-    let zero_tile = MDRangePolicy::new(space, [0, 0], [4, 4]).with_tiles([2, 0]);
+    let zero_tile = MDRangePolicy::new(space.clone(), [0, 0], [4, 4]).with_tiles([2, 0]);
     if let Err(e) = parallel_for("zero-tile", zero_tile, |_| {}) {
         println!("zero tile:          {e}");
+    }
+    // A share of a GPU (host backends ignore it, but check it alike).
+    let no_share = RangePolicy::new(space, 0..4).with_desired_occupancy(0);
+    if let Err(e) = parallel_for("no-share", no_share, |_| {}) {
+        println!("occupancy 0%:       {e}");
     }
     // A thread count in the wrong unit starts nothing.
     if let Err(e) = hoplite::RayonSpace::with_threads(hoplite::rayon_backend::max_threads() + 1) {

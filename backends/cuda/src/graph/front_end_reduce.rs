@@ -166,7 +166,8 @@ fn reduction_of(
             (; $($t:ty),*) => {$(
                 if result.value_type() == TypeId::of::<$t>() {
                     let join = Arc::new(FrontEndPrefixer::<$t> { id, list: list.clone(), value: PhantomData });
-                    return scan::<$t>(k, range.begin()..range.end(), &args, join);
+                    return Ok(scan::<$t>(k, range.begin()..range.end(), &args, join)?
+                        .with_occupancy(range.desired_occupancy()));
                 }
             )*};
         }
@@ -176,7 +177,8 @@ fn reduction_of(
     macro_rules! reduce_as {
         (; $($t:ty),*) => {$(
             if let Some(typed) = NodeReducer::<$t>::new(reducer) {
-                return reduction_over::<$t>(k, policy, &args, typed, id, list);
+                return Ok(reduction_over::<$t>(k, policy, &args, typed, id, list)?
+                    .with_occupancy(policy.desired_occupancy()));
             }
         )*};
     }
@@ -202,6 +204,7 @@ fn reduction_over<V: DeviceReduceValue + 'static>(
             outer_order,
             inner_order,
             nested_order,
+            ..
         } => {
             // As the eager reduction: a reducer that is not commutative joins in the order of
             // nested loops, which a device walk gives only for a policy that visits so.

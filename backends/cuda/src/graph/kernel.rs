@@ -12,7 +12,9 @@ use hoplite_graph::{DevicePolicy, NodeKernel};
 use super::Geometry;
 use crate::dispatch::device_args;
 use crate::driver;
-use crate::geometry::{mdrange_geometry_in, range_geometry};
+use crate::geometry::{
+    DeviceLimits, KernelResources, LaunchGeometry, mdrange_geometry_in, occupancy_geometry, range_geometry,
+};
 use crate::launch::{
     CheckedMdRange, DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange_info,
     checked_range_info, load_info, team_writer_ends,
@@ -25,7 +27,9 @@ pub(super) struct KernelNode {
     pub(super) name: &'static str,
     /// The kernel, loaded on the graph's device when the graph is built.
     pub(super) kernel: DeviceKernelInfo,
-    pub(super) geometry: Geometry,
+    geometry: Geometry,
+    /// The policy's desired occupancy, which cuts the geometry on the device.
+    occupancy: Option<u8>,
     pub(super) params: ParamBuffer,
     /// Each argument's device (`None` for a scalar), checked against the graph's device.
     devices: Vec<Option<usize>>,
@@ -48,11 +52,33 @@ impl KernelNode {
             name: kernel.name,
             kernel,
             geometry,
+            occupancy: None,
             params,
             devices: args.iter().map(|a| a.device).collect(),
             atomic_devices: args.iter().map(DeviceArg::atomic_device).collect(),
             _keep: args.iter().filter_map(DeviceArg::keep).collect(),
         }
+    }
+
+    /// The node with the geometry cut to `percent` of the device's resident blocks, as an
+    /// eager launch of a policy with that desired occupancy is.
+    pub(super) fn with_occupancy(mut self, percent: Option<u8>) -> KernelNode {
+        self.occupancy = percent;
+        self
+    }
+
+    /// The launch shape on a device of `limits` for the loaded kernel's `resources` (`None`
+    /// for an empty iteration space).
+    pub(super) fn geometry(
+        &self,
+        limits: &DeviceLimits,
+        resources: &KernelResources,
+    ) -> Result<Option<LaunchGeometry>, CudaError> {
+        let geometry = (self.geometry)(limits, resources)?;
+        Ok(match self.occupancy {
+            Some(percent) => geometry.map(|g| occupancy_geometry(limits, resources, g, percent)),
+            None => geometry,
+        })
     }
 
     /// The kernel loaded on `device` (compiled at first use, then from the module cache).
@@ -134,7 +160,7 @@ fn kernel_node_of(
         }
         DevicePolicy::Team(team_policy) => team_plan(k, team_policy)?,
     };
-    packed_node(*k, plan, &args)
+    Ok(packed_node(*k, plan, &args)?.with_occupancy(policy.desired_occupancy()))
 }
 
 /// [`checked_mdrange_info`] for a box whose rank is known only at run time.

@@ -353,7 +353,7 @@ impl CudaGraph {
                 Work::Kernel(k) => {
                     k.check_devices(device.ordinal)?;
                     let loaded = k.load(device)?;
-                    match (k.geometry)(&device.limits, &loaded.resources)? {
+                    match k.geometry(&device.limits, &loaded.resources)? {
                         None => graph.add_empty(&deps)?, // an empty iteration space
                         Some(g) => {
                             if !fits(&device.limits, &g) {

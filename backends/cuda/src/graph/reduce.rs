@@ -91,6 +91,15 @@ pub(super) struct ReduceNode {
     payload: Option<Box<JoinPayload>>,
 }
 
+impl ReduceNode {
+    /// The node with its geometry cut to `percent` of the device's resident blocks
+    /// ([`KernelNode::with_occupancy`]).
+    pub(super) fn with_occupancy(mut self, percent: Option<u8>) -> ReduceNode {
+        self.kernel = self.kernel.with_occupancy(percent);
+        self
+    }
+}
+
 /// A scan node of `k` over `range` whose host step is `join`: packs and checks as the eager
 /// scan does, with one chunk sum per resident thread.
 pub(super) fn scan<T>(
@@ -163,7 +172,7 @@ pub(super) fn add_reduction(
 ) -> Result<GraphNode, CudaError> {
     r.kernel.check_devices(device.ordinal)?;
     let loaded = r.kernel.load(device)?;
-    let geometry = (r.kernel.geometry)(&device.limits, &loaded.resources)?;
+    let geometry = r.kernel.geometry(&device.limits, &loaded.resources)?;
     let mut last: Vec<GraphNode> = deps.to_vec();
     let mut host: *mut u8 = std::ptr::null_mut();
     let mut scan_tail: Option<(u64, ParamBuffer, LaunchGeometry)> = None;

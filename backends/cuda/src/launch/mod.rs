@@ -12,13 +12,13 @@ use std::ffi::CString;
 use std::sync::Arc;
 
 use hoplite_core::device_kernel::{DeviceKernelInfo, HandleAccess};
-use hoplite_core::{IterationOrder, Reducer, ScanValue, TeamPolicy};
+use hoplite_core::{IterationOrder, MDRangePolicy, Reducer, ScanValue, TeamPolicy};
 use parking_lot::Mutex;
 
 use crate::driver::{self, Device, Stream, StreamBuffer};
 use crate::geometry::{
     DeviceLimits, IndexOrder, KernelResources, LaunchGeometry, TeamScratch, blocks_per_sm, fits,
-    mdrange_geometry_in, range_geometry, team_geometry, team_scratch,
+    mdrange_geometry_in, occupancy_geometry, range_geometry, team_geometry, team_scratch,
 };
 use crate::nvrtc::ModuleCache;
 use crate::params::{
@@ -200,12 +200,19 @@ impl Cuda {
         k: &DeviceKernelInfo,
         range: std::ops::Range<usize>,
         args: &[DeviceArg],
+        occupancy: Option<u8>,
     ) -> Result<(), CudaError> {
         let (begin, end) = checked_range_info(k, range)?;
         let iteration = IterationArgs::Range { begin, end };
-        self.launch_info(k, iteration, &[end], args, |limits, _| {
-            Ok(range_geometry(limits, end - begin))
-        })
+        self.launch_info(
+            k,
+            iteration,
+            &[end],
+            args,
+            occupied(occupancy, move |limits, _| {
+                Ok(range_geometry(limits, end - begin))
+            }),
+        )
     }
 
     /// Launches the kernel `k` (a `#[kernel]` `parallel_for` over an `MDRangePolicy` of rank `R`,
@@ -222,11 +229,18 @@ impl Cuda {
         begins: [usize; R],
         ends: [usize; R],
         args: &[DeviceArg],
+        occupancy: Option<u8>,
     ) -> Result<(), CudaError> {
         let (iteration, ends, (lengths, order)) = checked_mdrange_info::<R>(k, begins, ends, args)?;
-        self.launch_info(k, iteration, &ends, args, |limits, _| {
-            Ok(mdrange_geometry_in(limits, &lengths, order))
-        })
+        self.launch_info(
+            k,
+            iteration,
+            &ends,
+            args,
+            occupied(occupancy, move |limits, _| {
+                Ok(mdrange_geometry_in(limits, &lengths, order))
+            }),
+        )
     }
 
     /// Launches the kernel `k` (a `#[kernel]` `parallel_for` over a `TeamPolicy`, found at run time
@@ -252,9 +266,11 @@ impl Cuda {
     ) -> Result<(), CudaError> {
         let team = TeamLaunch::of_info(k, policy)?;
         let ends = team_writer_ends(team.league);
-        self.launch_info(k, team.iteration(), &ends, args, move |limits, resources| {
+        let iteration = team.iteration();
+        let geometry = occupied(policy.desired_occupancy(), move |limits, resources| {
             team.plan(limits, resources)
-        })
+        });
+        self.launch_info(k, iteration, &ends, args, geometry)
     }
 
     /// The `launch` step of the explicit launches, for the kernel `k`.
@@ -386,6 +402,7 @@ impl Cuda {
         range: std::ops::Range<usize>,
         args: &[DeviceArg],
         reducer: &R,
+        occupancy: Option<u8>,
     ) -> Result<R::Value, CudaError>
     where
         R: Reducer,
@@ -398,15 +415,17 @@ impl Cuda {
             &[end],
             args,
             reducer,
-            |limits, _| Ok(range_geometry(limits, end - begin)),
+            occupied(occupancy, move |limits, _| {
+                Ok(range_geometry(limits, end - begin))
+            }),
         )
     }
 
     /// Reduces with the kernel `k` (a `#[kernel]` `parallel_reduce` over an `MDRangePolicy` of rank
-    /// `N`, found at run time) over `begins..ends`, as
+    /// `N`, found at run time) over the policy's box, as
     /// [`reduce_range_info`](Self::reduce_range_info) does. A reducer that is not commutative is
-    /// joined in row-major index order (the last index fastest, as an `MDRangePolicy` without tiles
-    /// visits its box).
+    /// joined in the order of nested loops in the policy's inner order (the last index fastest
+    /// for `Right`, as an `MDRangePolicy` without tiles visits its box).
     ///
     /// # Errors
     ///
@@ -415,21 +434,21 @@ impl Cuda {
     pub(crate) fn reduce_mdrange_info<R, const N: usize>(
         &self,
         k: &DeviceKernelInfo,
-        begins: [usize; N],
-        ends: [usize; N],
+        policy: &MDRangePolicy<Cuda, N>,
         args: &[DeviceArg],
         reducer: &R,
-        visit: IterationOrder,
     ) -> Result<R::Value, CudaError>
     where
         R: Reducer,
         R::Value: DeviceReduceValue,
     {
-        let checked = checked_mdrange_info::<N>(k, begins, ends, args)?;
-        let (iteration, ends, (lengths, order)) = reduce_mdrange_order(checked, walk_for(reducer), visit);
-        self.reduce_info::<R>(k, iteration, &ends, args, reducer, |limits, _| {
+        let checked = checked_mdrange_info::<N>(k, policy.begin(), policy.end(), args)?;
+        let (iteration, ends, (lengths, order)) =
+            reduce_mdrange_order(checked, walk_for(reducer), policy.inner_order());
+        let geometry = occupied(policy.desired_occupancy(), move |limits, _| {
             Ok(mdrange_geometry_in(limits, &lengths, order))
-        })
+        });
+        self.reduce_info::<R>(k, iteration, &ends, args, reducer, geometry)
     }
 
     /// Reduces with the kernel `k` (a `#[kernel]` `parallel_reduce` over a `TeamPolicy`, found at
@@ -461,7 +480,9 @@ impl Cuda {
             &team_writer_ends(team.league),
             args,
             reducer,
-            move |limits, resources| team.plan(limits, resources),
+            occupied(policy.desired_occupancy(), move |limits, resources| {
+                team.plan(limits, resources)
+            }),
         )
     }
 
@@ -480,6 +501,7 @@ impl Cuda {
         k: &DeviceKernelInfo,
         range: std::ops::Range<usize>,
         args: &[DeviceArg],
+        occupancy: Option<u8>,
     ) -> Result<T, CudaError>
     where
         T: DeviceReduceValue + ScanValue,
@@ -489,8 +511,12 @@ impl Cuda {
         let final_param = params.offsets().len() - 1;
         let values_param = final_param - 1;
         check_args(k.name, &IterationArgs::Range { begin, end }, &[end], args)?;
-        let Some(plan) = self.plan_info(k, &IterationArgs::Range { begin, end }, args, |limits, _| {
-            Ok(range_geometry(limits, end - begin).map(|g| partials_geometry(limits, g)))
+        let range = IterationArgs::Range { begin, end };
+        let geometry = occupied(occupancy, move |limits, _| {
+            Ok(range_geometry(limits, end - begin))
+        });
+        let Some(plan) = self.plan_info(k, &range, args, |limits, resources| {
+            Ok(geometry(limits, resources)?.map(|g| partials_geometry(limits, g)))
         })?
         else {
             return Ok(T::zero());
@@ -513,6 +539,22 @@ impl Cuda {
         unsafe { plan.launch(&mut params) }?;
         plan.stream.synchronize()?;
         Ok(total)
+    }
+}
+
+/// `geometry`, cut to `occupancy` percent of the blocks the device keeps resident for the
+/// kernel where the launch's policy asked for a desired occupancy
+/// ([`occupancy_geometry`]).
+pub(crate) fn occupied(
+    occupancy: Option<u8>,
+    geometry: impl FnOnce(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError>,
+) -> impl FnOnce(&DeviceLimits, &KernelResources) -> Result<Option<LaunchGeometry>, CudaError> {
+    move |limits, resources| {
+        let g = geometry(limits, resources)?;
+        Ok(match occupancy {
+            Some(percent) => g.map(|g| occupancy_geometry(limits, resources, g, percent)),
+            None => g,
+        })
     }
 }
 

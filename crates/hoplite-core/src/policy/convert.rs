@@ -6,13 +6,16 @@ use crate::error::{Error, Result};
 use crate::space::ExecutionSpace;
 
 impl<S: ExecutionSpace> From<RangePolicy<S>> for MDRangePolicy<S, 1> {
-    /// The same points as a rank-1 box; the chunk size becomes the tile, the schedule and
-    /// the reduction mode carry over.
+    /// The same points as a rank-1 box; the chunk size becomes the tile, the schedule, the
+    /// reduction mode and the desired occupancy carry over.
     fn from(p: RangePolicy<S>) -> Self {
         let chunk = p.chunk_size();
-        let md = MDRangePolicy::new(p.space, [p.begin], [p.end])
+        let mut md = MDRangePolicy::new(p.space, [p.begin], [p.end])
             .with_deterministic_reduction(p.deterministic)
             .with_schedule(p.schedule);
+        if let Some(percent) = p.occupancy {
+            md = md.with_desired_occupancy(percent);
+        }
         match chunk {
             Some(c) => md.with_tiles([c]),
             None => md,
@@ -23,7 +26,8 @@ impl<S: ExecutionSpace> From<RangePolicy<S>> for MDRangePolicy<S, 1> {
 impl<S: ExecutionSpace> TryFrom<MDRangePolicy<S, 1>> for TeamPolicy<S> {
     type Error = Error;
     /// `end` one-thread teams; league rank `r` is index `r`. The box must start at 0 because
-    /// league ranks do; the tile becomes the chunk size and the schedule carries over.
+    /// league ranks do; the tile becomes the chunk size, and the schedule and the desired
+    /// occupancy carry over.
     fn try_from(p: MDRangePolicy<S, 1>) -> Result<Self> {
         if p.begin[0] != 0 {
             return Err(Error::PolicyConversion {
@@ -35,7 +39,11 @@ impl<S: ExecutionSpace> TryFrom<MDRangePolicy<S, 1>> for TeamPolicy<S> {
                 ),
             });
         }
-        let team = TeamPolicy::new(p.space, p.end[0], TeamSize::Fixed(1)).with_schedule(p.schedule);
+        let occupancy = p.desired_occupancy();
+        let mut team = TeamPolicy::new(p.space, p.end[0], TeamSize::Fixed(1)).with_schedule(p.schedule);
+        if let Some(percent) = occupancy {
+            team = team.with_desired_occupancy(percent);
+        }
         Ok(match p.tiles {
             Some([t]) => team.with_chunk_size(t),
             None => team,

@@ -90,6 +90,7 @@ pub struct MDRangePolicy<S: ExecutionSpace, const R: usize> {
     inner: IterationOrder,
     deterministic: bool,
     pub(super) schedule: Schedule,
+    occupancy: Option<u8>,
 }
 
 impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
@@ -139,6 +140,7 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
             inner: IterationOrder::Right,
             deterministic: false,
             schedule: Schedule::Static,
+            occupancy: None,
         };
         policy.place();
         policy
@@ -235,6 +237,27 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
         self.deterministic
     }
 
+    /// Asks a device backend to launch at most `percent` (1 to 100) of the blocks the device
+    /// keeps resident for this kernel, as
+    /// [`RangePolicy::with_desired_occupancy`](crate::RangePolicy::with_desired_occupancy)
+    /// does; host backends ignore it.
+    ///
+    /// ```
+    /// use hoplite_core::MDRangePolicy;
+    /// use hoplite_serial::Serial;
+    /// let p = MDRangePolicy::new(Serial::default(), [0, 0], [512, 512]).with_desired_occupancy(50);
+    /// assert_eq!(p.desired_occupancy(), Some(50));
+    /// ```
+    pub fn with_desired_occupancy(mut self, percent: u8) -> Self {
+        self.occupancy = Some(percent);
+        self
+    }
+
+    /// The desired occupancy asked for, in percent, if any.
+    pub fn desired_occupancy(&self) -> Option<u8> {
+        self.occupancy
+    }
+
     /// The box from slices, checking that both have `R` entries.
     pub fn from_slices(space: S, begin: &[usize], end: &[usize]) -> Result<Self> {
         let begin = to_array::<R>("MDRangePolicy begin", begin)?;
@@ -260,8 +283,9 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
         self
     }
 
-    /// The same box, tiles (set or default), iteration orders, schedule and reduction mode on
-    /// an instance of another space, visiting the same tiles in the same order.
+    /// The same box, tiles (set or default), iteration orders, schedule, reduction mode and
+    /// desired occupancy on an instance of another space, visiting the same tiles in the same
+    /// order.
     ///
     /// ```
     /// use hoplite_core::{IterationOrder, MDRangePolicy};
@@ -285,6 +309,7 @@ impl<S: ExecutionSpace, const R: usize> MDRangePolicy<S, R> {
             inner: self.inner,
             deterministic: self.deterministic,
             schedule: self.schedule,
+            occupancy: self.occupancy,
         }
     }
 
@@ -635,6 +660,7 @@ unsafe impl<S: ExecutionSpace, const R: usize> ExecutionPolicy for MDRangePolicy
                 dim,
             });
         }
+        super::check_occupancy(label, self.occupancy)?;
         self.check_counts(label)
     }
 }

@@ -157,6 +157,22 @@ impl<S: ExecutionSpace> IntoPolicy<S> for Range<usize> {
     }
 }
 
+/// Whether a desired occupancy is unset or a percentage from 1 to 100.
+#[inline(always)]
+fn occupancy_is_valid(occupancy: Option<u8>) -> bool {
+    occupancy.is_none_or(|percent| (1..=100).contains(&percent))
+}
+
+fn check_occupancy(label: &str, occupancy: Option<u8>) -> Result<()> {
+    match occupancy {
+        Some(percent) if !occupancy_is_valid(occupancy) => Err(Error::InvalidOccupancy {
+            label: label.to_owned(),
+            percent,
+        }),
+        _ => Ok(()),
+    }
+}
+
 #[inline(always)]
 fn check_chunk(label: &str, chunk: Option<usize>) -> Result<()> {
     match chunk {

@@ -3,7 +3,7 @@
 use std::num::NonZeroUsize;
 use std::ops::Range;
 
-use super::{ExecutionPolicy, Schedule, check_chunk};
+use super::{ExecutionPolicy, Schedule, check_chunk, check_occupancy, occupancy_is_valid};
 use crate::error::{Error, Result};
 use crate::index::{Idx, IndexBounds};
 use crate::space::ExecutionSpace;
@@ -30,6 +30,7 @@ pub struct RangePolicy<S: ExecutionSpace> {
     zero_chunk: bool,
     pub(super) schedule: Schedule,
     pub(super) deterministic: bool,
+    pub(super) occupancy: Option<u8>,
 }
 
 impl<S: ExecutionSpace> RangePolicy<S> {
@@ -53,6 +54,7 @@ impl<S: ExecutionSpace> RangePolicy<S> {
             zero_chunk: false,
             schedule: Schedule::Static,
             deterministic: false,
+            occupancy: None,
         }
     }
 
@@ -83,7 +85,41 @@ impl<S: ExecutionSpace> RangePolicy<S> {
         self
     }
 
-    /// The same range, chunk size, schedule and reduction mode on an instance of another space:
+    /// Asks a device backend to launch at most `percent` (1 to 100) of the blocks the device
+    /// keeps resident for this kernel (Kokkos `DesiredOccupancy`).
+    ///
+    /// A GPU runs kernels of different streams side by side only where the first leaves
+    /// room: a launch whose grid covers its whole range fills every multiprocessor, and a
+    /// kernel queued on another stream starts as its blocks drain. With a desired occupancy
+    /// the launched threads walk the rest of the range, so what is computed does not change
+    /// (axiom 3 of [`ExecutionPolicy`]), only how much of the device the launch holds at a
+    /// time. It pays where independent launches on several streams (a DAG's, or streams
+    /// ordered by hand) are each too small to fill the device, and costs a launch that is
+    /// alone on it. Host backends run every launch on all their threads and ignore it. A
+    /// value outside 1 to 100 is [`Error::InvalidOccupancy`] at launch, on every backend.
+    ///
+    /// ```
+    /// use hoplite_core::{parallel_for, Error, RangePolicy, View};
+    /// use hoplite_serial::Serial;
+    /// let p = RangePolicy::new(Serial::default(), 0..1 << 20).with_desired_occupancy(25);
+    /// assert_eq!(p.desired_occupancy(), Some(25));
+    /// let x: View<f64, 1> = View::new("x", [8])?;
+    /// let none = RangePolicy::new(Serial::default(), 0..8).with_desired_occupancy(0);
+    /// let refused = parallel_for("none", (none, (x.write(),)), |(i, (x,))| x.set(i, 1.0));
+    /// assert!(matches!(refused, Err(Error::InvalidOccupancy { percent: 0, .. })));
+    /// # Ok::<(), hoplite_core::Error>(())
+    /// ```
+    pub fn with_desired_occupancy(mut self, percent: u8) -> Self {
+        self.occupancy = Some(percent);
+        self
+    }
+
+    /// The desired occupancy asked for, in percent, if any.
+    pub fn desired_occupancy(&self) -> Option<u8> {
+        self.occupancy
+    }
+
+    /// The same range, chunk size, schedule, reduction mode and desired occupancy on an instance of another space:
     /// how a backend that runs its launches on another backend's instances hands a policy on.
     ///
     /// ```
@@ -102,6 +138,7 @@ impl<S: ExecutionSpace> RangePolicy<S> {
             zero_chunk: self.zero_chunk,
             schedule: self.schedule,
             deterministic: self.deterministic,
+            occupancy: self.occupancy,
         }
     }
 
@@ -165,7 +202,7 @@ unsafe impl<S: ExecutionSpace> ExecutionPolicy for RangePolicy<S> {
     #[inline(always)]
     fn validate(&self, label: &str) -> Result<()> {
         // The common case stays inline and branch-cheap; building the error is out of line.
-        if self.begin <= self.end && !self.zero_chunk {
+        if self.begin <= self.end && !self.zero_chunk && occupancy_is_valid(self.occupancy) {
             return Ok(());
         }
         self.invalid(label)
@@ -184,6 +221,7 @@ impl<S: ExecutionSpace> RangePolicy<S> {
                 end: self.end,
             });
         }
-        check_chunk(label, self.chunk_size())
+        check_chunk(label, self.chunk_size())?;
+        check_occupancy(label, self.occupancy)
     }
 }

@@ -72,6 +72,7 @@ pub struct TeamPolicy<S: ExecutionSpace> {
     bad_scratch_level: Option<usize>,
     chunk: Option<usize>,
     schedule: Schedule,
+    occupancy: Option<u8>,
 }
 
 impl<S: ExecutionSpace> TeamPolicy<S> {
@@ -103,6 +104,7 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
             bad_scratch_level: None,
             chunk: None,
             schedule: Schedule::Static,
+            occupancy: None,
         }
     }
 
@@ -142,8 +144,30 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
         self
     }
 
+    /// Asks a device backend to launch at most `percent` (1 to 100) of the teams the device
+    /// keeps resident for this kernel (the launched teams walk the rest of the league), as
+    /// [`RangePolicy::with_desired_occupancy`](crate::RangePolicy::with_desired_occupancy)
+    /// does; host backends ignore it.
+    ///
+    /// ```
+    /// use hoplite_core::TeamPolicy;
+    /// use hoplite_serial::Serial;
+    /// let p = TeamPolicy::new(Serial::default(), 1000, 1).with_desired_occupancy(30);
+    /// assert_eq!(p.desired_occupancy(), Some(30));
+    /// ```
+    pub fn with_desired_occupancy(mut self, percent: u8) -> Self {
+        self.occupancy = Some(percent);
+        self
+    }
+
+    /// The desired occupancy asked for, in percent, if any.
+    pub fn desired_occupancy(&self) -> Option<u8> {
+        self.occupancy
+    }
+
     /// The same league, team size (as asked for: `Auto` is resolved by the new space), vector
-    /// length, scratch, chunk size and schedule on an instance of another space.
+    /// length, scratch, chunk size, schedule and desired occupancy on an instance of another
+    /// space.
     ///
     /// ```
     /// use hoplite_core::{PerTeam, PerThread, TeamPolicy};
@@ -162,6 +186,7 @@ impl<S: ExecutionSpace> TeamPolicy<S> {
             bad_scratch_level: self.bad_scratch_level,
             chunk: self.chunk,
             schedule: self.schedule,
+            occupancy: self.occupancy,
         }
     }
 
@@ -311,6 +336,7 @@ unsafe impl<S: ExecutionSpace> ExecutionPolicy for TeamPolicy<S> {
                 });
             }
         }
-        check_chunk(label, self.chunk)
+        check_chunk(label, self.chunk)?;
+        super::check_occupancy(label, self.occupancy)
     }
 }

@@ -1,7 +1,7 @@
 //! B&S (GrCUDA b5): Black & Scholes call prices over `M` independent arrays, one kernel each.
 
 use super::streams::Schedule;
-use super::{BenchError, DeviceView, Launcher, Rng, upload, zeros};
+use super::{BenchError, DeviceView, Launcher, Rng, range_policy, upload, zeros};
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, LaunchSpace, kernel};
 
@@ -95,7 +95,7 @@ pub fn schedule(m: usize) -> Schedule {
 /// The `M` launches, then a wait for all.
 pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<(), BenchError> {
     for (call, spot) in b.calls.iter().zip(&b.spots) {
-        let all = RangePolicy::new(to.space(), 0..spot.extent(0));
+        let all = range_policy(to.space(), 0..spot.extent(0));
         to.launch(
             "black scholes",
             (all, (call.write(), spot.read())),

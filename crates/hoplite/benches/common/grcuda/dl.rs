@@ -3,9 +3,9 @@
 //! branches and a dense layer of one output (a dot product) ends the network.
 
 use super::streams::Schedule;
-use super::{BenchError, Deferred, DeviceView, Launcher, Rng, upload, zeros};
+use super::{BenchError, Deferred, DeviceView, Launcher, Rng, md_policy, upload, zeros};
 use hoplite::prelude::*;
-use hoplite::{BoundLookup, BoundReader, BoundWriter, LaunchSpace, MDRangePolicy, MdIdx, kernel};
+use hoplite::{BoundLookup, BoundReader, BoundWriter, LaunchSpace, MdIdx, kernel};
 
 /// GrCUDA's layers: 3x3 kernels, stride 2, 8 then 16 filters, pooling over 5x5 boxes.
 pub const K: usize = 3;
@@ -212,7 +212,7 @@ pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<Def
         to.launch(
             &format!("conv 1 {label}"),
             (
-                MDRangePolicy::new(to.space(), [0, 0, 0], [KN1, s.c1, s.c1]),
+                md_policy(to.space(), [0, 0, 0], [KN1, s.c1, s.c1]),
                 (br.c1.write(), br.image.lookup(), br.w1.lookup()),
             ),
             conv2d::with(1, K, STRIDE, s.n, s.n),
@@ -220,7 +220,7 @@ pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<Def
         to.launch(
             &format!("pool {label}"),
             (
-                MDRangePolicy::new(to.space(), [0, 0, 0], [KN1, s.p1, s.p1]),
+                md_policy(to.space(), [0, 0, 0], [KN1, s.p1, s.p1]),
                 (br.p1.write(), br.c1.lookup()),
             ),
             mean_pool::with(POOL),
@@ -228,13 +228,13 @@ pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<Def
         to.launch(
             &format!("conv 2 {label}"),
             (
-                MDRangePolicy::new(to.space(), [0, 0, 0], [KN2, s.c2, s.c2]),
+                md_policy(to.space(), [0, 0, 0], [KN2, s.c2, s.c2]),
                 (br.c2.write(), br.p1.lookup(), br.w2.lookup()),
             ),
             conv2d::with(KN1, K, STRIDE, s.p1, s.p1),
         )?;
     }
-    let all = MDRangePolicy::new(to.space(), [0, 0, 0, 0], [2, KN2, s.c2, s.c2]);
+    let all = md_policy(to.space(), [0, 0, 0, 0], [2, KN2, s.c2, s.c2]);
     to.launch(
         "concat",
         (all.clone(), (b.z.write(), b.x.c2.lookup(), b.y.c2.lookup())),

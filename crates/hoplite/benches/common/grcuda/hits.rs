@@ -2,7 +2,7 @@
 //! sparse matrix-vector products side by side (the authorities from the hubs through `Aᵀ`, the
 //! hubs from the authorities through `A`), sums both, and divides each by its sum.
 
-use super::{BenchError, DeviceView, Launcher, Rng, upload};
+use super::{BenchError, DeviceView, Launcher, Rng, range_policy, upload};
 use hoplite::prelude::*;
 use hoplite::{BoundLookup, BoundReader, BoundWriter, LaunchSpace, kernel};
 
@@ -140,7 +140,7 @@ pub fn run<S: LaunchSpace, L: Launcher<S>>(
     b: &Buffers<S>,
     iterations: usize,
 ) -> Result<(), BenchError> {
-    let all = RangePolicy::new(to.space(), 0..b.auth1.extent(0));
+    let all = range_policy(to.space(), 0..b.auth1.extent(0));
     for _ in 0..iterations {
         let [ptr, idx, val] = &b.at;
         to.launch(

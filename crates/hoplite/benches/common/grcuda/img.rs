@@ -4,9 +4,9 @@
 //! interior 3 pixels from every edge.
 
 use super::streams::Schedule;
-use super::{BenchError, Deferred, DeviceView, Launcher, upload, zeros};
+use super::{BenchError, Deferred, DeviceView, Launcher, md_policy, upload, zeros};
 use hoplite::prelude::*;
-use hoplite::{BoundReader, BoundWriter, LaunchSpace, MDRangePolicy, MdIdx, kernel};
+use hoplite::{BoundReader, BoundWriter, LaunchSpace, MdIdx, kernel};
 
 /// The mean of the `(2 radius + 1)²` box around each pixel.
 #[kernel]
@@ -148,7 +148,7 @@ pub fn schedule() -> Schedule {
 /// The eleven launches; returns the sum of the result (read it with `Deferred::get`).
 pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<Deferred<f64>, BenchError> {
     let n = b.n;
-    let inner = MDRangePolicy::new(to.space(), [3, 3], [n - 3, n - 3]);
+    let inner = md_policy(to.space(), [3, 3], [n - 3, n - 3]);
     let [bs, bl, bu, ss, sl, mask, unsharp, combined, out] = &b.planes[..] else {
         unreachable!("nine planes")
     };

@@ -3,9 +3,9 @@
 //! by side; an argmax of their summed probabilities joins them.
 
 use super::streams::Schedule;
-use super::{BenchError, DeviceView, Launcher, Rng, upload, zeros};
+use super::{BenchError, DeviceView, Launcher, Rng, md_policy, range_policy, upload, zeros};
 use hoplite::prelude::*;
-use hoplite::{BoundLookup, BoundReader, BoundWriter, LaunchSpace, MDRangePolicy, MdIdx, kernel};
+use hoplite::{BoundLookup, BoundReader, BoundWriter, LaunchSpace, MdIdx, kernel};
 
 /// Mean and standard deviation of feature `j`.
 #[kernel]
@@ -268,13 +268,13 @@ pub fn schedule() -> Schedule {
 /// The eleven launches, then a wait for all.
 pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<(), BenchError> {
     let (n, f, c) = b.dims;
-    let rows = RangePolicy::new(to.space(), 0..n);
-    let scores = MDRangePolicy::new(to.space(), [0, 0], [n, c]);
+    let rows = range_policy(to.space(), 0..n);
+    let scores = md_policy(to.space(), [0, 0], [n, c]);
     // Ridge regression.
     to.launch(
         "rr stats",
         (
-            RangePolicy::new(to.space(), 0..f),
+            range_policy(to.space(), 0..f),
             (b.mean.write(), b.std.write(), b.x.lookup()),
         ),
         column_stats::with(n),
@@ -282,7 +282,7 @@ pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<(),
     to.launch(
         "rr standardize",
         (
-            MDRangePolicy::new(to.space(), [0, 0], [n, f]),
+            md_policy(to.space(), [0, 0], [n, f]),
             (b.z.write(), b.x.read(), b.mean.lookup(), b.std.lookup()),
         ),
         standardize::with(),

@@ -26,7 +26,8 @@ use hoplite::dag::{Context, DependencyPolicy, Pending, Recorder, record_with};
 use hoplite::graph::{Graph, GraphBackend, GraphLaunch, ReduceResult};
 use hoplite::prelude::*;
 use hoplite::{
-    ExecutionSpace, IntoLaunch, LaunchSpace, LaunchSpec, LayoutRight, ParallelFor, ParallelReduce, Reducer,
+    ExecutionSpace, IntoLaunch, LaunchSpace, LaunchSpec, LayoutRight, MDRangePolicy, ParallelFor,
+    ParallelReduce, Reducer,
 };
 
 pub mod bs;
@@ -36,6 +37,47 @@ pub mod img;
 pub mod ml;
 pub mod streams;
 pub mod vec;
+
+/// The desired occupancy, in percent, of every launch of the benchmarks
+/// (`with_desired_occupancy`), from `HOPLITE_GRCUDA_OCCUPANCY`; unset (or not a number from 1
+/// to 100) for none, where each launch covers its whole range. GrCUDA's own runs launch every
+/// kernel with a fixed, small grid (64 blocks of 32 threads by default, 8 blocks per SM on its
+/// larger GPUs), which leaves a GPU room to run kernels of other streams beside it; with a
+/// percentage the CUDA rows measure that configuration, scaled to the device. Host backends
+/// ignore it.
+pub fn occupancy() -> Option<u8> {
+    static PERCENT: std::sync::OnceLock<Option<u8>> = std::sync::OnceLock::new();
+    *PERCENT.get_or_init(|| {
+        let value = std::env::var("HOPLITE_GRCUDA_OCCUPANCY").ok()?;
+        let percent = value.trim().parse::<u8>().ok().filter(|p| (1..=100).contains(p));
+        if percent.is_none() {
+            eprintln!("HOPLITE_GRCUDA_OCCUPANCY={value}: not a percentage from 1 to 100; launches cover their whole range");
+        }
+        percent
+    })
+}
+
+/// `RangePolicy::new(space, range)` with the run's [`occupancy`].
+pub fn range_policy<S: ExecutionSpace>(space: S, range: std::ops::Range<usize>) -> RangePolicy<S> {
+    let policy = RangePolicy::new(space, range);
+    match occupancy() {
+        Some(percent) => policy.with_desired_occupancy(percent),
+        None => policy,
+    }
+}
+
+/// `MDRangePolicy::new(space, begin, end)` with the run's [`occupancy`].
+pub fn md_policy<S: ExecutionSpace, const R: usize>(
+    space: S,
+    begin: [usize; R],
+    end: [usize; R],
+) -> MDRangePolicy<S, R> {
+    let policy = MDRangePolicy::new(space, begin, end);
+    match occupancy() {
+        Some(percent) => policy.with_desired_occupancy(percent),
+        None => policy,
+    }
+}
 
 /// A benchmark's error: a launch's, the DAG's, or a view's.
 pub type BenchError = Box<dyn std::error::Error + Send + Sync>;

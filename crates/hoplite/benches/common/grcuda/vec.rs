@@ -1,7 +1,7 @@
 //! VEC (GrCUDA b1): `x1 = x²` and `y1 = y²` side by side, then `Σ (x1 - y1)`.
 
 use super::streams::Schedule;
-use super::{BenchError, Deferred, DeviceView, Launcher, upload, zeros};
+use super::{BenchError, Deferred, DeviceView, Launcher, range_policy, upload, zeros};
 use hoplite::prelude::*;
 use hoplite::{BoundReader, BoundWriter, LaunchSpace, kernel};
 
@@ -55,7 +55,7 @@ pub fn schedule() -> Schedule {
 
 /// The three launches; returns the sum (read it with `Deferred::get`).
 pub fn run<S: LaunchSpace, L: Launcher<S>>(to: &L, b: &Buffers<S>) -> Result<Deferred<f64>, BenchError> {
-    let all = RangePolicy::new(to.space(), 0..b.x.extent(0));
+    let all = range_policy(to.space(), 0..b.x.extent(0));
     to.launch(
         "square x",
         (all.clone(), (b.x1.write(), b.x.read())),
