@@ -76,8 +76,18 @@ impl<D: Device> Context<D> {
     /// let ctx = Context::new(vec![HostDevice::new("cpu", vec![Serial::default()])?], ContextOptions::default())?;
     /// let (x, y) = (View::<f64, 1>::new("x", [4])?, View::<f64, 1>::new("y", [4])?);
     /// let range = RangePolicy::new(Serial::default(), 0..4);
-    /// ctx.launch("fill", (range.clone(), (x.write(),)), |(i, (x,))| x.set(i, 1.0))?;
-    /// ctx.launch("copy", (range, (y.write(), x.read())), |(i, (y, x))| y.set(i, x.get(i)))?;
+    /// // "fill" waits until "copy" is launched: an edge is only inferred to an unfinished vertex.
+    /// let copy_launched = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    /// let launched = copy_launched.clone();
+    /// ctx.launch("fill", (range.clone(), (x.write(),)), move |(i, (x,))| {
+    ///     while !launched.load(std::sync::atomic::Ordering::Acquire) {
+    ///         std::thread::yield_now();
+    ///     }
+    ///     x.set(i, 1.0)
+    /// })?;
+    /// let copy = ctx.launch("copy", (range, (y.write(), x.read())), |(i, (y, x))| y.set(i, x.get(i)));
+    /// copy_launched.store(true, std::sync::atomic::Ordering::Release);
+    /// copy?;
     /// ctx.synchronize()?;
     /// let t = ctx.timings();
     /// assert_eq!((t[1].label.as_str(), t[1].parents.as_slice()), ("copy", &[(0, "x".to_string())][..]));
