@@ -74,7 +74,7 @@ pub use memory::{
 };
 pub use mirror::{HostTransferSpace, create_mirror_view, create_mirror_view_and_copy, create_mirror_view_in};
 pub use peer::can_access_peer;
-pub use space::{Cuda, StreamEvent};
+pub use space::{CONFLICT_FENCE, Cuda, StreamEvent};
 pub use token::{CudaUniqueToken, device_token_size, lock_words};
 
 /// Whether the CUDA driver library can be loaded on this machine (a GPU may still be

@@ -293,7 +293,15 @@ impl Cuda {
     pub(crate) fn wait_for_queued(&self, accesses: &[Access]) -> std::result::Result<(), CudaError> {
         for (number, other) in queued_launches().conflicts(self.inner.number, accesses) {
             match other.upgrade() {
-                Some(inner) => inner.synchronize()?,
+                Some(inner) => {
+                    // Reported to profiling tools as a fence of the other instance, as Kokkos
+                    // names its internal fences: a timeline then shows where the table made
+                    // one stream wait for another (and an event, where it did not).
+                    let _profiled = hoplite_core::profiling::FenceScope::begin(CONFLICT_FENCE, || {
+                        inner.profiling_device_id()
+                    });
+                    inner.synchronize()?;
+                }
                 // Being dropped: its `Drop` waits for its stream, then forgets its records.
                 None => queued_launches().wait_until_forgotten(number),
             }
@@ -302,7 +310,27 @@ impl Cuda {
     }
 }
 
+/// The name under which profiling tools (a Kokkos Tools connector, the built-in trace) see
+/// a launch, fill or copy wait for another instance's conflicting queued work: a fence of that
+/// instance, on its row. Streams ordered by hand (`record_event` / `wait_event`) show none.
+///
+/// ```
+/// assert!(hoplite_cuda::CONFLICT_FENCE.starts_with("hoplite::Cuda"));
+/// ```
+pub const CONFLICT_FENCE: &str = "hoplite::Cuda: fence of an instance whose queued work conflicts";
+
 impl Instance {
+    /// Kokkos' encoding for a CUDA stream: device type `Cuda`, the GPU's ordinal, and the
+    /// instance's number in the process (from 1, as Kokkos numbers its instances).
+    fn profiling_device_id(&self) -> hoplite_core::profiling::DeviceId {
+        let ordinal = self.stream.as_ref().map_or(0, |s| s.device.ordinal);
+        hoplite_core::profiling::DeviceId::numbered(
+            hoplite_core::profiling::DeviceType::CUDA,
+            u32::try_from(ordinal).unwrap_or(u32::MAX),
+            self.number,
+        )
+    }
+
     /// Waits for the stream, then drops what finished launches kept alive and forgets their
     /// records ([`Cuda::synchronize`]).
     fn synchronize(&self) -> std::result::Result<(), CudaError> {
@@ -451,12 +479,7 @@ impl ExecutionSpace for Cuda {
     /// Kokkos' encoding for a CUDA stream: device type `Cuda`, the GPU's ordinal, and the
     /// instance's number in the process (from 1, as Kokkos numbers its instances).
     fn profiling_device_id(&self) -> hoplite_core::profiling::DeviceId {
-        let ordinal = self.device().unwrap_or(0);
-        hoplite_core::profiling::DeviceId::numbered(
-            hoplite_core::profiling::DeviceType::CUDA,
-            u32::try_from(ordinal).unwrap_or(u32::MAX),
-            self.inner.number,
-        )
+        self.inner.profiling_device_id()
     }
 
     fn in_parallel(&self) -> bool {

@@ -8,7 +8,8 @@
 use hoplite::prelude::*;
 use hoplite_core::{LayoutRight, View};
 use hoplite_cuda::{
-    Cuda, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, create_mirror_view, create_mirror_view_in,
+    CONFLICT_FENCE, Cuda, CudaHostPinnedSpace, CudaSpace, CudaUVMSpace, create_mirror_view,
+    create_mirror_view_in,
 };
 
 mod support;
@@ -80,6 +81,66 @@ fn an_event_waited_for_on_another_instance_orders_its_launches() {
     assert!(idle.is_complete());
     a.fence().expect("fence a");
     b.fence().expect("fence b");
+}
+
+/// The table's waits show in a trace as fences of the instance waited for
+/// ([`CONFLICT_FENCE`], on that instance's row), and an event spares them: with launches that
+/// return once queued, a launch on `b` after writes queued on `a` fences `a` once; after
+/// `b.wait_event` on an event recorded on `a` behind the same writes, it does not fence `a`
+/// and still reads what they wrote. Launches that wait (the default) leave nothing to fence.
+#[test]
+fn an_event_spares_the_fence_a_conflict_costs_and_the_trace_shows_it() {
+    let n = 1 << 20;
+    let Some((a, b, [x, y, z])) = two_instances_with_xyz(n) else {
+        return;
+    };
+    if let Err(e) = hoplite_core::profiling::start_trace() {
+        println!("skipped: the built-in trace cannot start ({e})");
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("hoplite-conflict-fences-{}.json", std::process::id()));
+    let on_a = format!(
+        r#""name":"{CONFLICT_FENCE}","cat":"fence","pid":1,"tid":{},"#,
+        a.profiling_device_id().raw()
+    );
+    let fences_of_a = || {
+        hoplite_core::profiling::write_trace(&path).expect("the trace is written");
+        let trace = std::fs::read_to_string(&path).expect("the trace is read");
+        trace.matches(on_a.as_str()).count()
+    };
+    let queued = std::env::var("HOPLITE_CUDA_LAUNCHES").is_ok_and(|v| v == "async");
+    let z_plus_y = || {
+        parallel_for(
+            "z += y",
+            (RangePolicy::new(b.clone(), 0..n), (z.write(), y.read())),
+            axpy::with(1.0),
+        )
+        .expect("launch on b")
+    };
+    let before = fences_of_a();
+    add_twice_ten_times(&a, &y, &x);
+    z_plus_y();
+    let after_conflict = fences_of_a();
+    assert_eq!(
+        after_conflict - before,
+        usize::from(queued),
+        "fences of a for b's conflicting launch (launches {})",
+        if queued { "queued" } else { "waiting" }
+    );
+    add_twice_ten_times(&a, &y, &x);
+    let written = a.record_event().expect("an event");
+    b.wait_event(&written).expect("b waits");
+    z_plus_y();
+    assert_eq!(
+        fences_of_a(),
+        after_conflict,
+        "b's launch after the event fenced a"
+    );
+    // y is 20, then 40; z sums both.
+    assert_eq!(z.to_vec().expect("z"), vec![60.0; n]);
+    a.fence().expect("fence a");
+    b.fence().expect("fence b");
+    std::fs::remove_file(&path).ok();
 }
 
 /// Stream work of every kind on one instance after conflicting work queued on another, in
