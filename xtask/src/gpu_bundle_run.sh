@@ -2,8 +2,8 @@
 # Runs hoplite's GPU bundle (built by `cargo xtask gpu-bundle`) and writes report.md here:
 # the GPU and driver, the commit, each test's result, each benchmark's median and the tour's
 # CUDA section. Whole run: under 8 minutes (the tests 200 s in all, HOPLITE_BUNDLE_TEST_SECONDS
-# per test binary, default 90; GrCUDA's benchmarks at GPU sizes 90 + 70 + 50 s; the CUDA
-# benchmark 45 s; the tour 30 s). What decides the open questions runs first: the tests in both launch
+# per test binary, default 90; GrCUDA's benchmarks at GPU sizes 85 + 65 + 50 s; the CUDA
+# benchmark 55 s; the tour 30 s). What decides the open questions runs first: the tests in both launch
 # modes, then GrCUDA's rows with asynchronous launches.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -124,13 +124,13 @@ medians() {
 # the host). First with launches that return once queued: the DAG (async and sync), eager
 # launches and the hand-written streams, the rows GrCUDA's goal (DAG async against DAG sync,
 # and within 1.05x of the hand-written streams) is read from; marked `async:`.
-HOPLITE_CUDA_LAUNCHES=async timeout 90 benches/grcuda --bench '/cuda-(hoplite|sync|eager|streams)' \
+HOPLITE_CUDA_LAUNCHES=async timeout 85 benches/grcuda --bench '/cuda-(hoplite|sync|eager|streams)' \
     --warm-up-time 0.5 --measurement-time 1 --noplot > logs/grcuda-async.log 2>&1
 medians logs/grcuda-async.log | sed 's/^| /| async: /' >> "$REPORT"
 # The same with every launch asking for a quarter of the device (`with_desired_occupancy(25)`),
 # as GrCUDA's runs launch small fixed grids that leave room for other streams' kernels;
 # marked `async 25%:`.
-HOPLITE_CUDA_LAUNCHES=async HOPLITE_GRCUDA_OCCUPANCY=25 timeout 70 benches/grcuda \
+HOPLITE_CUDA_LAUNCHES=async HOPLITE_GRCUDA_OCCUPANCY=25 timeout 65 benches/grcuda \
     --bench '/cuda-(hoplite|sync|streams)' \
     --warm-up-time 0.5 --measurement-time 1 --noplot > logs/grcuda-async-25.log 2>&1
 medians logs/grcuda-async-25.log | sed 's/^| /| async 25%: /' >> "$REPORT"
@@ -139,7 +139,7 @@ medians logs/grcuda-async-25.log | sed 's/^| /| async 25%: /' >> "$REPORT"
 timeout 50 benches/grcuda --bench '/cuda-(hoplite|replay)' \
     --warm-up-time 0.5 --measurement-time 1 --noplot > logs/grcuda.log 2>&1
 medians logs/grcuda.log >> "$REPORT"
-timeout 45 benches/cuda --bench --warm-up-time 0.5 --measurement-time 1 --noplot > logs/bench.log 2>&1
+timeout 55 benches/cuda --bench --warm-up-time 0.5 --measurement-time 1 --noplot > logs/bench.log 2>&1
 medians logs/bench.log >> "$REPORT"
 
 timeout 30 examples/tour > logs/tour.log 2>&1

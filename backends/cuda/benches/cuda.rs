@@ -20,6 +20,13 @@
 //!   same image; and the four-stream context on column-major planes
 //!   (`cuda-dag-async-layout-left`), whose MDRanges walk the first index on x.
 //!
+//! * `cuda-occupancy`: eight independent triads of 2^18 `f64` (a few microseconds each) as
+//!   DAG vertices on four CUDA streams, each launch covering its whole range
+//!   (`cuda-dag-async`) or asking for a quarter of the device (`cuda-dag-async-occupancy-25`,
+//!   `with_desired_occupancy(25)`), beside the synchronous context on one stream
+//!   (`cuda-dag-sync`): whether kernels of different streams overlap once each leaves room for
+//!   the others, as GrCUDA's small fixed grids do.
+//!
 //! Without a CUDA driver or device every group prints that it is skipped and why, and the
 //! run exits 0.
 
@@ -611,5 +618,77 @@ fn dag_pipeline(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, chain, stream_triad, stream_dot, dag_pipeline);
+/// Eight triads `a = b + 3c` on their own views (`b` all 1, `c` all 2), as DAG vertices, at a
+/// desired occupancy of `occupancy` percent if any; then a wait for all.
+fn independent_triads(
+    ctx: &Context<CudaDevice>,
+    sets: &[[View<f64, 1, LayoutRight, CudaSpace>; 3]],
+    occupancy: Option<u8>,
+) -> Result<(), DagError> {
+    for [a, b, c] in sets {
+        let mut policy = RangePolicy::new(Cuda::default(), 0..a.extent(0));
+        if let Some(percent) = occupancy {
+            policy = policy.with_desired_occupancy(percent);
+        }
+        ctx.launch(
+            "triad",
+            (policy, (a.write(), b.read(), c.read())),
+            triad::with(3.0),
+        )?;
+    }
+    ctx.synchronize()
+}
+
+fn occupancy(c: &mut Criterion) {
+    let Some(_) = device("cuda-occupancy") else { return };
+    let mut group = c.benchmark_group("cuda-occupancy");
+    let n = 1 << 18;
+    let sets: Vec<[View<f64, 1, LayoutRight, CudaSpace>; 3]> = (0..8)
+        .map(|_| {
+            [
+                filled_right("a", n, 0.0),
+                filled_right("b", n, 1.0),
+                filled_right("c", n, 2.0),
+            ]
+        })
+        .collect();
+    let async_ctx = Context::new(
+        vec![CudaDevice::new(0, 4).expect("streams")],
+        ContextOptions::default(),
+    )
+    .expect("context");
+    let sync_ctx = Context::new(
+        vec![CudaDevice::new(0, 1).expect("a stream")],
+        ContextOptions::default().execution(Execution::Sync),
+    )
+    .expect("context");
+    // Every way computes every element: 1 + 3 * 2.
+    for (ctx, occupancy) in [(&async_ctx, Some(25)), (&sync_ctx, None)] {
+        for [a, ..] in &sets {
+            copy_to_device(a, &vec![0.0; n]).expect("upload");
+        }
+        independent_triads(ctx, &sets, occupancy).expect("runs");
+        for [a, ..] in &sets {
+            let mut out = vec![0.0; n];
+            hoplite_cuda::copy_to_host(&mut out, a).expect("download");
+            assert!(
+                out.iter().all(|&v| v == 7.0),
+                "a triad at {occupancy:?}% missed elements"
+            );
+        }
+    }
+    group.throughput(Throughput::Elements((8 * n) as u64));
+    group.bench_with_input(BenchmarkId::new("cuda-dag-sync", n), &n, |b, _| {
+        b.iter(|| independent_triads(&sync_ctx, &sets, None).expect("runs"))
+    });
+    group.bench_with_input(BenchmarkId::new("cuda-dag-async", n), &n, |b, _| {
+        b.iter(|| independent_triads(&async_ctx, &sets, None).expect("runs"))
+    });
+    group.bench_with_input(BenchmarkId::new("cuda-dag-async-occupancy-25", n), &n, |b, _| {
+        b.iter(|| independent_triads(&async_ctx, &sets, Some(25)).expect("runs"))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, chain, stream_triad, stream_dot, dag_pipeline, occupancy);
 criterion_main!(benches);
