@@ -12,12 +12,10 @@ use hoplite_graph::{DevicePolicy, NodeKernel};
 use super::Geometry;
 use crate::dispatch::device_args;
 use crate::driver;
-use crate::geometry::{
-    DeviceLimits, KernelResources, LaunchGeometry, mdrange_geometry_in, occupancy_geometry, range_geometry,
-};
+use crate::geometry::{DeviceLimits, KernelResources, LaunchGeometry, mdrange_geometry_in, range_geometry};
 use crate::launch::{
     CheckedMdRange, DeviceArg, Loaded, TeamLaunch, check_args, check_devices, checked_mdrange_info,
-    checked_range_info, load_info, team_writer_ends,
+    checked_range_info, load_info, occupied, team_writer_ends,
 };
 use crate::params::{IterationArgs, ParamBuffer, pack_for_args_info};
 use crate::{Cuda, CudaError};
@@ -74,11 +72,9 @@ impl KernelNode {
         limits: &DeviceLimits,
         resources: &KernelResources,
     ) -> Result<Option<LaunchGeometry>, CudaError> {
-        let geometry = (self.geometry)(limits, resources)?;
-        Ok(match self.occupancy {
-            Some(percent) => geometry.map(|g| occupancy_geometry(limits, resources, g, percent)),
-            None => geometry,
-        })
+        occupied(self.occupancy, |limits, resources| {
+            (self.geometry)(limits, resources)
+        })(limits, resources)
     }
 
     /// The kernel loaded on `device` (compiled at first use, then from the module cache).
