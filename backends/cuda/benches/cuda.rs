@@ -567,14 +567,8 @@ fn image_pipeline<L: ArrayLayout + 'static>(
     ctx.synchronize()
 }
 
-fn dag_pipeline(c: &mut Criterion) {
-    let Some(_) = device("cuda-pipeline") else { return };
-    let mut group = c.benchmark_group("cuda-pipeline");
-    let n = 4096;
-    let pixels: Vec<f32> = (0..n * n).map(|k| ((k * 7919) % 255) as f32 / 255.0).collect();
-    // Row-major planes, and column-major ones, whose MDRanges walk the first index on x.
-    let p = Planes::<LayoutRight>::new(n, &pixels);
-    let left = Planes::<LayoutLeft>::new(n, &pixels);
+/// A context over four streams of device 0, and a synchronous one over one stream.
+fn four_streams_and_one_synchronous() -> (Context<CudaDevice>, Context<CudaDevice>) {
     let async_ctx = Context::new(
         vec![CudaDevice::new(0, 4).expect("streams")],
         ContextOptions::default(),
@@ -585,6 +579,18 @@ fn dag_pipeline(c: &mut Criterion) {
         ContextOptions::default().execution(Execution::Sync),
     )
     .expect("context");
+    (async_ctx, sync_ctx)
+}
+
+fn dag_pipeline(c: &mut Criterion) {
+    let Some(_) = device("cuda-pipeline") else { return };
+    let mut group = c.benchmark_group("cuda-pipeline");
+    let n = 4096;
+    let pixels: Vec<f32> = (0..n * n).map(|k| ((k * 7919) % 255) as f32 / 255.0).collect();
+    // Row-major planes, and column-major ones, whose MDRanges walk the first index on x.
+    let p = Planes::<LayoutRight>::new(n, &pixels);
+    let left = Planes::<LayoutLeft>::new(n, &pixels);
+    let (async_ctx, sync_ctx) = four_streams_and_one_synchronous();
     // Async and sync give the same image, bit for bit. Copies keep the views' memory order,
     // so the column-major planes hold the transposed image, whose results are the transposed
     // results: the same values up to the order the blurs add their pixels in.
@@ -652,16 +658,7 @@ fn occupancy(c: &mut Criterion) {
             ]
         })
         .collect();
-    let async_ctx = Context::new(
-        vec![CudaDevice::new(0, 4).expect("streams")],
-        ContextOptions::default(),
-    )
-    .expect("context");
-    let sync_ctx = Context::new(
-        vec![CudaDevice::new(0, 1).expect("a stream")],
-        ContextOptions::default().execution(Execution::Sync),
-    )
-    .expect("context");
+    let (async_ctx, sync_ctx) = four_streams_and_one_synchronous();
     // Every way computes every element: 1 + 3 * 2.
     for (ctx, occupancy) in [(&async_ctx, Some(25)), (&sync_ctx, None)] {
         for [a, ..] in &sets {
