@@ -28,12 +28,7 @@ fn launches_on_two_instances_order_their_conflicts_and_keep_dropped_views_alive(
     };
     add_twice_ten_times(&a, &y, &x);
     // Reads what `a`'s queued launches write: waits for them first.
-    parallel_for(
-        "z += y",
-        (RangePolicy::new(b.clone(), 0..n), (z.write(), y.read())),
-        axpy::with(1.0),
-    )
-    .expect("launch on b");
+    add(&b, "z += y", &z, &y);
     {
         let dropped = filled("dropped", n, 3.0);
         parallel_for(
@@ -63,12 +58,7 @@ fn an_event_waited_for_on_another_instance_orders_its_launches() {
         add_twice_ten_times(&a, &y, &x);
         let written = a.record_event().expect("an event");
         b.wait_event(&written).expect("b waits");
-        parallel_for(
-            "z += y",
-            (RangePolicy::new(b.clone(), 0..n), (z.write(), y.read())),
-            axpy::with(1.0),
-        )
-        .expect("launch on b");
+        add(&b, "z += y", &z, &y);
         let read = b.record_event().expect("an event");
         read.synchronize().expect("the host waits");
         assert!(read.is_complete() && written.is_complete());
@@ -109,17 +99,9 @@ fn an_event_spares_the_fence_a_conflict_costs_and_the_trace_shows_it() {
         trace.matches(on_a.as_str()).count()
     };
     let queued = std::env::var("HOPLITE_CUDA_LAUNCHES").is_ok_and(|v| v == "async");
-    let z_plus_y = || {
-        parallel_for(
-            "z += y",
-            (RangePolicy::new(b.clone(), 0..n), (z.write(), y.read())),
-            axpy::with(1.0),
-        )
-        .expect("launch on b")
-    };
     let before = fences_of_a();
     add_twice_ten_times(&a, &y, &x);
-    z_plus_y();
+    add(&b, "z += y", &z, &y);
     let after_conflict = fences_of_a();
     assert_eq!(
         after_conflict - before,
@@ -130,7 +112,7 @@ fn an_event_spares_the_fence_a_conflict_costs_and_the_trace_shows_it() {
     add_twice_ten_times(&a, &y, &x);
     let written = a.record_event().expect("an event");
     b.wait_event(&written).expect("b waits");
-    z_plus_y();
+    add(&b, "z += y", &z, &y);
     assert_eq!(
         fences_of_a(),
         after_conflict,
@@ -154,14 +136,6 @@ fn stream_work_of_every_kind_waits_for_conflicting_work_of_another_instance() {
     let n = 1 << 20;
     let Some((a, b, [x, y, z])) = two_instances_with_xyz(n) else {
         return;
-    };
-    let add = |on: &Cuda, label: &str, to: &DeviceVector, from: &DeviceVector| {
-        parallel_for(
-            label,
-            (RangePolicy::new(on.clone(), 0..n), (to.write(), from.read())),
-            axpy::with(1.0),
-        )
-        .expect("a launch")
     };
     // y = 20 on `a`, read there into z; `b`'s fill of y waits for the read, and `a`'s next
     // read of y for the fill.
@@ -228,12 +202,7 @@ fn a_launch_waits_for_the_queued_work_of_an_instance_being_dropped() {
         };
         add_twice_ten_times(&a, &y, &x);
         let dropper = std::thread::spawn(move || drop(a));
-        parallel_for(
-            "z += y",
-            (RangePolicy::new(b.clone(), 0..n), (z.write(), y.read())),
-            axpy::with(1.0),
-        )
-        .expect("launch on b");
+        add(&b, "z += y", &z, &y);
         dropper.join().expect("the drop returns");
         assert_eq!(z.to_vec().expect("z"), vec![20.0; n], "round {round}");
     }
@@ -263,6 +232,19 @@ fn filled(label: &str, n: usize, value: f64) -> DeviceVector {
     let v = DeviceVector::new(label, [n]).expect("device memory");
     v.copy_from_slice(&vec![value; n]).expect("upload");
     v
+}
+
+/// Launches `to += from` on `on`, named `label`.
+fn add(on: &Cuda, label: &str, to: &DeviceVector, from: &DeviceVector) {
+    parallel_for(
+        label,
+        (
+            RangePolicy::new(on.clone(), 0..to.extent(0)),
+            (to.write(), from.read()),
+        ),
+        axpy::with(1.0),
+    )
+    .expect("a launch");
 }
 
 /// Queues `y += 2x` ten times on `a` (launches that write `y` for another instance to wait for).

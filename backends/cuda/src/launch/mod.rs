@@ -507,11 +507,11 @@ impl Cuda {
         T: DeviceReduceValue + ScanValue,
     {
         let (begin, end) = checked_range_info(k, range)?;
-        let mut params = pack_scan_args_info::<T>(k, &IterationArgs::Range { begin, end }, args)?;
+        let range = IterationArgs::Range { begin, end };
+        let mut params = pack_scan_args_info::<T>(k, &range, args)?;
         let final_param = params.offsets().len() - 1;
         let values_param = final_param - 1;
-        check_args(k.name, &IterationArgs::Range { begin, end }, &[end], args)?;
-        let range = IterationArgs::Range { begin, end };
+        check_args(k.name, &range, &[end], args)?;
         let geometry = occupied(occupancy, move |limits, _| {
             Ok(range_geometry(limits, end - begin))
         });
