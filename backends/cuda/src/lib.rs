@@ -67,6 +67,7 @@ pub mod select;
 mod space;
 mod token;
 
+pub use driver::{DEVICES_ENV as EMULATED_DEVICES_ENV, DRIVER_ENV, EMULATED_BUILD_DIR_ENV};
 pub use error::CudaError;
 pub use launch::DeviceScalar;
 pub use memory::{
@@ -87,6 +88,18 @@ pub use token::{CudaUniqueToken, device_token_size, lock_words};
 /// ```
 pub fn driver_present() -> bool {
     !matches!(driver::driver(), Err(CudaError::NoDriver { .. }))
+}
+
+/// Whether the driver is the emulated one (`HOPLITE_CUDA_DRIVER=emulated`), which runs the
+/// backend on the CPU: tests that measure or need a real GPU skip themselves on it.
+///
+/// ```
+/// if hoplite_cuda::driver_is_emulated() {
+///     println!("kernels run on the CPU under the emulated CUDA driver");
+/// }
+/// ```
+pub fn driver_is_emulated() -> bool {
+    driver::driver().is_ok_and(|d| d.is_emulated())
 }
 
 /// How many CUDA devices the driver reports (`cuDeviceGetCount`); [`Cuda::on_device`] takes

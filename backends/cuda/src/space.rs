@@ -532,13 +532,7 @@ impl ExecutionSpace for Cuda {
             Err(e) => return writeln!(out, "  unavailable: {e}"),
         };
         if let Ok(d) = driver::driver() {
-            writeln!(
-                out,
-                "  driver: CUDA {}.{}, {} device(s)",
-                d.version / 1000,
-                (d.version % 1000) / 10,
-                d.device_count
-            )?;
+            writeln!(out, "  driver: {}", d.describe())?;
         }
         let dev = &stream.device;
         let l = &dev.limits;

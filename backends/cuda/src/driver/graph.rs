@@ -4,52 +4,42 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys;
-
-use super::{Device, Function, Stream, check};
+use super::api::{CopyDirection, HostFunction, RawGraph, RawGraphExec, RawGraphNode};
+use super::{Device, Function, Stream};
 use crate::CudaError;
 use crate::geometry::LaunchGeometry;
 
 /// A node of a [`Graph`], named as a dependency of later nodes.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct GraphNode(sys::CUgraphNode);
+pub(crate) struct GraphNode(RawGraphNode);
 
-/// Which way a memcpy node copies between device and page-locked host memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CopyDirection {
-    ToHost,
-    ToDevice,
+fn handles(deps: &[GraphNode]) -> Vec<RawGraphNode> {
+    deps.iter().map(|d| d.0).collect()
 }
 
 /// A CUDA graph of one device, being built; destroyed when dropped.
 #[derive(Debug)]
 pub(crate) struct Graph {
-    raw: sys::CUgraph,
+    raw: RawGraph,
     device: Arc<Device>,
 }
 
 impl Graph {
     /// An empty graph whose nodes run on `device` (`cuGraphCreate`).
     pub(crate) fn new(device: Arc<Device>) -> Result<Graph, CudaError> {
-        device.bind()?;
-        let mut raw: sys::CUgraph = std::ptr::null_mut();
-        // SAFETY: the device's context is current; live out pointer; flags must be 0.
-        check("cuGraphCreate", unsafe { sys::cuGraphCreate(&mut raw, 0) })?;
+        let raw = device.api().graph_create(device.context())?;
         Ok(Graph { raw, device })
     }
 
     /// Adds an empty node after `deps` (a root, a join, an empty launch).
     pub(crate) fn add_empty(&mut self, deps: &[GraphNode]) -> Result<GraphNode, CudaError> {
-        self.device.bind()?;
-        let mut node: sys::CUgraphNode = std::ptr::null_mut();
-        // SAFETY: the context is current; `deps` are nodes of this graph (a `GraphNode` is
-        // only made by this graph's adds, and a graph's nodes are named only in it), passed
-        // as the driver's handles (`GraphNode` is transparent); live out pointer.
-        check("cuGraphAddEmptyNode", unsafe {
-            sys::cuGraphAddEmptyNode(&mut node, self.raw, deps.as_ptr().cast(), deps.len())
-        })?;
-        Ok(GraphNode(node))
+        // `deps` are nodes of this graph: a `GraphNode` is only made by this graph's adds, and
+        // a graph's nodes are named only in it.
+        let d = &self.device;
+        d.api()
+            .graph_add_empty(d.context(), self.raw, &handles(deps))
+            .map(GraphNode)
     }
 
     /// Adds a kernel node after `deps` launching `function` with geometry `g` and the
@@ -67,30 +57,15 @@ impl Graph {
         g: &LaunchGeometry,
         pointers: &mut [*mut c_void],
     ) -> Result<GraphNode, CudaError> {
-        self.device.bind()?;
-        let params = sys::CUDA_KERNEL_NODE_PARAMS {
-            func: function.raw(),
-            gridDimX: g.grid[0],
-            gridDimY: g.grid[1],
-            gridDimZ: g.grid[2],
-            blockDimX: g.block[0],
-            blockDimY: g.block[1],
-            blockDimZ: g.block[2],
-            sharedMemBytes: g.shared_bytes,
-            kernelParams: pointers.as_mut_ptr(),
-            extra: std::ptr::null_mut(),
-            // `func` names the function: no CUkernel, and the context that is current.
-            kern: std::ptr::null_mut(),
-            ctx: std::ptr::null_mut(),
-        };
-        let mut node: sys::CUgraphNode = std::ptr::null_mut();
-        // SAFETY: the context is current; `deps` are nodes of this graph (see `add_empty`);
-        // the function, parameters, memory and geometry by the caller's contract; `pointers`
-        // outlives the call, in which the driver copies the values; live out pointer.
-        check("cuGraphAddKernelNode_v2", unsafe {
-            sys::cuGraphAddKernelNode_v2(&mut node, self.raw, deps.as_ptr().cast(), deps.len(), &params)
-        })?;
-        Ok(GraphNode(node))
+        let d = &self.device;
+        // SAFETY: `deps` are nodes of this graph (see `add_empty`); the function, parameters,
+        // memory and geometry by the caller's contract; `pointers` outlives the call, in which
+        // the driver copies the values.
+        unsafe {
+            d.api()
+                .graph_add_kernel(d.context(), self.raw, &handles(deps), function.raw(), g, pointers)
+        }
+        .map(GraphNode)
     }
 
     /// Adds a host node after `deps` that calls `function(data)` on a driver thread.
@@ -102,21 +77,17 @@ impl Graph {
     pub(crate) unsafe fn add_host(
         &mut self,
         deps: &[GraphNode],
-        function: unsafe extern "C" fn(*mut c_void),
+        function: HostFunction,
         data: *mut c_void,
     ) -> Result<GraphNode, CudaError> {
-        self.device.bind()?;
-        let params = sys::CUDA_HOST_NODE_PARAMS {
-            fn_: Some(function),
-            userData: data,
-        };
-        let mut node: sys::CUgraphNode = std::ptr::null_mut();
-        // SAFETY: the context is current; `deps` are nodes of this graph (see `add_empty`);
-        // the function and its data by the caller's contract; live out pointer.
-        check("cuGraphAddHostNode", unsafe {
-            sys::cuGraphAddHostNode(&mut node, self.raw, deps.as_ptr().cast(), deps.len(), &params)
-        })?;
-        Ok(GraphNode(node))
+        let d = &self.device;
+        // SAFETY: `deps` are nodes of this graph (see `add_empty`); the function and its data
+        // by the caller's contract.
+        unsafe {
+            d.api()
+                .graph_add_host(d.context(), self.raw, &handles(deps), function, data)
+        }
+        .map(GraphNode)
     }
 
     /// Adds a memcpy node after `deps` copying `bytes` bytes between the device address
@@ -136,33 +107,29 @@ impl Graph {
         bytes: usize,
         direction: CopyDirection,
     ) -> Result<GraphNode, CudaError> {
-        self.device.bind()?;
-        let copy = memcpy_1d(device, host.cast(), bytes, direction);
-        let mut node: sys::CUgraphNode = std::ptr::null_mut();
-        // SAFETY: the context is current and passed as the copy's context; `deps` are nodes of
-        // this graph (see `add_empty`); both buffers by the caller's contract; live out pointer.
-        check("cuGraphAddMemcpyNode", unsafe {
-            sys::cuGraphAddMemcpyNode(
-                &mut node,
+        let d = &self.device;
+        // SAFETY: `deps` are nodes of this graph (see `add_empty`); both buffers by the
+        // caller's contract.
+        unsafe {
+            d.api().graph_add_copy(
+                d.context(),
                 self.raw,
-                deps.as_ptr().cast(),
-                deps.len(),
-                &copy,
-                self.device.context(),
+                &handles(deps),
+                device,
+                host,
+                bytes,
+                direction,
             )
-        })?;
-        Ok(GraphNode(node))
+        }
+        .map(GraphNode)
     }
 
     /// Instantiates the graph as built (`cuGraphInstantiateWithFlags`, flags 0).
     pub(crate) fn instantiate(&self) -> Result<GraphExec, CudaError> {
-        self.device.bind()?;
-        let mut raw: sys::CUgraphExec = std::ptr::null_mut();
-        // SAFETY: `raw` (the graph) is complete and of the current context; live out pointer;
-        // flags 0 launch it as built.
-        check("cuGraphInstantiateWithFlags", unsafe {
-            sys::cuGraphInstantiateWithFlags(&mut raw, self.raw, 0)
-        })?;
+        let raw = self
+            .device
+            .api()
+            .graph_instantiate(self.device.context(), self.raw)?;
         Ok(GraphExec {
             raw,
             device: self.device.clone(),
@@ -172,18 +139,16 @@ impl Graph {
 
 impl Drop for Graph {
     fn drop(&mut self) {
-        if self.device.bind().is_ok() {
-            // SAFETY: `raw` was created by `new` and is destroyed once; an executable made
-            // from it does not depend on it.
-            let _ = unsafe { sys::cuGraphDestroy(self.raw) };
-        }
+        // SAFETY: `raw` was created by `new` and is destroyed once; an executable made from it
+        // does not depend on it.
+        unsafe { self.device.api().graph_destroy(self.device.context(), self.raw) };
     }
 }
 
 /// An instantiated graph, launched on a stream; destroyed when dropped.
 #[derive(Debug)]
 pub(crate) struct GraphExec {
-    raw: sys::CUgraphExec,
+    raw: RawGraphExec,
     device: Arc<Device>,
 }
 
@@ -196,64 +161,24 @@ impl GraphExec {
     /// kernels' memory, the host nodes' data, the copies' buffers) stays alive until the run
     /// completed, and the executable is not dropped before then.
     pub(crate) unsafe fn launch(&self, stream: &Stream) -> Result<(), CudaError> {
-        self.device.bind()?;
         // SAFETY: `raw` is a live executable of this device; the stream is live; what the
         // nodes use by the caller's contract.
-        check("cuGraphLaunch", unsafe {
-            sys::cuGraphLaunch(self.raw, stream.raw())
-        })
+        unsafe {
+            self.device
+                .api()
+                .graph_launch(self.device.context(), self.raw, stream.raw())
+        }
     }
 }
 
 impl Drop for GraphExec {
     fn drop(&mut self) {
-        if self.device.bind().is_ok() {
-            // SAFETY: `raw` was created by `Graph::instantiate` and is destroyed once; its
-            // owner waits for every launch before dropping it.
-            let _ = unsafe { sys::cuGraphExecDestroy(self.raw) };
-        }
-    }
-}
-
-/// A one-dimensional copy of `bytes` bytes between the device buffer `device` and the host
-/// buffer `host`, as a memcpy node takes it.
-fn memcpy_1d(device: u64, host: *mut c_void, bytes: usize, direction: CopyDirection) -> sys::CUDA_MEMCPY3D {
-    use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
-    let to_host = direction == CopyDirection::ToHost;
-    let (src_type, dst_type) = if to_host {
-        (CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST)
-    } else {
-        (CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_DEVICE)
-    };
-    sys::CUDA_MEMCPY3D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcZ: 0,
-        srcLOD: 0,
-        srcMemoryType: src_type,
-        srcHost: if to_host {
-            std::ptr::null()
-        } else {
-            host.cast_const()
-        },
-        srcDevice: if to_host { device } else { 0 },
-        srcArray: std::ptr::null_mut(),
-        reserved0: std::ptr::null_mut(),
-        srcPitch: bytes,
-        srcHeight: 1,
-        dstXInBytes: 0,
-        dstY: 0,
-        dstZ: 0,
-        dstLOD: 0,
-        dstMemoryType: dst_type,
-        dstHost: if to_host { host } else { std::ptr::null_mut() },
-        dstDevice: if to_host { 0 } else { device },
-        dstArray: std::ptr::null_mut(),
-        reserved1: std::ptr::null_mut(),
-        dstPitch: bytes,
-        dstHeight: 1,
-        WidthInBytes: bytes,
-        Height: 1,
-        Depth: 1,
+        // SAFETY: `raw` was created by `Graph::instantiate` and is destroyed once; its owner
+        // waits for every launch before dropping it.
+        unsafe {
+            self.device
+                .api()
+                .graph_exec_destroy(self.device.context(), self.raw)
+        };
     }
 }

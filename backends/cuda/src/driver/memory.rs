@@ -1,64 +1,31 @@
 //! Memory: allocations of device, managed and page-locked host memory for the memory spaces,
 //! and the synchronous copies between host and device.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys;
-
-use super::{Device, Stream, check};
+use super::api::MemoryKind;
+use super::{Device, Stream};
 use crate::CudaError;
-
-/// Which kind of memory an allocation is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum MemoryKind {
-    Device,
-    Managed,
-    HostPinned,
-}
 
 /// Allocates `bytes` (non-zero) of `kind` on device `ordinal`'s primary context; page-locked
 /// host memory is allocated portable, so every device's context sees it page-locked.
 pub(crate) fn allocate(kind: MemoryKind, ordinal: usize, bytes: usize) -> Result<*mut u8, CudaError> {
     let device = Device::get(ordinal)?;
-    device.bind()?;
-    match kind {
-        MemoryKind::Device => {
-            let mut p: sys::CUdeviceptr = 0;
-            // SAFETY: bound context; live out pointer.
-            check("cuMemAlloc_v2", unsafe { sys::cuMemAlloc_v2(&mut p, bytes) })?;
-            Ok(p as usize as *mut u8)
-        }
-        MemoryKind::Managed => {
-            let mut p: sys::CUdeviceptr = 0;
-            // SAFETY: bound context; live out pointer; CU_MEM_ATTACH_GLOBAL (1) makes the
-            // memory accessible from every stream and the host.
-            check("cuMemAllocManaged", unsafe {
-                sys::cuMemAllocManaged(&mut p, bytes, 1)
-            })?;
-            Ok(p as usize as *mut u8)
-        }
-        MemoryKind::HostPinned => {
-            let mut p: *mut c_void = std::ptr::null_mut();
-            // SAFETY: bound context; live out pointer; CU_MEMHOSTALLOC_PORTABLE makes the
-            // memory page-locked for every context, not only the allocating one.
-            check("cuMemHostAlloc", unsafe {
-                sys::cuMemHostAlloc(&mut p, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)
-            })?;
-            Ok(p.cast())
-        }
-    }
+    let address = device.api().mem_alloc(device.context(), kind, bytes, true)?;
+    Ok(address as usize as *mut u8)
 }
 
 /// Sets `bytes` bytes at `ptr` (from [`allocate`] with `Device` or `Managed`) to zero.
 /// The memset runs in device `ordinal`'s context, the allocation's.
 pub(crate) fn zero(ordinal: usize, ptr: *mut u8, bytes: usize) -> Result<(), CudaError> {
-    Device::get(ordinal)?.bind()?;
+    let device = Device::get(ordinal)?;
     // SAFETY: `ptr` is a device address from `allocate` valid for `bytes` bytes (the caller's
     // promise, kept by the memory spaces, which pass their own fresh allocations).
-    check("cuMemsetD8_v2", unsafe {
-        sys::cuMemsetD8_v2(ptr as usize as u64, 0, bytes)
-    })
+    unsafe {
+        device
+            .api()
+            .memset_d8(device.context(), ptr as usize as u64, 0, bytes)
+    }
 }
 
 /// Frees memory from [`allocate`].
@@ -68,16 +35,9 @@ pub(crate) fn zero(ordinal: usize, ptr: *mut u8, bytes: usize) -> Result<(), Cud
 /// `ptr` came from `allocate(kind, ordinal, _)` and is not used afterwards.
 pub(crate) unsafe fn free(kind: MemoryKind, ordinal: usize, ptr: *mut u8) {
     let Ok(device) = Device::get(ordinal) else { return };
-    if device.bind().is_err() {
-        return;
-    }
-    // SAFETY: by the caller's promise `ptr` is a live allocation of this kind.
-    let _ = unsafe {
-        match kind {
-            MemoryKind::Device | MemoryKind::Managed => sys::cuMemFree_v2(ptr as usize as u64),
-            MemoryKind::HostPinned => sys::cuMemFreeHost(ptr.cast()),
-        }
-    };
+    // SAFETY: by the caller's promise `ptr` is a live allocation of this kind, not used
+    // afterwards.
+    let _ = unsafe { device.api().mem_free(device.context(), kind, ptr as usize as u64) };
 }
 
 /// Copies `bytes` bytes of host memory at `src` to the device address `dst`.
@@ -93,12 +53,14 @@ pub(crate) unsafe fn copy_to_device(
     src: *const u8,
     bytes: usize,
 ) -> Result<(), CudaError> {
-    Device::get(ordinal)?.bind()?;
+    let device = Device::get(ordinal)?;
     // SAFETY: `src` and `dst` by the caller's promise. The copy is synchronous, so `src`
     // outlives it.
-    check("cuMemcpyHtoD_v2", unsafe {
-        sys::cuMemcpyHtoD_v2(dst as usize as u64, src.cast(), bytes)
-    })
+    unsafe {
+        device
+            .api()
+            .memcpy_htod(device.context(), dst as usize as u64, src, bytes, None)
+    }
 }
 
 /// Copies `bytes` bytes from the device address `src` into host memory at `dst`.
@@ -114,11 +76,13 @@ pub(crate) unsafe fn copy_to_host(
     src: *const u8,
     bytes: usize,
 ) -> Result<(), CudaError> {
-    Device::get(ordinal)?.bind()?;
+    let device = Device::get(ordinal)?;
     // SAFETY: `dst` and `src` by the caller's promise. The copy is synchronous.
-    check("cuMemcpyDtoH_v2", unsafe {
-        sys::cuMemcpyDtoH_v2(dst.cast(), src as usize as u64, bytes)
-    })
+    unsafe {
+        device
+            .api()
+            .memcpy_dtoh(device.context(), dst, src as usize as u64, bytes, None)
+    }
 }
 
 /// Device memory of one device, freed when dropped: the owner of every device allocation the
@@ -132,7 +96,7 @@ pub(crate) unsafe fn copy_to_host(
 #[derive(Debug)]
 pub(crate) struct DeviceBuffer {
     device: Arc<Device>,
-    ptr: sys::CUdeviceptr,
+    ptr: u64,
     bytes: usize,
     /// Allocated stream-ordered from the device's default memory pool (`cuMemAllocAsync`).
     pooled: bool,
@@ -141,10 +105,9 @@ pub(crate) struct DeviceBuffer {
 impl DeviceBuffer {
     /// `bytes` bytes (non-zero) of `device`'s memory (`cuMemAlloc`).
     pub(crate) fn new(device: Arc<Device>, bytes: usize) -> Result<DeviceBuffer, CudaError> {
-        device.bind()?;
-        let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: the device's context is current; `ptr` is a live out pointer.
-        check("cuMemAlloc_v2", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+        let ptr = device
+            .api()
+            .mem_alloc(device.context(), MemoryKind::Device, bytes, false)?;
         Ok(DeviceBuffer {
             device,
             ptr,
@@ -161,14 +124,11 @@ impl DeviceBuffer {
         if !device.memory_pools {
             return DeviceBuffer::new(device.clone(), bytes);
         }
-        device.bind()?;
-        let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: the stream's device context is current; `ptr` is a live out pointer; the
-        // device reported memory pool support, so stream-ordered allocation is valid on its
-        // streams.
-        check("cuMemAllocAsync", unsafe {
-            sys::cuMemAllocAsync(&mut ptr, bytes, stream.raw())
-        })?;
+        // The device reported memory pool support, so stream-ordered allocation is valid on
+        // its streams.
+        let ptr = device
+            .api()
+            .mem_alloc_async(device.context(), bytes, stream.raw())?;
         Ok(DeviceBuffer {
             device: device.clone(),
             ptr,
@@ -198,16 +158,17 @@ impl DeviceBuffer {
         if self.device.bind().is_err() {
             return; // no context to free in: the drop finds none either
         }
+        let (api, ctx) = (self.device.api(), self.device.context());
         // SAFETY: `ptr` was allocated as `pooled` says and is freed once (it is cleared below,
         // so the drop frees nothing). A pooled free is ordered after the stream's work;
         // otherwise the stream is drained first; by the caller's promise no other work uses
         // the memory.
         let _ = unsafe {
             if self.pooled {
-                sys::cuMemFreeAsync(self.ptr, stream.raw())
+                api.mem_free_async(ctx, self.ptr, stream.raw())
             } else {
-                sys::cuStreamSynchronize(stream.raw());
-                sys::cuMemFree_v2(self.ptr)
+                let _ = api.stream_synchronize(ctx, stream.raw());
+                api.mem_free(ctx, MemoryKind::Device, self.ptr)
             }
         };
         self.ptr = 0;
@@ -216,11 +177,15 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        if self.ptr != 0 && self.device.bind().is_ok() {
+        if self.ptr != 0 {
             // SAFETY: `ptr` was allocated in this device's context and is freed once (a buffer
-            // freed by `free_after` has a null address); the owner
-            // keeps the buffer until the work using it completed (see the type).
-            let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+            // freed by `free_after` has a null address); the owner keeps the buffer until the
+            // work using it completed (see the type).
+            let _ = unsafe {
+                self.device
+                    .api()
+                    .mem_free(self.device.context(), MemoryKind::Device, self.ptr)
+            };
         }
     }
 }
@@ -244,26 +209,22 @@ impl PinnedBuffer {
     /// `bytes` bytes (non-zero) page-locked for `device`'s context (`cuMemHostAlloc` with
     /// flags 0, as `cuMemAllocHost`).
     pub(crate) fn new(device: Arc<Device>, bytes: usize) -> Result<PinnedBuffer, CudaError> {
-        PinnedBuffer::with_flags(device, bytes, 0)
+        PinnedBuffer::with_flags(device, bytes, false)
     }
 
     /// `bytes` bytes (non-zero) page-locked for every context (`CU_MEMHOSTALLOC_PORTABLE`).
     #[cfg(feature = "dag")]
     pub(crate) fn portable(device: Arc<Device>, bytes: usize) -> Result<PinnedBuffer, CudaError> {
-        PinnedBuffer::with_flags(device, bytes, sys::CU_MEMHOSTALLOC_PORTABLE)
+        PinnedBuffer::with_flags(device, bytes, true)
     }
 
-    fn with_flags(device: Arc<Device>, bytes: usize, flags: u32) -> Result<PinnedBuffer, CudaError> {
-        device.bind()?;
-        let mut ptr: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the device's context is current; `ptr` is a live out pointer; `flags` is 0 or
-        // CU_MEMHOSTALLOC_PORTABLE.
-        check("cuMemHostAlloc", unsafe {
-            sys::cuMemHostAlloc(&mut ptr, bytes, flags)
-        })?;
+    fn with_flags(device: Arc<Device>, bytes: usize, portable: bool) -> Result<PinnedBuffer, CudaError> {
+        let ptr = device
+            .api()
+            .mem_alloc(device.context(), MemoryKind::HostPinned, bytes, portable)?;
         Ok(PinnedBuffer {
             device,
-            ptr: ptr.cast(),
+            ptr: ptr as usize as *mut u8,
             bytes,
         })
     }
@@ -281,10 +242,14 @@ impl PinnedBuffer {
 
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
-        if self.device.bind().is_ok() {
-            // SAFETY: `ptr` came from `cuMemHostAlloc` in this device's context and is freed
-            // once; the owner keeps the buffer until every copy using it completed.
-            let _ = unsafe { sys::cuMemFreeHost(self.ptr.cast()) };
-        }
+        // SAFETY: `ptr` came from `cuMemHostAlloc` in this device's context and is freed once;
+        // the owner keeps the buffer until every copy using it completed.
+        let _ = unsafe {
+            self.device.api().mem_free(
+                self.device.context(),
+                MemoryKind::HostPinned,
+                self.ptr as usize as u64,
+            )
+        };
     }
 }

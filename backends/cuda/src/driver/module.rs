@@ -1,59 +1,45 @@
-//! Modules and kernels: PTX loaded into a device's context, a kernel function found in it,
-//! its attributes, and its launch on a stream.
+//! Modules and kernels: a kernel's CUDA C compiled for a device and loaded into its context,
+//! the kernel function found in it, its attributes, and its launch on a stream.
 
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::c_void;
 
-use cudarc::driver::sys;
-
-use super::{Device, Stream, check};
+use super::api::RawFunction;
+use super::{Device, Stream};
 use crate::CudaError;
 use crate::geometry::{KernelResources, LaunchGeometry};
 
 /// A kernel function of a loaded module. Modules are never unloaded, so the handle stays valid
 /// for the life of the process.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Function(sys::CUfunction);
+pub(crate) struct Function(RawFunction);
 
-// SAFETY: a function handle may be used from any thread (the driver API is thread-safe), and
-// the module it belongs to is never unloaded.
-unsafe impl Send for Function {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for Function {}
-
-/// Loads the PTX `image` into `device`'s context (`cuModuleLoadData`, for the life of the
-/// process) and returns its function `entry`.
-pub(crate) fn load_function(device: &Device, image: &CStr, entry: &CStr) -> Result<Function, CudaError> {
-    device.bind()?;
-    let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: the device's context is current; `image` is NUL-terminated PTX that outlives
-    // the call; `module` is a live out pointer.
-    check("cuModuleLoadData", unsafe {
-        sys::cuModuleLoadData(&mut module, image.as_ptr().cast())
-    })?;
-    let mut function: sys::CUfunction = std::ptr::null_mut();
-    // SAFETY: `module` was just loaded; `entry` is NUL-terminated; live out pointer.
-    check("cuModuleGetFunction", unsafe {
-        sys::cuModuleGetFunction(&mut function, module, entry.as_ptr())
-    })?;
-    Ok(Function(function))
+/// The entry `entry` of the CUDA C `source` (key `hash`, see
+/// [`ModuleCache::ptx_of_source`](crate::nvrtc::ModuleCache::ptx_of_source)) compiled for
+/// `device` and loaded into its context for the life of the process.
+pub(crate) fn load_function(
+    device: &Device,
+    hash: u64,
+    kernel: &'static str,
+    entry: &str,
+    source: &str,
+) -> Result<Function, CudaError> {
+    device
+        .api()
+        .load_function(device.context(), &device.limits, hash, kernel, entry, source)
+        .map(Function)
 }
 
 impl Function {
     /// What the function uses per launch: its registers per thread and static shared memory
-    /// (`cuFuncGetAttribute`).
-    pub(crate) fn resources(&self) -> Result<KernelResources, CudaError> {
-        let attr = |a: sys::CUfunction_attribute| -> Result<usize, CudaError> {
-            let mut v: c_int = 0;
-            // SAFETY: `self.0` is a live function; a known attribute; live out pointer.
-            check("cuFuncGetAttribute", unsafe {
-                sys::cuFuncGetAttribute(&mut v, a, self.0)
-            })?;
-            Ok(v.max(0) as usize)
-        };
-        Ok(KernelResources {
-            registers_per_thread: attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)? as u32,
-            static_shared: attr(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-        })
+    /// (`cuFuncGetAttribute`), as loaded on `device`.
+    pub(crate) fn resources(&self, device: &Device) -> Result<KernelResources, CudaError> {
+        device.api().function_resources(self.0)
+    }
+
+    /// The sizes of the entry's parameters where the driver reads them from the loaded
+    /// function (the emulated driver); `None` from the CUDA driver, where the PTX tells.
+    pub(crate) fn param_sizes(&self, device: &Device) -> Result<Option<Vec<usize>>, CudaError> {
+        device.api().function_param_sizes(self.0)
     }
 
     /// Lets launches of the function on `device` (the device it was loaded on) use `bytes` of
@@ -61,16 +47,9 @@ impl Function {
     /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`). The caller checked `bytes` against
     /// the device's opt-in limit; the driver refuses more.
     pub(crate) fn allow_dynamic_shared(&self, device: &Device, bytes: u32) -> Result<(), CudaError> {
-        device.bind()?;
-        // SAFETY: the context is current; the function is loaded in it (the caller's device);
-        // the attribute takes a byte count.
-        check("cuFuncSetAttribute", unsafe {
-            sys::cuFuncSetAttribute(
-                self.0,
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                bytes as c_int,
-            )
-        })
+        device
+            .api()
+            .function_allow_dynamic_shared(device.context(), self.0, bytes)
     }
 
     /// `cuLaunchKernel` of the function with geometry `g` on `stream`, its parameters read
@@ -88,29 +67,19 @@ impl Function {
         g: &LaunchGeometry,
         pointers: &mut [*mut c_void],
     ) -> Result<(), CudaError> {
-        stream.device.bind()?;
+        let device = &stream.device;
         // SAFETY: the caller's contract for the function, the parameters, the memory and the
-        // geometry; `extra` is null; the stream is live and of the bound context.
-        check("cuLaunchKernel", unsafe {
-            sys::cuLaunchKernel(
-                self.0,
-                g.grid[0],
-                g.grid[1],
-                g.grid[2],
-                g.block[0],
-                g.block[1],
-                g.block[2],
-                g.shared_bytes,
-                stream.raw(),
-                pointers.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        })
+        // geometry; the stream is live and of the device's context.
+        unsafe {
+            device
+                .api()
+                .launch_kernel(device.context(), self.0, g, stream.raw(), pointers)
+        }
     }
 
     /// The driver's handle, for a graph's kernel node.
     #[cfg(feature = "graph")]
-    pub(super) fn raw(&self) -> sys::CUfunction {
+    pub(super) fn raw(&self) -> RawFunction {
         self.0
     }
 }

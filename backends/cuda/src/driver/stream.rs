@@ -3,17 +3,17 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys;
 use parking_lot::Mutex;
 
-use super::{Device, DeviceBuffer, Event, PinnedBuffer, check};
+use super::api::RawStream;
+use super::{Device, DeviceBuffer, Event, PinnedBuffer};
 use crate::CudaError;
 
 /// A stream of a device, destroyed when dropped.
 #[derive(Debug)]
 pub(crate) struct Stream {
     pub(crate) device: Arc<Device>,
-    raw: sys::CUstream,
+    raw: RawStream,
     /// The device memory a [`StreamBuffer`] lends, for one operation at a time (a reduction's
     /// partials, a scan's chunk sums), kept and grown rather than allocated per operation (a
     /// memory pool gives its memory back at every synchronization, so each reduction mapped
@@ -26,19 +26,10 @@ pub(crate) struct Stream {
     staging: Mutex<Option<PinnedBuffer>>,
 }
 
-// SAFETY: a stream handle may be used from any thread; the driver serializes work on it.
-unsafe impl Send for Stream {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for Stream {}
-
 impl Stream {
     /// A new stream on `device`.
     pub(crate) fn new(device: Arc<Device>) -> Result<Stream, CudaError> {
-        device.bind()?;
-        let mut raw: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: the device's context is current; `raw` is a live out pointer; flags 0 is
-        // CU_STREAM_DEFAULT.
-        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut raw, 0) })?;
+        let raw = device.api().stream_create(device.context())?;
         Ok(Stream {
             device,
             raw,
@@ -49,38 +40,31 @@ impl Stream {
 
     /// Waits for every launch on the stream; reports an asynchronous failure.
     pub(crate) fn synchronize(&self) -> Result<(), CudaError> {
-        self.device.bind()?;
-        // SAFETY: `raw` is a live stream of the bound context.
-        check("cuStreamSynchronize", unsafe {
-            sys::cuStreamSynchronize(self.raw)
-        })
+        self.device
+            .api()
+            .stream_synchronize(self.device.context(), self.raw)
     }
 
-    pub(crate) fn raw(&self) -> sys::CUstream {
+    pub(crate) fn raw(&self) -> RawStream {
         self.raw
     }
 
     /// Makes the work queued on the stream after this wait for `event` on the device
     /// (`cuStreamWaitEvent`); the host does not wait. An event never recorded orders nothing.
     pub(crate) fn wait_event(&self, event: &Event) -> Result<(), CudaError> {
-        self.device.bind()?;
-        // SAFETY: both handles are live; a stream may wait for an event of any context; flags
-        // 0 is the default wait.
-        check("cuStreamWaitEvent", unsafe {
-            sys::cuStreamWaitEvent(self.raw, event.raw(), 0)
-        })
+        self.device
+            .api()
+            .stream_wait_event(self.device.context(), self.raw, event.raw())
     }
 
     /// Whether all work queued on the stream has finished (`cuStreamQuery`). An error means
     /// the work failed and nothing is left to wait for, so it counts as idle.
     #[cfg(feature = "dag")]
     pub(crate) fn is_idle(&self) -> bool {
-        if self.device.bind().is_err() {
-            return true;
-        }
-        // SAFETY: the stream is live and its device's context current.
-        let status = unsafe { sys::cuStreamQuery(self.raw) };
-        status != sys::CUresult::CUDA_ERROR_NOT_READY
+        self.device
+            .api()
+            .stream_query(self.device.context(), self.raw)
+            .unwrap_or(true)
     }
 }
 
@@ -95,7 +79,7 @@ impl Drop for Stream {
             }
             // SAFETY: `raw` is a live stream created by `new` and not used after this; work
             // still queued completes before the driver frees it.
-            let _ = unsafe { sys::cuStreamDestroy_v2(self.raw) };
+            unsafe { self.device.api().stream_destroy(self.device.context(), self.raw) };
         }
     }
 }
@@ -115,12 +99,14 @@ pub(crate) unsafe fn copy_to_device_async(
     src: *const u8,
     bytes: usize,
 ) -> Result<(), CudaError> {
-    stream.device.bind()?;
+    let device = &stream.device;
     // SAFETY: the caller's promise for both addresses and their lifetime; the stream is
-    // live and of the bound context.
-    check("cuMemcpyHtoDAsync_v2", unsafe {
-        sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream.raw)
-    })
+    // live and of the device's context.
+    unsafe {
+        device
+            .api()
+            .memcpy_htod(device.context(), dst, src, bytes, Some(stream.raw))
+    }
 }
 
 /// Queues a copy of `bytes` bytes from the device address `src` into host memory at `dst`
@@ -137,12 +123,14 @@ pub(crate) unsafe fn copy_to_host_async(
     src: u64,
     bytes: usize,
 ) -> Result<(), CudaError> {
-    stream.device.bind()?;
+    let device = &stream.device;
     // SAFETY: the caller's promise for both addresses and their lifetime; the stream is
-    // live and of the bound context.
-    check("cuMemcpyDtoHAsync_v2", unsafe {
-        sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream.raw)
-    })
+    // live and of the device's context.
+    unsafe {
+        device
+            .api()
+            .memcpy_dtoh(device.context(), dst, src, bytes, Some(stream.raw))
+    }
 }
 
 /// Queues a copy of `bytes` bytes from the device address `src` to the device address `dst`,
@@ -160,12 +148,14 @@ pub(crate) unsafe fn copy_device_async(
     src: u64,
     bytes: usize,
 ) -> Result<(), CudaError> {
-    stream.device.bind()?;
+    let device = &stream.device;
     // SAFETY: the caller's promise for both addresses and their lifetime; the stream is live
-    // and of the bound context.
-    check("cuMemcpyDtoDAsync_v2", unsafe {
-        sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream.raw)
-    })
+    // and of the device's context.
+    unsafe {
+        device
+            .api()
+            .memcpy_dtod_async(device.context(), dst, src, bytes, stream.raw)
+    }
 }
 
 /// Queues a copy of `bytes` bytes from `src`, memory of device `src_device`, to `dst`,
@@ -185,12 +175,13 @@ pub(crate) unsafe fn copy_peer_async(
     src_device: &Device,
     bytes: usize,
 ) -> Result<(), CudaError> {
-    stream.device.bind()?;
+    let device = &stream.device;
     // SAFETY: the caller's promise for both addresses and their lifetime; both contexts are
     // retained primary contexts of the devices that own the memory; the stream is live and of
-    // the bound context.
-    check("cuMemcpyPeerAsync", unsafe {
-        sys::cuMemcpyPeerAsync(
+    // the device's context.
+    unsafe {
+        device.api().memcpy_peer_async(
+            device.context(),
             dst,
             dst_device.context(),
             src,
@@ -198,7 +189,7 @@ pub(crate) unsafe fn copy_peer_async(
             bytes,
             stream.raw,
         )
-    })
+    }
 }
 
 /// The size a stream's kept buffer (scratch or staging) grows to for `bytes`: a power of two,

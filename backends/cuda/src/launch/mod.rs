@@ -8,7 +8,6 @@
 //! take it as [`RawArg`](crate::raw::RawArg).
 
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::sync::Arc;
 
 use hoplite_core::device_kernel::{DeviceKernelInfo, HandleAccess};
@@ -20,7 +19,6 @@ use crate::geometry::{
     DeviceLimits, IndexOrder, KernelResources, LaunchGeometry, TeamScratch, blocks_per_sm, fits,
     mdrange_geometry_in, occupancy_geometry, range_geometry, team_geometry, team_scratch,
 };
-use crate::nvrtc::ModuleCache;
 use crate::params::{
     IterationArgs, KernelArg, ParamBuffer, pack_for_args_info, pack_reduction, pack_scan_args_info,
 };
@@ -47,7 +45,7 @@ pub(crate) fn load_info(k: &DeviceKernelInfo, device: &Device) -> Result<Arc<Loa
     load_source(device, k.source_hash, k.name, k.entry, k.cuda_source)
 }
 
-/// The entry `entry` of `source` (key `hash`, see [`ModuleCache::ptx_of_source`]) loaded on
+/// The entry `entry` of `source` (key `hash`, see [`crate::nvrtc::ModuleCache::ptx_of_source`]) loaded on
 /// `device`: compiled (or taken from the cache) and loaded once per device and key.
 pub(crate) fn load_source(
     device: &Device,
@@ -63,12 +61,8 @@ pub(crate) fn load_source(
     if let Some(l) = LOADED.lock().get_or_insert_with(HashMap::new).get(&key) {
         return Ok(l.clone());
     }
-    let (ptx, _) = ModuleCache::global().ptx_of_source(hash, kernel, entry, &device.limits.arch(), source)?;
-    let invalid = |reason: String| CudaError::InvalidLaunch { kernel, reason };
-    let image = CString::new(ptx.as_bytes()).map_err(|_| invalid("the PTX holds a NUL byte".into()))?;
-    let entry = CString::new(entry).map_err(|_| invalid("the entry name holds a NUL byte".into()))?;
-    let function = driver::load_function(device, &image, &entry)?;
-    let resources = function.resources()?;
+    let function = driver::load_function(device, hash, kernel, entry, source)?;
+    let resources = function.resources(device)?;
     let loaded = Arc::new(Loaded { function, resources });
     LOADED
         .lock()

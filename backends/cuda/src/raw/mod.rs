@@ -156,11 +156,19 @@ impl RawKernel {
                 self.name, self.name
             )));
         };
+        self.check_sizes(&sizes)
+    }
+
+    /// Checks that the compiled entry's parameters have the signature's sizes.
+    fn check_sizes(&self, sizes: &[usize]) -> Result<(), CudaError> {
         let expected: Vec<usize> = self.params().iter().map(RawParam::size).collect();
         if sizes != expected {
-            return Err(invalid(format!(
-                "the compiled entry takes parameters of {sizes:?} bytes, but the signature says {expected:?}; make the signature match the source"
-            )));
+            return Err(CudaError::InvalidLaunch {
+                kernel: self.name,
+                reason: format!(
+                    "the compiled entry takes parameters of {sizes:?} bytes, but the signature says {expected:?}; make the signature match the source"
+                ),
+            });
         }
         Ok(())
     }
@@ -460,8 +468,13 @@ impl Cuda {
         let stream = self.stream()?;
         let device = &stream.device;
         check_arg_devices(kernel.name, device.ordinal, args)?;
-        kernel.ptx(&device.limits.arch())?;
         let loaded = load_source(device, kernel.hash, kernel.name, kernel.name, &kernel.source)?;
+        // The entry against the signature: from the loaded function where the driver reads its
+        // parameters there (the emulated driver), else from the PTX.
+        match loaded.function.param_sizes(device)? {
+            Some(sizes) => kernel.check_sizes(&sizes)?,
+            None => drop(kernel.ptx(&device.limits.arch())?),
+        }
         let resources: &KernelResources = &loaded.resources;
         if !fits(&device.limits, &geometry)
             || blocks_per_sm(
@@ -496,7 +509,7 @@ impl Cuda {
         self.queue_work(kernel.name, &accesses, &devices, || {
             // SAFETY: `params` was packed by `kernel.pack` against the signature, and the
             // compiled entry was checked to take parameters of exactly those sizes in that
-            // order (`kernel.ptx`); every pointer is the address of a live device view of the
+            // order (`check_sizes`); every pointer is the address of a live device view of the
             // pointer's element type, kept alive below until the next fence; every written
             // view overlaps no other view; the kernel stays inside those views by the
             // caller's promise.

@@ -1,0 +1,252 @@
+//! Emulated modules: a kernel's CUDA C compiled once by the host C++ compiler under
+//! `device.h` (the CUDA built-ins for the CPU) into a shared library, loaded, and run block by
+//! block. As on a GPU, the driver knows nothing of hoplite: it finds the entry by name, reads
+//! its parameters' sizes from the compiled entry itself (as a driver reads them from the
+//! module), copies the values at launch and runs the grid.
+
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+use super::stream::{Fault, LAUNCH_FAILED};
+use crate::CudaError;
+use crate::geometry::LaunchGeometry;
+
+/// The CUDA built-ins for the CPU and the run of a grid.
+const DEVICE_HEADER: &str = include_str!("device.h");
+
+/// The environment setting naming the folder compiled kernels go to (default: a folder of
+/// the system's temporary directory).
+pub const BUILD_DIR_ENV: &str = "HOPLITE_CUDA_EMULATED_BUILD";
+
+/// `hl_emu_launch(grid, block, shared, params)`.
+type LaunchFn = unsafe extern "C" fn(*const u32, *const u32, u64, *mut *mut c_void) -> i32;
+/// `hl_emu_params(sizes, aligns, capacity)`.
+type ParamsFn = unsafe extern "C" fn(*mut u64, *mut u64, i32) -> i32;
+
+/// A loaded kernel.
+pub(super) struct EmuFunction {
+    pub(super) kernel: &'static str,
+    launch: LaunchFn,
+    /// Each parameter's size and alignment.
+    params: Vec<(usize, usize)>,
+    /// The dynamic shared memory a launch may ask for
+    /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+    pub(super) max_dynamic_shared: AtomicU32,
+    // Keeps the code `launch` points into loaded.
+    _library: libloading::Library,
+}
+
+/// The host C++ compiler: `$CXX`, else `g++` or `c++` if one runs.
+fn host_compiler() -> Option<String> {
+    std::env::var("CXX")
+        .into_iter()
+        .chain(["g++".to_owned(), "c++".to_owned()])
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+fn build_dir() -> PathBuf {
+    std::env::var_os(BUILD_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("hoplite-cuda-emulated"))
+}
+
+/// The source compiled for `entry` of `source`: the header, the kernel, and the two functions
+/// the driver calls.
+fn module_source(source: &str, entry: &str) -> String {
+    format!(
+        "{DEVICE_HEADER}\n#line 1 \"kernel.cu\"\n{source}\n\
+         static void hl_emu_body(void* p) {{ hl_call(&{entry}, (void**)p); }}\n\
+         extern \"C\" int hl_emu_launch(const unsigned* grid, const unsigned* block, unsigned long long shared, void** p) {{\n\
+         \x20   return hl_run_grid(grid, block, shared, hl_emu_body, (void*)p);\n}}\n\
+         extern \"C\" int hl_emu_params(unsigned long long* sizes, unsigned long long* aligns, int cap) {{\n\
+         \x20   return hl_param_layout(&{entry}, sizes, aligns, cap);\n}}\n"
+    )
+}
+
+impl EmuFunction {
+    /// Compiles (or finds compiled) and loads the entry `entry` of `source`.
+    pub(super) fn load(kernel: &'static str, entry: &str, source: &str) -> Result<EmuFunction, CudaError> {
+        let compile_error = |status: &str, log: String| CudaError::Compile {
+            kernel,
+            arch: "the emulated device".into(),
+            status: status.to_owned(),
+            log,
+        };
+        if entry.is_empty() || !entry.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(compile_error(
+                "invalid entry name",
+                format!("`{entry}` is not a C identifier"),
+            ));
+        }
+        let Some(compiler) = host_compiler() else {
+            return Err(compile_error(
+                "no host C++ compiler",
+                "the emulated driver compiles kernels with $CXX, g++ or c++; none runs".into(),
+            ));
+        };
+        let text = module_source(source, entry);
+        let hash = hoplite_abi::stable_hash(&[text.as_bytes(), compiler.as_bytes()]);
+        let dir = build_dir();
+        let io = |what: &str, e: std::io::Error| compile_error(what, e.to_string());
+        std::fs::create_dir_all(&dir).map_err(|e| io("creating the build folder", e))?;
+        let library = dir.join(format!("lib{entry}_{hash:016x}.so"));
+        if !library.is_file() {
+            compile(&compiler, &dir, &text, &library).map_err(|(status, log)| compile_error(&status, log))?;
+        }
+        // SAFETY: the library was compiled from exactly this source and the device header
+        // (its name is their hash); its initializers only set up the header's globals.
+        let lib = unsafe { libloading::Library::new(&library) }
+            .map_err(|e| compile_error("loading the compiled kernel failed", e.to_string()))?;
+        // SAFETY: `module_source` defines both symbols with exactly these signatures.
+        let (launch, params_fn) = unsafe {
+            let launch = lib.get::<LaunchFn>(b"hl_emu_launch\0").map(|s| *s);
+            let params = lib.get::<ParamsFn>(b"hl_emu_params\0").map(|s| *s);
+            (launch, params)
+        };
+        let missing =
+            |e: libloading::Error| compile_error("the compiled kernel lacks its launcher", e.to_string());
+        // As `cuModuleGetFunction`, the entry is found by its plain name: an `extern "C"` one.
+        let mut symbol = entry.as_bytes().to_vec();
+        symbol.push(0);
+        // SAFETY: only the symbol's presence is asked; the address is not used.
+        if unsafe { lib.get::<*const c_void>(&symbol) }.is_err() {
+            return Err(CudaError::Driver {
+                call: "cuModuleGetFunction",
+                code: 500,
+                name: "CUDA_ERROR_NOT_FOUND".into(),
+                description: format!(
+                    "named symbol not found: the module defines no `extern \"C\"` entry `{entry}`"
+                ),
+            });
+        }
+        let (launch, params_fn) = (launch.map_err(missing)?, params_fn.map_err(missing)?);
+        let mut sizes = [0u64; 256];
+        let mut aligns = [0u64; 256];
+        // SAFETY: both arrays hold the 256 entries the capacity says.
+        let count = unsafe { params_fn(sizes.as_mut_ptr(), aligns.as_mut_ptr(), 256) };
+        let count = usize::try_from(count).unwrap_or(0).min(256);
+        let params = (0..count)
+            .map(|k| (sizes[k] as usize, aligns[k].max(1) as usize))
+            .collect();
+        Ok(EmuFunction {
+            kernel,
+            launch,
+            params,
+            max_dynamic_shared: AtomicU32::new(0),
+            _library: lib,
+        })
+    }
+
+    /// The sizes of the entry's parameters.
+    pub(super) fn param_sizes(&self) -> Vec<usize> {
+        self.params.iter().map(|&(size, _)| size).collect()
+    }
+
+    /// Copies the parameter values `pointers` point at, as `cuLaunchKernel` does before it
+    /// returns; `None` when their count is not the entry's.
+    ///
+    /// # Safety
+    ///
+    /// Each pointer is valid for reads of its parameter's size.
+    pub(super) unsafe fn copy_params(&self, pointers: &[*mut c_void]) -> Option<ParamBlock> {
+        if pointers.len() != self.params.len() {
+            return None;
+        }
+        let mut offsets = Vec::with_capacity(self.params.len());
+        let mut end = 0usize;
+        for &(size, align) in &self.params {
+            let at = end.div_ceil(align.min(16)) * align.min(16);
+            offsets.push(at);
+            end = at + size;
+        }
+        let mut words = vec![0u128; end.div_ceil(16).max(1)];
+        let base = words.as_mut_ptr().cast::<u8>();
+        for ((&(size, _), &at), &p) in self.params.iter().zip(&offsets).zip(pointers) {
+            // SAFETY: `p` is readable for `size` bytes (the caller's promise); the block holds
+            // `end >= at + size` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(p.cast::<u8>(), base.add(at), size) };
+        }
+        Some(ParamBlock { words, offsets })
+    }
+
+    /// Runs the grid `g` with the parameter values `params` on the calling thread.
+    ///
+    /// # Safety
+    ///
+    /// As for a kernel launch: the values are the entry's parameters, and every address among
+    /// them is memory the kernel may touch, alive until this returns.
+    pub(super) unsafe fn run(&self, g: &LaunchGeometry, params: &mut ParamBlock) -> Result<(), Fault> {
+        let base = params.words.as_mut_ptr().cast::<u8>();
+        // SAFETY: each offset lies inside the block (see `copy_params`).
+        let mut pointers: Vec<*mut c_void> = params
+            .offsets
+            .iter()
+            .map(|&at| unsafe { base.add(at) }.cast())
+            .collect();
+        // SAFETY: the launcher reads one value per pointer with the entry's own types, which
+        // `copy_params` laid out with the entry's sizes and alignments; the memory is the
+        // caller's promise.
+        let status = unsafe {
+            (self.launch)(
+                g.grid.as_ptr(),
+                g.block.as_ptr(),
+                u64::from(g.shared_bytes),
+                pointers.as_mut_ptr(),
+            )
+        };
+        if status == 0 { Ok(()) } else { Err(LAUNCH_FAILED) }
+    }
+}
+
+/// A launch's copied parameter values.
+pub(super) struct ParamBlock {
+    words: Vec<u128>,
+    offsets: Vec<usize>,
+}
+
+/// Compiles `text` into `library` under a name of its own first, renamed when complete, so
+/// that an interrupted compile never leaves a library that looks finished.
+fn compile(compiler: &str, dir: &Path, text: &str, library: &Path) -> Result<(), (String, String)> {
+    static COMPILES: AtomicUsize = AtomicUsize::new(0);
+    let n = COMPILES.fetch_add(1, Ordering::Relaxed);
+    let stem = format!("{}.{}.{n}", library.display(), std::process::id());
+    let source = dir.join(format!(
+        "{}.cpp",
+        Path::new(&stem)
+            .file_name()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+    ));
+    let partial = PathBuf::from(format!("{stem}.tmp"));
+    std::fs::write(&source, text).map_err(|e| ("writing the source".to_owned(), e.to_string()))?;
+    let output = Command::new(compiler)
+        .args([
+            "-std=c++20",
+            "-O1",
+            "-ffp-contract=off",
+            "-fno-strict-aliasing",
+            "-shared",
+            "-fPIC",
+            "-w",
+            "-o",
+        ])
+        .arg(&partial)
+        .arg(&source)
+        .output()
+        .map_err(|e| ("running the host C++ compiler".to_owned(), e.to_string()))?;
+    let _ = std::fs::remove_file(&source);
+    if !output.status.success() {
+        let _ = std::fs::remove_file(&partial);
+        return Err((
+            format!("`{compiler}` rejected it"),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        ));
+    }
+    std::fs::rename(&partial, library).map_err(|e| ("renaming the compiled kernel".to_owned(), e.to_string()))
+}
