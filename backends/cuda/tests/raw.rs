@@ -196,7 +196,14 @@ fn arguments_that_do_not_match_the_signature_are_refused_before_the_driver() {
         let e = unsafe { cuda.launch_raw(&axpy, g, &ok) }.expect_err("bad geometry");
         assert!(matches!(e, CudaError::InvalidLaunch { .. }), "{e}");
     }
-    // Matching arguments reach the device check: the typed absence here.
+    // Matching arguments reach the device check: the typed absence here. The views are
+    // empty, so `n` is 0 (with `ok`'s 4 the kernel would write through a null address).
+    let empty = [
+        RawArg::write(&y),
+        RawArg::read(&x),
+        RawArg::scalar(2.0),
+        RawArg::scalar(0isize),
+    ];
     // SAFETY: the kernel writes y[i] and reads x[i] for i < n = 0 only.
     match unsafe {
         cuda.launch_raw(
@@ -206,7 +213,7 @@ fn arguments_that_do_not_match_the_signature_are_refused_before_the_driver() {
                 block: [32, 1, 1],
                 shared_bytes: 0,
             },
-            &ok,
+            &empty,
         )
     } {
         Ok(()) => println!("a device is present: the empty launch ran"),
