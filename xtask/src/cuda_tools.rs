@@ -18,7 +18,7 @@ pub(crate) struct CudaTools {
     pub(crate) ptxas: PathBuf,
 }
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
     xtask.parent().unwrap_or(xtask).to_path_buf()
 }

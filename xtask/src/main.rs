@@ -33,7 +33,8 @@ commands:
         install the system packages hoplite-numa links (libhwloc-dev, libudev-dev; with
         apt-get, once), check formatting, run clippy (-D warnings), every test of the
         workspace and the loom models of the borrow table, the barrier, the pool and the
-        DAG's streams and context, a bounded Miri subset (installs nightly with miri when
+        DAG's streams and context, hoplite-cuda's tests on the emulated CUDA driver in both
+        launch modes and both graph modes (two emulated GPUs), a bounded Miri subset (installs nightly with miri when
         missing), then hoplite-mpi's steps (installs Debian's Open MPI and libclang with
         apt-get when missing, clippy and its mpirun-driven tests); --no-lint skips the
         formatting and clippy steps
@@ -42,7 +43,8 @@ commands:
         --quick uses short warm-up and measurement times (a few minutes on 2 cores)
   conformance [--backend NAME]
         run the conformance suite on every backend, or on NAME (serial, rayon, thread-scope, numa,
-        cuda: its #[kernel] checks on a GPU, the rest reported skipped with the count)
+        cuda: its #[kernel] checks on a GPU, the rest reported skipped with the count;
+        cuda-emulated: the same on the emulated CUDA driver, without a GPU)
   cuda-bandwidth [--out FILE] [--mib N] [--copies N]
         measure host->device, device->host and device->device copy bandwidth for every
         pair on this machine's GPUs and write GrCUDA's CSV (From,To,Bandwidth in GB/s, the
@@ -463,6 +465,21 @@ fn test(args: &[String]) -> Result<(), String> {
     }
     steps.push(nvrtc);
     steps.push(cuda_nvrtc);
+    // The whole CUDA backend on the emulated driver (kernels compiled by the host C++
+    // compiler), with two emulated GPUs so that the peer and multi-GPU tests run, in both launch
+    // modes and both graph modes: the conformance suite's portable checks, the DAG, graphs,
+    // queued work, raw kernels, reductions. Each run prints its conformance count.
+    let emulated_build = cuda_tools::workspace_root().join("target").join("cuda-emulated");
+    for (name, launches, graphs) in EMULATED_MODES {
+        steps.push(
+            Step::cargo(name, &["test", "-p", "hoplite-cuda"])
+                .env("HOPLITE_CUDA_DRIVER", "emulated")
+                .env("HOPLITE_CUDA_EMULATED_DEVICES", "2")
+                .env("HOPLITE_CUDA_EMULATED_BUILD", &emulated_build.to_string_lossy())
+                .env("HOPLITE_CUDA_LAUNCHES", launches)
+                .env("HOPLITE_CUDA_GRAPHS", graphs),
+        );
+    }
     // The focused examples run (each checks its own results), the CUDA one without a GPU too.
     for (name, example, features) in EXAMPLES {
         let mut step = Step::cargo(name, &["run", "-p", "hoplite", "--example", example]);
@@ -536,6 +553,31 @@ fn test(args: &[String]) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// The modes `cargo xtask test` runs hoplite-cuda's tests in on the emulated driver: step
+/// name, `HOPLITE_CUDA_LAUNCHES`, `HOPLITE_CUDA_GRAPHS`.
+const EMULATED_MODES: &[(&str, &str, &str)] = &[
+    (
+        "hoplite-cuda on the emulated driver (launches sync, graphs host)",
+        "sync",
+        "host",
+    ),
+    (
+        "hoplite-cuda on the emulated driver (launches async, graphs host)",
+        "async",
+        "host",
+    ),
+    (
+        "hoplite-cuda on the emulated driver (launches sync, graphs device)",
+        "sync",
+        "device",
+    ),
+    (
+        "hoplite-cuda on the emulated driver (launches async, graphs device)",
+        "async",
+        "device",
+    ),
+];
 
 /// The facade's focused examples `cargo xtask test` runs: step name, example, features.
 const EXAMPLES: &[(&str, &str, &str)] = &[
@@ -669,6 +711,7 @@ const CONFORMANCE_BACKENDS: &[(&str, &str, &str)] = &[
     ("thread-scope", "hoplite-conformance", "thread_scope_backend"),
     ("numa", "hoplite-numa", "conformance"),
     ("cuda", "hoplite-cuda", "conformance"),
+    ("cuda-emulated", "hoplite-cuda", "conformance"),
 ];
 
 fn conformance(args: &[String]) -> Result<(), String> {
@@ -699,9 +742,12 @@ fn conformance(args: &[String]) -> Result<(), String> {
         }
         println!("xtask: conformance suite on `{name}`");
         let mut step = Step::cargo("conformance", &["test", "-p", package, "--test", target]);
-        if *name == "cuda" {
+        if name.starts_with("cuda") {
             // The test prints how many checks it ran and skipped, and why.
             step = step.arg("--").arg("--nocapture");
+        }
+        if *name == "cuda-emulated" {
+            step = step.env("HOPLITE_CUDA_DRIVER", "emulated");
         }
         step.run()?;
     }

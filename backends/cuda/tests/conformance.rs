@@ -5,6 +5,8 @@
 //! panics, nested launches) and are reported skipped, with the count. Without a driver, a
 //! device or NVRTC every check is reported skipped, with the reason.
 
+use std::io::Write as _;
+
 use hoplite_conformance::{ALL_CHECKS, LaunchSpace, portable_checks, run_check};
 use hoplite_cuda::{Cuda, CudaError};
 
@@ -49,13 +51,32 @@ fn the_conformance_suite_on_cuda() {
             }
         }
     }
-    println!(
-        "ran {} of {} conformance checks on Cuda, {} failed; skipped {host_only} host-only checks",
+    // Written past the test harness's capture, so that every run shows the count (with the
+    // driver and the modes it ran in).
+    let _ = writeln!(
+        std::io::stderr(),
+        "ran {} of {} conformance checks on Cuda ({}), {} failed; skipped {host_only} host-only checks",
         portable.len(),
         ALL_CHECKS.len(),
+        modes(),
         failures.len()
     );
     assert_eq!(failures, Vec::<String>::new());
+}
+
+/// The driver and the launch and graph modes of this run.
+fn modes() -> String {
+    let setting = |name: &str, unset: &str| std::env::var(name).unwrap_or_else(|_| unset.to_owned());
+    format!(
+        "{} driver, launches {}, graphs {}",
+        if hoplite_cuda::driver_is_emulated() {
+            "emulated"
+        } else {
+            "CUDA"
+        },
+        setting("HOPLITE_CUDA_LAUNCHES", "sync"),
+        setting("HOPLITE_CUDA_GRAPHS", "host")
+    )
 }
 
 // `Cuda` takes every launch of the concepts, so the portable checks compile for it.
