@@ -33,8 +33,9 @@ commands:
         install the system packages hoplite-numa links (libhwloc-dev, libudev-dev; with
         apt-get, once), check formatting, run clippy (-D warnings), every test of the
         workspace and the loom models of the borrow table, the barrier, the pool and the
-        DAG's streams and context, hoplite-cuda's tests on the emulated CUDA driver in both
-        launch modes and both graph modes (two emulated GPUs), a bounded Miri subset (installs nightly with miri when
+        DAG's streams and context, hoplite-cuda's tests on the emulated CUDA driver with its
+        sanitizer in both launch modes and both graph modes (two emulated GPUs), a bounded
+        Miri subset (installs nightly with miri when
         missing), then hoplite-mpi's steps (installs Debian's Open MPI and libclang with
         apt-get when missing, clippy and its mpirun-driven tests); --no-lint skips the
         formatting and clippy steps
@@ -467,14 +468,17 @@ fn test(args: &[String]) -> Result<(), String> {
     steps.push(cuda_nvrtc);
     // The whole CUDA backend on the emulated driver (kernels compiled by the host C++
     // compiler), with two emulated GPUs so that the peer and multi-GPU tests run, in both launch
-    // modes and both graph modes: the conformance suite's portable checks, the DAG, graphs,
-    // queued work, raw kernels, reductions. Each run prints its conformance count.
+    // modes and both graph modes, with its sanitizer on (races between streams, frees in use,
+    // host reads of device memory; streams delayed by a seeded schedule): the conformance
+    // suite's portable checks, the DAG, graphs, queued work, raw kernels, reductions. Each run
+    // prints its conformance count and its schedule's seed.
     let emulated_build = cuda_tools::workspace_root().join("target").join("cuda-emulated");
     for (name, launches, graphs) in EMULATED_MODES {
         steps.push(
             Step::cargo(name, &["test", "-p", "hoplite-cuda"])
                 .env("HOPLITE_CUDA_DRIVER", "emulated")
                 .env("HOPLITE_CUDA_EMULATED_DEVICES", "2")
+                .env("HOPLITE_CUDA_SANITIZER", "on")
                 .env("HOPLITE_CUDA_EMULATED_BUILD", &emulated_build.to_string_lossy())
                 .env("HOPLITE_CUDA_LAUNCHES", launches)
                 .env("HOPLITE_CUDA_GRAPHS", graphs),
@@ -747,7 +751,9 @@ fn conformance(args: &[String]) -> Result<(), String> {
             step = step.arg("--").arg("--nocapture");
         }
         if *name == "cuda-emulated" {
-            step = step.env("HOPLITE_CUDA_DRIVER", "emulated");
+            step = step
+                .env("HOPLITE_CUDA_DRIVER", "emulated")
+                .env("HOPLITE_CUDA_SANITIZER", "on");
         }
         step.run()?;
     }

@@ -171,6 +171,20 @@ pub enum CudaError {
         /// The driver's error.
         error: Box<CudaError>,
     },
+    /// What the emulated driver's sanitizer (`HOPLITE_CUDA_SANITIZER=on`) found, as
+    /// `compute-sanitizer` reports it on a GPU: two streams touching the same device memory
+    /// without an ordering between them, device memory freed while queued work may still use
+    /// it, or a host read of device memory. Returned by the driver call that would have
+    /// queued (or done) the offending work, which is not queued.
+    #[error(
+        "the emulated CUDA driver's sanitizer found {finding} (schedule seed {seed}: rerun with HOPLITE_CUDA_SCHEDULE_SEED={seed})"
+    )]
+    Sanitizer {
+        /// The finding: what touched which memory, and what was missing.
+        finding: String,
+        /// The seed of the schedule that delayed the streams.
+        seed: u64,
+    },
     /// A host transfer whose sizes do not match.
     #[error("copy of `{label}`: {reason}")]
     Transfer {

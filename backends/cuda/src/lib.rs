@@ -67,7 +67,9 @@ pub mod select;
 mod space;
 mod token;
 
-pub use driver::{DEVICES_ENV as EMULATED_DEVICES_ENV, DRIVER_ENV, EMULATED_BUILD_DIR_ENV};
+pub use driver::{
+    DEVICES_ENV as EMULATED_DEVICES_ENV, DRIVER_ENV, EMULATED_BUILD_DIR_ENV, SANITIZER_ENV, SCHEDULE_SEED_ENV,
+};
 pub use error::CudaError;
 pub use launch::DeviceScalar;
 pub use memory::{

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::signature::{KernelSignature, TokenKind};
+use crate::signature::{HandleKind, KernelSignature, TokenKind};
 
 pub(super) fn entry_name(sig: &KernelSignature, fn_name: &str) -> String {
     let pattern = match (&sig.accumulator, &sig.scan_flag) {
@@ -49,7 +49,15 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
         match p {
             crate::signature::Param::Handle(h) => {
                 let t = h.element.cuda_name();
-                params.push(format!("{t}* p_{}", h.name));
+                // The parameter's qualifier says the kernel's intent to a driver and its tools
+                // (and NVRTC's read-only data path): read handles point to const, atomic ones to
+                // volatile (memory other threads update at once), writers to plain memory.
+                let qualifier = match h.kind {
+                    HandleKind::Reader | HandleKind::Lookup => "const ",
+                    HandleKind::Atomic => "volatile ",
+                    HandleKind::Writer | HandleKind::TeamSlots => "",
+                };
+                params.push(format!("{qualifier}{t}* p_{}", h.name));
                 let ext: Vec<String> = (0..h.rank).map(|d| format!("p_{}_e{d}", h.name)).collect();
                 let str_: Vec<String> = (0..h.rank).map(|d| format!("p_{}_s{d}", h.name)).collect();
                 for e in &ext {
@@ -60,7 +68,7 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
                 }
                 let _ = writeln!(
                     setup,
-                    "    hl_view<{t}, {}> v_{} = {{p_{}, {{{}}}, {{{}}}}};",
+                    "    hl_view<{t}, {}> v_{} = {{({t}*)p_{}, {{{}}}, {{{}}}}};",
                     h.rank,
                     h.name,
                     h.name,
@@ -74,12 +82,13 @@ pub(super) fn entry_source(sig: &KernelSignature, fn_name: &str, entry: &str, us
                 args.push(format!("p_{}", s.name));
             }
             crate::signature::Param::Token(t) => {
-                // The lock words, one bit per id, and the number of ids.
-                params.push(format!("unsigned int* p_{}", t.name));
+                // The lock words, one bit per id, updated atomically (so volatile, as atomic
+                // handles), and the number of ids.
+                params.push(format!("volatile unsigned int* p_{}", t.name));
                 params.push(format!("unsigned long long p_{}_size", t.name));
                 let _ = writeln!(
                     setup,
-                    "    const hl_tokens v_{0} = {{p_{0}, p_{0}_size}};",
+                    "    const hl_tokens v_{0} = {{(unsigned int*)p_{0}, p_{0}_size}};",
                     t.name
                 );
                 args.push(format!("v_{}", t.name));

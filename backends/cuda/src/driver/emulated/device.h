@@ -266,14 +266,28 @@ static void hl_call_unpacked(void (*entry)(A...), void** p, std::index_sequence<
 template <class... A> static void hl_call(void (*entry)(A...), void** p) {
     hl_call_unpacked(entry, p, std::index_sequence_for<A...>{});
 }
-// The sizes and alignments of the entry's parameters, as a driver reads them from a module.
-template <class... A> static int hl_param_layout(void (*)(A...), unsigned long long* sizes, unsigned long long* aligns, int cap) {
+// The sizes, alignments and kinds of the entry's parameters, as a driver reads them from a
+// module: kind 0 is a value, 1 a pointer to const (memory the kernel reads), 2 a pointer to
+// mutable memory (memory it may write), 3 a pointer to volatile (memory it updates atomically).
+template <class T> static constexpr unsigned long long hl_param_kind() {
+    if constexpr (std::is_pointer_v<T>) {
+        if constexpr (std::is_volatile_v<std::remove_pointer_t<T>>) return 3ull;
+        return std::is_const_v<std::remove_pointer_t<T>> ? 1ull : 2ull;
+    } else {
+        return 0ull;
+    }
+}
+template <class... A>
+static int hl_param_layout(void (*)(A...), unsigned long long* sizes, unsigned long long* aligns,
+                           unsigned long long* kinds, int cap) {
     const unsigned long long s[] = {0ull, (unsigned long long)sizeof(std::remove_cv_t<std::remove_reference_t<A>>)...};
     const unsigned long long a[] = {0ull, (unsigned long long)alignof(std::remove_cv_t<std::remove_reference_t<A>>)...};
+    const unsigned long long k[] = {0ull, hl_param_kind<std::remove_cv_t<std::remove_reference_t<A>>>()...};
     const int n = (int)sizeof...(A);
     for (int i = 0; i < n && i < cap; ++i) {
         sizes[i] = s[i + 1];
         aligns[i] = a[i + 1];
+        kinds[i] = k[i + 1];
     }
     return n;
 }

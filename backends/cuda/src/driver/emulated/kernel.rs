@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+use super::sanitizer::Access;
 use super::stream::{Fault, LAUNCH_FAILED};
 use crate::CudaError;
 use crate::geometry::LaunchGeometry;
@@ -22,8 +23,8 @@ pub const BUILD_DIR_ENV: &str = "HOPLITE_CUDA_EMULATED_BUILD";
 
 /// `hl_emu_launch(grid, block, shared, params)`.
 type LaunchFn = unsafe extern "C" fn(*const u32, *const u32, u64, *mut *mut c_void) -> i32;
-/// `hl_emu_params(sizes, aligns, capacity)`.
-type ParamsFn = unsafe extern "C" fn(*mut u64, *mut u64, i32) -> i32;
+/// `hl_emu_params(sizes, aligns, kinds, capacity)`.
+type ParamsFn = unsafe extern "C" fn(*mut u64, *mut u64, *mut u64, i32) -> i32;
 
 /// A loaded kernel.
 pub(super) struct EmuFunction {
@@ -31,6 +32,8 @@ pub(super) struct EmuFunction {
     launch: LaunchFn,
     /// Each parameter's size and alignment.
     params: Vec<(usize, usize)>,
+    /// Each parameter's kind: a value, or a pointer to memory the kernel reads or may write.
+    kinds: Vec<ParamKind>,
     /// The dynamic shared memory a launch may ask for
     /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
     pub(super) max_dynamic_shared: AtomicU32,
@@ -65,8 +68,8 @@ fn module_source(source: &str, entry: &str) -> String {
          static void hl_emu_body(void* p) {{ hl_call(&{entry}, (void**)p); }}\n\
          extern \"C\" int hl_emu_launch(const unsigned* grid, const unsigned* block, unsigned long long shared, void** p) {{\n\
          \x20   return hl_run_grid(grid, block, shared, hl_emu_body, (void*)p);\n}}\n\
-         extern \"C\" int hl_emu_params(unsigned long long* sizes, unsigned long long* aligns, int cap) {{\n\
-         \x20   return hl_param_layout(&{entry}, sizes, aligns, cap);\n}}\n"
+         extern \"C\" int hl_emu_params(unsigned long long* sizes, unsigned long long* aligns, unsigned long long* kinds, int cap) {{\n\
+         \x20   return hl_param_layout(&{entry}, sizes, aligns, kinds, cap);\n}}\n"
     )
 }
 
@@ -129,19 +132,51 @@ impl EmuFunction {
         let (launch, params_fn) = (launch.map_err(missing)?, params_fn.map_err(missing)?);
         let mut sizes = [0u64; 256];
         let mut aligns = [0u64; 256];
-        // SAFETY: both arrays hold the 256 entries the capacity says.
-        let count = unsafe { params_fn(sizes.as_mut_ptr(), aligns.as_mut_ptr(), 256) };
+        let mut kinds = [0u64; 256];
+        // SAFETY: the three arrays hold the 256 entries the capacity says.
+        let count = unsafe { params_fn(sizes.as_mut_ptr(), aligns.as_mut_ptr(), kinds.as_mut_ptr(), 256) };
         let count = usize::try_from(count).unwrap_or(0).min(256);
         let params = (0..count)
             .map(|k| (sizes[k] as usize, aligns[k].max(1) as usize))
+            .collect();
+        let kinds = kinds[..count]
+            .iter()
+            .map(|&k| match k {
+                1 => ParamKind::Reads,
+                2 => ParamKind::Writes,
+                3 => ParamKind::Atomic,
+                _ => ParamKind::Value,
+            })
             .collect();
         Ok(EmuFunction {
             kernel,
             launch,
             params,
+            kinds,
             max_dynamic_shared: AtomicU32::new(0),
             _library: lib,
         })
+    }
+
+    /// The addresses a launch with `params` passes in pointer parameters, and how the kernel
+    /// touches them.
+    pub(super) fn pointers(&self, params: &ParamBlock) -> Vec<(u64, Access)> {
+        let base = params.words.as_ptr().cast::<u8>();
+        self.kinds
+            .iter()
+            .zip(&params.offsets)
+            .filter(|(k, _)| **k != ParamKind::Value)
+            .map(|(k, &at)| {
+                // SAFETY: a pointer parameter is 8 bytes at `at`, inside the block.
+                let address = unsafe { base.add(at).cast::<u64>().read_unaligned() };
+                let access = match k {
+                    ParamKind::Reads => Access::Read,
+                    ParamKind::Atomic => Access::Atomic,
+                    ParamKind::Value | ParamKind::Writes => Access::Write,
+                };
+                (address, access)
+            })
+            .collect()
     }
 
     /// The sizes of the entry's parameters.
@@ -203,6 +238,19 @@ impl EmuFunction {
         };
         if status == 0 { Ok(()) } else { Err(LAUNCH_FAILED) }
     }
+}
+
+/// What a parameter of an entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ParamKind {
+    /// A value.
+    Value,
+    /// A pointer to `const`: memory the kernel reads.
+    Reads,
+    /// A pointer to mutable memory: memory the kernel may write.
+    Writes,
+    /// A pointer to volatile memory: memory the kernel updates atomically.
+    Atomic,
 }
 
 /// A launch's copied parameter values.

@@ -23,7 +23,10 @@
 //!   order they were added (a topological order) on the stream it is launched on.
 
 mod kernel;
+mod sanitizer;
 mod stream;
+#[cfg(test)]
+mod tests;
 
 use std::alloc::Layout;
 use std::collections::{BTreeMap, HashMap};
@@ -35,7 +38,9 @@ use parking_lot::Mutex;
 
 pub use self::kernel::BUILD_DIR_ENV;
 use self::kernel::{EmuFunction, ParamBlock};
-use self::stream::{EmuEvent, EmuStream, Fault, Work};
+use self::sanitizer::{Access, Arena, Sanitizer, Touch};
+pub use self::sanitizer::{SANITIZER_ENV, SCHEDULE_SEED_ENV};
+use self::stream::{EmuEvent, EmuStream, Fault, Schedule, Work};
 use super::api::{
     Api, CopyDirection, DeviceInfo, DriverInfo, HostFunction, MemoryKind, RawContext, RawEvent, RawFunction,
     RawGraph, RawGraphExec, RawGraphNode, RawStream,
@@ -59,7 +64,8 @@ const FRESH: u8 = 0xA5;
 struct Allocation {
     bytes: usize,
     kind: MemoryKind,
-    layout: Layout,
+    /// From the global allocator with this layout, or (`None`) from the sanitizer's arena.
+    layout: Option<Layout>,
 }
 
 /// A graph node's work.
@@ -109,7 +115,10 @@ pub(crate) struct Emulated {
     loaded: Mutex<HashMap<(u64, String), usize>>,
     graphs: Mutex<HashMap<usize, EmuGraph>>,
     execs: Mutex<HashMap<usize, Executable>>,
-    memory: Mutex<BTreeMap<u64, Allocation>>,
+    memory: Arc<Mutex<BTreeMap<u64, Allocation>>>,
+    sanitizer: Sanitizer,
+    /// Where device memory comes from while the sanitizer is on.
+    arena: Option<&'static Arena>,
 }
 
 /// The emulated driver, made at its first use.
@@ -125,6 +134,13 @@ fn emulated() -> &'static Emulated {
             .and_then(|v| v.trim().parse::<usize>().ok())
             .unwrap_or(1)
             .clamp(1, 8);
+        Emulated::new(count, Sanitizer::from_env())
+    })
+}
+
+impl Emulated {
+    /// A driver of `count` devices.
+    fn new(count: usize, sanitizer: Sanitizer) -> Emulated {
         Emulated {
             devices: (0..count)
                 .map(|_| {
@@ -140,9 +156,11 @@ fn emulated() -> &'static Emulated {
             loaded: Mutex::new(HashMap::new()),
             graphs: Mutex::new(HashMap::new()),
             execs: Mutex::new(HashMap::new()),
-            memory: Mutex::new(BTreeMap::new()),
+            memory: Arc::new(Mutex::new(BTreeMap::new())),
+            arena: sanitizer.enabled().then(Arena::get).flatten(),
+            sanitizer,
         }
-    })
+    }
 }
 
 /// Whether `api` is the emulated driver.
@@ -189,6 +207,7 @@ impl Emulated {
 
     /// The device of `ctx`, if its context has not failed.
     fn device(&self, call: &'static str, ctx: RawContext) -> Result<usize, CudaError> {
+        self.sanitizer.host_read()?;
         let d = ctx.0.wrapping_sub(1);
         let Some(device) = self.devices.get(d) else {
             return Err(error(
@@ -231,15 +250,52 @@ impl Emulated {
     /// Waits for the work queued so far on every stream of `device`: what work on the legacy
     /// default stream waits for (all streams here are blocking streams).
     fn legacy_sync(&self, device: usize) {
-        let streams: Vec<Arc<EmuStream>> = self
+        let streams: Vec<(usize, Arc<EmuStream>)> = self
             .streams
             .lock()
-            .values()
-            .filter(|s| s.device == device)
-            .cloned()
+            .iter()
+            .filter(|(_, s)| s.device == device)
+            .map(|(&id, s)| (id, s.clone()))
             .collect();
-        for s in streams {
+        for (_, s) in &streams {
             s.drain();
+        }
+        let ids: Vec<usize> = streams.iter().map(|&(id, _)| id).collect();
+        self.sanitizer.host_waited_streams(&ids);
+    }
+
+    /// The allocation `address` lies in, as the sanitizer names what work touches.
+    fn touch(&self, address: u64, access: Access) -> Option<Touch> {
+        let memory = self.memory.lock();
+        let (&start, a) = memory.range(..=address).next_back()?;
+        (address < start + a.bytes as u64).then_some(Touch {
+            start,
+            bytes: a.bytes,
+            access,
+        })
+    }
+
+    /// The allocations the addresses `pointers` point into (each once, with both accesses).
+    fn touches(&self, pointers: impl IntoIterator<Item = (u64, Access)>) -> Vec<Touch> {
+        let mut touches: Vec<Touch> = Vec::new();
+        for (address, access) in pointers {
+            let Some(t) = self.touch(address, access) else {
+                continue;
+            };
+            match touches.iter_mut().find(|u| u.start == t.start) {
+                Some(u) => u.access = u.access.and(t.access),
+                None => touches.push(t),
+            }
+        }
+        touches
+    }
+
+    /// Runs `access` of device memory from the host side of the driver (its own copies and
+    /// fills), with the sanitizer's arena opened.
+    fn device_access<T>(&self, access: impl FnOnce() -> T) -> T {
+        match self.arena {
+            Some(arena) => arena.with_device_access(access),
+            None => access(),
         }
     }
 
@@ -276,50 +332,62 @@ impl Emulated {
         })
     }
 
-    /// Queues `work` on `stream` and returns once it is queued.
+    /// Queues `work` (`what`, touching `touches`) on `stream` and returns once it is queued;
+    /// the sanitizer checks it first.
     fn enqueue(
         &self,
         call: &'static str,
         stream: RawStream,
+        touches: &[Touch],
+        what: &str,
         work: Work,
     ) -> Result<Arc<EmuStream>, CudaError> {
         let s = self.stream(call, stream)?;
+        self.sanitizer.queue(stream.0, touches, what)?;
         s.enqueue(work);
         Ok(s)
     }
 
+    /// The size of the live allocation at `address` of one of `kinds`.
+    fn allocation(&self, call: &'static str, address: u64, kinds: &[MemoryKind]) -> Result<usize, CudaError> {
+        match self.memory.lock().get(&address) {
+            Some(a) if kinds.contains(&a.kind) => Ok(a.bytes),
+            _ => Err(invalid_value(
+                call,
+                &format!("{address:#x} is not a live allocation"),
+            )),
+        }
+    }
+
     fn free_now(&self, call: &'static str, address: u64, kinds: &[MemoryKind]) -> Result<(), CudaError> {
-        let mut memory = self.memory.lock();
-        match memory.get(&address) {
-            Some(a) if kinds.contains(&a.kind) => {}
-            _ => {
-                return Err(invalid_value(
-                    call,
-                    &format!("{address:#x} is not a live allocation"),
-                ));
-            }
-        }
-        if let Some(a) = memory.remove(&address) {
-            // SAFETY: the allocation was made with this layout by `allocate` and is freed once
-            // (it left the table).
-            unsafe { std::alloc::dealloc(address as usize as *mut u8, a.layout) };
-        }
-        Ok(())
+        self.allocation(call, address, kinds)?;
+        release(&self.memory, self.arena, call, address)
     }
 
     fn allocate(&self, call: &'static str, kind: MemoryKind, bytes: usize) -> Result<u64, CudaError> {
         if bytes == 0 {
             return Err(invalid_value(call, "an allocation of 0 bytes"));
         }
-        let layout = Layout::from_size_align(bytes, ALIGNMENT)
-            .map_err(|_| error(call, 2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"))?;
-        // SAFETY: the layout has a non-zero size.
-        let p = unsafe { std::alloc::alloc(layout) };
-        if p.is_null() {
-            return Err(error(call, 2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"));
-        }
-        // SAFETY: `p` holds `bytes` bytes, just allocated.
-        unsafe { std::ptr::write_bytes(p, FRESH, bytes) };
+        let out_of_memory = || error(call, 2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory");
+        // Device memory comes from the sanitizer's arena when it is on, so that host reads of
+        // it fault; managed and page-locked memory are the host's too.
+        let (p, layout) = match self.arena {
+            Some(arena) if kind == MemoryKind::Device => (
+                arena.allocate(bytes).ok_or_else(out_of_memory)? as usize as *mut u8,
+                None,
+            ),
+            _ => {
+                let layout = Layout::from_size_align(bytes, ALIGNMENT).map_err(|_| out_of_memory())?;
+                // SAFETY: the layout has a non-zero size.
+                let p = unsafe { std::alloc::alloc(layout) };
+                if p.is_null() {
+                    return Err(out_of_memory());
+                }
+                (p, Some(layout))
+            }
+        };
+        // SAFETY: `p` holds `bytes` bytes, just allocated (readable: the arena is opened).
+        self.device_access(|| unsafe { std::ptr::write_bytes(p, FRESH, bytes) });
         let address = p as usize as u64;
         self.memory
             .lock()
@@ -354,6 +422,30 @@ impl Emulated {
     }
 }
 
+/// Frees the allocation at `address` (taken out of `memory`), to the global allocator or the
+/// sanitizer's arena.
+fn release(
+    memory: &Mutex<BTreeMap<u64, Allocation>>,
+    arena: Option<&Arena>,
+    call: &'static str,
+    address: u64,
+) -> Result<(), CudaError> {
+    let Some(a) = memory.lock().remove(&address) else {
+        return Err(invalid_value(
+            call,
+            &format!("{address:#x} is not a live allocation"),
+        ));
+    };
+    match (a.layout, arena) {
+        // SAFETY: the allocation was made with this layout by `allocate` and is freed once (it
+        // left the table).
+        (Some(layout), _) => unsafe { std::alloc::dealloc(address as usize as *mut u8, layout) },
+        (None, Some(arena)) => arena.release(address, a.bytes),
+        (None, None) => {}
+    }
+    Ok(())
+}
+
 /// Refuses a geometry the declared device cannot run, as `cuLaunchKernel` does.
 fn check_geometry(call: &'static str, function: &EmuFunction, g: &LaunchGeometry) -> Result<(), CudaError> {
     let limits = DeviceLimits::SM_90;
@@ -376,6 +468,26 @@ fn check_geometry(call: &'static str, function: &EmuFunction, g: &LaunchGeometry
         ));
     }
     Ok(())
+}
+
+/// The addresses a graph node's work touches, and how.
+fn node_pointers(work: &NodeWork) -> Vec<(u64, Access)> {
+    match work {
+        NodeWork::Empty | NodeWork::Host { .. } => Vec::new(),
+        NodeWork::Kernel { function, params, .. } => function.pointers(&params.lock()),
+        NodeWork::Copy {
+            device,
+            host,
+            direction,
+            ..
+        } => {
+            let (device_side, host_side) = match direction {
+                CopyDirection::ToHost => (Access::Read, Access::Write),
+                CopyDirection::ToDevice => (Access::Write, Access::Read),
+            };
+            vec![(*device, device_side), (*host as u64, host_side)]
+        }
+    }
 }
 
 /// Runs a graph node's or launch's work on the calling (stream) thread.
@@ -475,7 +587,13 @@ unsafe impl Api for Emulated {
     fn stream_create(&self, ctx: RawContext) -> Result<RawStream, CudaError> {
         let device = self.device("cuStreamCreate", ctx)?;
         let state: &'static EmuDevice = self.devices[device];
-        let stream = EmuStream::spawn(device, &state.fault).map_err(|_| {
+        let handle = self.handle();
+        let schedule = Schedule {
+            seed: self.sanitizer.seed(),
+            stream: handle,
+            arena: self.arena,
+        };
+        let stream = EmuStream::spawn(device, &state.fault, schedule).map_err(|_| {
             error(
                 "cuStreamCreate",
                 2,
@@ -483,7 +601,7 @@ unsafe impl Api for Emulated {
                 "no thread for the stream",
             )
         })?;
-        let handle = self.handle();
+        self.sanitizer.stream_created(handle);
         self.streams.lock().insert(handle, stream);
         Ok(RawStream(handle))
     }
@@ -495,7 +613,9 @@ unsafe impl Api for Emulated {
     }
 
     fn stream_synchronize(&self, ctx: RawContext, stream: RawStream) -> Result<(), CudaError> {
-        self.stream("cuStreamSynchronize", stream)?.drain();
+        let s = self.stream("cuStreamSynchronize", stream)?;
+        s.drain();
+        self.sanitizer.host_waited_stream(stream.0);
         self.device("cuStreamSynchronize", ctx).map(|_| ())
     }
 
@@ -514,17 +634,23 @@ unsafe impl Api for Emulated {
         self.enqueue(
             "cuStreamWaitEvent",
             stream,
+            &[],
+            "a wait for an event",
             Box::new(move || {
                 e.wait_for(record);
                 Ok(())
             }),
-        )
-        .map(|_| ())
+        )?;
+        self.sanitizer.stream_waited(stream.0, event.0);
+        Ok(())
     }
 
     fn stream_query(&self, ctx: RawContext, stream: RawStream) -> Result<bool, CudaError> {
         let idle = self.stream("cuStreamQuery", stream)?.is_idle();
         self.device("cuStreamQuery", ctx)?;
+        if idle {
+            self.sanitizer.host_waited_stream(stream.0);
+        }
         Ok(idle)
     }
 
@@ -545,6 +671,7 @@ unsafe impl Api for Emulated {
             return Err(invalid_handle("cuEventRecord"));
         }
         e.record(&s);
+        self.sanitizer.event_recorded(event.0, stream.0);
         Ok(())
     }
 
@@ -552,12 +679,16 @@ unsafe impl Api for Emulated {
         let e = self.event("cuEventQuery", event)?;
         let done = e.reached(e.last_record());
         self.device("cuEventQuery", ctx)?;
+        if done {
+            self.sanitizer.host_waited_event(event.0);
+        }
         Ok(done)
     }
 
     fn event_synchronize(&self, ctx: RawContext, event: RawEvent) -> Result<(), CudaError> {
         let e = self.event("cuEventSynchronize", event)?;
         e.wait_for(e.last_record());
+        self.sanitizer.host_waited_event(event.0);
         self.device("cuEventSynchronize", ctx).map(|_| ())
     }
 
@@ -614,13 +745,17 @@ unsafe impl Api for Emulated {
             "cuMemFree"
         };
         let device = self.device(call, ctx)?;
-        // As cudaFree, the free waits for the work queued in the context.
-        self.legacy_sync(device);
         let kinds: &[MemoryKind] = if kind == MemoryKind::HostPinned {
             &[MemoryKind::HostPinned]
         } else {
             &[MemoryKind::Device, MemoryKind::Managed]
         };
+        let bytes = self.allocation(call, address, kinds)?;
+        // Before the free's own wait, which would hide queued work the program never waited
+        // for.
+        self.sanitizer.free(address, bytes, None)?;
+        // As cudaFree, the free waits for the work queued in the context.
+        self.legacy_sync(device);
         self.free_now(call, address, kinds)
     }
 
@@ -631,12 +766,17 @@ unsafe impl Api for Emulated {
         stream: RawStream,
     ) -> Result<(), CudaError> {
         self.device("cuMemFreeAsync", ctx)?;
-        self.check_range("cuMemFreeAsync", address, 1, &[MemoryKind::Device])?;
+        let bytes = self.allocation("cuMemFreeAsync", address, &[MemoryKind::Device])?;
+        self.stream("cuMemFreeAsync", stream)?;
+        self.sanitizer.free(address, bytes, Some(stream.0))?;
+        let (memory, arena) = (self.memory.clone(), self.arena);
         self.enqueue(
             "cuMemFreeAsync",
             stream,
+            &[],
+            "cuMemFreeAsync",
             Box::new(move || {
-                let _ = emulated().free_now("cuMemFreeAsync", address, &[MemoryKind::Device]);
+                let _ = release(&memory, arena, "cuMemFreeAsync", address);
                 Ok(())
             }),
         )
@@ -658,9 +798,11 @@ unsafe impl Api for Emulated {
             &[MemoryKind::Device, MemoryKind::Managed],
         )?;
         self.legacy_sync(device);
+        self.sanitizer
+            .host_work(&self.touches([(address, Access::Write)]), "cuMemsetD8")?;
         // SAFETY: the range lies in a live allocation (checked), and the legacy stream's
         // ordering leaves no queued work of the context on it.
-        unsafe { std::ptr::write_bytes(address as usize as *mut u8, value, bytes) };
+        self.device_access(|| unsafe { std::ptr::write_bytes(address as usize as *mut u8, value, bytes) });
         Ok(())
     }
 
@@ -681,10 +823,13 @@ unsafe impl Api for Emulated {
         self.check_range(call, dst, bytes, &[MemoryKind::Device, MemoryKind::Managed])?;
         let Some(stream) = stream else {
             self.legacy_sync(device);
+            self.sanitizer
+                .host_work(&self.touches([(dst, Access::Write)]), call)?;
             // SAFETY: the caller's promise for `src`; `dst` lies in a live allocation.
-            unsafe { std::ptr::copy(src, dst as usize as *mut u8, bytes) };
+            self.device_access(|| unsafe { std::ptr::copy(src, dst as usize as *mut u8, bytes) });
             return Ok(());
         };
+        let touches = self.touches([(dst, Access::Write), (address(src) as u64, Access::Read)]);
         let work: Work = if self.is_pinned(address(src), bytes) {
             let src = address(src);
             Box::new(move || {
@@ -704,7 +849,7 @@ unsafe impl Api for Emulated {
                 Ok(())
             })
         };
-        self.enqueue(call, stream, work).map(|_| ())
+        self.enqueue(call, stream, &touches, call, work).map(|_| ())
     }
 
     unsafe fn memcpy_dtoh(
@@ -724,15 +869,20 @@ unsafe impl Api for Emulated {
         self.check_range(call, src, bytes, &[MemoryKind::Device, MemoryKind::Managed])?;
         let Some(stream) = stream else {
             self.legacy_sync(device);
+            self.sanitizer
+                .host_work(&self.touches([(src, Access::Read)]), call)?;
             // SAFETY: the caller's promise for `dst`; `src` lies in a live allocation.
-            unsafe { std::ptr::copy(src as usize as *const u8, dst, bytes) };
+            self.device_access(|| unsafe { std::ptr::copy(src as usize as *const u8, dst, bytes) });
             return self.device(call, ctx).map(|_| ());
         };
         let pinned = self.is_pinned(address(dst), bytes);
         let dst = address(dst);
+        let touches = self.touches([(src, Access::Read), (dst as u64, Access::Write)]);
         let s = self.enqueue(
             call,
             stream,
+            &touches,
+            call,
             Box::new(move || {
                 // SAFETY: the caller keeps `dst` writable and `src` allocated until the copy
                 // completed.
@@ -743,6 +893,7 @@ unsafe impl Api for Emulated {
         if !pinned {
             // A copy to pageable memory returns once it is done.
             s.drain();
+            self.sanitizer.host_waited_stream(stream.0);
             self.device(call, ctx)?;
         }
         Ok(())
@@ -761,9 +912,12 @@ unsafe impl Api for Emulated {
         let kinds = [MemoryKind::Device, MemoryKind::Managed];
         self.check_range(call, dst, bytes, &kinds)?;
         self.check_range(call, src, bytes, &kinds)?;
+        let touches = self.touches([(src, Access::Read), (dst, Access::Write)]);
         self.enqueue(
             call,
             stream,
+            &touches,
+            call,
             Box::new(move || {
                 // SAFETY: both lie in live allocations the caller keeps until the copy
                 // completed.
@@ -859,10 +1013,14 @@ unsafe impl Api for Emulated {
         let f = self.function(call, function)?;
         // SAFETY: the caller's contract: one readable pointer per parameter.
         let mut block = unsafe { self.params(call, &f, g, params) }?;
+        let touches = self.touches(f.pointers(&block));
+        let what = format!("kernel `{}`", f.kernel);
         let g = *g;
         self.enqueue(
             call,
             stream,
+            &touches,
+            &what,
             Box::new(move || {
                 // SAFETY: the launch's contract: the memory the parameters name stays alive
                 // until the launch completed.
@@ -982,9 +1140,13 @@ unsafe impl Api for Emulated {
         if exec_device != device {
             return Err(invalid_handle(call));
         }
+        let touches = self.touches(nodes.iter().flat_map(node_pointers));
+        let what = format!("a launch of graph executable {}", exec.0);
         self.enqueue(
             call,
             stream,
+            &touches,
+            &what,
             Box::new(move || nodes.iter().try_for_each(run_node)),
         )
         .map(|_| ())

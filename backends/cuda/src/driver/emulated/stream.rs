@@ -9,6 +9,8 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
+use super::sanitizer::{Arena, schedule_delay};
+
 /// A failure of device work (a trapped kernel, an illegal address): CUDA's code and name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Fault {
@@ -26,6 +28,15 @@ pub(super) const LAUNCH_FAILED: Fault = Fault {
 
 /// Work queued on a stream; it runs on the stream's thread.
 pub(super) type Work = Box<dyn FnOnce() -> Result<(), Fault> + Send>;
+
+/// How a stream's thread runs its work under the sanitizer: the schedule's seed (0: no
+/// delays), the stream's handle, and the arena of device memory to open around each item.
+#[derive(Clone, Copy)]
+pub(super) struct Schedule {
+    pub(super) seed: u64,
+    pub(super) stream: usize,
+    pub(super) arena: Option<&'static Arena>,
+}
 
 /// What a stream has queued and done.
 struct Queue {
@@ -50,6 +61,7 @@ impl EmuStream {
     pub(super) fn spawn(
         device: usize,
         fault: &'static Mutex<Option<Fault>>,
+        schedule: Schedule,
     ) -> std::io::Result<Arc<EmuStream>> {
         let stream = Arc::new(EmuStream {
             device,
@@ -64,11 +76,12 @@ impl EmuStream {
         let worker = stream.clone();
         std::thread::Builder::new()
             .name(format!("emulated CUDA stream (device {device})"))
-            .spawn(move || worker.run(fault))?;
+            .spawn(move || worker.run(fault, schedule))?;
         Ok(stream)
     }
 
-    fn run(&self, fault: &Mutex<Option<Fault>>) {
+    fn run(&self, fault: &Mutex<Option<Fault>>, schedule: Schedule) {
+        let mut item = 0u64;
         loop {
             let work = {
                 let mut q = self.queue.lock();
@@ -82,10 +95,16 @@ impl EmuStream {
                     self.changed.wait(&mut q);
                 }
             };
-            if fault.lock().is_none()
-                && let Err(f) = work()
-            {
-                fault.lock().get_or_insert(f);
+            item += 1;
+            schedule_delay(schedule.seed, schedule.stream, item);
+            if fault.lock().is_none() {
+                let outcome = match schedule.arena {
+                    Some(arena) => arena.with_device_access(work),
+                    None => work(),
+                };
+                if let Err(f) = outcome {
+                    fault.lock().get_or_insert(f);
+                }
             }
             let mut q = self.queue.lock();
             q.completed += 1;
