@@ -105,10 +105,11 @@ impl Stream for CudaStream {
 
     fn enqueue(&self, work: Work<Cuda>) {
         // The stream's events order its launches against other streams', so its asynchronous
-        // launches are not recorded in the table of queued launches (see `crate::pending`).
-        self.host.enqueue(Box::new(move |cuda: &Cuda| {
-            crate::pending::ordered_by_dag(|| work(cuda))
-        }));
+        // launches on its own instance are not recorded in the table of queued launches (see
+        // `crate::pending`); those the work issues on other instances, which the events do not
+        // cover, are.
+        self.host
+            .enqueue(Box::new(move |cuda: &Cuda| cuda.run_as_dag_stream(|| work(cuda))));
     }
 
     fn record_event(&self) -> CudaEvent {

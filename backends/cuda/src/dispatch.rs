@@ -224,9 +224,10 @@ fn run_launch(
         launch()?;
         return cuda.fence();
     }
-    if crate::pending::in_dag_stream() {
-        // Ordered against the DAG's other vertices by its events, and against queued eager
-        // launches here; not recorded: the DAG holds the views until the vertex has run.
+    if cuda.in_dag_stream() {
+        // A DAG vertex's launch on its own stream: ordered against the DAG's other vertices
+        // by its events, and against queued eager launches here; not recorded: the DAG holds
+        // the views until the vertex has run. Its launches on other instances are recorded.
         cuda.wait_for_queued(&accesses)?;
         launch()?;
         return Ok(cuda.bound_kept()?);

@@ -35,7 +35,9 @@
 //! reaches those without a copy), unique tokens or views of another GPU. All of them, a CUDA
 //! graph's stages (which wait for all queued work of other instances) and DAG streams'
 //! launches (ordered among themselves by the DAG's events, and not recorded: the DAG holds
-//! their views until they have run) wait for the conflicting queued work first.
+//! their views until they have run) wait for the conflicting queued work first. Only a DAG
+//! vertex's launches on its own stream's instance are such: its events cover nothing else, so
+//! its launches on any other instance are recorded like any others ([`in_dag_stream`]).
 
 use parking_lot::{Condvar, Mutex};
 
@@ -95,30 +97,35 @@ pub(crate) fn release_kept() -> bool {
 }
 
 thread_local! {
-    /// Whether the launches of this thread are ordered by an implicit-DAG stream (its CUDA
-    /// events), which also holds their views borrowed until they have run.
-    static DAG_ORDERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The instance (by its number) whose launches from this thread are a DAG stream's work,
+    /// ordered by that stream's CUDA events, which also hold their views borrowed until they
+    /// have run. Per thread *and* instance: the events cover that stream only, so the same
+    /// vertex's launches on any other instance (and another thread's on this one) are queued
+    /// work like any other.
+    static DAG_ORDERED: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
-/// Runs `work` as a DAG stream's work: its asynchronous launches wait for the conflicting
-/// queued launches of other instances but are not recorded in the table, since the DAG orders
-/// conflicting vertices by events and holds their views borrowed (a conflicting eager launch
-/// elsewhere is refused) until they have run.
+/// Runs `work` as the work of a DAG stream on instance `instance` (by its number): its
+/// asynchronous launches *on that instance* wait for the conflicting queued launches of other
+/// instances but are not recorded in the table, since the DAG orders conflicting vertices by
+/// events on that stream and holds their views borrowed (a conflicting eager launch elsewhere
+/// is refused) until they have run. Its launches on other instances are recorded as usual.
 #[cfg(feature = "dag")]
-pub(crate) fn ordered_by_dag<T>(work: impl FnOnce() -> T) -> T {
-    struct Reset(bool);
+pub(crate) fn ordered_by_dag<T>(instance: u64, work: impl FnOnce() -> T) -> T {
+    struct Reset(Option<u64>);
     impl Drop for Reset {
         fn drop(&mut self) {
             DAG_ORDERED.with(|d| d.set(self.0));
         }
     }
-    let _reset = Reset(DAG_ORDERED.with(|d| d.replace(true)));
+    let _reset = Reset(DAG_ORDERED.with(|d| d.replace(Some(instance))));
     work()
 }
 
-/// Whether the calling thread runs a DAG stream's work (`ordered_by_dag`).
-pub(crate) fn in_dag_stream() -> bool {
-    DAG_ORDERED.with(std::cell::Cell::get)
+/// Whether the calling thread runs a DAG stream's work on instance `instance`
+/// (`ordered_by_dag`): only then do that instance's launches skip the table.
+pub(crate) fn in_dag_stream(instance: u64) -> bool {
+    DAG_ORDERED.with(std::cell::Cell::get) == Some(instance)
 }
 
 /// One device access of a launch: bytes `lo..hi` of device memory, written (atomic updates
@@ -348,6 +355,25 @@ mod tests {
         assert_eq!(ids(pending.conflicts(3, &[write(100, 101)])), [2]);
         pending.forget(1, pending.mark());
         assert!(pending.conflicts(3, &[read(40, 41)]).is_empty());
+    }
+
+    #[cfg(feature = "dag")]
+    #[test]
+    fn only_the_dag_streams_own_instance_is_ordered_by_the_dag() {
+        use super::{in_dag_stream, ordered_by_dag};
+        assert!(!in_dag_stream(3));
+        ordered_by_dag(3, || {
+            assert!(in_dag_stream(3));
+            // Another instance's launches from the same vertex are queued work as any.
+            assert!(!in_dag_stream(4));
+            // Nor is the mark another thread's.
+            std::thread::spawn(|| assert!(!in_dag_stream(3)))
+                .join()
+                .expect("the thread's checks pass");
+            ordered_by_dag(4, || assert!(in_dag_stream(4) && !in_dag_stream(3)));
+            assert!(in_dag_stream(3), "the outer mark is back");
+        });
+        assert!(!in_dag_stream(3));
     }
 
     #[test]

@@ -247,14 +247,27 @@ impl Cuda {
             work()?;
             return self.synchronize();
         }
-        if crate::pending::in_dag_stream() {
-            // A DAG vertex: ordered by the DAG's events, which hold its views (see
-            // `crate::pending::ordered_by_dag`).
+        if self.in_dag_stream() {
+            // A DAG vertex on its own stream: ordered by the DAG's events, which hold its
+            // views (see `crate::pending::ordered_by_dag`).
             self.wait_for_queued(accesses)?;
             work()?;
             return self.bound_kept();
         }
         self.queue_launch(accesses, work)
+    }
+
+    /// Runs `work` as a DAG stream's work on this instance: the launches it issues here are
+    /// ordered by the DAG's events rather than the table (see `crate::pending::ordered_by_dag`).
+    #[cfg(feature = "dag")]
+    pub(crate) fn run_as_dag_stream<T>(&self, work: impl FnOnce() -> T) -> T {
+        crate::pending::ordered_by_dag(self.inner.number, work)
+    }
+
+    /// Whether the calling thread runs a DAG stream's work on this very instance: the only
+    /// launches the DAG's events order (work on another instance is queued work as any).
+    pub(crate) fn in_dag_stream(&self) -> bool {
+        crate::pending::in_dag_stream(self.inner.number)
     }
 
     /// Notes `what` (a kernel's name, or the library work's) as the last work queued here, for
