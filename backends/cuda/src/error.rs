@@ -24,6 +24,15 @@ pub enum CudaError {
         /// The library names that were tried.
         looked_for: String,
     },
+    /// [`use_emulated_driver`](crate::use_emulated_driver) called after the process's driver
+    /// was chosen (by an earlier call into the backend).
+    #[error(
+        "the CUDA driver of this process is already chosen ({driver}); call `hoplite_cuda::use_emulated_driver()` before any other hoplite-cuda call, or set HOPLITE_CUDA_DRIVER=emulated"
+    )]
+    DriverChosen {
+        /// The driver in use.
+        driver: String,
+    },
     /// The driver is older than the API the backend calls.
     #[error(
         "the CUDA driver supports CUDA {found_major}.{found_minor}, but hoplite-cuda needs 12.0 or newer; update the NVIDIA driver"

@@ -92,6 +92,26 @@ pub fn driver_present() -> bool {
     !matches!(driver::driver(), Err(CudaError::NoDriver { .. }))
 }
 
+/// Makes the emulated CUDA driver this process's driver, as `HOPLITE_CUDA_DRIVER=emulated`
+/// does: the whole backend then runs on the CPU (streams as threads, kernels compiled by the
+/// host C++ compiler), for tests and CI on machines without a GPU. It is never chosen without
+/// being asked for. Call it before any other hoplite-cuda call.
+///
+/// ```
+/// # if std::env::var_os("HOPLITE_CUDA_DRIVER").is_some() { return Ok(()); }
+/// hoplite_cuda::use_emulated_driver()?;
+/// assert!(hoplite_cuda::driver_is_emulated());
+/// assert!(hoplite_cuda::device_count()? >= 1);
+/// # Ok::<(), hoplite_cuda::CudaError>(())
+/// ```
+///
+/// # Errors
+///
+/// [`CudaError::DriverChosen`] when the process already uses another driver.
+pub fn use_emulated_driver() -> Result<(), CudaError> {
+    driver::use_emulated()
+}
+
 /// Whether the driver is the emulated one (`HOPLITE_CUDA_DRIVER=emulated`), which runs the
 /// backend on the CPU: tests that measure or need a real GPU skip themselves on it.
 ///

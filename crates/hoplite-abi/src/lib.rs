@@ -109,3 +109,16 @@ pub use pack::{
     TokenArg, pack_for, pack_reduce, pack_scan,
 };
 pub use scalar::{ScalarType, ScalarValue};
+
+/// The CUDA device on the CPU, as C++: the built-ins generated CUDA C uses (indices, barriers,
+/// shared memory, atomics, `__trap`) defined so that a host C++ compiler builds a kernel, and
+/// `hl_run_grid`, which runs a grid block by block with a block's threads as fibers that meet
+/// at real barriers; `hl_call` unpacks an entry's parameters from a driver's `void**` by the
+/// entry's own types, and `hl_param_layout` reports their sizes and kinds. One definition of
+/// device semantics for every host run of generated kernels: hoplite-cuda's emulated driver
+/// and hoplite-kernel-check's checks of the translation.
+///
+/// ```
+/// assert!(hoplite_abi::HOST_DEVICE_HEADER.contains("hl_run_grid"));
+/// ```
+pub const HOST_DEVICE_HEADER: &str = include_str!("host_device.h");

@@ -1,11 +1,12 @@
 // Over 800 lines: `HostModule` is one pipeline, from the generated C++ to the run on the CPU.
 //! Checks of `#[kernel]` translations that need no GPU.
 //!
-//! [`HostModule`] compiles a kernel's generated CUDA C with the host C++ compiler under a
-//! header that defines the CUDA built-ins for the CPU (`host_header.h`: the grid and block
-//! indices, `__trap` as an exception the launcher catches, `__syncthreads` as a barrier
-//! between a block's threads, which run at once in team launches, a fresh buffer per block as
-//! the dynamic shared memory of team scratch, atomics as `std::atomic_ref`), loads it, and
+//! [`HostModule`] compiles a kernel's generated CUDA C with the host C++ compiler under the
+//! header that defines the CUDA built-ins for the CPU ([`hoplite_abi::HOST_DEVICE_HEADER`],
+//! which hoplite-cuda's emulated driver runs kernels under too: the grid and block indices,
+//! `__trap` as an exception the launcher catches, a block's threads as fibers that meet at
+//! real barriers, a fresh buffer per block as the dynamic shared memory of team scratch,
+//! atomics as `std::atomic_ref`), loads it, and
 //! launches its entry with its parameters packed by the device ABI's packer
 //! ([`hoplite_abi::pack_for`], [`pack_reduce`](hoplite_abi::pack_reduce),
 //! [`pack_scan`](hoplite_abi::pack_scan)): the very parameter block a CUDA launch of
@@ -24,15 +25,12 @@
 //! # Ok(()) }
 //! ```
 
-pub mod emulated;
 #[cfg(feature = "nvrtc")]
 pub mod nvrtc;
 
 use std::ffi::c_void;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hoplite_abi::{
@@ -42,7 +40,7 @@ use hoplite_abi::{
 };
 
 /// The header that defines the CUDA built-ins for the CPU.
-pub const HOST_HEADER: &str = include_str!("host_header.h");
+pub const HOST_HEADER: &str = hoplite_abi::HOST_DEVICE_HEADER;
 
 /// What can go wrong compiling or launching a kernel on the host.
 #[derive(Debug, thiserror::Error)]
@@ -327,7 +325,7 @@ impl HostModule {
         let text = format!(
             "{HOST_HEADER}\n{}\n{}",
             kernel.cuda_source,
-            launcher_source(kernel.entry, kernel.iteration, kernel.pattern, kernel.params)
+            launcher_source(kernel.entry)
         );
         // Named by a hash of everything compiled (and the compiler), so an unchanged kernel is
         // not compiled again on the next run.
@@ -1051,17 +1049,14 @@ impl HostModule {
     /// join); `shared_bytes` is at least the team scratch the packed requests need.
     pub unsafe fn launch_packed(&self, grid: Grid, shared_bytes: usize, params: &mut ParamBuffer) -> Outcome {
         let mut pointers = params.pointers();
-        // The launcher keeps the grid and the block's barrier in the library's globals, and two
-        // modules of one kernel load the same library: one launch at a time in the process.
-        static LAUNCHES: Mutex<()> = Mutex::new(());
-        let _one_at_a_time = LAUNCHES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The runner keeps the grid and the block in per-thread state, so launches on several
+        // threads run at once.
         let [gx, gy, gz] = grid.blocks;
         let [bx, by, bz] = grid.threads;
         // SAFETY: the launcher reads one parameter per pointer, in the order and with the
-        // types `launcher_source` generated from the kernel's parameter list, which the
-        // packer laid `params` out for (each parameter aligned to its size inside the
-        // 8-aligned buffer, which stays unchanged until the call returns); the memory the
-        // parameters address is the caller's contract.
+        // types of the entry's own parameters, which the packer laid `params` out for (each
+        // parameter aligned to its size inside the 8-aligned buffer, which stays unchanged
+        // until the call returns); the memory the parameters address is the caller's contract.
         let status =
             unsafe { (self.launcher)(gx, gy, gz, bx, by, bz, shared_bytes as u64, pointers.as_mut_ptr()) };
         if status == 0 {
@@ -1072,114 +1067,15 @@ impl HostModule {
     }
 }
 
-/// The C++ of `hl_host_launch`: runs every block and thread of the grid one after another and
-/// calls the entry with the parameters unpacked from `void**`.
-fn launcher_source(
-    entry: &str,
-    iteration: DeviceIteration,
-    pattern: DevicePattern,
-    params: &[DeviceParam],
-) -> String {
-    let mut types: Vec<String> = Vec::new();
-    let bounds = if iteration == DeviceIteration::Team {
-        // The league size, the four scratch requests and the vector length.
-        6
-    } else {
-        2 * iteration.rank()
-    };
-    for _ in 0..bounds {
-        types.push("unsigned long long".to_owned());
-    }
-    if matches!(iteration, DeviceIteration::MdRange(_)) {
-        // The index order.
-        types.push("int".to_owned());
-    }
-    for p in params {
-        match *p {
-            DeviceParam::Handle { element, rank, .. } => {
-                types.push(format!("{}*", element.cuda_name()));
-                for _ in 0..2 * rank {
-                    types.push("unsigned long long".to_owned());
-                }
-            }
-            DeviceParam::Scalar { ty, .. } => types.push(ty.cuda_name().to_owned()),
-            DeviceParam::TokenBits { .. } => {
-                types.push("unsigned int*".to_owned());
-                types.push("unsigned long long".to_owned());
-            }
-        }
-    }
-    if !matches!(pattern, DevicePattern::For | DevicePattern::Scan(_)) {
-        // A reduce entry's walk and device join.
-        types.push("int".to_owned());
-        types.push("int".to_owned());
-    }
-    if let DevicePattern::Reduce(ty) | DevicePattern::Scan(ty) = pattern {
-        types.push(ty.cuda_name().to_owned());
-        types.push(format!("{}*", ty.cuda_name()));
-    }
-    if let DevicePattern::ReduceValLoc(ty) = pattern {
-        types.push(format!("hl_valloc<{}>", ty.cuda_name()));
-        types.push(format!("hl_valloc<{}>*", ty.cuda_name()));
-    }
-    if let DevicePattern::ReduceMinMaxLoc(ty) | DevicePattern::ReduceMinMaxFirstLastLoc(ty) = pattern {
-        types.push(format!("hl_minmaxloc<{}>", ty.cuda_name()));
-        types.push(format!("hl_minmaxloc<{}>*", ty.cuda_name()));
-    }
-    if let DevicePattern::ReduceMinMax(ty) = pattern {
-        types.push(format!("hl_minmax<{}>", ty.cuda_name()));
-        types.push(format!("hl_minmax<{}>*", ty.cuda_name()));
-    }
-    if pattern == DevicePattern::ReduceIndex {
-        types.push("unsigned long long".to_owned());
-        types.push("unsigned long long*".to_owned());
-    }
-    if let DevicePattern::Scan(_) = pattern {
-        types.push("bool".to_owned());
-    }
-    let args: Vec<String> = types
-        .iter()
-        .enumerate()
-        .map(|(k, t)| format!("*({t}*)p[{k}]"))
-        .collect();
-    let call = format!("{entry}({});", args.join(", "));
-    let mut src = String::new();
-    let _ = writeln!(
-        src,
-        "extern \"C\" int hl_host_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned long long shared, void** p) {{"
-    );
-    src.push_str("    gridDim = dim3{gx, gy, gz};\n    blockDim = dim3{bx, by, bz};\n    std::atomic<int> trapped{0};\n");
-    src.push_str("    for (unsigned z = 0; z < gz; ++z) for (unsigned y = 0; y < gy; ++y) for (unsigned x = 0; x < gx; ++x) {\n");
-    if iteration == DeviceIteration::Team || matches!(pattern, DevicePattern::Reduce(_)) {
-        // Team kernels, and reductions that join a block's values, meet at barriers: the
-        // threads of a block run at once.
-        src.push_str("        std::barrier<> block(bx * by * bz);\n        hl_block_barrier = &block;\n");
-        // Each block's own dynamic shared memory, filled with a pattern rather than zeros (a
-        // device does not clear it either).
-        src.push_str(
-            "        std::vector<unsigned long long> smem(shared / 8 + 1, 0x5a5a5a5a5a5a5a5aull);\n",
-        );
-        src.push_str("        hl_dynamic_smem = (unsigned char*)smem.data();\n        hl_dynamic_smem_bytes = shared;\n");
-        src.push_str("        std::vector<std::thread> threads;\n");
-        src.push_str("        for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx)\n");
-        src.push_str("            threads.emplace_back([&, x, y, z, tx, ty, tz] {\n");
-        src.push_str(
-            "                blockIdx = dim3{x, y, z};\n                threadIdx = dim3{tx, ty, tz};\n",
-        );
-        let _ = writeln!(
-            src,
-            "                try {{ {call} }} catch (hl_trap_signal&) {{ trapped = 1; block.arrive_and_drop(); }}"
-        );
-        src.push_str("            });\n        for (auto& t : threads) t.join();\n        hl_block_barrier = nullptr;\n");
-    } else {
-        src.push_str("        for (unsigned tz = 0; tz < bz; ++tz) for (unsigned ty = 0; ty < by; ++ty) for (unsigned tx = 0; tx < bx; ++tx) {\n");
-        src.push_str("            blockIdx = dim3{x, y, z};\n            threadIdx = dim3{tx, ty, tz};\n");
-        let _ = writeln!(
-            src,
-            "            try {{ {call} }} catch (hl_trap_signal&) {{ return 1; }}"
-        );
-        src.push_str("        }\n");
-    }
-    src.push_str("    }\n    return trapped.load();\n}\n");
-    src
+/// The C++ of `hl_host_launch`: runs the grid with the host device's runner (blocks one after
+/// another, a block's threads as fibers that meet at real barriers) and calls the entry with
+/// its parameters unpacked from `void**` by the entry's own types, as the emulated CUDA driver
+/// launches it.
+fn launcher_source(entry: &str) -> String {
+    format!(
+        "static void hl_host_body(void* p) {{ hl_call(&{entry}, (void**)p); }}\n\
+         extern \"C\" int hl_host_launch(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned long long shared, void** p) {{\n\
+         \x20   const unsigned grid[3] = {{gx, gy, gz}}, block[3] = {{bx, by, bz}};\n\
+         \x20   return hl_run_grid(grid, block, shared, hl_host_body, (void*)p);\n}}\n"
+    )
 }

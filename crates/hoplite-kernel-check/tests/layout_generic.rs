@@ -1,13 +1,13 @@
 //! A `#[kernel]` generic over its handles' layouts (`<L: ArrayLayout>`): one function launched
-//! on row-major and column-major views, on a host backend and through the device path of the
-//! emulated GPU, whose CUDA C indexes with the views' strides whatever the layout.
+//! on row-major and column-major views, on a host backend and on `Cuda` under the emulated CUDA
+//! driver, whose CUDA C indexes with the views' strides whatever the layout.
 
 use hoplite::Serial;
 use hoplite_core::{
     ArrayLayout, BoundReader, BoundWriter, LayoutLeft, LayoutRight, MDRangePolicy, MdIdx, Sum, View,
     parallel_for, parallel_reduce,
 };
-use hoplite_kernel_check::emulated::{self, HostDevice, HostDeviceSpace};
+use hoplite_cuda::{Cuda, CudaSpace};
 use hoplite_kernel_check::host_compiler;
 use hoplite_macros::kernel;
 
@@ -79,16 +79,27 @@ fn one_layout_generic_kernel_runs_on_both_layouts_on_host_and_device_paths() {
         (want.clone(), sum)
     );
     if host_compiler().is_none() {
-        println!("skipped the emulated device: no host C++ compiler (set CXX, or install g++)");
+        println!("skipped the device path: no host C++ compiler (set CXX, or install g++)");
         return;
     }
-    emulated::set_build_dir(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("host-device"));
+    // The emulated driver, unless this process already runs on another one (a GPU's, when
+    // HOPLITE_CUDA_DRIVER asks for it).
+    if let Err(e) = hoplite_cuda::use_emulated_driver() {
+        println!("the device path runs on the driver in use ({e})");
+    }
+    let cuda = match Cuda::new() {
+        Ok(cuda) => cuda,
+        Err(e) => {
+            println!("skipped the device path: {e}");
+            return;
+        }
+    };
     assert_eq!(
-        run::<_, LayoutRight, HostDeviceSpace>(HostDevice).expect("device, right"),
+        run::<_, LayoutRight, CudaSpace>(cuda.clone()).expect("device, right"),
         (want.clone(), sum)
     );
     assert_eq!(
-        run::<_, LayoutLeft, HostDeviceSpace>(HostDevice).expect("device, left"),
+        run::<_, LayoutLeft, CudaSpace>(cuda).expect("device, left"),
         (want, sum)
     );
 }

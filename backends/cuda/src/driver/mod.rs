@@ -12,11 +12,20 @@
 
 // The seam is the whole driver interface, implemented whole on both sides; the front ends'
 // adapters (the `dag`, `graph` and `select` features) each use a part of it.
-#[cfg_attr(not(all(feature = "dag", feature = "graph", feature = "select")), allow(dead_code))]
+#[cfg_attr(
+    not(all(feature = "dag", feature = "graph", feature = "select")),
+    allow(dead_code)
+)]
 mod api;
-#[cfg_attr(not(all(feature = "dag", feature = "graph", feature = "select")), allow(dead_code))]
+#[cfg_attr(
+    not(all(feature = "dag", feature = "graph", feature = "select")),
+    allow(dead_code)
+)]
 mod cudarc_api;
-#[cfg_attr(not(all(feature = "dag", feature = "graph", feature = "select")), allow(dead_code))]
+#[cfg_attr(
+    not(all(feature = "dag", feature = "graph", feature = "select")),
+    allow(dead_code)
+)]
 mod emulated;
 mod event;
 #[cfg(feature = "graph")]
@@ -29,10 +38,10 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
-use self::api::{Api, DriverInfo, RawContext};
-pub(crate) use self::api::MemoryKind;
 #[cfg(feature = "graph")]
 pub(crate) use self::api::CopyDirection;
+pub(crate) use self::api::MemoryKind;
+use self::api::{Api, DriverInfo, RawContext};
 pub use self::emulated::{
     BUILD_DIR_ENV as EMULATED_BUILD_DIR_ENV, DEVICES_ENV, SANITIZER_ENV, SCHEDULE_SEED_ENV,
 };
@@ -94,26 +103,44 @@ fn wants_emulated(value: Option<&str>) -> bool {
     crate::switch_setting(DRIVER_ENV, value, ["emulated", "cuda"], "using the CUDA driver")
 }
 
-/// The driver, initialized once; the typed error when there is none, no device, or an
-/// older one than CUDA 12.0.
+/// The process's driver, chosen and initialized once.
+static DRIVER: OnceLock<Result<Driver, CudaError>> = OnceLock::new();
+
+/// Initializes `api` as the process's driver.
+fn initialize(api: &'static dyn Api) -> Result<Driver, CudaError> {
+    let info = api.init()?;
+    Ok(Driver {
+        api,
+        device_count: info.device_count,
+        version: info.version,
+    })
+}
+
+/// The driver, initialized once (the one `HOPLITE_CUDA_DRIVER` names, else the CUDA driver);
+/// the typed error when there is none, no device, or an older one than CUDA 12.0.
 pub(crate) fn driver() -> Result<&'static Driver, CudaError> {
-    static DRIVER: OnceLock<Result<Driver, CudaError>> = OnceLock::new();
     DRIVER
         .get_or_init(|| {
-            let api: &'static dyn Api = if wants_emulated(std::env::var(DRIVER_ENV).ok().as_deref()) {
+            initialize(if wants_emulated(std::env::var(DRIVER_ENV).ok().as_deref()) {
                 emulated::api()
             } else {
                 &cudarc_api::Cudarc
-            };
-            let info = api.init()?;
-            Ok(Driver {
-                api,
-                device_count: info.device_count,
-                version: info.version,
             })
         })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// Makes the emulated driver the process's driver, as `HOPLITE_CUDA_DRIVER=emulated` does;
+/// an error once another driver is in use.
+pub(crate) fn use_emulated() -> Result<(), CudaError> {
+    match DRIVER.get_or_init(|| initialize(emulated::api())) {
+        Ok(d) if d.is_emulated() => Ok(()),
+        Ok(d) => Err(CudaError::DriverChosen { driver: d.describe() }),
+        Err(e) => Err(CudaError::DriverChosen {
+            driver: format!("none: {e}"),
+        }),
+    }
 }
 
 /// One device: its primary context (retained for the life of the process) and properties.

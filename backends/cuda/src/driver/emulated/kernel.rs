@@ -1,5 +1,5 @@
 //! Emulated modules: a kernel's CUDA C compiled once by the host C++ compiler under
-//! `device.h` (the CUDA built-ins for the CPU) into a shared library, loaded, and run block by
+//! `hoplite_abi::HOST_DEVICE_HEADER` (the CUDA built-ins for the CPU) into a shared library, loaded, and run block by
 //! block. As on a GPU, the driver knows nothing of hoplite: it finds the entry by name, reads
 //! its parameters' sizes from the compiled entry itself (as a driver reads them from the
 //! module), copies the values at launch and runs the grid.
@@ -15,7 +15,7 @@ use crate::CudaError;
 use crate::geometry::LaunchGeometry;
 
 /// The CUDA built-ins for the CPU and the run of a grid.
-const DEVICE_HEADER: &str = include_str!("device.h");
+const DEVICE_HEADER: &str = hoplite_abi::HOST_DEVICE_HEADER;
 
 /// The environment setting naming the folder compiled kernels go to (default: a folder of
 /// the system's temporary directory).

@@ -1,9 +1,10 @@
-// The CUDA device on the CPU, for the emulated driver: the built-ins that CUDA C kernels use,
-// defined so that a host C++ compiler builds them, and the run of a grid. Each stream's worker
-// thread runs a launch's blocks one after another; a block's threads are fibers (ucontext) of
-// that thread, switched at `__syncthreads` (a real barrier: a thread waits until every thread
-// of the block that has not exited arrives) and at `__nanosleep` (a spinning thread lets the
-// others run). All state is per host thread, so launches on several streams run at once.
+// The CUDA device on the CPU: the built-ins that CUDA C kernels use, defined so that a host C++
+// compiler builds them, and the run of a grid (hoplite-cuda's emulated driver and
+// hoplite-kernel-check's host checks both run generated kernels under it). The caller's thread
+// runs a launch's blocks one after another; a block's threads are fibers of that thread,
+// switched at `__syncthreads` (a real barrier: a thread waits until every thread of the block
+// that has not exited arrives) and at `__nanosleep` (a spinning thread lets the others run).
+// All state is per host thread, so launches on several threads (streams) run at once.
 #include <math.h>
 #include <stddef.h>
 #include <ucontext.h>
