@@ -12,10 +12,13 @@
 //! * `benches/grcuda` — GrCUDA's six benchmarks, whose `cuda-*` rows run on the GPU;
 //! * `examples/tour` — the tour built with `--features cuda`;
 //! * `COMMIT` — the commit (and whether the tree had changes) and when the bundle was built;
-//! * `run.sh` — runs the tests (each binary under a time limit, one test thread: device
-//!   tests share the GPU), the benchmark with short measurement times and the tour, all
-//!   within 8 minutes, and writes `report.md`: the GPU and driver (`nvidia-smi`), the
-//!   commit, each test's result, each benchmark's median, the tour's CUDA section, and the
+//! * `run.sh` — runs what decides the defaults first (the tests with asynchronous launches
+//!   and CUDA graphs, then compute-sanitizer's racecheck and synccheck of the queued-work
+//!   and one-launch tests where the CUDA toolkit has it), then every test as the defaults
+//!   are now (each binary under a time limit, one test thread: device tests share the GPU),
+//!   the benchmarks with short measurement times and the tour, all within 10 minutes, and
+//!   writes `report.md`: the GPU and driver (`nvidia-smi`), the commit, each test's result,
+//!   the sanitizer's findings, each benchmark's median, the tour's CUDA section, and the
 //!   logs under `logs/`.
 //!
 //! The binaries are stripped of debug information when `strip` is on the path, so the bundle

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs hoplite's GPU bundle (built by `cargo xtask gpu-bundle`) and writes report.md here:
-# the GPU and driver, the commit, each test's result, each benchmark's median and the tour's
-# CUDA section. Whole run: under 8 minutes (the tests 200 s in all, HOPLITE_BUNDLE_TEST_SECONDS
-# per test binary, default 90; GrCUDA's benchmarks at GPU sizes 85 + 65 + 50 s; the CUDA
-# benchmark 55 s; the tour 30 s). What decides the open questions runs first: the tests in both launch
-# modes, then GrCUDA's rows with asynchronous launches.
+# the GPU and driver, the commit, each test's result, compute-sanitizer's findings, each
+# benchmark's median and the tour's CUDA section. Whole run: under 10 minutes (the tests 200 s
+# in all, HOPLITE_BUNDLE_TEST_SECONDS per test binary, default 90; compute-sanitizer 4 x 25 s;
+# GrCUDA's benchmarks at GPU sizes 85 + 65 + 30 s; the CUDA benchmark 45 s; the tour 30 s).
+# What decides the open questions runs first, so that a run cut short still decides them: the
+# tests with asynchronous launches and with CUDA graphs (the defaults to be), then
+# compute-sanitizer's racecheck and synccheck of the queued-work and one-launch tests with
+# asynchronous launches, then every test as the defaults are now, then GrCUDA's rows with
+# asynchronous launches.
 set -uo pipefail
 cd "$(dirname "$0")"
 mkdir -p logs
@@ -66,29 +70,60 @@ run_test() {
         failures="$failures [$name:${names:- $exit_note}]"
     fi
 }
-for bin in tests/*; do
-    run_test "$(basename "$bin")" "$bin"
+# First what decides the defaults: launches that return once queued
+# (backends/cuda/src/pending.rs) and CUDA graphs built in stages by `create_graph(&cuda, ..)`,
+# each alone and both at once. The most telling first, in case time runs out.
+for name in test-queued_work test-one_launch; do
+    if [ -x "tests/$name" ]; then
+        run_test "$name-async" "tests/$name" HOPLITE_CUDA_LAUNCHES=async
+    fi
 done
-# The suite once more with `create_graph(&cuda, ..)` building CUDA graphs (in stages) instead
-# of the host graph: what must pass before CUDA graphs become Cuda's default.
 if [ -x tests/test-conformance ]; then
+    run_test "test-conformance-cuda-graphs-async" tests/test-conformance HOPLITE_CUDA_GRAPHS=device \
+        HOPLITE_CUDA_LAUNCHES=async
     run_test "test-conformance-cuda-graphs" tests/test-conformance HOPLITE_CUDA_GRAPHS=device
 fi
-# The tests of launches and of the stream work ordered with them (fills, copies, mirrors,
-# raw kernels, reductions, tokens, peers) once more with launches that return once queued
-# (backends/cuda/src/pending.rs): what must pass before `Cuda` launches stop waiting by
-# default. The most telling first, in case time runs out.
-for name in test-queued_work test-one_launch test-conformance test-dag test-graph test-grcuda test-reduce \
+for name in test-conformance test-dag test-dag_other_instance test-graph test-grcuda test-reduce \
     test-mirror test-library test-raw test-token test-peer lib-hoplite_cuda; do
     if [ -x "tests/$name" ]; then
         run_test "$name-async" "tests/$name" HOPLITE_CUDA_LAUNCHES=async
     fi
 done
-# Both defaults-to-be at once: CUDA graphs among queued asynchronous launches.
-if [ -x tests/test-conformance ]; then
-    run_test "test-conformance-cuda-graphs-async" tests/test-conformance HOPLITE_CUDA_GRAPHS=device \
-        HOPLITE_CUDA_LAUNCHES=async
-fi
+
+# compute-sanitizer (CUDA toolkit) on the tests of queued work and of the one launch with
+# asynchronous launches: racecheck (shared-memory hazards) and synccheck (barriers).
+SANITIZER=$(command -v compute-sanitizer || ls -d /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | sort -V -r | head -1)
+{
+    echo
+    echo "## compute-sanitizer (launches async)"
+    echo
+    echo "| tool | binary | errors | exit |"
+    echo "|---|---|---:|---|"
+} >> "$REPORT"
+for tool in racecheck synccheck; do
+    for name in test-queued_work test-one_launch; do
+        if [ -z "$SANITIZER" ] || [ ! -x "$SANITIZER" ]; then
+            echo "| $tool | $name | - | not run: compute-sanitizer not found |" >> "$REPORT"
+            continue
+        fi
+        [ -x "tests/$name" ] || continue
+        HOPLITE_CUDA_LAUNCHES=async timeout 25 "$SANITIZER" --tool "$tool" --error-exitcode 86 \
+            "tests/$name" --test-threads=1 > "logs/sanitizer-$tool-$name.log" 2>&1
+        rc=$?
+        errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "logs/sanitizer-$tool-$name.log" | tail -1)
+        case $rc in 0) note=ok ;; 86) note="errors found" ;; 124) note="timed out after 25s" ;; *) note="exit $rc" ;; esac
+        echo "| $tool | $name | ${errors:--} | $note |" >> "$REPORT"
+        [ "$rc" -eq 86 ] && total_failed=$(( total_failed + 1 )) && failures="$failures [$tool:$name]"
+    done
+done
+{
+    echo
+    echo "| binary (launches and graphs as the defaults are now) | passed | failed | ignored | exit |"
+    echo "|---|---:|---:|---:|---|"
+} >> "$REPORT"
+for bin in tests/*; do
+    run_test "$(basename "$bin")" "$bin"
+done
 {
     echo
     echo "Skipped checks (each prints why):"
@@ -136,10 +171,10 @@ HOPLITE_CUDA_LAUNCHES=async HOPLITE_GRCUDA_OCCUPANCY=25 timeout 65 benches/grcud
 medians logs/grcuda-async-25.log | sed 's/^| /| async 25%: /' >> "$REPORT"
 # Then with launches that wait, as every earlier GPU run measured them: the DAG, and the
 # replay (recorded once, replayed as a CUDA Graph).
-timeout 50 benches/grcuda --bench '/cuda-(hoplite|replay)' \
+timeout 30 benches/grcuda --bench '/cuda-(hoplite|replay)' \
     --warm-up-time 0.5 --measurement-time 1 --noplot > logs/grcuda.log 2>&1
 medians logs/grcuda.log >> "$REPORT"
-timeout 55 benches/cuda --bench --warm-up-time 0.5 --measurement-time 1 --noplot > logs/bench.log 2>&1
+timeout 45 benches/cuda --bench --warm-up-time 0.5 --measurement-time 1 --noplot > logs/bench.log 2>&1
 medians logs/bench.log >> "$REPORT"
 
 timeout 30 examples/tour > logs/tour.log 2>&1

@@ -54,7 +54,7 @@ commands:
   gpu-bundle [--out DIR]
         build, without a GPU, everything a GPU run needs (release test binaries of
         hoplite-cuda, the CUDA benchmark, the tour with --features cuda) into DIR (default
-        target/gpu-bundle) with run.sh, which runs it all on a GPU machine in under 8 minutes
+        target/gpu-bundle) with run.sh, which runs it all on a GPU machine in under 10 minutes
         and writes report.md (tests, benchmark medians, GPU, driver, commit)
   miri  run the core's and the backends' unit tests, the rayon team machinery and the
         conformance checks of teams, panics, bad input, tokens and views on every backend
@@ -473,6 +473,28 @@ fn test(args: &[String]) -> Result<(), String> {
     // suite's portable checks, the DAG, graphs, queued work, raw kernels, reductions. Each run
     // prints its conformance count and its schedule's seed.
     let emulated_build = cuda_tools::workspace_root().join("target").join("cuda-emulated");
+    // The tour's CUDA section on the emulated driver, with launches that return once queued:
+    // every line of it runs as on a GPU (reductions, a CUDA graph, tokens, two streams).
+    steps.push(
+        Step::cargo(
+            "example: tour's CUDA section on the emulated driver",
+            &[
+                "run",
+                "-p",
+                "hoplite",
+                "--example",
+                "tour",
+                "--features",
+                "cuda",
+                "--",
+                "cuda",
+            ],
+        )
+        .env("HOPLITE_CUDA_DRIVER", "emulated")
+        .env("HOPLITE_CUDA_SANITIZER", "on")
+        .env("HOPLITE_CUDA_LAUNCHES", "async")
+        .env("HOPLITE_CUDA_EMULATED_BUILD", &emulated_build.to_string_lossy()),
+    );
     for (name, launches, graphs) in EMULATED_MODES {
         steps.push(
             Step::cargo(name, &["test", "-p", "hoplite-cuda"])

@@ -3,7 +3,8 @@
 //! computed, and how long it took.
 //!
 //! Run it with `cargo run --release --example tour`; with `--features numa` it also tours the
-//! NUMA backend (which links the system's hwloc). Names after `--` run only those sections:
+//! NUMA backend (which links the system's hwloc); with `--features cuda` the CUDA backend, on a
+//! GPU or, with `HOPLITE_CUDA_DRIVER=emulated`, on the emulated CUDA driver. Names after `--` run only those sections:
 //! `profiling`, `views`, `backends`, `reductions`, `scans`, `mdrange`, `kernels`, `teams`,
 //! `tokens`, `graphs`, `selection`, `dag`, `numa`, `cuda`, `errors`.
 
@@ -663,6 +664,14 @@ fn cuda() -> std::result::Result<(), Box<dyn std::error::Error>> {
     use hoplite::cuda::nvrtc::{NVRTC_ENV, Nvrtc};
     use hoplite::{Cuda, CudaSpace, LayoutRight};
     let _region = section("CUDA: a reduction on the device, or what runs without one");
+    // Without a GPU, `HOPLITE_CUDA_DRIVER=emulated` runs all of this section on the emulated
+    // CUDA driver: streams as threads, kernels compiled by the host C++ compiler.
+    if hoplite::cuda::driver_is_emulated() {
+        println!(
+            "on the emulated CUDA driver ({}=emulated): kernels run on the CPU, as a GPU would run them",
+            hoplite::cuda::DRIVER_ENV
+        );
+    }
     let cuda = Cuda::default();
     let wheel = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/cuda-wheels/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");

@@ -21,6 +21,7 @@
 //! luck; every finding names the seed.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -137,7 +138,9 @@ impl Sanitizer {
 
     pub(super) fn new(enabled: bool, seed: u64) -> Sanitizer {
         if enabled {
-            eprintln!(
+            // Past a test harness's capture: every run shows the seed it can be rerun with.
+            let _ = writeln!(
+                std::io::stderr(),
                 "hoplite-cuda: the emulated driver's sanitizer is on; schedule seed {seed} ({SCHEDULE_SEED_ENV})"
             );
         }
