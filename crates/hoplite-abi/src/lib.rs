@@ -96,10 +96,12 @@
 //! alignment, as the host's `ScratchPad` does, and traps past a part, so an allocation fails
 //! on the device exactly where it fails on the host.
 
+mod host;
 mod kernel;
 mod pack;
 mod scalar;
 
+pub use host::{HostBuildError, build_host_library, host_compiler};
 pub use kernel::{
     DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,
     ReduceWalk, ValueLayout, device_join_for, index_from_device, index_to_device, stable_hash, value_layout,

@@ -29,9 +29,7 @@
 pub mod nvrtc;
 
 use std::ffi::c_void;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 
 use hoplite_abi::{
     DeviceIteration, DeviceJoin, DeviceKernel, DeviceKernelInfo, DeviceParam, DevicePattern, HandleAccess,
@@ -85,18 +83,7 @@ pub enum CheckError {
 
 /// The host C++ compiler: `$CXX`, else `g++` or `c++` if one runs; `None` when there is none
 /// (callers print that they skip).
-pub fn host_compiler() -> Option<String> {
-    let candidates: Vec<String> = std::env::var("CXX")
-        .into_iter()
-        .chain(["g++".to_owned(), "c++".to_owned()])
-        .collect();
-    candidates.into_iter().find(|c| {
-        Command::new(c)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
+pub use hoplite_abi::host_compiler;
 
 /// A scalar argument of a kernel: the device ABI's [`ScalarValue`](hoplite_abi::ScalarValue),
 /// which a CUDA launch passes too.
@@ -313,62 +300,23 @@ impl HostModule {
         dir: &Path,
     ) -> Result<HostModule, CheckError> {
         let name = kernel.name;
-        let io = |what: &str| {
-            let what = what.to_owned();
-            move |source| CheckError::Io {
-                kernel: name,
-                what,
-                source,
-            }
-        };
-        std::fs::create_dir_all(dir).map_err(io("creating the build folder"))?;
         let text = format!(
             "{HOST_HEADER}\n{}\n{}",
             kernel.cuda_source,
             launcher_source(kernel.entry)
         );
-        // Named by a hash of everything compiled (and the compiler), so an unchanged kernel is
-        // not compiled again on the next run.
-        let hash = hoplite_abi::stable_hash(&[text.as_bytes(), compiler.as_bytes()]);
-        let stem = format!("{}_{hash:016x}", name);
-        let source: PathBuf = dir.join(format!("{stem}.cpp"));
-        let library: PathBuf = dir.join(format!("lib{stem}.so"));
-        if !library.is_file() {
-            std::fs::write(&source, text).map_err(io("writing the source"))?;
-            // Compiled under a name of its own and renamed when complete, so that an
-            // interrupted compile never leaves a library that looks finished.
-            // Tests compile the same kernel on several threads at once: each compile gets a
-            // file of its own.
-            static COMPILES: AtomicUsize = AtomicUsize::new(0);
-            let partial: PathBuf = dir.join(format!(
-                "lib{stem}.{}.{}.tmp",
-                std::process::id(),
-                COMPILES.fetch_add(1, Ordering::Relaxed)
-            ));
-            let output = Command::new(compiler)
-                .args([
-                    "-std=c++20",
-                    "-O1",
-                    "-ffp-contract=off",
-                    "-fno-strict-aliasing",
-                    "-shared",
-                    "-fPIC",
-                    "-w",
-                    "-o",
-                ])
-                .arg(&partial)
-                .arg(&source)
-                .output()
-                .map_err(io("running the compiler"))?;
-            if !output.status.success() {
-                return Err(CheckError::Compile {
-                    kernel: name,
-                    compiler: compiler.to_owned(),
-                    log: String::from_utf8_lossy(&output.stderr).into_owned(),
-                });
-            }
-            std::fs::rename(&partial, &library).map_err(io("renaming the compiled library"))?;
-        }
+        let library = hoplite_abi::build_host_library(compiler, dir, name, &text).map_err(|e| match e {
+            hoplite_abi::HostBuildError::Rejected { compiler, log } => CheckError::Compile {
+                kernel: name,
+                compiler,
+                log,
+            },
+            hoplite_abi::HostBuildError::Io { what, source } => CheckError::Io {
+                kernel: name,
+                what: what.to_owned(),
+                source,
+            },
+        })?;
         // SAFETY: the library was compiled from exactly this generated source and the host
         // header (its name is their hash); its initializers only set up the header's globals.
         let lib = unsafe { libloading::Library::new(&library) }

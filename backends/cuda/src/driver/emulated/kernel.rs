@@ -5,9 +5,8 @@
 //! module), copies the values at launch and runs the grid.
 
 use std::ffi::c_void;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU32;
 
 use super::sanitizer::Access;
 use super::stream::{Fault, LAUNCH_FAILED};
@@ -39,19 +38,6 @@ pub(super) struct EmuFunction {
     pub(super) max_dynamic_shared: AtomicU32,
     // Keeps the code `launch` points into loaded.
     _library: libloading::Library,
-}
-
-/// The host C++ compiler: `$CXX`, else `g++` or `c++` if one runs.
-fn host_compiler() -> Option<String> {
-    std::env::var("CXX")
-        .into_iter()
-        .chain(["g++".to_owned(), "c++".to_owned()])
-        .find(|c| {
-            Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
 }
 
 fn build_dir() -> PathBuf {
@@ -88,21 +74,20 @@ impl EmuFunction {
                 format!("`{entry}` is not a C identifier"),
             ));
         }
-        let Some(compiler) = host_compiler() else {
+        let Some(compiler) = hoplite_abi::host_compiler() else {
             return Err(compile_error(
                 "no host C++ compiler",
                 "the emulated driver compiles kernels with $CXX, g++ or c++; none runs".into(),
             ));
         };
         let text = module_source(source, entry);
-        let hash = hoplite_abi::stable_hash(&[text.as_bytes(), compiler.as_bytes()]);
-        let dir = build_dir();
-        let io = |what: &str, e: std::io::Error| compile_error(what, e.to_string());
-        std::fs::create_dir_all(&dir).map_err(|e| io("creating the build folder", e))?;
-        let library = dir.join(format!("lib{entry}_{hash:016x}.so"));
-        if !library.is_file() {
-            compile(&compiler, &dir, &text, &library).map_err(|(status, log)| compile_error(&status, log))?;
-        }
+        let library =
+            hoplite_abi::build_host_library(&compiler, &build_dir(), entry, &text).map_err(|e| match e {
+                hoplite_abi::HostBuildError::Rejected { compiler, log } => {
+                    compile_error(&format!("`{compiler}` rejected it"), log)
+                }
+                other => compile_error("building the kernel failed", other.to_string()),
+            })?;
         // SAFETY: the library was compiled from exactly this source and the device header
         // (its name is their hash); its initializers only set up the header's globals.
         let lib = unsafe { libloading::Library::new(&library) }
@@ -257,44 +242,4 @@ pub(super) enum ParamKind {
 pub(super) struct ParamBlock {
     words: Vec<u128>,
     offsets: Vec<usize>,
-}
-
-/// Compiles `text` into `library` under a name of its own first, renamed when complete, so
-/// that an interrupted compile never leaves a library that looks finished.
-fn compile(compiler: &str, dir: &Path, text: &str, library: &Path) -> Result<(), (String, String)> {
-    static COMPILES: AtomicUsize = AtomicUsize::new(0);
-    let n = COMPILES.fetch_add(1, Ordering::Relaxed);
-    let stem = format!("{}.{}.{n}", library.display(), std::process::id());
-    let source = dir.join(format!(
-        "{}.cpp",
-        Path::new(&stem)
-            .file_name()
-            .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
-    ));
-    let partial = PathBuf::from(format!("{stem}.tmp"));
-    std::fs::write(&source, text).map_err(|e| ("writing the source".to_owned(), e.to_string()))?;
-    let output = Command::new(compiler)
-        .args([
-            "-std=c++20",
-            "-O1",
-            "-ffp-contract=off",
-            "-fno-strict-aliasing",
-            "-shared",
-            "-fPIC",
-            "-w",
-            "-o",
-        ])
-        .arg(&partial)
-        .arg(&source)
-        .output()
-        .map_err(|e| ("running the host C++ compiler".to_owned(), e.to_string()))?;
-    let _ = std::fs::remove_file(&source);
-    if !output.status.success() {
-        let _ = std::fs::remove_file(&partial);
-        return Err((
-            format!("`{compiler}` rejected it"),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        ));
-    }
-    std::fs::rename(&partial, library).map_err(|e| ("renaming the compiled kernel".to_owned(), e.to_string()))
 }
