@@ -287,8 +287,7 @@ impl Cuda {
         }?;
         self.inner
             .keep_alive
-            .lock()
-            .extend(args.iter().filter_map(|a| a.keep.clone()));
+            .keep(args.iter().filter_map(|a| a.keep.clone()));
         Ok(())
     }
 }

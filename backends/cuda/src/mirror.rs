@@ -231,7 +231,7 @@ impl Cuda {
         if H::PAGE_LOCKED {
             self.queue_work(what, &[device_bytes], &[stream.device.ordinal], || {
                 copy()?;
-                self.inner.keep_alive.lock().extend(keep);
+                self.inner.keep_alive.keep(keep);
                 Ok(())
             })
         } else {

@@ -301,6 +301,63 @@ impl<W: Clone> Pending<W> {
     }
 }
 
+/// A value a queued launch reads through raw addresses (a view's clone), kept alive until the
+/// instance is synchronized past the launch.
+pub(crate) type KeptValue = std::sync::Arc<dyn std::any::Any + Send + Sync>;
+
+/// The values an instance's queued work reads through raw addresses, kept alive until a
+/// synchronization that covers that work: the other half of the protocol beside the table.
+/// Private to this module but for [`Kept::keep`], which work calls once it is queued, and
+/// [`synchronize`], the one place values leave.
+#[derive(Debug, Default)]
+pub(crate) struct Kept(Mutex<Vec<KeptValue>>);
+
+impl Kept {
+    /// Keeps `values` for work just queued on the instance. Called after the work was queued
+    /// on the stream, never before: a synchronization that takes the values then covers the
+    /// work (see [`synchronize`]).
+    pub(crate) fn keep(&self, values: impl IntoIterator<Item = KeptValue>) {
+        self.0.lock().extend(values);
+    }
+
+    /// How many values are kept.
+    pub(crate) fn len(&self) -> usize {
+        self.0.lock().len()
+    }
+
+    /// Drops every value: for an instance being dropped, whose stream was drained first.
+    pub(crate) fn clear_drained(&mut self) {
+        self.0.get_mut().clear();
+    }
+}
+
+/// Synchronizes `instance` (number) with `wait` (its stream's synchronization), then drops
+/// the values `kept` for work queued before and forgets that work's records in `table`.
+///
+/// The order is the protocol: the table's mark, then the values taken, then the wait, then
+/// the records older than the mark forgotten and the values dropped. Work queues on the stream
+/// before it records (in the table) and keeps (its values), so a launch whose values were
+/// taken, or whose record is older than the mark, was queued before the wait began and has
+/// run when it returns; a launch that lands in between keeps its values and its records until
+/// the next synchronization. When the wait fails nothing is known to have finished: the values
+/// go back, the records stay.
+pub(crate) fn synchronize<W: Clone, E>(
+    table: &Pending<W>,
+    instance: u64,
+    kept: &Kept,
+    wait: impl FnOnce() -> Result<(), E>,
+) -> Result<(), E> {
+    let mark = table.mark();
+    let finished = std::mem::take(&mut *kept.0.lock());
+    if let Err(e) = wait() {
+        kept.0.lock().extend(finished);
+        return Err(e);
+    }
+    table.forget(instance, mark);
+    drop(finished);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Access, Pending};

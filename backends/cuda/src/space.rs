@@ -1,6 +1,5 @@
 //! [`Cuda`]: the execution space whose instances are streams of a device.
 
-use std::any::Any;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -10,7 +9,7 @@ use parking_lot::Mutex;
 
 use crate::driver::{self, Device, Stream};
 use crate::geometry::DeviceLimits;
-use crate::pending::{Access, MAX_QUEUED, Pending};
+use crate::pending::{Access, Kept, MAX_QUEUED, Pending};
 use crate::{CudaError, CudaSpace};
 
 /// An instance: a stream (or why there is none), and what its queued launches use.
@@ -18,8 +17,8 @@ use crate::{CudaError, CudaSpace};
 pub(crate) struct Instance {
     pub(crate) stream: std::result::Result<Stream, CudaError>,
     /// Values (view clones) that queued launches read through raw addresses: kept alive until
-    /// the next fence.
-    pub(crate) keep_alive: Mutex<Vec<Arc<dyn Any + Send + Sync>>>,
+    /// the next fence (`crate::pending::synchronize`).
+    pub(crate) keep_alive: Kept,
     /// The instance's number in the process, from 0: its Kokkos Tools instance id is one more.
     number: u64,
     /// The kernel (or library work) queued last, named in the error of a wait that finds
@@ -83,7 +82,7 @@ impl Cuda {
         let has_stream = stream.is_ok();
         let inner = Arc::new(Instance {
             stream,
-            keep_alive: Mutex::new(Vec::new()),
+            keep_alive: Kept::default(),
             number: INSTANCES.fetch_add(1, Ordering::Relaxed),
             last_queued: Mutex::new(None),
         });
@@ -295,7 +294,7 @@ impl Cuda {
 
     /// Fences the instance if its queued launches keep too many views alive (see `MAX_KEPT`).
     pub(crate) fn bound_kept(&self) -> std::result::Result<(), CudaError> {
-        if self.inner.keep_alive.lock().len() > MAX_KEPT {
+        if self.inner.keep_alive.len() > MAX_KEPT {
             self.synchronize()?;
         }
         Ok(())
@@ -347,39 +346,25 @@ impl Instance {
     /// Waits for the stream, then drops what finished launches kept alive and forgets their
     /// records ([`Cuda::synchronize`]).
     fn synchronize(&self) -> std::result::Result<(), CudaError> {
-        // Only what was queued before the synchronization may go: another thread's launch
-        // that lands in between keeps its views (and its recorded accesses) until the next.
-        let mark = queued_launches().mark();
-        let finished = std::mem::take(&mut *self.keep_alive.lock());
-        let stream = match &self.stream {
-            Ok(stream) => stream,
-            Err(e) => {
-                self.keep_alive.lock().extend(finished);
-                return Err(e.clone());
-            }
-        };
-        if let Err(e) = stream.synchronize() {
-            // Nothing is known to have finished: the queued launches keep their views.
-            self.keep_alive.lock().extend(finished);
-            return Err(match *self.last_queued.lock() {
+        let stream = self.stream.as_ref().map_err(Clone::clone)?;
+        crate::pending::synchronize(queued_launches(), self.number, &self.keep_alive, || {
+            stream.synchronize().map_err(|e| match *self.last_queued.lock() {
                 Some(last) => CudaError::QueuedWork {
                     instance: self.number,
                     last,
                     error: Box::new(e),
                 },
                 None => e,
-            });
-        }
+            })
+        })?;
         *self.last_queued.lock() = None;
-        queued_launches().forget(self.number, mark);
-        drop(finished);
         Ok(())
     }
 }
 
 impl crate::pending::Keeper for Instance {
     fn release(&self) -> bool {
-        if self.keep_alive.lock().is_empty() {
+        if self.keep_alive.len() == 0 {
             return false;
         }
         // An error leaves the values kept; the allocation that asked reports its own error.
@@ -406,7 +391,7 @@ impl Drop for Instance {
             let _ = stream.synchronize();
         }
         queued_launches().forget_instance(self.number);
-        self.keep_alive.get_mut().clear();
+        self.keep_alive.clear_drained();
     }
 }
 

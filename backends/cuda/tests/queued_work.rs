@@ -213,6 +213,45 @@ fn a_launch_waits_for_the_queued_work_of_an_instance_being_dropped() {
     }
 }
 
+/// The queued-work protocol's order (`pending::synchronize`: the table's mark, the kept
+/// values taken, the stream's wait, then the values dropped) under contention: one thread
+/// queues launches on `a` over fresh views it drops at once, so that only `a` keeps them
+/// alive, while another thread synchronizes `a` over and over. A view dropped before the
+/// launch that reads it has run would be read after its memory is freed: on the emulated
+/// driver with its sanitizer on, a finding at the free; otherwise a wrong sum.
+#[test]
+fn views_outlive_their_queued_launches_while_another_thread_synchronizes() {
+    let n = 1 << 16;
+    let Some((a, _b, [_x, _y, out])) = two_instances_with_xyz(n) else {
+        return;
+    };
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let syncer = {
+        let (a, done) = (a.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut synchronizations = 0u32;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                a.synchronize().expect("a synchronization");
+                synchronizations += 1;
+            }
+            synchronizations
+        })
+    };
+    let rounds = 40;
+    for round in 0..rounds {
+        let x = DeviceVector::new("x", [n]).expect("device memory");
+        a.fill(&x, f64::from(round)).expect("a fill");
+        add(&a, "out += x", &out, &x);
+        drop(x);
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let synchronizations = syncer.join().expect("the synchronizing thread");
+    assert!(synchronizations > 0);
+    a.fence().expect("fence a");
+    let want: f64 = (0..rounds).map(f64::from).sum();
+    assert_eq!(out.to_vec().expect("out"), vec![want; n]);
+}
+
 /// A vector in device memory.
 type DeviceVector = View<f64, 1, LayoutRight, CudaSpace>;
 

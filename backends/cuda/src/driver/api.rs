@@ -111,6 +111,9 @@ pub(crate) unsafe trait Api: Send + Sync + 'static {
 
     /// `cuStreamCreate` (a blocking stream, flags 0).
     fn stream_create(&self, ctx: RawContext) -> Result<RawStream, CudaError>;
+    /// Whether `stream` is a blocking stream (`cuStreamGetFlags` without
+    /// `CU_STREAM_NON_BLOCKING`): its work orders with the legacy default stream's.
+    fn stream_is_blocking(&self, ctx: RawContext, stream: RawStream) -> Result<bool, CudaError>;
     /// `cuStreamDestroy`: work still queued completes first.
     ///
     /// # Safety

@@ -262,6 +262,16 @@ unsafe impl Api for Cudarc {
         Ok(RawStream(raw as usize))
     }
 
+    fn stream_is_blocking(&self, ctx: RawContext, stream: RawStream) -> Result<bool, CudaError> {
+        bind(ctx)?;
+        let mut flags: std::ffi::c_uint = 0;
+        // SAFETY: `stream` is a live stream of the bound context; `flags` is a live out pointer.
+        check("cuStreamGetFlags", unsafe {
+            sys::cuStreamGetFlags(stream_of(stream), &mut flags)
+        })?;
+        Ok(flags & sys::CUstream_flags::CU_STREAM_NON_BLOCKING as std::ffi::c_uint == 0)
+    }
+
     unsafe fn stream_destroy(&self, ctx: RawContext, stream: RawStream) {
         if bind(ctx).is_ok() {
             // SAFETY: by the caller's promise `stream` is live and not used afterwards; work

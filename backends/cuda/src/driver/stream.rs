@@ -30,6 +30,23 @@ impl Stream {
     /// A new stream on `device`.
     pub(crate) fn new(device: Arc<Device>) -> Result<Stream, CudaError> {
         let raw = device.api().stream_create(device.context())?;
+        // The queued-work protocol (`crate::pending`) relies on the legacy default stream
+        // ordering the synchronous host copies (`to_vec`, `copy_to_host`) after this stream's
+        // work, which only a blocking stream does: refuse any other.
+        match device.api().stream_is_blocking(device.context(), raw) {
+            Ok(true) => {}
+            other => {
+                // SAFETY: `raw` was just created and is not used again.
+                unsafe { device.api().stream_destroy(device.context(), raw) };
+                other?;
+                return Err(CudaError::Driver {
+                    call: "cuStreamCreate",
+                    code: 1,
+                    name: "CUDA_ERROR_INVALID_VALUE".into(),
+                    description: "the stream was created non-blocking, so the legacy default stream's copies would not wait for its work".into(),
+                });
+            }
+        }
         Ok(Stream {
             device,
             raw,

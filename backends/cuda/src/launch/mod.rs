@@ -288,8 +288,7 @@ impl Cuda {
         unsafe { plan.launch(&mut params) }?;
         self.inner
             .keep_alive
-            .lock()
-            .extend(args.iter().filter_map(|a| a.keep.clone()));
+            .keep(args.iter().filter_map(|a| a.keep.clone()));
         Ok(())
     }
 

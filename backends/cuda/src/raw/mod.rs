@@ -516,8 +516,7 @@ impl Cuda {
             unsafe { plan.launch(&mut params) }?;
             self.inner
                 .keep_alive
-                .lock()
-                .extend(args.iter().filter_map(DeviceArg::keep));
+                .keep(args.iter().filter_map(DeviceArg::keep));
             Ok(())
         })
     }

@@ -257,11 +257,14 @@ impl Emulated {
             .filter(|(_, s)| s.device == device)
             .map(|(&id, s)| (id, s.clone()))
             .collect();
-        for (_, s) in &streams {
-            s.drain();
-        }
         let ids: Vec<usize> = streams.iter().map(|&(id, _)| id).collect();
-        self.sanitizer.host_waited_streams(&ids);
+        let (point, targets) = self.sanitizer.point(&ids, &[], || {
+            streams.iter().map(|(_, s)| s.submitted()).collect::<Vec<_>>()
+        });
+        for ((_, s), target) in streams.iter().zip(targets) {
+            s.wait_for(target);
+        }
+        self.sanitizer.reached(point);
     }
 
     /// The allocation `address` lies in, as the sanitizer names what work touches.
@@ -343,8 +346,9 @@ impl Emulated {
         work: Work,
     ) -> Result<Arc<EmuStream>, CudaError> {
         let s = self.stream(call, stream)?;
-        self.sanitizer.queue(stream.0, touches, what)?;
-        s.enqueue(work);
+        self.sanitizer.queue(stream.0, touches, what, || {
+            s.enqueue(work);
+        })?;
         Ok(s)
     }
 
@@ -606,6 +610,12 @@ unsafe impl Api for Emulated {
         Ok(RawStream(handle))
     }
 
+    fn stream_is_blocking(&self, ctx: RawContext, stream: RawStream) -> Result<bool, CudaError> {
+        self.device("cuStreamGetFlags", ctx)?;
+        // Every stream here is made blocking (`cuStreamCreate` with flags 0).
+        self.stream("cuStreamGetFlags", stream).map(|_| true)
+    }
+
     unsafe fn stream_destroy(&self, _ctx: RawContext, stream: RawStream) {
         if let Some(s) = self.streams.lock().remove(&stream.0) {
             s.close();
@@ -614,8 +624,9 @@ unsafe impl Api for Emulated {
 
     fn stream_synchronize(&self, ctx: RawContext, stream: RawStream) -> Result<(), CudaError> {
         let s = self.stream("cuStreamSynchronize", stream)?;
-        s.drain();
-        self.sanitizer.host_waited_stream(stream.0);
+        let (point, target) = self.sanitizer.point(&[stream.0], &[], || s.submitted());
+        s.wait_for(target);
+        self.sanitizer.reached(point);
         self.device("cuStreamSynchronize", ctx).map(|_| ())
     }
 
@@ -627,29 +638,26 @@ unsafe impl Api for Emulated {
     ) -> Result<(), CudaError> {
         self.device("cuStreamWaitEvent", ctx)?;
         let e = self.event("cuStreamWaitEvent", event)?;
-        let record = e.last_record();
-        if record == 0 {
-            return Ok(()); // an event never recorded orders nothing
-        }
-        self.enqueue(
-            "cuStreamWaitEvent",
-            stream,
-            &[],
-            "a wait for an event",
-            Box::new(move || {
-                e.wait_for(record);
-                Ok(())
-            }),
-        )?;
-        self.sanitizer.stream_waited(stream.0, event.0);
+        let s = self.stream("cuStreamWaitEvent", stream)?;
+        // The record waited for is the last one now, read in one step with its clock.
+        self.sanitizer.wait_event(stream.0, event.0, || {
+            let record = e.last_record();
+            if record > 0 {
+                s.enqueue(Box::new(move || {
+                    e.wait_for(record);
+                    Ok(())
+                }));
+            }
+        });
         Ok(())
     }
 
     fn stream_query(&self, ctx: RawContext, stream: RawStream) -> Result<bool, CudaError> {
-        let idle = self.stream("cuStreamQuery", stream)?.is_idle();
+        let s = self.stream("cuStreamQuery", stream)?;
+        let (point, idle) = self.sanitizer.point(&[stream.0], &[], || s.is_idle());
         self.device("cuStreamQuery", ctx)?;
         if idle {
-            self.sanitizer.host_waited_stream(stream.0);
+            self.sanitizer.reached(point);
         }
         Ok(idle)
     }
@@ -670,25 +678,27 @@ unsafe impl Api for Emulated {
         if e.device != device || s.device != device {
             return Err(invalid_handle("cuEventRecord"));
         }
-        e.record(&s);
-        self.sanitizer.event_recorded(event.0, stream.0);
+        self.sanitizer.record_event(event.0, stream.0, || e.record(&s));
         Ok(())
     }
 
     fn event_query(&self, ctx: RawContext, event: RawEvent) -> Result<bool, CudaError> {
         let e = self.event("cuEventQuery", event)?;
-        let done = e.reached(e.last_record());
+        let (point, done) = self
+            .sanitizer
+            .point(&[], &[event.0], || e.reached(e.last_record()));
         self.device("cuEventQuery", ctx)?;
         if done {
-            self.sanitizer.host_waited_event(event.0);
+            self.sanitizer.reached(point);
         }
         Ok(done)
     }
 
     fn event_synchronize(&self, ctx: RawContext, event: RawEvent) -> Result<(), CudaError> {
         let e = self.event("cuEventSynchronize", event)?;
-        e.wait_for(e.last_record());
-        self.sanitizer.host_waited_event(event.0);
+        let (point, record) = self.sanitizer.point(&[], &[event.0], || e.last_record());
+        e.wait_for(record);
+        self.sanitizer.reached(point);
         self.device("cuEventSynchronize", ctx).map(|_| ())
     }
 
@@ -892,8 +902,9 @@ unsafe impl Api for Emulated {
         )?;
         if !pinned {
             // A copy to pageable memory returns once it is done.
-            s.drain();
-            self.sanitizer.host_waited_stream(stream.0);
+            let (point, target) = self.sanitizer.point(&[stream.0], &[], || s.submitted());
+            s.wait_for(target);
+            self.sanitizer.reached(point);
             self.device(call, ctx)?;
         }
         Ok(())

@@ -113,6 +113,8 @@ pub(super) struct Sanitizer {
     enabled: bool,
     seed: u64,
     state: Mutex<State>,
+    /// A finding to report at the next driver call.
+    deferred: Mutex<Option<CudaError>>,
 }
 
 /// Names an actor for a finding.
@@ -148,6 +150,7 @@ impl Sanitizer {
             enabled,
             seed,
             state: Mutex::new(State::default()),
+            deferred: Mutex::new(None),
         }
     }
 
@@ -168,10 +171,14 @@ impl Sanitizer {
         }
     }
 
-    /// A host read of device memory the signal handler saw, if any (taken once).
+    /// A finding not yet reported: a host read of device memory the signal handler saw, or a
+    /// finding of a call whose caller could not report it (a free in a drop); taken once.
     pub(super) fn host_read(&self) -> Result<(), CudaError> {
         if !self.enabled {
             return Ok(());
+        }
+        if let Some(e) = self.deferred.lock().take() {
+            return Err(e);
         }
         match HOST_READ.swap(0, Ordering::SeqCst) {
             0 => Ok(()),
@@ -189,10 +196,18 @@ impl Sanitizer {
         }
     }
 
-    /// Work `what` about to be queued on `stream`, touching `touches`: its step in the
-    /// stream's order, checked against every access it is not ordered after.
-    pub(super) fn queue(&self, stream: usize, touches: &[Touch], what: &str) -> Result<(), CudaError> {
+    /// Work `what`, touching `touches`, queued on `stream` by `enqueue`: its step in the
+    /// stream's order, checked against every access it is not ordered after, then queued in
+    /// one step with the check (so a host's wait sees either both or neither).
+    pub(super) fn queue(
+        &self,
+        stream: usize,
+        touches: &[Touch],
+        what: &str,
+        enqueue: impl FnOnce(),
+    ) -> Result<(), CudaError> {
         if !self.enabled {
+            enqueue();
             return Ok(());
         }
         self.host_read()?;
@@ -205,6 +220,7 @@ impl Sanitizer {
         let what = format!("{what} on {}", actor_name(stream));
         self.check_and_record(&mut s, stream, &clock, step, touches, &what)?;
         s.streams.insert(stream, clock);
+        enqueue();
         Ok(())
     }
 
@@ -288,46 +304,55 @@ impl Sanitizer {
         Ok(())
     }
 
-    /// `event` recorded on `stream`: it stands for the stream's work so far.
-    pub(super) fn event_recorded(&self, event: usize, stream: usize) {
-        if self.enabled {
-            let mut s = self.state.lock();
-            let clock = s.streams.get(&stream).cloned().unwrap_or_default();
-            s.events.insert(event, clock);
+    /// `event` recorded on `stream` by `record`: it stands for the stream's work so far.
+    pub(super) fn record_event(&self, event: usize, stream: usize, record: impl FnOnce()) {
+        if !self.enabled {
+            return record();
         }
+        let mut s = self.state.lock();
+        let clock = s.streams.get(&stream).cloned().unwrap_or_default();
+        s.events.insert(event, clock);
+        record();
     }
 
-    /// `stream` waits for `event`'s last record.
-    pub(super) fn stream_waited(&self, stream: usize, event: usize) {
-        if self.enabled {
-            let mut s = self.state.lock();
-            let from = s.events.get(&event).cloned().unwrap_or_default();
-            join(s.streams.entry(stream).or_default(), &from);
+    /// `stream` made to wait by `wait` for `event`'s last record, which `wait` reads.
+    pub(super) fn wait_event<T>(&self, stream: usize, event: usize, wait: impl FnOnce() -> T) -> T {
+        if !self.enabled {
+            return wait();
         }
+        let mut s = self.state.lock();
+        let from = s.events.get(&event).cloned().unwrap_or_default();
+        join(s.streams.entry(stream).or_default(), &from);
+        wait()
     }
 
-    /// The host saw `stream`'s work so far complete.
-    pub(super) fn host_waited_stream(&self, stream: usize) {
-        if self.enabled {
-            let mut s = self.state.lock();
-            let from = s.streams.get(&stream).cloned().unwrap_or_default();
-            join(&mut s.host, &from);
+    /// The point the host will have reached once it has waited for what `read` says (a
+    /// stream's queue position, an event's record), read in one step with the point: the
+    /// clocks of `streams` and `events` now.
+    pub(super) fn point<T>(
+        &self,
+        streams: &[usize],
+        events: &[usize],
+        read: impl FnOnce() -> T,
+    ) -> (Point, T) {
+        if !self.enabled {
+            return (Point(None), read());
         }
+        let s = self.state.lock();
+        let mut clock = Clock::new();
+        for stream in streams {
+            join(&mut clock, s.streams.get(stream).unwrap_or(&Clock::new()));
+        }
+        for event in events {
+            join(&mut clock, s.events.get(event).unwrap_or(&Clock::new()));
+        }
+        (Point(Some(clock)), read())
     }
 
-    /// The host saw `event`'s last record reached.
-    pub(super) fn host_waited_event(&self, event: usize) {
-        if self.enabled {
-            let mut s = self.state.lock();
-            let from = s.events.get(&event).cloned().unwrap_or_default();
-            join(&mut s.host, &from);
-        }
-    }
-
-    /// The host saw the work of `streams` so far complete (the legacy stream's order).
-    pub(super) fn host_waited_streams(&self, streams: &[usize]) {
-        for &stream in streams {
-            self.host_waited_stream(stream);
+    /// The host has waited for `point`: what it covers happened before the host's later work.
+    pub(super) fn reached(&self, point: Point) {
+        if let Point(Some(clock)) = point {
+            join(&mut self.state.lock().host, &clock);
         }
     }
 
@@ -352,17 +377,24 @@ impl Sanitizer {
                 .chain(&acc.atomics)
                 .find(|&(&actor, r)| actor != me && known(&clock, actor) < r.step);
             if let Some((_, r)) = in_use {
-                return Err(self.finding(format!(
+                let e = self.finding(format!(
                     "device memory at {start:#x} ({bytes} bytes) freed by {} while {} may still use it (not waited for before the free)",
                     actor_name(me),
                     r.what
-                )));
+                ));
+                // A free's error is often dropped (memory is freed in drops): the next driver
+                // call reports it too. The memory stays allocated, so nothing reads freed bytes.
+                self.deferred.lock().get_or_insert(e.clone());
+                return Err(e);
             }
         }
         s.memory.remove(&start);
         Ok(())
     }
 }
+
+/// What the host will know has completed once a wait returns ([`Sanitizer::point`]).
+pub(super) struct Point(Option<Clock>);
 
 /// The schedule's seed: `HOPLITE_CUDA_SCHEDULE_SEED`, else one from the clock.
 fn schedule_seed() -> u64 {

@@ -134,12 +134,6 @@ impl EmuStream {
         }
     }
 
-    /// Waits until everything queued so far completed.
-    pub(super) fn drain(&self) {
-        let target = self.submitted();
-        self.wait_for(target);
-    }
-
     /// Whether everything queued so far completed.
     pub(super) fn is_idle(&self) -> bool {
         let q = self.queue.lock();

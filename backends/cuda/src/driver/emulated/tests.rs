@@ -156,6 +156,11 @@ fn the_sanitizer_catches_races_frees_in_use_and_host_reads() {
             .contains("freed by the host while kernel `tests`"),
         "{in_use}"
     );
+    // A free's error is often dropped (memory is freed in drops): the next call reports it.
+    let again = d
+        .stream_synchronize(CTX, a)
+        .expect_err("reported at the next call");
+    assert_eq!(again, in_use);
     d.stream_synchronize(CTX, a).expect("a");
     // SAFETY: as above; now a's work on it is done and seen done.
     unsafe { d.mem_free(CTX, MemoryKind::Device, x) }.expect("freed after the wait");
