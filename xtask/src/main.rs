@@ -32,10 +32,10 @@ commands:
   test [--no-lint] [-- <cargo test args>]
         install the system packages hoplite-numa links (libhwloc-dev, libudev-dev; with
         apt-get, once), check formatting, run clippy (-D warnings), every test of the
-        workspace and the loom models of the borrow table, the barrier, the pool and the
-        DAG's streams and context, hoplite-cuda's tests on the emulated CUDA driver with its
-        sanitizer in both launch modes and both graph modes (two emulated GPUs), a bounded
-        Miri subset (installs nightly with miri when
+        workspace and the loom models of the borrow table, the barrier, the pool, the DAG's
+        streams and context and the CUDA backend's queued work, hoplite-cuda's tests on the
+        emulated CUDA driver with its sanitizer in both launch modes and both graph modes
+        (two emulated GPUs), a bounded Miri subset (installs nightly with miri when
         missing), then hoplite-mpi's steps (installs Debian's Open MPI and libclang with
         apt-get when missing, clippy and its mpirun-driven tests); --no-lint skips the
         formatting and clippy steps
@@ -515,7 +515,8 @@ fn test(args: &[String]) -> Result<(), String> {
         steps.push(step);
     }
     // The hand-written protocols (the borrow table, the barrier, the pool's hand-offs, the
-    // DAG's streams, statuses and context) under loom's model checker: every interleaving
+    // DAG's streams, statuses and context, the CUDA backend's queued work) under loom's model
+    // checker: every interleaving
     // within a few preemptions. A target folder of its own, because `--cfg loom` changes
     // every crate's build.
     steps.push(
@@ -532,6 +533,8 @@ fn test(args: &[String]) -> Result<(), String> {
                 "hoplite-rayon",
                 "-p",
                 "hoplite-dag",
+                "-p",
+                "hoplite-cuda",
                 "--lib",
                 "loom",
             ],

@@ -39,7 +39,8 @@
 //! vertex's launches on its own stream's instance are such: its events cover nothing else, so
 //! its launches on any other instance are recorded like any others ([`in_dag_stream`]).
 
-use parking_lot::{Condvar, Mutex};
+// loom's locks under `cfg(loom)`, for the model of `synchronize` below.
+use hoplite_core::loom_locks::{Condvar, Mutex};
 
 /// Whether `Cuda` launches return before their kernel has run (`HOPLITE_CUDA_LAUNCHES=async`),
 /// read once per process. Any other value than `async` or `sync` is reported once on
@@ -517,5 +518,118 @@ mod tests {
         pending.order_after(1, 1, pending.mark());
         pending.forget_instance(1);
         assert!(pending.conflicts(3, &[write(0, 24)]).is_empty());
+    }
+}
+
+/// A loom model of the protocol's order (`RUSTFLAGS="--cfg loom" cargo test -p hoplite-cuda
+/// --lib loom`, which `cargo xtask test` runs): one thread queues a launch (on a model stream
+/// that a worker thread completes), records it and keeps its view, while another synchronizes
+/// the instance. In every interleaving the view is dropped only after its launch completed.
+#[cfg(all(test, loom))]
+mod loom_model {
+    use std::sync::Arc;
+
+    use hoplite_core::loom_locks::{Condvar, Mutex};
+
+    use super::{Access, Kept, Pending, synchronize};
+
+    /// A stream: the items queued and the items completed, in order.
+    #[derive(Default)]
+    struct ModelStream {
+        counts: Mutex<(u64, u64)>,
+        changed: Condvar,
+    }
+
+    impl ModelStream {
+        /// Queues an item; its position.
+        fn enqueue(&self) -> u64 {
+            let mut c = self.counts.lock();
+            c.0 += 1;
+            self.changed.notify_all();
+            c.0
+        }
+
+        /// The worker: completes `items` items, each once queued.
+        fn work(&self, items: u64) {
+            for _ in 0..items {
+                let mut c = self.counts.lock();
+                while c.1 == c.0 {
+                    self.changed.wait(&mut c);
+                }
+                c.1 += 1;
+                self.changed.notify_all();
+            }
+        }
+
+        /// `cuStreamSynchronize`: waits for the items queued before the call.
+        fn synchronize(&self) {
+            let mut c = self.counts.lock();
+            let target = c.0;
+            while c.1 < target {
+                self.changed.wait(&mut c);
+            }
+        }
+
+        fn completed(&self) -> u64 {
+            self.counts.lock().1
+        }
+    }
+
+    /// A view a queued launch reads: dropping it frees its memory, which must not happen
+    /// before the launch at `position` completed.
+    struct View {
+        stream: Arc<ModelStream>,
+        position: u64,
+    }
+
+    impl Drop for View {
+        fn drop(&mut self) {
+            assert!(
+                self.stream.completed() >= self.position,
+                "a view was freed while its queued launch had not run"
+            );
+        }
+    }
+
+    #[test]
+    fn loom_a_view_outlives_its_launch_whatever_a_concurrent_synchronization_does() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(|| {
+            let stream = Arc::new(ModelStream::default());
+            let table = Arc::new(Pending::<()>::default());
+            let kept = Arc::new(Kept::default());
+            let worker = {
+                let stream = stream.clone();
+                loom::thread::spawn(move || stream.work(1))
+            };
+            let launch = {
+                let (stream, table, kept) = (stream.clone(), table.clone(), kept.clone());
+                loom::thread::spawn(move || {
+                    // As `Cuda::queue_launch` and the launches do: queue, record, keep.
+                    let position = stream.enqueue();
+                    table.record(7, &(), &[Access::bytes(0, 8, true)]);
+                    kept.keep([Arc::new(View {
+                        stream: stream.clone(),
+                        position,
+                    }) as super::KeptValue]);
+                })
+            };
+            let synchronization = {
+                let (stream, table, kept) = (stream.clone(), table.clone(), kept.clone());
+                loom::thread::spawn(move || {
+                    synchronize(&table, 7, &kept, || {
+                        stream.synchronize();
+                        Ok::<(), ()>(())
+                    })
+                    .expect("the model's wait does not fail");
+                })
+            };
+            launch.join().expect("the launch");
+            synchronization.join().expect("the synchronization");
+            worker.join().expect("the worker");
+            // What the synchronization left (a launch that landed after its mark) is still
+            // recorded and kept; its view goes with `kept`, after the worker ran it.
+        });
     }
 }

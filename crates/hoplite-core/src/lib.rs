@@ -37,6 +37,7 @@ pub mod dot;
 mod error;
 mod index;
 mod kernel_token;
+pub mod loom_locks;
 mod parallel_copy;
 pub mod point_loop;
 mod policy;

@@ -9,16 +9,15 @@
 //! runs them).
 //!
 //! The locks keep parking_lot's interface either way (`lock` returns the guard, a condition
-//! variable waits on `&mut` guard); under loom a thin wrapper gives loom's locks that
-//! interface, so the code above is the same in both builds.
+//! variable waits on `&mut` guard): they are `hoplite_core::loom_locks`, which the CUDA
+//! backend's protocol shares, so the code above is the same in both builds.
 //!
 //! What stays outside the switch: `Arc<dyn Job>` (a public signature, and loom's `Arc` has
 //! no unsized coercion), the context's `Arc<Mutex<HeldSlots>>` (a `Vertex` holds it weakly,
 //! and loom has no `Weak`), and labels (`Arc<str>`): none of them carries a protocol of its
 //! own — what their threads hand over goes through the primitives here.
 
-#[cfg(not(loom))]
-pub(crate) use parking_lot::{Condvar, Mutex};
+pub(crate) use hoplite_core::loom_locks::{Condvar, Mutex};
 #[cfg(not(loom))]
 pub(crate) use std::sync::Arc;
 #[cfg(not(loom))]
@@ -26,8 +25,6 @@ pub(crate) use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering, f
 #[cfg(not(loom))]
 pub(crate) use std::thread;
 
-#[cfg(loom)]
-pub(crate) use self::loom_locks::{Condvar, Mutex};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 #[cfg(loom)]
@@ -46,71 +43,6 @@ macro_rules! const_thread_local {
     };
 }
 pub(crate) use const_thread_local;
-
-/// Loom's mutex and condition variable with parking_lot's interface.
-#[cfg(loom)]
-mod loom_locks {
-    use std::ops::{Deref, DerefMut};
-    use std::sync::PoisonError;
-
-    /// A loom mutex whose `lock` returns the guard (a panic under a lock fails the model
-    /// anyway, so poisoning is passed over).
-    #[derive(Debug, Default)]
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
-
-    impl<T> Mutex<T> {
-        pub(crate) fn new(value: T) -> Self {
-            Mutex(loom::sync::Mutex::new(value))
-        }
-
-        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            MutexGuard(Some(self.0.lock().unwrap_or_else(PoisonError::into_inner)))
-        }
-
-        pub(crate) fn get_mut(&mut self) -> &mut T {
-            self.0.get_mut().unwrap_or_else(PoisonError::into_inner)
-        }
-    }
-
-    /// The guard; `None` only inside [`Condvar::wait`].
-    pub(crate) struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>);
-
-    impl<T> Deref for MutexGuard<'_, T> {
-        type Target = T;
-        fn deref(&self) -> &T {
-            self.0.as_ref().expect("a guard is held outside `Condvar::wait`")
-        }
-    }
-
-    impl<T> DerefMut for MutexGuard<'_, T> {
-        fn deref_mut(&mut self) -> &mut T {
-            self.0.as_mut().expect("a guard is held outside `Condvar::wait`")
-        }
-    }
-
-    /// A loom condition variable that waits on `&mut` guard.
-    #[derive(Debug, Default)]
-    pub(crate) struct Condvar(loom::sync::Condvar);
-
-    impl Condvar {
-        pub(crate) fn new() -> Self {
-            Condvar(loom::sync::Condvar::new())
-        }
-
-        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
-            let inner = guard.0.take().expect("a guard is held outside `Condvar::wait`");
-            guard.0 = Some(self.0.wait(inner).unwrap_or_else(PoisonError::into_inner));
-        }
-
-        pub(crate) fn notify_one(&self) {
-            self.0.notify_one();
-        }
-
-        pub(crate) fn notify_all(&self) {
-            self.0.notify_all();
-        }
-    }
-}
 
 /// What the loom models share: the model runner, a checked cell and quiet deliberate panics.
 #[cfg(all(test, loom))]

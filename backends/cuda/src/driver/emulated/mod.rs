@@ -207,7 +207,7 @@ impl Emulated {
 
     /// The device of `ctx`, if its context has not failed.
     fn device(&self, call: &'static str, ctx: RawContext) -> Result<usize, CudaError> {
-        self.sanitizer.host_read()?;
+        self.sanitizer.unreported()?;
         let d = ctx.0.wrapping_sub(1);
         let Some(device) = self.devices.get(d) else {
             return Err(error(

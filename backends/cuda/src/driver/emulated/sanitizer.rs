@@ -173,7 +173,7 @@ impl Sanitizer {
 
     /// A finding not yet reported: a host read of device memory the signal handler saw, or a
     /// finding of a call whose caller could not report it (a free in a drop); taken once.
-    pub(super) fn host_read(&self) -> Result<(), CudaError> {
+    pub(super) fn unreported(&self) -> Result<(), CudaError> {
         if !self.enabled {
             return Ok(());
         }
@@ -210,7 +210,7 @@ impl Sanitizer {
             enqueue();
             return Ok(());
         }
-        self.host_read()?;
+        self.unreported()?;
         let mut s = self.state.lock();
         let mut clock = s.streams.get(&stream).cloned().unwrap_or_default();
         let host = s.host.clone();
@@ -229,7 +229,7 @@ impl Sanitizer {
         if !self.enabled {
             return Ok(());
         }
-        self.host_read()?;
+        self.unreported()?;
         let mut s = self.state.lock();
         let mut clock = s.host.clone();
         let step = known(&clock, HOST) + 1;
@@ -362,7 +362,7 @@ impl Sanitizer {
         if !self.enabled {
             return Ok(());
         }
-        self.host_read()?;
+        self.unreported()?;
         let mut s = self.state.lock();
         let me = stream.unwrap_or(HOST);
         let clock = match stream {
