@@ -516,6 +516,9 @@ impl DeviceSelector {
     /// let mut rr = DeviceSelector::new(DeviceSelectionPolicy::RoundRobin, 4, 0.1, None)?;
     /// let picks: Vec<usize> = (0..4).map(|_| rr.select_among(&[], &[], &[3, 1])).collect::<Result<_, _>>()?;
     /// assert_eq!(picks, [1, 3, 1, 3]);
+    /// // A pick among one candidate advances the rotation too, as GrCUDA's does.
+    /// assert_eq!(rr.select_among(&[], &[], &[2])?, 2);
+    /// assert_eq!(rr.select(&[], &[])?, 1);
     /// let mut aware = DeviceSelector::new(DeviceSelectionPolicy::StreamAware, 4, 0.1, None)?;
     /// assert_eq!(aware.select_among(&[], &[0, 3, 1, 2], &[1, 3])?, 3);
     /// # Ok::<(), hoplite_dag::DagError>(())
@@ -560,6 +563,11 @@ impl DeviceSelector {
         sorted: &[usize],
     ) -> Result<usize, DagError> {
         if sorted.len() == 1 {
+            // As GrCUDA's round robin, whose rotation advances on every pick, also among one
+            // candidate: later picks stay where GrCUDA's are.
+            if self.policy == DeviceSelectionPolicy::RoundRobin {
+                return Ok(self.round_robin_among(sorted));
+            }
             return Ok(sorted[0]);
         }
         Ok(match self.policy {

@@ -673,6 +673,12 @@ fn selection_among_candidates_keeps_to_them() {
         .map(|_| rr.select_among(&[], &[], &[2, 0, 2]).expect("a device"))
         .collect();
     assert_eq!(picks, [0, 2, 0, 2, 0]);
+    // GrCUDA's rotation advances on every pick, one candidate or many: after a pick among
+    // {3} the next pick over all four devices is the one after.
+    let mut rr = DeviceSelector::new(DeviceSelectionPolicy::RoundRobin, 4, 0.1, None).expect("selector");
+    assert_eq!(rr.select(&[], &[]).expect("a device"), 0);
+    assert_eq!(rr.select_among(&[], &[], &[3]).expect("a device"), 3);
+    assert_eq!(rr.select(&[], &[]).expect("a device"), 2);
     let mut aware = DeviceSelector::new(DeviceSelectionPolicy::StreamAware, 4, 0.1, None).expect("selector");
     assert_eq!(
         aware
