@@ -222,6 +222,9 @@ fn test(args: &[String]) -> Result<(), String> {
     // Graphviz's `dot` checks that the DAG's and graphs' DOT exports parse
     // (crates/hoplite-dag/tests/dot_graphviz.rs).
     install_system_packages("the DOT exports' check", &["graphviz"])?;
+    // The emulated CUDA driver and hoplite-kernel-check compile kernels with the host C++
+    // compiler.
+    install_system_packages("the emulated CUDA driver's kernels", &["g++"])?;
     let mut steps = Vec::new();
     if lint {
         steps.push(Step::cargo("format", &["fmt", "--all", "--", "--check"]));
