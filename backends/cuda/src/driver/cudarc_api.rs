@@ -1,3 +1,5 @@
+// Over 800 lines: the real side of the seam is one `impl Api`, each method one driver call
+// (or a short sequence) with its SAFETY argument.
 //! The real side of the driver seam: [`Cudarc`], each [`Api`] call one call (or a short
 //! sequence) of `cudarc::driver::sys`, each arguing its contract. The only file of the crate
 //! that calls the driver.

@@ -1,3 +1,5 @@
+// Over 800 lines: the emulated side of the seam is one `impl Api`, each method a driver call
+// beside its checks; graphs (`graph.rs`), kernels, streams and the sanitizer are modules.
 //! The emulated CUDA driver: [`Emulated`], the other side of the driver seam, which follows
 //! CUDA's documented semantics on the CPU so that the whole backend above the seam (instances,
 //! launches, reductions, asynchronous launches, graphs, the DAG) runs in CI without a GPU.
@@ -22,6 +24,7 @@
 //! - **Graphs** hold empty, kernel, host and memcpy nodes; an executable runs its nodes in the
 //!   order they were added (a topological order) on the stream it is launched on.
 
+mod graph;
 mod kernel;
 mod sanitizer;
 mod stream;
@@ -36,6 +39,7 @@ use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 
+use self::graph::{EmuGraph, Executable, NodeWork, node_pointers, run_node};
 pub use self::kernel::BUILD_DIR_ENV;
 use self::kernel::{EmuFunction, ParamBlock};
 use self::sanitizer::{Access, Arena, Sanitizer, Touch};
@@ -67,36 +71,6 @@ struct Allocation {
     /// From the global allocator with this layout, or (`None`) from the sanitizer's arena.
     layout: Option<Layout>,
 }
-
-/// A graph node's work.
-#[derive(Clone)]
-enum NodeWork {
-    Empty,
-    Kernel {
-        function: Arc<EmuFunction>,
-        geometry: LaunchGeometry,
-        params: Arc<Mutex<ParamBlock>>,
-    },
-    Host {
-        function: HostFunction,
-        data: usize,
-    },
-    Copy {
-        device: u64,
-        host: usize,
-        bytes: usize,
-        direction: CopyDirection,
-    },
-}
-
-/// A graph being built: its nodes in the order they were added, and their ids.
-struct EmuGraph {
-    device: usize,
-    nodes: Vec<(usize, NodeWork)>,
-}
-
-/// An instantiated graph: its device and its nodes' work, in a topological order.
-type Executable = (usize, Arc<Vec<NodeWork>>);
 
 /// One device's state.
 struct EmuDevice {
@@ -278,9 +252,13 @@ impl Emulated {
         })
     }
 
-    /// The allocations the addresses `pointers` point into (each once, with both accesses).
+    /// The allocations the addresses `pointers` point into (each once, with both accesses),
+    /// for the sanitizer; none without it, so that a launch looks nothing up then.
     fn touches(&self, pointers: impl IntoIterator<Item = (u64, Access)>) -> Vec<Touch> {
         let mut touches: Vec<Touch> = Vec::new();
+        if !self.sanitizer.enabled() {
+            return touches;
+        }
         for (address, access) in pointers {
             let Some(t) = self.touch(address, access) else {
                 continue;
@@ -472,63 +450,6 @@ fn check_geometry(call: &'static str, function: &EmuFunction, g: &LaunchGeometry
         ));
     }
     Ok(())
-}
-
-/// The addresses a graph node's work touches, and how.
-fn node_pointers(work: &NodeWork) -> Vec<(u64, Access)> {
-    match work {
-        NodeWork::Empty | NodeWork::Host { .. } => Vec::new(),
-        NodeWork::Kernel { function, params, .. } => function.pointers(&params.lock()),
-        NodeWork::Copy {
-            device,
-            host,
-            direction,
-            ..
-        } => {
-            let (device_side, host_side) = match direction {
-                CopyDirection::ToHost => (Access::Read, Access::Write),
-                CopyDirection::ToDevice => (Access::Write, Access::Read),
-            };
-            vec![(*device, device_side), (*host as u64, host_side)]
-        }
-    }
-}
-
-/// Runs a graph node's or launch's work on the calling (stream) thread.
-fn run_node(work: &NodeWork) -> Result<(), Fault> {
-    match work {
-        NodeWork::Empty => Ok(()),
-        NodeWork::Kernel {
-            function,
-            geometry,
-            params,
-        } => {
-            // SAFETY: the node's creator promised the memory and parameters for every launch
-            // of the graph (`graph_add_kernel`'s contract).
-            unsafe { function.run(geometry, &mut params.lock()) }
-        }
-        NodeWork::Host { function, data } => {
-            // SAFETY: `graph_add_host`'s contract: the function makes no driver call, does not
-            // unwind, and its data is valid while the graph may run.
-            unsafe { function(*data as *mut c_void) };
-            Ok(())
-        }
-        NodeWork::Copy {
-            device,
-            host,
-            bytes,
-            direction,
-        } => {
-            let (src, dst) = match direction {
-                CopyDirection::ToHost => (*device as usize as *const u8, *host as *mut u8),
-                CopyDirection::ToDevice => (*host as *const u8, *device as usize as *mut u8),
-            };
-            // SAFETY: `graph_add_copy`'s contract: both are valid for `bytes` bytes while the
-            // graph may run, and the graph's edges keep other work off them.
-            unsafe { std::ptr::copy(src, dst, *bytes) };
-            Ok(())
-        }
-    }
 }
 
 // SAFETY: handles stay valid until destroyed (tables own them); allocations come from the
@@ -1170,32 +1091,5 @@ unsafe impl Api for Emulated {
     unsafe fn graph_exec_destroy(&self, _ctx: RawContext, exec: RawGraphExec) {
         // A launch still queued holds its own reference to the nodes.
         self.execs.lock().remove(&exec.0);
-    }
-}
-
-impl Emulated {
-    fn add_node(
-        &self,
-        call: &'static str,
-        ctx: RawContext,
-        graph: RawGraph,
-        deps: &[RawGraphNode],
-        work: NodeWork,
-    ) -> Result<RawGraphNode, CudaError> {
-        let device = self.device(call, ctx)?;
-        let handle = self.handle();
-        let mut graphs = self.graphs.lock();
-        let g = graphs.get_mut(&graph.0).ok_or_else(|| invalid_handle(call))?;
-        if g.device != device {
-            return Err(invalid_handle(call));
-        }
-        if let Some(d) = deps.iter().find(|d| !g.nodes.iter().any(|(id, _)| *id == d.0)) {
-            return Err(invalid_value(
-                call,
-                &format!("dependency {d:?} is not a node of the graph"),
-            ));
-        }
-        g.nodes.push((handle, work));
-        Ok(RawGraphNode(handle))
     }
 }
